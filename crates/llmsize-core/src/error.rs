@@ -1,0 +1,69 @@
+//! Typed errors of the core: arithmetic overflow and invalid model descriptions.
+
+use crate::expr::Expr;
+
+/// A count whose value does not fit in 64 bits.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the count `{formula}` overflows 64 bits (with values: {numbers})")]
+pub struct Overflow {
+    /// The formula, with symbols.
+    pub formula: String,
+    /// The formula, with numbers.
+    pub numbers: String,
+}
+
+impl Overflow {
+    pub(crate) fn new(expr: &Expr) -> Self {
+        Overflow {
+            formula: expr.symbolic(),
+            numbers: expr.numeric(),
+        }
+    }
+}
+
+/// A model description that cannot be counted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpecError {
+    /// A size that must be positive is zero.
+    #[error("`{field}` must be a positive integer, found 0")]
+    Zero {
+        /// The field, as the user knows it (the config key or flag).
+        field: String,
+    },
+    /// The attention heads do not divide the hidden size and no explicit head size was given.
+    #[error(
+        "`{heads_field}` = {heads} does not divide `{hidden_field}` = {hidden}; give `head_dim` explicitly"
+    )]
+    HeadsDoNotDivide {
+        /// The heads field name.
+        heads_field: String,
+        /// Number of heads.
+        heads: u64,
+        /// The hidden-size field name.
+        hidden_field: String,
+        /// Hidden size.
+        hidden: u64,
+    },
+    /// Query heads are not a multiple of key/value heads (GQA needs whole groups).
+    #[error("`num_attention_heads` = {heads} is not a multiple of `num_key_value_heads` = {kv_heads}")]
+    KvHeadsDoNotDivide {
+        /// Query heads.
+        heads: u64,
+        /// Key/value heads.
+        kv_heads: u64,
+    },
+    /// A field holds a value outside its valid range.
+    #[error("`{field}` = {found} is invalid: expected {expected}")]
+    Invalid {
+        /// The field.
+        field: String,
+        /// What was found.
+        found: String,
+        /// What was expected.
+        expected: String,
+    },
+    /// A count overflowed.
+    #[error(transparent)]
+    Overflow(#[from] Overflow),
+}

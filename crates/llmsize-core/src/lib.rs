@@ -1,0 +1,22 @@
+//! llmsize-core: a typed description of a Transformer ([`spec::ModelSpec`]) and the exact
+//! arithmetic on it: parameters by component with their formulas, and the renderers that
+//! turn the one report into a table, a derivation or JSON.
+//!
+//! The core performs no I/O: it never reads files, the environment or the clock, and never
+//! prints. Adapters build specs; the CLI prints what the renderers return.
+
+#![deny(missing_docs)]
+
+pub mod count;
+pub mod design;
+pub mod error;
+pub mod expr;
+pub mod render;
+pub mod report;
+pub mod spec;
+pub mod units;
+
+pub use count::{Category, ParamCount, count};
+pub use error::{Overflow, SpecError};
+pub use report::ParamsReport;
+pub use spec::ModelSpec;

@@ -1,0 +1,42 @@
+//! Renderers: pure functions from a [`ParamsReport`](crate::report::ParamsReport) to text.
+//!
+//! Tables and `--explain` are for people (thousands separators, `124.4M`); JSON is for
+//! scripts (plain integers, stable keys).
+
+pub mod explain;
+pub mod json;
+pub mod table;
+
+/// Lay out rows in columns; `right` marks right-aligned columns. Trailing spaces are trimmed.
+pub(crate) fn columns(rows: &[Vec<String>], right: &[bool]) -> String {
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..n)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            let pad = widths[i].saturating_sub(cell.chars().count());
+            if right.get(i).copied().unwrap_or(false) {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+            } else {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}

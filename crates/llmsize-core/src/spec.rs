@@ -1,0 +1,379 @@
+//! The one description of a model from which every figure is derived.
+//!
+//! A [`ModelSpec`] is fully resolved: every default has been filled in by the adapter that
+//! built it (and recorded in [`ModelSpec::assumptions`]), so counting never guesses. The
+//! structure is per layer, because real models mix layer kinds (dense and MoE layers,
+//! sliding-window and global attention, a first layer without an attention norm), and
+//! per stack, because encoder-decoders have two.
+
+use std::collections::BTreeMap;
+
+use crate::error::SpecError;
+
+/// A fully resolved Transformer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelSpec {
+    /// Display name (preset id, file name or design description).
+    pub name: String,
+    /// The Hugging Face `model_type` (or `design` for a model described by flags).
+    pub model_type: String,
+    /// The model class this spec mirrors (`LlamaForCausalLM`, `BertModel`, …).
+    pub architecture: String,
+    /// Model width `d` (`hidden_size`, `n_embd`, `d_model`, …).
+    pub hidden_size: u64,
+    /// Vocabulary size `V`.
+    pub vocab_size: u64,
+    /// Input token table (`V × dim`); `dim` differs from the hidden size for OPT-350m.
+    pub token_embedding: Option<Table>,
+    /// Projections between embedding width and hidden width (OPT `project_in`/`project_out`).
+    pub embedding_projections: Vec<Linear>,
+    /// The layer stacks: one for decoder-only and encoder-only models, two for encoder-decoders.
+    pub stacks: Vec<Stack>,
+    /// The output head.
+    pub head: OutputHead,
+    /// BERT-style pooler (`dense` `d × d` + bias) of a bare encoder.
+    pub pooler: Option<Linear>,
+    /// Every value that was not read from the input but filled in, with the reason.
+    pub assumptions: Vec<Assumption>,
+    /// Things the user should know (e.g. an unknown `model_type` counted as llama-style).
+    pub warnings: Vec<String>,
+    /// Where each formula symbol came from (`d` → `n_embd`), for the legend of `--explain`.
+    pub symbol_sources: BTreeMap<String, String>,
+}
+
+/// A value filled in because the input did not give it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assumption {
+    /// The field (config key or flag).
+    pub field: String,
+    /// The value used.
+    pub value: String,
+    /// Why this value (e.g. "`LlamaConfig` default", "4·d, GPT convention").
+    pub reason: String,
+}
+
+/// An embedding table of `rows × dim`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Table {
+    /// Rows (vocabulary entries, positions, token types).
+    pub rows: u64,
+    /// Width of each row.
+    pub dim: u64,
+}
+
+/// A dense projection `input → output` (weight `output × input`, optional bias of `output`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Linear {
+    /// Input features.
+    pub input: u64,
+    /// Output features.
+    pub output: u64,
+    /// Whether it carries a bias vector.
+    pub bias: bool,
+}
+
+/// Which part of an encoder-decoder a stack is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StackRole {
+    /// Causal decoder of a decoder-only model.
+    Decoder,
+    /// Bidirectional encoder (BERT, the T5/BART encoder).
+    Encoder,
+    /// Decoder of an encoder-decoder (with cross-attention).
+    CrossDecoder,
+}
+
+impl StackRole {
+    /// Lowercase name used in tables and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StackRole::Decoder | StackRole::CrossDecoder => "decoder",
+            StackRole::Encoder => "encoder",
+        }
+    }
+}
+
+/// A stack of layers with its own position embedding and norms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stack {
+    /// What the stack is.
+    pub role: StackRole,
+    /// Position parameters of the stack (none for RoPE/ALiBi).
+    pub position: Option<PositionEmbedding>,
+    /// Token-type (segment) table (BERT).
+    pub token_type: Option<Table>,
+    /// Norm applied to the embeddings (BLOOM `word_embeddings_layernorm`, BERT, BART).
+    pub embedding_norm: Option<Norm>,
+    /// The layers, in order.
+    pub layers: Vec<Layer>,
+    /// The norm after the last layer.
+    pub final_norm: Option<Norm>,
+}
+
+/// Position parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PositionEmbedding {
+    /// A learned absolute table; `rows` includes any offset rows (OPT and BART add 2).
+    Learned {
+        /// The table.
+        table: Table,
+        /// Rows added beyond the context length (OPT/BART offset 2), for the explanation.
+        offset: u64,
+    },
+    /// T5's relative-position bias: `buckets × heads`, once per stack.
+    RelativeBias {
+        /// `relative_attention_num_buckets`.
+        buckets: u64,
+        /// Attention heads.
+        heads: u64,
+    },
+}
+
+/// One layer of a stack.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Layer {
+    /// Self-attention.
+    pub attention: Attention,
+    /// Cross-attention to the encoder (encoder-decoder decoders).
+    pub cross_attention: Option<Attention>,
+    /// The feed-forward part.
+    pub ffn: Ffn,
+    /// Every norm of the block outside attention's q/k norms.
+    pub norms: Vec<Norm>,
+    /// Sliding-window size when this layer attends locally (none: global attention).
+    pub sliding_window: Option<u64>,
+}
+
+/// Self- or cross-attention.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Attention {
+    /// Multi-head attention with `n_kv` key/value heads (MHA, GQA, MQA).
+    Standard(StandardAttention),
+    /// DeepSeek's multi-head latent attention.
+    Latent(LatentAttention),
+}
+
+/// MHA/GQA/MQA: q `d → n_h·d_h`, k and v `d → n_kv·d_h`, o `n_h·d_h → d`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct StandardAttention {
+    /// Width of the residual stream.
+    pub hidden: u64,
+    /// Query heads `n_h`.
+    pub num_heads: u64,
+    /// Key/value heads `n_kv` (= `n_h` for MHA, 1 for MQA).
+    pub num_kv_heads: u64,
+    /// Head size `d_h`.
+    pub head_dim: u64,
+    /// q, k, v are one fused matrix (GPT-2 `c_attn`, NeoX `query_key_value`); counts the same.
+    pub fused_qkv: bool,
+    /// Bias on the query projection.
+    pub q_bias: bool,
+    /// Bias on the key projection.
+    pub k_bias: bool,
+    /// Bias on the value projection.
+    pub v_bias: bool,
+    /// Bias on the output projection.
+    pub o_bias: bool,
+    /// Norm on queries (Qwen3: per head, `d_h`; OLMo2: full width, `n_h·d_h`).
+    pub q_norm: Option<Norm>,
+    /// Norm on keys.
+    pub k_norm: Option<Norm>,
+    /// One learned attention-sink logit per head (gpt-oss).
+    pub sinks: bool,
+}
+
+/// Multi-head latent attention (DeepSeek-V2/V3).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LatentAttention {
+    /// Width of the residual stream.
+    pub hidden: u64,
+    /// Heads.
+    pub num_heads: u64,
+    /// Rank of the query compression (`None`: a full `q_proj`).
+    pub q_lora_rank: Option<u64>,
+    /// Rank of the key/value compression.
+    pub kv_lora_rank: u64,
+    /// Per-head query/key size without rotary part.
+    pub qk_nope_head_dim: u64,
+    /// Per-head rotary part (shared key part).
+    pub qk_rope_head_dim: u64,
+    /// Per-head value size.
+    pub v_head_dim: u64,
+    /// Bias on the down projections and `o_proj` (`attention_bias`).
+    pub bias: bool,
+}
+
+/// Feed-forward part of a layer.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Ffn {
+    /// One MLP.
+    Dense(Mlp),
+    /// A mixture of experts.
+    Moe(Moe),
+}
+
+/// An MLP `d → d_ff → d`: 2 matrices, or 3 when gated (SwiGLU/GeGLU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Mlp {
+    /// Width of the residual stream.
+    pub hidden: u64,
+    /// Inner width `d_ff`.
+    pub intermediate: u64,
+    /// Gated: `gate` and `up` both `d → d_ff`.
+    pub gated: bool,
+    /// Bias on the input projection(s).
+    pub up_bias: bool,
+    /// Bias on the output projection.
+    pub down_bias: bool,
+}
+
+/// A mixture-of-experts block.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Moe {
+    /// Routed experts `E`.
+    pub num_experts: u64,
+    /// Experts chosen per token `k`.
+    pub experts_per_token: u64,
+    /// One routed expert.
+    pub expert: Mlp,
+    /// Router `d → E`, with or without bias.
+    pub router_bias: bool,
+    /// Always-on shared expert(s), as one MLP of the summed width.
+    pub shared: Option<Mlp>,
+    /// A sigmoid gate `d → 1` on the shared expert (Qwen2-MoE).
+    pub shared_gate: bool,
+}
+
+/// Output head.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutputHead {
+    /// Bare model (`BertModel`, `BartModel`).
+    None,
+    /// Projection to the vocabulary.
+    Lm {
+        /// The projection is the token embedding (counted once, in `token_embedding`).
+        tied: bool,
+        /// An output bias of `V` (Phi, GPT-J, BERT's decoder bias).
+        bias: bool,
+        /// MLM transform (`dense` + norm) before the decoder.
+        transform: Option<HeadTransform>,
+    },
+}
+
+/// The MLM head's transform: `d → d` dense plus a norm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeadTransform {
+    /// The dense projection.
+    pub dense: Linear,
+    /// The norm after it.
+    pub norm: Norm,
+}
+
+/// Kind of normalisation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NormKind {
+    /// LayerNorm: weight, and bias unless disabled.
+    LayerNorm,
+    /// RMSNorm: weight only.
+    RmsNorm,
+}
+
+/// A norm over `dim` features.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Norm {
+    /// LayerNorm or RMSNorm.
+    pub kind: NormKind,
+    /// Normalised width.
+    pub dim: u64,
+    /// Carries a bias vector (LayerNorm only).
+    pub bias: bool,
+}
+
+impl Norm {
+    /// LayerNorm with weight and bias.
+    pub fn layer_norm(dim: u64) -> Self {
+        Norm {
+            kind: NormKind::LayerNorm,
+            dim,
+            bias: true,
+        }
+    }
+    /// RMSNorm (weight only).
+    pub fn rms_norm(dim: u64) -> Self {
+        Norm {
+            kind: NormKind::RmsNorm,
+            dim,
+            bias: false,
+        }
+    }
+}
+
+impl ModelSpec {
+    /// Total layers over all stacks.
+    pub fn num_layers(&self) -> u64 {
+        self.stacks.iter().map(|s| s.layers.len() as u64).sum()
+    }
+
+    /// Checks the invariants counting relies on: positive sizes and whole head groups.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        positive("hidden_size", self.hidden_size)?;
+        positive("vocab_size", self.vocab_size)?;
+        if self.stacks.iter().all(|s| s.layers.is_empty()) {
+            return Err(SpecError::Zero {
+                field: "num_hidden_layers".into(),
+            });
+        }
+        for layer in self.stacks.iter().flat_map(|s| &s.layers) {
+            for attention in std::iter::once(&layer.attention).chain(&layer.cross_attention) {
+                match attention {
+                    Attention::Standard(a) => {
+                        positive("num_attention_heads", a.num_heads)?;
+                        positive("num_key_value_heads", a.num_kv_heads)?;
+                        positive("head_dim", a.head_dim)?;
+                        if a.num_heads % a.num_kv_heads != 0 {
+                            return Err(SpecError::KvHeadsDoNotDivide {
+                                heads: a.num_heads,
+                                kv_heads: a.num_kv_heads,
+                            });
+                        }
+                    }
+                    Attention::Latent(a) => {
+                        positive("num_attention_heads", a.num_heads)?;
+                        positive("kv_lora_rank", a.kv_lora_rank)?;
+                        positive("qk_rope_head_dim", a.qk_rope_head_dim)?;
+                        positive("v_head_dim", a.v_head_dim)?;
+                        if let Some(r) = a.q_lora_rank {
+                            positive("q_lora_rank", r)?;
+                        }
+                    }
+                }
+            }
+            match &layer.ffn {
+                Ffn::Dense(m) => positive("intermediate_size", m.intermediate)?,
+                Ffn::Moe(m) => {
+                    positive("num_experts", m.num_experts)?;
+                    positive("num_experts_per_tok", m.experts_per_token)?;
+                    positive("moe_intermediate_size", m.expert.intermediate)?;
+                    if m.experts_per_token > m.num_experts {
+                        return Err(SpecError::Invalid {
+                            field: "num_experts_per_tok".into(),
+                            found: m.experts_per_token.to_string(),
+                            expected: format!("at most the number of experts ({})", m.num_experts),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn positive(field: &str, value: u64) -> Result<(), SpecError> {
+    if value == 0 {
+        Err(SpecError::Zero {
+            field: field.to_owned(),
+        })
+    } else {
+        Ok(())
+    }
+}

@@ -1,0 +1,88 @@
+//! How numbers are written for people. Machine formats (JSON) always carry plain integers.
+
+/// `124439808` → `124,439,808`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A count with an SI-style suffix for parameters: `124.4M`, `6.74B`, `1.23T`.
+///
+/// Two decimals below 10 of the unit and one above, so that the figure keeps three or four
+/// significant digits, the way model sizes are quoted.
+pub fn human_count(n: u64) -> String {
+    const UNITS: [(u64, &str); 4] = [
+        (1_000_000_000_000, "T"),
+        (1_000_000_000, "B"),
+        (1_000_000, "M"),
+        (1_000, "K"),
+    ];
+    for (scale, suffix) in UNITS {
+        if n >= scale {
+            #[expect(clippy::cast_precision_loss, reason = "display only")]
+            let v = n as f64 / scale as f64;
+            return if v < 10.0 {
+                format!("{v:.2}{suffix}")
+            } else {
+                format!("{v:.1}{suffix}")
+            };
+        }
+    }
+    n.to_string()
+}
+
+/// A signed relative difference in percent: `(estimate − exact) / exact`, e.g. `-4.39%`.
+pub fn relative(estimate: u64, exact: u64) -> String {
+    if exact == 0 {
+        return "n/a".into();
+    }
+    #[expect(clippy::cast_precision_loss, reason = "display only")]
+    let r = (estimate as f64 - exact as f64) / exact as f64 * 100.0;
+    format!("{r:+.2}%")
+}
+
+/// `part / whole` in percent with two decimals.
+pub fn share(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        return "-".into();
+    }
+    #[expect(clippy::cast_precision_loss, reason = "display only")]
+    let r = part as f64 / whole as f64 * 100.0;
+    format!("{r:.2}%")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000), "1,000");
+        assert_eq!(thousands(124_439_808), "124,439,808");
+        assert_eq!(thousands(u64::MAX), "18,446,744,073,709,551,615");
+    }
+
+    #[test]
+    fn human_units() {
+        assert_eq!(human_count(124_439_808), "124.4M");
+        assert_eq!(human_count(6_738_415_616), "6.74B");
+        assert_eq!(human_count(671_026_404_352), "671.0B");
+        assert_eq!(human_count(10_000_000_000_000), "10.0T");
+        assert_eq!(human_count(512), "512");
+    }
+
+    #[test]
+    fn relative_error_sign() {
+        assert_eq!(relative(90, 100), "-10.00%");
+        assert_eq!(relative(110, 100), "+10.00%");
+    }
+}
