@@ -1,1 +1,14 @@
-//! adapters
+//! llmsize-adapters: turn what users have (a Hugging Face `config.json`, a preset name) into
+//! the core's [`llmsize_core::ModelSpec`].
+//!
+//! Adapters parse text they are given; they never read files themselves (the CLI does),
+//! so every reader is testable on strings and fuzzable.
+
+#![deny(missing_docs)]
+
+pub mod error;
+pub mod hf_config;
+pub mod presets;
+
+pub use error::ConfigError;
+pub use hf_config::{HeadChoice, ReadOptions, read_config};

@@ -1,0 +1,78 @@
+//! Errors of the readers: each names the file, the key and what was expected.
+
+use llmsize_core::SpecError;
+
+/// A `config.json` that cannot be turned into a model description.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The text is not JSON.
+    #[error("`{file}`: invalid JSON at line {line}, column {column}: {message}")]
+    Json {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// serde_json's description.
+        message: String,
+    },
+    /// The JSON is not an object.
+    #[error("`{file}`: expected a JSON object at the top level, found {found}")]
+    NotObject {
+        /// The file.
+        file: String,
+        /// The kind of value found.
+        found: String,
+    },
+    /// A key the count needs is absent.
+    #[error("`{file}`: missing key `{key}`: expected {expected}")]
+    Missing {
+        /// The file.
+        file: String,
+        /// The key (or its accepted spellings).
+        key: String,
+        /// What it should hold.
+        expected: String,
+    },
+    /// A key holds a value of the wrong type or out of range.
+    #[error("`{file}`: key `{key}` is {found}: expected {expected}")]
+    Invalid {
+        /// The file.
+        file: String,
+        /// The key.
+        key: String,
+        /// The value found, as JSON.
+        found: String,
+        /// What it should hold.
+        expected: String,
+    },
+    /// The `model_type` is not one llmsize knows.
+    #[error("`{file}`: `model_type` `{found}` is not supported; supported: {supported}")]
+    Unsupported {
+        /// The file.
+        file: String,
+        /// The model type found.
+        found: String,
+        /// The supported model types.
+        supported: String,
+    },
+    /// A `--set` override is malformed.
+    #[error("`--set {given}`: {problem}")]
+    Override {
+        /// The argument as given.
+        given: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The description is inconsistent or its counts overflow.
+    #[error("`{file}`: {source}")]
+    Spec {
+        /// The file.
+        file: String,
+        /// The core's error.
+        #[source]
+        source: SpecError,
+    },
+}

@@ -1,0 +1,769 @@
+//! Dense decoder-only families.
+//!
+//! Each function mirrors one `modeling_*.py` of transformers 5.24: which projections carry
+//! biases, how many norms a block has, how `head_dim` is found, and the configuration
+//! class's default for `tie_word_embeddings`.
+
+use llmsize_core::spec::{
+    Attention, Ffn, Layer, Linear, Mlp, ModelSpec, Norm, NormKind, OutputHead,
+    PositionEmbedding, Stack, StackRole, StandardAttention, Table,
+};
+
+use super::raw::RawConfig;
+use super::architecture;
+use crate::error::ConfigError;
+
+/// The parts of a decoder-only model around its layers.
+pub(crate) struct Decoder {
+    pub(crate) model_type: String,
+    pub(crate) architecture: String,
+    pub(crate) hidden: u64,
+    pub(crate) vocab: u64,
+    /// Width of the token table (differs from `hidden` only with embedding projections).
+    pub(crate) embedding_dim: u64,
+    pub(crate) projections: Vec<Linear>,
+    pub(crate) position: Option<PositionEmbedding>,
+    pub(crate) embedding_norm: Option<Norm>,
+    pub(crate) layers: Vec<Layer>,
+    pub(crate) final_norm: Option<Norm>,
+    pub(crate) tied: bool,
+    pub(crate) head_bias: bool,
+}
+
+impl Decoder {
+    pub(crate) fn into_spec(self, raw: &RawConfig<'_>) -> ModelSpec {
+        // A bare `…Model` class (no `ForCausalLM`) has no output head.
+        let bare = self.architecture.ends_with("Model") && !self.architecture.ends_with("LMHeadModel");
+        let _ = raw;
+        ModelSpec {
+            name: String::new(),
+            model_type: self.model_type,
+            architecture: self.architecture,
+            hidden_size: self.hidden,
+            vocab_size: self.vocab,
+            token_embedding: Some(Table {
+                rows: self.vocab,
+                dim: self.embedding_dim,
+            }),
+            embedding_projections: self.projections,
+            stacks: vec![Stack {
+                role: StackRole::Decoder,
+                position: self.position,
+                token_type: None,
+                embedding_norm: self.embedding_norm,
+                layers: self.layers,
+                final_norm: self.final_norm,
+            }],
+            head: if bare {
+                OutputHead::None
+            } else {
+                OutputHead::Lm {
+                    tied: self.tied,
+                    bias: self.head_bias,
+                    transform: None,
+                }
+            },
+            pooler: None,
+            assumptions: Vec::new(),
+            warnings: Vec::new(),
+            symbol_sources: std::collections::BTreeMap::new(),
+        }
+    }
+}
+
+pub(crate) fn mha(hidden: u64, heads: u64, kv_heads: u64, head_dim: u64, bias: bool) -> StandardAttention {
+    StandardAttention {
+        hidden,
+        num_heads: heads,
+        num_kv_heads: kv_heads,
+        head_dim,
+        fused_qkv: false,
+        q_bias: bias,
+        k_bias: bias,
+        v_bias: bias,
+        o_bias: bias,
+        q_norm: None,
+        k_norm: None,
+        sinks: false,
+    }
+}
+
+pub(crate) fn mlp(hidden: u64, intermediate: u64, gated: bool, bias: bool) -> Mlp {
+    Mlp {
+        hidden,
+        intermediate,
+        gated,
+        up_bias: bias,
+        down_bias: bias,
+    }
+}
+
+pub(crate) fn layer(attention: StandardAttention, ffn: Mlp, norms: Vec<Norm>) -> Layer {
+    Layer {
+        attention: Attention::Standard(attention),
+        cross_attention: None,
+        ffn: Ffn::Dense(ffn),
+        norms,
+        sliding_window: None,
+    }
+}
+
+fn tie(raw: &mut RawConfig<'_>, default: bool, class: &str) -> Result<bool, ConfigError> {
+    raw.flag_or(
+        "tie_word_embeddings",
+        default,
+        &format!("absent; `{class}` default"),
+    )
+}
+
+/// GPT-2 (`modeling_gpt2.py`): Conv1D `c_attn` d→3d and `c_proj` with biases, `c_fc`/`c_proj`
+/// MLP with biases, `ln_1`/`ln_2` LayerNorm, learned `wpe`, final `ln_f`, tied head.
+pub(crate) fn gpt2(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
+    let hidden = raw.size(&["n_embd", "hidden_size"], "d")?;
+    let layers = raw.size(&["n_layer", "num_hidden_layers"], "L")?;
+    let heads = raw.size(&["n_head", "num_attention_heads"], "n_h")?;
+    let vocab = raw.size(&["vocab_size"], "V")?;
+    let positions = raw.size_or(&["n_positions", "max_position_embeddings"], "n_ctx", 1024, "absent; `GPT2Config` default")?;
+    let head_dim = raw.derived_head_dim(hidden, "n_embd", heads, "n_head")?;
+    let inner = match raw.size_opt("n_inner")? {
+        Some(n) => {
+            raw.source("d_ff", "n_inner");
+            n
+        }
+        None => {
+            let v = raw.mul(4, hidden, "4·n_embd")?;
+            raw.assume("n_inner", v, "absent or null; GPT-2 uses 4·n_embd");
+            raw.source("d_ff", "4·n_embd (n_inner null)");
+            v
+        }
+    };
+    let tied = tie(raw, true, "GPT2Config")?;
+    let cross = raw.flag("add_cross_attention")?.unwrap_or(false);
+    let mut attn = mha(hidden, heads, heads, head_dim, true);
+    attn.fused_qkv = true;
+    let mut norms = vec![Norm::layer_norm(hidden); 2];
+    let mut l = layer(attn.clone(), mlp(hidden, inner, false, true), norms.clone());
+    if cross {
+        // `crossattention` (q_attn d→d, c_attn d→2d, c_proj) and `ln_cross_attn`.
+        l.cross_attention = Some(Attention::Standard(mha(hidden, heads, heads, head_dim, true)));
+        norms.push(Norm::layer_norm(hidden));
+        l.norms = norms;
+    }
+    let n = raw.layer_count("n_layer", layers)?;
+    Ok(Decoder {
+        model_type: "gpt2".into(),
+        architecture: architecture(raw, "GPT2LMHeadModel"),
+        hidden,
+        vocab,
+        embedding_dim: hidden,
+        projections: Vec::new(),
+        position: Some(PositionEmbedding::Learned {
+            table: Table { rows: positions, dim: hidden },
+            offset: 0,
+        }),
+        embedding_norm: None,
+        layers: vec![l; n],
+        final_norm: Some(Norm::layer_norm(hidden)),
+        tied,
+        head_bias: false,
+    }
+    .into_spec(raw))
+}
+
+/// GPT-J (`modeling_gptj.py`): q/k/v/out without biases, `fc_in`/`fc_out` with biases, one
+/// `ln_1` per block (parallel attention and MLP), `lm_head` with a bias, untied by default.
+pub(crate) fn gptj(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
+    let hidden = raw.size(&["n_embd", "hidden_size"], "d")?;
+    let layers = raw.size(&["n_layer", "num_hidden_layers"], "L")?;
+    let heads = raw.size(&["n_head", "num_attention_heads"], "n_h")?;
+    let vocab = raw.size(&["vocab_size"], "V")?;
+    let head_dim = raw.derived_head_dim(hidden, "n_embd", heads, "n_head")?;
+    let inner = match raw.size_opt("n_inner")? {
+        Some(n) => {
+            raw.source("d_ff", "n_inner");
+            n
+        }
+        None => {
+            let v = raw.mul(4, hidden, "4·n_embd")?;
+            raw.assume("n_inner", v, "absent or null; GPT-J uses 4·n_embd");
+            v
+        }
+    };
+    let tied = tie(raw, false, "GPTJConfig")?;
+    let n = raw.layer_count("n_layer", layers)?;
+    Ok(Decoder {
+        model_type: "gptj".into(),
+        architecture: architecture(raw, "GPTJForCausalLM"),
+        hidden,
+        vocab,
+        embedding_dim: hidden,
+        projections: Vec::new(),
+        position: None,
+        embedding_norm: None,
+        layers: vec![
+            layer(
+                mha(hidden, heads, heads, head_dim, false),
+                mlp(hidden, inner, false, true),
+                vec![Norm::layer_norm(hidden)],
+            );
+            n
+        ],
+        final_norm: Some(Norm::layer_norm(hidden)),
+        tied,
+        head_bias: true,
+    }
+    .into_spec(raw))
+}
+
+/// GPT-NeoX / Pythia (`modeling_gpt_neox.py`): fused `query_key_value` and `dense` with
+/// biases (`attention_bias`), `dense_h_to_4h`/`dense_4h_to_h` with biases, two LayerNorms per
+/// block, `final_layer_norm`, untied `embed_out` without bias.
+pub(crate) fn gpt_neox(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
+    let hidden = raw.size(&["hidden_size"], "d")?;
+    let layers = raw.size(&["num_hidden_layers"], "L")?;
+    let heads = raw.size(&["num_attention_heads"], "n_h")?;
+    let vocab = raw.size(&["vocab_size"], "V")?;
+    let inner = raw.size(&["intermediate_size"], "d_ff")?;
+    let head_dim = raw.derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?;
+    let bias = raw.flag_or("attention_bias", true, "absent; `GPTNeoXConfig` default")?;
+    let tied = tie(raw, false, "GPTNeoXConfig")?;
+    let mut attn = mha(hidden, heads, heads, head_dim, bias);
+    attn.fused_qkv = true;
+    let n = raw.layer_count("num_hidden_layers", layers)?;
+    Ok(Decoder {
+        model_type: "gpt_neox".into(),
+        architecture: architecture(raw, "GPTNeoXForCausalLM"),
+        hidden,
+        vocab,
+        embedding_dim: hidden,
+        projections: Vec::new(),
+        position: None,
+        embedding_norm: None,
+        layers: vec![
+            layer(attn, mlp(hidden, inner, false, true), vec![Norm::layer_norm(hidden); 2]);
+            n
+        ],
+        final_norm: Some(Norm::layer_norm(hidden)),
+        tied,
+        head_bias: false,
+    }
+    .into_spec(raw))
+}
+
+/// OPT (`modeling_opt.py`): learned positions with 2 extra rows (`OPTLearnedPositionalEmbedding`
+/// offset), optional `project_in`/`project_out` when `word_embed_proj_dim` ≠ `hidden_size`,
+/// biases on q/k/v/out and fc1/fc2 (`enable_bias`), a final norm only when
+/// `do_layer_norm_before` and not `_remove_final_layer_norm`, tied head.
+pub(crate) fn opt(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
+    let hidden = raw.size(&["hidden_size"], "d")?;
+    let layers = raw.size(&["num_hidden_layers"], "L")?;
+    let heads = raw.size(&["num_attention_heads"], "n_h")?;
+    let vocab = raw.size(&["vocab_size"], "V")?;
+    let ffn = raw.size(&["ffn_dim"], "d_ff")?;
+    let positions = raw.size_or(&["max_position_embeddings"], "n_ctx", 2048, "absent; `OPTConfig` default")?;
+    let embed_dim = raw.size_or(&["word_embed_proj_dim"], "d_emb", hidden, "absent; `OPTConfig` uses hidden_size")?;
+    let head_dim = raw.derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?;
+    let bias = raw.flag_or("enable_bias", true, "absent; `OPTConfig` default")?;
+    let affine = raw.flag_or("layer_norm_elementwise_affine", true, "absent; `OPTConfig` default")?;
+    let before = raw.flag_or("do_layer_norm_before", true, "absent; `OPTConfig` default")?;
+    let removed = raw.flag("_remove_final_layer_norm")?.unwrap_or(false);
+    let tied = tie(raw, true, "OPTConfig")?;
+    let norm = Norm {
+        kind: NormKind::LayerNorm,
+        dim: hidden,
+        bias: true,
+    };
+    let norms = if affine { vec![norm; 2] } else { Vec::new() };
+    let projections = if embed_dim == hidden {
+        Vec::new()
+    } else {
+        vec![
+            Linear { input: hidden, output: embed_dim, bias: false },
+            Linear { input: embed_dim, output: hidden, bias: false },
+        ]
+    };
+    let final_norm = (before && !removed && affine).then_some(norm);
+    let rows = positions
+        .checked_add(2)
+        .ok_or_else(|| raw.invalid("max_position_embeddings", &positions.into(), "a size below 2^64 − 2"))?;
+    let n = raw.layer_count("num_hidden_layers", layers)?;
+    let mut spec = Decoder {
+        model_type: "opt".into(),
+        architecture: architecture(raw, "OPTForCausalLM"),
+        hidden,
+        vocab,
+        embedding_dim: embed_dim,
+        projections,
+        position: Some(PositionEmbedding::Learned {
+            table: Table { rows, dim: hidden },
+            offset: 2,
+        }),
+        embedding_norm: None,
+        layers: vec![layer(mha(hidden, heads, heads, head_dim, bias), mlp(hidden, ffn, false, bias), norms); n],
+        final_norm,
+        tied,
+        head_bias: false,
+    }
+    .into_spec(raw);
+    // The head projects from the embedding width (`word_embed_proj_dim`), not the hidden size.
+    if !tied && embed_dim != hidden {
+        spec.warnings.push(format!(
+            "untied OPT head counted as {vocab}·{hidden}; the real head is {vocab}·{embed_dim}"
+        ));
+    }
+    Ok(spec)
+}
+
+/// BLOOM (`modeling_bloom.py`): `word_embeddings_layernorm`, fused `query_key_value` d→3d and
+/// `dense` with biases, 4d MLP with biases, two LayerNorms per block, `ln_f`, ALiBi (no
+/// position parameters), tied head.
+pub(crate) fn bloom(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
+    let hidden = raw.size(&["hidden_size", "n_embed"], "d")?;
+    let layers = raw.size(&["n_layer", "num_hidden_layers"], "L")?;
+    let heads = raw.size(&["n_head", "num_attention_heads"], "n_h")?;
+    let vocab = raw.size(&["vocab_size"], "V")?;
+    let head_dim = raw.derived_head_dim(hidden, "hidden_size", heads, "n_head")?;
+    let tied = tie(raw, true, "BloomConfig")?;
+    let inner = raw.mul(4, hidden, "4·hidden_size")?;
+    raw.source("d_ff", "4·hidden_size (BloomMLP)");
+    let mut attn = mha(hidden, heads, heads, head_dim, true);
+    attn.fused_qkv = true;
+    let n = raw.layer_count("n_layer", layers)?;
+    Ok(Decoder {
+        model_type: "bloom".into(),
+        architecture: architecture(raw, "BloomForCausalLM"),
+        hidden,
+        vocab,
+        embedding_dim: hidden,
+        projections: Vec::new(),
+        position: None,
+        embedding_norm: Some(Norm::layer_norm(hidden)),
+        layers: vec![layer(attn, mlp(hidden, inner, false, true), vec![Norm::layer_norm(hidden); 2]); n],
+        final_norm: Some(Norm::layer_norm(hidden)),
+        tied,
+        head_bias: false,
+    }
+    .into_spec(raw))
+}
+
+/// Falcon (`modeling_falcon.py`): fused `query_key_value` whose width depends on the layout
+/// (`new_decoder_architecture`: (n_h + 2·n_kv)·d_h; `multi_query`: d + 2·d_h; else 3d),
+/// `dense`, MLP d→`ffn_hidden_size`→d, all with `bias`; norms: `ln_attn` + `ln_mlp` in the new
+/// layout with `num_ln_in_parallel_attn` = 2, else `input_layernorm` (+
+/// `post_attention_layernorm` when not `parallel_attn`); `ln_f`; tied head.
+pub(crate) fn falcon(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
+    let hidden = raw.size(&["hidden_size", "n_embed"], "d")?;
+    let layers = raw.size(&["num_hidden_layers", "n_layer"], "L")?;
+    let heads = raw.size(&["num_attention_heads", "n_head"], "n_h")?;
+    let vocab = raw.size(&["vocab_size"], "V")?;
+    let head_dim = raw.derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?;
+    let new_arch = raw.flag_or("new_decoder_architecture", false, "absent; `FalconConfig` default")?;
+    let multi_query = raw.flag_or("multi_query", true, "absent; `FalconConfig` default")?;
+    let parallel = raw.flag_or("parallel_attn", true, "absent; `FalconConfig` default")?;
+    let bias = raw.flag_or("bias", false, "absent; `FalconConfig` default")?;
+    let tied = tie(raw, true, "FalconConfig")?;
+    let kv_heads = if new_arch {
+        match raw.size_opt("num_kv_heads")? {
+            Some(n) => {
+                raw.source("n_kv", "num_kv_heads");
+                n
+            }
+            None => {
+                raw.assume("num_kv_heads", heads, "absent; `FalconConfig` uses num_attention_heads");
+                heads
+            }
+        }
+    } else if multi_query {
+        raw.source("n_kv", "multi_query: 1");
+        1
+    } else {
+        heads
+    };
+    let ffn = match raw.size_opt("ffn_hidden_size")? {
+        Some(n) => {
+            raw.source("d_ff", "ffn_hidden_size");
+            n
+        }
+        None => {
+            let v = raw.mul(4, hidden, "4·hidden_size")?;
+            raw.assume("ffn_hidden_size", v, "absent; `FalconConfig` uses 4·hidden_size");
+            v
+        }
+    };
+    let ln_in_parallel = match raw.uint("num_ln_in_parallel_attn")? {
+        Some(n) => n,
+        None => {
+            if new_arch {
+                raw.assume("num_ln_in_parallel_attn", 2, "absent; `FalconConfig` uses 2 with the new decoder architecture");
+            }
+            2
+        }
+    };
+    let norm = Norm::layer_norm(hidden);
+    let norms = if new_arch && ln_in_parallel == 2 {
+        vec![norm; 2]
+    } else if parallel {
+        vec![norm]
+    } else {
+        vec![norm; 2]
+    };
+    let mut attn = mha(hidden, heads, kv_heads, head_dim, bias);
+    attn.fused_qkv = true;
+    let n = raw.layer_count("num_hidden_layers", layers)?;
+    Ok(Decoder {
+        model_type: "falcon".into(),
+        architecture: architecture(raw, "FalconForCausalLM"),
+        hidden,
+        vocab,
+        embedding_dim: hidden,
+        projections: Vec::new(),
+        position: None,
+        embedding_norm: None,
+        layers: vec![layer(attn, mlp(hidden, ffn, false, bias), norms); n],
+        final_norm: Some(norm),
+        tied,
+        head_bias: false,
+    }
+    .into_spec(raw))
+}
+
+/// Phi-1/1.5/2 (`modeling_phi.py`): q/k/v/`dense` with biases, optional `qk_layernorm`
+/// (LayerNorm over d_h), `fc1`/`fc2` with biases, one `input_layernorm` (parallel block),
+/// `final_layernorm`, `lm_head` with a bias, untied by default.
+pub(crate) fn phi(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
+    let hidden = raw.size(&["hidden_size"], "d")?;
+    let layers = raw.size(&["num_hidden_layers"], "L")?;
+    let heads = raw.size(&["num_attention_heads"], "n_h")?;
+    let vocab = raw.size(&["vocab_size"], "V")?;
+    let inner = raw.size(&["intermediate_size"], "d_ff")?;
+    let kv_heads = kv_heads(raw, heads, "PhiConfig")?;
+    let head_dim = raw.derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?;
+    let qk_norm = raw.flag_or("qk_layernorm", false, "absent; `PhiConfig` default")?;
+    let tied = tie(raw, false, "PhiConfig")?;
+    let mut attn = mha(hidden, heads, kv_heads, head_dim, true);
+    if qk_norm {
+        attn.q_norm = Some(Norm::layer_norm(head_dim));
+        attn.k_norm = Some(Norm::layer_norm(head_dim));
+    }
+    let n = raw.layer_count("num_hidden_layers", layers)?;
+    Ok(Decoder {
+        model_type: "phi".into(),
+        architecture: architecture(raw, "PhiForCausalLM"),
+        hidden,
+        vocab,
+        embedding_dim: hidden,
+        projections: Vec::new(),
+        position: None,
+        embedding_norm: None,
+        layers: vec![layer(attn, mlp(hidden, inner, false, true), vec![Norm::layer_norm(hidden)]); n],
+        final_norm: Some(Norm::layer_norm(hidden)),
+        tied,
+        head_bias: true,
+    }
+    .into_spec(raw))
+}
+
+/// `num_key_value_heads`, defaulting to the query heads (MHA) as every config class does.
+pub(crate) fn kv_heads(raw: &mut RawConfig<'_>, heads: u64, class: &str) -> Result<u64, ConfigError> {
+    match raw.size_opt("num_key_value_heads")? {
+        Some(n) => {
+            raw.source("n_kv", "num_key_value_heads");
+            Ok(n)
+        }
+        None => {
+            raw.assume(
+                "num_key_value_heads",
+                heads,
+                &format!("absent or null; `{class}` uses num_attention_heads (MHA)"),
+            );
+            Ok(heads)
+        }
+    }
+}
+
+/// Per-type rules of the LLaMA-like families.
+struct LlamaRules {
+    class: &'static str,
+    architecture: &'static str,
+    /// `head_dim` default when absent (`None`: hidden / heads).
+    head_dim_default: Option<u64>,
+    /// Whether the config class has a `head_dim` field that is read.
+    reads_head_dim: bool,
+    tie_default: bool,
+    /// q, k, v, o biases: from a key, or fixed.
+    bias: BiasRule,
+    mlp_bias_key: Option<&'static str>,
+    gated: bool,
+    norm: NormKind,
+    /// Block norms per layer.
+    norms_per_layer: usize,
+    /// q/k norms: per head (`d_h`) or over the full projection width.
+    qk_norm: QkNorm,
+    fused: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BiasRule {
+    /// q, k, v, o all from this key (default given).
+    All(&'static str, bool),
+    /// q, k, v biased, o not (Qwen2).
+    QkvOnly,
+    /// None ever.
+    Never,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum QkNorm {
+    None,
+    PerHead,
+    FullWidth,
+}
+
+fn llama_rules(model_type: &str) -> LlamaRules {
+    let base = LlamaRules {
+        class: "LlamaConfig",
+        architecture: "LlamaForCausalLM",
+        head_dim_default: None,
+        reads_head_dim: true,
+        tie_default: false,
+        bias: BiasRule::All("attention_bias", false),
+        mlp_bias_key: Some("mlp_bias"),
+        gated: true,
+        norm: NormKind::RmsNorm,
+        norms_per_layer: 2,
+        qk_norm: QkNorm::None,
+        fused: false,
+    };
+    match model_type {
+        "mistral" => LlamaRules {
+            class: "MistralConfig",
+            architecture: "MistralForCausalLM",
+            bias: BiasRule::Never,
+            mlp_bias_key: None,
+            ..base
+        },
+        "qwen2" => LlamaRules {
+            class: "Qwen2Config",
+            architecture: "Qwen2ForCausalLM",
+            bias: BiasRule::QkvOnly,
+            mlp_bias_key: None,
+            ..base
+        },
+        "qwen3" => LlamaRules {
+            class: "Qwen3Config",
+            architecture: "Qwen3ForCausalLM",
+            head_dim_default: Some(128),
+            mlp_bias_key: None,
+            qk_norm: QkNorm::PerHead,
+            ..base
+        },
+        "gemma" => LlamaRules {
+            class: "GemmaConfig",
+            architecture: "GemmaForCausalLM",
+            head_dim_default: Some(256),
+            tie_default: true,
+            mlp_bias_key: None,
+            ..base
+        },
+        "gemma2" => LlamaRules {
+            class: "Gemma2Config",
+            architecture: "Gemma2ForCausalLM",
+            head_dim_default: Some(256),
+            tie_default: true,
+            mlp_bias_key: None,
+            norms_per_layer: 4,
+            ..base
+        },
+        "gemma3_text" => LlamaRules {
+            class: "Gemma3TextConfig",
+            architecture: "Gemma3ForCausalLM",
+            head_dim_default: Some(256),
+            tie_default: true,
+            mlp_bias_key: None,
+            norms_per_layer: 4,
+            qk_norm: QkNorm::PerHead,
+            ..base
+        },
+        "phi3" => LlamaRules {
+            class: "Phi3Config",
+            architecture: "Phi3ForCausalLM",
+            reads_head_dim: false,
+            bias: BiasRule::Never,
+            mlp_bias_key: None,
+            fused: true,
+            ..base
+        },
+        "starcoder2" => LlamaRules {
+            class: "Starcoder2Config",
+            architecture: "Starcoder2ForCausalLM",
+            reads_head_dim: false,
+            tie_default: true,
+            bias: BiasRule::All("use_bias", true),
+            mlp_bias_key: Some("use_bias"),
+            gated: false,
+            norm: NormKind::LayerNorm,
+            ..base
+        },
+        "olmo2" => LlamaRules {
+            class: "Olmo2Config",
+            architecture: "Olmo2ForCausalLM",
+            reads_head_dim: false,
+            mlp_bias_key: None,
+            qk_norm: QkNorm::FullWidth,
+            ..base
+        },
+        _ => base,
+    }
+}
+
+/// True when a config of an unknown type has the keys a llama-style block needs.
+pub(crate) fn looks_llama_like(raw: &RawConfig<'_>) -> bool {
+    [
+        "hidden_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "intermediate_size",
+        "vocab_size",
+    ]
+    .iter()
+    .all(|k| raw.has(k))
+}
+
+/// LLaMA and its relatives: Mistral, Qwen2/3, Gemma 1/2/3, Phi-3, StarCoder2, OLMo2.
+pub(crate) fn llama_like(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec, ConfigError> {
+    let r = llama_rules(model_type);
+    let hidden = raw.size(&["hidden_size"], "d")?;
+    let layers = raw.size(&["num_hidden_layers"], "L")?;
+    let heads = raw.size(&["num_attention_heads"], "n_h")?;
+    let vocab = raw.size(&["vocab_size"], "V")?;
+    let inner = raw.size(&["intermediate_size"], "d_ff")?;
+    let kv = kv_heads(raw, heads, r.class)?;
+    let head_dim = match (r.reads_head_dim, r.head_dim_default) {
+        (false, _) => raw.derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?,
+        (true, None) => raw.head_dim(&["head_dim"], hidden, "hidden_size", heads, "num_attention_heads")?,
+        (true, Some(default)) => match raw.size_opt("head_dim")? {
+            Some(n) => {
+                raw.source("d_h", "head_dim");
+                n
+            }
+            None => {
+                raw.assume("head_dim", default, &format!("absent; `{}` default", r.class));
+                default
+            }
+        },
+    };
+    let (qkv_bias, o_bias) = match r.bias {
+        BiasRule::All(key, default) => {
+            let b = raw.flag_or(key, default, &format!("absent; `{}` default", r.class))?;
+            (b, b)
+        }
+        BiasRule::QkvOnly => (true, false),
+        BiasRule::Never => (false, false),
+    };
+    let mlp_bias = match r.mlp_bias_key {
+        Some("use_bias") => qkv_bias,
+        Some(key) => raw.flag_or(key, false, &format!("absent; `{}` default", r.class))?,
+        None => false,
+    };
+    let tied = tie(raw, r.tie_default, r.class)?;
+    let norm = match r.norm {
+        NormKind::RmsNorm => Norm::rms_norm(hidden),
+        NormKind::LayerNorm => Norm::layer_norm(hidden),
+    };
+    let mut attn = mha(hidden, heads, kv, head_dim, false);
+    attn.q_bias = qkv_bias;
+    attn.k_bias = qkv_bias;
+    attn.v_bias = qkv_bias;
+    attn.o_bias = o_bias;
+    attn.fused_qkv = r.fused;
+    match r.qk_norm {
+        QkNorm::None => {}
+        QkNorm::PerHead => {
+            attn.q_norm = Some(Norm::rms_norm(head_dim));
+            attn.k_norm = Some(Norm::rms_norm(head_dim));
+        }
+        QkNorm::FullWidth => {
+            attn.q_norm = Some(Norm::rms_norm(raw.mul(heads, head_dim, "num_attention_heads·head_dim")?));
+            attn.k_norm = Some(Norm::rms_norm(raw.mul(kv, head_dim, "num_key_value_heads·head_dim")?));
+        }
+    }
+    let n = raw.layer_count("num_hidden_layers", layers)?;
+    let windows = sliding_windows(raw, model_type, n)?;
+    let base = layer(attn, mlp(hidden, inner, r.gated, mlp_bias), vec![norm; r.norms_per_layer]);
+    let layers = windows
+        .into_iter()
+        .map(|w| Layer {
+            sliding_window: w,
+            ..base.clone()
+        })
+        .collect();
+    Ok(Decoder {
+        model_type: model_type.to_owned(),
+        architecture: architecture(raw, r.architecture),
+        hidden,
+        vocab,
+        embedding_dim: hidden,
+        projections: Vec::new(),
+        position: None,
+        embedding_norm: None,
+        layers,
+        final_norm: Some(norm),
+        tied,
+        head_bias: false,
+    }
+    .into_spec(raw))
+}
+
+/// Which layers attend in a sliding window (no parameters; the KV cache will need it).
+/// `layer_types` wins when present; else the family's pattern.
+pub(crate) fn sliding_windows(
+    raw: &mut RawConfig<'_>,
+    model_type: &str,
+    layers: usize,
+) -> Result<Vec<Option<u64>>, ConfigError> {
+    let window = raw.uint("sliding_window")?;
+    if let Some(types) = raw.value("layer_types") {
+        let list = types
+            .as_array()
+            .ok_or_else(|| raw.invalid("layer_types", types, "a list of layer kinds"))?;
+        if list.len() != layers {
+            return Err(raw.invalid(
+                "layer_types",
+                types,
+                &format!("one entry per layer ({layers})"),
+            ));
+        }
+        return list
+            .iter()
+            .map(|t| match t.as_str() {
+                Some("sliding_attention") => Ok(window),
+                Some(_) => Ok(None),
+                None => Err(raw.invalid("layer_types", t, "strings such as `full_attention`")),
+            })
+            .collect();
+    }
+    let use_window = raw.flag("use_sliding_window")?;
+    Ok(match (model_type, window) {
+        (_, None) => vec![None; layers],
+        // Gemma 2: every other layer (even indices) slides.
+        ("gemma2", Some(w)) => (0..layers).map(|i| (i % 2 == 0).then_some(w)).collect(),
+        // Gemma 3: 5 local layers then 1 global (`sliding_window_pattern` = 6).
+        ("gemma3_text", Some(w)) => {
+            let pattern = raw.uint("sliding_window_pattern")?.unwrap_or(6).max(1);
+            (0..layers as u64)
+                .map(|i| ((i + 1) % pattern != 0).then_some(w))
+                .collect()
+        }
+        // Qwen2/Qwen3: only with `use_sliding_window`, from `max_window_layers` on.
+        ("qwen2" | "qwen3", Some(w)) => {
+            if use_window == Some(true) {
+                let from = raw.uint("max_window_layers")?.unwrap_or(0);
+                (0..layers as u64).map(|i| (i >= from).then_some(w)).collect()
+            } else {
+                vec![None; layers]
+            }
+        }
+        ("mistral" | "starcoder2" | "phi3" | "mixtral", Some(w)) => vec![Some(w); layers],
+        _ => vec![None; layers],
+    })
+}

@@ -1,0 +1,225 @@
+//! Hugging Face `config.json` → [`ModelSpec`].
+//!
+//! One module per family of model types; each reads its keys with the defaults of its
+//! `transformers` configuration class (5.24) and builds the per-layer description the
+//! modeling code would build. Semantics are taken from `configuration_*.py` and
+//! `modeling_*.py`; the comments say which rule came from where.
+
+mod decoder;
+mod encoder;
+mod moe;
+mod raw;
+mod seq2seq;
+
+use llmsize_core::ModelSpec;
+use serde_json::{Map, Value};
+
+use crate::error::ConfigError;
+pub use raw::RawConfig;
+
+/// Which head to count, for model types that have several (encoders).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HeadChoice {
+    /// The class named in `architectures` (the checkpoint's own), else the LM head.
+    #[default]
+    Config,
+    /// The bare `AutoModel` (BERT's with pooler), as papers quote.
+    Base,
+    /// The language-model head (causal or masked).
+    Lm,
+}
+
+/// How to read a config.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// `--set KEY=VALUE` overrides, applied before reading.
+    pub overrides: Vec<String>,
+    /// The head to count.
+    pub head: HeadChoice,
+}
+
+/// Model types read exactly, as listed in error messages.
+pub const SUPPORTED: &[&str] = &[
+    "gpt2",
+    "gptj",
+    "gpt_neox",
+    "opt",
+    "bloom",
+    "falcon",
+    "llama",
+    "mistral",
+    "qwen2",
+    "qwen3",
+    "gemma",
+    "gemma2",
+    "gemma3_text",
+    "phi",
+    "phi3",
+    "starcoder2",
+    "olmo2",
+    "mixtral",
+    "qwen2_moe",
+    "qwen3_moe",
+    "olmoe",
+    "granitemoe",
+    "deepseek_v2",
+    "deepseek_v3",
+    "gpt_oss",
+    "bert",
+    "roberta",
+    "distilbert",
+    "modernbert",
+    "t5",
+    "bart",
+];
+
+/// Parse JSON text into an object map, with a message naming the file.
+pub fn parse_json(text: &str, file: &str) -> Result<Map<String, Value>, ConfigError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| ConfigError::Json {
+        file: file.to_owned(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    })?;
+    match value {
+        Value::Object(map) => Ok(map),
+        other => Err(ConfigError::NotObject {
+            file: file.to_owned(),
+            found: raw::describe(&other),
+        }),
+    }
+}
+
+/// Apply one `KEY=VALUE` override. The value is read as JSON when it parses (`8`, `true`,
+/// `null`, `[1,2]`), else as a string; `a.b=1` sets a nested key.
+pub fn apply_override(map: &mut Map<String, Value>, arg: &str) -> Result<(), ConfigError> {
+    let err = |problem: &str| ConfigError::Override {
+        given: arg.to_owned(),
+        problem: problem.to_owned(),
+    };
+    let (key, value) = arg
+        .split_once('=')
+        .ok_or_else(|| err("expected `KEY=VALUE`, e.g. `num_key_value_heads=8`"))?;
+    let key = key.trim();
+    if key.is_empty() || key.split('.').any(str::is_empty) {
+        return Err(err("the key is empty"));
+    }
+    let value = serde_json::from_str(value.trim()).unwrap_or_else(|_| Value::String(value.to_owned()));
+    let mut target = map;
+    let mut parts = key.split('.').peekable();
+    while let Some(part) = parts.next() {
+        if parts.peek().is_none() {
+            target.insert(part.to_owned(), value);
+            return Ok(());
+        }
+        let entry = target
+            .entry(part.to_owned())
+            .or_insert_with(|| Value::Object(Map::new()));
+        target = entry
+            .as_object_mut()
+            .ok_or_else(|| err(&format!("`{part}` is not an object")))?;
+    }
+    Ok(())
+}
+
+/// Read a `config.json` text into a spec named `name`; `file` names it in messages.
+pub fn read_config(
+    text: &str,
+    file: &str,
+    name: &str,
+    options: &ReadOptions,
+) -> Result<ModelSpec, ConfigError> {
+    let mut map = parse_json(text, file)?;
+    for o in &options.overrides {
+        apply_override(&mut map, o)?;
+    }
+    let spec = read_map(&map, file, name, options.head)?;
+    llmsize_core::count(&spec).map_err(|source| ConfigError::Spec {
+        file: file.to_owned(),
+        source,
+    })?;
+    Ok(spec)
+}
+
+/// Read an already parsed config.
+pub fn read_map(
+    map: &Map<String, Value>,
+    file: &str,
+    name: &str,
+    head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let mut raw = RawConfig::new(file, map);
+    let model_type = match raw.value("model_type") {
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => return Err(raw.invalid("model_type", v, "a string such as `llama`")),
+        None => return Err(raw.missing("model_type", "a string such as `llama`")),
+    };
+    let mut spec = match model_type.as_str() {
+        "gpt2" => decoder::gpt2(&mut raw)?,
+        "gptj" => decoder::gptj(&mut raw)?,
+        "gpt_neox" => decoder::gpt_neox(&mut raw)?,
+        "opt" => decoder::opt(&mut raw)?,
+        "bloom" => decoder::bloom(&mut raw)?,
+        "falcon" => decoder::falcon(&mut raw)?,
+        "phi" => decoder::phi(&mut raw)?,
+        "llama" | "mistral" | "qwen2" | "qwen3" | "gemma" | "gemma2" | "gemma3_text" | "phi3"
+        | "starcoder2" | "olmo2" => decoder::llama_like(&mut raw, &model_type)?,
+        "mixtral" | "qwen2_moe" | "qwen3_moe" | "olmoe" | "granitemoe" | "gpt_oss" => {
+            moe::moe(&mut raw, &model_type)?
+        }
+        "deepseek_v2" | "deepseek_v3" => moe::deepseek(&mut raw, &model_type)?,
+        "bert" | "roberta" | "distilbert" | "modernbert" => {
+            encoder::encoder(&mut raw, &model_type, head)?
+        }
+        "t5" => seq2seq::t5(&mut raw, head)?,
+        "bart" => seq2seq::bart(&mut raw, head)?,
+        other if decoder::looks_llama_like(&raw) => {
+            let mut spec = decoder::llama_like(&mut raw, "llama")?;
+            spec.warnings.push(format!(
+                "`model_type` `{other}` is not supported; it has llama-style keys, so it was counted as a llama-style decoder (RMSNorm, SwiGLU, no biases) — check the result"
+            ));
+            spec.model_type = other.to_owned();
+            spec
+        }
+        other => {
+            return Err(ConfigError::Unsupported {
+                file: file.to_owned(),
+                found: other.to_owned(),
+                supported: SUPPORTED.join(", "),
+            });
+        }
+    };
+    spec.name = name.to_owned();
+    spec.assumptions = std::mem::take(&mut raw.assumptions);
+    spec.symbol_sources = std::mem::take(&mut raw.sources);
+    Ok(spec)
+}
+
+/// The model class from `architectures[0]`, or `default`.
+pub(crate) fn architecture(raw: &RawConfig<'_>, default: &str) -> String {
+    raw.value("architectures")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(Value::as_str)
+        .map_or_else(|| default.to_owned(), str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn override_sets_scalars_and_nested_keys() {
+        let mut m = Map::new();
+        apply_override(&mut m, "num_key_value_heads=8").unwrap();
+        apply_override(&mut m, "tie_word_embeddings=true").unwrap();
+        apply_override(&mut m, "q_lora_rank=null").unwrap();
+        apply_override(&mut m, "rope_scaling.type=linear").unwrap();
+        assert_eq!(m["num_key_value_heads"], Value::from(8));
+        assert_eq!(m["tie_word_embeddings"], Value::Bool(true));
+        assert_eq!(m["q_lora_rank"], Value::Null);
+        assert_eq!(m["rope_scaling"]["type"], Value::from("linear"));
+        assert!(apply_override(&mut m, "novalue").is_err());
+        assert!(apply_override(&mut m, "=3").is_err());
+    }
+}

@@ -1,0 +1,93 @@
+//! Every model of the ground truth (`tests/fixtures/truth/truth.json`, produced by the real
+//! Hugging Face `transformers` 5.24 code, see `tests/fixtures/truth/README.md`) is counted
+//! exactly: total, all 13 components, MoE active parameters and encoders' bare-model totals.
+
+use std::path::PathBuf;
+
+use llmsize_adapters::hf_config::{HeadChoice, ReadOptions, read_config};
+use llmsize_core::{Category, count};
+use serde_json::Value;
+
+fn truth_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/truth")
+}
+
+fn entries() -> Vec<Value> {
+    let text = std::fs::read_to_string(truth_dir().join("truth.json")).unwrap();
+    serde_json::from_str::<Vec<Value>>(&text).unwrap()
+}
+
+fn check_family(families: &[&str]) {
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for e in entries() {
+        if !families.contains(&e["family"].as_str().unwrap()) {
+            continue;
+        }
+        checked += 1;
+        let id = e["id"].as_str().unwrap();
+        let path = truth_dir().join(e["config"].as_str().unwrap());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let spec = match read_config(&text, id, id, &ReadOptions::default()) {
+            Ok(s) => s,
+            Err(err) => {
+                failures.push(format!("{id}: {err}"));
+                continue;
+            }
+        };
+        let c = count(&spec).unwrap();
+        let want = &e["params"];
+        if c.total != want["total"].as_u64().unwrap() {
+            failures.push(format!("{id}: total {} != {}", c.total, want["total"]));
+        }
+        for cat in Category::ALL {
+            let w = want["components"][cat.as_str()].as_u64().unwrap();
+            if c.get(cat) != w {
+                failures.push(format!("{id}: {} {} != {w}", cat.as_str(), c.get(cat)));
+            }
+        }
+        if let Some(active) = want.get("active_per_token") {
+            let a = c.active.as_ref().map(|a| a.per_token);
+            if a != active.as_u64() {
+                failures.push(format!("{id}: active {a:?} != {active}"));
+            }
+            let ex = c.active.as_ref().map(|a| a.per_token_excl_token_embedding);
+            if ex != want["active_per_token_excl_token_embedding"].as_u64() {
+                failures.push(format!("{id}: active excl. embedding {ex:?}"));
+            }
+        }
+        if let Some(base) = want.get("base_model") {
+            let opts = ReadOptions {
+                head: HeadChoice::Base,
+                ..ReadOptions::default()
+            };
+            let spec = read_config(&text, id, id, &opts).unwrap();
+            let got = count(&spec).unwrap().total;
+            if got != base["total"].as_u64().unwrap() {
+                failures.push(format!("{id}: base model {got} != {}", base["total"]));
+            }
+        }
+    }
+    assert!(checked > 0, "no entries of {families:?}");
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn dense_decoders_are_exact() {
+    check_family(&["decoder"]);
+}
+
+#[test]
+fn moe_models_are_exact() {
+    check_family(&["moe"]);
+}
+
+#[test]
+fn encoders_are_exact() {
+    check_family(&["encoder"]);
+}
+
+#[test]
+fn encoder_decoders_are_exact() {
+    check_family(&["seq2seq"]);
+}
