@@ -1,1 +1,39 @@
-fn main(){}
+//! `llmsize`: the command-line tool. Glue only: parse arguments, read files, pick a
+//! renderer, write the output, map the outcome to an exit status.
+
+mod cli;
+mod commands;
+mod output;
+mod resolve;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Outcome of a command, mapped to the exit status in one place.
+pub(crate) enum Outcome {
+    /// Exit 0.
+    Success,
+    /// Exit 1: a well-formed "no" (reserved for fit checks and audits).
+    #[expect(dead_code, reason = "used by `memory` and `audit`, which come next")]
+    No,
+}
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let result = match &cli.command {
+        cli::Command::Params(args) => commands::params::run(args),
+        cli::Command::Presets(args) => commands::presets::run(args),
+    };
+    match result {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::No) => ExitCode::from(1),
+        Err(err) => {
+            if output::is_broken_pipe(&err) {
+                return ExitCode::SUCCESS;
+            }
+            output::print_error(&err);
+            ExitCode::from(2)
+        }
+    }
+}

@@ -491,9 +491,10 @@ pub fn count(spec: &ModelSpec) -> Result<ParamCount, SpecError> {
     let mut add = |c: Category, e: Expr| terms.entry(c).or_default().push(e);
 
     if let Some(t) = spec.token_embedding {
+        let table = Expr::product(vec![Expr::sym("V", t.rows), names.width(t.dim, "d_emb")]);
         add(
             Category::TokenEmbedding,
-            Expr::product(vec![Expr::sym("V", t.rows), names.width(t.dim, "d_emb")]),
+            table.times(Expr::Lit(1 + spec.extra_token_tables)),
         );
     }
     for p in &spec.embedding_projections {
@@ -579,7 +580,7 @@ pub fn count(spec: &ModelSpec) -> Result<ParamCount, SpecError> {
         OutputHead::None => {}
         OutputHead::Lm {
             tied,
-            bias,
+            biases,
             transform,
         } => {
             if let Some(t) = transform {
@@ -588,10 +589,12 @@ pub fn count(spec: &ModelSpec) -> Result<ParamCount, SpecError> {
             }
             let v = Expr::sym("V", spec.vocab_size);
             if !tied {
-                add(Category::LmHead, Expr::product(vec![v.clone(), d.clone()]));
+                // The head reads the embedding width (OPT-350m: `word_embed_proj_dim`).
+                let width = spec.token_embedding.map_or(spec.hidden_size, |t| t.dim);
+                add(Category::LmHead, Expr::product(vec![v.clone(), names.width(width, "d_emb")]));
             }
-            if *bias {
-                add(Category::LmHead, v);
+            if *biases > 0 {
+                add(Category::LmHead, v.times(Expr::Lit(*biases)));
             }
         }
     }

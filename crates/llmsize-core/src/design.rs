@@ -212,6 +212,7 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
             rows: vocab,
             dim: d,
         }),
+        extra_token_tables: 0,
         embedding_projections: Vec::new(),
         stacks: vec![Stack {
             role: StackRole::Decoder,
@@ -226,7 +227,7 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
         }],
         head: OutputHead::Lm {
             tied: gpt,
-            bias: false,
+            biases: 0,
             transform: None,
         },
         pooler: None,

@@ -25,6 +25,9 @@ pub struct ModelSpec {
     pub vocab_size: u64,
     /// Input token table (`V × dim`); `dim` differs from the hidden size for OPT-350m.
     pub token_embedding: Option<Table>,
+    /// Further untied copies of the token table (BART's encoder and decoder `embed_tokens`
+    /// when `tie_word_embeddings` is false); 0 almost always.
+    pub extra_token_tables: u64,
     /// Projections between embedding width and hidden width (OPT `project_in`/`project_out`).
     pub embedding_projections: Vec<Linear>,
     /// The layer stacks: one for decoder-only and encoder-only models, two for encoder-decoders.
@@ -253,8 +256,9 @@ pub enum OutputHead {
     Lm {
         /// The projection is the token embedding (counted once, in `token_embedding`).
         tied: bool,
-        /// An output bias of `V` (Phi, GPT-J, BERT's decoder bias).
-        bias: bool,
+        /// Output bias vectors of `V`: 1 for Phi, GPT-J and MLM decoders; 2 for an untied
+        /// BERT/RoBERTa MLM head (the decoder's bias and the head's own stop being one tensor).
+        biases: u64,
         /// MLM transform (`dense` + norm) before the decoder.
         transform: Option<HeadTransform>,
     },

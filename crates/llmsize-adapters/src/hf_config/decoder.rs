@@ -31,10 +31,9 @@ pub(crate) struct Decoder {
 }
 
 impl Decoder {
-    pub(crate) fn into_spec(self, raw: &RawConfig<'_>) -> ModelSpec {
+    pub(crate) fn into_spec(self) -> ModelSpec {
         // A bare `…Model` class (no `ForCausalLM`) has no output head.
         let bare = self.architecture.ends_with("Model") && !self.architecture.ends_with("LMHeadModel");
-        let _ = raw;
         ModelSpec {
             name: String::new(),
             model_type: self.model_type,
@@ -45,6 +44,7 @@ impl Decoder {
                 rows: self.vocab,
                 dim: self.embedding_dim,
             }),
+            extra_token_tables: 0,
             embedding_projections: self.projections,
             stacks: vec![Stack {
                 role: StackRole::Decoder,
@@ -59,7 +59,7 @@ impl Decoder {
             } else {
                 OutputHead::Lm {
                     tied: self.tied,
-                    bias: self.head_bias,
+                    biases: u64::from(self.head_bias),
                     transform: None,
                 }
             },
@@ -167,7 +167,7 @@ pub(crate) fn gpt2(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
         tied,
         head_bias: false,
     }
-    .into_spec(raw))
+    .into_spec())
 }
 
 /// GPT-J (`modeling_gptj.py`): q/k/v/out without biases, `fc_in`/`fc_out` with biases, one
@@ -212,7 +212,7 @@ pub(crate) fn gptj(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
         tied,
         head_bias: true,
     }
-    .into_spec(raw))
+    .into_spec())
 }
 
 /// GPT-NeoX / Pythia (`modeling_gpt_neox.py`): fused `query_key_value` and `dense` with
@@ -247,7 +247,7 @@ pub(crate) fn gpt_neox(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError
         tied,
         head_bias: false,
     }
-    .into_spec(raw))
+    .into_spec())
 }
 
 /// OPT (`modeling_opt.py`): learned positions with 2 extra rows (`OPTLearnedPositionalEmbedding`
@@ -287,7 +287,7 @@ pub(crate) fn opt(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
         .checked_add(2)
         .ok_or_else(|| raw.invalid("max_position_embeddings", &positions.into(), "a size below 2^64 − 2"))?;
     let n = raw.layer_count("num_hidden_layers", layers)?;
-    let mut spec = Decoder {
+    let spec = Decoder {
         model_type: "opt".into(),
         architecture: architecture(raw, "OPTForCausalLM"),
         hidden,
@@ -304,13 +304,7 @@ pub(crate) fn opt(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
         tied,
         head_bias: false,
     }
-    .into_spec(raw);
-    // The head projects from the embedding width (`word_embed_proj_dim`), not the hidden size.
-    if !tied && embed_dim != hidden {
-        spec.warnings.push(format!(
-            "untied OPT head counted as {vocab}·{hidden}; the real head is {vocab}·{embed_dim}"
-        ));
-    }
+    .into_spec();
     Ok(spec)
 }
 
@@ -318,7 +312,8 @@ pub(crate) fn opt(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
 /// `dense` with biases, 4d MLP with biases, two LayerNorms per block, `ln_f`, ALiBi (no
 /// position parameters), tied head.
 pub(crate) fn bloom(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
-    let hidden = raw.size(&["hidden_size", "n_embed"], "d")?;
+    // A legacy `n_embed` overrides `hidden_size` (`BloomConfig.__post_init__`).
+    let hidden = raw.size(&["n_embed", "hidden_size"], "d")?;
     let layers = raw.size(&["n_layer", "num_hidden_layers"], "L")?;
     let heads = raw.size(&["n_head", "num_attention_heads"], "n_h")?;
     let vocab = raw.size(&["vocab_size"], "V")?;
@@ -343,7 +338,7 @@ pub(crate) fn bloom(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
         tied,
         head_bias: false,
     }
-    .into_spec(raw))
+    .into_spec())
 }
 
 /// Falcon (`modeling_falcon.py`): fused `query_key_value` whose width depends on the layout
@@ -352,9 +347,11 @@ pub(crate) fn bloom(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
 /// layout with `num_ln_in_parallel_attn` = 2, else `input_layernorm` (+
 /// `post_attention_layernorm` when not `parallel_attn`); `ln_f`; tied head.
 pub(crate) fn falcon(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
-    let hidden = raw.size(&["hidden_size", "n_embed"], "d")?;
-    let layers = raw.size(&["num_hidden_layers", "n_layer"], "L")?;
-    let heads = raw.size(&["num_attention_heads", "n_head"], "n_h")?;
+    // `FalconConfig` (5.24) has no attribute map: `n_layer`/`n_head` are not read; only the
+    // legacy `n_embed` is.
+    let hidden = raw.size(&["n_embed", "hidden_size"], "d")?;
+    let layers = raw.size(&["num_hidden_layers"], "L")?;
+    let heads = raw.size(&["num_attention_heads"], "n_h")?;
     let vocab = raw.size(&["vocab_size"], "V")?;
     let head_dim = raw.derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?;
     let new_arch = raw.flag_or("new_decoder_architecture", false, "absent; `FalconConfig` default")?;
@@ -390,22 +387,22 @@ pub(crate) fn falcon(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> 
             v
         }
     };
+    // `FalconDecoderLayer`: not parallel → input + post-attention norms; parallel with
+    // `num_ln_in_parallel_attn` = 2 (the default of the new layout) → `ln_attn` + `ln_mlp`;
+    // otherwise one `input_layernorm`.
     let ln_in_parallel = match raw.uint("num_ln_in_parallel_attn")? {
-        Some(n) => n,
-        None => {
-            if new_arch {
-                raw.assume("num_ln_in_parallel_attn", 2, "absent; `FalconConfig` uses 2 with the new decoder architecture");
-            }
-            2
+        Some(n) => Some(n),
+        None if new_arch => {
+            raw.assume("num_ln_in_parallel_attn", 2, "absent; set to 2 for the new decoder architecture");
+            Some(2)
         }
+        None => None,
     };
     let norm = Norm::layer_norm(hidden);
-    let norms = if new_arch && ln_in_parallel == 2 {
+    let norms = if !parallel || ln_in_parallel == Some(2) {
         vec![norm; 2]
-    } else if parallel {
-        vec![norm]
     } else {
-        vec![norm; 2]
+        vec![norm]
     };
     let mut attn = mha(hidden, heads, kv_heads, head_dim, bias);
     attn.fused_qkv = true;
@@ -424,7 +421,7 @@ pub(crate) fn falcon(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> 
         tied,
         head_bias: false,
     }
-    .into_spec(raw))
+    .into_spec())
 }
 
 /// Phi-1/1.5/2 (`modeling_phi.py`): q/k/v/`dense` with biases, optional `qk_layernorm`
@@ -436,14 +433,16 @@ pub(crate) fn phi(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
     let heads = raw.size(&["num_attention_heads"], "n_h")?;
     let vocab = raw.size(&["vocab_size"], "V")?;
     let inner = raw.size(&["intermediate_size"], "d_ff")?;
-    let kv_heads = kv_heads(raw, heads, "PhiConfig")?;
-    let head_dim = raw.derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?;
+    let kv_heads = kv_heads(raw, heads, "PhiConfig", None)?;
+    // `getattr(config, "head_dim", hidden // heads)`; the q/k LayerNorms use hidden // heads.
+    let head_dim = raw.head_dim(&["head_dim"], hidden, "hidden_size", heads, "num_attention_heads")?;
+    let norm_dim = hidden / heads;
     let qk_norm = raw.flag_or("qk_layernorm", false, "absent; `PhiConfig` default")?;
     let tied = tie(raw, false, "PhiConfig")?;
     let mut attn = mha(hidden, heads, kv_heads, head_dim, true);
     if qk_norm {
-        attn.q_norm = Some(Norm::layer_norm(head_dim));
-        attn.k_norm = Some(Norm::layer_norm(head_dim));
+        attn.q_norm = Some(Norm::layer_norm(norm_dim));
+        attn.k_norm = Some(Norm::layer_norm(norm_dim));
     }
     let n = raw.layer_count("num_hidden_layers", layers)?;
     Ok(Decoder {
@@ -460,17 +459,28 @@ pub(crate) fn phi(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
         tied,
         head_bias: true,
     }
-    .into_spec(raw))
+    .into_spec())
 }
 
-/// `num_key_value_heads`, defaulting to the query heads (MHA) as every config class does.
-pub(crate) fn kv_heads(raw: &mut RawConfig<'_>, heads: u64, class: &str) -> Result<u64, ConfigError> {
-    match raw.size_opt("num_key_value_heads")? {
-        Some(n) => {
-            raw.source("n_kv", "num_key_value_heads");
-            Ok(n)
+/// `num_key_value_heads`: when absent, the configuration class's default (`None` in most
+/// classes, meaning the query heads; a fixed number in some: Mistral 8, Gemma 16, Gemma 2/3 4,
+/// Qwen2/3 32, StarCoder2 2); when `null`, the query heads.
+pub(crate) fn kv_heads(
+    raw: &mut RawConfig<'_>,
+    heads: u64,
+    class: &str,
+    class_default: Option<u64>,
+) -> Result<u64, ConfigError> {
+    if let Some(n) = raw.size_opt("num_key_value_heads")? {
+        raw.source("n_kv", "num_key_value_heads");
+        return Ok(n);
+    }
+    match class_default {
+        Some(d) if !raw.has("num_key_value_heads") => {
+            raw.assume("num_key_value_heads", d, &format!("absent; `{class}` default"));
+            Ok(d)
         }
-        None => {
+        _ => {
             raw.assume(
                 "num_key_value_heads",
                 heads,
@@ -487,8 +497,8 @@ struct LlamaRules {
     architecture: &'static str,
     /// `head_dim` default when absent (`None`: hidden / heads).
     head_dim_default: Option<u64>,
-    /// Whether the config class has a `head_dim` field that is read.
-    reads_head_dim: bool,
+    /// The class default of `num_key_value_heads` when the key is absent (`None`: = heads).
+    kv_default: Option<u64>,
     tie_default: bool,
     /// q, k, v, o biases: from a key, or fixed.
     bias: BiasRule,
@@ -524,7 +534,7 @@ fn llama_rules(model_type: &str) -> LlamaRules {
         class: "LlamaConfig",
         architecture: "LlamaForCausalLM",
         head_dim_default: None,
-        reads_head_dim: true,
+        kv_default: None,
         tie_default: false,
         bias: BiasRule::All("attention_bias", false),
         mlp_bias_key: Some("mlp_bias"),
@@ -538,6 +548,7 @@ fn llama_rules(model_type: &str) -> LlamaRules {
         "mistral" => LlamaRules {
             class: "MistralConfig",
             architecture: "MistralForCausalLM",
+            kv_default: Some(8),
             bias: BiasRule::Never,
             mlp_bias_key: None,
             ..base
@@ -545,6 +556,7 @@ fn llama_rules(model_type: &str) -> LlamaRules {
         "qwen2" => LlamaRules {
             class: "Qwen2Config",
             architecture: "Qwen2ForCausalLM",
+            kv_default: Some(32),
             bias: BiasRule::QkvOnly,
             mlp_bias_key: None,
             ..base
@@ -553,6 +565,7 @@ fn llama_rules(model_type: &str) -> LlamaRules {
             class: "Qwen3Config",
             architecture: "Qwen3ForCausalLM",
             head_dim_default: Some(128),
+            kv_default: Some(32),
             mlp_bias_key: None,
             qk_norm: QkNorm::PerHead,
             ..base
@@ -561,6 +574,7 @@ fn llama_rules(model_type: &str) -> LlamaRules {
             class: "GemmaConfig",
             architecture: "GemmaForCausalLM",
             head_dim_default: Some(256),
+            kv_default: Some(16),
             tie_default: true,
             mlp_bias_key: None,
             ..base
@@ -569,6 +583,7 @@ fn llama_rules(model_type: &str) -> LlamaRules {
             class: "Gemma2Config",
             architecture: "Gemma2ForCausalLM",
             head_dim_default: Some(256),
+            kv_default: Some(4),
             tie_default: true,
             mlp_bias_key: None,
             norms_per_layer: 4,
@@ -578,6 +593,7 @@ fn llama_rules(model_type: &str) -> LlamaRules {
             class: "Gemma3TextConfig",
             architecture: "Gemma3ForCausalLM",
             head_dim_default: Some(256),
+            kv_default: Some(4),
             tie_default: true,
             mlp_bias_key: None,
             norms_per_layer: 4,
@@ -587,7 +603,6 @@ fn llama_rules(model_type: &str) -> LlamaRules {
         "phi3" => LlamaRules {
             class: "Phi3Config",
             architecture: "Phi3ForCausalLM",
-            reads_head_dim: false,
             bias: BiasRule::Never,
             mlp_bias_key: None,
             fused: true,
@@ -596,7 +611,7 @@ fn llama_rules(model_type: &str) -> LlamaRules {
         "starcoder2" => LlamaRules {
             class: "Starcoder2Config",
             architecture: "Starcoder2ForCausalLM",
-            reads_head_dim: false,
+            kv_default: Some(2),
             tie_default: true,
             bias: BiasRule::All("use_bias", true),
             mlp_bias_key: Some("use_bias"),
@@ -607,7 +622,6 @@ fn llama_rules(model_type: &str) -> LlamaRules {
         "olmo2" => LlamaRules {
             class: "Olmo2Config",
             architecture: "Olmo2ForCausalLM",
-            reads_head_dim: false,
             mlp_bias_key: None,
             qk_norm: QkNorm::FullWidth,
             ..base
@@ -637,11 +651,11 @@ pub(crate) fn llama_like(raw: &mut RawConfig<'_>, model_type: &str) -> Result<Mo
     let heads = raw.size(&["num_attention_heads"], "n_h")?;
     let vocab = raw.size(&["vocab_size"], "V")?;
     let inner = raw.size(&["intermediate_size"], "d_ff")?;
-    let kv = kv_heads(raw, heads, r.class)?;
-    let head_dim = match (r.reads_head_dim, r.head_dim_default) {
-        (false, _) => raw.derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?,
-        (true, None) => raw.head_dim(&["head_dim"], hidden, "hidden_size", heads, "num_attention_heads")?,
-        (true, Some(default)) => match raw.size_opt("head_dim")? {
+    let kv = kv_heads(raw, heads, r.class, r.kv_default)?;
+    // Every class here reads `head_dim` (a field, or `getattr` on a key of the JSON).
+    let head_dim = match r.head_dim_default {
+        None => raw.head_dim(&["head_dim"], hidden, "hidden_size", heads, "num_attention_heads")?,
+        Some(default) => match raw.size_opt("head_dim")? {
             Some(n) => {
                 raw.source("d_h", "head_dim");
                 n
@@ -711,7 +725,7 @@ pub(crate) fn llama_like(raw: &mut RawConfig<'_>, model_type: &str) -> Result<Mo
         tied,
         head_bias: false,
     }
-    .into_spec(raw))
+    .into_spec())
 }
 
 /// Which layers attend in a sliding window (no parameters; the KV cache will need it).

@@ -1,6 +1,212 @@
-//! stub
-use llmsize_core::ModelSpec;
-use super::{raw::RawConfig, HeadChoice};
+//! Encoder-decoders: T5 (v1.0 and v1.1/Flan) and BART.
+
+use std::collections::BTreeMap;
+
+use llmsize_core::spec::{
+    Attention, Ffn, Layer, ModelSpec, Norm, OutputHead, PositionEmbedding, Stack, StackRole,
+    Table,
+};
+
+use super::decoder::{mha, mlp};
+use super::raw::RawConfig;
+use super::{HeadChoice, architecture};
 use crate::error::ConfigError;
-pub(crate) fn t5(raw: &mut RawConfig<'_>, _h: HeadChoice) -> Result<ModelSpec, ConfigError> { Err(raw.missing("t5", "todo")) }
-pub(crate) fn bart(raw: &mut RawConfig<'_>, _h: HeadChoice) -> Result<ModelSpec, ConfigError> { Err(raw.missing("bart", "todo")) }
+
+/// Whether the class (or the user) wants the LM head.
+fn lm_head(arch: &str, head: HeadChoice) -> bool {
+    match head {
+        HeadChoice::Base => false,
+        HeadChoice::Lm => true,
+        HeadChoice::Config => !(arch.ends_with("Model") && !arch.ends_with("LMHeadModel")),
+    }
+}
+
+fn base_class(arch: &str, lm: bool, lm_class: &str, base: &str) -> String {
+    match (lm, arch.ends_with("Model") && !arch.ends_with("LMHeadModel")) {
+        (true, false) | (false, true) => arch.to_owned(),
+        (true, true) => lm_class.to_owned(),
+        (false, false) => base.to_owned(),
+    }
+}
+
+#[expect(clippy::too_many_arguments, reason = "one call per family, each argument named")]
+fn seq2seq_spec(
+    model_type: &str,
+    architecture: String,
+    hidden: u64,
+    vocab: u64,
+    extra_token_tables: u64,
+    encoder: Stack,
+    decoder: Stack,
+    head: OutputHead,
+) -> ModelSpec {
+    ModelSpec {
+        name: String::new(),
+        model_type: model_type.to_owned(),
+        architecture,
+        hidden_size: hidden,
+        vocab_size: vocab,
+        token_embedding: Some(Table { rows: vocab, dim: hidden }),
+        extra_token_tables,
+        embedding_projections: Vec::new(),
+        stacks: vec![encoder, decoder],
+        head,
+        pooler: None,
+        assumptions: Vec::new(),
+        warnings: Vec::new(),
+        symbol_sources: BTreeMap::new(),
+    }
+}
+
+/// T5 (`modeling_t5.py`): shared table; q/k/v/o without biases over `num_heads·d_kv`; the
+/// relative-position bias (`buckets × heads`) in the first block of each stack; RMS-style
+/// `T5LayerNorm` (weight only): 2 per encoder block, 3 per decoder block, one final per
+/// stack; FFN `wi`/`wo`, or `wi_0`/`wi_1`/`wo` for `gated-*`. The output head follows the
+/// raw config: `tie_word_embeddings: false` (v1.1, Flan) means a separate `lm_head`, as
+/// loading those checkpoints gives (the 5.x config class forces the flag to true, but the
+/// checkpoint's distinct `lm_head` then stays untied).
+pub(crate) fn t5(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec, ConfigError> {
+    let reason = "absent; `T5Config` default";
+    let hidden = raw.size(&["d_model", "hidden_size"], "d")?;
+    let head_dim = raw.size(&["d_kv", "head_dim"], "d_h")?;
+    let inner = raw.size(&["d_ff"], "d_ff")?;
+    let enc_layers = raw.size(&["num_layers", "num_hidden_layers"], "L_enc")?;
+    let dec_layers = match raw.size_opt("num_decoder_layers")? {
+        Some(n) => {
+            raw.source("L_dec", "num_decoder_layers");
+            n
+        }
+        None => {
+            raw.assume("num_decoder_layers", enc_layers, "absent or null; `T5Config` uses num_layers");
+            raw.source("L_dec", "num_layers");
+            enc_layers
+        }
+    };
+    let heads = raw.size(&["num_heads", "num_attention_heads"], "n_h")?;
+    let vocab = raw.size(&["vocab_size"], "V")?;
+    let buckets = raw.size_or(&["relative_attention_num_buckets"], "buckets", 32, reason)?;
+    let gated = match raw.value("feed_forward_proj") {
+        None => {
+            raw.assume("feed_forward_proj", "relu", reason);
+            false
+        }
+        Some(v) => match v.as_str() {
+            Some(s) => s.starts_with("gated-"),
+            None => return Err(raw.invalid("feed_forward_proj", v, "a string such as `relu` or `gated-gelu`")),
+        },
+    };
+    let tied = raw.flag("tie_word_embeddings")?.unwrap_or(true);
+    let arch = architecture(raw, "T5ForConditionalGeneration");
+    let lm = lm_head(&arch, head);
+    let architecture = base_class(&arch, lm, "T5ForConditionalGeneration", "T5Model");
+    let attention = Attention::Standard(mha(hidden, heads, heads, head_dim, false));
+    let ffn = Ffn::Dense(mlp(hidden, inner, gated, false));
+    let norm = Norm::rms_norm(hidden);
+    let enc_layer = Layer {
+        attention: attention.clone(),
+        cross_attention: None,
+        ffn: ffn.clone(),
+        norms: vec![norm; 2],
+        sliding_window: None,
+    };
+    let dec_layer = Layer {
+        cross_attention: Some(attention.clone()),
+        norms: vec![norm; 3],
+        ..enc_layer.clone()
+    };
+    let bias = Some(PositionEmbedding::RelativeBias { buckets, heads });
+    let stack = |role, layer: Layer, n: usize| Stack {
+        role,
+        position: bias,
+        token_type: None,
+        embedding_norm: None,
+        layers: vec![layer; n],
+        final_norm: Some(norm),
+    };
+    let enc_n = raw.layer_count("num_layers", enc_layers)?;
+    let dec_n = raw.layer_count("num_decoder_layers", dec_layers)?;
+    Ok(seq2seq_spec(
+        "t5",
+        architecture,
+        hidden,
+        vocab,
+        0,
+        stack(StackRole::Encoder, enc_layer, enc_n),
+        stack(StackRole::CrossDecoder, dec_layer, dec_n),
+        if lm {
+            OutputHead::Lm { tied, biases: 0, transform: None }
+        } else {
+            OutputHead::None
+        },
+    ))
+}
+
+/// BART (`modeling_bart.py`): shared table (the encoder's and decoder's `embed_tokens` tie to
+/// it only when `tie_word_embeddings`); learned positions of `max_position_embeddings + 2`
+/// rows and a `layernorm_embedding` per stack; biased attention and MLP; encoder blocks with
+/// 2 LayerNorms, decoder blocks with cross-attention and 3. `final_logits_bias` is a buffer.
+pub(crate) fn bart(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec, ConfigError> {
+    let reason = "absent; `BartConfig` default";
+    let hidden = raw.size(&["d_model", "hidden_size"], "d")?;
+    let enc_layers = raw.size(&["encoder_layers"], "L_enc")?;
+    let dec_layers = raw.size(&["decoder_layers"], "L_dec")?;
+    let enc_heads = raw.size(&["encoder_attention_heads"], "n_h")?;
+    let dec_heads = raw.size(&["decoder_attention_heads"], "n_h_dec")?;
+    let enc_ffn = raw.size(&["encoder_ffn_dim"], "d_ff")?;
+    let dec_ffn = raw.size(&["decoder_ffn_dim"], "d_ff_dec")?;
+    let vocab = raw.size(&["vocab_size"], "V")?;
+    let positions = raw.size_or(&["max_position_embeddings"], "n_ctx", 1024, reason)?;
+    let enc_head_dim = raw.derived_head_dim(hidden, "d_model", enc_heads, "encoder_attention_heads")?;
+    let dec_head_dim = raw.derived_head_dim(hidden, "d_model", dec_heads, "decoder_attention_heads")?;
+    let tied = raw.flag_or("tie_word_embeddings", true, reason)?;
+    let arch = architecture(raw, "BartForConditionalGeneration");
+    let lm = lm_head(&arch, head);
+    let architecture = base_class(&arch, lm, "BartForConditionalGeneration", "BartModel");
+    let norm = Norm::layer_norm(hidden);
+    let rows = positions
+        .checked_add(2)
+        .ok_or_else(|| raw.invalid("max_position_embeddings", &positions.into(), "a size below 2^64 − 2"))?;
+    let position = Some(PositionEmbedding::Learned {
+        table: Table { rows, dim: hidden },
+        offset: 2,
+    });
+    let enc_layer = Layer {
+        attention: Attention::Standard(mha(hidden, enc_heads, enc_heads, enc_head_dim, true)),
+        cross_attention: None,
+        ffn: Ffn::Dense(mlp(hidden, enc_ffn, false, true)),
+        norms: vec![norm; 2],
+        sliding_window: None,
+    };
+    let dec_attention = Attention::Standard(mha(hidden, dec_heads, dec_heads, dec_head_dim, true));
+    let dec_layer = Layer {
+        attention: dec_attention.clone(),
+        cross_attention: Some(dec_attention),
+        ffn: Ffn::Dense(mlp(hidden, dec_ffn, false, true)),
+        norms: vec![norm; 3],
+        sliding_window: None,
+    };
+    let enc_n = raw.layer_count("encoder_layers", enc_layers)?;
+    let dec_n = raw.layer_count("decoder_layers", dec_layers)?;
+    let stack = |role, layer: Layer, n: usize| Stack {
+        role,
+        position,
+        token_type: None,
+        embedding_norm: Some(norm),
+        layers: vec![layer; n],
+        final_norm: None,
+    };
+    Ok(seq2seq_spec(
+        "bart",
+        architecture,
+        hidden,
+        vocab,
+        if tied { 0 } else { 2 },
+        stack(StackRole::Encoder, enc_layer, enc_n),
+        stack(StackRole::CrossDecoder, dec_layer, dec_n),
+        if lm {
+            OutputHead::Lm { tied, biases: 0, transform: None }
+        } else {
+            OutputHead::None
+        },
+    ))
+}

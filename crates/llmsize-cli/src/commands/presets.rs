@@ -1,0 +1,50 @@
+//! `llmsize presets`: the built-in models and their sizes.
+
+use llmsize_adapters::presets::PRESETS;
+use llmsize_adapters::{ReadOptions, read_config};
+use llmsize_core::count;
+use llmsize_core::units::{human_count, thousands};
+use serde_json::json;
+
+use crate::Outcome;
+use crate::cli::PresetsArgs;
+use crate::output;
+
+pub(crate) fn run(args: &PresetsArgs) -> anyhow::Result<Outcome> {
+    let mut rows = Vec::new();
+    for p in PRESETS {
+        let spec = read_config(p.config, p.id, p.id, &ReadOptions::default())?;
+        let c = count(&spec)?;
+        rows.push((p, spec.model_type, c.total, c.active.map(|a| a.per_token)));
+    }
+    let text = if args.json {
+        let list: Vec<_> = rows
+            .iter()
+            .map(|(p, t, total, active)| {
+                json!({"id": p.id, "hf_repo": p.hf_repo, "family": p.family, "model_type": t,
+                       "total": total, "active_per_token": active})
+            })
+            .collect();
+        let mut s = serde_json::to_string_pretty(&list)?;
+        s.push('\n');
+        s
+    } else {
+        let mut s = String::new();
+        let id_w = rows.iter().map(|r| r.0.id.len()).max().unwrap_or(0);
+        let repo_w = rows.iter().map(|r| r.0.hf_repo.len()).max().unwrap_or(0);
+        for (p, t, total, active) in &rows {
+            let active = active.map(|a| format!("  ({} active)", human_count(a))).unwrap_or_default();
+            s.push_str(&format!(
+                "{:id_w$}  {:repo_w$}  {:12}  {:>17}  {:>7}{active}\n",
+                p.id,
+                p.hf_repo,
+                t,
+                thousands(*total),
+                human_count(*total)
+            ));
+        }
+        s
+    };
+    output::print(&text)?;
+    Ok(Outcome::Success)
+}
