@@ -69,7 +69,12 @@ fn check_family(families: &[&str]) {
         }
     }
     assert!(checked > 0, "no entries of {families:?}");
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]

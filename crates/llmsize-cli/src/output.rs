@@ -1,7 +1,10 @@
 //! Where text goes: data to stdout, warnings and errors to stderr; a closed pipe
 //! (`llmsize presets | head`) ends the program quietly.
 
-#![expect(clippy::print_stderr, reason = "this module is the one place that writes to the terminal")]
+#![expect(
+    clippy::print_stderr,
+    reason = "this module is the one place that writes to the terminal"
+)]
 
 use std::io::Write as _;
 

@@ -29,8 +29,10 @@ fn name_of(path: &Path) -> String {
             .and_then(dir_name)
             .unwrap_or_else(|| "config".into())
     } else {
-        path.file_stem()
-            .map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned())
+        path.file_stem().map_or_else(
+            || path.display().to_string(),
+            |s| s.to_string_lossy().into_owned(),
+        )
     }
 }
 
@@ -41,7 +43,10 @@ pub(crate) fn resolve(arg: &str) -> anyhow::Result<Found> {
         let config = path.join("config.json");
         if !config.is_file() {
             return Err(with_hint(
-                format!("`{}` is a directory without a `config.json`", path.display()),
+                format!(
+                    "`{}` is a directory without a `config.json`",
+                    path.display()
+                ),
                 "pass the `config.json` itself, or a directory that contains one".into(),
             ));
         }
@@ -59,7 +64,11 @@ pub(crate) fn resolve(arg: &str) -> anyhow::Result<Found> {
         });
     }
     let suggestions = presets::suggest(arg, 3).join(", ");
-    if arg.ends_with(".json") || arg.starts_with('.') || arg.starts_with('/') || arg.contains(std::path::MAIN_SEPARATOR) && !arg.contains('/') {
+    if arg.ends_with(".json")
+        || arg.starts_with('.')
+        || arg.starts_with('/')
+        || arg.contains(std::path::MAIN_SEPARATOR) && !arg.contains('/')
+    {
         return Err(with_hint(
             format!("`{arg}`: no such file or directory"),
             format!("check the path; or name a preset, e.g. {suggestions}"),

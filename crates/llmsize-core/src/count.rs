@@ -254,9 +254,16 @@ fn standard_attention_parts(a: &StandardAttention, names: &Names, cross: bool) -
             scaled_sym("3d", 3, a.hidden)
         } else {
             let kv2 = Expr::product(vec![Expr::Lit(2), Expr::sym("n_kv", a.num_kv_heads)]);
-            Expr::product(vec![Expr::sum(vec![Expr::sym("n_h", a.num_heads), kv2]), d_h])
+            Expr::product(vec![
+                Expr::sum(vec![Expr::sym("n_h", a.num_heads), kv2]),
+                d_h,
+            ])
         };
-        push("qkv_proj", Category::Attention, linear(&d, &fused, a.q_bias));
+        push(
+            "qkv_proj",
+            Category::Attention,
+            linear(&d, &fused, a.q_bias),
+        );
     } else {
         push("q_proj", Category::Attention, linear(&d, &q_out, a.q_bias));
         push("k_proj", Category::Attention, linear(&d, &kv_out, a.k_bias));
@@ -345,12 +352,11 @@ fn mlp_expr(m: &Mlp, names: &Names, inner_name: &str) -> Expr {
     let f = Expr::sym(inner_name, m.intermediate);
     let d_f = Expr::product(vec![d.clone(), f.clone()]);
     let inputs = if m.gated { 2 } else { 1 };
-    Expr::sum_merged(vec![
-        vec![d_f.clone(); inputs],
-        vec![if m.up_bias { f } else { Expr::Lit(0) }; inputs],
-        vec![d_f, if m.down_bias { d } else { Expr::Lit(0) }],
-    ]
-    .concat())
+    let mut terms = vec![d_f.clone(); inputs];
+    terms.extend(vec![if m.up_bias { f } else { Expr::Lit(0) }; inputs]);
+    terms.push(d_f);
+    terms.push(if m.down_bias { d } else { Expr::Lit(0) });
+    Expr::sum_merged(terms)
 }
 
 fn moe_parts(m: &Moe, names: &Names) -> Vec<Part> {
@@ -470,7 +476,8 @@ fn group_layers(stack: &Stack, names: &Names) -> Result<Vec<LayerGroup>, Overflo
                 per_layer,
                 active_routed: match &layer.ffn {
                     Ffn::Moe(m) => Some(
-                        mlp_expr(&m.expert, names, "d_e").times(Expr::sym("k", m.experts_per_token)),
+                        mlp_expr(&m.expert, names, "d_e")
+                            .times(Expr::sym("k", m.experts_per_token)),
                     ),
                     Ffn::Dense(_) => None,
                 },
@@ -500,7 +507,10 @@ pub fn count(spec: &ModelSpec) -> Result<ParamCount, SpecError> {
     for p in &spec.embedding_projections {
         let input = names.width(p.input, "d_emb");
         let output = names.width(p.output, "d_emb");
-        add(Category::EmbeddingProjection, linear(&input, &output, p.bias));
+        add(
+            Category::EmbeddingProjection,
+            linear(&input, &output, p.bias),
+        );
     }
 
     let multi_stack = spec.stacks.len() > 1;
@@ -528,7 +538,10 @@ pub fn count(spec: &ModelSpec) -> Result<ParamCount, SpecError> {
         if let Some(t) = stack.token_type {
             own.push((
                 Category::TokenTypeEmbedding,
-                Expr::product(vec![Expr::sym("n_types", t.rows), names.width(t.dim, "d_emb")]),
+                Expr::product(vec![
+                    Expr::sym("n_types", t.rows),
+                    names.width(t.dim, "d_emb"),
+                ]),
             ));
         }
         if let Some(n) = &stack.embedding_norm {
@@ -540,8 +553,13 @@ pub fn count(spec: &ModelSpec) -> Result<ParamCount, SpecError> {
             (true, StackRole::Encoder) => "L_enc",
             (true, _) => "L_dec",
         };
+        let stack_layers = stack.layers.len() as u64;
+        let has_moe = stack.layers.iter().any(|l| matches!(l.ffn, Ffn::Moe(_)));
+        let has_dense = stack.layers.iter().any(|l| matches!(l.ffn, Ffn::Dense(_)));
         for category in Category::ALL {
-            let mut per_group = Vec::new();
+            // Layers whose parts of this category are equal count together, even when the
+            // layers differ elsewhere (DeepSeek's attention is the same in dense and MoE layers).
+            let mut same: Vec<(Expr, u64)> = Vec::new();
             for g in &groups {
                 let parts: Vec<Expr> = g
                     .parts
@@ -552,14 +570,32 @@ pub fn count(spec: &ModelSpec) -> Result<ParamCount, SpecError> {
                 if parts.is_empty() {
                     continue;
                 }
+                let e = Expr::sum_merged(parts);
                 let n = g.indices.len() as u64;
-                let count = if groups.len() == 1 {
-                    Expr::sym(layer_symbol, n)
-                } else {
-                    Expr::Lit(n)
-                };
-                per_group.push(Expr::sum_merged(parts).times(count));
+                match same.iter_mut().find(|(x, _)| *x == e) {
+                    Some((_, m)) => *m += n,
+                    None => same.push((e, n)),
+                }
             }
+            let single = same.len() == 1;
+            let per_group: Vec<Expr> = same
+                .into_iter()
+                .map(|(e, n)| {
+                    let count = if single && n == stack_layers {
+                        Expr::sym(layer_symbol, n)
+                    } else if single && has_moe && has_dense {
+                        let name = if category == Category::Ffn {
+                            "L_dense"
+                        } else {
+                            "L_moe"
+                        };
+                        Expr::sym(name, n)
+                    } else {
+                        Expr::Lit(n)
+                    };
+                    e.times(count)
+                })
+                .collect();
             if !per_group.is_empty() {
                 own.push((category, Expr::sum(per_group)));
             }
@@ -585,13 +621,19 @@ pub fn count(spec: &ModelSpec) -> Result<ParamCount, SpecError> {
         } => {
             if let Some(t) = transform {
                 add(Category::LmHeadTransform, linear(&d, &d, t.dense.bias));
-                add(Category::Norm, norm_expr(&t.norm, names.width(t.norm.dim, "d_norm")));
+                add(
+                    Category::Norm,
+                    norm_expr(&t.norm, names.width(t.norm.dim, "d_norm")),
+                );
             }
             let v = Expr::sym("V", spec.vocab_size);
             if !tied {
                 // The head reads the embedding width (OPT-350m: `word_embed_proj_dim`).
                 let width = spec.token_embedding.map_or(spec.hidden_size, |t| t.dim);
-                add(Category::LmHead, Expr::product(vec![v.clone(), names.width(width, "d_emb")]));
+                add(
+                    Category::LmHead,
+                    Expr::product(vec![v.clone(), names.width(width, "d_emb")]),
+                );
             }
             if *biases > 0 {
                 add(Category::LmHead, v.times(Expr::Lit(*biases)));
@@ -643,11 +685,27 @@ fn active_count(
     total: u64,
     components: &[Component],
 ) -> Result<Option<ActiveCount>, Overflow> {
-    let routed_terms: Vec<Expr> = groups
-        .iter()
-        .filter_map(|g| {
-            let active = g.active_routed.clone()?;
-            Some(active.times(Expr::Lit(g.indices.len() as u64)))
+    let layers: usize = groups.iter().map(|g| g.indices.len()).sum();
+    let mut same: Vec<(Expr, u64)> = Vec::new();
+    for g in groups {
+        if let Some(e) = &g.active_routed {
+            let n = g.indices.len() as u64;
+            match same.iter_mut().find(|(x, _)| x == e) {
+                Some((_, m)) => *m += n,
+                None => same.push((e.clone(), n)),
+            }
+        }
+    }
+    let single = same.len() == 1;
+    let routed_terms: Vec<Expr> = same
+        .into_iter()
+        .map(|(e, n)| {
+            let count = match (single, n == layers as u64) {
+                (true, true) => Expr::sym("L", n),
+                (true, false) => Expr::sym("L_moe", n),
+                (false, _) => Expr::Lit(n),
+            };
+            e.times(count)
         })
         .collect();
     if routed_terms.is_empty() {

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use crate::error::SpecError;
 use crate::spec::{
-    Assumption, Attention, Ffn, Layer, Mlp, ModelSpec, Norm, OutputHead, PositionEmbedding,
-    Stack, StackRole, StandardAttention, Table,
+    Assumption, Attention, Ffn, Layer, Mlp, ModelSpec, Norm, OutputHead, PositionEmbedding, Stack,
+    StackRole, StandardAttention, Table,
 };
 
 /// Block style of a designed model.
@@ -88,7 +88,7 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
     );
     let heads = match design.heads {
         Some(h) => h,
-        None if d % head_size == 0 => fill(
+        None if d.is_multiple_of(head_size) => fill(
             &mut assumptions,
             "--heads",
             None,
@@ -109,7 +109,7 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
             field: "--heads".into(),
         });
     }
-    if d % heads != 0 {
+    if !d.is_multiple_of(heads) {
         return Err(SpecError::HeadsDoNotDivide {
             heads_field: "--heads".into(),
             heads,

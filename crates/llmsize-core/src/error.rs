@@ -46,7 +46,9 @@ pub enum SpecError {
         hidden: u64,
     },
     /// Query heads are not a multiple of key/value heads (GQA needs whole groups).
-    #[error("`num_attention_heads` = {heads} is not a multiple of `num_key_value_heads` = {kv_heads}")]
+    #[error(
+        "`num_attention_heads` = {heads} is not a multiple of `num_key_value_heads` = {kv_heads}"
+    )]
     KvHeadsDoNotDivide {
         /// Query heads.
         heads: u64,

@@ -116,10 +116,12 @@ impl Expr {
             Expr::Lit(v) => Ok(*v),
             Expr::Sym(s) => Ok(s.value),
             Expr::Product(fs) => fs.iter().try_fold(1u64, |acc, f| {
-                acc.checked_mul(f.eval()?).ok_or_else(|| Overflow::new(self))
+                acc.checked_mul(f.eval()?)
+                    .ok_or_else(|| Overflow::new(self))
             }),
             Expr::Sum(ts) => ts.iter().try_fold(0u64, |acc, t| {
-                acc.checked_add(t.eval()?).ok_or_else(|| Overflow::new(self))
+                acc.checked_add(t.eval()?)
+                    .ok_or_else(|| Overflow::new(self))
             }),
         }
     }

@@ -334,7 +334,7 @@ impl ModelSpec {
                         positive("num_attention_heads", a.num_heads)?;
                         positive("num_key_value_heads", a.num_kv_heads)?;
                         positive("head_dim", a.head_dim)?;
-                        if a.num_heads % a.num_kv_heads != 0 {
+                        if !a.num_heads.is_multiple_of(a.num_kv_heads) {
                             return Err(SpecError::KvHeadsDoNotDivide {
                                 heads: a.num_heads,
                                 kv_heads: a.num_kv_heads,

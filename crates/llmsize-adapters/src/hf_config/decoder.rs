@@ -5,12 +5,12 @@
 //! class's default for `tie_word_embeddings`.
 
 use llmsize_core::spec::{
-    Attention, Ffn, Layer, Linear, Mlp, ModelSpec, Norm, NormKind, OutputHead,
-    PositionEmbedding, Stack, StackRole, StandardAttention, Table,
+    Attention, Ffn, Layer, Linear, Mlp, ModelSpec, Norm, NormKind, OutputHead, PositionEmbedding,
+    Stack, StackRole, StandardAttention, Table,
 };
 
 use super::raw::RawConfig;
-use super::architecture;
+use super::{architecture, is_bare};
 use crate::error::ConfigError;
 
 /// The parts of a decoder-only model around its layers.
@@ -33,7 +33,7 @@ pub(crate) struct Decoder {
 impl Decoder {
     pub(crate) fn into_spec(self) -> ModelSpec {
         // A bare `…Model` class (no `ForCausalLM`) has no output head.
-        let bare = self.architecture.ends_with("Model") && !self.architecture.ends_with("LMHeadModel");
+        let bare = is_bare(&self.architecture);
         ModelSpec {
             name: String::new(),
             model_type: self.model_type,
@@ -71,7 +71,13 @@ impl Decoder {
     }
 }
 
-pub(crate) fn mha(hidden: u64, heads: u64, kv_heads: u64, head_dim: u64, bias: bool) -> StandardAttention {
+pub(crate) fn mha(
+    hidden: u64,
+    heads: u64,
+    kv_heads: u64,
+    head_dim: u64,
+    bias: bool,
+) -> StandardAttention {
     StandardAttention {
         hidden,
         num_heads: heads,
@@ -123,7 +129,12 @@ pub(crate) fn gpt2(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
     let layers = raw.size(&["n_layer", "num_hidden_layers"], "L")?;
     let heads = raw.size(&["n_head", "num_attention_heads"], "n_h")?;
     let vocab = raw.size(&["vocab_size"], "V")?;
-    let positions = raw.size_or(&["n_positions", "max_position_embeddings"], "n_ctx", 1024, "absent; `GPT2Config` default")?;
+    let positions = raw.size_or(
+        &["n_positions", "max_position_embeddings"],
+        "n_ctx",
+        1024,
+        "absent; `GPT2Config` default",
+    )?;
     let head_dim = raw.derived_head_dim(hidden, "n_embd", heads, "n_head")?;
     let inner = match raw.size_opt("n_inner")? {
         Some(n) => {
@@ -145,7 +156,9 @@ pub(crate) fn gpt2(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
     let mut l = layer(attn.clone(), mlp(hidden, inner, false, true), norms.clone());
     if cross {
         // `crossattention` (q_attn d→d, c_attn d→2d, c_proj) and `ln_cross_attn`.
-        l.cross_attention = Some(Attention::Standard(mha(hidden, heads, heads, head_dim, true)));
+        l.cross_attention = Some(Attention::Standard(mha(
+            hidden, heads, heads, head_dim, true,
+        )));
         norms.push(Norm::layer_norm(hidden));
         l.norms = norms;
     }
@@ -158,7 +171,10 @@ pub(crate) fn gpt2(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
         embedding_dim: hidden,
         projections: Vec::new(),
         position: Some(PositionEmbedding::Learned {
-            table: Table { rows: positions, dim: hidden },
+            table: Table {
+                rows: positions,
+                dim: hidden,
+            },
             offset: 0,
         }),
         embedding_norm: None,
@@ -240,7 +256,11 @@ pub(crate) fn gpt_neox(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError
         position: None,
         embedding_norm: None,
         layers: vec![
-            layer(attn, mlp(hidden, inner, false, true), vec![Norm::layer_norm(hidden); 2]);
+            layer(
+                attn,
+                mlp(hidden, inner, false, true),
+                vec![Norm::layer_norm(hidden); 2]
+            );
             n
         ],
         final_norm: Some(Norm::layer_norm(hidden)),
@@ -260,11 +280,25 @@ pub(crate) fn opt(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
     let heads = raw.size(&["num_attention_heads"], "n_h")?;
     let vocab = raw.size(&["vocab_size"], "V")?;
     let ffn = raw.size(&["ffn_dim"], "d_ff")?;
-    let positions = raw.size_or(&["max_position_embeddings"], "n_ctx", 2048, "absent; `OPTConfig` default")?;
-    let embed_dim = raw.size_or(&["word_embed_proj_dim"], "d_emb", hidden, "absent; `OPTConfig` uses hidden_size")?;
+    let positions = raw.size_or(
+        &["max_position_embeddings"],
+        "n_ctx",
+        2048,
+        "absent; `OPTConfig` default",
+    )?;
+    let embed_dim = raw.size_or(
+        &["word_embed_proj_dim"],
+        "d_emb",
+        hidden,
+        "absent; `OPTConfig` uses hidden_size",
+    )?;
     let head_dim = raw.derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?;
     let bias = raw.flag_or("enable_bias", true, "absent; `OPTConfig` default")?;
-    let affine = raw.flag_or("layer_norm_elementwise_affine", true, "absent; `OPTConfig` default")?;
+    let affine = raw.flag_or(
+        "layer_norm_elementwise_affine",
+        true,
+        "absent; `OPTConfig` default",
+    )?;
     let before = raw.flag_or("do_layer_norm_before", true, "absent; `OPTConfig` default")?;
     let removed = raw.flag("_remove_final_layer_norm")?.unwrap_or(false);
     let tied = tie(raw, true, "OPTConfig")?;
@@ -278,14 +312,26 @@ pub(crate) fn opt(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
         Vec::new()
     } else {
         vec![
-            Linear { input: hidden, output: embed_dim, bias: false },
-            Linear { input: embed_dim, output: hidden, bias: false },
+            Linear {
+                input: hidden,
+                output: embed_dim,
+                bias: false,
+            },
+            Linear {
+                input: embed_dim,
+                output: hidden,
+                bias: false,
+            },
         ]
     };
     let final_norm = (before && !removed && affine).then_some(norm);
-    let rows = positions
-        .checked_add(2)
-        .ok_or_else(|| raw.invalid("max_position_embeddings", &positions.into(), "a size below 2^64 − 2"))?;
+    let rows = positions.checked_add(2).ok_or_else(|| {
+        raw.invalid(
+            "max_position_embeddings",
+            &positions.into(),
+            "a size below 2^64 − 2",
+        )
+    })?;
     let n = raw.layer_count("num_hidden_layers", layers)?;
     let spec = Decoder {
         model_type: "opt".into(),
@@ -299,7 +345,14 @@ pub(crate) fn opt(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
             offset: 2,
         }),
         embedding_norm: None,
-        layers: vec![layer(mha(hidden, heads, heads, head_dim, bias), mlp(hidden, ffn, false, bias), norms); n],
+        layers: vec![
+            layer(
+                mha(hidden, heads, heads, head_dim, bias),
+                mlp(hidden, ffn, false, bias),
+                norms
+            );
+            n
+        ],
         final_norm,
         tied,
         head_bias: false,
@@ -333,7 +386,14 @@ pub(crate) fn bloom(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
         projections: Vec::new(),
         position: None,
         embedding_norm: Some(Norm::layer_norm(hidden)),
-        layers: vec![layer(attn, mlp(hidden, inner, false, true), vec![Norm::layer_norm(hidden); 2]); n],
+        layers: vec![
+            layer(
+                attn,
+                mlp(hidden, inner, false, true),
+                vec![Norm::layer_norm(hidden); 2]
+            );
+            n
+        ],
         final_norm: Some(Norm::layer_norm(hidden)),
         tied,
         head_bias: false,
@@ -354,7 +414,11 @@ pub(crate) fn falcon(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> 
     let heads = raw.size(&["num_attention_heads"], "n_h")?;
     let vocab = raw.size(&["vocab_size"], "V")?;
     let head_dim = raw.derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?;
-    let new_arch = raw.flag_or("new_decoder_architecture", false, "absent; `FalconConfig` default")?;
+    let new_arch = raw.flag_or(
+        "new_decoder_architecture",
+        false,
+        "absent; `FalconConfig` default",
+    )?;
     let multi_query = raw.flag_or("multi_query", true, "absent; `FalconConfig` default")?;
     let parallel = raw.flag_or("parallel_attn", true, "absent; `FalconConfig` default")?;
     let bias = raw.flag_or("bias", false, "absent; `FalconConfig` default")?;
@@ -366,7 +430,11 @@ pub(crate) fn falcon(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> 
                 n
             }
             None => {
-                raw.assume("num_kv_heads", heads, "absent; `FalconConfig` uses num_attention_heads");
+                raw.assume(
+                    "num_kv_heads",
+                    heads,
+                    "absent; `FalconConfig` uses num_attention_heads",
+                );
                 heads
             }
         }
@@ -383,7 +451,11 @@ pub(crate) fn falcon(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> 
         }
         None => {
             let v = raw.mul(4, hidden, "4·hidden_size")?;
-            raw.assume("ffn_hidden_size", v, "absent; `FalconConfig` uses 4·hidden_size");
+            raw.assume(
+                "ffn_hidden_size",
+                v,
+                "absent; `FalconConfig` uses 4·hidden_size",
+            );
             v
         }
     };
@@ -393,7 +465,11 @@ pub(crate) fn falcon(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> 
     let ln_in_parallel = match raw.uint("num_ln_in_parallel_attn")? {
         Some(n) => Some(n),
         None if new_arch => {
-            raw.assume("num_ln_in_parallel_attn", 2, "absent; set to 2 for the new decoder architecture");
+            raw.assume(
+                "num_ln_in_parallel_attn",
+                2,
+                "absent; set to 2 for the new decoder architecture",
+            );
             Some(2)
         }
         None => None,
@@ -435,7 +511,13 @@ pub(crate) fn phi(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
     let inner = raw.size(&["intermediate_size"], "d_ff")?;
     let kv_heads = kv_heads(raw, heads, "PhiConfig", None)?;
     // `getattr(config, "head_dim", hidden // heads)`; the q/k LayerNorms use hidden // heads.
-    let head_dim = raw.head_dim(&["head_dim"], hidden, "hidden_size", heads, "num_attention_heads")?;
+    let head_dim = raw.head_dim(
+        &["head_dim"],
+        hidden,
+        "hidden_size",
+        heads,
+        "num_attention_heads",
+    )?;
     let norm_dim = hidden / heads;
     let qk_norm = raw.flag_or("qk_layernorm", false, "absent; `PhiConfig` default")?;
     let tied = tie(raw, false, "PhiConfig")?;
@@ -454,7 +536,14 @@ pub(crate) fn phi(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
         projections: Vec::new(),
         position: None,
         embedding_norm: None,
-        layers: vec![layer(attn, mlp(hidden, inner, false, true), vec![Norm::layer_norm(hidden)]); n],
+        layers: vec![
+            layer(
+                attn,
+                mlp(hidden, inner, false, true),
+                vec![Norm::layer_norm(hidden)]
+            );
+            n
+        ],
         final_norm: Some(Norm::layer_norm(hidden)),
         tied,
         head_bias: true,
@@ -477,7 +566,11 @@ pub(crate) fn kv_heads(
     }
     match class_default {
         Some(d) if !raw.has("num_key_value_heads") => {
-            raw.assume("num_key_value_heads", d, &format!("absent; `{class}` default"));
+            raw.assume(
+                "num_key_value_heads",
+                d,
+                &format!("absent; `{class}` default"),
+            );
             Ok(d)
         }
         _ => {
@@ -644,7 +737,10 @@ pub(crate) fn looks_llama_like(raw: &RawConfig<'_>) -> bool {
 }
 
 /// LLaMA and its relatives: Mistral, Qwen2/3, Gemma 1/2/3, Phi-3, StarCoder2, OLMo2.
-pub(crate) fn llama_like(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec, ConfigError> {
+pub(crate) fn llama_like(
+    raw: &mut RawConfig<'_>,
+    model_type: &str,
+) -> Result<ModelSpec, ConfigError> {
     let r = llama_rules(model_type);
     let hidden = raw.size(&["hidden_size"], "d")?;
     let layers = raw.size(&["num_hidden_layers"], "L")?;
@@ -654,14 +750,24 @@ pub(crate) fn llama_like(raw: &mut RawConfig<'_>, model_type: &str) -> Result<Mo
     let kv = kv_heads(raw, heads, r.class, r.kv_default)?;
     // Every class here reads `head_dim` (a field, or `getattr` on a key of the JSON).
     let head_dim = match r.head_dim_default {
-        None => raw.head_dim(&["head_dim"], hidden, "hidden_size", heads, "num_attention_heads")?,
+        None => raw.head_dim(
+            &["head_dim"],
+            hidden,
+            "hidden_size",
+            heads,
+            "num_attention_heads",
+        )?,
         Some(default) => match raw.size_opt("head_dim")? {
             Some(n) => {
                 raw.source("d_h", "head_dim");
                 n
             }
             None => {
-                raw.assume("head_dim", default, &format!("absent; `{}` default", r.class));
+                raw.assume(
+                    "head_dim",
+                    default,
+                    &format!("absent; `{}` default", r.class),
+                );
                 default
             }
         },
@@ -697,13 +803,25 @@ pub(crate) fn llama_like(raw: &mut RawConfig<'_>, model_type: &str) -> Result<Mo
             attn.k_norm = Some(Norm::rms_norm(head_dim));
         }
         QkNorm::FullWidth => {
-            attn.q_norm = Some(Norm::rms_norm(raw.mul(heads, head_dim, "num_attention_heads·head_dim")?));
-            attn.k_norm = Some(Norm::rms_norm(raw.mul(kv, head_dim, "num_key_value_heads·head_dim")?));
+            attn.q_norm = Some(Norm::rms_norm(raw.mul(
+                heads,
+                head_dim,
+                "num_attention_heads·head_dim",
+            )?));
+            attn.k_norm = Some(Norm::rms_norm(raw.mul(
+                kv,
+                head_dim,
+                "num_key_value_heads·head_dim",
+            )?));
         }
     }
     let n = raw.layer_count("num_hidden_layers", layers)?;
     let windows = sliding_windows(raw, model_type, n)?;
-    let base = layer(attn, mlp(hidden, inner, r.gated, mlp_bias), vec![norm; r.norms_per_layer]);
+    let base = layer(
+        attn,
+        mlp(hidden, inner, r.gated, mlp_bias),
+        vec![norm; r.norms_per_layer],
+    );
     let layers = windows
         .into_iter()
         .map(|w| Layer {
@@ -760,19 +878,23 @@ pub(crate) fn sliding_windows(
     Ok(match (model_type, window) {
         (_, None) => vec![None; layers],
         // Gemma 2: every other layer (even indices) slides.
-        ("gemma2", Some(w)) => (0..layers).map(|i| (i % 2 == 0).then_some(w)).collect(),
+        ("gemma2", Some(w)) => (0..layers)
+            .map(|i| i.is_multiple_of(2).then_some(w))
+            .collect(),
         // Gemma 3: 5 local layers then 1 global (`sliding_window_pattern` = 6).
         ("gemma3_text", Some(w)) => {
             let pattern = raw.uint("sliding_window_pattern")?.unwrap_or(6).max(1);
             (0..layers as u64)
-                .map(|i| ((i + 1) % pattern != 0).then_some(w))
+                .map(|i| (!(i + 1).is_multiple_of(pattern)).then_some(w))
                 .collect()
         }
         // Qwen2/Qwen3: only with `use_sliding_window`, from `max_window_layers` on.
         ("qwen2" | "qwen3", Some(w)) => {
             if use_window == Some(true) {
                 let from = raw.uint("max_window_layers")?.unwrap_or(0);
-                (0..layers as u64).map(|i| (i >= from).then_some(w)).collect()
+                (0..layers as u64)
+                    .map(|i| (i >= from).then_some(w))
+                    .collect()
             } else {
                 vec![None; layers]
             }

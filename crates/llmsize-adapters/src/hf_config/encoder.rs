@@ -89,9 +89,17 @@ impl Encoder {
 /// tables with a LayerNorm; post-LN layers with biased q/k/v/o and MLP; MLM head whose
 /// decoder weight and bias tie to the token table and the head's `bias` (both untie when
 /// `tie_word_embeddings` is false, leaving two bias vectors).
-fn bert(raw: &mut RawConfig<'_>, model_type: &str, head: HeadChoice) -> Result<ModelSpec, ConfigError> {
+fn bert(
+    raw: &mut RawConfig<'_>,
+    model_type: &str,
+    head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
     let roberta = model_type == "roberta";
-    let class = if roberta { "RobertaConfig" } else { "BertConfig" };
+    let class = if roberta {
+        "RobertaConfig"
+    } else {
+        "BertConfig"
+    };
     let reason = format!("absent; `{class}` default");
     let hidden = raw.size(&["hidden_size"], "d")?;
     let layers = raw.size(&["num_hidden_layers"], "L")?;
@@ -102,7 +110,14 @@ fn bert(raw: &mut RawConfig<'_>, model_type: &str, head: HeadChoice) -> Result<M
     let types = raw.size_or(&["type_vocab_size"], "n_types", 2, &reason)?;
     let head_dim = raw.derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?;
     let tied = raw.flag_or("tie_word_embeddings", true, &reason)?;
-    let arch = architecture(raw, if roberta { "RobertaForMaskedLM" } else { "BertForMaskedLM" });
+    let arch = architecture(
+        raw,
+        if roberta {
+            "RobertaForMaskedLM"
+        } else {
+            "BertForMaskedLM"
+        },
+    );
     let (mlm, architecture, warning) = wants_mlm(&arch, head);
     let n = raw.layer_count("num_hidden_layers", layers)?;
     let norm = Norm::layer_norm(hidden);
@@ -121,10 +136,16 @@ fn bert(raw: &mut RawConfig<'_>, model_type: &str, head: HeadChoice) -> Result<M
         stack: Stack {
             role: StackRole::Encoder,
             position: Some(PositionEmbedding::Learned {
-                table: Table { rows: positions, dim: hidden },
+                table: Table {
+                    rows: positions,
+                    dim: hidden,
+                },
                 offset: 0,
             }),
-            token_type: Some(Table { rows: types, dim: hidden }),
+            token_type: Some(Table {
+                rows: types,
+                dim: hidden,
+            }),
             embedding_norm: Some(norm),
             layers: vec![layer; n],
             final_norm: None,
@@ -134,14 +155,22 @@ fn bert(raw: &mut RawConfig<'_>, model_type: &str, head: HeadChoice) -> Result<M
                 tied,
                 biases: if tied { 1 } else { 2 },
                 transform: Some(HeadTransform {
-                    dense: Linear { input: hidden, output: hidden, bias: true },
+                    dense: Linear {
+                        input: hidden,
+                        output: hidden,
+                        bias: true,
+                    },
                     norm,
                 }),
             }
         } else {
             OutputHead::None
         },
-        pooler: (!mlm).then_some(Linear { input: hidden, output: hidden, bias: true }),
+        pooler: (!mlm).then_some(Linear {
+            input: hidden,
+            output: hidden,
+            bias: true,
+        }),
         warning,
     }
     .into_spec())
@@ -179,7 +208,10 @@ fn distilbert(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec, Co
         stack: Stack {
             role: StackRole::Encoder,
             position: Some(PositionEmbedding::Learned {
-                table: Table { rows: positions, dim: hidden },
+                table: Table {
+                    rows: positions,
+                    dim: hidden,
+                },
                 offset: 0,
             }),
             token_type: None,
@@ -192,7 +224,11 @@ fn distilbert(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec, Co
                 tied,
                 biases: 1,
                 transform: Some(HeadTransform {
-                    dense: Linear { input: hidden, output: hidden, bias: true },
+                    dense: Linear {
+                        input: hidden,
+                        output: hidden,
+                        bias: true,
+                    },
                     norm,
                 }),
             }
@@ -262,7 +298,11 @@ fn modernbert(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec, Co
                 tied,
                 biases: u64::from(decoder_bias),
                 transform: Some(HeadTransform {
-                    dense: Linear { input: hidden, output: hidden, bias: classifier_bias },
+                    dense: Linear {
+                        input: hidden,
+                        output: hidden,
+                        bias: classifier_bias,
+                    },
                     norm,
                 }),
             }

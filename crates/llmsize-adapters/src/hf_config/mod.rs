@@ -104,7 +104,8 @@ pub fn apply_override(map: &mut Map<String, Value>, arg: &str) -> Result<(), Con
     if key.is_empty() || key.split('.').any(str::is_empty) {
         return Err(err("the key is empty"));
     }
-    let value = serde_json::from_str(value.trim()).unwrap_or_else(|_| Value::String(value.to_owned()));
+    let value =
+        serde_json::from_str(value.trim()).unwrap_or_else(|_| Value::String(value.to_owned()));
     let mut target = map;
     let mut parts = key.split('.').peekable();
     while let Some(part) = parts.next() {
@@ -193,6 +194,12 @@ pub fn read_map(
     spec.assumptions = std::mem::take(&mut raw.assumptions);
     spec.symbol_sources = std::mem::take(&mut raw.sources);
     Ok(spec)
+}
+
+/// A bare `…Model` class (`BertModel`, `BartModel`): no output head. `GPT2LMHeadModel` and
+/// `T5WithLMHeadModel` end in `Model` too but carry one.
+pub(crate) fn is_bare(architecture: &str) -> bool {
+    architecture.ends_with("Model") && !architecture.ends_with("LMHeadModel")
 }
 
 /// The model class from `architectures[0]`, or `default`.

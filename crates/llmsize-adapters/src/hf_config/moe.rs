@@ -12,7 +12,11 @@ use super::raw::RawConfig;
 use crate::error::ConfigError;
 
 /// The first present key of `keys`, as a positive size.
-fn first_size(raw: &mut RawConfig<'_>, keys: &[&str], symbol: &str) -> Result<Option<u64>, ConfigError> {
+fn first_size(
+    raw: &mut RawConfig<'_>,
+    keys: &[&str],
+    symbol: &str,
+) -> Result<Option<u64>, ConfigError> {
     for key in keys {
         if let Some(n) = raw.size_opt(key)? {
             raw.source(symbol, key);
@@ -23,7 +27,8 @@ fn first_size(raw: &mut RawConfig<'_>, keys: &[&str], symbol: &str) -> Result<Op
 }
 
 fn required(raw: &mut RawConfig<'_>, keys: &[&str], symbol: &str) -> Result<u64, ConfigError> {
-    first_size(raw, keys, symbol)?.ok_or_else(|| raw.missing(&keys.join("` or `"), "a positive integer"))
+    first_size(raw, keys, symbol)?
+        .ok_or_else(|| raw.missing(&keys.join("` or `"), "a positive integer"))
 }
 
 /// Layers listed in `mlp_only_layers` must exist.
@@ -69,7 +74,13 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
     };
     let kv = kv_heads(raw, heads, class, kv_default)?;
     // Every family here reads `head_dim` from the config when present (attribute or JSON key).
-    let head_dim = raw.head_dim(&["head_dim"], hidden, "hidden_size", heads, "num_attention_heads")?;
+    let head_dim = raw.head_dim(
+        &["head_dim"],
+        hidden,
+        "hidden_size",
+        heads,
+        "num_attention_heads",
+    )?;
     let experts = required(raw, &["num_local_experts", "num_experts"], "E")?;
     let top_k = required(raw, &["num_experts_per_tok"], "k")?;
     if top_k > experts {
@@ -91,7 +102,10 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
         "mixtral" => (false, false),
         "qwen2_moe" => (raw.flag_or("qkv_bias", true, &default_reason)?, true),
         "gpt_oss" => (raw.flag_or("attention_bias", true, &default_reason)?, false),
-        _ => (raw.flag_or("attention_bias", false, &default_reason)?, false),
+        _ => (
+            raw.flag_or("attention_bias", false, &default_reason)?,
+            false,
+        ),
     };
     let tied = raw.flag_or("tie_word_embeddings", false, &default_reason)?;
 
@@ -108,7 +122,11 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
             // `modeling_olmoe.py`: q_norm over hidden_size, k_norm over (hidden/heads)·n_kv.
             let per_head = hidden / heads;
             attn.q_norm = Some(Norm::rms_norm(hidden));
-            attn.k_norm = Some(Norm::rms_norm(raw.mul(per_head, kv, "hidden_size/num_attention_heads·num_key_value_heads")?));
+            attn.k_norm = Some(Norm::rms_norm(raw.mul(
+                per_head,
+                kv,
+                "hidden_size/num_attention_heads·num_key_value_heads",
+            )?));
         }
         "gpt_oss" => attn.sinks = true,
         _ => {}
@@ -163,7 +181,7 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
     let layers_list = (0..n as u64)
         .zip(windows)
         .map(|(i, window)| {
-            let sparse = !dense_layers.contains(&i) && step > 0 && (i + 1) % step == 0;
+            let sparse = !dense_layers.contains(&i) && step > 0 && (i + 1).is_multiple_of(step);
             let ffn = match (sparse, dense_width) {
                 (false, Some(width)) => Ffn::Dense(mlp(hidden, width, true, false)),
                 _ => Ffn::Moe(moe.clone()),
@@ -206,9 +224,16 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
 /// the first `first_k_dense_replace` layers dense, the rest MoE with `n_shared_experts`
 /// shared experts as one MLP of `moe_intermediate_size · n_shared_experts`. The MTP layer
 /// of V3 checkpoints is not built by transformers and not counted.
-pub(crate) fn deepseek(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec, ConfigError> {
+pub(crate) fn deepseek(
+    raw: &mut RawConfig<'_>,
+    model_type: &str,
+) -> Result<ModelSpec, ConfigError> {
     let v3 = model_type == "deepseek_v3";
-    let class = if v3 { "DeepseekV3Config" } else { "DeepseekV2Config" };
+    let class = if v3 {
+        "DeepseekV3Config"
+    } else {
+        "DeepseekV2Config"
+    };
     let default_reason = format!("absent; `{class}` default");
     let hidden = raw.size(&["hidden_size"], "d")?;
     let layers = raw.size(&["num_hidden_layers"], "L")?;
@@ -314,7 +339,11 @@ pub(crate) fn deepseek(raw: &mut RawConfig<'_>, model_type: &str) -> Result<Mode
         model_type: model_type.to_owned(),
         architecture: architecture(
             raw,
-            if v3 { "DeepseekV3ForCausalLM" } else { "DeepseekV2ForCausalLM" },
+            if v3 {
+                "DeepseekV3ForCausalLM"
+            } else {
+                "DeepseekV2ForCausalLM"
+            },
         ),
         hidden,
         vocab,

@@ -121,7 +121,12 @@ impl<'a> RawConfig<'a> {
     }
 
     /// A boolean with the configuration class's default when absent.
-    pub(crate) fn flag_or(&mut self, key: &str, default: bool, reason: &str) -> Result<bool, ConfigError> {
+    pub(crate) fn flag_or(
+        &mut self,
+        key: &str,
+        default: bool,
+        reason: &str,
+    ) -> Result<bool, ConfigError> {
         match self.value(key) {
             None => {
                 self.assume(key, default, reason);
@@ -138,15 +143,6 @@ impl<'a> RawConfig<'a> {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
             Some(v) => Err(self.invalid(key, v, "`true` or `false`")),
-        }
-    }
-
-    /// A string if present.
-    pub(crate) fn string(&self, key: &str) -> Result<Option<&'a str>, ConfigError> {
-        match self.value(key) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s)),
-            Some(v) => Err(self.invalid(key, v, "a string")),
         }
     }
 
@@ -192,7 +188,7 @@ impl<'a> RawConfig<'a> {
         heads: u64,
         heads_key: &str,
     ) -> Result<u64, ConfigError> {
-        if hidden % heads != 0 {
+        if !hidden.is_multiple_of(heads) {
             return Err(ConfigError::Spec {
                 file: self.file.to_owned(),
                 source: llmsize_core::SpecError::HeadsDoNotDivide {

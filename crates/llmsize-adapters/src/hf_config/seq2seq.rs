@@ -3,13 +3,12 @@
 use std::collections::BTreeMap;
 
 use llmsize_core::spec::{
-    Attention, Ffn, Layer, ModelSpec, Norm, OutputHead, PositionEmbedding, Stack, StackRole,
-    Table,
+    Attention, Ffn, Layer, ModelSpec, Norm, OutputHead, PositionEmbedding, Stack, StackRole, Table,
 };
 
 use super::decoder::{mha, mlp};
 use super::raw::RawConfig;
-use super::{HeadChoice, architecture};
+use super::{HeadChoice, architecture, is_bare};
 use crate::error::ConfigError;
 
 /// Whether the class (or the user) wants the LM head.
@@ -17,19 +16,25 @@ fn lm_head(arch: &str, head: HeadChoice) -> bool {
     match head {
         HeadChoice::Base => false,
         HeadChoice::Lm => true,
-        HeadChoice::Config => !(arch.ends_with("Model") && !arch.ends_with("LMHeadModel")),
+        HeadChoice::Config => !is_bare(arch),
     }
 }
 
 fn base_class(arch: &str, lm: bool, lm_class: &str, base: &str) -> String {
-    match (lm, arch.ends_with("Model") && !arch.ends_with("LMHeadModel")) {
+    match (
+        lm,
+        arch.ends_with("Model") && !arch.ends_with("LMHeadModel"),
+    ) {
         (true, false) | (false, true) => arch.to_owned(),
         (true, true) => lm_class.to_owned(),
         (false, false) => base.to_owned(),
     }
 }
 
-#[expect(clippy::too_many_arguments, reason = "one call per family, each argument named")]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call per family, each argument named"
+)]
 fn seq2seq_spec(
     model_type: &str,
     architecture: String,
@@ -46,7 +51,10 @@ fn seq2seq_spec(
         architecture,
         hidden_size: hidden,
         vocab_size: vocab,
-        token_embedding: Some(Table { rows: vocab, dim: hidden }),
+        token_embedding: Some(Table {
+            rows: vocab,
+            dim: hidden,
+        }),
         extra_token_tables,
         embedding_projections: Vec::new(),
         stacks: vec![encoder, decoder],
@@ -77,7 +85,11 @@ pub(crate) fn t5(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec,
             n
         }
         None => {
-            raw.assume("num_decoder_layers", enc_layers, "absent or null; `T5Config` uses num_layers");
+            raw.assume(
+                "num_decoder_layers",
+                enc_layers,
+                "absent or null; `T5Config` uses num_layers",
+            );
             raw.source("L_dec", "num_layers");
             enc_layers
         }
@@ -92,7 +104,13 @@ pub(crate) fn t5(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec,
         }
         Some(v) => match v.as_str() {
             Some(s) => s.starts_with("gated-"),
-            None => return Err(raw.invalid("feed_forward_proj", v, "a string such as `relu` or `gated-gelu`")),
+            None => {
+                return Err(raw.invalid(
+                    "feed_forward_proj",
+                    v,
+                    "a string such as `relu` or `gated-gelu`",
+                ));
+            }
         },
     };
     let tied = raw.flag("tie_word_embeddings")?.unwrap_or(true);
@@ -134,7 +152,11 @@ pub(crate) fn t5(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec,
         stack(StackRole::Encoder, enc_layer, enc_n),
         stack(StackRole::CrossDecoder, dec_layer, dec_n),
         if lm {
-            OutputHead::Lm { tied, biases: 0, transform: None }
+            OutputHead::Lm {
+                tied,
+                biases: 0,
+                transform: None,
+            }
         } else {
             OutputHead::None
         },
@@ -156,16 +178,22 @@ pub(crate) fn bart(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpe
     let dec_ffn = raw.size(&["decoder_ffn_dim"], "d_ff_dec")?;
     let vocab = raw.size(&["vocab_size"], "V")?;
     let positions = raw.size_or(&["max_position_embeddings"], "n_ctx", 1024, reason)?;
-    let enc_head_dim = raw.derived_head_dim(hidden, "d_model", enc_heads, "encoder_attention_heads")?;
-    let dec_head_dim = raw.derived_head_dim(hidden, "d_model", dec_heads, "decoder_attention_heads")?;
+    let enc_head_dim =
+        raw.derived_head_dim(hidden, "d_model", enc_heads, "encoder_attention_heads")?;
+    let dec_head_dim =
+        raw.derived_head_dim(hidden, "d_model", dec_heads, "decoder_attention_heads")?;
     let tied = raw.flag_or("tie_word_embeddings", true, reason)?;
     let arch = architecture(raw, "BartForConditionalGeneration");
     let lm = lm_head(&arch, head);
     let architecture = base_class(&arch, lm, "BartForConditionalGeneration", "BartModel");
     let norm = Norm::layer_norm(hidden);
-    let rows = positions
-        .checked_add(2)
-        .ok_or_else(|| raw.invalid("max_position_embeddings", &positions.into(), "a size below 2^64 − 2"))?;
+    let rows = positions.checked_add(2).ok_or_else(|| {
+        raw.invalid(
+            "max_position_embeddings",
+            &positions.into(),
+            "a size below 2^64 − 2",
+        )
+    })?;
     let position = Some(PositionEmbedding::Learned {
         table: Table { rows, dim: hidden },
         offset: 2,
@@ -204,7 +232,11 @@ pub(crate) fn bart(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpe
         stack(StackRole::Encoder, enc_layer, enc_n),
         stack(StackRole::CrossDecoder, dec_layer, dec_n),
         if lm {
-            OutputHead::Lm { tied, biases: 0, transform: None }
+            OutputHead::Lm {
+                tied,
+                biases: 0,
+                transform: None,
+            }
         } else {
             OutputHead::None
         },

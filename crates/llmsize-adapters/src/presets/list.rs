@@ -369,13 +369,17 @@ pub static PRESETS: &[Preset] = &[
         id: "Phi-3-mini-4k-instruct",
         hf_repo: "microsoft/Phi-3-mini-4k-instruct",
         family: "decoder",
-        config: include_str!("../../../../tests/fixtures/truth/configs/Phi-3-mini-4k-instruct.json"),
+        config: include_str!(
+            "../../../../tests/fixtures/truth/configs/Phi-3-mini-4k-instruct.json"
+        ),
     },
     Preset {
         id: "TinyLlama-1.1B-intermediate-step-1431k-3T",
         hf_repo: "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T",
         family: "decoder",
-        config: include_str!("../../../../tests/fixtures/truth/configs/TinyLlama-1.1B-intermediate-step-1431k-3T.json"),
+        config: include_str!(
+            "../../../../tests/fixtures/truth/configs/TinyLlama-1.1B-intermediate-step-1431k-3T.json"
+        ),
     },
     Preset {
         id: "SmolLM2-135M",
@@ -441,7 +445,9 @@ pub static PRESETS: &[Preset] = &[
         id: "distilbert-base-uncased",
         hf_repo: "distilbert/distilbert-base-uncased",
         family: "encoder",
-        config: include_str!("../../../../tests/fixtures/truth/configs/distilbert-base-uncased.json"),
+        config: include_str!(
+            "../../../../tests/fixtures/truth/configs/distilbert-base-uncased.json"
+        ),
     },
     Preset {
         id: "all-MiniLM-L6-v2",

@@ -46,7 +46,13 @@ mod tests {
 
     #[test]
     fn the_names_people_type() {
-        for name in ["Llama-2-7b-hf", "llama-2-7b-hf", "meta-llama/Llama-2-7b-hf", "llama-2-7b", "LLAMA-2-7B"] {
+        for name in [
+            "Llama-2-7b-hf",
+            "llama-2-7b-hf",
+            "meta-llama/Llama-2-7b-hf",
+            "llama-2-7b",
+            "LLAMA-2-7B",
+        ] {
             assert_eq!(find(name).map(|p| p.id), Some("Llama-2-7b-hf"), "{name}");
         }
         assert_eq!(find("openai-community/gpt2").map(|p| p.id), Some("gpt2"));

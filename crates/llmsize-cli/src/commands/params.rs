@@ -52,7 +52,9 @@ pub(crate) fn settings(args: &ParamsArgs) -> anyhow::Result<Settings> {
     }
     if let Some((design, style)) = design_of(&args.design) {
         if !args.set.is_empty() {
-            anyhow::bail!("`--set` changes config fields; with `--hidden`/`--layers` give the sizes as flags");
+            anyhow::bail!(
+                "`--set` changes config fields; with `--hidden`/`--layers` give the sizes as flags"
+            );
         }
         let spec = design_spec(&design, style)?;
         models.push((spec, "command-line flags".into()));

@@ -33,7 +33,9 @@ pub(crate) fn run(args: &PresetsArgs) -> anyhow::Result<Outcome> {
         let id_w = rows.iter().map(|r| r.0.id.len()).max().unwrap_or(0);
         let repo_w = rows.iter().map(|r| r.0.hf_repo.len()).max().unwrap_or(0);
         for (p, t, total, active) in &rows {
-            let active = active.map(|a| format!("  ({} active)", human_count(a))).unwrap_or_default();
+            let active = active
+                .map(|a| format!("  ({} active)", human_count(a)))
+                .unwrap_or_default();
             s.push_str(&format!(
                 "{:id_w$}  {:repo_w$}  {:12}  {:>17}  {:>7}{active}\n",
                 p.id,

@@ -25,15 +25,26 @@ fn derivation(e: &Expr, value: u64) -> String {
     let symbolic = e.symbolic();
     let numeric = e.numeric();
     let value = thousands(value);
-    let mut steps = vec![symbolic];
-    if steps[0] != numeric {
-        steps.push(numeric);
-    }
-    if *steps.last().expect("one step at least") != value && steps.len() + 1 > 1 {
+    let mut steps = vec![symbolic, numeric];
+    steps.dedup();
+    if steps
+        .last()
+        .is_none_or(|s| s.replace(',', "") != value.replace(',', ""))
+    {
         steps.push(value);
     }
-    steps.dedup();
     steps.join(" = ")
+}
+
+/// What a derived symbol means when no config key gave it.
+fn glossary(name: &str) -> &'static str {
+    match name {
+        "3d" => "3·d: q, k and v fused in one matrix",
+        "L_dense" => "layers with a dense MLP",
+        "L_moe" => "layers with experts",
+        "k" => "experts per token",
+        _ => "",
+    }
 }
 
 /// Compact list of layer indices: `0–2, 5, 7–9`.
@@ -88,7 +99,7 @@ pub fn render(report: &ParamsReport) -> String {
                     .iter()
                     .find(|(k, _)| *k == s.name)
                     .map(|(_, v)| v.clone())
-                    .unwrap_or_default(),
+                    .unwrap_or_else(|| glossary(&s.name).to_owned()),
             ]
         })
         .collect();
@@ -102,23 +113,29 @@ pub fn render(report: &ParamsReport) -> String {
             format!("= {}", derivation(&comp.formula, comp.count)),
         ]);
     }
-    match report.tied_embeddings {
-        Some(true) => rows.push(vec![
-            "  lm_head".into(),
-            "= 0  (tied: the output projection is the token_embedding matrix, counted once)"
-                .into(),
-        ]),
-        Some(false) if c.get(crate::count::Category::LmHead) > 0 => {}
-        _ => {}
+    if report.tied_embeddings == Some(true) {
+        let note = "(tied: the output projection is the token_embedding matrix, counted once)";
+        if c.get(crate::count::Category::LmHead) == 0 {
+            rows.push(vec!["  lm_head".into(), format!("= 0  {note}")]);
+        } else {
+            rows.push(vec![String::new(), format!("  lm_head weight {note}")]);
+        }
     }
     rows.push(vec!["  total".into(), format!("= {}", thousands(c.total))]);
     out.push_str(&columns(&rows, &[false, false]));
     if let Some(a) = &c.active {
+        let routed = a.routed_formula.eval().unwrap_or(0);
         let _ = writeln!(
             out,
-            "  active per token = total − moe_experts + {} = {} (routed experts: only k of E per token)",
-            derivation(&a.routed_formula, a.routed_formula.eval().unwrap_or(0)),
-            thousands(a.per_token)
+            "\nactive parameters per token (a token uses k of the E routed experts)\n  routed experts used  = {}\n  active per token     = total − moe_experts + routed used = {} − {} + {} = {}\n  without embedding    = {} − {} = {}",
+            derivation(&a.routed_formula, routed),
+            thousands(c.total),
+            thousands(c.get(crate::count::Category::MoeExperts)),
+            thousands(routed),
+            thousands(a.per_token),
+            thousands(a.per_token),
+            thousands(c.get(crate::count::Category::TokenEmbedding)),
+            thousands(a.per_token_excl_token_embedding),
         );
     }
 
@@ -145,7 +162,10 @@ pub fn render(report: &ParamsReport) -> String {
                 ]
             })
             .collect();
-        rows.push(vec!["  layer".into(), format!("= {}", thousands(g.per_layer))]);
+        rows.push(vec![
+            "  layer".into(),
+            format!("= {}", thousands(g.per_layer)),
+        ]);
         out.push_str(&columns(&rows, &[false, false]));
     }
 

@@ -24,7 +24,10 @@ pub fn value(report: &ParamsReport) -> Value {
     let mut formulas = Map::new();
     for comp in &c.components {
         components.insert(comp.category.as_str().into(), json!(comp.count));
-        formulas.insert(comp.category.as_str().into(), json!(comp.formula.symbolic()));
+        formulas.insert(
+            comp.category.as_str().into(),
+            json!(comp.formula.symbolic()),
+        );
     }
     let mut v = json!({
         "schema_version": 1,

@@ -23,15 +23,20 @@ pub fn render(report: &ParamsReport) -> String {
         "share".to_owned(),
         "formula".to_owned(),
     ]];
+    let tied = report.tied_embeddings == Some(true);
     for comp in c.components.iter().filter(|x| x.count > 0) {
+        let mut formula = comp.formula.symbolic();
+        if tied && comp.category == Category::LmHead {
+            formula.push_str("  (bias; the weight is tied to token_embedding)");
+        }
         rows.push(vec![
             comp.category.as_str().to_owned(),
             thousands(comp.count),
             share(comp.count, c.total),
-            comp.formula.symbolic(),
+            formula,
         ]);
     }
-    if report.tied_embeddings == Some(true) {
+    if tied && c.get(Category::LmHead) == 0 {
         rows.push(vec![
             "lm_head".to_owned(),
             "0".to_owned(),
@@ -55,10 +60,7 @@ pub fn render(report: &ParamsReport) -> String {
             "active per token".to_owned(),
             thousands(a.per_token),
             human_count(a.per_token),
-            format!(
-                "total − routed experts + {}",
-                a.routed_formula.symbolic()
-            ),
+            format!("total − routed experts + {}", a.routed_formula.symbolic()),
         ]);
         rows.push(vec![
             "  without embedding".to_owned(),
@@ -132,7 +134,9 @@ pub fn render_comparison(reports: &[ParamsReport]) -> String {
     };
     rows.push(line("total", &|r| thousands(r.count.total)));
     rows.push(line("", &|r| human_count(r.count.total)));
-    rows.push(line("non-embedding", &|r| thousands(r.count.non_embedding())));
+    rows.push(line("non-embedding", &|r| {
+        thousands(r.count.non_embedding())
+    }));
     if reports.iter().any(|r| r.count.active.is_some()) {
         rows.push(line("active per token", &|r| {
             r.count
@@ -142,7 +146,12 @@ pub fn render_comparison(reports: &[ParamsReport]) -> String {
         }));
     }
     rows.push(line("layers", &|r| {
-        r.count.stacks.iter().map(|s| s.layers).sum::<u64>().to_string()
+        r.count
+            .stacks
+            .iter()
+            .map(|s| s.layers)
+            .sum::<u64>()
+            .to_string()
     }));
     rows.push(line("hidden size d", &|r| r.hidden_size.to_string()));
     rows.push(line("vocabulary V", &|r| r.vocab_size.to_string()));
