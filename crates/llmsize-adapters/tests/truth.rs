@@ -96,3 +96,17 @@ fn encoders_are_exact() {
 fn encoder_decoders_are_exact() {
     check_family(&["seq2seq"]);
 }
+
+#[test]
+fn presets_are_the_truth_configs() {
+    use llmsize_adapters::presets::PRESETS;
+    let entries = entries();
+    assert_eq!(PRESETS.len(), entries.len());
+    for (p, e) in PRESETS.iter().zip(&entries) {
+        assert_eq!(p.id, e["id"].as_str().unwrap());
+        assert_eq!(p.hf_repo, e["hf_repo"].as_str());
+        let text =
+            std::fs::read_to_string(truth_dir().join(e["config"].as_str().unwrap())).unwrap();
+        assert_eq!(p.config, text, "{}", p.id);
+    }
+}

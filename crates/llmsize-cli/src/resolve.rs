@@ -58,7 +58,7 @@ pub(crate) fn resolve(arg: &str) -> anyhow::Result<Found> {
     if let Some(p) = presets::find(arg) {
         return Ok(Found {
             name: p.id.to_owned(),
-            source: format!("preset {}", p.hf_repo),
+            source: format!("preset {}", p.hf_repo.unwrap_or(p.id)),
             file: format!("preset `{}`", p.id),
             text: p.config.to_owned(),
         });

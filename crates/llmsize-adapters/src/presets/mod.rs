@@ -20,12 +20,15 @@ pub fn find(name: &str) -> Option<&'static Preset> {
     let wanted = name.trim();
     PRESETS
         .iter()
-        .find(|p| p.id.eq_ignore_ascii_case(wanted) || p.hf_repo.eq_ignore_ascii_case(wanted))
+        .find(|p| {
+            p.id.eq_ignore_ascii_case(wanted)
+                || p.hf_repo.is_some_and(|r| r.eq_ignore_ascii_case(wanted))
+        })
         .or_else(|| {
             let l = loose(wanted);
             PRESETS
                 .iter()
-                .find(|p| loose(p.id) == l || loose(p.hf_repo) == l)
+                .find(|p| loose(p.id) == l || p.hf_repo.is_some_and(|r| loose(r) == l))
         })
 }
 

@@ -31,7 +31,11 @@ pub(crate) fn run(args: &PresetsArgs) -> anyhow::Result<Outcome> {
     } else {
         let mut s = String::new();
         let id_w = rows.iter().map(|r| r.0.id.len()).max().unwrap_or(0);
-        let repo_w = rows.iter().map(|r| r.0.hf_repo.len()).max().unwrap_or(0);
+        let repo_w = rows
+            .iter()
+            .map(|r| r.0.hf_repo.map_or(1, str::len))
+            .max()
+            .unwrap_or(0);
         for (p, t, total, active) in &rows {
             let active = active
                 .map(|a| format!("  ({} active)", human_count(a)))
@@ -39,7 +43,7 @@ pub(crate) fn run(args: &PresetsArgs) -> anyhow::Result<Outcome> {
             s.push_str(&format!(
                 "{:id_w$}  {:repo_w$}  {:12}  {:>17}  {:>7}{active}\n",
                 p.id,
-                p.hf_repo,
+                p.hf_repo.unwrap_or("-"),
                 t,
                 thousands(*total),
                 human_count(*total)
