@@ -8,25 +8,39 @@ use llmsize_adapters::hf_config::{HeadChoice, ReadOptions, read_config};
 use llmsize_core::{Category, count};
 use serde_json::Value;
 
-fn truth_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/truth")
+fn fixture_dir(set: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(set)
 }
 
-fn entries() -> Vec<Value> {
-    let text = std::fs::read_to_string(truth_dir().join("truth.json")).unwrap();
+fn truth_dir() -> PathBuf {
+    fixture_dir("truth")
+}
+
+fn entries_of(set: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(fixture_dir(set).join("truth.json")).unwrap();
     serde_json::from_str::<Vec<Value>>(&text).unwrap()
 }
 
+fn entries() -> Vec<Value> {
+    entries_of("truth")
+}
+
 fn check_family(families: &[&str]) {
+    check_set("truth", families);
+}
+
+fn check_set(set: &str, families: &[&str]) {
     let mut failures = Vec::new();
     let mut checked = 0;
-    for e in entries() {
+    for e in entries_of(set) {
         if !families.contains(&e["family"].as_str().unwrap()) {
             continue;
         }
         checked += 1;
         let id = e["id"].as_str().unwrap();
-        let path = truth_dir().join(e["config"].as_str().unwrap());
+        let path = fixture_dir(set).join(e["config"].as_str().unwrap());
         let text = std::fs::read_to_string(&path).unwrap();
         let spec = match read_config(&text, id, id, &ReadOptions::default()) {
             Ok(s) => s,
@@ -95,6 +109,12 @@ fn encoders_are_exact() {
 #[test]
 fn encoder_decoders_are_exact() {
     check_family(&["seq2seq"]);
+}
+
+/// Models of the supported types that the engine was never written against.
+#[test]
+fn holdout_models_are_exact() {
+    check_set("holdout", &["decoder", "moe", "encoder", "seq2seq"]);
 }
 
 #[test]
