@@ -130,3 +130,85 @@ fn presets_are_the_truth_configs() {
         assert_eq!(p.config, text, "{}", p.id);
     }
 }
+
+fn spec_of(set: &str, e: &Value) -> llmsize_core::ModelSpec {
+    let id = e["id"].as_str().unwrap();
+    let text =
+        std::fs::read_to_string(fixture_dir(set).join(e["config"].as_str().unwrap())).unwrap();
+    read_config(&text, id, id, &ReadOptions::default()).unwrap()
+}
+
+/// The tensor list (for formats, FLOPs, audits) holds exactly the counted parameters.
+#[test]
+fn tensor_lists_sum_to_the_count() {
+    for set in ["truth", "holdout"] {
+        for e in entries_of(set) {
+            let spec = spec_of(set, &e);
+            let sum: u64 = llmsize_core::tensors::tensors(&spec)
+                .iter()
+                .map(|t| t.elements().unwrap())
+                .sum();
+            assert_eq!(sum, count(&spec).unwrap().total, "{}", e["id"]);
+        }
+    }
+}
+
+/// KV bytes after a prefill, bf16, batch 1: what the model's own forward returns.
+#[test]
+fn kv_cache_bytes_match_transformers() {
+    use llmsize_core::formats::{KvDtype, WeightFormat};
+    use llmsize_core::memory::{MemoryOptions, MlaCache, WindowPolicy, memory};
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for e in entries() {
+        let Some(kv) = e.get("kv_cache_bytes_bf16").filter(|v| !v.is_null()) else {
+            continue;
+        };
+        let spec = spec_of("truth", &e);
+        for (s, want) in kv["by_seq_len"].as_object().unwrap() {
+            checked += 1;
+            let options = MemoryOptions {
+                format: WeightFormat::Bf16,
+                seq_len: s.parse().unwrap(),
+                batch: 1,
+                kv_dtype: KvDtype::Bf16,
+                tp: 1,
+                gpu: None,
+                mla: MlaCache::Latent,
+                window: WindowPolicy::Transformers,
+                overhead_bytes: 0,
+            };
+            let got = memory(&spec, &options).unwrap().kv_bytes;
+            if got != want.as_u64().unwrap() {
+                failures.push(format!("{} at {s}: {got} != {want}", e["id"]));
+            }
+        }
+    }
+    assert!(checked > 100, "{checked}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Forward FLOPs as torch's FlopCounterMode counts them (full attention, batch 1).
+#[test]
+fn forward_flops_match_torch() {
+    use llmsize_core::flops::{AttentionConvention, flops};
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for e in entries() {
+        let Some(f) = e.get("forward_flops").filter(|v| !v.is_null()) else {
+            continue;
+        };
+        let spec = spec_of("truth", &e);
+        for (s, want) in f["by_seq_len"].as_object().unwrap() {
+            checked += 1;
+            let got = flops(&spec, s.parse().unwrap(), 1, AttentionConvention::Full)
+                .unwrap()
+                .forward_flops;
+            if got != u128::from(want.as_u64().unwrap()) {
+                failures.push(format!("{} at {s}: {got} != {want}", e["id"]));
+            }
+        }
+    }
+    assert!(checked > 100, "{checked}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

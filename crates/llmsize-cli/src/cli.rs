@@ -24,9 +24,161 @@ pub(crate) enum Command {
     /// `--ctx`, `--style`).
     #[command(after_help = EXIT_CODES)]
     Params(ParamsArgs),
+    /// Memory to serve a model: weights in a format, KV cache, activations, overhead; fits?
+    ///
+    /// Exits 1 when the model does not fit the `--gpu` (0 when it fits or no GPU is named).
+    #[command(after_help = EXIT_CODES)]
+    Memory(MemoryArgs),
+    /// FLOPs of a forward pass and of one generated token, by component; speed on a GPU
+    #[command(after_help = EXIT_CODES)]
+    Flops(FlopsArgs),
     /// List the built-in presets with their sizes
     #[command(after_help = EXIT_CODES)]
     Presets(PresetsArgs),
+    /// List the built-in GPUs with memory, bandwidth and peak FLOP/s
+    #[command(after_help = EXIT_CODES)]
+    Gpus(PresetsArgs),
+}
+
+/// One model and the way to read it.
+#[derive(Debug, Args)]
+pub(crate) struct ModelArgs {
+    /// A preset name, a `config.json` or a directory containing one
+    #[arg(value_name = "MODEL")]
+    pub(crate) model: String,
+
+    /// Override a config field before counting (repeatable), e.g. `num_key_value_heads=8`
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub(crate) set: Vec<String>,
+}
+
+/// Sizes parsed with `k`/`m` suffixes (1k = 1024 tokens, as context lengths are quoted).
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let (num, mult) = if let Some(n) = t.strip_suffix('k') {
+        (n, 1024u64)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 1024 * 1024)
+    } else {
+        (t.as_str(), 1)
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a positive whole number (e.g. 4096, 8k, 128k)"))?;
+    let v = n
+        .checked_mul(mult)
+        .ok_or_else(|| format!("`{s}` is too large"))?;
+    if v == 0 {
+        return Err(format!("`{s}`: must be at least 1"));
+    }
+    Ok(v)
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct MemoryArgs {
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    /// Weight format: bf16, fp16, fp32, fp8, fp8-block, int8, int4, nf4, nf4-dq, gptq-4bit,
+    /// awq-4bit, or a llama.cpp preset (q8_0, q6_k, q5_k_m, q5_k_s, q5_1, q5_0, q4_k_m,
+    /// q4_k_s, q4_1, q4_0, q3_k_l, q3_k_m, q3_k_s, q2_k, iq4_xs, iq4_nl)
+    #[arg(long, default_value = "bf16")]
+    pub(crate) dtype: String,
+    /// Tokens per sequence (prompt + generated), e.g. 4096 or 8k
+    #[arg(long, default_value = "4096", value_parser = parse_size)]
+    pub(crate) seq_len: u64,
+    /// Sequences served at once
+    #[arg(long, default_value = "1", value_parser = parse_size)]
+    pub(crate) batch: u64,
+    /// KV cache element type: bf16, fp16, fp32, fp8, q8_0, q4_0
+    #[arg(long, default_value = "bf16")]
+    pub(crate) kv_dtype: String,
+    /// GPU and count, e.g. `h100`, `h100x8`, `rtx4090` (`llmsize gpus` lists them)
+    #[arg(long)]
+    pub(crate) gpu: Option<String>,
+    /// Tensor-parallel degree [default: the GPU count]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) tp: Option<u64>,
+    /// DeepSeek MLA cache: the compressed latent, or expanded per-head K/V
+    #[arg(long, value_enum, default_value_t = MlaArg::Latent)]
+    pub(crate) mla_cache: MlaArg,
+    /// Sliding-window layers keep `window − 1` tokens (transformers) or the whole window
+    #[arg(long, value_enum, default_value_t = WindowArg::Transformers)]
+    pub(crate) window: WindowArg,
+    /// Runtime overhead per GPU in MiB (CUDA context, allocator reserve)
+    #[arg(long, default_value = "512")]
+    pub(crate) overhead: u64,
+    /// Also find the longest context that fits the GPU at this batch
+    #[arg(long, requires = "gpu")]
+    pub(crate) max_context: bool,
+    /// A table over several lengths or batches: `seq=1k,8k,32k,128k` or `batch=1,8,32`
+    #[arg(long)]
+    pub(crate) sweep: Option<String>,
+    /// Print JSON (bytes as integers)
+    #[arg(long, conflicts_with = "explain")]
+    pub(crate) json: bool,
+    /// Print every formula with its numbers
+    #[arg(long)]
+    pub(crate) explain: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum MlaArg {
+    /// `kv_lora_rank + qk_rope_head_dim` per token and layer
+    Latent,
+    /// Per-head K and V
+    Expanded,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum WindowArg {
+    /// `sliding_window − 1` tokens
+    Transformers,
+    /// `sliding_window` tokens
+    Window,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct FlopsArgs {
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    /// Tokens per sequence, e.g. 2048 or 8k
+    #[arg(long, default_value = "2048", value_parser = parse_size)]
+    pub(crate) seq_len: u64,
+    /// Sequences
+    #[arg(long, default_value = "1", value_parser = parse_size)]
+    pub(crate) batch: u64,
+    /// Count attention over the full s×s matrix or the causal triangle
+    #[arg(long, value_enum, default_value_t = AttentionArg::Causal)]
+    pub(crate) attention: AttentionArg,
+    /// Estimate speed on this GPU (`h100`, `h100x8`, …)
+    #[arg(long)]
+    pub(crate) gpu: Option<String>,
+    /// Weight format for the bytes a decode step reads (see `memory --dtype`)
+    #[arg(long, default_value = "bf16")]
+    pub(crate) dtype: String,
+    /// KV cache element type for the bytes a decode step reads
+    #[arg(long, default_value = "bf16")]
+    pub(crate) kv_dtype: String,
+    /// Model FLOPs utilisation assumed for compute-bound phases
+    #[arg(long, default_value = "0.5")]
+    pub(crate) mfu: f64,
+    /// Fraction of peak memory bandwidth assumed for decode
+    #[arg(long, default_value = "0.8")]
+    pub(crate) bw_eff: f64,
+    /// Print JSON
+    #[arg(long, conflicts_with = "explain")]
+    pub(crate) json: bool,
+    /// Print every formula
+    #[arg(long)]
+    pub(crate) explain: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum AttentionArg {
+    /// Only the pairs a causal mask keeps, s(s+1)/2
+    Causal,
+    /// All s² pairs (what torch's FlopCounterMode counts)
+    Full,
 }
 
 #[derive(Debug, Args)]

@@ -14,8 +14,7 @@ use clap::Parser;
 pub(crate) enum Outcome {
     /// Exit 0.
     Success,
-    /// Exit 1: a well-formed "no" (reserved for fit checks and audits).
-    #[expect(dead_code, reason = "used by `memory` and `audit`, which come next")]
+    /// Exit 1: a well-formed "no" (does not fit; an audit disagrees).
     No,
 }
 
@@ -23,7 +22,10 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     let result = match &cli.command {
         cli::Command::Params(args) => commands::params::run(args),
+        cli::Command::Memory(args) => commands::memory::run(args),
+        cli::Command::Flops(args) => commands::flops::run(args),
         cli::Command::Presets(args) => commands::presets::run(args),
+        cli::Command::Gpus(args) => commands::presets::gpus(args),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,

@@ -11,9 +11,15 @@ pub mod count;
 pub mod design;
 pub mod error;
 pub mod expr;
+pub mod flops;
+pub mod formats;
+pub mod gpu;
+pub mod memory;
 pub mod render;
 pub mod report;
 pub mod spec;
+pub mod speed;
+pub mod tensors;
 pub mod units;
 
 pub use count::{Category, ParamCount, count};

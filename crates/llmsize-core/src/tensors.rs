@@ -9,8 +9,8 @@
 
 use crate::count::Category;
 use crate::spec::{
-    Attention, Ffn, Linear, ModelSpec, Norm, NormKind, OutputHead, PositionEmbedding,
-    StackRole, StandardAttention,
+    Attention, Ffn, Linear, ModelSpec, Norm, NormKind, OutputHead, PositionEmbedding, StackRole,
+    StandardAttention,
 };
 
 /// What a tensor is, at the granularity storage formats and FLOPs care about.
@@ -82,8 +82,22 @@ impl TensorKind {
         use TensorKind::*;
         matches!(
             self,
-            AttnQ | AttnK | AttnV | AttnQkv | AttnOutput | AttnQA | AttnKvA | AttnKvB | FfnGate
-                | FfnUp | FfnDown | ExpertGate | ExpertUp | ExpertDown | SharedGate | SharedUp
+            AttnQ
+                | AttnK
+                | AttnV
+                | AttnQkv
+                | AttnOutput
+                | AttnQA
+                | AttnKvA
+                | AttnKvB
+                | FfnGate
+                | FfnUp
+                | FfnDown
+                | ExpertGate
+                | ExpertUp
+                | ExpertDown
+                | SharedGate
+                | SharedUp
                 | SharedDown
         )
     }
@@ -134,7 +148,15 @@ impl Builder {
         self.push_n(name, kind, category, 1, rows, cols);
     }
 
-    fn push_n(&mut self, name: &str, kind: TensorKind, category: Category, copies: u64, rows: u64, cols: u64) {
+    fn push_n(
+        &mut self,
+        name: &str,
+        kind: TensorKind,
+        category: Category,
+        copies: u64,
+        rows: u64,
+        cols: u64,
+    ) {
         let full = if self.prefix.is_empty() {
             name.to_owned()
         } else {
@@ -155,14 +177,32 @@ impl Builder {
     fn linear(&mut self, name: &str, kind: TensorKind, category: Category, l: Linear) {
         self.push(&format!("{name}.weight"), kind, category, l.output, l.input);
         if l.bias {
-            self.push(&format!("{name}.bias"), TensorKind::Bias, category, 1, l.output);
+            self.push(
+                &format!("{name}.bias"),
+                TensorKind::Bias,
+                category,
+                1,
+                l.output,
+            );
         }
     }
 
     fn norm(&mut self, name: &str, category: Category, n: Norm) {
-        self.push(&format!("{name}.weight"), TensorKind::Norm, category, 1, n.dim);
+        self.push(
+            &format!("{name}.weight"),
+            TensorKind::Norm,
+            category,
+            1,
+            n.dim,
+        );
         if n.kind == NormKind::LayerNorm && n.bias {
-            self.push(&format!("{name}.bias"), TensorKind::Norm, category, 1, n.dim);
+            self.push(
+                &format!("{name}.bias"),
+                TensorKind::Norm,
+                category,
+                1,
+                n.dim,
+            );
         }
     }
 
@@ -170,16 +210,45 @@ impl Builder {
         let q = a.num_heads.saturating_mul(a.head_dim);
         let kv = a.num_kv_heads.saturating_mul(a.head_dim);
         let c = Category::Attention;
-        let lin = |output, input, bias| Linear { input, output, bias };
+        let lin = |output, input, bias| Linear {
+            input,
+            output,
+            bias,
+        };
         if a.fused_qkv && a.q_bias == a.k_bias && a.k_bias == a.v_bias {
             let width = q.saturating_add(kv.saturating_mul(2));
-            self.linear(&format!("{prefix}qkv"), TensorKind::AttnQkv, c, lin(width, a.hidden, a.q_bias));
+            self.linear(
+                &format!("{prefix}qkv"),
+                TensorKind::AttnQkv,
+                c,
+                lin(width, a.hidden, a.q_bias),
+            );
         } else {
-            self.linear(&format!("{prefix}q"), TensorKind::AttnQ, c, lin(q, a.hidden, a.q_bias));
-            self.linear(&format!("{prefix}k"), TensorKind::AttnK, c, lin(kv, a.hidden, a.k_bias));
-            self.linear(&format!("{prefix}v"), TensorKind::AttnV, c, lin(kv, a.hidden, a.v_bias));
+            self.linear(
+                &format!("{prefix}q"),
+                TensorKind::AttnQ,
+                c,
+                lin(q, a.hidden, a.q_bias),
+            );
+            self.linear(
+                &format!("{prefix}k"),
+                TensorKind::AttnK,
+                c,
+                lin(kv, a.hidden, a.k_bias),
+            );
+            self.linear(
+                &format!("{prefix}v"),
+                TensorKind::AttnV,
+                c,
+                lin(kv, a.hidden, a.v_bias),
+            );
         }
-        self.linear(&format!("{prefix}output"), TensorKind::AttnOutput, c, lin(a.hidden, q, a.o_bias));
+        self.linear(
+            &format!("{prefix}output"),
+            TensorKind::AttnOutput,
+            c,
+            lin(a.hidden, q, a.o_bias),
+        );
         if let Some(n) = a.q_norm {
             self.norm(&format!("{prefix}q_norm"), c, n);
         }
@@ -187,7 +256,13 @@ impl Builder {
             self.norm(&format!("{prefix}k_norm"), c, n);
         }
         if a.sinks {
-            self.push(&format!("{prefix}sinks"), TensorKind::Sinks, c, 1, a.num_heads);
+            self.push(
+                &format!("{prefix}sinks"),
+                TensorKind::Sinks,
+                c,
+                1,
+                a.num_heads,
+            );
         }
     }
 
@@ -198,22 +273,62 @@ impl Builder {
                 let c = Category::Attention;
                 let qk = a.qk_nope_head_dim.saturating_add(a.qk_rope_head_dim);
                 let heads_qk = a.num_heads.saturating_mul(qk);
-                let lin = |output, input, bias| Linear { input, output, bias };
+                let lin = |output, input, bias| Linear {
+                    input,
+                    output,
+                    bias,
+                };
                 match a.q_lora_rank {
                     Some(r) => {
-                        self.linear(&format!("{prefix}q_a"), TensorKind::AttnQA, c, lin(r, a.hidden, a.bias));
+                        self.linear(
+                            &format!("{prefix}q_a"),
+                            TensorKind::AttnQA,
+                            c,
+                            lin(r, a.hidden, a.bias),
+                        );
                         self.norm(&format!("{prefix}q_a_norm"), c, Norm::rms_norm(r));
-                        self.linear(&format!("{prefix}q_b"), TensorKind::AttnQ, c, lin(heads_qk, r, false));
+                        self.linear(
+                            &format!("{prefix}q_b"),
+                            TensorKind::AttnQ,
+                            c,
+                            lin(heads_qk, r, false),
+                        );
                     }
-                    None => self.linear(&format!("{prefix}q"), TensorKind::AttnQ, c, lin(heads_qk, a.hidden, false)),
+                    None => self.linear(
+                        &format!("{prefix}q"),
+                        TensorKind::AttnQ,
+                        c,
+                        lin(heads_qk, a.hidden, false),
+                    ),
                 }
                 let kv_a = a.kv_lora_rank.saturating_add(a.qk_rope_head_dim);
-                self.linear(&format!("{prefix}kv_a"), TensorKind::AttnKvA, c, lin(kv_a, a.hidden, a.bias));
-                self.norm(&format!("{prefix}kv_a_norm"), c, Norm::rms_norm(a.kv_lora_rank));
-                let kv_b = a.num_heads.saturating_mul(a.qk_nope_head_dim.saturating_add(a.v_head_dim));
-                self.linear(&format!("{prefix}kv_b"), TensorKind::AttnKvB, c, lin(kv_b, a.kv_lora_rank, false));
+                self.linear(
+                    &format!("{prefix}kv_a"),
+                    TensorKind::AttnKvA,
+                    c,
+                    lin(kv_a, a.hidden, a.bias),
+                );
+                self.norm(
+                    &format!("{prefix}kv_a_norm"),
+                    c,
+                    Norm::rms_norm(a.kv_lora_rank),
+                );
+                let kv_b = a
+                    .num_heads
+                    .saturating_mul(a.qk_nope_head_dim.saturating_add(a.v_head_dim));
+                self.linear(
+                    &format!("{prefix}kv_b"),
+                    TensorKind::AttnKvB,
+                    c,
+                    lin(kv_b, a.kv_lora_rank, false),
+                );
                 let o_in = a.num_heads.saturating_mul(a.v_head_dim);
-                self.linear(&format!("{prefix}output"), TensorKind::AttnOutput, c, lin(a.hidden, o_in, a.bias));
+                self.linear(
+                    &format!("{prefix}output"),
+                    TensorKind::AttnOutput,
+                    c,
+                    lin(a.hidden, o_in, a.bias),
+                );
             }
         }
     }
@@ -229,13 +344,28 @@ pub fn tensors(spec: &ModelSpec) -> Vec<Tensor> {
     };
     if let Some(t) = spec.token_embedding {
         for i in 0..=spec.extra_token_tables {
-            let name = if i == 0 { "token_embd".to_owned() } else { format!("token_embd.copy{i}") };
-            b.push(&name, TensorKind::TokenEmbedding, Category::TokenEmbedding, t.rows, t.dim);
+            let name = if i == 0 {
+                "token_embd".to_owned()
+            } else {
+                format!("token_embd.copy{i}")
+            };
+            b.push(
+                &name,
+                TensorKind::TokenEmbedding,
+                Category::TokenEmbedding,
+                t.rows,
+                t.dim,
+            );
         }
     }
     for (i, p) in spec.embedding_projections.iter().enumerate() {
         let name = if i == 0 { "project_in" } else { "project_out" };
-        b.linear(name, TensorKind::EmbeddingProjection, Category::EmbeddingProjection, *p);
+        b.linear(
+            name,
+            TensorKind::EmbeddingProjection,
+            Category::EmbeddingProjection,
+            *p,
+        );
     }
     for stack in &spec.stacks {
         let role = match stack.role {
@@ -247,15 +377,33 @@ pub fn tensors(spec: &ModelSpec) -> Vec<Tensor> {
         b.stack_layers = stack.layers.len() as u64;
         match stack.position {
             Some(PositionEmbedding::Learned { table, .. }) => {
-                b.push("position_embd", TensorKind::PositionEmbedding, Category::PositionEmbedding, table.rows, table.dim);
+                b.push(
+                    "position_embd",
+                    TensorKind::PositionEmbedding,
+                    Category::PositionEmbedding,
+                    table.rows,
+                    table.dim,
+                );
             }
             Some(PositionEmbedding::RelativeBias { buckets, heads }) => {
-                b.push("relative_bias", TensorKind::PositionEmbedding, Category::PositionEmbedding, buckets, heads);
+                b.push(
+                    "relative_bias",
+                    TensorKind::PositionEmbedding,
+                    Category::PositionEmbedding,
+                    buckets,
+                    heads,
+                );
             }
             None => {}
         }
         if let Some(t) = stack.token_type {
-            b.push("token_types", TensorKind::TokenTypeEmbedding, Category::TokenTypeEmbedding, t.rows, t.dim);
+            b.push(
+                "token_types",
+                TensorKind::TokenTypeEmbedding,
+                Category::TokenTypeEmbedding,
+                t.rows,
+                t.dim,
+            );
         }
         if let Some(n) = stack.embedding_norm {
             b.norm("embd_norm", Category::Norm, n);
@@ -280,17 +428,39 @@ pub fn tensors(spec: &ModelSpec) -> Vec<Tensor> {
     }
     b.prefix.clear();
     b.stack_layers = 0;
-    if let OutputHead::Lm { tied, biases, transform } = &spec.head {
+    if let OutputHead::Lm {
+        tied,
+        biases,
+        transform,
+    } = &spec.head
+    {
         if let Some(t) = transform {
-            b.linear("head_transform", TensorKind::HeadTransform, Category::LmHeadTransform, t.dense);
+            b.linear(
+                "head_transform",
+                TensorKind::HeadTransform,
+                Category::LmHeadTransform,
+                t.dense,
+            );
             b.norm("head_transform_norm", Category::Norm, t.norm);
         }
         if !tied {
             let width = spec.token_embedding.map_or(spec.hidden_size, |t| t.dim);
-            b.push("output.weight", TensorKind::Output, Category::LmHead, spec.vocab_size, width);
+            b.push(
+                "output.weight",
+                TensorKind::Output,
+                Category::LmHead,
+                spec.vocab_size,
+                width,
+            );
         }
         for i in 0..*biases {
-            b.push(&format!("output.bias{i}"), TensorKind::Bias, Category::LmHead, 1, spec.vocab_size);
+            b.push(
+                &format!("output.bias{i}"),
+                TensorKind::Bias,
+                Category::LmHead,
+                1,
+                spec.vocab_size,
+            );
         }
     }
     if let Some(p) = spec.pooler {
@@ -300,38 +470,110 @@ pub fn tensors(spec: &ModelSpec) -> Vec<Tensor> {
 }
 
 fn mlp_tensors(b: &mut Builder, ffn: &Ffn) {
-    let lin = |output, input, bias| Linear { input, output, bias };
+    let lin = |output, input, bias| Linear {
+        input,
+        output,
+        bias,
+    };
     match ffn {
         Ffn::Dense(m) => {
             let c = Category::Ffn;
             if m.gated {
-                b.linear("ffn_gate", TensorKind::FfnGate, c, lin(m.intermediate, m.hidden, m.up_bias));
+                b.linear(
+                    "ffn_gate",
+                    TensorKind::FfnGate,
+                    c,
+                    lin(m.intermediate, m.hidden, m.up_bias),
+                );
             }
-            b.linear("ffn_up", TensorKind::FfnUp, c, lin(m.intermediate, m.hidden, m.up_bias));
-            b.linear("ffn_down", TensorKind::FfnDown, c, lin(m.hidden, m.intermediate, m.down_bias));
+            b.linear(
+                "ffn_up",
+                TensorKind::FfnUp,
+                c,
+                lin(m.intermediate, m.hidden, m.up_bias),
+            );
+            b.linear(
+                "ffn_down",
+                TensorKind::FfnDown,
+                c,
+                lin(m.hidden, m.intermediate, m.down_bias),
+            );
         }
         Ffn::Moe(moe) => {
-            b.linear("ffn_gate_inp", TensorKind::Router, Category::MoeRouter, lin(moe.num_experts, moe.expert.hidden, moe.router_bias));
+            b.linear(
+                "ffn_gate_inp",
+                TensorKind::Router,
+                Category::MoeRouter,
+                lin(moe.num_experts, moe.expert.hidden, moe.router_bias),
+            );
             let e = moe.num_experts;
             let x = moe.expert;
             let c = Category::MoeExperts;
-            b.push_n("ffn_gate_exps.weight", TensorKind::ExpertGate, c, e, x.intermediate, x.hidden);
-            b.push_n("ffn_up_exps.weight", TensorKind::ExpertUp, c, e, x.intermediate, x.hidden);
-            b.push_n("ffn_down_exps.weight", TensorKind::ExpertDown, c, e, x.hidden, x.intermediate);
+            b.push_n(
+                "ffn_gate_exps.weight",
+                TensorKind::ExpertGate,
+                c,
+                e,
+                x.intermediate,
+                x.hidden,
+            );
+            b.push_n(
+                "ffn_up_exps.weight",
+                TensorKind::ExpertUp,
+                c,
+                e,
+                x.intermediate,
+                x.hidden,
+            );
+            b.push_n(
+                "ffn_down_exps.weight",
+                TensorKind::ExpertDown,
+                c,
+                e,
+                x.hidden,
+                x.intermediate,
+            );
             if x.up_bias {
-                b.push_n("ffn_gate_up_exps.bias", TensorKind::Bias, c, e, 1, x.intermediate.saturating_mul(2));
+                b.push_n(
+                    "ffn_gate_up_exps.bias",
+                    TensorKind::Bias,
+                    c,
+                    e,
+                    1,
+                    x.intermediate.saturating_mul(2),
+                );
             }
             if x.down_bias {
                 b.push_n("ffn_down_exps.bias", TensorKind::Bias, c, e, 1, x.hidden);
             }
             if let Some(s) = moe.shared {
                 let c = Category::MoeSharedExperts;
-                b.linear("ffn_gate_shexp", TensorKind::SharedGate, c, lin(s.intermediate, s.hidden, s.up_bias));
-                b.linear("ffn_up_shexp", TensorKind::SharedUp, c, lin(s.intermediate, s.hidden, s.up_bias));
-                b.linear("ffn_down_shexp", TensorKind::SharedDown, c, lin(s.hidden, s.intermediate, s.down_bias));
+                b.linear(
+                    "ffn_gate_shexp",
+                    TensorKind::SharedGate,
+                    c,
+                    lin(s.intermediate, s.hidden, s.up_bias),
+                );
+                b.linear(
+                    "ffn_up_shexp",
+                    TensorKind::SharedUp,
+                    c,
+                    lin(s.intermediate, s.hidden, s.up_bias),
+                );
+                b.linear(
+                    "ffn_down_shexp",
+                    TensorKind::SharedDown,
+                    c,
+                    lin(s.hidden, s.intermediate, s.down_bias),
+                );
             }
             if moe.shared_gate {
-                b.linear("ffn_gate_inp_shexp", TensorKind::SharedExpertGate, Category::MoeSharedExperts, lin(1, moe.expert.hidden, false));
+                b.linear(
+                    "ffn_gate_inp_shexp",
+                    TensorKind::SharedExpertGate,
+                    Category::MoeSharedExperts,
+                    lin(1, moe.expert.hidden, false),
+                );
             }
         }
     }

@@ -58,6 +58,71 @@ pub fn share(part: u64, whole: u64) -> String {
     format!("{r:.2}%")
 }
 
+/// Bytes as both binary and decimal units, labelled: `4.58 GiB (4.92 GB)`.
+pub fn bytes_both(n: u64) -> String {
+    #[expect(clippy::cast_precision_loss, reason = "display only")]
+    let (gib, gb) = (n as f64 / f64::from(1u32 << 30), n as f64 / 1e9);
+    format!("{gib:.2} GiB ({gb:.2} GB)")
+}
+
+/// FLOPs with an SI prefix: `1.70 TFLOP`, `29.3 PFLOP`.
+pub fn human_flops(n: u128) -> String {
+    const UNITS: [(f64, &str); 6] = [
+        (1e21, "ZFLOP"),
+        (1e18, "EFLOP"),
+        (1e15, "PFLOP"),
+        (1e12, "TFLOP"),
+        (1e9, "GFLOP"),
+        (1e6, "MFLOP"),
+    ];
+    #[expect(clippy::cast_precision_loss, reason = "display only")]
+    let v = n as f64;
+    for (scale, unit) in UNITS {
+        if v >= scale {
+            let x = v / scale;
+            return if x < 10.0 {
+                format!("{x:.2} {unit}")
+            } else {
+                format!("{x:.1} {unit}")
+            };
+        }
+    }
+    format!("{n} FLOP")
+}
+
+/// A `u128` with thousands separators.
+pub fn thousands_u128(n: u128) -> String {
+    match u64::try_from(n) {
+        Ok(small) => thousands(small),
+        Err(_) => {
+            let digits = n.to_string();
+            let mut out = String::new();
+            for (i, c) in digits.chars().enumerate() {
+                if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                    out.push(',');
+                }
+                out.push(c);
+            }
+            out
+        }
+    }
+}
+
+/// Seconds in a readable unit.
+pub fn human_seconds(s: f64) -> String {
+    if s < 1e-3 {
+        format!("{:.1} µs", s * 1e6)
+    } else if s < 1.0 {
+        format!("{:.2} ms", s * 1e3)
+    } else if s < 120.0 {
+        format!("{s:.2} s")
+    } else if s < 7200.0 {
+        format!("{:.1} min", s / 60.0)
+    } else {
+        format!("{:.1} h", s / 3600.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,4 +1,6 @@
 //! One module per subcommand.
 
+pub(crate) mod flops;
+pub(crate) mod memory;
 pub(crate) mod params;
 pub(crate) mod presets;

@@ -54,3 +54,38 @@ pub(crate) fn run(args: &PresetsArgs) -> anyhow::Result<Outcome> {
     output::print(&text)?;
     Ok(Outcome::Success)
 }
+
+/// `llmsize gpus`.
+pub(crate) fn gpus(args: &PresetsArgs) -> anyhow::Result<Outcome> {
+    use llmsize_core::gpu::GPUS;
+    use llmsize_core::units::bytes_both;
+    let text = if args.json {
+        let list: Vec<_> = GPUS
+            .iter()
+            .map(|g| {
+                json!({"name": g.name, "memory_bytes": g.memory_bytes, "memory_source": g.memory_source,
+                       "bandwidth_bytes_per_s": g.bandwidth, "peak_16bit_flops": g.peak_16bit,
+                       "peak_fp8_flops": g.peak_fp8, "source": g.source})
+            })
+            .collect();
+        serde_json::to_string_pretty(&list)? + "\n"
+    } else {
+        let mut s = String::new();
+        for g in GPUS {
+            s.push_str(&format!(
+                "{:16}  {:>24}  {:>6.0} GB/s  {:>7.1} TFLOP/s 16-bit  {:>9}  ({}; {})\n",
+                g.name,
+                bytes_both(g.memory_bytes),
+                g.bandwidth / 1e9,
+                g.peak_16bit / 1e12,
+                g.peak_fp8
+                    .map_or_else(|| "no fp8".to_owned(), |p| format!("{:.0} fp8", p / 1e12)),
+                g.memory_source,
+                g.source
+            ));
+        }
+        s
+    };
+    output::print(&text)?;
+    Ok(Outcome::Success)
+}

@@ -4,7 +4,9 @@
 //! scripts (plain integers, stable keys).
 
 pub mod explain;
+pub mod flops;
 pub mod json;
+pub mod memory;
 pub mod table;
 
 /// Lay out rows in columns; `right` marks right-aligned columns. Trailing spaces are trimmed.

@@ -1,0 +1,289 @@
+//! FLOPs of a forward pass (prefill) and of one generated token, by component.
+//!
+//! Convention (printed with every result): a multiply-add is 2 FLOPs, so a matmul
+//! `(m×k)·(k×n)` is `2·m·k·n`; embedding lookups, norms, activations, softmax and bias adds
+//! count 0; attention scores `QKᵀ` and `attention·V` over the full `s×s` matrix (`full`, what
+//! torch's `FlopCounterMode` counts and PaLM/nanoGPT use) or over the causal triangle
+//! `s(s+1)/2` (`causal`, Megatron and FlashAttention benchmarks; sliding-window layers then
+//! see at most `window` keys). MoE layers count the `k` routed experts a token uses.
+
+use crate::error::SpecError;
+use crate::spec::{Attention, ModelSpec, OutputHead, StackRole};
+use crate::tensors::{TensorKind, tensors};
+
+/// How attention FLOPs are counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttentionConvention {
+    /// Only the causal triangle (each query attends to itself and earlier keys).
+    Causal,
+    /// The full `s×s` matrix.
+    Full,
+}
+
+impl AttentionConvention {
+    /// The name.
+    pub fn name(self) -> &'static str {
+        match self {
+            AttentionConvention::Causal => "causal",
+            AttentionConvention::Full => "full",
+        }
+    }
+}
+
+/// FLOPs of one component.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlopsLine {
+    /// A stable key (`attention_projections`, `attention_scores`, …).
+    pub key: &'static str,
+    /// The formula with its numbers.
+    pub formula: String,
+    /// FLOPs.
+    pub flops: u128,
+}
+
+/// FLOPs of a forward pass and of decoding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlopsReport {
+    /// Tokens per sequence.
+    pub seq_len: u64,
+    /// Sequences.
+    pub batch: u64,
+    /// Attention convention.
+    pub convention: AttentionConvention,
+    /// Forward pass over `seq_len` tokens of `batch` sequences.
+    pub forward: Vec<FlopsLine>,
+    /// Their sum.
+    pub forward_flops: u128,
+    /// One generated token of one sequence with `seq_len` tokens of context (itself included).
+    pub per_token: Vec<FlopsLine>,
+    /// Their sum.
+    pub per_token_flops: u128,
+    /// Parameters that take part in a token's matmuls (active experts only; a tied head counts).
+    pub matmul_params: u64,
+    /// All parameters (for the article's 2·P).
+    pub params: u64,
+    /// Active parameters per token (MoE), else all.
+    pub active_params: u64,
+}
+
+/// `2·rows·cols` per token for every matrix a token multiplies by, split by component.
+/// Returns (attention projections, ffn, router, experts, shared, head, other).
+#[derive(Default)]
+struct MatmulParams {
+    attention: u64,
+    ffn: u64,
+    router: u64,
+    experts: u64,
+    shared: u64,
+    head: u64,
+    other: u64,
+}
+
+fn matmul_params(spec: &ModelSpec) -> MatmulParams {
+    let mut m = MatmulParams::default();
+    let top_k: Vec<(StackRole, u64, u64)> = spec
+        .stacks
+        .iter()
+        .flat_map(|s| {
+            s.layers
+                .iter()
+                .enumerate()
+                .filter_map(move |(i, l)| match &l.ffn {
+                    crate::spec::Ffn::Moe(moe) => Some((s.role, i as u64, moe.experts_per_token)),
+                    crate::spec::Ffn::Dense(_) => None,
+                })
+        })
+        .collect();
+    for t in tensors(spec) {
+        if t.is_vector() {
+            continue;
+        }
+        let one = t.rows.saturating_mul(t.cols);
+        use TensorKind as K;
+        match t.kind {
+            K::AttnQ
+            | K::AttnK
+            | K::AttnV
+            | K::AttnQkv
+            | K::AttnOutput
+            | K::AttnQA
+            | K::AttnKvA
+            | K::AttnKvB => {
+                m.attention += one;
+            }
+            K::FfnGate | K::FfnUp | K::FfnDown => m.ffn += one,
+            K::Router => m.router += one,
+            K::ExpertGate | K::ExpertUp | K::ExpertDown => {
+                let k = top_k
+                    .iter()
+                    .find(|(_, i, _)| Some(*i) == t.layer)
+                    .map_or(1, |(_, _, k)| *k);
+                m.experts += one.saturating_mul(k);
+            }
+            K::SharedGate | K::SharedUp | K::SharedDown | K::SharedExpertGate => m.shared += one,
+            K::Output => m.head += one,
+            K::EmbeddingProjection | K::HeadTransform | K::Pooler => m.other += one,
+            K::TokenEmbedding
+            | K::PositionEmbedding
+            | K::TokenTypeEmbedding
+            | K::Norm
+            | K::Bias
+            | K::Sinks => {}
+        }
+    }
+    if let OutputHead::Lm { tied: true, .. } = spec.head {
+        // A tied head still multiplies by the V×d table.
+        if let Some(t) = spec.token_embedding {
+            m.head += t.rows.saturating_mul(t.dim);
+        }
+    }
+    m
+}
+
+/// Per layer `n_h·d_qk` and `n_h·d_v` (scores and values widths) and the layer's window.
+fn attention_widths(spec: &ModelSpec) -> Vec<(u64, u64, Option<u64>, bool)> {
+    let mut out = Vec::new();
+    for l in spec.stacks.iter().flat_map(|s| &s.layers) {
+        let w = |a: &Attention| match a {
+            Attention::Standard(a) => (a.num_heads * a.head_dim, a.num_heads * a.head_dim),
+            Attention::Latent(a) => (
+                a.num_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim),
+                a.num_heads * a.v_head_dim,
+            ),
+        };
+        let (qk, v) = w(&l.attention);
+        out.push((qk, v, l.sliding_window, false));
+        if let Some(c) = &l.cross_attention {
+            let (qk, v) = w(c);
+            out.push((qk, v, None, true));
+        }
+    }
+    out
+}
+
+/// Pairs (query, key) a forward over `s` tokens scores in one layer.
+fn pairs(s: u128, window: Option<u64>, convention: AttentionConvention, cross: bool) -> u128 {
+    match convention {
+        AttentionConvention::Full => s * s,
+        AttentionConvention::Causal if cross => s * s,
+        AttentionConvention::Causal => match window {
+            None => s * (s + 1) / 2,
+            Some(w) => {
+                let w = u128::from(w).max(1);
+                if s <= w {
+                    s * (s + 1) / 2
+                } else {
+                    w * (w + 1) / 2 + (s - w) * w
+                }
+            }
+        },
+    }
+}
+
+/// Count the FLOPs.
+pub fn flops(
+    spec: &ModelSpec,
+    seq_len: u64,
+    batch: u64,
+    convention: AttentionConvention,
+) -> Result<FlopsReport, SpecError> {
+    spec.validate()?;
+    if seq_len == 0 {
+        return Err(SpecError::Zero {
+            field: "--seq-len".into(),
+        });
+    }
+    if batch == 0 {
+        return Err(SpecError::Zero {
+            field: "--batch".into(),
+        });
+    }
+    let count = crate::count::count(spec)?;
+    let m = matmul_params(spec);
+    let s = u128::from(seq_len);
+    let b = u128::from(batch);
+    let tokens = b * s;
+    let linear = |key: &'static str, label: &str, p: u64| FlopsLine {
+        key,
+        formula: format!("2·b·s·{label} = 2·{batch}·{seq_len}·{p}"),
+        flops: 2 * tokens * u128::from(p),
+    };
+    let mut forward = Vec::new();
+    let mut per_token = Vec::new();
+    let mut push_both = |key: &'static str, label: &str, p: u64| {
+        if p > 0 {
+            forward.push(linear(key, label, p));
+            per_token.push(FlopsLine {
+                key,
+                formula: format!("2·{label} = 2·{p}"),
+                flops: 2 * u128::from(p),
+            });
+        }
+    };
+    push_both("attention_projections", "W_attn", m.attention);
+    push_both("ffn", "W_ffn", m.ffn);
+    push_both("moe_router", "W_router", m.router);
+    push_both("moe_experts_active", "k·W_expert", m.experts);
+    push_both("moe_shared_experts", "W_shared", m.shared);
+    push_both("embedding_projection_and_heads", "W_other", m.other);
+    push_both("output_head", "V·d", m.head);
+
+    let widths = attention_widths(spec);
+    let mut scores = 0u128;
+    let mut values = 0u128;
+    let mut decode_scores = 0u128;
+    let mut decode_values = 0u128;
+    for (qk, v, window, cross) in &widths {
+        let p = pairs(s, *window, convention, *cross);
+        scores += 2 * b * p * u128::from(*qk);
+        values += 2 * b * p * u128::from(*v);
+        let keys = match window {
+            Some(w) if !cross => s.min(u128::from(*w)),
+            _ => s,
+        };
+        decode_scores += 2 * keys * u128::from(*qk);
+        decode_values += 2 * keys * u128::from(*v);
+    }
+    let pair_label = match convention {
+        AttentionConvention::Full => "s²".to_owned(),
+        AttentionConvention::Causal => "s(s+1)/2".to_owned(),
+    };
+    forward.push(FlopsLine {
+        key: "attention_scores",
+        formula: format!(
+            "Σ_layers 2·b·{pair_label}·n_h·d_qk ({} layers)",
+            widths.len()
+        ),
+        flops: scores,
+    });
+    forward.push(FlopsLine {
+        key: "attention_values",
+        formula: format!("Σ_layers 2·b·{pair_label}·n_h·d_v"),
+        flops: values,
+    });
+    per_token.push(FlopsLine {
+        key: "attention_scores",
+        formula: format!("Σ_layers 2·c·n_h·d_qk, c = {seq_len} keys (window-capped)"),
+        flops: decode_scores,
+    });
+    per_token.push(FlopsLine {
+        key: "attention_values",
+        formula: "Σ_layers 2·c·n_h·d_v".to_owned(),
+        flops: decode_values,
+    });
+    let forward_flops = forward.iter().map(|l| l.flops).sum();
+    let per_token_flops = per_token.iter().map(|l| l.flops).sum();
+    let matmul = m.attention + m.ffn + m.router + m.experts + m.shared + m.head + m.other;
+    Ok(FlopsReport {
+        seq_len,
+        batch,
+        convention,
+        forward,
+        forward_flops,
+        per_token,
+        per_token_flops,
+        matmul_params: matmul,
+        params: count.total,
+        active_params: count.active.as_ref().map_or(count.total, |a| a.per_token),
+    })
+}

@@ -1,0 +1,498 @@
+//! Inference memory: weights in a storage format, the KV cache from each layer's real
+//! attention, a prefill activation workspace and a runtime overhead, per GPU.
+//!
+//! Every line item carries its formula and assumption; nothing is hidden in a fudge factor.
+
+use crate::error::SpecError;
+use crate::formats::{KvDtype, MixContext, WeightFormat};
+use crate::gpu::Gpu;
+use crate::spec::{Attention, Ffn, ModelSpec, OutputHead, StackRole};
+use crate::tensors::tensors;
+
+/// How a DeepSeek MLA cache is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MlaCache {
+    /// The compressed latent `kv_lora_rank + qk_rope_head_dim` per token and layer (vLLM,
+    /// SGLang, transformers).
+    #[default]
+    Latent,
+    /// Keys and values expanded per head (`n_h·(d_nope + d_rope)` + `n_h·d_v`), as some
+    /// runtimes do.
+    Expanded,
+}
+
+/// How many tokens a sliding-window layer keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WindowPolicy {
+    /// `sliding_window − 1`, what transformers' cache keeps after a prefill.
+    #[default]
+    Transformers,
+    /// `sliding_window`, what a runtime that keeps the whole window holds.
+    Window,
+}
+
+/// The question asked.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemoryOptions {
+    /// Weight storage.
+    pub format: WeightFormat,
+    /// Tokens per sequence (prompt + generated so far).
+    pub seq_len: u64,
+    /// Sequences.
+    pub batch: u64,
+    /// KV element type.
+    pub kv_dtype: KvDtype,
+    /// Tensor-parallel degree (weights and KV heads split this many ways).
+    pub tp: u64,
+    /// GPUs and their model, if asked whether it fits.
+    pub gpu: Option<(&'static Gpu, u64)>,
+    /// MLA cache form.
+    pub mla: MlaCache,
+    /// Sliding-window cache convention.
+    pub window: WindowPolicy,
+    /// Runtime overhead per GPU (CUDA context, allocator), bytes.
+    pub overhead_bytes: u64,
+}
+
+/// Weights of one storage kind (`Q4_K`, `16-bit`, …).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StorageLine {
+    /// How the tensors are stored.
+    pub storage: String,
+    /// Their parameters.
+    pub params: u64,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+/// KV cache of layers that cache alike.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KvGroup {
+    /// Which stack.
+    pub stack: StackRole,
+    /// Layers in the group.
+    pub layers: u64,
+    /// What they cache (`2·n_kv·d_h`, the MLA latent, …).
+    pub what: String,
+    /// Elements cached per token and layer (whole model, before TP sharding).
+    pub elements_per_token: u64,
+    /// Tokens each layer keeps.
+    pub tokens: u64,
+    /// Bytes of the group for the whole batch (all GPUs).
+    pub bytes: u64,
+    /// Bytes of the group on one GPU.
+    pub bytes_per_gpu: u64,
+}
+
+/// The memory of serving a model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryReport {
+    /// The options.
+    pub options: MemoryOptions,
+    /// Weights by storage kind.
+    pub weights: Vec<StorageLine>,
+    /// All weights, bytes.
+    pub weights_bytes: u64,
+    /// Parameters.
+    pub params: u64,
+    /// KV groups.
+    pub kv: Vec<KvGroup>,
+    /// Whole KV cache, bytes (all GPUs).
+    pub kv_bytes: u64,
+    /// KV bytes per token of context (one sequence, averaged over `seq_len`).
+    pub kv_bytes_per_token_full: u64,
+    /// Activation workspace per GPU, bytes.
+    pub activation_bytes: u64,
+    /// Its formula.
+    pub activation_formula: String,
+    /// Weights on one GPU.
+    pub weights_per_gpu: u64,
+    /// KV on one GPU.
+    pub kv_per_gpu: u64,
+    /// Total on one GPU.
+    pub per_gpu: u64,
+    /// Total over all GPUs.
+    pub total: u64,
+    /// Does it fit the named GPU (per GPU total ≤ its memory)?
+    pub fits: Option<bool>,
+    /// Assumptions behind the numbers.
+    pub assumptions: Vec<String>,
+}
+
+fn overflow(what: &str) -> SpecError {
+    SpecError::Invalid {
+        field: what.to_owned(),
+        found: "a size that overflows 64 bits".to_owned(),
+        expected: "a smaller batch, length or model".to_owned(),
+    }
+}
+
+/// `a · b`, or an overflow error naming `what`.
+fn mul(a: u64, b: u64, what: &str) -> Result<u64, SpecError> {
+    a.checked_mul(b).ok_or_else(|| overflow(what))
+}
+
+fn add(a: u64, b: u64, what: &str) -> Result<u64, SpecError> {
+    a.checked_add(b).ok_or_else(|| overflow(what))
+}
+
+/// The context a storage mix needs.
+pub fn mix_context(spec: &ModelSpec) -> MixContext {
+    let mut gqa = 1;
+    let mut experts = 0;
+    for l in spec.stacks.iter().flat_map(|s| &s.layers) {
+        if let Attention::Standard(a) = &l.attention {
+            gqa = a.num_heads / a.num_kv_heads.max(1);
+        }
+        if let Ffn::Moe(m) = &l.ffn {
+            experts = m.num_experts;
+        }
+    }
+    MixContext {
+        gqa,
+        experts,
+        is_70b: spec.num_layers() == 80 && spec.hidden_size == 8192,
+        has_output: matches!(spec.head, OutputHead::Lm { tied: false, .. }),
+    }
+}
+
+/// Weights by storage kind under a format.
+pub fn weight_lines(spec: &ModelSpec, format: WeightFormat) -> Result<Vec<StorageLine>, SpecError> {
+    let ctx = mix_context(spec);
+    let mut lines: Vec<StorageLine> = Vec::new();
+    for t in tensors(spec) {
+        let (bytes, storage) = format
+            .tensor_bytes(&t, ctx)
+            .ok_or_else(|| overflow(&format!("bytes of `{}`", t.name)))?;
+        let params = t.elements().ok_or_else(|| overflow(&t.name))?;
+        match lines.iter_mut().find(|l| l.storage == storage) {
+            Some(l) => {
+                l.params = add(l.params, params, "weights")?;
+                l.bytes = add(l.bytes, bytes, "weights")?;
+            }
+            None => lines.push(StorageLine {
+                storage,
+                params,
+                bytes,
+            }),
+        }
+    }
+    lines.sort_by_key(|l| std::cmp::Reverse(l.bytes));
+    Ok(lines)
+}
+
+/// Tokens a layer keeps after `seq_len` tokens.
+fn kept(window: Option<u64>, seq_len: u64, policy: WindowPolicy) -> u64 {
+    match window {
+        None => seq_len,
+        Some(w) => match policy {
+            WindowPolicy::Transformers => seq_len.min(w.saturating_sub(1).max(1)),
+            WindowPolicy::Window => seq_len.min(w),
+        },
+    }
+}
+
+/// KV cache groups for `seq_len` tokens of `batch` sequences, sharded `tp` ways.
+pub fn kv_groups(spec: &ModelSpec, options: &MemoryOptions) -> Result<Vec<KvGroup>, SpecError> {
+    let mut groups: Vec<KvGroup> = Vec::new();
+    let tp = options.tp.max(1);
+    for stack in &spec.stacks {
+        for layer in &stack.layers {
+            let mut caches: Vec<(String, u64, u64, u64)> = Vec::new(); // (what, elements, per-gpu elements, tokens)
+            match &layer.attention {
+                Attention::Standard(a) => {
+                    let per = mul(mul(2, a.num_kv_heads, "kv")?, a.head_dim, "kv")?;
+                    // KV heads split across ranks; replicated when there are fewer than ranks.
+                    let heads_per_gpu = a.num_kv_heads.div_ceil(tp).max(1);
+                    let per_gpu = mul(mul(2, heads_per_gpu, "kv")?, a.head_dim, "kv")?;
+                    let tokens = kept(layer.sliding_window, options.seq_len, options.window);
+                    let what = match layer.sliding_window {
+                        Some(w) => format!(
+                            "K and V: 2·n_kv·d_h = 2·{}·{}, sliding window {w}",
+                            a.num_kv_heads, a.head_dim
+                        ),
+                        None => {
+                            format!("K and V: 2·n_kv·d_h = 2·{}·{}", a.num_kv_heads, a.head_dim)
+                        }
+                    };
+                    caches.push((what, per, per_gpu, tokens));
+                }
+                Attention::Latent(a) => {
+                    let (what, per) = match options.mla {
+                        MlaCache::Latent => (
+                            format!(
+                                "MLA latent: r_kv + d_rope = {} + {}",
+                                a.kv_lora_rank, a.qk_rope_head_dim
+                            ),
+                            add(a.kv_lora_rank, a.qk_rope_head_dim, "kv")?,
+                        ),
+                        MlaCache::Expanded => (
+                            format!(
+                                "MLA expanded: n_h·(d_nope + d_rope) + n_h·d_v = {}·({} + {}) + {}·{}",
+                                a.num_heads,
+                                a.qk_nope_head_dim,
+                                a.qk_rope_head_dim,
+                                a.num_heads,
+                                a.v_head_dim
+                            ),
+                            add(
+                                mul(
+                                    a.num_heads,
+                                    add(a.qk_nope_head_dim, a.qk_rope_head_dim, "kv")?,
+                                    "kv",
+                                )?,
+                                mul(a.num_heads, a.v_head_dim, "kv")?,
+                                "kv",
+                            )?,
+                        ),
+                    };
+                    // The latent is shared by all heads, so every rank holds all of it.
+                    let per_gpu = match options.mla {
+                        MlaCache::Latent => per,
+                        MlaCache::Expanded => per.div_ceil(tp),
+                    };
+                    caches.push((what, per, per_gpu, options.seq_len));
+                }
+            }
+            if let Some(Attention::Standard(a)) = &layer.cross_attention {
+                let per = mul(mul(2, a.num_kv_heads, "kv")?, a.head_dim, "kv")?;
+                let heads_per_gpu = a.num_kv_heads.div_ceil(tp).max(1);
+                let per_gpu = mul(mul(2, heads_per_gpu, "kv")?, a.head_dim, "kv")?;
+                caches.push((
+                    format!(
+                        "cross-attention K and V of the encoder output: 2·n_kv·d_h = 2·{}·{}",
+                        a.num_kv_heads, a.head_dim
+                    ),
+                    per,
+                    per_gpu,
+                    options.seq_len,
+                ));
+            }
+            for (what, per, per_gpu, tokens) in caches {
+                let seqs = mul(options.batch, tokens, "batch·tokens")?;
+                let bytes = mul(
+                    options.kv_dtype.bytes(per).ok_or_else(|| overflow("kv"))?,
+                    seqs,
+                    "kv cache",
+                )?;
+                let bytes_per_gpu = mul(
+                    options
+                        .kv_dtype
+                        .bytes(per_gpu)
+                        .ok_or_else(|| overflow("kv"))?,
+                    seqs,
+                    "kv cache",
+                )?;
+                match groups
+                    .iter_mut()
+                    .find(|g| g.stack == stack.role && g.what == what && g.tokens == tokens)
+                {
+                    Some(g) => {
+                        g.layers += 1;
+                        g.bytes = add(g.bytes, bytes, "kv cache")?;
+                        g.bytes_per_gpu = add(g.bytes_per_gpu, bytes_per_gpu, "kv cache")?;
+                    }
+                    None => groups.push(KvGroup {
+                        stack: stack.role,
+                        layers: 1,
+                        what,
+                        elements_per_token: per,
+                        tokens,
+                        bytes,
+                        bytes_per_gpu,
+                    }),
+                }
+            }
+        }
+    }
+    Ok(groups)
+}
+
+/// The largest layer working set of a prefill, in elements per token: the residual and its
+/// normed copy, plus the wider of attention (q, k, v, output) and the MLP's inner activations.
+fn activation_elements_per_token(spec: &ModelSpec) -> (u64, String) {
+    let mut widest = 0u64;
+    let mut why = String::new();
+    for l in spec.stacks.iter().flat_map(|s| &s.layers) {
+        let attention = match &l.attention {
+            Attention::Standard(a) => (a.num_heads * 2 + a.num_kv_heads * 2) * a.head_dim,
+            Attention::Latent(a) => {
+                a.num_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim) * 2
+                    + a.num_heads * a.v_head_dim * 2
+            }
+        };
+        let mlp = match &l.ffn {
+            Ffn::Dense(m) => m.intermediate * if m.gated { 3 } else { 1 },
+            Ffn::Moe(m) => {
+                m.experts_per_token * m.expert.intermediate * 3
+                    + m.shared.map_or(0, |s| s.intermediate * 3)
+            }
+        };
+        if attention.max(mlp) > widest {
+            widest = attention.max(mlp);
+            why = if mlp >= attention {
+                "MLP inner activations (gate, up, product)".into()
+            } else {
+                "q, k, v, attention output and its projection".into()
+            };
+        }
+    }
+    (2 * spec.hidden_size + widest, why)
+}
+
+/// Answer the memory question.
+pub fn memory(spec: &ModelSpec, options: &MemoryOptions) -> Result<MemoryReport, SpecError> {
+    spec.validate()?;
+    if options.seq_len == 0 {
+        return Err(SpecError::Zero {
+            field: "--seq-len".into(),
+        });
+    }
+    if options.batch == 0 {
+        return Err(SpecError::Zero {
+            field: "--batch".into(),
+        });
+    }
+    let tp = options.tp.max(1);
+    let weights = weight_lines(spec, options.format)?;
+    let weights_bytes = weights
+        .iter()
+        .try_fold(0u64, |a, l| a.checked_add(l.bytes))
+        .ok_or_else(|| overflow("weights"))?;
+    let params = weights.iter().map(|l| l.params).sum();
+    let kv = kv_groups(spec, options)?;
+    let kv_bytes = kv
+        .iter()
+        .try_fold(0u64, |a, g| a.checked_add(g.bytes))
+        .ok_or_else(|| overflow("kv cache"))?;
+    let kv_per_gpu = kv
+        .iter()
+        .try_fold(0u64, |a, g| a.checked_add(g.bytes_per_gpu))
+        .ok_or_else(|| overflow("kv cache"))?;
+    let one_token = kv_groups(
+        spec,
+        &MemoryOptions {
+            seq_len: 1,
+            batch: 1,
+            tp: 1,
+            ..*options
+        },
+    )?;
+    let kv_bytes_per_token_full = one_token.iter().map(|g| g.bytes).sum();
+
+    // Workspace: one layer's activations for the whole prefill in bf16 (no FlashAttention
+    // score matrix), plus fp32 logits of the last position of each sequence.
+    let (per_token, widest) = activation_elements_per_token(spec);
+    let tokens = mul(options.batch, options.seq_len, "batch·seq_len")?;
+    let layer_bytes = mul(mul(tokens, per_token, "activations")?, 2, "activations")?;
+    let logits = mul(mul(options.batch, spec.vocab_size, "logits")?, 4, "logits")?;
+    let activation_bytes = add(layer_bytes.div_ceil(tp), logits, "activations")?;
+    let activation_formula = format!(
+        "b·s·(2·d + widest)·2 B{} + b·V·4 B = {}·{}·(2·{} + {})·2{} + {}·{}·4 (widest: {widest})",
+        if tp > 1 { " / tp" } else { "" },
+        options.batch,
+        options.seq_len,
+        spec.hidden_size,
+        per_token - 2 * spec.hidden_size,
+        if tp > 1 {
+            format!(" / {tp}")
+        } else {
+            String::new()
+        },
+        options.batch,
+        spec.vocab_size
+    );
+
+    let weights_per_gpu = weights_bytes.div_ceil(tp);
+    let per_gpu = [
+        weights_per_gpu,
+        kv_per_gpu,
+        activation_bytes,
+        options.overhead_bytes,
+    ]
+    .iter()
+    .try_fold(0u64, |a, b| a.checked_add(*b))
+    .ok_or_else(|| overflow("total"))?;
+    let total = mul(per_gpu, tp, "total")?;
+    let fits = options.gpu.map(|(g, _)| per_gpu <= g.memory_bytes);
+    let mut assumptions = vec![
+        format!("weights: {}", options.format.describe()),
+        "weights split evenly across tensor-parallel ranks (norms are replicated in practice; negligible)".to_owned(),
+        match options.window {
+            WindowPolicy::Transformers => "sliding-window layers keep `sliding_window − 1` tokens, as transformers' cache does after a prefill".to_owned(),
+            WindowPolicy::Window => "sliding-window layers keep `sliding_window` tokens".to_owned(),
+        },
+        "activations: one layer's prefill working set in bf16 (FlashAttention-style, no s×s score matrix) and fp32 logits of the last position; an estimate".to_owned(),
+        format!("runtime overhead per GPU: {} MiB (CUDA context and allocator reserve; set with --overhead)", options.overhead_bytes >> 20),
+    ];
+    if spec.stacks.iter().any(|s| {
+        s.layers
+            .iter()
+            .any(|l| matches!(l.attention, Attention::Latent(_)))
+    }) {
+        assumptions.push(match options.mla {
+            MlaCache::Latent => "MLA caches the compressed latent (vLLM, SGLang, transformers); --mla-cache expanded for per-head K/V".to_owned(),
+            MlaCache::Expanded => "MLA cache expanded to per-head K and V".to_owned(),
+        });
+    }
+    if spec.stacks.len() > 1 {
+        assumptions.push(
+            "encoder-decoder: the encoder input and the decoder output both have --seq-len tokens"
+                .to_owned(),
+        );
+    }
+    Ok(MemoryReport {
+        options: *options,
+        weights,
+        weights_bytes,
+        params,
+        kv,
+        kv_bytes,
+        kv_bytes_per_token_full,
+        activation_bytes,
+        activation_formula,
+        weights_per_gpu,
+        kv_per_gpu,
+        per_gpu,
+        total,
+        fits,
+        assumptions,
+    })
+}
+
+/// The longest context that fits the GPU at the given batch and formats (None: not even 1).
+pub fn max_context(
+    spec: &ModelSpec,
+    options: &MemoryOptions,
+    limit: u64,
+) -> Result<Option<u64>, SpecError> {
+    let Some((gpu, _)) = options.gpu else {
+        return Ok(None);
+    };
+    let fits = |s: u64| -> Result<bool, SpecError> {
+        let r = memory(
+            spec,
+            &MemoryOptions {
+                seq_len: s,
+                ..*options
+            },
+        )?;
+        Ok(r.per_gpu <= gpu.memory_bytes)
+    };
+    if !fits(1)? {
+        return Ok(None);
+    }
+    let (mut lo, mut hi) = (1u64, limit.max(1));
+    if fits(hi)? {
+        return Ok(Some(hi));
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid)? {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(Some(lo))
+}

@@ -1,0 +1,250 @@
+//! `llmsize memory`: table (with `--explain` formulas) and JSON, in bytes.
+
+use std::fmt::Write as _;
+
+use serde_json::{Value, json};
+
+use super::columns;
+use crate::memory::MemoryReport;
+use crate::units::{bytes_both, thousands};
+
+/// A point of a sweep: the value swept and its report.
+pub type SweepPoint = (u64, MemoryReport);
+
+/// Human table; `explain` adds each line's formula and the assumptions in full.
+pub fn render(
+    name: &str,
+    r: &MemoryReport,
+    max_context: Option<Option<u64>>,
+    explain: bool,
+) -> String {
+    let o = &r.options;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{name}: memory to serve in {} with {} tokens × batch {}, KV cache {}{}\n",
+        o.format.name(),
+        thousands(o.seq_len),
+        o.batch,
+        o.kv_dtype.name(),
+        if o.tp > 1 {
+            format!(", tensor parallel {}", o.tp)
+        } else {
+            String::new()
+        }
+    );
+    let mut rows = vec![vec![
+        "item".to_owned(),
+        "bytes".to_owned(),
+        "GiB (GB)".to_owned(),
+        "what".to_owned(),
+    ]];
+    #[expect(clippy::cast_precision_loss, reason = "display only")]
+    let bpw = r.weights_bytes as f64 * 8.0 / r.params.max(1) as f64;
+    rows.push(vec![
+        "weights".into(),
+        thousands(r.weights_bytes),
+        bytes_both(r.weights_bytes),
+        format!(
+            "{} parameters, {bpw:.3} bits per weight on average",
+            thousands(r.params)
+        ),
+    ]);
+    for l in &r.weights {
+        #[expect(clippy::cast_precision_loss, reason = "display only")]
+        let lbpw = l.bytes as f64 * 8.0 / l.params.max(1) as f64;
+        rows.push(vec![
+            format!("  {}", l.storage),
+            thousands(l.bytes),
+            bytes_both(l.bytes),
+            format!("{} parameters, {lbpw:.4} bpw", thousands(l.params)),
+        ]);
+    }
+    rows.push(vec![
+        "KV cache".into(),
+        thousands(r.kv_bytes),
+        bytes_both(r.kv_bytes),
+        format!(
+            "{} B per token of context ({}), all layers",
+            thousands(r.kv_bytes_per_token_full),
+            o.kv_dtype.name()
+        ),
+    ]);
+    for g in &r.kv {
+        rows.push(vec![
+            format!("  {} × {}", g.layers, g.stack.as_str()),
+            thousands(g.bytes),
+            bytes_both(g.bytes),
+            if explain {
+                format!(
+                    "{} layers · b·tokens · {} elements · {} = {}·{}·{}·{}",
+                    g.layers,
+                    g.elements_per_token,
+                    o.kv_dtype.name(),
+                    g.layers,
+                    o.batch,
+                    g.tokens,
+                    g.elements_per_token
+                )
+            } else {
+                format!("{}; {} tokens kept", g.what, thousands(g.tokens))
+            },
+        ]);
+        if explain {
+            rows.push(vec![
+                String::new(),
+                String::new(),
+                String::new(),
+                format!("{}; {} tokens kept", g.what, thousands(g.tokens)),
+            ]);
+        }
+    }
+    rows.push(vec![
+        "activations".into(),
+        thousands(r.activation_bytes),
+        bytes_both(r.activation_bytes),
+        if explain {
+            r.activation_formula.clone()
+        } else {
+            "prefill workspace, estimate (per GPU)".into()
+        },
+    ]);
+    rows.push(vec![
+        "runtime overhead".into(),
+        thousands(o.overhead_bytes),
+        bytes_both(o.overhead_bytes),
+        "CUDA context and allocator, per GPU".into(),
+    ]);
+    if o.tp > 1 {
+        rows.push(vec![
+            format!("per GPU (tp {})", o.tp),
+            thousands(r.per_gpu),
+            bytes_both(r.per_gpu),
+            format!(
+                "weights {} + KV {} + activations + overhead",
+                bytes_both(r.weights_per_gpu),
+                bytes_both(r.kv_per_gpu)
+            ),
+        ]);
+    }
+    rows.push(vec![
+        "total".into(),
+        thousands(r.total),
+        bytes_both(r.total),
+        String::new(),
+    ]);
+    out.push_str(&columns(&rows, &[false, true, true, false]));
+    if let (Some((gpu, count)), Some(fits)) = (o.gpu, r.fits) {
+        let verdict = if fits {
+            format!(
+                "fits: {} of {} used per GPU",
+                bytes_both(r.per_gpu),
+                bytes_both(gpu.memory_bytes)
+            )
+        } else {
+            format!(
+                "does not fit: needs {} per GPU, has {}",
+                bytes_both(r.per_gpu),
+                bytes_both(gpu.memory_bytes)
+            )
+        };
+        let _ = writeln!(
+            out,
+            "\n{} × {} ({}): {verdict}",
+            count, gpu.name, gpu.memory_source
+        );
+    }
+    if let Some(mc) = max_context {
+        match mc {
+            Some(n) => {
+                let _ = writeln!(
+                    out,
+                    "longest context that fits at batch {}: {} tokens",
+                    o.batch,
+                    thousands(n)
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "longest context that fits: none (not even 1 token; or no --gpu)"
+                );
+            }
+        }
+    }
+    out.push_str("\nassumptions\n");
+    for a in &r.assumptions {
+        let _ = writeln!(out, "  - {a}");
+    }
+    out
+}
+
+/// A sweep table.
+pub fn render_sweep(name: &str, axis: &str, points: &[SweepPoint]) -> String {
+    let mut rows = vec![vec![
+        axis.to_owned(),
+        "weights".to_owned(),
+        "KV cache".to_owned(),
+        "per GPU".to_owned(),
+        "fits".to_owned(),
+    ]];
+    for (v, r) in points {
+        rows.push(vec![
+            thousands(*v),
+            bytes_both(r.weights_per_gpu),
+            bytes_both(r.kv_bytes),
+            bytes_both(r.per_gpu),
+            match r.fits {
+                Some(true) => "yes".into(),
+                Some(false) => "no".into(),
+                None => "-".into(),
+            },
+        ]);
+    }
+    format!(
+        "{name}: memory by {axis}\n\n{}",
+        columns(&rows, &[true, true, true, true, false])
+    )
+}
+
+/// JSON (bytes, integers).
+pub fn value(name: &str, r: &MemoryReport, max_context: Option<Option<u64>>) -> Value {
+    let o = &r.options;
+    let mut v = json!({
+        "schema_version": 1,
+        "name": name,
+        "format": o.format.name(),
+        "seq_len": o.seq_len,
+        "batch": o.batch,
+        "kv_dtype": o.kv_dtype.name(),
+        "tp": o.tp,
+        "params": r.params,
+        "weights_bytes": r.weights_bytes,
+        "weights": r.weights.iter().map(|l| json!({"storage": l.storage, "params": l.params, "bytes": l.bytes})).collect::<Vec<_>>(),
+        "kv_cache_bytes": r.kv_bytes,
+        "kv_cache_bytes_per_token": r.kv_bytes_per_token_full,
+        "kv_cache": r.kv.iter().map(|g| json!({
+            "stack": g.stack.as_str(), "layers": g.layers, "what": g.what,
+            "elements_per_token": g.elements_per_token, "tokens": g.tokens,
+            "bytes": g.bytes, "bytes_per_gpu": g.bytes_per_gpu,
+        })).collect::<Vec<_>>(),
+        "activation_bytes": r.activation_bytes,
+        "overhead_bytes": o.overhead_bytes,
+        "weights_bytes_per_gpu": r.weights_per_gpu,
+        "kv_cache_bytes_per_gpu": r.kv_per_gpu,
+        "per_gpu_bytes": r.per_gpu,
+        "total_bytes": r.total,
+        "fits": r.fits,
+        "assumptions": r.assumptions,
+    });
+    if let (Some((gpu, count)), Value::Object(map)) = (o.gpu, &mut v) {
+        map.insert(
+            "gpu".into(),
+            json!({"name": gpu.name, "count": count, "memory_bytes": gpu.memory_bytes, "source": gpu.memory_source}),
+        );
+    }
+    if let (Some(mc), Value::Object(map)) = (max_context, &mut v) {
+        map.insert("max_context".into(), json!(mc));
+    }
+    v
+}
