@@ -84,10 +84,10 @@ pub(crate) struct MemoryArgs {
     #[arg(long, default_value = "bf16")]
     pub(crate) dtype: String,
     /// Tokens per sequence (prompt + generated), e.g. 4096 or 8k
-    #[arg(long, default_value = "4096", value_parser = parse_size)]
+    #[arg(long, default_value = "4096", value_parser = parse_size, allow_hyphen_values = true)]
     pub(crate) seq_len: u64,
     /// Sequences served at once
-    #[arg(long, default_value = "1", value_parser = parse_size)]
+    #[arg(long, default_value = "1", value_parser = parse_size, allow_hyphen_values = true)]
     pub(crate) batch: u64,
     /// KV cache element type: bf16, fp16, fp32, fp8, q8_0, q4_0
     #[arg(long, default_value = "bf16")]
@@ -142,10 +142,10 @@ pub(crate) struct FlopsArgs {
     #[command(flatten)]
     pub(crate) model: ModelArgs,
     /// Tokens per sequence, e.g. 2048 or 8k
-    #[arg(long, default_value = "2048", value_parser = parse_size)]
+    #[arg(long, default_value = "2048", value_parser = parse_size, allow_hyphen_values = true)]
     pub(crate) seq_len: u64,
     /// Sequences
-    #[arg(long, default_value = "1", value_parser = parse_size)]
+    #[arg(long, default_value = "1", value_parser = parse_size, allow_hyphen_values = true)]
     pub(crate) batch: u64,
     /// Count attention over the full s×s matrix or the causal triangle
     #[arg(long, value_enum, default_value_t = AttentionArg::Causal)]

@@ -68,4 +68,10 @@ pub enum SpecError {
     /// A count overflowed.
     #[error(transparent)]
     Overflow(#[from] Overflow),
+    /// A size computed from the question (batch, length, model) overflows 64 bits.
+    #[error("`{what}` overflows 64 bits: use a smaller batch, length or model")]
+    TooLarge {
+        /// What was being computed.
+        what: String,
+    },
 }

@@ -665,3 +665,103 @@ mod tests {
         assert!(WeightFormat::parse("q9_k").is_none());
     }
 }
+
+/// Layout formulas, derived by hand for one 4096×4096 linear (K = N = 4096, g = 128).
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+    use crate::count::Category;
+
+    fn matrix() -> Tensor {
+        Tensor {
+            name: "attn_q.weight".into(),
+            kind: TensorKind::AttnQ,
+            category: Category::Attention,
+            layer: Some(0),
+            stack_layers: 1,
+            copies: 1,
+            rows: 4096,
+            cols: 4096,
+        }
+    }
+
+    const CTX: MixContext = MixContext {
+        gqa: 1,
+        experts: 0,
+        is_70b: false,
+        has_output: true,
+    };
+
+    fn bytes(f: WeightFormat) -> u64 {
+        f.tensor_bytes(&matrix(), CTX).unwrap().0
+    }
+
+    #[test]
+    fn gptq_awq_nf4_fp8_int8_int4() {
+        // GPTQ: qweight 4096/8·4096·4 + scales 32·4096·2 + qzeros 32·512·4 + g_idx 4096·4
+        //     = 8,388,608 + 262,144 + 65,536 + 16,384 = 8,732,672 B → 4.1640625 bpw
+        //     (FORMULAS.md: 4 + 16/g + 4/g + 32/N).
+        assert_eq!(bytes(WeightFormat::Gptq4), 8_732_672);
+        // AWQ: the same without g_idx = 8,716,288 B → 4.15625 bpw (4 + 20/g).
+        assert_eq!(bytes(WeightFormat::Awq4), 8_716_288);
+        // NF4: 16,777,216/2 packed + 262,144 blocks·4 B absmax + 64 B code table.
+        assert_eq!(
+            bytes(WeightFormat::Nf4 {
+                double_quant: false
+            }),
+            8_388_608 + 1_048_576 + 64
+        );
+        // NF4 + DQ: int8 absmax 262,144 + fp32 per 256 blocks 1,024·4 + 1,024 B map + 64.
+        assert_eq!(
+            bytes(WeightFormat::Nf4 { double_quant: true }),
+            8_388_608 + 262_144 + 4_096 + 1_024 + 64
+        );
+        // FP8: 1 B per weight + one fp32 scale, or 32·32 block scales.
+        assert_eq!(bytes(WeightFormat::Fp8 { block: false }), 16_777_216 + 4);
+        assert_eq!(
+            bytes(WeightFormat::Fp8 { block: true }),
+            16_777_216 + 32 * 32 * 4
+        );
+        // LLM.int8(): int8 + fp32 scale per output row.
+        assert_eq!(bytes(WeightFormat::Int8), 16_777_216 + 4096 * 4);
+        // int4 g128: packed + bf16 scale and zero per group: 8,388,608 + 32·4096·4 → 4.25 bpw.
+        assert_eq!(bytes(WeightFormat::Int4), 8_388_608 + 524_288);
+        assert_eq!(bytes(WeightFormat::Bf16), 33_554_432);
+    }
+
+    #[test]
+    fn hf_formats_keep_embeddings_and_vectors_16_bit() {
+        let mut t = matrix();
+        t.kind = TensorKind::TokenEmbedding;
+        assert_eq!(
+            WeightFormat::Gptq4.tensor_bytes(&t, CTX).unwrap().0,
+            33_554_432
+        );
+        t.kind = TensorKind::Norm;
+        t.rows = 1;
+        assert_eq!(
+            WeightFormat::Nf4 { double_quant: true }
+                .tensor_bytes(&t, CTX)
+                .unwrap()
+                .0,
+            8192
+        );
+        // GGUF keeps vectors in F32.
+        let q = WeightFormat::Gguf(GgufPreset::Q4_K_M)
+            .tensor_bytes(&t, CTX)
+            .unwrap();
+        assert_eq!(q, (16_384, "F32".into()));
+    }
+
+    #[test]
+    fn gguf_rows_not_multiple_of_a_block_fall_back() {
+        // llama.cpp: Q4_K needs ne[0] % 256 == 0, else Q5_0 (32-blocks).
+        let mut t = matrix();
+        t.cols = 4000;
+        let (b, ty) = WeightFormat::Gguf(GgufPreset::Q4_K_S)
+            .tensor_bytes(&t, CTX)
+            .unwrap();
+        assert_eq!(ty, "Q5_0");
+        assert_eq!(b, 4096 * (4000 / 32) * 22);
+    }
+}

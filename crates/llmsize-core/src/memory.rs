@@ -120,10 +120,8 @@ pub struct MemoryReport {
 }
 
 fn overflow(what: &str) -> SpecError {
-    SpecError::Invalid {
-        field: what.to_owned(),
-        found: "a size that overflows 64 bits".to_owned(),
-        expected: "a smaller batch, length or model".to_owned(),
+    SpecError::TooLarge {
+        what: what.to_owned(),
     }
 }
 
