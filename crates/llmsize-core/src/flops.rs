@@ -140,8 +140,21 @@ fn matmul_params(spec: &ModelSpec) -> MatmulParams {
     m
 }
 
+/// What attention costs in one layer: score and value widths, window, cross or self.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct AttentionShape {
+    /// `n_h·d_qk`.
+    qk: u64,
+    /// `n_h·d_v`.
+    v: u64,
+    /// Sliding window.
+    window: Option<u64>,
+    /// Cross-attention (never causal).
+    cross: bool,
+}
+
 /// Per layer `n_h·d_qk` and `n_h·d_v` (scores and values widths) and the layer's window.
-fn attention_widths(spec: &ModelSpec) -> Vec<(u64, u64, Option<u64>, bool)> {
+fn attention_widths(spec: &ModelSpec) -> Vec<AttentionShape> {
     let mut out = Vec::new();
     for l in spec.stacks.iter().flat_map(|s| &s.layers) {
         let w = |a: &Attention| match a {
@@ -152,10 +165,20 @@ fn attention_widths(spec: &ModelSpec) -> Vec<(u64, u64, Option<u64>, bool)> {
             ),
         };
         let (qk, v) = w(&l.attention);
-        out.push((qk, v, l.sliding_window, false));
+        out.push(AttentionShape {
+            qk,
+            v,
+            window: l.sliding_window,
+            cross: false,
+        });
         if let Some(c) = &l.cross_attention {
             let (qk, v) = w(c);
-            out.push((qk, v, None, true));
+            out.push(AttentionShape {
+                qk,
+                v,
+                window: None,
+                cross: true,
+            });
         }
     }
     out
@@ -229,46 +252,72 @@ pub fn flops(
     push_both("output_head", "V·d", m.head);
 
     let widths = attention_widths(spec);
-    let mut scores = 0u128;
-    let mut values = 0u128;
-    let mut decode_scores = 0u128;
-    let mut decode_values = 0u128;
-    for (qk, v, window, cross) in &widths {
+    // Layers that attend alike, counted together so the formula reads `L·2·b·pairs·width`.
+    let mut same: Vec<(AttentionShape, u64)> = Vec::new();
+    for w in &widths {
+        match same.iter_mut().find(|(x, _)| x == w) {
+            Some((_, n)) => *n += 1,
+            None => same.push((*w, 1)),
+        }
+    }
+    let pair_label = match convention {
+        AttentionConvention::Full => "s²",
+        AttentionConvention::Causal => "s(s+1)/2",
+    };
+    let (mut scores, mut values, mut decode_scores, mut decode_values) =
+        (0u128, 0u128, 0u128, 0u128);
+    let (mut f_scores, mut f_values, mut d_scores, mut d_values) = (vec![], vec![], vec![], vec![]);
+    for (
+        AttentionShape {
+            qk,
+            v,
+            window,
+            cross,
+        },
+        n,
+    ) in &same
+    {
         let p = pairs(s, *window, convention, *cross);
-        scores += 2 * b * p * u128::from(*qk);
-        values += 2 * b * p * u128::from(*v);
+        let n128 = u128::from(*n);
+        scores += n128 * 2 * b * p * u128::from(*qk);
+        values += n128 * 2 * b * p * u128::from(*v);
         let keys = match window {
             Some(w) if !cross => s.min(u128::from(*w)),
             _ => s,
         };
-        decode_scores += 2 * keys * u128::from(*qk);
-        decode_values += 2 * keys * u128::from(*v);
+        decode_scores += n128 * 2 * keys * u128::from(*qk);
+        decode_values += n128 * 2 * keys * u128::from(*v);
+        let what = match (window, cross) {
+            (_, true) => " (cross-attention)".to_owned(),
+            (Some(w), false) => format!(" (window {w})"),
+            (None, false) => String::new(),
+        };
+        f_scores.push(format!("{n}·2·{batch}·{p}·{qk}{what}"));
+        f_values.push(format!("{n}·2·{batch}·{p}·{v}{what}"));
+        d_scores.push(format!("{n}·2·{keys}·{qk}{what}"));
+        d_values.push(format!("{n}·2·{keys}·{v}{what}"));
     }
-    let pair_label = match convention {
-        AttentionConvention::Full => "s²".to_owned(),
-        AttentionConvention::Causal => "s(s+1)/2".to_owned(),
-    };
     forward.push(FlopsLine {
         key: "attention_scores",
         formula: format!(
-            "Σ_layers 2·b·{pair_label}·n_h·d_qk ({} layers)",
-            widths.len()
+            "layers·2·b·{pair_label}·n_h·d_qk = {}",
+            f_scores.join(" + ")
         ),
         flops: scores,
     });
     forward.push(FlopsLine {
         key: "attention_values",
-        formula: format!("Σ_layers 2·b·{pair_label}·n_h·d_v"),
+        formula: format!("layers·2·b·{pair_label}·n_h·d_v = {}", f_values.join(" + ")),
         flops: values,
     });
     per_token.push(FlopsLine {
         key: "attention_scores",
-        formula: format!("Σ_layers 2·c·n_h·d_qk, c = {seq_len} keys (window-capped)"),
+        formula: format!("layers·2·keys·n_h·d_qk = {}", d_scores.join(" + ")),
         flops: decode_scores,
     });
     per_token.push(FlopsLine {
         key: "attention_values",
-        formula: "Σ_layers 2·c·n_h·d_v".to_owned(),
+        formula: format!("layers·2·keys·n_h·d_v = {}", d_values.join(" + ")),
         flops: decode_values,
     });
     let forward_flops = forward.iter().map(|l| l.flops).sum();

@@ -87,6 +87,11 @@ pub fn render(name: &str, r: &FlopsReport, speed: Option<&SpeedReport>, explain:
             "(MoE: only the routed experts a token uses)".to_owned(),
         ],
         vec![
+            "6·P_active per training token".to_owned(),
+            thousands_u128(3 * two_active),
+            "(fwd 2·P + bwd 4·P; Kaplan, EleutherAI)".to_owned(),
+        ],
+        vec![
             "6·P per training token".to_owned(),
             thousands_u128(3 * two_p),
             format!(
@@ -118,7 +123,7 @@ the matmuls use {} parameters per token; attention adds 4·n_h·d_h per key per 
                 "decode step".to_owned(),
                 human_seconds(s.decode_step_seconds),
                 format!(
-                    "{} bound: {} B read, {} FLOPs",
+                    "{} bound: {} B read, {}",
                     s.decode_bound,
                     thousands(s.decode_bytes),
                     human_flops(s.decode_flops)
