@@ -203,6 +203,17 @@ fn pairs(s: u128, window: Option<u64>, convention: AttentionConvention, cross: b
     }
 }
 
+/// The product, or `None` when it does not fit 128 bits.
+fn prod(factors: &[u128]) -> Option<u128> {
+    factors.iter().try_fold(1u128, |a, f| a.checked_mul(*f))
+}
+
+fn too_large() -> SpecError {
+    SpecError::TooLarge {
+        what: "FLOPs".into(),
+    }
+}
+
 /// Count the FLOPs.
 pub fn flops(
     spec: &ModelSpec,
@@ -225,31 +236,30 @@ pub fn flops(
     let m = matmul_params(spec);
     let s = u128::from(seq_len);
     let b = u128::from(batch);
-    let tokens = b * s;
-    let linear = |key: &'static str, label: &str, p: u64| FlopsLine {
-        key,
-        formula: format!("2·b·s·{label} = 2·{batch}·{seq_len}·{p}"),
-        flops: 2 * tokens * u128::from(p),
-    };
     let mut forward = Vec::new();
     let mut per_token = Vec::new();
-    let mut push_both = |key: &'static str, label: &str, p: u64| {
+    for (key, label, p) in [
+        ("attention_projections", "W_attn", m.attention),
+        ("ffn", "W_ffn", m.ffn),
+        ("moe_router", "W_router", m.router),
+        ("moe_experts_active", "k·W_expert", m.experts),
+        ("moe_shared_experts", "W_shared", m.shared),
+        ("embedding_projection_and_heads", "W_other", m.other),
+        ("output_head", "V·d", m.head),
+    ] {
         if p > 0 {
-            forward.push(linear(key, label, p));
+            forward.push(FlopsLine {
+                key,
+                formula: format!("2·b·s·{label} = 2·{batch}·{seq_len}·{p}"),
+                flops: prod(&[2, b, s, u128::from(p)]).ok_or_else(too_large)?,
+            });
             per_token.push(FlopsLine {
                 key,
                 formula: format!("2·{label} = 2·{p}"),
                 flops: 2 * u128::from(p),
             });
         }
-    };
-    push_both("attention_projections", "W_attn", m.attention);
-    push_both("ffn", "W_ffn", m.ffn);
-    push_both("moe_router", "W_router", m.router);
-    push_both("moe_experts_active", "k·W_expert", m.experts);
-    push_both("moe_shared_experts", "W_shared", m.shared);
-    push_both("embedding_projection_and_heads", "W_other", m.other);
-    push_both("output_head", "V·d", m.head);
+    }
 
     let widths = attention_widths(spec);
     // Layers that attend alike, counted together so the formula reads `L·2·b·pairs·width`.
@@ -279,14 +289,19 @@ pub fn flops(
     {
         let p = pairs(s, *window, convention, *cross);
         let n128 = u128::from(*n);
-        scores += n128 * 2 * b * p * u128::from(*qk);
-        values += n128 * 2 * b * p * u128::from(*v);
+        let add = |acc: u128, f: &[u128]| {
+            prod(f)
+                .and_then(|x| acc.checked_add(x))
+                .ok_or_else(too_large)
+        };
+        scores = add(scores, &[n128, 2, b, p, u128::from(*qk)])?;
+        values = add(values, &[n128, 2, b, p, u128::from(*v)])?;
         let keys = match window {
             Some(w) if !cross => s.min(u128::from(*w)),
             _ => s,
         };
-        decode_scores += n128 * 2 * keys * u128::from(*qk);
-        decode_values += n128 * 2 * keys * u128::from(*v);
+        decode_scores = add(decode_scores, &[n128, 2, keys, u128::from(*qk)])?;
+        decode_values = add(decode_values, &[n128, 2, keys, u128::from(*v)])?;
         let what = match (window, cross) {
             (_, true) => " (cross-attention)".to_owned(),
             (Some(w), false) => format!(" (window {w})"),
@@ -320,8 +335,14 @@ pub fn flops(
         formula: format!("layers·2·keys·n_h·d_v = {}", d_values.join(" + ")),
         flops: decode_values,
     });
-    let forward_flops = forward.iter().map(|l| l.flops).sum();
-    let per_token_flops = per_token.iter().map(|l| l.flops).sum();
+    let forward_flops = forward
+        .iter()
+        .try_fold(0u128, |a, l| a.checked_add(l.flops))
+        .ok_or_else(too_large)?;
+    let per_token_flops = per_token
+        .iter()
+        .try_fold(0u128, |a, l| a.checked_add(l.flops))
+        .ok_or_else(too_large)?;
     let matmul = m.attention + m.ffn + m.router + m.experts + m.shared + m.head + m.other;
     Ok(FlopsReport {
         seq_len,

@@ -97,7 +97,9 @@ pub fn speed(
     let experts = expert_bytes(spec, memory.options.format)?;
     let weights_read = memory.weights_bytes - experts + (experts as f64 * touched).round() as u64;
     let decode_bytes = weights_read.saturating_add(memory.kv_bytes);
-    let decode_flops = flops.per_token_flops * u128::from(flops.batch);
+    let decode_flops = flops
+        .per_token_flops
+        .saturating_mul(u128::from(flops.batch));
     let t_mem = decode_bytes as f64 / (gpus * options.gpu.bandwidth * options.bandwidth_efficiency);
     let t_compute = decode_flops as f64 / (gpus * peak * options.mfu);
     let (decode_step_seconds, decode_bound) = if t_mem >= t_compute {

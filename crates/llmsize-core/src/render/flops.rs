@@ -96,7 +96,10 @@ pub fn render(name: &str, r: &FlopsReport, speed: Option<&SpeedReport>, explain:
             thousands_u128(3 * two_p),
             format!(
                 "exact 3 × forward per token = {}",
-                thousands_u128(3 * r.forward_flops / u128::from(r.seq_len * r.batch))
+                thousands_u128(
+                    r.forward_flops.saturating_mul(3)
+                        / u128::from(r.seq_len).saturating_mul(u128::from(r.batch))
+                )
             ),
         ],
     ];

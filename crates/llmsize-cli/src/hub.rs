@@ -1,0 +1,181 @@
+//! The local Hugging Face cache, laid out as `huggingface_hub` lays it out:
+//! `<cache>/models--<org>--<name>/refs/<revision>` holds a commit hash and
+//! `<cache>/models--<org>--<name>/snapshots/<hash>/` the files (symlinks into `blobs/`).
+//!
+//! The cache directory is `HF_HUB_CACHE`, else `HF_HOME/hub`, else
+//! `XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub`. Nothing here touches
+//! the network.
+
+use std::path::{Path, PathBuf};
+
+use crate::resolve::with_hint;
+
+/// Environment the cache location depends on (passed in so tests need no global state).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HubEnv {
+    pub(crate) hf_hub_cache: Option<PathBuf>,
+    pub(crate) hf_home: Option<PathBuf>,
+    pub(crate) xdg_cache_home: Option<PathBuf>,
+    pub(crate) home: Option<PathBuf>,
+}
+
+impl HubEnv {
+    /// Read from the process environment.
+    pub(crate) fn from_process() -> Self {
+        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        HubEnv {
+            hf_hub_cache: var("HF_HUB_CACHE").or_else(|| var("HUGGINGFACE_HUB_CACHE")),
+            hf_home: var("HF_HOME"),
+            xdg_cache_home: var("XDG_CACHE_HOME"),
+            home: var("HOME"),
+        }
+    }
+
+    /// The hub cache directory.
+    pub(crate) fn cache_dir(&self) -> Option<PathBuf> {
+        if let Some(p) = &self.hf_hub_cache {
+            return Some(p.clone());
+        }
+        if let Some(p) = &self.hf_home {
+            return Some(p.join("hub"));
+        }
+        if let Some(p) = &self.xdg_cache_home {
+            return Some(p.join("huggingface").join("hub"));
+        }
+        self.home
+            .as_ref()
+            .map(|h| h.join(".cache").join("huggingface").join("hub"))
+    }
+}
+
+/// True for strings shaped like a Hub model id (`org/name`, no path syntax).
+pub(crate) fn looks_like_repo_id(s: &str) -> bool {
+    let mut parts = s.split('/');
+    let (Some(org), Some(name), None) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let ok = |p: &str| {
+        !p.is_empty()
+            && p != "."
+            && p != ".."
+            && p.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
+    ok(org) && ok(name)
+}
+
+/// The snapshot directory of `repo` at `revision` in the cache, if the repo is cached.
+///
+/// `Ok(None)`: the repo is not in the cache at all. An error: it is there but broken (a ref
+/// without its snapshot), which deserves a message rather than a fall-through.
+pub(crate) fn snapshot(env: &HubEnv, repo: &str, revision: &str) -> anyhow::Result<Option<PathBuf>> {
+    let Some(cache) = env.cache_dir() else {
+        return Ok(None);
+    };
+    let folder = cache.join(format!("models--{}", repo.replace('/', "--")));
+    if !folder.is_dir() {
+        return Ok(None);
+    }
+    let is_hash = revision.len() == 40 && revision.chars().all(|c| c.is_ascii_hexdigit());
+    let commit = if is_hash {
+        revision.to_owned()
+    } else {
+        let reference = folder.join("refs").join(revision);
+        match std::fs::read_to_string(&reference) {
+            Ok(s) => s.trim().to_owned(),
+            Err(_) => {
+                return Err(with_hint(
+                    format!(
+                        "`{repo}` is in the Hugging Face cache (`{}`) but has no ref `{revision}`",
+                        folder.display()
+                    ),
+                    "download it again, or pass `--revision` with a commit hash under `snapshots/`".into(),
+                ));
+            }
+        }
+    };
+    let snap = folder.join("snapshots").join(&commit);
+    if !snap.is_dir() {
+        return Err(with_hint(
+            format!(
+                "the Hugging Face cache entry of `{repo}` is broken: ref `{revision}` points to commit `{commit}`, but `{}` is missing",
+                snap.display()
+            ),
+            "download the model again (`huggingface-cli download`), or pass `--online`".into(),
+        ));
+    }
+    Ok(Some(snap))
+}
+
+/// Files of a snapshot (or any model directory) that matter: config, safetensors, index, GGUF.
+pub(crate) fn list_weights(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| anyhow::anyhow!("failed to list `{}`: {e}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|x| x == "safetensors" || x == "gguf")
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_dir_precedence() {
+        let env = HubEnv {
+            hf_hub_cache: None,
+            hf_home: Some("/h".into()),
+            xdg_cache_home: Some("/x".into()),
+            home: Some("/home/u".into()),
+        };
+        assert_eq!(env.cache_dir(), Some(PathBuf::from("/h/hub")));
+        let env = HubEnv {
+            hf_home: None,
+            ..env
+        };
+        assert_eq!(env.cache_dir(), Some(PathBuf::from("/x/huggingface/hub")));
+        let env = HubEnv {
+            xdg_cache_home: None,
+            ..env
+        };
+        assert_eq!(env.cache_dir(), Some(PathBuf::from("/home/u/.cache/huggingface/hub")));
+    }
+
+    #[test]
+    fn repo_ids() {
+        assert!(looks_like_repo_id("meta-llama/Llama-2-7b-hf"));
+        assert!(looks_like_repo_id("sentence-transformers/all-MiniLM-L6-v2"));
+        assert!(!looks_like_repo_id("./config.json"));
+        assert!(!looks_like_repo_id("a/b/c"));
+        assert!(!looks_like_repo_id("../x"));
+        assert!(!looks_like_repo_id("gpt2"));
+    }
+
+    #[test]
+    fn snapshot_resolution_and_broken_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = HubEnv {
+            hf_hub_cache: Some(dir.path().to_path_buf()),
+            ..HubEnv::default()
+        };
+        assert!(snapshot(&env, "org/model", "main").unwrap().is_none());
+        let repo = dir.path().join("models--org--model");
+        std::fs::create_dir_all(repo.join("refs")).unwrap();
+        let hash = "0123456789abcdef0123456789abcdef01234567";
+        std::fs::write(repo.join("refs/main"), hash).unwrap();
+        let err = snapshot(&env, "org/model", "main").unwrap_err();
+        assert!(format!("{err:#}").contains("is broken"), "{err:#}");
+        std::fs::create_dir_all(repo.join("snapshots").join(hash)).unwrap();
+        assert_eq!(
+            snapshot(&env, "org/model", "main").unwrap(),
+            Some(repo.join("snapshots").join(hash))
+        );
+        assert!(snapshot(&env, "org/model", "v2").is_err());
+    }
+}
