@@ -1,0 +1,613 @@
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "test code: sizes are small"
+)]
+
+use std::fmt::Write as _;
+
+use super::*;
+
+const F: &str = "model.safetensors";
+
+/// The first 8 + N bytes of a file whose header is `json`, and the file length with
+/// `data_len` data bytes after it.
+fn file(json: &str, data_len: u64) -> (Vec<u8>, u64) {
+    let mut bytes = (json.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(json.as_bytes());
+    let file_len = bytes.len() as u64 + data_len;
+    (bytes, file_len)
+}
+
+fn parse(json: &str, data_len: u64) -> Result<SafetensorsHeader, WeightsError> {
+    let (bytes, file_len) = file(json, data_len);
+    parse_header(&bytes, file_len, F)
+}
+
+fn tensor(name: &str, dtype: &str, shape: &str, begin: u64, end: u64) -> String {
+    format!(r#""{name}":{{"dtype":"{dtype}","shape":{shape},"data_offsets":[{begin},{end}]}}"#)
+}
+
+#[test]
+fn ok_single_tensor() {
+    let json = format!("{{{}}}", tensor("w", "BF16", "[4,3]", 0, 24));
+    let h = parse(&json, 24).unwrap();
+    assert_eq!(h.header_len, json.len() as u64);
+    assert_eq!(h.data_start, 8 + json.len() as u64);
+    assert_eq!(h.data_len, 24);
+    assert_eq!(
+        h.tensors,
+        vec![SafetensorsTensor {
+            name: "w".into(),
+            dtype: Dtype::BF16,
+            shape: vec![4, 3],
+            elements: 12,
+            bytes: 24,
+            data_offsets: [0, 24],
+        }]
+    );
+    assert_eq!((h.total_elements, h.total_bytes), (12, 24));
+    assert!(h.metadata.is_empty());
+}
+
+#[test]
+fn ok_tensors_in_offset_order_with_metadata() {
+    let json = format!(
+        r#"{{"__metadata__":{{"format":"pt","b":"x"}},{},{},{}}}"#,
+        tensor("z.last", "F32", "[2]", 10, 18),
+        tensor("a.first", "I64", "[1]", 0, 8),
+        tensor("m.mid", "U8", "[2]", 8, 10),
+    );
+    let h = parse(&json, 18).unwrap();
+    let names: Vec<&str> = h.tensors.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["a.first", "m.mid", "z.last"]);
+    assert_eq!(h.metadata.get("format").map(String::as_str), Some("pt"));
+    assert_eq!(h.metadata.len(), 2);
+    assert_eq!(h.total_elements, 5);
+    assert_eq!(h.tensor("m.mid").unwrap().dtype, Dtype::U8);
+    assert!(h.tensor("nope").is_none());
+}
+
+#[test]
+fn ok_zero_size_scalar_and_null_metadata() {
+    let json = format!(
+        r#"{{"__metadata__":null,{},{},{}}}"#,
+        tensor("empty", "F32", "[0,7]", 0, 0),
+        tensor("scalar", "F64", "[]", 0, 8),
+        tensor("after", "F16", "[1]", 8, 10),
+    );
+    let h = parse(&json, 10).unwrap();
+    assert_eq!(h.tensor("empty").unwrap().elements, 0);
+    assert_eq!(h.tensor("scalar").unwrap().elements, 1);
+    assert_eq!(h.tensors[0].name, "empty");
+}
+
+#[test]
+fn ok_every_dtype_size_in_bits() {
+    // 6 elements of each dtype: ceil(6 x bits / 8) bytes.
+    let mut entries = Vec::new();
+    let mut offset = 0;
+    for dtype in Dtype::ALL {
+        let bytes = (6 * dtype.bits()).div_ceil(8);
+        entries.push(tensor(
+            dtype.as_str(),
+            dtype.as_str(),
+            "[2,3]",
+            offset,
+            offset + bytes,
+        ));
+        offset += bytes;
+        assert_eq!(Dtype::from_name(dtype.as_str()), Some(dtype));
+        assert_eq!(dtype.to_string(), dtype.as_str());
+    }
+    let h = parse(&format!("{{{}}}", entries.join(",")), offset).unwrap();
+    assert_eq!(h.tensors.len(), Dtype::ALL.len());
+    assert_eq!(h.tensor("F4").unwrap().bytes, 3);
+    assert_eq!(h.tensor("F6_E2M3").unwrap().bytes, 5); // 36 bits
+    assert_eq!(h.tensor("C64").unwrap().bytes, 48);
+    assert_eq!(h.total_elements, 6 * Dtype::ALL.len() as u64);
+}
+
+#[test]
+fn ok_sub_byte_odd_count_rounds_up() {
+    let json = format!("{{{}}}", tensor("q", "F4", "[3]", 0, 2));
+    assert_eq!(parse(&json, 2).unwrap().tensors[0].bytes, 2);
+}
+
+#[test]
+fn ok_trailing_spaces_and_bytes_after_header_ignored() {
+    // Writers pad the header with spaces to align the data section.
+    let json = format!("{{{}}}      ", tensor("w", "U8", "[3]", 0, 3));
+    let (mut bytes, file_len) = file(&json, 3);
+    bytes.extend_from_slice(&[1, 2, 3]);
+    assert_eq!(parse_header(&bytes, file_len, F).unwrap().tensors.len(), 1);
+}
+
+#[test]
+fn ok_empty_header() {
+    let h = parse("{}", 0).unwrap();
+    assert!(h.tensors.is_empty());
+    assert_eq!(h.total_bytes, 0);
+}
+
+#[test]
+fn ok_header_len_then_exact_read() {
+    let json = format!("{{{}}}", tensor("w", "U8", "[3]", 0, 3));
+    let (bytes, file_len) = file(&json, 3);
+    let n = header_len(&bytes[..8], file_len, F).unwrap();
+    assert_eq!(n, json.len() as u64);
+    let err = parse_header(&bytes[..20], file_len, F).unwrap_err();
+    assert_eq!(err.needed_at_least(), Some(8 + n));
+    assert!(err.is_need_more_bytes());
+    assert!(parse_header(&bytes[..(8 + n) as usize], file_len, F).is_ok());
+}
+
+#[test]
+fn err_truncated_file() {
+    // Even when the caller passes 8 bytes, a file length under 8 is a truncated file.
+    assert!(matches!(
+        header_len(&[0; 8], 3, F).unwrap_err(),
+        WeightsError::Truncated { .. }
+    ));
+    let err = header_len(&[1, 2, 3], 3, F).unwrap_err();
+    assert!(matches!(
+        err,
+        WeightsError::Truncated {
+            needed: 8,
+            file_len: 3,
+            ..
+        }
+    ));
+    assert_eq!(
+        err.to_string(),
+        "`model.safetensors`: header length at byte 0 needs 8 bytes but the file ends at byte 3"
+    );
+}
+
+#[test]
+fn err_need_more_bytes_for_length() {
+    let err = header_len(&[1, 2, 3], 100, F).unwrap_err();
+    assert!(matches!(
+        err,
+        WeightsError::NeedMoreBytes {
+            have: 3,
+            needed_at_least: 8,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn err_huge_length() {
+    let bytes = u64::MAX.to_le_bytes();
+    let err = parse_header(&bytes, 1 << 40, F).unwrap_err();
+    assert!(matches!(
+        err,
+        WeightsError::HeaderTooLarge {
+            header_len: u64::MAX,
+            max: MAX_HEADER_SIZE,
+            ..
+        }
+    ));
+    assert_eq!(
+        err.to_string(),
+        "`model.safetensors`: header is 18446744073709551615 bytes, more than the limit of 100000000"
+    );
+}
+
+#[test]
+fn err_length_past_file() {
+    let bytes = 1000u64.to_le_bytes();
+    let err = parse_header(&bytes, 500, F).unwrap_err();
+    assert!(matches!(
+        err,
+        WeightsError::HeaderPastEnd {
+            header_len: 1000,
+            available: 492,
+            file_len: 500,
+            ..
+        }
+    ));
+    assert_eq!(
+        err.to_string(),
+        "`model.safetensors`: header length is 1000 bytes but only 492 bytes follow the 8-byte length (file length 500)"
+    );
+}
+
+#[test]
+fn err_prefix_longer_than_file() {
+    let (bytes, _) = file("{}", 0);
+    let err = parse_header(&bytes, 5, F).unwrap_err();
+    assert!(matches!(
+        err,
+        WeightsError::PrefixLongerThanFile {
+            prefix_len: 10,
+            file_len: 5,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn err_bad_utf8() {
+    let mut bytes = 4u64.to_le_bytes().to_vec();
+    bytes.extend_from_slice(b"{\"\xff\"");
+    let err = parse_header(&bytes, 12, F).unwrap_err();
+    assert_eq!(
+        err,
+        WeightsError::HeaderNotUtf8 {
+            file: F.into(),
+            offset: 10
+        }
+    );
+}
+
+#[test]
+fn err_not_json() {
+    let err = parse("{\"w\":", 0).unwrap_err();
+    assert!(matches!(err, WeightsError::Json { line: 1, .. }), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("`model.safetensors`: not valid JSON at line 1, column")
+    );
+}
+
+#[test]
+fn err_not_object() {
+    for (json, found) in [
+        ("[1,2]", "an array"),
+        ("3", "a number"),
+        ("\"x\"", "a string"),
+        ("null", "null"),
+        ("true", "a boolean"),
+    ] {
+        let err = parse(json, 0).unwrap_err();
+        assert_eq!(
+            err,
+            WeightsError::NotAnObject {
+                file: F.into(),
+                found
+            },
+            "{json}"
+        );
+    }
+    assert_eq!(
+        parse("[]", 0).unwrap_err().to_string(),
+        "`model.safetensors`: the JSON document is an array, expected an object"
+    );
+}
+
+#[test]
+fn err_duplicate_tensor() {
+    let t = tensor("w", "U8", "[1]", 0, 1);
+    let err = parse(&format!("{{{t},{t}}}"), 1).unwrap_err();
+    assert!(matches!(err, WeightsError::DuplicateTensor { ref tensor, .. } if tensor == "w"));
+}
+
+#[test]
+fn err_duplicate_metadata() {
+    let err = parse(r#"{"__metadata__":{},"__metadata__":{}}"#, 0).unwrap_err();
+    assert!(matches!(err, WeightsError::DuplicateKey { ref key, .. } if key == "__metadata__"));
+}
+
+#[test]
+fn err_metadata_not_strings() {
+    let err = parse(r#"{"__metadata__":[]}"#, 0).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "`model.safetensors`: `__metadata__` is an array, expected an object"
+    );
+    let err = parse(r#"{"__metadata__":{"format":3}}"#, 0).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "`model.safetensors`: `__metadata__` value of `format` is a number, expected a string"
+    );
+}
+
+fn entry_problem(entry: &str) -> String {
+    match parse(&format!(r#"{{"t":{entry}}}"#), 0).unwrap_err() {
+        WeightsError::InvalidTensorEntry {
+            tensor, problem, ..
+        } => {
+            assert_eq!(tensor, "t");
+            problem
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn err_invalid_tensor_entries() {
+    assert_eq!(
+        entry_problem("3"),
+        "entry is a number, expected an object with `dtype`, `shape` and `data_offsets`"
+    );
+    assert_eq!(
+        entry_problem(r#"{"shape":[],"data_offsets":[0,0]}"#),
+        "`dtype` is missing"
+    );
+    assert_eq!(
+        entry_problem(r#"{"dtype":1,"shape":[],"data_offsets":[0,0]}"#),
+        "`dtype` is a number, expected a string"
+    );
+    assert_eq!(
+        entry_problem(r#"{"dtype":"U8","data_offsets":[0,0]}"#),
+        "`shape` is missing"
+    );
+    assert_eq!(
+        entry_problem(r#"{"dtype":"U8","shape":{},"data_offsets":[0,0]}"#),
+        "`shape` is an object, expected an array"
+    );
+    assert_eq!(
+        entry_problem(r#"{"dtype":"U8","shape":[2,-1],"data_offsets":[0,0]}"#),
+        "`shape[1]` is -1, expected a non-negative integer"
+    );
+    assert_eq!(
+        entry_problem(r#"{"dtype":"U8","shape":[2.5],"data_offsets":[0,0]}"#),
+        "`shape[0]` is 2.5, expected a non-negative integer"
+    );
+    assert_eq!(
+        entry_problem(r#"{"dtype":"U8","shape":[]}"#),
+        "`data_offsets` is missing"
+    );
+    assert_eq!(
+        entry_problem(r#"{"dtype":"U8","shape":[],"data_offsets":[0]}"#),
+        "`data_offsets` has 1 items, expected 2"
+    );
+    assert_eq!(
+        entry_problem(r#"{"dtype":"U8","shape":[],"data_offsets":"0,1"}"#),
+        "`data_offsets` is a string, expected an array of 2 integers"
+    );
+    assert_eq!(
+        entry_problem(r#"{"dtype":"U8","shape":[],"data_offsets":[0,"1"]}"#),
+        "`data_offsets` end is \"1\", expected a non-negative integer"
+    );
+}
+
+#[test]
+fn err_unknown_dtype() {
+    let err = parse(&format!("{{{}}}", tensor("t", "F7", "[1]", 0, 1)), 1).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "`model.safetensors`: tensor `t` has unknown dtype `F7`"
+    );
+    // Names are case-sensitive, as in the reference reader.
+    let err = parse(&format!("{{{}}}", tensor("t", "bf16", "[1]", 0, 2)), 2).unwrap_err();
+    assert!(matches!(err, WeightsError::UnknownDtype { ref dtype, .. } if dtype == "bf16"));
+}
+
+#[test]
+fn err_too_many_dims() {
+    let shape = format!("[{}]", vec!["1"; 17].join(","));
+    let err = parse(&format!("{{{}}}", tensor("t", "U8", &shape, 0, 1)), 1).unwrap_err();
+    assert!(matches!(
+        err,
+        WeightsError::TooManyDims {
+            ndim: 17,
+            max: 16,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn err_overflowing_shape() {
+    let json = format!("{{{}}}", tensor("t", "U8", "[4294967296,4294967296]", 0, 0));
+    let err = parse(&json, 0).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "`model.safetensors`: tensor `t` with shape [4294967296, 4294967296] overflows 64 bits"
+    );
+    // The element count fits, its size in bytes does not.
+    let json = format!("{{{}}}", tensor("t", "F64", "[4611686018427387904]", 0, 0));
+    assert!(matches!(
+        parse(&json, 0).unwrap_err(),
+        WeightsError::ShapeOverflow { .. }
+    ));
+}
+
+#[test]
+fn err_bytes_mismatch() {
+    let err = parse(&format!("{{{}}}", tensor("t", "F32", "[3]", 0, 8)), 8).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "`model.safetensors`: tensor `t` declares 8 bytes but shape [3] x `F32` needs 12"
+    );
+}
+
+#[test]
+fn err_offsets_reversed() {
+    let err = parse(&format!("{{{}}}", tensor("t", "U8", "[0]", 5, 4)), 5).unwrap_err();
+    assert!(matches!(
+        err,
+        WeightsError::InvalidOffsets {
+            begin: 5,
+            end: 4,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn err_overlapping_offsets() {
+    let json = format!(
+        "{{{},{}}}",
+        tensor("a", "U8", "[8]", 0, 8),
+        tensor("b", "U8", "[8]", 4, 12)
+    );
+    let err = parse(&json, 12).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "`model.safetensors`: tensors `a` (data bytes 0..8) and `b` (from 4) overlap"
+    );
+}
+
+#[test]
+fn err_offsets_past_the_end() {
+    let err = parse(&format!("{{{}}}", tensor("t", "U8", "[8]", 0, 8)), 7).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "`model.safetensors`: tensor `t` ends at data offset 8 but the data section is 7 bytes"
+    );
+}
+
+#[test]
+fn err_gap() {
+    let json = format!(
+        "{{{},{}}}",
+        tensor("a", "U8", "[4]", 0, 4),
+        tensor("b", "U8", "[4]", 6, 10)
+    );
+    let err = parse(&json, 10).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "`model.safetensors`: data bytes 4..6 belong to no tensor (before `b`)"
+    );
+    let err = parse(&format!("{{{}}}", tensor("a", "U8", "[4]", 2, 6)), 6).unwrap_err();
+    assert!(matches!(
+        err,
+        WeightsError::DataGap {
+            gap_begin: 0,
+            gap_end: 2,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn err_data_not_covered() {
+    let err = parse(&format!("{{{}}}", tensor("a", "U8", "[4]", 0, 4)), 9).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "`model.safetensors`: tensors cover 4 data bytes but the data section is 9 bytes"
+    );
+}
+
+#[test]
+fn err_too_many_tensors() {
+    // Entries are counted before any is validated, so cheap invalid ones suffice.
+    let mut json = String::with_capacity(12 * 1_000_002);
+    json.push('{');
+    for i in 0..=MAX_TENSORS {
+        write!(json, "\"{i}\":0,").unwrap();
+    }
+    json.push_str("\"__metadata__\":{}}");
+    let err = parse(&json, 0).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            WeightsError::TooManyTensors {
+                count: 1_000_001,
+                max: MAX_TENSORS,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn ok_index() {
+    let text = r#"{
+      "metadata": {"total_size": 1234},
+      "weight_map": {
+        "lm_head.weight": "model-00002-of-00002.safetensors",
+        "model.embed_tokens.weight": "model-00001-of-00002.safetensors",
+        "model.norm.weight": "model-00002-of-00002.safetensors"
+      }
+    }"#;
+    let index = parse_index(text, "model.safetensors.index.json").unwrap();
+    assert_eq!(index.total_size, Some(1234));
+    assert_eq!(
+        index.shards,
+        [
+            "model-00001-of-00002.safetensors",
+            "model-00002-of-00002.safetensors"
+        ]
+    );
+    assert_eq!(
+        index
+            .tensors_in("model-00002-of-00002.safetensors")
+            .collect::<Vec<_>>(),
+        ["lm_head.weight", "model.norm.weight"]
+    );
+}
+
+#[test]
+fn ok_index_without_metadata_and_float_total() {
+    let index = parse_index(r#"{"weight_map":{}}"#, "i").unwrap();
+    assert_eq!(index.total_size, None);
+    assert!(index.shards.is_empty());
+    let index = parse_index(
+        r#"{"metadata":{"total_size":1.5e10},"weight_map":{"a":"x.safetensors"}}"#,
+        "i",
+    )
+    .unwrap();
+    assert_eq!(index.total_size, Some(15_000_000_000));
+}
+
+#[test]
+fn err_index() {
+    let problem = |text: &str| match parse_index(text, "i").unwrap_err() {
+        WeightsError::InvalidIndex { problem, .. } => problem,
+        other => panic!("unexpected {other:?}"),
+    };
+    assert_eq!(problem(r#"{"metadata":{}}"#), "`weight_map` is missing");
+    assert_eq!(
+        problem(r#"{"weight_map":[]}"#),
+        "`weight_map` is an array, expected an object"
+    );
+    assert_eq!(
+        problem(r#"{"weight_map":{"a":1}}"#),
+        "`weight_map` entry `a` is a number, expected a file name"
+    );
+    assert_eq!(
+        problem(r#"{"weight_map":{"a":"../x.safetensors"}}"#),
+        "`weight_map` entry `a` names shard `../x.safetensors`, expected a plain file name"
+    );
+    assert_eq!(
+        problem(r#"{"weight_map":{"a":""}}"#),
+        "`weight_map` entry `a` names shard ``, expected a plain file name"
+    );
+    assert_eq!(
+        problem(r#"{"metadata":{"total_size":-1},"weight_map":{}}"#),
+        "`metadata.total_size` is -1, expected a non-negative integer"
+    );
+    assert_eq!(
+        problem(r#"{"metadata":{"total_size":"12"},"weight_map":{}}"#),
+        "`metadata.total_size` is \"12\", expected a non-negative integer"
+    );
+    assert_eq!(
+        problem(r#"{"metadata":[],"weight_map":{}}"#),
+        "`metadata` is an array, expected an object"
+    );
+    assert!(matches!(
+        parse_index("[]", "i").unwrap_err(),
+        WeightsError::NotAnObject { .. }
+    ));
+    assert!(matches!(
+        parse_index("{", "i").unwrap_err(),
+        WeightsError::Json { .. }
+    ));
+    assert!(matches!(
+        parse_index(r#"{"weight_map":{},"weight_map":{}}"#, "i").unwrap_err(),
+        WeightsError::DuplicateKey { .. }
+    ));
+}
+
+#[test]
+fn err_total_elements_overflow() {
+    // Two F4 tensors of 2^63 elements (2^62 bytes each) tile a 2^63-byte data section.
+    let json = format!(
+        "{{{},{}}}",
+        tensor("a", "F4", "[9223372036854775808]", 0, 1 << 62),
+        tensor("b", "F4", "[9223372036854775808]", 1 << 62, 1 << 63)
+    );
+    let err = parse(&json, 1 << 63).unwrap_err();
+    assert_eq!(
+        err,
+        WeightsError::TotalOverflow {
+            file: F.into(),
+            what: "elements"
+        }
+    );
+}
