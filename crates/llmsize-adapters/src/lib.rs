@@ -6,7 +6,9 @@
 
 #![deny(missing_docs)]
 
+pub mod checkpoint;
 pub mod error;
+pub mod gguf_config;
 pub mod hf_config;
 pub mod presets;
 

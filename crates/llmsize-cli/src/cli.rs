@@ -32,6 +32,14 @@ pub(crate) enum Command {
     /// FLOPs of a forward pass and of one generated token, by component; speed on a GPU
     #[command(after_help = EXIT_CODES)]
     Flops(FlopsArgs),
+    /// Count the tensors of weight files: SafeTensors (file, shards, directory), GGUF, or a
+    /// Hub repo in the local cache; by component and stored type, buffers apart
+    #[command(after_help = EXIT_CODES)]
+    Inspect(WeightsArgs),
+    /// Compare the config-based count with the tensors of the weight files, component by
+    /// component; exit 0 when they agree, 1 when they do not
+    #[command(after_help = EXIT_CODES)]
+    Audit(WeightsArgs),
     /// List the built-in presets with their sizes
     #[command(after_help = EXIT_CODES)]
     Presets(PresetsArgs),
@@ -50,6 +58,21 @@ pub(crate) struct ModelArgs {
     /// Override a config field before counting (repeatable), e.g. `num_key_value_heads=8`
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub(crate) set: Vec<String>,
+
+    #[command(flatten)]
+    pub(crate) hub: HubArgs,
+}
+
+/// Where Hub repo ids are looked up.
+#[derive(Debug, Args)]
+pub(crate) struct HubArgs {
+    /// Fetch a Hub repo that is not in the local cache: only config.json and the weight
+    /// headers (HTTP range requests), from `HF_ENDPOINT` with `HF_TOKEN`
+    #[arg(long)]
+    pub(crate) online: bool,
+    /// Branch, tag or commit of a Hub repo (cache or `--online`)
+    #[arg(long, default_value = "main")]
+    pub(crate) revision: String,
 }
 
 /// Sizes parsed with `k`/`m` suffixes (1k = 1024 tokens, as context lengths are quoted).
@@ -206,6 +229,9 @@ pub(crate) struct ParamsArgs {
     pub(crate) head: HeadArg,
 
     #[command(flatten)]
+    pub(crate) hub: HubArgs,
+
+    #[command(flatten)]
     pub(crate) design: DesignArgs,
 }
 
@@ -255,6 +281,18 @@ pub(crate) enum HeadArg {
     Base,
     /// The language-model head (causal or masked)
     Lm,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct WeightsArgs {
+    /// A `.safetensors`, `model.safetensors.index.json`, `.gguf`, a directory, or a Hub repo id
+    #[arg(value_name = "MODEL")]
+    pub(crate) model: String,
+    #[command(flatten)]
+    pub(crate) hub: HubArgs,
+    /// Print JSON
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -6,7 +6,7 @@
 //! `XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub`. Nothing here touches
 //! the network.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::resolve::with_hint;
 
@@ -22,7 +22,11 @@ pub(crate) struct HubEnv {
 impl HubEnv {
     /// Read from the process environment.
     pub(crate) fn from_process() -> Self {
-        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let var = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
         HubEnv {
             hf_hub_cache: var("HF_HUB_CACHE").or_else(|| var("HUGGINGFACE_HUB_CACHE")),
             hf_home: var("HF_HOME"),
@@ -68,7 +72,11 @@ pub(crate) fn looks_like_repo_id(s: &str) -> bool {
 ///
 /// `Ok(None)`: the repo is not in the cache at all. An error: it is there but broken (a ref
 /// without its snapshot), which deserves a message rather than a fall-through.
-pub(crate) fn snapshot(env: &HubEnv, repo: &str, revision: &str) -> anyhow::Result<Option<PathBuf>> {
+pub(crate) fn snapshot(
+    env: &HubEnv,
+    repo: &str,
+    revision: &str,
+) -> anyhow::Result<Option<PathBuf>> {
     let Some(cache) = env.cache_dir() else {
         return Ok(None);
     };
@@ -89,7 +97,8 @@ pub(crate) fn snapshot(env: &HubEnv, repo: &str, revision: &str) -> anyhow::Resu
                         "`{repo}` is in the Hugging Face cache (`{}`) but has no ref `{revision}`",
                         folder.display()
                     ),
-                    "download it again, or pass `--revision` with a commit hash under `snapshots/`".into(),
+                    "download it again, or pass `--revision` with a commit hash under `snapshots/`"
+                        .into(),
                 ));
             }
         }
@@ -105,21 +114,6 @@ pub(crate) fn snapshot(env: &HubEnv, repo: &str, revision: &str) -> anyhow::Resu
         ));
     }
     Ok(Some(snap))
-}
-
-/// Files of a snapshot (or any model directory) that matter: config, safetensors, index, GGUF.
-pub(crate) fn list_weights(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| anyhow::anyhow!("failed to list `{}`: {e}", dir.display()))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| {
-            p.extension()
-                .is_some_and(|x| x == "safetensors" || x == "gguf")
-        })
-        .collect();
-    files.sort();
-    Ok(files)
 }
 
 #[cfg(test)]
@@ -144,7 +138,10 @@ mod tests {
             xdg_cache_home: None,
             ..env
         };
-        assert_eq!(env.cache_dir(), Some(PathBuf::from("/home/u/.cache/huggingface/hub")));
+        assert_eq!(
+            env.cache_dir(),
+            Some(PathBuf::from("/home/u/.cache/huggingface/hub"))
+        );
     }
 
     #[test]

@@ -3,8 +3,11 @@
 
 mod cli;
 mod commands;
+mod hub;
 mod output;
+mod remote;
 mod resolve;
+mod weights_io;
 
 use std::process::ExitCode;
 
@@ -24,6 +27,8 @@ fn main() -> ExitCode {
         cli::Command::Params(args) => commands::params::run(args),
         cli::Command::Memory(args) => commands::memory::run(args),
         cli::Command::Flops(args) => commands::flops::run(args),
+        cli::Command::Inspect(args) => commands::inspect::inspect(args),
+        cli::Command::Audit(args) => commands::inspect::audit(args),
         cli::Command::Presets(args) => commands::presets::run(args),
         cli::Command::Gpus(args) => commands::presets::gpus(args),
     };

@@ -3,7 +3,11 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, anyhow};
-use llmsize_adapters::presets;
+use llmsize_adapters::{ReadOptions, gguf_config, presets, read_config};
+use llmsize_core::ModelSpec;
+
+use crate::weights_io::{Weights, find_weights, read_gguf, read_index, read_safetensors};
+use crate::{hub, remote};
 
 /// A config found for a MODEL argument.
 pub(crate) struct Found {
@@ -36,48 +40,207 @@ fn name_of(path: &Path) -> String {
     }
 }
 
-/// Resolve one MODEL argument.
-pub(crate) fn resolve(arg: &str) -> anyhow::Result<Found> {
+/// How to find a MODEL.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Lookup {
+    /// Fetch from the Hub when a repo id is not in the cache.
+    pub(crate) online: bool,
+    /// Branch, tag or commit of a Hub repo.
+    pub(crate) revision: String,
+    /// What to do about weight files.
+    pub(crate) weights: Want,
+}
+
+/// Whether weights are needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Want {
+    /// Config only (params, flops).
+    #[default]
+    No,
+    /// Read them when the model has them (memory measures real files).
+    IfPresent,
+    /// They are the point (inspect, audit).
+    Required,
+}
+
+/// A MODEL argument, resolved: its config (if any) and its weight headers (if asked and any).
+pub(crate) struct Model {
+    /// Display name.
+    pub(crate) name: String,
+    /// The config text.
+    pub(crate) config: Option<Found>,
+    /// The weight headers.
+    pub(crate) weights: Option<Weights>,
+}
+
+impl Model {
+    /// The model description: from the config, else from GGUF metadata.
+    pub(crate) fn spec(&self, options: &ReadOptions) -> anyhow::Result<ModelSpec> {
+        if let Some(found) = &self.config {
+            return Ok(read_config(&found.text, &found.file, &self.name, options)?);
+        }
+        if let Some(Weights::Gguf(file, _, header)) = &self.weights {
+            let mut spec = gguf_config::spec_from_gguf(header, file, &self.name)?;
+            if !options.overrides.is_empty() {
+                let mut map = gguf_config::config_from_gguf(header, file)?;
+                for o in &options.overrides {
+                    llmsize_adapters::hf_config::apply_override(&mut map, o)?;
+                }
+                spec = llmsize_adapters::hf_config::read_map(&map, file, &self.name, options.head)?;
+            }
+            return Ok(spec);
+        }
+        Err(with_hint(
+            format!("`{}` has weights but no `config.json` to describe the model", self.name),
+            "put the config.json next to the weights, or use `llmsize inspect` to count the tensors".into(),
+        ))
+    }
+}
+
+fn model_from_dir(dir: &Path, name: String, lookup: &Lookup) -> anyhow::Result<Model> {
+    let config = dir.join("config.json");
+    let config = if config.is_file() {
+        Some(read_file(&config)?)
+    } else {
+        None
+    };
+    let weights = if lookup.weights != Want::No || config.is_none() {
+        find_weights(dir)?
+    } else {
+        None
+    };
+    if config.is_none() && weights.is_none() {
+        return Err(with_hint(
+            format!(
+                "`{}` holds neither a `config.json` nor weight files",
+                dir.display()
+            ),
+            "pass a directory with config.json, .safetensors or .gguf files".into(),
+        ));
+    }
+    Ok(Model {
+        name,
+        config,
+        weights,
+    })
+}
+
+fn sibling_config(path: &Path) -> anyhow::Result<Option<Found>> {
+    let c = path.parent().unwrap_or(Path::new(".")).join("config.json");
+    if c.is_file() {
+        read_file(&c).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// Resolve a MODEL: a path (config, weights, directory), a preset, or a Hub repo id from the
+/// local cache (or, with `--online`, from the Hub).
+pub(crate) fn resolve_model(arg: &str, lookup: &Lookup) -> anyhow::Result<Model> {
     let path = PathBuf::from(arg);
     if path.is_dir() {
-        let config = path.join("config.json");
-        if !config.is_file() {
-            return Err(with_hint(
-                format!(
-                    "`{}` is a directory without a `config.json`",
-                    path.display()
-                ),
-                "pass the `config.json` itself, or a directory that contains one".into(),
-            ));
-        }
-        return read_file(&config);
+        return model_from_dir(&path, dir_name(&path), lookup);
     }
     if path.is_file() {
-        return read_file(&path);
-    }
-    if let Some(p) = presets::find(arg) {
-        return Ok(Found {
-            name: p.id.to_owned(),
-            source: format!("preset {}", p.hf_repo.unwrap_or(p.id)),
-            file: format!("preset `{}`", p.id),
-            text: p.config.to_owned(),
+        let lower = arg.to_ascii_lowercase();
+        if lower.ends_with(".gguf") {
+            let (len, h) = read_gguf(&path)?;
+            return Ok(Model {
+                name: name_of(&path),
+                config: None,
+                weights: Some(Weights::Gguf(path.display().to_string(), len, Box::new(h))),
+            });
+        }
+        if lower.ends_with(".safetensors") {
+            let (len, h) = read_safetensors(&path)?;
+            return Ok(Model {
+                name: name_of(&path),
+                config: sibling_config(&path)?,
+                weights: Some(Weights::Safetensors(vec![(name_of_file(&path), len, h)])),
+            });
+        }
+        if lower.ends_with(".index.json") {
+            return Ok(Model {
+                name: dir_name(path.parent().unwrap_or(Path::new("."))),
+                config: sibling_config(&path)?,
+                weights: Some(read_index(&path)?),
+            });
+        }
+        let found = read_file(&path)?;
+        return Ok(Model {
+            name: found.name.clone(),
+            config: Some(found),
+            weights: None,
         });
+    }
+    if hub::looks_like_repo_id(arg) {
+        let env = hub::HubEnv::from_process();
+        if let Some(snapshot) = hub::snapshot(&env, arg, &lookup.revision)? {
+            return model_from_dir(&snapshot, arg.to_owned(), lookup);
+        }
+    }
+    // A preset answers config questions offline; weights must come from a cache or the Hub.
+    if lookup.weights != Want::Required
+        && let Some(p) = presets::find(arg)
+    {
+        return Ok(Model {
+            name: p.id.to_owned(),
+            config: Some(Found {
+                name: p.id.to_owned(),
+                source: format!("preset {}", p.hf_repo.unwrap_or(p.id)),
+                file: format!("preset `{}`", p.id),
+                text: p.config.to_owned(),
+            }),
+            weights: None,
+        });
+    }
+    if lookup.online && hub::looks_like_repo_id(arg) {
+        return remote::model(arg, lookup);
+    }
+    if lookup.weights == Want::Required && presets::find(arg).is_some() {
+        return Err(with_hint(
+            format!("`{arg}` is a built-in preset (a config only), and its weights are not in the Hugging Face cache"),
+            "download the model, pass its directory, or add `--online` to read the headers from the Hub".into(),
+        ));
     }
     let suggestions = presets::suggest(arg, 3).join(", ");
     if arg.ends_with(".json")
+        || arg.ends_with(".gguf")
+        || arg.ends_with(".safetensors")
         || arg.starts_with('.')
         || arg.starts_with('/')
-        || arg.contains(std::path::MAIN_SEPARATOR) && !arg.contains('/')
     {
         return Err(with_hint(
             format!("`{arg}`: no such file or directory"),
             format!("check the path; or name a preset, e.g. {suggestions}"),
         ));
     }
+    if hub::looks_like_repo_id(arg) {
+        return Err(with_hint(
+            format!("`{arg}` is neither a built-in preset nor in the local Hugging Face cache"),
+            format!(
+                "pass `--online` to read it from the Hub (HF_ENDPOINT, HF_TOKEN), or name a preset, e.g. {suggestions}"
+            ),
+        ));
+    }
     Err(with_hint(
         format!("`{arg}` is neither a file, a directory nor a built-in preset"),
         format!("did you mean: {suggestions}? (`llmsize presets` lists them all)"),
     ))
+}
+
+fn dir_name(p: &Path) -> String {
+    p.canonicalize()
+        .ok()
+        .and_then(|c| c.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| p.display().to_string())
+}
+
+fn name_of_file(p: &Path) -> String {
+    p.file_name().map_or_else(
+        || p.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
 }
 
 fn read_file(path: &Path) -> anyhow::Result<Found> {

@@ -340,6 +340,16 @@ fn activation_elements_per_token(spec: &ModelSpec) -> (u64, String) {
 
 /// Answer the memory question.
 pub fn memory(spec: &ModelSpec, options: &MemoryOptions) -> Result<MemoryReport, SpecError> {
+    memory_with(spec, options, None)
+}
+
+/// The memory question with the weights measured from real files (`Some`: their tensors by
+/// stored type) instead of estimated from a format.
+pub fn memory_with(
+    spec: &ModelSpec,
+    options: &MemoryOptions,
+    from_files: Option<&[StorageLine]>,
+) -> Result<MemoryReport, SpecError> {
     spec.validate()?;
     if options.seq_len == 0 {
         return Err(SpecError::Zero {
@@ -352,7 +362,10 @@ pub fn memory(spec: &ModelSpec, options: &MemoryOptions) -> Result<MemoryReport,
         });
     }
     let tp = options.tp.max(1);
-    let weights = weight_lines(spec, options.format)?;
+    let weights = match from_files {
+        Some(lines) => lines.to_vec(),
+        None => weight_lines(spec, options.format)?,
+    };
     let weights_bytes = weights
         .iter()
         .try_fold(0u64, |a, l| a.checked_add(l.bytes))
@@ -414,7 +427,10 @@ pub fn memory(spec: &ModelSpec, options: &MemoryOptions) -> Result<MemoryReport,
     let total = mul(per_gpu, tp, "total")?;
     let fits = options.gpu.map(|(g, _)| per_gpu <= g.memory_bytes);
     let mut assumptions = vec![
-        format!("weights: {}", options.format.describe()),
+        match from_files {
+            Some(_) => "weights: the tensors of the weight files, as stored (their headers were read; `--dtype` is ignored)".to_owned(),
+            None => format!("weights: {}", options.format.describe()),
+        },
         "weights split evenly across tensor-parallel ranks (norms are replicated in practice; negligible)".to_owned(),
         match options.window {
             WindowPolicy::Transformers => "sliding-window layers keep `sliding_window − 1` tokens, as transformers' cache does after a prefill".to_owned(),
@@ -462,18 +478,20 @@ pub fn memory(spec: &ModelSpec, options: &MemoryOptions) -> Result<MemoryReport,
 pub fn max_context(
     spec: &ModelSpec,
     options: &MemoryOptions,
+    from_files: Option<&[StorageLine]>,
     limit: u64,
 ) -> Result<Option<u64>, SpecError> {
     let Some((gpu, _)) = options.gpu else {
         return Ok(None);
     };
     let fits = |s: u64| -> Result<bool, SpecError> {
-        let r = memory(
+        let r = memory_with(
             spec,
             &MemoryOptions {
                 seq_len: s,
                 ..*options
             },
+            from_files,
         )?;
         Ok(r.per_gpu <= gpu.memory_bytes)
     };

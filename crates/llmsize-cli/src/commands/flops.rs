@@ -9,10 +9,10 @@ use super::memory::{gpu_spec, kv_dtype, read_model, weight_format};
 use crate::Outcome;
 use crate::cli::{AttentionArg, FlopsArgs};
 use crate::output;
-use crate::resolve::with_hint;
+use crate::resolve::{Want, with_hint};
 
 pub(crate) fn run(args: &FlopsArgs) -> anyhow::Result<Outcome> {
-    let spec = read_model(&args.model)?;
+    let (spec, _) = read_model(&args.model, Want::No)?;
     let wrap = |e: llmsize_core::SpecError| anyhow::anyhow!("{}: {e}", spec.name);
     let convention = match args.attention {
         AttentionArg::Causal => AttentionConvention::Causal,

@@ -1,30 +1,39 @@
 //! `llmsize memory`: can I run it?
 
 use anyhow::Context as _;
-use llmsize_adapters::{ReadOptions, read_config};
+use llmsize_adapters::ReadOptions;
 use llmsize_core::ModelSpec;
 use llmsize_core::formats::{KvDtype, WeightFormat};
 use llmsize_core::gpu;
-use llmsize_core::memory::{MemoryOptions, MlaCache, WindowPolicy, max_context, memory};
+use llmsize_core::memory::{
+    MemoryOptions, MlaCache, StorageLine, WindowPolicy, max_context, memory_with,
+};
 use llmsize_core::render;
 
 use crate::Outcome;
 use crate::cli::{MemoryArgs, MlaArg, ModelArgs, WindowArg, parse_size};
 use crate::output;
-use crate::resolve::{resolve, with_hint};
+use crate::resolve::{Lookup, Model, Want, resolve_model, with_hint};
 
-/// Read the one MODEL of `memory`/`flops`.
-pub(crate) fn read_model(args: &ModelArgs) -> anyhow::Result<ModelSpec> {
-    let found = resolve(&args.model)?;
+/// Read the one MODEL of `memory`/`flops`, with its weight files when `want` asks.
+pub(crate) fn read_model(args: &ModelArgs, want: Want) -> anyhow::Result<(ModelSpec, Model)> {
+    let model = resolve_model(
+        &args.model,
+        &Lookup {
+            online: args.hub.online,
+            revision: args.hub.revision.clone(),
+            weights: want,
+        },
+    )?;
     let options = ReadOptions {
         overrides: args.set.clone(),
         ..ReadOptions::default()
     };
-    let spec = read_config(&found.text, &found.file, &found.name, &options)?;
+    let spec = model.spec(&options)?;
     for w in &spec.warnings {
         output::warn(&format!("{}: {w}", spec.name));
     }
-    Ok(spec)
+    Ok((spec, model))
 }
 
 pub(crate) fn weight_format(name: &str) -> anyhow::Result<WeightFormat> {
@@ -119,8 +128,22 @@ fn parse_sweep(s: &str) -> anyhow::Result<(&'static str, Vec<u64>)> {
 }
 
 pub(crate) fn run(args: &MemoryArgs) -> anyhow::Result<Outcome> {
-    let spec = read_model(&args.model)?;
+    let (spec, model) = read_model(&args.model, Want::IfPresent)?;
     let options = options(args)?;
+    // Weight files, when the model has them, are measured rather than estimated.
+    let from_files: Option<Vec<StorageLine>> = model.weights.as_ref().map(|w| {
+        w.checkpoint()
+            .summary()
+            .by_dtype
+            .into_iter()
+            .map(|(storage, (params, bytes))| StorageLine {
+                storage,
+                params,
+                bytes,
+            })
+            .collect()
+    });
+    let files = from_files.as_deref();
     let wrap = |e: llmsize_core::SpecError| anyhow::anyhow!("{}: {e}", spec.name);
     if let Some(sweep) = &args.sweep {
         let (axis, values) = parse_sweep(sweep)?;
@@ -137,7 +160,7 @@ pub(crate) fn run(args: &MemoryArgs) -> anyhow::Result<Outcome> {
                     ..options
                 }
             };
-            points.push((v, memory(&spec, &o).map_err(wrap)?));
+            points.push((v, memory_with(&spec, &o, files).map_err(wrap)?));
         }
         let text = if args.json {
             let list: Vec<_> = points
@@ -159,9 +182,9 @@ pub(crate) fn run(args: &MemoryArgs) -> anyhow::Result<Outcome> {
             Outcome::No
         });
     }
-    let report = memory(&spec, &options).map_err(wrap)?;
+    let report = memory_with(&spec, &options, files).map_err(wrap)?;
     let longest = if args.max_context {
-        Some(max_context(&spec, &options, 1 << 24).map_err(wrap)?)
+        Some(max_context(&spec, &options, files, 1 << 24).map_err(wrap)?)
     } else {
         None
     };

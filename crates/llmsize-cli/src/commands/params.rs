@@ -1,6 +1,6 @@
 //! `llmsize params`: exact parameter counts.
 
-use llmsize_adapters::{HeadChoice, ReadOptions, read_config};
+use llmsize_adapters::{HeadChoice, ReadOptions};
 use llmsize_core::design::{Design, Style, design_spec};
 use llmsize_core::render;
 use llmsize_core::{ModelSpec, ParamsReport};
@@ -8,7 +8,7 @@ use llmsize_core::{ModelSpec, ParamsReport};
 use crate::Outcome;
 use crate::cli::{DesignArgs, HeadArg, ParamsArgs, StyleArg};
 use crate::output;
-use crate::resolve::{resolve, with_hint};
+use crate::resolve::{Lookup, Want, resolve_model, with_hint};
 
 /// What to count: the specs, each with its source label.
 pub(crate) struct Settings {
@@ -45,10 +45,18 @@ pub(crate) fn settings(args: &ParamsArgs) -> anyhow::Result<Settings> {
         },
     };
     let mut models = Vec::new();
+    let lookup = Lookup {
+        online: args.hub.online,
+        revision: args.hub.revision.clone(),
+        weights: Want::No,
+    };
     for arg in &args.models {
-        let found = resolve(arg)?;
-        let spec = read_config(&found.text, &found.file, &found.name, &options)?;
-        models.push((spec, found.source));
+        let model = resolve_model(arg, &lookup)?;
+        let source = model
+            .config
+            .as_ref()
+            .map_or_else(|| format!("{arg} (GGUF metadata)"), |c| c.source.clone());
+        models.push((model.spec(&options)?, source));
     }
     if let Some((design, style)) = design_of(&args.design) {
         if !args.set.is_empty() {

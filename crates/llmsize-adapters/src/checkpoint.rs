@@ -1,0 +1,651 @@
+//! Weight files as a count: tensors from SafeTensors or GGUF headers, grouped into the same
+//! 13 components as `params`, buffers apart, bytes by dtype; and the audit that sets this
+//! tensor-based count beside the config-based one.
+//!
+//! Pure: callers pass headers they parsed from bytes they read.
+
+use std::collections::BTreeMap;
+
+use llmsize_core::{Category, ModelSpec};
+use llmsize_weights::gguf::GgufHeader;
+use llmsize_weights::names::{self, category_of_gguf, category_of_hf};
+use llmsize_weights::safetensors::SafetensorsHeader;
+
+/// Where a tensor belongs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A parameter of this category.
+    Parameter(Category),
+    /// Saved in the checkpoint, not a parameter (`position_ids`, `inv_freq`, masks,
+    /// quantization scales).
+    Buffer,
+    /// A name no rule knows.
+    Unknown,
+}
+
+/// One tensor of a checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Its name in the file.
+    pub name: String,
+    /// The file it is in.
+    pub file: String,
+    /// Stored type (`BF16`, `Q4_K`, …).
+    pub dtype: String,
+    /// Shape, outermost first.
+    pub shape: Vec<u64>,
+    /// Parameters it holds (packed 4-bit blocks count their unpacked weights).
+    pub params: u64,
+    /// Bytes of its data.
+    pub bytes: u64,
+    /// Where it belongs.
+    pub role: Role,
+}
+
+/// Which kind of files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// SafeTensors (one file or shards).
+    Safetensors,
+    /// llama.cpp GGUF.
+    Gguf,
+}
+
+/// A whole checkpoint, from its headers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checkpoint {
+    /// The format.
+    pub format: Format,
+    /// Files and their lengths, in order.
+    pub files: Vec<(String, u64)>,
+    /// Every tensor.
+    pub entries: Vec<Entry>,
+    /// Notable metadata (GGUF keys, SafeTensors `__metadata__`), as text.
+    pub metadata: Vec<(String, String)>,
+}
+
+fn role_of(category: names::Category) -> Role {
+    use names::Category as N;
+    Role::Parameter(match category {
+        N::TokenEmbedding => Category::TokenEmbedding,
+        N::PositionEmbedding => Category::PositionEmbedding,
+        N::TokenTypeEmbedding => Category::TokenTypeEmbedding,
+        N::EmbeddingProjection => Category::EmbeddingProjection,
+        N::Attention => Category::Attention,
+        N::Ffn => Category::Ffn,
+        N::MoeRouter => Category::MoeRouter,
+        N::MoeExperts => Category::MoeExperts,
+        N::MoeSharedExperts => Category::MoeSharedExperts,
+        N::Norm => Category::Norm,
+        N::LmHead => Category::LmHead,
+        N::LmHeadTransform => Category::LmHeadTransform,
+        N::Pooler => Category::Pooler,
+        N::Buffer => return Role::Buffer,
+        _ => return Role::Unknown,
+    })
+}
+
+/// A metadata value as short text (arrays, such as the tokenizer's, by their length).
+fn value_text(v: &llmsize_weights::gguf::GgufValue) -> String {
+    if let Some(a) = v.as_array() {
+        format!("[{} items]", a.len())
+    } else if let Some(s) = v.as_str() {
+        s.to_owned()
+    } else if let Some(b) = v.as_bool() {
+        b.to_string()
+    } else if let Some(n) = v.as_u64() {
+        n.to_string()
+    } else if let Some(n) = v.as_i64() {
+        n.to_string()
+    } else if let Some(f) = v.as_f64() {
+        f.to_string()
+    } else {
+        String::new()
+    }
+}
+
+impl Checkpoint {
+    /// From SafeTensors headers (one per shard): `(file name, file length, header)`.
+    pub fn from_safetensors(shards: &[(String, u64, SafetensorsHeader)]) -> Self {
+        let mut entries = Vec::new();
+        let mut metadata = Vec::new();
+        for (file, _, header) in shards {
+            for (k, v) in &header.metadata {
+                if !metadata.iter().any(|(a, _)| a == k) {
+                    metadata.push((k.clone(), v.clone()));
+                }
+            }
+            for t in &header.tensors {
+                let mut role = role_of(category_of_hf(&t.name));
+                let mut params = t.elements;
+                // MXFP4 checkpoints (gpt-oss) pack two 4-bit weights per byte in `*_blocks`;
+                // their `*_scales` are quantization metadata, not parameters.
+                if t.name.ends_with("_blocks") && t.dtype.as_str() == "U8" {
+                    params = t.elements.saturating_mul(2);
+                } else if t.name.ends_with("_scales") && t.dtype.as_str() == "U8" {
+                    role = Role::Buffer;
+                }
+                entries.push(Entry {
+                    name: t.name.clone(),
+                    file: file.clone(),
+                    dtype: t.dtype.as_str().to_owned(),
+                    shape: t.shape.clone(),
+                    params,
+                    bytes: t.bytes,
+                    role,
+                });
+            }
+        }
+        Checkpoint {
+            format: Format::Safetensors,
+            files: shards.iter().map(|(f, len, _)| (f.clone(), *len)).collect(),
+            entries,
+            metadata,
+        }
+    }
+
+    /// From a GGUF header.
+    pub fn from_gguf(file: &str, file_len: u64, header: &GgufHeader) -> Self {
+        let entries = header
+            .tensors
+            .iter()
+            .map(|t| Entry {
+                name: t.name.clone(),
+                file: file.to_owned(),
+                dtype: t.ggml_type.name().to_owned(),
+                shape: t.shape(),
+                params: t.elements,
+                bytes: t.bytes,
+                role: role_of(category_of_gguf(&t.name)),
+            })
+            .collect();
+        let mut metadata = vec![("gguf.version".to_owned(), header.version.to_string())];
+        for kv in &header.metadata {
+            metadata.push((kv.key.clone(), value_text(&kv.value)));
+        }
+        Checkpoint {
+            format: Format::Gguf,
+            files: vec![(file.to_owned(), file_len)],
+            entries,
+            metadata,
+        }
+    }
+
+    /// The tensor-based count.
+    pub fn summary(&self) -> Summary {
+        let mut components: BTreeMap<Category, u64> =
+            Category::ALL.iter().map(|c| (*c, 0)).collect();
+        let mut by_dtype: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+        let mut buffers = Vec::new();
+        let mut unknown = Vec::new();
+        let (mut total, mut param_bytes, mut all_bytes) = (0u64, 0u64, 0u64);
+        for e in &self.entries {
+            all_bytes = all_bytes.saturating_add(e.bytes);
+            match e.role {
+                Role::Parameter(c) => {
+                    *components.entry(c).or_default() += e.params;
+                    total = total.saturating_add(e.params);
+                    param_bytes = param_bytes.saturating_add(e.bytes);
+                    let d = by_dtype.entry(e.dtype.clone()).or_default();
+                    d.0 = d.0.saturating_add(e.params);
+                    d.1 = d.1.saturating_add(e.bytes);
+                }
+                Role::Buffer => buffers.push(e.clone()),
+                Role::Unknown => unknown.push(e.clone()),
+            }
+        }
+        Summary {
+            total,
+            components,
+            by_dtype,
+            buffers,
+            unknown,
+            param_bytes,
+            all_bytes,
+        }
+    }
+}
+
+/// Counts of a checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// Parameters (buffers and unknown names excluded).
+    pub total: u64,
+    /// Per category.
+    pub components: BTreeMap<Category, u64>,
+    /// Parameters and bytes per stored type.
+    pub by_dtype: BTreeMap<String, (u64, u64)>,
+    /// Buffers (not parameters).
+    pub buffers: Vec<Entry>,
+    /// Names no rule places.
+    pub unknown: Vec<Entry>,
+    /// Bytes of the parameters.
+    pub param_bytes: u64,
+    /// Bytes of every tensor.
+    pub all_bytes: u64,
+}
+
+/// A disagreement between config and tensors in one category.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    /// The category.
+    pub category: Category,
+    /// From the config.
+    pub config: u64,
+    /// From the tensors.
+    pub tensors: u64,
+    /// What explains it, as far as it can be told.
+    pub explanation: String,
+    /// Tensors involved.
+    pub names: Vec<String>,
+}
+
+/// The audit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Audit {
+    /// Config-based per category.
+    pub config: BTreeMap<Category, u64>,
+    /// Config total.
+    pub config_total: u64,
+    /// Tensor-based.
+    pub summary: Summary,
+    /// Disagreements, explained.
+    pub differences: Vec<Difference>,
+}
+
+impl Audit {
+    /// True when every category agrees.
+    pub fn agrees(&self) -> bool {
+        self.differences.is_empty() && self.summary.unknown.is_empty()
+    }
+}
+
+/// The layer index in a tensor name (`layers.12.`, `h.3.`, `blk.7.`, `block.0.`, `layer.5.`).
+fn layer_index(name: &str) -> Option<u64> {
+    let parts: Vec<&str> = name.split('.').collect();
+    parts.windows(2).find_map(|w| {
+        matches!(w[0], "layers" | "h" | "blk" | "block" | "layer")
+            .then(|| w[1].parse().ok())
+            .flatten()
+    })
+}
+
+/// Compare a config-based count with a checkpoint, category by category.
+pub fn audit(spec: &ModelSpec, checkpoint: &Checkpoint) -> Result<Audit, llmsize_core::SpecError> {
+    let count = llmsize_core::count(spec)?;
+    let config: BTreeMap<Category, u64> = count
+        .components
+        .iter()
+        .map(|c| (c.category, c.count))
+        .collect();
+    let summary = checkpoint.summary();
+    let layers = spec
+        .stacks
+        .iter()
+        .map(|s| s.layers.len() as u64)
+        .max()
+        .unwrap_or(0);
+    let tied = matches!(
+        spec.head,
+        llmsize_core::spec::OutputHead::Lm { tied: true, .. }
+    );
+    let mut differences = Vec::new();
+    for category in Category::ALL {
+        let want = config.get(&category).copied().unwrap_or(0);
+        let got = summary.components.get(&category).copied().unwrap_or(0);
+        if want == got {
+            continue;
+        }
+        let in_category: Vec<&Entry> = checkpoint
+            .entries
+            .iter()
+            .filter(|e| e.role == Role::Parameter(category))
+            .collect();
+        let extra_layers: Vec<String> = in_category
+            .iter()
+            .filter(|e| layer_index(&e.name).is_some_and(|i| i >= layers))
+            .map(|e| e.name.clone())
+            .collect();
+        let extra_params: u64 = in_category
+            .iter()
+            .filter(|e| layer_index(&e.name).is_some_and(|i| i >= layers))
+            .map(|e| e.params)
+            .sum();
+        let (explanation, names) = if !extra_layers.is_empty()
+            && got - want.min(got) == extra_params
+        {
+            (
+                format!(
+                    "{} tensors belong to layers at or beyond `num_hidden_layers` = {layers} (e.g. DeepSeek-V3's multi-token-prediction layer), which transformers does not build",
+                    extra_layers.len()
+                ),
+                extra_layers,
+            )
+        } else if category == Category::LmHead && tied && got > want {
+            (
+                "the config ties the output head to the token table, but the file stores the head as a tensor of its own (a tied matrix saved twice)".to_owned(),
+                in_category.iter().map(|e| e.name.clone()).collect(),
+            )
+        } else if category == Category::LmHead && !tied && got < want {
+            (
+                "the config has an untied output head but the file has no head tensor (the runtime will tie it to the token table)".to_owned(),
+                Vec::new(),
+            )
+        } else {
+            (
+                format!(
+                    "{} by tensors vs {} by the config; the tensors of this category are listed",
+                    got, want
+                ),
+                in_category.iter().map(|e| e.name.clone()).collect(),
+            )
+        };
+        differences.push(Difference {
+            category,
+            config: want,
+            tensors: got,
+            explanation,
+            names,
+        });
+    }
+    Ok(Audit {
+        config,
+        config_total: count.total,
+        summary,
+        differences,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::layer_index;
+
+    #[test]
+    fn layer_indices() {
+        assert_eq!(layer_index("model.layers.61.mlp.gate.weight"), Some(61));
+        assert_eq!(layer_index("transformer.h.3.attn.c_attn.weight"), Some(3));
+        assert_eq!(layer_index("blk.7.attn_q.weight"), Some(7));
+        assert_eq!(
+            layer_index("encoder.block.0.layer.1.DenseReluDense.wi.weight"),
+            Some(0)
+        );
+        assert_eq!(layer_index("model.embed_tokens.weight"), None);
+    }
+}
+
+/// Renderers of `inspect` and `audit` (pure: text and JSON values).
+pub mod render {
+    use std::fmt::Write as _;
+
+    use llmsize_core::Category;
+    use llmsize_core::units::{bytes_both, human_count, thousands};
+    use serde_json::{Map, Value, json};
+
+    use super::{Audit, Checkpoint, Format, Summary};
+
+    fn components_json(map: &std::collections::BTreeMap<Category, u64>) -> Value {
+        let mut m = Map::new();
+        for c in Category::ALL {
+            m.insert(c.as_str().into(), json!(map.get(&c).copied().unwrap_or(0)));
+        }
+        Value::Object(m)
+    }
+
+    #[expect(clippy::cast_precision_loss, reason = "display only")]
+    fn bpw(bytes: u64, params: u64) -> f64 {
+        bytes as f64 * 8.0 / params.max(1) as f64
+    }
+
+    /// `inspect` as a table.
+    pub fn inspect(name: &str, c: &Checkpoint, s: &Summary) -> String {
+        let mut out = String::new();
+        let kind = match c.format {
+            Format::Safetensors => "SafeTensors",
+            Format::Gguf => "GGUF",
+        };
+        let file_bytes: u64 = c.files.iter().map(|(_, l)| l).sum();
+        let _ = writeln!(
+            out,
+            "{name}: {kind}, {} file(s), {} ({} tensors)\n",
+            c.files.len(),
+            bytes_both(file_bytes),
+            c.entries.len()
+        );
+        let mut rows = vec![vec![
+            "component".to_owned(),
+            "parameters".to_owned(),
+            "share".to_owned(),
+        ]];
+        for cat in Category::ALL {
+            let n = s.components.get(&cat).copied().unwrap_or(0);
+            if n > 0 {
+                rows.push(vec![
+                    cat.as_str().into(),
+                    thousands(n),
+                    llmsize_core::units::share(n, s.total),
+                ]);
+            }
+        }
+        rows.push(vec![
+            "total".into(),
+            thousands(s.total),
+            human_count(s.total),
+        ]);
+        out.push_str(&crate_columns(&rows));
+        out.push_str("\nby stored type\n");
+        let mut rows = vec![vec![
+            "dtype".to_owned(),
+            "parameters".to_owned(),
+            "bytes".to_owned(),
+            "bits/weight".to_owned(),
+        ]];
+        for (d, (p, b)) in &s.by_dtype {
+            rows.push(vec![
+                d.clone(),
+                thousands(*p),
+                thousands(*b),
+                format!("{:.4}", bpw(*b, *p)),
+            ]);
+        }
+        rows.push(vec![
+            "all".into(),
+            thousands(s.total),
+            thousands(s.param_bytes),
+            format!("{:.4}", bpw(s.param_bytes, s.total)),
+        ]);
+        out.push_str(&crate_columns(&rows));
+        if !s.buffers.is_empty() {
+            out.push_str("\nbuffers (saved, not parameters)\n");
+            for b in &s.buffers {
+                let _ = writeln!(
+                    out,
+                    "  {}  {} {:?}  {} elements",
+                    b.name,
+                    b.dtype,
+                    b.shape,
+                    thousands(b.params)
+                );
+            }
+        }
+        if !s.unknown.is_empty() {
+            out.push_str("\nunrecognised tensors (not counted)\n");
+            for u in &s.unknown {
+                let _ = writeln!(out, "  {}  {} {:?}", u.name, u.dtype, u.shape);
+            }
+        }
+        let shown: Vec<&(String, String)> = c
+            .metadata
+            .iter()
+            .filter(|(k, _)| {
+                c.format == Format::Safetensors
+                    || k.starts_with("general.")
+                    || k.ends_with("context_length")
+                    || k.ends_with("block_count")
+                    || k.ends_with("embedding_length")
+                    || k.ends_with("head_count")
+                    || k.ends_with("head_count_kv")
+                    || k.ends_with("expert_count")
+                    || k == "gguf.version"
+                    || k == "tokenizer.ggml.tokens"
+            })
+            .collect();
+        if !shown.is_empty() {
+            out.push_str("\nmetadata\n");
+            for (k, v) in shown {
+                let _ = writeln!(out, "  {k} = {v}");
+            }
+        }
+        out
+    }
+
+    fn crate_columns(rows: &[Vec<String>]) -> String {
+        let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+        let widths: Vec<usize> = (0..n)
+            .map(|i| {
+                rows.iter()
+                    .filter_map(|r| r.get(i))
+                    .map(|c| c.chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut out = String::new();
+        for row in rows {
+            let mut line = String::new();
+            for (i, cell) in row.iter().enumerate() {
+                let pad = widths[i].saturating_sub(cell.chars().count());
+                if i == 0 {
+                    line.push_str(cell);
+                    line.push_str(&" ".repeat(pad));
+                } else {
+                    line.push_str("  ");
+                    line.push_str(&" ".repeat(pad));
+                    line.push_str(cell);
+                }
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+
+    /// `inspect --json`.
+    pub fn inspect_json(name: &str, c: &Checkpoint, s: &Summary) -> Value {
+        json!({
+            "schema_version": 1,
+            "name": name,
+            "format": match c.format { Format::Safetensors => "safetensors", Format::Gguf => "gguf" },
+            "files": c.files.iter().map(|(f, l)| json!({"file": f, "bytes": l})).collect::<Vec<_>>(),
+            "total": s.total,
+            "components": components_json(&s.components),
+            "parameter_bytes": s.param_bytes,
+            "bits_per_weight": bpw(s.param_bytes, s.total),
+            "by_dtype": s.by_dtype.iter().map(|(d, (p, b))| json!({"dtype": d, "params": p, "bytes": b})).collect::<Vec<_>>(),
+            "buffers": s.buffers.iter().map(|b| json!({"name": b.name, "dtype": b.dtype, "shape": b.shape, "elements": b.params, "bytes": b.bytes})).collect::<Vec<_>>(),
+            "buffer_elements": s.buffers.iter().map(|b| b.params).sum::<u64>(),
+            "unknown": s.unknown.iter().map(|u| json!({"name": u.name, "dtype": u.dtype, "shape": u.shape, "elements": u.params, "bytes": u.bytes})).collect::<Vec<_>>(),
+            "metadata": c.metadata.iter().map(|(k, v)| (k.clone(), Value::from(v.clone()))).collect::<Map<_, _>>(),
+        })
+    }
+
+    /// `audit` as a table.
+    pub fn audit(name: &str, a: &Audit) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{name}: config-based count vs tensors in the weight files\n"
+        );
+        let mut rows = vec![vec![
+            "component".to_owned(),
+            "config".to_owned(),
+            "tensors".to_owned(),
+            "difference".to_owned(),
+        ]];
+        for cat in Category::ALL {
+            let want = a.config.get(&cat).copied().unwrap_or(0);
+            let got = a.summary.components.get(&cat).copied().unwrap_or(0);
+            if want == 0 && got == 0 {
+                continue;
+            }
+            let diff = i128::from(got) - i128::from(want);
+            rows.push(vec![
+                cat.as_str().into(),
+                thousands(want),
+                thousands(got),
+                if diff == 0 {
+                    "=".into()
+                } else {
+                    format!("{diff:+}")
+                },
+            ]);
+        }
+        let diff = i128::from(a.summary.total) - i128::from(a.config_total);
+        rows.push(vec![
+            "total".into(),
+            thousands(a.config_total),
+            thousands(a.summary.total),
+            if diff == 0 {
+                "=".into()
+            } else {
+                format!("{diff:+}")
+            },
+        ]);
+        out.push_str(&crate_columns(&rows));
+        if !a.summary.buffers.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nbuffers in the files, not parameters (not compared): {}",
+                a.summary
+                    .buffers
+                    .iter()
+                    .map(|b| format!("{} ({})", b.name, thousands(b.params)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        for d in &a.differences {
+            let _ = writeln!(out, "\n{}: {}", d.category.as_str(), d.explanation);
+            for n in d.names.iter().take(12) {
+                let _ = writeln!(out, "  {n}");
+            }
+            if d.names.len() > 12 {
+                let _ = writeln!(out, "  … and {} more", d.names.len() - 12);
+            }
+        }
+        if !a.summary.unknown.is_empty() {
+            out.push_str("\nunrecognised tensors (not counted):\n");
+            for u in &a.summary.unknown {
+                let _ = writeln!(out, "  {}", u.name);
+            }
+        }
+        let _ = writeln!(
+            out,
+            "\n{}",
+            if a.agrees() {
+                "agree: every component matches"
+            } else {
+                "disagree: see the differences above"
+            }
+        );
+        out
+    }
+
+    /// `audit --json`.
+    pub fn audit_json(name: &str, a: &Audit) -> Value {
+        json!({
+            "schema_version": 1,
+            "name": name,
+            "agrees": a.agrees(),
+            "config_total": a.config_total,
+            "tensor_total": a.summary.total,
+            "config_components": components_json(&a.config),
+            "tensor_components": components_json(&a.summary.components),
+            "differences": a.differences.iter().map(|d| json!({
+                "category": d.category.as_str(), "config": d.config, "tensors": d.tensors,
+                "explanation": d.explanation, "names": d.names,
+            })).collect::<Vec<_>>(),
+            "buffers": a.summary.buffers.iter().map(|b| json!({"name": b.name, "elements": b.params})).collect::<Vec<_>>(),
+            "unknown": a.summary.unknown.iter().map(|u| u.name.clone()).collect::<Vec<_>>(),
+        })
+    }
+}

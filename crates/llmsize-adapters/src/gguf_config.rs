@@ -1,0 +1,192 @@
+//! A GGUF file's metadata → the equivalent Hugging Face config, so `params`, `memory` and
+//! `flops` of a `.gguf` use the same engine as a `config.json`.
+//!
+//! llama.cpp writes the sizes under `{arch}.*` keys (`llama.embedding_length`,
+//! `llama.attention.head_count_kv`, …); each supported architecture maps them back to the
+//! `config.json` keys of its `transformers` model type. Whether the head is tied is read from
+//! the tensors: a file without `output.weight` ties it.
+
+use llmsize_core::ModelSpec;
+use llmsize_weights::gguf::GgufHeader;
+use serde_json::{Map, Value};
+
+use crate::error::ConfigError;
+use crate::hf_config::{HeadChoice, read_map};
+
+/// GGUF architectures read from metadata.
+pub const SUPPORTED_ARCHS: &[&str] = &[
+    "llama",
+    "qwen2",
+    "qwen3",
+    "qwen2moe",
+    "qwen3moe",
+    "gemma",
+    "gemma2",
+    "gemma3",
+    "phi3",
+    "starcoder2",
+    "olmo2",
+    "gpt2",
+    "deepseek2",
+    "gpt-oss",
+];
+
+/// Build the config map, or say why not.
+pub fn config_from_gguf(
+    header: &GgufHeader,
+    file: &str,
+) -> Result<Map<String, Value>, ConfigError> {
+    let arch = header.architecture().ok_or_else(|| ConfigError::Missing {
+        file: file.to_owned(),
+        key: "general.architecture".into(),
+        expected: "the model architecture (e.g. `llama`)".into(),
+    })?;
+    let get = |suffix: &str| header.arch_u64(suffix);
+    let need = |suffix: &str| {
+        header.arch_u64(suffix).ok_or_else(|| ConfigError::Missing {
+            file: file.to_owned(),
+            key: format!("{arch}.{suffix}"),
+            expected: "a positive integer".into(),
+        })
+    };
+    let experts = get("expert_count").unwrap_or(0);
+    let model_type = match arch {
+        "llama" if experts > 0 => "mixtral",
+        "llama" => "llama",
+        "qwen2" => "qwen2",
+        "qwen3" => "qwen3",
+        "qwen2moe" => "qwen2_moe",
+        "qwen3moe" => "qwen3_moe",
+        "gemma" => "gemma",
+        "gemma2" => "gemma2",
+        "gemma3" => "gemma3_text",
+        "phi3" => "phi3",
+        "starcoder2" => "starcoder2",
+        "olmo2" => "olmo2",
+        "gpt2" => "gpt2",
+        "deepseek2" => "deepseek_v3",
+        "gpt-oss" => "gpt_oss",
+        other => {
+            return Err(ConfigError::Unsupported {
+                file: file.to_owned(),
+                found: format!("{other} (GGUF architecture)"),
+                supported: format!(
+                    "{}; `llmsize inspect` counts any GGUF from its tensors",
+                    SUPPORTED_ARCHS.join(", ")
+                ),
+            });
+        }
+    };
+    let mut m = Map::new();
+    let mut set = |k: &str, v: Value| {
+        m.insert(k.to_owned(), v);
+    };
+    set("model_type", Value::from(model_type));
+    let hidden = need("embedding_length")?;
+    let heads = need("attention.head_count")?;
+    set("hidden_size", hidden.into());
+    set("num_hidden_layers", need("block_count")?.into());
+    set("num_attention_heads", heads.into());
+    if let Some(kv) = get("attention.head_count_kv") {
+        set("num_key_value_heads", kv.into());
+    }
+    let vocab = header.vocab_size().or_else(|| {
+        header
+            .tensor("token_embd.weight")
+            .and_then(|t| t.dims.get(1).copied())
+    });
+    set(
+        "vocab_size",
+        vocab
+            .ok_or_else(|| ConfigError::Missing {
+                file: file.to_owned(),
+                key: "tokenizer.ggml.tokens".into(),
+                expected: "the vocabulary (or a `token_embd.weight` tensor)".into(),
+            })?
+            .into(),
+    );
+    if let Some(ff) = get("feed_forward_length") {
+        set("intermediate_size", ff.into());
+    }
+    if let Some(k) = get("attention.key_length").filter(|k| Some(*k) != hidden.checked_div(heads)) {
+        set("head_dim", k.into());
+    } else if matches!(
+        model_type,
+        "qwen3" | "qwen3_moe" | "gemma" | "gemma2" | "gemma3_text"
+    ) {
+        // These classes default `head_dim` to a constant, not hidden / heads: give it.
+        if let Some(k) = get("attention.key_length") {
+            set("head_dim", k.into());
+        }
+    }
+    if let Some(w) = get("attention.sliding_window") {
+        set("sliding_window", w.into());
+    }
+    if let Some(c) = get("context_length") {
+        set("max_position_embeddings", c.into());
+        if model_type == "gpt2" {
+            set("n_positions", c.into());
+        }
+    }
+    let tied = header.tensor("output.weight").is_none();
+    set("tie_word_embeddings", Value::Bool(tied));
+    if experts > 0 {
+        set("num_local_experts", experts.into());
+        set("num_experts", experts.into());
+        set("n_routed_experts", experts.into());
+        if let Some(k) = get("expert_used_count") {
+            set("num_experts_per_tok", k.into());
+        }
+        if let Some(f) = get("expert_feed_forward_length") {
+            set("moe_intermediate_size", f.into());
+            if matches!(model_type, "mixtral" | "gpt_oss") {
+                set("intermediate_size", f.into());
+            }
+        }
+        if let Some(f) = get("expert_shared_feed_forward_length") {
+            set("shared_expert_intermediate_size", f.into());
+        }
+    }
+    if model_type == "deepseek_v3" {
+        set(
+            "first_k_dense_replace",
+            get("leading_dense_block_count").unwrap_or(0).into(),
+        );
+        set(
+            "n_shared_experts",
+            get("expert_shared_count").unwrap_or(0).into(),
+        );
+        set(
+            "q_lora_rank",
+            get("attention.q_lora_rank")
+                .filter(|r| *r > 0)
+                .map_or(Value::Null, Value::from),
+        );
+        set("kv_lora_rank", need("attention.kv_lora_rank")?.into());
+        let rope = need("rope.dimension_count")?;
+        let key = need("attention.key_length")?;
+        set("qk_rope_head_dim", rope.into());
+        set("qk_nope_head_dim", key.saturating_sub(rope).into());
+        set("v_head_dim", need("attention.value_length")?.into());
+        m.remove("head_dim");
+    }
+    if model_type == "gpt2" {
+        m.insert("n_embd".into(), hidden.into());
+    }
+    Ok(m)
+}
+
+/// The spec of a GGUF file, from its metadata.
+pub fn spec_from_gguf(
+    header: &GgufHeader,
+    file: &str,
+    name: &str,
+) -> Result<ModelSpec, ConfigError> {
+    let map = config_from_gguf(header, file)?;
+    let spec = read_map(&map, file, name, HeadChoice::Config)?;
+    llmsize_core::count(&spec).map_err(|source| ConfigError::Spec {
+        file: file.to_owned(),
+        source,
+    })?;
+    Ok(spec)
+}
