@@ -85,6 +85,46 @@ fn role_of(category: names::Category) -> Role {
     })
 }
 
+/// llama.cpp's `llama_ftype` names (`general.file_type`), from `include/llama.h`.
+fn file_type_name(id: u64) -> Option<&'static str> {
+    Some(match id {
+        0 => "ALL_F32",
+        1 => "MOSTLY_F16",
+        2 => "MOSTLY_Q4_0",
+        3 => "MOSTLY_Q4_1",
+        7 => "MOSTLY_Q8_0",
+        8 => "MOSTLY_Q5_0",
+        9 => "MOSTLY_Q5_1",
+        10 => "MOSTLY_Q2_K",
+        11 => "MOSTLY_Q3_K_S",
+        12 => "MOSTLY_Q3_K_M",
+        13 => "MOSTLY_Q3_K_L",
+        14 => "MOSTLY_Q4_K_S",
+        15 => "MOSTLY_Q4_K_M",
+        16 => "MOSTLY_Q5_K_S",
+        17 => "MOSTLY_Q5_K_M",
+        18 => "MOSTLY_Q6_K",
+        19 => "MOSTLY_IQ2_XXS",
+        20 => "MOSTLY_IQ2_XS",
+        21 => "MOSTLY_Q2_K_S",
+        22 => "MOSTLY_IQ3_XS",
+        23 => "MOSTLY_IQ3_XXS",
+        24 => "MOSTLY_IQ1_S",
+        25 => "MOSTLY_IQ4_NL",
+        26 => "MOSTLY_IQ3_S",
+        27 => "MOSTLY_IQ3_M",
+        28 => "MOSTLY_IQ2_S",
+        29 => "MOSTLY_IQ2_M",
+        30 => "MOSTLY_IQ4_XS",
+        31 => "MOSTLY_IQ1_M",
+        32 => "MOSTLY_BF16",
+        36 => "MOSTLY_TQ1_0",
+        37 => "MOSTLY_TQ2_0",
+        38 => "MOSTLY_MXFP4_MOE",
+        _ => return None,
+    })
+}
+
 /// A metadata value as short text (arrays, such as the tokenizer's, by their length).
 fn value_text(v: &llmsize_weights::gguf::GgufValue) -> String {
     if let Some(a) = v.as_array() {
@@ -161,7 +201,13 @@ impl Checkpoint {
             .collect();
         let mut metadata = vec![("gguf.version".to_owned(), header.version.to_string())];
         for kv in &header.metadata {
-            metadata.push((kv.key.clone(), value_text(&kv.value)));
+            let mut text = value_text(&kv.value);
+            if kv.key == "general.file_type"
+                && let Some(name) = kv.value.as_u64().and_then(file_type_name)
+            {
+                text = format!("{text} ({name})");
+            }
+            metadata.push((kv.key.clone(), text));
         }
         Checkpoint {
             format: Format::Gguf,

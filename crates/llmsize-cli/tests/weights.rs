@@ -288,6 +288,66 @@ fn synthetic_sharded_checkpoints_reproduce_the_count() {
 }
 
 #[test]
+fn audit_explains_extra_layers_and_tied_heads_stored_twice() {
+    // DeepSeek-style multi-token-prediction layer: tensors of a layer past num_hidden_layers.
+    let dir = tempfile::tempdir().unwrap();
+    sharded_checkpoint(dir.path(), "DeepSeek-V2-Lite");
+    let (header, len) = safetensors_header(&[
+        (
+            "model.layers.27.self_attn.o_proj.weight".to_owned(),
+            vec![2048, 2048],
+        ),
+        (
+            "model.layers.27.input_layernorm.weight".to_owned(),
+            vec![2048],
+        ),
+    ]);
+    padded(&dir.path().join("model-mtp.safetensors"), &header, len);
+    let index = dir.path().join("model.safetensors.index.json");
+    let mut v: Value = serde_json::from_str(&fs::read_to_string(&index).unwrap()).unwrap();
+    v["weight_map"]["model.layers.27.self_attn.o_proj.weight"] = json!("model-mtp.safetensors");
+    v["weight_map"]["model.layers.27.input_layernorm.weight"] = json!("model-mtp.safetensors");
+    fs::write(&index, v.to_string()).unwrap();
+    let r = llmsize(&["audit", dir.path().to_str().unwrap(), "--json"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let a = json_of(&r);
+    let diffs = a["differences"].as_array().unwrap();
+    assert_eq!(diffs.len(), 2, "{diffs:?}");
+    let attn = diffs.iter().find(|d| d["category"] == "attention").unwrap();
+    assert_eq!(
+        attn["tensors"].as_u64().unwrap() - attn["config"].as_u64().unwrap(),
+        2048 * 2048
+    );
+    assert!(
+        attn["explanation"]
+            .as_str()
+            .unwrap()
+            .contains("beyond `num_hidden_layers` = 27")
+    );
+    assert_eq!(
+        attn["names"],
+        json!(["model.layers.27.self_attn.o_proj.weight"])
+    );
+
+    // GPT-2 ties its head; a file that stores `lm_head.weight` anyway is flagged and named.
+    let dir = tempfile::tempdir().unwrap();
+    sharded_checkpoint(dir.path(), "gpt2");
+    let (header, len) = safetensors_header(&[("lm_head.weight".to_owned(), vec![50257, 768])]);
+    padded(&dir.path().join("model-head.safetensors"), &header, len);
+    let index = dir.path().join("model.safetensors.index.json");
+    let mut v: Value = serde_json::from_str(&fs::read_to_string(&index).unwrap()).unwrap();
+    v["weight_map"]["lm_head.weight"] = json!("model-head.safetensors");
+    fs::write(&index, v.to_string()).unwrap();
+    let r = llmsize(&["audit", dir.path().to_str().unwrap()]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stdout.contains("a tied matrix saved twice") && r.stdout.contains("lm_head.weight"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
 fn hugging_face_cache_is_resolved_offline() {
     let home = tempfile::tempdir().unwrap();
     let repo = home
