@@ -221,6 +221,7 @@ impl Checkpoint {
     pub fn summary(&self) -> Summary {
         let mut components: BTreeMap<Category, u64> =
             Category::ALL.iter().map(|c| (*c, 0)).collect();
+        let mut component_bytes = components.clone();
         let mut by_dtype: BTreeMap<String, (u64, u64)> = BTreeMap::new();
         let mut buffers = Vec::new();
         let mut unknown = Vec::new();
@@ -230,6 +231,7 @@ impl Checkpoint {
             match e.role {
                 Role::Parameter(c) => {
                     *components.entry(c).or_default() += e.params;
+                    *component_bytes.entry(c).or_default() += e.bytes;
                     total = total.saturating_add(e.params);
                     param_bytes = param_bytes.saturating_add(e.bytes);
                     let d = by_dtype.entry(e.dtype.clone()).or_default();
@@ -243,6 +245,7 @@ impl Checkpoint {
         Summary {
             total,
             components,
+            component_bytes,
             by_dtype,
             buffers,
             unknown,
@@ -259,6 +262,8 @@ pub struct Summary {
     pub total: u64,
     /// Per category.
     pub components: BTreeMap<Category, u64>,
+    /// Bytes per category.
+    pub component_bytes: BTreeMap<Category, u64>,
     /// Parameters and bytes per stored type.
     pub by_dtype: BTreeMap<String, (u64, u64)>,
     /// Buffers (not parameters).
@@ -461,6 +466,7 @@ pub mod render {
             "component".to_owned(),
             "parameters".to_owned(),
             "share".to_owned(),
+            "bytes".to_owned(),
         ]];
         for cat in Category::ALL {
             let n = s.components.get(&cat).copied().unwrap_or(0);
@@ -469,6 +475,7 @@ pub mod render {
                     cat.as_str().into(),
                     thousands(n),
                     llmsize_core::units::share(n, s.total),
+                    thousands(s.component_bytes.get(&cat).copied().unwrap_or(0)),
                 ]);
             }
         }
@@ -476,6 +483,7 @@ pub mod render {
             "total".into(),
             thousands(s.total),
             human_count(s.total),
+            thousands(s.param_bytes),
         ]);
         out.push_str(&crate_columns(&rows));
         out.push_str("\nby stored type\n");
@@ -584,6 +592,7 @@ pub mod render {
             "files": c.files.iter().map(|(f, l)| json!({"file": f, "bytes": l})).collect::<Vec<_>>(),
             "total": s.total,
             "components": components_json(&s.components),
+            "component_bytes": components_json(&s.component_bytes),
             "parameter_bytes": s.param_bytes,
             "bits_per_weight": bpw(s.param_bytes, s.total),
             "by_dtype": s.by_dtype.iter().map(|(d, (p, b))| json!({"dtype": d, "params": p, "bytes": b})).collect::<Vec<_>>(),
