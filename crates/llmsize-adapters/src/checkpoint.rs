@@ -552,35 +552,11 @@ pub mod render {
         out
     }
 
+    /// First column left-aligned, the others right-aligned.
     fn crate_columns(rows: &[Vec<String>]) -> String {
         let n = rows.iter().map(Vec::len).max().unwrap_or(0);
-        let widths: Vec<usize> = (0..n)
-            .map(|i| {
-                rows.iter()
-                    .filter_map(|r| r.get(i))
-                    .map(|c| c.chars().count())
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let mut out = String::new();
-        for row in rows {
-            let mut line = String::new();
-            for (i, cell) in row.iter().enumerate() {
-                let pad = widths[i].saturating_sub(cell.chars().count());
-                if i == 0 {
-                    line.push_str(cell);
-                    line.push_str(&" ".repeat(pad));
-                } else {
-                    line.push_str("  ");
-                    line.push_str(&" ".repeat(pad));
-                    line.push_str(cell);
-                }
-            }
-            out.push_str(line.trim_end());
-            out.push('\n');
-        }
-        out
+        let right: Vec<bool> = (0..n).map(|i| i > 0).collect();
+        llmsize_core::render::columns(rows, &right)
     }
 
     /// `inspect --json`.

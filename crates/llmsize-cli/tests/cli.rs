@@ -297,6 +297,38 @@ fn bad_input_is_a_clear_error() {
         (
             write(
                 d,
+                "dense_index.json",
+                r#"{"model_type":"qwen3_moe","vocab_size":1000,"hidden_size":256,"num_hidden_layers":4,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":64,"intermediate_size":512,"moe_intermediate_size":128,"num_experts":8,"num_experts_per_tok":2,"mlp_only_layers":[1,9]}"#,
+            ),
+            vec![
+                "dense_index.json",
+                "`mlp_only_layers`",
+                "below `num_hidden_layers` (4)",
+            ],
+        ),
+        (
+            write(
+                d,
+                "first_dense.json",
+                r#"{"model_type":"deepseek_v3","vocab_size":1000,"hidden_size":256,"num_hidden_layers":4,"num_attention_heads":4,"intermediate_size":512,"moe_intermediate_size":128,"n_routed_experts":8,"num_experts_per_tok":2,"first_k_dense_replace":5,"kv_lora_rank":64,"qk_nope_head_dim":32,"qk_rope_head_dim":16,"v_head_dim":32}"#,
+            ),
+            vec![
+                "first_dense.json",
+                "`first_k_dense_replace`",
+                "at most `num_hidden_layers` (4)",
+            ],
+        ),
+        (
+            write(
+                d,
+                "mla.json",
+                r#"{"model_type":"deepseek_v2","vocab_size":1000,"hidden_size":256,"num_hidden_layers":4,"num_attention_heads":4,"intermediate_size":512,"moe_intermediate_size":128,"n_routed_experts":8,"num_experts_per_tok":2,"qk_nope_head_dim":32,"qk_rope_head_dim":16,"v_head_dim":32}"#,
+            ),
+            vec!["mla.json", "missing key `kv_lora_rank`"],
+        ),
+        (
+            write(
+                d,
                 "moe.json",
                 r#"{"model_type":"mixtral","vocab_size":32000,"hidden_size":4096,"num_hidden_layers":2,"num_attention_heads":32,"intermediate_size":14336,"num_local_experts":8,"num_experts_per_tok":9}"#,
             ),

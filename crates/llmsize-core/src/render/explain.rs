@@ -113,6 +113,15 @@ pub fn render(report: &ParamsReport) -> String {
             format!("= {}", derivation(&comp.formula, comp.count)),
         ]);
     }
+    if report.tied_embeddings == Some(false) && c.get(crate::count::Category::LmHead) > 0 {
+        rows.push(vec![
+            String::new(),
+            format!(
+                "  lm_head is untied (its own V·d matrix): estimates that assume a tied head, like V·d + L·(12d² + 13d), miss these {}",
+                thousands(c.get(crate::count::Category::LmHead))
+            ),
+        ]);
+    }
     if report.tied_embeddings == Some(true) {
         let note = "(tied: the output projection is the token_embedding matrix, counted once)";
         if c.get(crate::count::Category::LmHead) == 0 {

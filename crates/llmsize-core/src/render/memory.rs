@@ -57,7 +57,14 @@ pub fn render(
             format!("  {}", l.storage),
             thousands(l.bytes),
             bytes_both(l.bytes),
-            format!("{} parameters, {lbpw:.4} bpw", thousands(l.params)),
+            if explain {
+                format!(
+                    "{} parameters × {lbpw:.4} bits / 8 (blocks, scales and zeros included)",
+                    thousands(l.params)
+                )
+            } else {
+                format!("{} parameters, {lbpw:.4} bpw", thousands(l.params))
+            },
         ]);
     }
     rows.push(vec![

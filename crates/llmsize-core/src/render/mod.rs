@@ -10,7 +10,8 @@ pub mod memory;
 pub mod table;
 
 /// Lay out rows in columns; `right` marks right-aligned columns. Trailing spaces are trimmed.
-pub(crate) fn columns(rows: &[Vec<String>], right: &[bool]) -> String {
+/// Shared by every table renderer (also the adapters' `inspect` and `audit`).
+pub fn columns(rows: &[Vec<String>], right: &[bool]) -> String {
     let n = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..n)
         .map(|i| {
