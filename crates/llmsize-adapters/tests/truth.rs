@@ -157,14 +157,14 @@ fn tensor_lists_sum_to_the_count() {
 #[test]
 fn kv_cache_bytes_match_transformers() {
     use llmsize_core::formats::{KvDtype, WeightFormat};
-    use llmsize_core::memory::{MemoryOptions, MlaCache, WindowPolicy, memory};
+    use llmsize_core::memory::{CachePolicy, MemoryOptions, MlaCache, memory};
     let mut failures = Vec::new();
     let mut checked = 0;
-    for e in entries() {
+    for (set, e) in both_sets() {
         let Some(kv) = e.get("kv_cache_bytes_bf16").filter(|v| !v.is_null()) else {
             continue;
         };
-        let spec = spec_of("truth", &e);
+        let spec = spec_of(set, &e);
         for (s, want) in kv["by_seq_len"].as_object().unwrap() {
             checked += 1;
             let options = MemoryOptions {
@@ -175,7 +175,7 @@ fn kv_cache_bytes_match_transformers() {
                 tp: 1,
                 gpu: None,
                 mla: MlaCache::Latent,
-                window: WindowPolicy::Transformers,
+                window: CachePolicy::Transformers,
                 overhead_bytes: 0,
             };
             let got = memory(&spec, &options).unwrap().kv_bytes;
@@ -184,8 +184,17 @@ fn kv_cache_bytes_match_transformers() {
             }
         }
     }
-    assert!(checked > 100, "{checked}");
+    assert!(checked > 200, "{checked}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Entries of the ground truth and of the holdout, with their set.
+fn both_sets() -> Vec<(&'static str, Value)> {
+    entries_of("truth")
+        .into_iter()
+        .map(|e| ("truth", e))
+        .chain(entries_of("holdout").into_iter().map(|e| ("holdout", e)))
+        .collect()
 }
 
 /// Forward FLOPs as torch's FlopCounterMode counts them (full attention, batch 1).
@@ -194,11 +203,11 @@ fn forward_flops_match_torch() {
     use llmsize_core::flops::{AttentionConvention, flops};
     let mut failures = Vec::new();
     let mut checked = 0;
-    for e in entries() {
+    for (set, e) in both_sets() {
         let Some(f) = e.get("forward_flops").filter(|v| !v.is_null()) else {
             continue;
         };
-        let spec = spec_of("truth", &e);
+        let spec = spec_of(set, &e);
         for (s, want) in f["by_seq_len"].as_object().unwrap() {
             checked += 1;
             let got = flops(&spec, s.parse().unwrap(), 1, AttentionConvention::Full)
@@ -209,6 +218,6 @@ fn forward_flops_match_torch() {
             }
         }
     }
-    assert!(checked > 100, "{checked}");
+    assert!(checked > 200, "{checked}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

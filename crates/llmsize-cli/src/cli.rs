@@ -124,9 +124,11 @@ pub(crate) struct MemoryArgs {
     /// DeepSeek MLA cache: the compressed latent, or expanded per-head K/V
     #[arg(long, value_enum, default_value_t = MlaArg::Latent)]
     pub(crate) mla_cache: MlaArg,
-    /// Sliding-window layers keep `window − 1` tokens (transformers) or the whole window
+    /// KV cache layout: transformers' own cache (sliding layers keep `window − 1` tokens;
+    /// Falcon's new layout caches every head) or a serving runtime's (whole windows, grouped
+    /// KV heads)
     #[arg(long, value_enum, default_value_t = WindowArg::Transformers)]
-    pub(crate) window: WindowArg,
+    pub(crate) cache: WindowArg,
     /// Runtime overhead per GPU in MiB (CUDA context, allocator reserve)
     #[arg(long, default_value = "512")]
     pub(crate) overhead: u64,
@@ -154,10 +156,10 @@ pub(crate) enum MlaArg {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub(crate) enum WindowArg {
-    /// `sliding_window − 1` tokens
+    /// What transformers' cache holds after a prefill
     Transformers,
-    /// `sliding_window` tokens
-    Window,
+    /// What a serving runtime (vLLM, llama.cpp) holds
+    Runtime,
 }
 
 #[derive(Debug, Args)]

@@ -96,6 +96,42 @@ fn contract_forward_flops() {
 }
 
 #[test]
+fn cache_layout_transformers_or_runtime() {
+    // Falcon-40B (new decoder layout, 8 KV heads of 128 query heads, d_h 64, 60 layers):
+    // transformers broadcasts K and V to all 128 heads before caching (the oracle measured
+    // 2,013,265,920 B at 1024 tokens = 60·1024·2·128·64·2); a runtime caches 8 heads.
+    let cfg = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/holdout/configs/falcon-40b.json"
+    );
+    let (_, hf) = json(&["memory", cfg, "--seq-len", "1024", "--json"]);
+    assert_eq!(hf["kv_cache_bytes"], 2_013_265_920u64);
+    let (_, rt) = json(&[
+        "memory",
+        cfg,
+        "--seq-len",
+        "1024",
+        "--cache",
+        "runtime",
+        "--json",
+    ]);
+    assert_eq!(rt["kv_cache_bytes"], 60 * 1024 * 2 * 8 * 64 * 2u64);
+    // Mistral-7B-v0.1 past its 4096 window: transformers keeps 4095 tokens, a runtime 4096.
+    let (_, hf) = json(&["memory", "Mistral-7B-v0.1", "--seq-len", "8192", "--json"]);
+    let (_, rt) = json(&[
+        "memory",
+        "Mistral-7B-v0.1",
+        "--seq-len",
+        "8192",
+        "--cache",
+        "runtime",
+        "--json",
+    ]);
+    assert_eq!(hf["kv_cache_bytes"], 32 * 4095 * 4096u64);
+    assert_eq!(rt["kv_cache_bytes"], 32 * 4096 * 4096u64);
+}
+
+#[test]
 fn golden_kv_bytes_per_token() {
     // FORMULAS.md §5: Llama-2-7B 512 KiB, Llama-3-8B 128 KiB (bf16); DeepSeek-V3 latent 70,272 B
     // = 61·(512+64)·2, expanded 61·128·(192+128)·2 = 4,997,120 B.

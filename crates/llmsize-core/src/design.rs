@@ -176,6 +176,7 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
             q_norm: None,
             k_norm: None,
             sinks: false,
+            transformers_cache_heads: None,
         }),
         cross_attention: None,
         ffn: Ffn::Dense(Mlp {

@@ -21,14 +21,15 @@ pub enum MlaCache {
     Expanded,
 }
 
-/// How many tokens a sliding-window layer keeps.
+/// Whose KV cache layout to size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum WindowPolicy {
-    /// `sliding_window − 1`, what transformers' cache keeps after a prefill.
+pub enum CachePolicy {
+    /// What transformers' own cache holds after a prefill: `sliding_window − 1` tokens in a
+    /// sliding layer, and the heads its attention caches (Falcon's new layout: all of them).
     #[default]
     Transformers,
-    /// `sliding_window`, what a runtime that keeps the whole window holds.
-    Window,
+    /// A serving runtime (vLLM, llama.cpp): the whole window, grouped KV heads only.
+    Runtime,
 }
 
 /// The question asked.
@@ -48,8 +49,8 @@ pub struct MemoryOptions {
     pub gpu: Option<(&'static Gpu, u64)>,
     /// MLA cache form.
     pub mla: MlaCache,
-    /// Sliding-window cache convention.
-    pub window: WindowPolicy,
+    /// Whose cache layout (transformers' or a serving runtime's).
+    pub window: CachePolicy,
     /// Runtime overhead per GPU (CUDA context, allocator), bytes.
     pub overhead_bytes: u64,
 }
@@ -180,12 +181,12 @@ pub fn weight_lines(spec: &ModelSpec, format: WeightFormat) -> Result<Vec<Storag
 }
 
 /// Tokens a layer keeps after `seq_len` tokens.
-fn kept(window: Option<u64>, seq_len: u64, policy: WindowPolicy) -> u64 {
+fn kept(window: Option<u64>, seq_len: u64, policy: CachePolicy) -> u64 {
     match window {
         None => seq_len,
         Some(w) => match policy {
-            WindowPolicy::Transformers => seq_len.min(w.saturating_sub(1).max(1)),
-            WindowPolicy::Window => seq_len.min(w),
+            CachePolicy::Transformers => seq_len.min(w.saturating_sub(1).max(1)),
+            CachePolicy::Runtime => seq_len.min(w),
         },
     }
 }
@@ -199,9 +200,15 @@ pub fn kv_groups(spec: &ModelSpec, options: &MemoryOptions) -> Result<Vec<KvGrou
             let mut caches: Vec<(String, u64, u64, u64)> = Vec::new(); // (what, elements, per-gpu elements, tokens)
             match &layer.attention {
                 Attention::Standard(a) => {
-                    let per = mul(mul(2, a.num_kv_heads, "kv")?, a.head_dim, "kv")?;
+                    let cached = match options.window {
+                        CachePolicy::Transformers => {
+                            a.transformers_cache_heads.unwrap_or(a.num_kv_heads)
+                        }
+                        CachePolicy::Runtime => a.num_kv_heads,
+                    };
+                    let per = mul(mul(2, cached, "kv")?, a.head_dim, "kv")?;
                     // KV heads split across ranks; replicated when there are fewer than ranks.
-                    let heads_per_gpu = a.num_kv_heads.div_ceil(tp).max(1);
+                    let heads_per_gpu = cached.div_ceil(tp).max(1);
                     let per_gpu = mul(mul(2, heads_per_gpu, "kv")?, a.head_dim, "kv")?;
                     let tokens = kept(layer.sliding_window, options.seq_len, options.window);
                     let what = match layer.sliding_window {
@@ -433,8 +440,8 @@ pub fn memory_with(
         },
         "weights split evenly across tensor-parallel ranks (norms are replicated in practice; negligible)".to_owned(),
         match options.window {
-            WindowPolicy::Transformers => "sliding-window layers keep `sliding_window − 1` tokens, as transformers' cache does after a prefill".to_owned(),
-            WindowPolicy::Window => "sliding-window layers keep `sliding_window` tokens".to_owned(),
+            CachePolicy::Transformers => "KV cache as transformers' own cache holds it after a prefill (sliding layers keep `sliding_window − 1` tokens); `--cache runtime` for a serving runtime's layout".to_owned(),
+            CachePolicy::Runtime => "KV cache as a serving runtime holds it: whole sliding windows, grouped KV heads only".to_owned(),
         },
         "activations: one layer's prefill working set in bf16 (FlashAttention-style, no s×s score matrix) and fp32 logits of the last position; an estimate".to_owned(),
         format!("runtime overhead per GPU: {} MiB (CUDA context and allocator reserve; set with --overhead)", options.overhead_bytes >> 20),

@@ -183,6 +183,10 @@ pub struct StandardAttention {
     pub k_norm: Option<Norm>,
     /// One learned attention-sink logit per head (gpt-oss).
     pub sinks: bool,
+    /// Key/value heads transformers' implementation actually caches when it differs from
+    /// `num_kv_heads` (Falcon's new decoder layout broadcasts K and V to every query head
+    /// before caching); runtimes that cache the grouped heads use `num_kv_heads`.
+    pub transformers_cache_heads: Option<u64>,
 }
 
 /// Multi-head latent attention (DeepSeek-V2/V3).

@@ -5,7 +5,7 @@
 use llmsize_core::design::{Design, Style, design_spec};
 use llmsize_core::flops::{AttentionConvention, flops};
 use llmsize_core::formats::{GgufPreset, KvDtype, WeightFormat};
-use llmsize_core::memory::{MemoryOptions, MlaCache, WindowPolicy, memory};
+use llmsize_core::memory::{CachePolicy, MemoryOptions, MlaCache, memory};
 use llmsize_core::tensors::tensors;
 use llmsize_core::{ParamsReport, count};
 use proptest::prelude::*;
@@ -77,7 +77,7 @@ proptest! {
                 tp: 1,
                 gpu: None,
                 mla: MlaCache::Latent,
-                window: WindowPolicy::Transformers,
+                window: CachePolicy::Transformers,
                 overhead_bytes: 0,
             };
             let _ = memory(&spec, &options);

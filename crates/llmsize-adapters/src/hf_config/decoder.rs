@@ -91,6 +91,7 @@ pub(crate) fn mha(
         q_norm: None,
         k_norm: None,
         sinks: false,
+        transformers_cache_heads: None,
     }
 }
 
@@ -482,6 +483,11 @@ pub(crate) fn falcon(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> 
     };
     let mut attn = mha(hidden, heads, kv_heads, head_dim, bias);
     attn.fused_qkv = true;
+    if new_arch && kv_heads != heads {
+        // `FalconAttention._split_heads` broadcasts K and V to all query heads before
+        // `layer_past.update`, so transformers' cache holds n_h heads, not n_kv.
+        attn.transformers_cache_heads = Some(heads);
+    }
     let n = raw.layer_count("num_hidden_layers", layers)?;
     Ok(Decoder {
         model_type: "falcon".into(),

@@ -1,7 +1,7 @@
 //! `llmsize flops`: FLOPs by component, and speed on a GPU.
 
 use llmsize_core::flops::{AttentionConvention, flops};
-use llmsize_core::memory::{MemoryOptions, MlaCache, WindowPolicy, memory};
+use llmsize_core::memory::{CachePolicy, MemoryOptions, MlaCache, memory};
 use llmsize_core::render;
 use llmsize_core::speed::{SpeedOptions, speed};
 
@@ -40,7 +40,7 @@ pub(crate) fn run(args: &FlopsArgs) -> anyhow::Result<Outcome> {
                     tp: count,
                     gpu: Some((gpu, count)),
                     mla: MlaCache::Latent,
-                    window: WindowPolicy::Transformers,
+                    window: CachePolicy::Transformers,
                     overhead_bytes: 0,
                 },
             )

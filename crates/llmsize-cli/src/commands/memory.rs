@@ -6,7 +6,7 @@ use llmsize_core::ModelSpec;
 use llmsize_core::formats::{KvDtype, WeightFormat};
 use llmsize_core::gpu;
 use llmsize_core::memory::{
-    MemoryOptions, MlaCache, StorageLine, WindowPolicy, max_context, memory_with,
+    CachePolicy, MemoryOptions, MlaCache, StorageLine, max_context, memory_with,
 };
 use llmsize_core::render;
 
@@ -88,9 +88,9 @@ pub(crate) fn options(args: &MemoryArgs) -> anyhow::Result<MemoryOptions> {
             MlaArg::Latent => MlaCache::Latent,
             MlaArg::Expanded => MlaCache::Expanded,
         },
-        window: match args.window {
-            WindowArg::Transformers => WindowPolicy::Transformers,
-            WindowArg::Window => WindowPolicy::Window,
+        window: match args.cache {
+            WindowArg::Transformers => CachePolicy::Transformers,
+            WindowArg::Runtime => CachePolicy::Runtime,
         },
         overhead_bytes: args
             .overhead
