@@ -61,7 +61,9 @@ pub(crate) fn read_gguf(path: &Path) -> anyhow::Result<(u64, GgufHeader)> {
         let bytes = read_exact_at(&mut f, path, 0, want)?;
         match gguf::parse_header(&bytes, len, &file) {
             Ok(h) => return Ok((len, h)),
-            Err(e) if e.is_need_more_bytes() && want < len => {
+            Err(e) if e.is_need_more_bytes() && want < len.min(gguf::MAX_HEADER_SIZE) => {
+                // Grow strictly (at least doubling) up to the file or the header cap, so the
+                // loop ends: at the cap the parser's own error is returned.
                 want = e
                     .needed_at_least()
                     .unwrap_or(want)

@@ -633,3 +633,40 @@ fn bad_weight_files_are_clear_errors() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("preset"), "{}", r.stderr);
 }
+
+/// A GGUF header larger than the first 1 MiB read: the reader must read more, and only as
+/// much as the header needs.
+#[test]
+fn gguf_header_larger_than_the_first_read() {
+    let mut b = b"GGUF".to_vec();
+    b.extend(3u32.to_le_bytes()); // version
+    b.extend(1u64.to_le_bytes()); // tensors
+    b.extend(2u64.to_le_bytes()); // metadata pairs
+    let mut kv_string = |b: &mut Vec<u8>, key: &str, value: &str| {
+        b.extend((key.len() as u64).to_le_bytes());
+        b.extend(key.as_bytes());
+        b.extend(8u32.to_le_bytes()); // string
+        b.extend((value.len() as u64).to_le_bytes());
+        b.extend(value.as_bytes());
+    };
+    kv_string(&mut b, "general.architecture", "llama");
+    kv_string(&mut b, "general.description", &"x".repeat(3 << 20));
+    // One F32 tensor of 4×8 at offset 0.
+    let name = "blk.0.attn_norm.weight";
+    b.extend((name.len() as u64).to_le_bytes());
+    b.extend(name.as_bytes());
+    b.extend(2u32.to_le_bytes());
+    b.extend(8u64.to_le_bytes());
+    b.extend(4u64.to_le_bytes());
+    b.extend(0u32.to_le_bytes()); // F32
+    b.extend(0u64.to_le_bytes());
+    let data_start = b.len().div_ceil(32) * 32;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("big-header.gguf");
+    padded(&p, &b, data_start as u64 + 128);
+    let r = llmsize(&["inspect", p.to_str().unwrap(), "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v = json_of(&r);
+    assert_eq!(v["total"], 32);
+    assert_eq!(v["components"]["norm"], 32);
+}
