@@ -642,7 +642,7 @@ fn gguf_header_larger_than_the_first_read() {
     b.extend(3u32.to_le_bytes()); // version
     b.extend(1u64.to_le_bytes()); // tensors
     b.extend(2u64.to_le_bytes()); // metadata pairs
-    let mut kv_string = |b: &mut Vec<u8>, key: &str, value: &str| {
+    let kv_string = |b: &mut Vec<u8>, key: &str, value: &str| {
         b.extend((key.len() as u64).to_le_bytes());
         b.extend(key.as_bytes());
         b.extend(8u32.to_le_bytes()); // string
