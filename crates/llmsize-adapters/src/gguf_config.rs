@@ -164,10 +164,19 @@ pub fn config_from_gguf(
         );
         set("kv_lora_rank", need("attention.kv_lora_rank")?.into());
         let rope = need("rope.dimension_count")?;
-        let key = need("attention.key_length")?;
+        // Newer llama.cpp converts MLA with `key_length` = the cached latent width and puts
+        // the per-head sizes in `*_length_mla`.
+        let key = match get("attention.key_length_mla") {
+            Some(k) => k,
+            None => need("attention.key_length")?,
+        };
+        let value = match get("attention.value_length_mla") {
+            Some(v) => v,
+            None => need("attention.value_length")?,
+        };
         set("qk_rope_head_dim", rope.into());
         set("qk_nope_head_dim", key.saturating_sub(rope).into());
-        set("v_head_dim", need("attention.value_length")?.into());
+        set("v_head_dim", value.into());
         m.remove("head_dim");
     }
     if model_type == "gpt2" {
