@@ -12,6 +12,9 @@ use crate::spec::{
     StackRole, StandardAttention, Table,
 };
 
+/// Most layers a described model may have (a spec holds one entry per layer).
+pub const MAX_LAYERS: u64 = 1_000_000;
+
 /// Block style of a designed model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Style {
@@ -68,6 +71,14 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
     if design.layers == 0 {
         return Err(SpecError::Zero {
             field: "--layers".into(),
+        });
+    }
+    // The spec holds one entry per layer, as configs do (same cap as the config reader).
+    if design.layers > MAX_LAYERS {
+        return Err(SpecError::Invalid {
+            field: "--layers".into(),
+            found: design.layers.to_string(),
+            expected: format!("at most {MAX_LAYERS} layers"),
         });
     }
     let mut assumptions = Vec::new();

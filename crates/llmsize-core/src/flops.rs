@@ -66,8 +66,8 @@ pub struct FlopsReport {
     pub active_params: u64,
 }
 
-/// `2·rows·cols` per token for every matrix a token multiplies by, split by component.
-/// Returns (attention projections, ffn, router, experts, shared, head, other).
+/// Parameters of the matrices a token multiplies by (`2·rows·cols` FLOPs per token each),
+/// split by component.
 #[derive(Default)]
 struct MatmulParams {
     attention: u64,
@@ -79,7 +79,9 @@ struct MatmulParams {
     other: u64,
 }
 
-fn matmul_params(spec: &ModelSpec) -> MatmulParams {
+/// Matrices a token multiplies by; `decoding` leaves out an encoder stack (a generated
+/// token runs only the decoder).
+fn matmul_params(spec: &ModelSpec, decoding: bool) -> MatmulParams {
     let mut m = MatmulParams::default();
     let top_k: Vec<(StackRole, u64, u64)> = spec
         .stacks
@@ -95,7 +97,7 @@ fn matmul_params(spec: &ModelSpec) -> MatmulParams {
         })
         .collect();
     for t in tensors(spec) {
-        if t.is_vector() {
+        if t.is_vector() || (decoding && t.stack == Some(StackRole::Encoder)) {
             continue;
         }
         let one = t.rows.saturating_mul(t.cols);
@@ -116,7 +118,7 @@ fn matmul_params(spec: &ModelSpec) -> MatmulParams {
             K::ExpertGate | K::ExpertUp | K::ExpertDown => {
                 let k = top_k
                     .iter()
-                    .find(|(_, i, _)| Some(*i) == t.layer)
+                    .find(|(role, i, _)| Some(*role) == t.stack && Some(*i) == t.layer)
                     .map_or(1, |(_, _, k)| *k);
                 m.experts += one.saturating_mul(k);
             }
@@ -149,14 +151,21 @@ struct AttentionShape {
     v: u64,
     /// Sliding window.
     window: Option<u64>,
-    /// Cross-attention (never causal).
+    /// Cross-attention or an encoder's self-attention: every query sees every key.
     cross: bool,
+    /// In an encoder stack (not run when generating a token).
+    encoder: bool,
 }
 
 /// Per layer `n_h·d_qk` and `n_h·d_v` (scores and values widths) and the layer's window.
 fn attention_widths(spec: &ModelSpec) -> Vec<AttentionShape> {
     let mut out = Vec::new();
-    for l in spec.stacks.iter().flat_map(|s| &s.layers) {
+    for (stack, l) in spec
+        .stacks
+        .iter()
+        .flat_map(|s| s.layers.iter().map(move |l| (s.role, l)))
+    {
+        let encoder = stack == StackRole::Encoder;
         let w = |a: &Attention| match a {
             Attention::Standard(a) => (a.num_heads * a.head_dim, a.num_heads * a.head_dim),
             Attention::Latent(a) => (
@@ -169,7 +178,8 @@ fn attention_widths(spec: &ModelSpec) -> Vec<AttentionShape> {
             qk,
             v,
             window: l.sliding_window,
-            cross: false,
+            cross: encoder,
+            encoder,
         });
         if let Some(c) = &l.cross_attention {
             let (qk, v) = w(c);
@@ -178,6 +188,7 @@ fn attention_widths(spec: &ModelSpec) -> Vec<AttentionShape> {
                 v,
                 window: None,
                 cross: true,
+                encoder,
             });
         }
     }
@@ -233,19 +244,26 @@ pub fn flops(
         });
     }
     let count = crate::count::count(spec)?;
-    let m = matmul_params(spec);
+    let m = matmul_params(spec, false);
+    let dm = matmul_params(spec, true);
+    let generates = spec.stacks.iter().any(|s| s.role != StackRole::Encoder);
     let s = u128::from(seq_len);
     let b = u128::from(batch);
     let mut forward = Vec::new();
     let mut per_token = Vec::new();
-    for (key, label, p) in [
-        ("attention_projections", "W_attn", m.attention),
-        ("ffn", "W_ffn", m.ffn),
-        ("moe_router", "W_router", m.router),
-        ("moe_experts_active", "k·W_expert", m.experts),
-        ("moe_shared_experts", "W_shared", m.shared),
-        ("embedding_projection_and_heads", "W_other", m.other),
-        ("output_head", "V·d", m.head),
+    for (key, label, p, dp) in [
+        ("attention_projections", "W_attn", m.attention, dm.attention),
+        ("ffn", "W_ffn", m.ffn, dm.ffn),
+        ("moe_router", "W_router", m.router, dm.router),
+        ("moe_experts_active", "k·W_expert", m.experts, dm.experts),
+        ("moe_shared_experts", "W_shared", m.shared, dm.shared),
+        (
+            "embedding_projection_and_heads",
+            "W_other",
+            m.other,
+            dm.other,
+        ),
+        ("output_head", "V·d", m.head, dm.head),
     ] {
         if p > 0 {
             forward.push(FlopsLine {
@@ -253,10 +271,12 @@ pub fn flops(
                 formula: format!("2·b·s·{label} = 2·{batch}·{seq_len}·{p}"),
                 flops: prod(&[2, b, s, u128::from(p)]).ok_or_else(too_large)?,
             });
+        }
+        if dp > 0 && generates {
             per_token.push(FlopsLine {
                 key,
-                formula: format!("2·{label} = 2·{p}"),
-                flops: 2 * u128::from(p),
+                formula: format!("2·{label} = 2·{dp}"),
+                flops: 2 * u128::from(dp),
             });
         }
     }
@@ -283,6 +303,7 @@ pub fn flops(
             v,
             window,
             cross,
+            encoder,
         },
         n,
     ) in &same
@@ -300,17 +321,22 @@ pub fn flops(
             Some(w) if !cross => s.min(u128::from(*w)),
             _ => s,
         };
-        decode_scores = add(decode_scores, &[n128, 2, keys, u128::from(*qk)])?;
-        decode_values = add(decode_values, &[n128, 2, keys, u128::from(*v)])?;
+        if !encoder {
+            decode_scores = add(decode_scores, &[n128, 2, keys, u128::from(*qk)])?;
+            decode_values = add(decode_values, &[n128, 2, keys, u128::from(*v)])?;
+        }
         let what = match (window, cross) {
+            (_, true) if *encoder => " (encoder, bidirectional)".to_owned(),
             (_, true) => " (cross-attention)".to_owned(),
             (Some(w), false) => format!(" (window {w})"),
             (None, false) => String::new(),
         };
         f_scores.push(format!("{n}·2·{batch}·{p}·{qk}{what}"));
         f_values.push(format!("{n}·2·{batch}·{p}·{v}{what}"));
-        d_scores.push(format!("{n}·2·{keys}·{qk}{what}"));
-        d_values.push(format!("{n}·2·{keys}·{v}{what}"));
+        if !encoder {
+            d_scores.push(format!("{n}·2·{keys}·{qk}{what}"));
+            d_values.push(format!("{n}·2·{keys}·{v}{what}"));
+        }
     }
     forward.push(FlopsLine {
         key: "attention_scores",
@@ -325,16 +351,18 @@ pub fn flops(
         formula: format!("layers·2·b·{pair_label}·n_h·d_v = {}", f_values.join(" + ")),
         flops: values,
     });
-    per_token.push(FlopsLine {
-        key: "attention_scores",
-        formula: format!("layers·2·keys·n_h·d_qk = {}", d_scores.join(" + ")),
-        flops: decode_scores,
-    });
-    per_token.push(FlopsLine {
-        key: "attention_values",
-        formula: format!("layers·2·keys·n_h·d_v = {}", d_values.join(" + ")),
-        flops: decode_values,
-    });
+    if generates {
+        per_token.push(FlopsLine {
+            key: "attention_scores",
+            formula: format!("layers·2·keys·n_h·d_qk = {}", d_scores.join(" + ")),
+            flops: decode_scores,
+        });
+        per_token.push(FlopsLine {
+            key: "attention_values",
+            formula: format!("layers·2·keys·n_h·d_v = {}", d_values.join(" + ")),
+            flops: decode_values,
+        });
+    }
     let forward_flops = forward
         .iter()
         .try_fold(0u128, |a, l| a.checked_add(l.flops))
@@ -343,7 +371,7 @@ pub fn flops(
         .iter()
         .try_fold(0u128, |a, l| a.checked_add(l.flops))
         .ok_or_else(too_large)?;
-    let matmul = m.attention + m.ffn + m.router + m.experts + m.shared + m.head + m.other;
+    let matmul = dm.attention + dm.ffn + dm.router + dm.experts + dm.shared + dm.head + dm.other;
     Ok(FlopsReport {
         seq_len,
         batch,

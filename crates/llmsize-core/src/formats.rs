@@ -677,6 +677,7 @@ mod layout_tests {
             name: "attn_q.weight".into(),
             kind: TensorKind::AttnQ,
             category: Category::Attention,
+            stack: None,
             layer: Some(0),
             stack_layers: 1,
             copies: 1,

@@ -198,66 +198,76 @@ pub fn kv_groups(spec: &ModelSpec, options: &MemoryOptions) -> Result<Vec<KvGrou
     for stack in &spec.stacks {
         for layer in &stack.layers {
             let mut caches: Vec<(String, u64, u64, u64)> = Vec::new(); // (what, elements, per-gpu elements, tokens)
-            match &layer.attention {
-                Attention::Standard(a) => {
-                    let cached = match options.window {
-                        CachePolicy::Transformers => {
-                            a.transformers_cache_heads.unwrap_or(a.num_kv_heads)
-                        }
-                        CachePolicy::Runtime => a.num_kv_heads,
-                    };
-                    let per = mul(mul(2, cached, "kv")?, a.head_dim, "kv")?;
-                    // KV heads split across ranks; replicated when there are fewer than ranks.
-                    let heads_per_gpu = cached.div_ceil(tp).max(1);
-                    let per_gpu = mul(mul(2, heads_per_gpu, "kv")?, a.head_dim, "kv")?;
-                    let tokens = kept(layer.sliding_window, options.seq_len, options.window);
-                    let what = match layer.sliding_window {
-                        Some(w) => format!(
-                            "K and V: 2·n_kv·d_h = 2·{}·{}, sliding window {w}",
-                            a.num_kv_heads, a.head_dim
-                        ),
-                        None => {
-                            format!("K and V: 2·n_kv·d_h = 2·{}·{}", a.num_kv_heads, a.head_dim)
-                        }
-                    };
-                    caches.push((what, per, per_gpu, tokens));
-                }
-                Attention::Latent(a) => {
-                    let (what, per) = match options.mla {
-                        MlaCache::Latent => (
-                            format!(
-                                "MLA latent: r_kv + d_rope = {} + {}",
-                                a.kv_lora_rank, a.qk_rope_head_dim
+            // An encoder attends once over its whole input and caches nothing; only decoder
+            // self-attention (and cross-attention over the encoder output) is cached.
+            let self_attention = if stack.role == StackRole::Encoder {
+                None
+            } else {
+                Some(&layer.attention)
+            };
+            match self_attention {
+                None => {}
+                Some(attention) => match attention {
+                    Attention::Standard(a) => {
+                        let cached = match options.window {
+                            CachePolicy::Transformers => {
+                                a.transformers_cache_heads.unwrap_or(a.num_kv_heads)
+                            }
+                            CachePolicy::Runtime => a.num_kv_heads,
+                        };
+                        let per = mul(mul(2, cached, "kv")?, a.head_dim, "kv")?;
+                        // KV heads split across ranks; replicated when there are fewer than ranks.
+                        let heads_per_gpu = cached.div_ceil(tp).max(1);
+                        let per_gpu = mul(mul(2, heads_per_gpu, "kv")?, a.head_dim, "kv")?;
+                        let tokens = kept(layer.sliding_window, options.seq_len, options.window);
+                        let what = match layer.sliding_window {
+                            Some(w) => format!(
+                                "K and V: 2·n_kv·d_h = 2·{}·{}, sliding window {w}",
+                                a.num_kv_heads, a.head_dim
                             ),
-                            add(a.kv_lora_rank, a.qk_rope_head_dim, "kv")?,
-                        ),
-                        MlaCache::Expanded => (
-                            format!(
-                                "MLA expanded: n_h·(d_nope + d_rope) + n_h·d_v = {}·({} + {}) + {}·{}",
-                                a.num_heads,
-                                a.qk_nope_head_dim,
-                                a.qk_rope_head_dim,
-                                a.num_heads,
-                                a.v_head_dim
+                            None => {
+                                format!("K and V: 2·n_kv·d_h = 2·{}·{}", a.num_kv_heads, a.head_dim)
+                            }
+                        };
+                        caches.push((what, per, per_gpu, tokens));
+                    }
+                    Attention::Latent(a) => {
+                        let (what, per) = match options.mla {
+                            MlaCache::Latent => (
+                                format!(
+                                    "MLA latent: r_kv + d_rope = {} + {}",
+                                    a.kv_lora_rank, a.qk_rope_head_dim
+                                ),
+                                add(a.kv_lora_rank, a.qk_rope_head_dim, "kv")?,
                             ),
-                            add(
-                                mul(
+                            MlaCache::Expanded => (
+                                format!(
+                                    "MLA expanded: n_h·(d_nope + d_rope) + n_h·d_v = {}·({} + {}) + {}·{}",
                                     a.num_heads,
-                                    add(a.qk_nope_head_dim, a.qk_rope_head_dim, "kv")?,
+                                    a.qk_nope_head_dim,
+                                    a.qk_rope_head_dim,
+                                    a.num_heads,
+                                    a.v_head_dim
+                                ),
+                                add(
+                                    mul(
+                                        a.num_heads,
+                                        add(a.qk_nope_head_dim, a.qk_rope_head_dim, "kv")?,
+                                        "kv",
+                                    )?,
+                                    mul(a.num_heads, a.v_head_dim, "kv")?,
                                     "kv",
                                 )?,
-                                mul(a.num_heads, a.v_head_dim, "kv")?,
-                                "kv",
-                            )?,
-                        ),
-                    };
-                    // The latent is shared by all heads, so every rank holds all of it.
-                    let per_gpu = match options.mla {
-                        MlaCache::Latent => per,
-                        MlaCache::Expanded => per.div_ceil(tp),
-                    };
-                    caches.push((what, per, per_gpu, options.seq_len));
-                }
+                            ),
+                        };
+                        // The latent is shared by all heads, so every rank holds all of it.
+                        let per_gpu = match options.mla {
+                            MlaCache::Latent => per,
+                            MlaCache::Expanded => per.div_ceil(tp),
+                        };
+                        caches.push((what, per, per_gpu, options.seq_len));
+                    }
+                },
             }
             if let Some(Attention::Standard(a)) = &layer.cross_attention {
                 let per = mul(mul(2, a.num_kv_heads, "kv")?, a.head_dim, "kv")?;
@@ -315,23 +325,40 @@ pub fn kv_groups(spec: &ModelSpec, options: &MemoryOptions) -> Result<Vec<KvGrou
 
 /// The largest layer working set of a prefill, in elements per token: the residual and its
 /// normed copy, plus the wider of attention (q, k, v, output) and the MLP's inner activations.
-fn activation_elements_per_token(spec: &ModelSpec) -> (u64, String) {
+fn activation_elements_per_token(spec: &ModelSpec) -> Result<(u64, String), SpecError> {
+    let prod = |f: &[u64]| -> Result<u64, SpecError> {
+        f.iter()
+            .try_fold(1u64, |a, b| a.checked_mul(*b))
+            .ok_or_else(|| overflow("activation width"))
+    };
+    let sum = |f: &[u64]| -> Result<u64, SpecError> {
+        f.iter()
+            .try_fold(0u64, |a, b| a.checked_add(*b))
+            .ok_or_else(|| overflow("activation width"))
+    };
     let mut widest = 0u64;
     let mut why = String::new();
     for l in spec.stacks.iter().flat_map(|s| &s.layers) {
         let attention = match &l.attention {
-            Attention::Standard(a) => (a.num_heads * 2 + a.num_kv_heads * 2) * a.head_dim,
-            Attention::Latent(a) => {
-                a.num_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim) * 2
-                    + a.num_heads * a.v_head_dim * 2
-            }
+            Attention::Standard(a) => prod(&[
+                sum(&[prod(&[a.num_heads, 2])?, prod(&[a.num_kv_heads, 2])?])?,
+                a.head_dim,
+            ])?,
+            Attention::Latent(a) => sum(&[
+                prod(&[
+                    a.num_heads,
+                    sum(&[a.qk_nope_head_dim, a.qk_rope_head_dim])?,
+                    2,
+                ])?,
+                prod(&[a.num_heads, a.v_head_dim, 2])?,
+            ])?,
         };
         let mlp = match &l.ffn {
-            Ffn::Dense(m) => m.intermediate * if m.gated { 3 } else { 1 },
-            Ffn::Moe(m) => {
-                m.experts_per_token * m.expert.intermediate * 3
-                    + m.shared.map_or(0, |s| s.intermediate * 3)
-            }
+            Ffn::Dense(m) => prod(&[m.intermediate, if m.gated { 3 } else { 1 }])?,
+            Ffn::Moe(m) => sum(&[
+                prod(&[m.experts_per_token, m.expert.intermediate, 3])?,
+                m.shared.map_or(Ok(0), |s| prod(&[s.intermediate, 3]))?,
+            ])?,
         };
         if attention.max(mlp) > widest {
             widest = attention.max(mlp);
@@ -342,7 +369,7 @@ fn activation_elements_per_token(spec: &ModelSpec) -> (u64, String) {
             };
         }
     }
-    (2 * spec.hidden_size + widest, why)
+    Ok((sum(&[prod(&[2, spec.hidden_size])?, widest])?, why))
 }
 
 /// Answer the memory question.
@@ -400,7 +427,7 @@ pub fn memory_with(
 
     // Workspace: one layer's activations for the whole prefill in bf16 (no FlashAttention
     // score matrix), plus fp32 logits of the last position of each sequence.
-    let (per_token, widest) = activation_elements_per_token(spec);
+    let (per_token, widest) = activation_elements_per_token(spec)?;
     let tokens = mul(options.batch, options.seq_len, "batch·seq_len")?;
     let layer_bytes = mul(mul(tokens, per_token, "activations")?, 2, "activations")?;
     let logits = mul(mul(options.batch, spec.vocab_size, "logits")?, 4, "logits")?;

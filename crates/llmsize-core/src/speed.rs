@@ -44,6 +44,10 @@ pub struct SpeedReport {
     pub decode_tokens_per_second: f64,
     /// Tokens per second of one sequence.
     pub per_sequence_tokens_per_second: f64,
+    /// Whether the model fits the GPUs at this length and batch (weights, KV, workspace).
+    pub fits: Option<bool>,
+    /// Memory needed per GPU, bytes.
+    pub memory_per_gpu: u64,
     /// Assumptions.
     pub assumptions: Vec<String>,
 }
@@ -135,6 +139,8 @@ pub fn speed(
         decode_bound,
         decode_tokens_per_second,
         per_sequence_tokens_per_second: 1.0 / decode_step_seconds,
+        fits: memory.fits,
+        memory_per_gpu: memory.per_gpu,
         assumptions,
     })
 }

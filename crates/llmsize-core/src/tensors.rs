@@ -112,6 +112,8 @@ pub struct Tensor {
     pub kind: TensorKind,
     /// Its category in the 13-way split.
     pub category: Category,
+    /// The stack it belongs to (none for embeddings and the head).
+    pub stack: Option<StackRole>,
     /// Layer index within its stack, for per-layer rules.
     pub layer: Option<u64>,
     /// Layers in that stack (llama.cpp's mixing rules depend on the position).
@@ -139,6 +141,7 @@ impl Tensor {
 struct Builder {
     out: Vec<Tensor>,
     prefix: String,
+    stack: Option<StackRole>,
     layer: Option<u64>,
     stack_layers: u64,
 }
@@ -166,6 +169,7 @@ impl Builder {
             name: full,
             kind,
             category,
+            stack: self.stack,
             layer: self.layer,
             stack_layers: self.stack_layers,
             copies,
@@ -339,6 +343,7 @@ pub fn tensors(spec: &ModelSpec) -> Vec<Tensor> {
     let mut b = Builder {
         out: Vec::new(),
         prefix: String::new(),
+        stack: None,
         layer: None,
         stack_layers: 0,
     };
@@ -373,6 +378,7 @@ pub fn tensors(spec: &ModelSpec) -> Vec<Tensor> {
             StackRole::Decoder | StackRole::CrossDecoder => "decoder",
         };
         b.prefix = role.to_owned();
+        b.stack = Some(stack.role);
         b.layer = None;
         b.stack_layers = stack.layers.len() as u64;
         match stack.position {
@@ -427,6 +433,7 @@ pub fn tensors(spec: &ModelSpec) -> Vec<Tensor> {
         }
     }
     b.prefix.clear();
+    b.stack = None;
     b.stack_layers = 0;
     if let OutputHead::Lm {
         tied,

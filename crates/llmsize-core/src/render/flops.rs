@@ -65,12 +65,16 @@ pub fn render(name: &str, r: &FlopsReport, speed: Option<&SpeedReport>, explain:
         columns(&rows, &[false, true, true, false])
     };
     out.push_str(&table(&r.forward, r.forward_flops, "forward total"));
-    let _ = writeln!(
-        out,
-        "\none generated token with {} tokens of context (one sequence)",
-        thousands(r.seq_len)
-    );
-    out.push_str(&table(&r.per_token, r.per_token_flops, "per token"));
+    if r.per_token.is_empty() {
+        out.push_str("\nno generated tokens: an encoder reads its input in one pass\n");
+    } else {
+        let _ = writeln!(
+            out,
+            "\none generated token with {} tokens of context (one sequence)",
+            thousands(r.seq_len)
+        );
+        out.push_str(&table(&r.per_token, r.per_token_flops, "per token"));
+    }
 
     let two_p = 2 * u128::from(r.params);
     let two_active = 2 * u128::from(r.active_params);
@@ -116,31 +120,44 @@ the matmuls use {} parameters per token; attention adds 4·n_h·d_h per key per 
             "\nspeed on {} × {} (roofline estimate)",
             s.options.gpus, s.options.gpu.name
         );
-        let rows = vec![
-            vec![
-                "prefill".to_owned(),
-                human_seconds(s.prefill_seconds),
-                format!("{} tokens, compute bound", thousands(r.seq_len * r.batch)),
-            ],
-            vec![
-                "decode step".to_owned(),
-                human_seconds(s.decode_step_seconds),
-                format!(
-                    "{} bound: {} B read, {}",
-                    s.decode_bound,
-                    thousands(s.decode_bytes),
-                    human_flops(s.decode_flops)
-                ),
-            ],
-            vec![
-                "decode".to_owned(),
-                format!("{:.1} tokens/s", s.decode_tokens_per_second),
-                format!(
-                    "batch {}; {:.1} tokens/s per sequence",
-                    r.batch, s.per_sequence_tokens_per_second
-                ),
-            ],
-        ];
+        if s.fits == Some(false) {
+            let _ = writeln!(
+                out,
+                "  warning: does not fit: needs {} per GPU, has {} (see `llmsize memory`); the times assume it did",
+                crate::units::bytes_both(s.memory_per_gpu),
+                crate::units::bytes_both(s.options.gpu.memory_bytes)
+            );
+        }
+        let mut rows = vec![vec![
+            "prefill".to_owned(),
+            human_seconds(s.prefill_seconds),
+            format!(
+                "{} tokens, compute bound",
+                thousands(r.seq_len.saturating_mul(r.batch))
+            ),
+        ]];
+        if !r.per_token.is_empty() {
+            rows.extend([
+                vec![
+                    "decode step".to_owned(),
+                    human_seconds(s.decode_step_seconds),
+                    format!(
+                        "{} bound: {} B read, {}",
+                        s.decode_bound,
+                        thousands(s.decode_bytes),
+                        human_flops(s.decode_flops)
+                    ),
+                ],
+                vec![
+                    "decode".to_owned(),
+                    format!("{:.1} tokens/s", s.decode_tokens_per_second),
+                    format!(
+                        "batch {}; {:.1} tokens/s per sequence",
+                        r.batch, s.per_sequence_tokens_per_second
+                    ),
+                ],
+            ]);
+        }
         out.push_str(&columns(&rows, &[false, true, false]));
         for a in &s.assumptions {
             let _ = writeln!(out, "  - {a}");
@@ -190,6 +207,8 @@ pub fn value(name: &str, r: &FlopsReport, speed: Option<&SpeedReport>) -> Value 
                 "decode_step_seconds": s.decode_step_seconds,
                 "decode_bound": s.decode_bound,
                 "decode_tokens_per_second": s.decode_tokens_per_second,
+                "fits": s.fits,
+                "memory_per_gpu_bytes": s.memory_per_gpu,
                 "assumptions": s.assumptions,
             }),
         );
