@@ -103,9 +103,10 @@ pub(crate) struct MemoryArgs {
     pub(crate) model: ModelArgs,
     /// Weight format: bf16, fp16, fp32, fp8, fp8-block, int8, int4, nf4, nf4-dq, gptq-4bit,
     /// awq-4bit, or a llama.cpp preset (q8_0, q6_k, q5_k_m, q5_k_s, q5_1, q5_0, q4_k_m,
-    /// q4_k_s, q4_1, q4_0, q3_k_l, q3_k_m, q3_k_s, q2_k, iq4_xs, iq4_nl)
-    #[arg(long, default_value = "bf16")]
-    pub(crate) dtype: String,
+    /// q4_k_s, q4_1, q4_0, q3_k_l, q3_k_m, q3_k_s, q2_k, iq4_xs, iq4_nl) [default: bf16;
+    /// weight files are measured as stored]
+    #[arg(long)]
+    pub(crate) dtype: Option<String>,
     /// Tokens per sequence (prompt + generated), e.g. 4096 or 8k
     #[arg(long, default_value = "4096", value_parser = parse_size, allow_hyphen_values = true)]
     pub(crate) seq_len: u64,
@@ -136,7 +137,7 @@ pub(crate) struct MemoryArgs {
     #[arg(long, requires = "gpu")]
     pub(crate) max_context: bool,
     /// A table over several lengths or batches: `seq=1k,8k,32k,128k` or `batch=1,8,32`
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["max_context", "explain"])]
     pub(crate) sweep: Option<String>,
     /// Print JSON (bytes as integers)
     #[arg(long, conflicts_with = "explain")]

@@ -31,16 +31,20 @@ pub(crate) fn is_broken_pipe(err: &anyhow::Error) -> bool {
 /// `error: …`, one `caused by: …` per source, then any `hint:` attached as context.
 pub(crate) fn print_error(err: &anyhow::Error) {
     let mut chain = err.chain();
+    let mut previous = String::new();
     if let Some(top) = chain.next() {
-        eprintln!("error: {top}");
+        previous = top.to_string();
+        eprintln!("error: {previous}");
     }
     let mut hints = Vec::new();
     for cause in chain {
         let text = cause.to_string();
         if let Some(h) = text.strip_prefix("hint: ") {
             hints.push(h.to_owned());
-        } else {
+        } else if !previous.ends_with(&text) {
+            // Typed errors often quote their source already; print each cause once.
             eprintln!("  caused by: {text}");
+            previous = text;
         }
     }
     for h in hints {

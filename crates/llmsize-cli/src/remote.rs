@@ -187,6 +187,10 @@ impl Hub {
     }
 }
 
+fn is_root_safetensors(f: &str) -> bool {
+    f.ends_with(".safetensors") && !f.contains('/')
+}
+
 /// A Hub repo as a model: its `config.json`, and (when asked, or when there is no config)
 /// the headers of its weights.
 pub(crate) fn model(
@@ -222,19 +226,16 @@ pub(crate) fn model(
                 shards.push((shard.clone(), h.file_len, header));
             }
             Some(Weights::Safetensors(shards))
-        } else if let Some(st) = files
-            .iter()
-            .filter(|f| f.ends_with(".safetensors"))
-            .collect::<Vec<_>>()
-            .first()
-        {
-            let h = hub.safetensors_header(repo, revision, st)?;
-            let header = safetensors::parse_header(&h.bytes, h.file_len, &label(st))?;
-            Some(Weights::Safetensors(vec![(
-                (*st).clone(),
-                h.file_len,
-                header,
-            )]))
+        } else if files.iter().any(|f| is_root_safetensors(f)) {
+            // Every top-level shard, as a local directory is read (sub-folders hold other
+            // variants, e.g. `onnx/` or `original/`).
+            let mut shards = Vec::new();
+            for st in files.iter().filter(|f| is_root_safetensors(f)) {
+                let h = hub.safetensors_header(repo, revision, st)?;
+                let header = safetensors::parse_header(&h.bytes, h.file_len, &label(st))?;
+                shards.push((st.clone(), h.file_len, header));
+            }
+            Some(Weights::Safetensors(shards))
         } else {
             let ggufs: Vec<&String> = files.iter().filter(|f| f.ends_with(".gguf")).collect();
             match ggufs.as_slice() {
@@ -255,7 +256,10 @@ pub(crate) fn model(
                                 if e.is_need_more_bytes()
                                     && want < h.file_len.min(MAX_GGUF_HEADER) =>
                             {
-                                want = want.saturating_mul(2).max(e.needed_at_least().unwrap_or(0));
+                                want = want
+                                    .saturating_mul(2)
+                                    .max(e.needed_at_least().unwrap_or(0))
+                                    .min(h.file_len.min(MAX_GGUF_HEADER));
                             }
                             Err(e) => return Err(e.into()),
                         }

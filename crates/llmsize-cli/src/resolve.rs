@@ -6,7 +6,9 @@ use anyhow::{Context as _, anyhow};
 use llmsize_adapters::{ReadOptions, gguf_config, presets, read_config};
 use llmsize_core::ModelSpec;
 
-use crate::weights_io::{Weights, find_weights, read_gguf, read_index, read_safetensors};
+use crate::weights_io::{
+    Weights, file_name, find_weights, read_gguf, read_index, read_safetensors,
+};
 use crate::{hub, remote};
 
 /// A config found for a MODEL argument.
@@ -156,7 +158,7 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup) -> anyhow::Result<Model>
             return Ok(Model {
                 name: name_of(&path),
                 config: sibling_config(&path)?,
-                weights: Some(Weights::Safetensors(vec![(name_of_file(&path), len, h)])),
+                weights: Some(Weights::Safetensors(vec![(file_name(&path), len, h)])),
             });
         }
         if lower.ends_with(".index.json") {
@@ -188,7 +190,7 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup) -> anyhow::Result<Model>
             config: Some(Found {
                 name: p.id.to_owned(),
                 source: format!("preset {}", p.hf_repo.unwrap_or(p.id)),
-                file: format!("preset `{}`", p.id),
+                file: format!("preset {}", p.id),
                 text: p.config.to_owned(),
             }),
             weights: None,
@@ -234,13 +236,6 @@ fn dir_name(p: &Path) -> String {
         .ok()
         .and_then(|c| c.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| p.display().to_string())
-}
-
-fn name_of_file(p: &Path) -> String {
-    p.file_name().map_or_else(
-        || p.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
 }
 
 fn read_file(path: &Path) -> anyhow::Result<Found> {

@@ -93,7 +93,8 @@ impl Weights {
     }
 }
 
-fn file_name(p: &Path) -> String {
+/// The last component of a path, for labels.
+pub(crate) fn file_name(p: &Path) -> String {
     p.file_name().map_or_else(
         || p.display().to_string(),
         |n| n.to_string_lossy().into_owned(),

@@ -203,23 +203,28 @@ fn fits_exit_status_and_max_context() {
     let big = llmsize(&["memory", "DeepSeek-V3", "--gpu", "rtx4090"]);
     assert_eq!(big.code, 1, "{}", big.stderr);
     assert!(big.stdout.contains("does not fit"));
-    // The longest context: it fits, one more token does not.
+    // The longest context: it fits, one more token does not (batch 8 makes memory the bound).
     let (_, v) = json(&[
         "memory",
         "Meta-Llama-3-8B",
         "--gpu",
         "rtx4090",
+        "--batch",
+        "8",
         "--max-context",
         "--json",
     ]);
     let n = v["max_context"].as_u64().unwrap();
-    assert!(n > 8192, "{n}");
+    assert_eq!(v["max_context_bound"], "memory");
+    assert!(n > 1024 && n < 8192, "{n}");
     let at = |s: u64| {
         json(&[
             "memory",
             "Meta-Llama-3-8B",
             "--gpu",
             "rtx4090",
+            "--batch",
+            "8",
             "--seq-len",
             &s.to_string(),
             "--json",
@@ -228,6 +233,19 @@ fn fits_exit_status_and_max_context() {
     };
     assert_eq!(at(n), 0);
     assert_eq!(at(n + 1), 1);
+    // Capped by what the model can take: GPT-2's learned table has 1,024 rows.
+    let (_, v) = json(&["memory", "gpt2", "--gpu", "h100", "--max-context", "--json"]);
+    assert_eq!(v["max_context"], 1024);
+    assert_eq!(v["max_context_bound"], "position table");
+    // Past the table, a warning says the model cannot take it.
+    let (_, v) = json(&["memory", "gpt2", "--seq-len", "2k", "--json"]);
+    assert!(
+        v["assumptions"]
+            .to_string()
+            .contains("exceed the 1024 rows"),
+        "{}",
+        v["assumptions"]
+    );
 }
 
 #[test]

@@ -220,6 +220,7 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
         architecture: format!("{style_name} block"),
         hidden_size: d,
         vocab_size: vocab,
+        context_length: Some(ctx),
         token_embedding: Some(Table {
             rows: vocab,
             dim: d,

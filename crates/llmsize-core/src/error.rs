@@ -33,7 +33,7 @@ pub enum SpecError {
     },
     /// The attention heads do not divide the hidden size and no explicit head size was given.
     #[error(
-        "`{heads_field}` = {heads} does not divide `{hidden_field}` = {hidden}; give `head_dim` explicitly"
+        "`{heads_field}` = {heads} does not divide `{hidden_field}` = {hidden}: the head size must be whole (model types that read `head_dim` accept it explicitly)"
     )]
     HeadsDoNotDivide {
         /// The heads field name.

@@ -116,6 +116,8 @@ pub struct MemoryReport {
     pub total: u64,
     /// Does it fit the named GPU (per GPU total ≤ its memory)?
     pub fits: Option<bool>,
+    /// The weights were measured from weight files, not estimated from `format`.
+    pub weights_from_files: bool,
     /// Assumptions behind the numbers.
     pub assumptions: Vec<String>,
 }
@@ -372,6 +374,38 @@ fn activation_elements_per_token(spec: &ModelSpec) -> Result<(u64, String), Spec
     Ok((sum(&[prod(&[2, spec.hidden_size])?, widest])?, why))
 }
 
+/// Tensor parallelism splits query heads evenly across ranks (as vLLM and Megatron require),
+/// and KV heads either evenly or by replication (ranks a multiple of the KV heads).
+fn check_tp(spec: &ModelSpec, tp: u64) -> Result<(), SpecError> {
+    if tp == 1 {
+        return Ok(());
+    }
+    for l in spec.stacks.iter().flat_map(|s| &s.layers) {
+        let (heads, kv) = match &l.attention {
+            Attention::Standard(a) => (a.num_heads, Some(a.num_kv_heads)),
+            Attention::Latent(a) => (a.num_heads, None),
+        };
+        if !heads.is_multiple_of(tp) {
+            return Err(SpecError::Invalid {
+                field: "--tp".into(),
+                found: tp.to_string(),
+                expected: format!("a divisor of the {heads} attention heads"),
+            });
+        }
+        if let Some(kv) = kv
+            && !kv.is_multiple_of(tp)
+            && !tp.is_multiple_of(kv)
+        {
+            return Err(SpecError::Invalid {
+                field: "--tp".into(),
+                found: tp.to_string(),
+                expected: format!("a divisor or a multiple of the {kv} key/value heads"),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Answer the memory question.
 pub fn memory(spec: &ModelSpec, options: &MemoryOptions) -> Result<MemoryReport, SpecError> {
     memory_with(spec, options, None)
@@ -396,6 +430,7 @@ pub fn memory_with(
         });
     }
     let tp = options.tp.max(1);
+    check_tp(spec, tp)?;
     let weights = match from_files {
         Some(lines) => lines.to_vec(),
         None => weight_lines(spec, options.format)?,
@@ -489,6 +524,17 @@ pub fn memory_with(
                 .to_owned(),
         );
     }
+    if let Some(p) = spec.position_limit().filter(|p| options.seq_len > *p) {
+        assumptions.push(format!(
+            "warning: {} tokens exceed the {p} rows of the learned position table; the model cannot take them",
+            options.seq_len
+        ));
+    } else if let Some(c) = spec.context_length.filter(|c| options.seq_len > *c) {
+        assumptions.push(format!(
+            "warning: {} tokens exceed the trained context of {c} tokens",
+            options.seq_len
+        ));
+    }
     Ok(MemoryReport {
         options: *options,
         weights,
@@ -504,17 +550,29 @@ pub fn memory_with(
         per_gpu,
         total,
         fits,
+        weights_from_files: from_files.is_some(),
         assumptions,
     })
 }
 
-/// The longest context that fits the GPU at the given batch and formats (None: not even 1).
+/// The longest context that fits, and what stopped the search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaxContext {
+    /// Tokens per sequence.
+    pub tokens: u64,
+    /// `memory` (the GPU is full), `position table` (a learned table has no more rows),
+    /// `trained context` (the config's context length) or `search limit`.
+    pub bound: &'static str,
+}
+
+/// The longest context that fits the GPU at the given batch and formats, capped at what the
+/// model can take (None: not even 1 token fits, or no GPU was named).
 pub fn max_context(
     spec: &ModelSpec,
     options: &MemoryOptions,
     from_files: Option<&[StorageLine]>,
     limit: u64,
-) -> Result<Option<u64>, SpecError> {
+) -> Result<Option<MaxContext>, SpecError> {
     let Some((gpu, _)) = options.gpu else {
         return Ok(None);
     };
@@ -532,10 +590,15 @@ pub fn max_context(
     if !fits(1)? {
         return Ok(None);
     }
-    let (mut lo, mut hi) = (1u64, limit.max(1));
-    if fits(hi)? {
-        return Ok(Some(hi));
+    let (cap, bound) = match (spec.position_limit(), spec.context_length) {
+        (Some(p), _) if p <= limit => (p, "position table"),
+        (_, Some(c)) if c <= limit => (c, "trained context"),
+        _ => (limit.max(1), "search limit"),
+    };
+    if fits(cap)? {
+        return Ok(Some(MaxContext { tokens: cap, bound }));
     }
+    let (mut lo, mut hi) = (1u64, cap);
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
         if fits(mid)? {
@@ -544,5 +607,8 @@ pub fn max_context(
             hi = mid;
         }
     }
-    Ok(Some(lo))
+    Ok(Some(MaxContext {
+        tokens: lo,
+        bound: "memory",
+    }))
 }

@@ -23,6 +23,8 @@ pub struct ModelSpec {
     pub hidden_size: u64,
     /// Vocabulary size `V`.
     pub vocab_size: u64,
+    /// Context the model was trained for (`max_position_embeddings`, `n_positions`), if known.
+    pub context_length: Option<u64>,
     /// Input token table (`V × dim`); `dim` differs from the hidden size for OPT-350m.
     pub token_embedding: Option<Table>,
     /// Further untied copies of the token table (BART's encoder and decoder `embed_tokens`
@@ -317,6 +319,20 @@ impl Norm {
 }
 
 impl ModelSpec {
+    /// The longest input the parameters allow: a learned position table has one row per
+    /// position (minus any offset rows); rotary and relative positions have no such limit.
+    pub fn position_limit(&self) -> Option<u64> {
+        self.stacks
+            .iter()
+            .filter_map(|s| match s.position {
+                Some(PositionEmbedding::Learned { table, offset }) => {
+                    Some(table.rows.saturating_sub(offset))
+                }
+                _ => None,
+            })
+            .min()
+    }
+
     /// Total layers over all stacks.
     pub fn num_layers(&self) -> u64 {
         self.stacks.iter().map(|s| s.layers.len() as u64).sum()

@@ -40,6 +40,7 @@ impl Decoder {
             architecture: self.architecture,
             hidden_size: self.hidden,
             vocab_size: self.vocab,
+            context_length: None,
             token_embedding: Some(Table {
                 rows: self.vocab,
                 dim: self.embedding_dim,
@@ -123,15 +124,17 @@ fn tie(raw: &mut RawConfig<'_>, default: bool, class: &str) -> Result<bool, Conf
     )
 }
 
-/// GPT-2 (`modeling_gpt2.py`): Conv1D `c_attn` d→3d and `c_proj` with biases, `c_fc`/`c_proj`
+/// GPT-2 (`modeling_gpt2.py`). `GPT2Config.attribute_map` aliases (`hidden_size`,
+/// `num_hidden_layers`, …) are applied after the fields, so an alias in the JSON wins; the
+/// aliases are tried first. Conv1D `c_attn` d→3d and `c_proj` with biases, `c_fc`/`c_proj`
 /// MLP with biases, `ln_1`/`ln_2` LayerNorm, learned `wpe`, final `ln_f`, tied head.
 pub(crate) fn gpt2(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
-    let hidden = raw.size(&["n_embd", "hidden_size"], "d")?;
-    let layers = raw.size(&["n_layer", "num_hidden_layers"], "L")?;
-    let heads = raw.size(&["n_head", "num_attention_heads"], "n_h")?;
+    let hidden = raw.size(&["hidden_size", "n_embd"], "d")?;
+    let layers = raw.size(&["num_hidden_layers", "n_layer"], "L")?;
+    let heads = raw.size(&["num_attention_heads", "n_head"], "n_h")?;
     let vocab = raw.size(&["vocab_size"], "V")?;
     let positions = raw.size_or(
-        &["n_positions", "max_position_embeddings"],
+        &["max_position_embeddings", "n_positions"],
         "n_ctx",
         1024,
         "absent; `GPT2Config` default",
@@ -190,9 +193,9 @@ pub(crate) fn gpt2(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
 /// GPT-J (`modeling_gptj.py`): q/k/v/out without biases, `fc_in`/`fc_out` with biases, one
 /// `ln_1` per block (parallel attention and MLP), `lm_head` with a bias, untied by default.
 pub(crate) fn gptj(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
-    let hidden = raw.size(&["n_embd", "hidden_size"], "d")?;
-    let layers = raw.size(&["n_layer", "num_hidden_layers"], "L")?;
-    let heads = raw.size(&["n_head", "num_attention_heads"], "n_h")?;
+    let hidden = raw.size(&["hidden_size", "n_embd"], "d")?;
+    let layers = raw.size(&["num_hidden_layers", "n_layer"], "L")?;
+    let heads = raw.size(&["num_attention_heads", "n_head"], "n_h")?;
     let vocab = raw.size(&["vocab_size"], "V")?;
     let head_dim = raw.derived_head_dim(hidden, "n_embd", heads, "n_head")?;
     let inner = match raw.size_opt("n_inner")? {
@@ -368,8 +371,8 @@ pub(crate) fn opt(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
 pub(crate) fn bloom(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
     // A legacy `n_embed` overrides `hidden_size` (`BloomConfig.__post_init__`).
     let hidden = raw.size(&["n_embed", "hidden_size"], "d")?;
-    let layers = raw.size(&["n_layer", "num_hidden_layers"], "L")?;
-    let heads = raw.size(&["n_head", "num_attention_heads"], "n_h")?;
+    let layers = raw.size(&["num_hidden_layers", "n_layer"], "L")?;
+    let heads = raw.size(&["num_attention_heads", "n_head"], "n_h")?;
     let vocab = raw.size(&["vocab_size"], "V")?;
     let head_dim = raw.derived_head_dim(hidden, "hidden_size", heads, "n_head")?;
     let tied = tie(raw, true, "BloomConfig")?;

@@ -69,6 +69,7 @@ impl Encoder {
             architecture: self.architecture,
             hidden_size: self.hidden,
             vocab_size: self.vocab,
+            context_length: None,
             token_embedding: Some(Table {
                 rows: self.vocab,
                 dim: self.hidden,
@@ -181,9 +182,9 @@ fn bert(
 /// `vocab_transform` + `vocab_layer_norm` + `vocab_projector` whose bias is never tied.
 fn distilbert(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec, ConfigError> {
     let reason = "absent; `DistilBertConfig` default";
-    let hidden = raw.size(&["dim", "hidden_size"], "d")?;
-    let layers = raw.size(&["n_layers", "num_hidden_layers"], "L")?;
-    let heads = raw.size(&["n_heads", "num_attention_heads"], "n_h")?;
+    let hidden = raw.size(&["hidden_size", "dim"], "d")?;
+    let layers = raw.size(&["num_hidden_layers", "n_layers"], "L")?;
+    let heads = raw.size(&["num_attention_heads", "n_heads"], "n_h")?;
     let vocab = raw.size(&["vocab_size"], "V")?;
     let inner = raw.size(&["hidden_dim"], "d_ff")?;
     let positions = raw.size_or(&["max_position_embeddings"], "n_ctx", 512, reason)?;

@@ -12,6 +12,7 @@ mod raw;
 mod seq2seq;
 
 use llmsize_core::ModelSpec;
+use llmsize_core::spec::{OutputHead, StackRole};
 use serde_json::{Map, Value};
 
 use crate::error::ConfigError;
@@ -134,7 +135,18 @@ pub fn read_config(
     for o in &options.overrides {
         apply_override(&mut map, o)?;
     }
-    let spec = read_map(&map, file, name, options.head)?;
+    let (mut spec, read) = read_map_tracked(&map, file, name, options.head)?;
+    // A `--set` of a key this model type never reads changes nothing: say so.
+    for o in &options.overrides {
+        let key = o.split_once('=').map_or(o.as_str(), |(k, _)| k).trim();
+        let top = key.split('.').next().unwrap_or(key);
+        if !read.contains(top) {
+            spec.warnings.push(format!(
+                "`--set {o}`: `{}` models do not read `{top}`, so it changed nothing",
+                spec.model_type
+            ));
+        }
+    }
     llmsize_core::count(&spec).map_err(|source| ConfigError::Spec {
         file: file.to_owned(),
         source,
@@ -149,6 +161,16 @@ pub fn read_map(
     name: &str,
     head: HeadChoice,
 ) -> Result<ModelSpec, ConfigError> {
+    read_map_tracked(map, file, name, head).map(|(spec, _)| spec)
+}
+
+/// Read an already parsed config, and return the keys that were looked up.
+fn read_map_tracked(
+    map: &Map<String, Value>,
+    file: &str,
+    name: &str,
+    head: HeadChoice,
+) -> Result<(ModelSpec, std::collections::BTreeSet<String>), ConfigError> {
     let mut raw = RawConfig::new(file, map);
     let model_type = match raw.value("model_type") {
         Some(Value::String(s)) => s.clone(),
@@ -190,10 +212,40 @@ pub fn read_map(
             });
         }
     };
+    // `--head base` on a decoder: the bare `…Model`, without the output head.
+    let decoder_only = spec.stacks.iter().all(|s| s.role == StackRole::Decoder);
+    if head == HeadChoice::Base && decoder_only && spec.head != OutputHead::None {
+        spec.head = OutputHead::None;
+        for suffix in ["ForCausalLM", "LMHeadModel"] {
+            if let Some(stem) = spec.architecture.strip_suffix(suffix) {
+                spec.architecture = format!("{stem}Model");
+                break;
+            }
+        }
+    }
     spec.name = name.to_owned();
+    spec.context_length = [
+        "max_position_embeddings",
+        "n_positions",
+        "n_ctx",
+        "seq_length",
+    ]
+    .iter()
+    .find_map(|k| raw.value(k).and_then(Value::as_u64))
+    .filter(|n| *n > 0);
+    // Keys that matter later (sliding windows are read for the KV cache) count as read.
+    for k in [
+        "sliding_window",
+        "layer_types",
+        "use_sliding_window",
+        "max_window_layers",
+        "sliding_window_pattern",
+    ] {
+        raw.has(k);
+    }
     spec.assumptions = std::mem::take(&mut raw.assumptions);
     spec.symbol_sources = std::mem::take(&mut raw.sources);
-    Ok(spec)
+    Ok((spec, raw.read.into_inner()))
 }
 
 /// A bare `…Model` class (`BertModel`, `BartModel`): no output head. `GPT2LMHeadModel` and

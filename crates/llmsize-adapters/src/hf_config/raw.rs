@@ -4,7 +4,8 @@
 //! (sizes the count cannot do without) or takes the default of the `transformers`
 //! configuration class, recorded as an [`Assumption`] that every output shows.
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
 
 use llmsize_core::spec::Assumption;
 use serde_json::{Map, Value};
@@ -20,6 +21,8 @@ pub struct RawConfig<'a> {
     pub(crate) assumptions: Vec<Assumption>,
     /// Formula symbol → the key its value came from.
     pub(crate) sources: BTreeMap<String, String>,
+    /// Every key looked up, so `--set` of a key the family never reads can be reported.
+    pub(crate) read: RefCell<BTreeSet<String>>,
 }
 
 pub(crate) fn describe(v: &Value) -> String {
@@ -38,16 +41,19 @@ impl<'a> RawConfig<'a> {
             map,
             assumptions: Vec::new(),
             sources: BTreeMap::new(),
+            read: RefCell::new(BTreeSet::new()),
         }
     }
 
     /// The value of `key`, treating JSON `null` as absent.
     pub(crate) fn value(&self, key: &str) -> Option<&'a Value> {
+        self.read.borrow_mut().insert(key.to_owned());
         self.map.get(key).filter(|v| !v.is_null())
     }
 
     /// True if the key is present (even as `null`).
     pub(crate) fn has(&self, key: &str) -> bool {
+        self.read.borrow_mut().insert(key.to_owned());
         self.map.contains_key(key)
     }
 

@@ -51,6 +51,7 @@ fn seq2seq_spec(
         architecture,
         hidden_size: hidden,
         vocab_size: vocab,
+        context_length: None,
         token_embedding: Some(Table {
             rows: vocab,
             dim: hidden,
@@ -75,10 +76,10 @@ fn seq2seq_spec(
 /// checkpoint's distinct `lm_head` then stays untied).
 pub(crate) fn t5(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec, ConfigError> {
     let reason = "absent; `T5Config` default";
-    let hidden = raw.size(&["d_model", "hidden_size"], "d")?;
-    let head_dim = raw.size(&["d_kv", "head_dim"], "d_h")?;
+    let hidden = raw.size(&["hidden_size", "d_model"], "d")?;
+    let head_dim = raw.size(&["head_dim", "d_kv"], "d_h")?;
     let inner = raw.size(&["d_ff"], "d_ff")?;
-    let enc_layers = raw.size(&["num_layers", "num_hidden_layers"], "L_enc")?;
+    let enc_layers = raw.size(&["num_hidden_layers", "num_layers"], "L_enc")?;
     let dec_layers = match raw.size_opt("num_decoder_layers")? {
         Some(n) => {
             raw.source("L_dec", "num_decoder_layers");
@@ -94,7 +95,7 @@ pub(crate) fn t5(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec,
             enc_layers
         }
     };
-    let heads = raw.size(&["num_heads", "num_attention_heads"], "n_h")?;
+    let heads = raw.size(&["num_attention_heads", "num_heads"], "n_h")?;
     let vocab = raw.size(&["vocab_size"], "V")?;
     let buckets = raw.size_or(&["relative_attention_num_buckets"], "buckets", 32, reason)?;
     let gated = match raw.value("feed_forward_proj") {
@@ -169,7 +170,7 @@ pub(crate) fn t5(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec,
 /// 2 LayerNorms, decoder blocks with cross-attention and 3. `final_logits_bias` is a buffer.
 pub(crate) fn bart(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec, ConfigError> {
     let reason = "absent; `BartConfig` default";
-    let hidden = raw.size(&["d_model", "hidden_size"], "d")?;
+    let hidden = raw.size(&["hidden_size", "d_model"], "d")?;
     let enc_layers = raw.size(&["encoder_layers"], "L_enc")?;
     let dec_layers = raw.size(&["decoder_layers"], "L_dec")?;
     let enc_heads = raw.size(&["encoder_attention_heads"], "n_h")?;

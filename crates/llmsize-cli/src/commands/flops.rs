@@ -26,6 +26,9 @@ pub(crate) fn run(args: &FlopsArgs) -> anyhow::Result<Outcome> {
             ));
         }
     }
+    // Validate every flag up front, even those only the speed estimate uses.
+    let format = weight_format(&args.dtype)?;
+    let kv = kv_dtype(&args.kv_dtype)?;
     let report = flops(&spec, args.seq_len, args.batch, convention).map_err(wrap)?;
     let speed_report = match gpu_spec(args.gpu.as_deref())? {
         None => None,
@@ -33,10 +36,10 @@ pub(crate) fn run(args: &FlopsArgs) -> anyhow::Result<Outcome> {
             let mem = memory(
                 &spec,
                 &MemoryOptions {
-                    format: weight_format(&args.dtype)?,
+                    format,
                     seq_len: args.seq_len,
                     batch: args.batch,
-                    kv_dtype: kv_dtype(&args.kv_dtype)?,
+                    kv_dtype: kv,
                     tp: count,
                     gpu: Some((gpu, count)),
                     mla: MlaCache::Latent,

@@ -78,7 +78,7 @@ pub(crate) fn options(args: &MemoryArgs) -> anyhow::Result<MemoryOptions> {
         ));
     }
     Ok(MemoryOptions {
-        format: weight_format(&args.dtype)?,
+        format: weight_format(args.dtype.as_deref().unwrap_or("bf16"))?,
         seq_len: args.seq_len,
         batch: args.batch,
         kv_dtype: kv_dtype(&args.kv_dtype)?,
@@ -144,6 +144,9 @@ pub(crate) fn run(args: &MemoryArgs) -> anyhow::Result<Outcome> {
             .collect()
     });
     let files = from_files.as_deref();
+    if files.is_some() && args.dtype.is_some() {
+        output::warn("`--dtype` is ignored: the weights are measured from the files as stored");
+    }
     let wrap = |e: llmsize_core::SpecError| anyhow::anyhow!("{}: {e}", spec.name);
     if let Some(sweep) = &args.sweep {
         let (axis, values) = parse_sweep(sweep)?;

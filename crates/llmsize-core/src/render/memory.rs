@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use serde_json::{Value, json};
 
 use super::columns;
-use crate::memory::MemoryReport;
+use crate::memory::{MaxContext, MemoryReport};
 use crate::units::{bytes_both, thousands};
 
 /// A point of a sweep: the value swept and its report.
@@ -15,7 +15,7 @@ pub type SweepPoint = (u64, MemoryReport);
 pub fn render(
     name: &str,
     r: &MemoryReport,
-    max_context: Option<Option<u64>>,
+    max_context: Option<Option<MaxContext>>,
     explain: bool,
 ) -> String {
     let o = &r.options;
@@ -23,7 +23,11 @@ pub fn render(
     let _ = writeln!(
         out,
         "{name}: memory to serve in {} with {} tokens × batch {}, KV cache {}{}\n",
-        o.format.name(),
+        if r.weights_from_files {
+            "the weight files as stored"
+        } else {
+            o.format.name()
+        },
         thousands(o.seq_len),
         o.batch,
         o.kv_dtype.name(),
@@ -83,16 +87,22 @@ pub fn render(
             thousands(g.bytes),
             bytes_both(g.bytes),
             if explain {
-                format!(
-                    "{} layers · b·tokens · {} elements · {} = {}·{}·{}·{}",
-                    g.layers,
-                    g.elements_per_token,
-                    o.kv_dtype.name(),
-                    g.layers,
-                    o.batch,
-                    g.tokens,
-                    g.elements_per_token
-                )
+                {
+                    // Bytes of one token's vector in one layer, whole blocks for q8_0/q4_0.
+                    let (block, size) = o.kv_dtype.block();
+                    let per = if block == 1 {
+                        format!("{}·{size}", g.elements_per_token)
+                    } else {
+                        format!("⌈{}/{block}⌉·{size}", g.elements_per_token)
+                    };
+                    format!(
+                        "layers·b·tokens·elements·bytes ({}) = {}·{}·{}·{per}",
+                        o.kv_dtype.name(),
+                        g.layers,
+                        o.batch,
+                        g.tokens
+                    )
+                }
             } else {
                 format!("{}; {} tokens kept", g.what, thousands(g.tokens))
             },
@@ -138,7 +148,14 @@ pub fn render(
         "total".into(),
         thousands(r.total),
         bytes_both(r.total),
-        String::new(),
+        if o.tp > 1 {
+            format!(
+                "per GPU × {} (weights and KV above are for the whole model)",
+                o.tp
+            )
+        } else {
+            String::new()
+        },
     ]);
     out.push_str(&columns(&rows, &[false, true, true, false]));
     if let (Some((gpu, count)), Some(fits)) = (o.gpu, r.fits) {
@@ -163,19 +180,22 @@ pub fn render(
     }
     if let Some(mc) = max_context {
         match mc {
-            Some(n) => {
+            Some(m) => {
+                let why = match m.bound {
+                    "memory" => "limited by memory",
+                    "position table" => "all the learned position table allows",
+                    "trained context" => "the trained context; more would still fit",
+                    _ => "the search limit; more would still fit",
+                };
                 let _ = writeln!(
                     out,
-                    "longest context that fits at batch {}: {} tokens",
+                    "longest context that fits at batch {}: {} tokens ({why})",
                     o.batch,
-                    thousands(n)
+                    thousands(m.tokens)
                 );
             }
             None => {
-                let _ = writeln!(
-                    out,
-                    "longest context that fits: none (not even 1 token; or no --gpu)"
-                );
+                let _ = writeln!(out, "longest context that fits: none, not even 1 token");
             }
         }
     }
@@ -190,16 +210,16 @@ pub fn render(
 pub fn render_sweep(name: &str, axis: &str, points: &[SweepPoint]) -> String {
     let mut rows = vec![vec![
         axis.to_owned(),
-        "weights".to_owned(),
-        "KV cache".to_owned(),
-        "per GPU".to_owned(),
+        "weights per GPU".to_owned(),
+        "KV cache per GPU".to_owned(),
+        "total per GPU".to_owned(),
         "fits".to_owned(),
     ]];
     for (v, r) in points {
         rows.push(vec![
             thousands(*v),
             bytes_both(r.weights_per_gpu),
-            bytes_both(r.kv_bytes),
+            bytes_both(r.kv_per_gpu),
             bytes_both(r.per_gpu),
             match r.fits {
                 Some(true) => "yes".into(),
@@ -215,12 +235,12 @@ pub fn render_sweep(name: &str, axis: &str, points: &[SweepPoint]) -> String {
 }
 
 /// JSON (bytes, integers).
-pub fn value(name: &str, r: &MemoryReport, max_context: Option<Option<u64>>) -> Value {
+pub fn value(name: &str, r: &MemoryReport, max_context: Option<Option<MaxContext>>) -> Value {
     let o = &r.options;
     let mut v = json!({
         "schema_version": 1,
         "name": name,
-        "format": o.format.name(),
+        "format": if r.weights_from_files { "files" } else { o.format.name() },
         "seq_len": o.seq_len,
         "batch": o.batch,
         "kv_dtype": o.kv_dtype.name(),
@@ -251,7 +271,8 @@ pub fn value(name: &str, r: &MemoryReport, max_context: Option<Option<u64>>) -> 
         );
     }
     if let (Some(mc), Value::Object(map)) = (max_context, &mut v) {
-        map.insert("max_context".into(), json!(mc));
+        map.insert("max_context".into(), json!(mc.map(|m| m.tokens)));
+        map.insert("max_context_bound".into(), json!(mc.map(|m| m.bound)));
     }
     v
 }
