@@ -87,6 +87,9 @@ pub fn render(report: &ParamsReport) -> String {
             .iter()
             .for_each(|p| collect_symbols(&p.formula, &mut symbols));
     }
+    if let Some(a) = &c.active {
+        collect_symbols(&a.routed_formula, &mut symbols);
+    }
     out.push_str("symbols\n");
     let rows: Vec<Vec<String>> = symbols
         .iter()
