@@ -193,6 +193,10 @@ fn encoder_heads() {
     let base = json_of(&["params", "bert-base-uncased", "--head", "base", "--json"]);
     assert_eq!(base.total, 109_482_240);
     assert_eq!(base.components.pooler, 768 * 768 + 768);
+    // A decoder's bare model drops the untied head (oracle, `--auto base`: LlamaModel).
+    let llama = json_of(&["params", "llama-2-7b", "--head", "base", "--json"]);
+    assert_eq!(llama.total, 6_607_343_616);
+    assert_eq!(llama.components.lm_head, 0);
 }
 
 #[test]
