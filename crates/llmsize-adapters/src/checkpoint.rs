@@ -161,6 +161,7 @@ impl Checkpoint {
                 // MXFP4 checkpoints (gpt-oss) pack two 4-bit weights per byte in `*_blocks`;
                 // their `*_scales` are quantization metadata, not parameters.
                 if t.name.ends_with("_blocks") && t.dtype.as_str() == "U8" {
+                    // One byte each, so no more than the file's length: doubling fits.
                     params = t.elements.saturating_mul(2);
                 } else if t.name.ends_with("_scales") && t.dtype.as_str() == "U8" {
                     role = Role::Buffer;
@@ -218,7 +219,17 @@ impl Checkpoint {
     }
 
     /// The tensor-based count.
-    pub fn summary(&self) -> Summary {
+    pub fn summary(&self) -> Result<Summary, llmsize_core::SpecError> {
+        // Each tensor's size was checked by its reader; their sums over many shards are
+        // checked here.
+        let add = |a: &mut u64, b: u64| -> Result<(), llmsize_core::SpecError> {
+            *a = a
+                .checked_add(b)
+                .ok_or_else(|| llmsize_core::SpecError::TooLarge {
+                    what: "the tensors' total".into(),
+                })?;
+            Ok(())
+        };
         let mut components: BTreeMap<Category, u64> =
             Category::ALL.iter().map(|c| (*c, 0)).collect();
         let mut component_bytes = components.clone();
@@ -227,22 +238,22 @@ impl Checkpoint {
         let mut unknown = Vec::new();
         let (mut total, mut param_bytes, mut all_bytes) = (0u64, 0u64, 0u64);
         for e in &self.entries {
-            all_bytes = all_bytes.saturating_add(e.bytes);
+            add(&mut all_bytes, e.bytes)?;
             match e.role {
                 Role::Parameter(c) => {
-                    *components.entry(c).or_default() += e.params;
-                    *component_bytes.entry(c).or_default() += e.bytes;
-                    total = total.saturating_add(e.params);
-                    param_bytes = param_bytes.saturating_add(e.bytes);
+                    add(components.entry(c).or_default(), e.params)?;
+                    add(component_bytes.entry(c).or_default(), e.bytes)?;
+                    add(&mut total, e.params)?;
+                    add(&mut param_bytes, e.bytes)?;
                     let d = by_dtype.entry(e.dtype.clone()).or_default();
-                    d.0 = d.0.saturating_add(e.params);
-                    d.1 = d.1.saturating_add(e.bytes);
+                    add(&mut d.0, e.params)?;
+                    add(&mut d.1, e.bytes)?;
                 }
                 Role::Buffer => buffers.push(e.clone()),
                 Role::Unknown => unknown.push(e.clone()),
             }
         }
-        Summary {
+        Ok(Summary {
             total,
             components,
             component_bytes,
@@ -251,7 +262,7 @@ impl Checkpoint {
             unknown,
             param_bytes,
             all_bytes,
-        }
+        })
     }
 }
 
@@ -329,7 +340,7 @@ pub fn audit(spec: &ModelSpec, checkpoint: &Checkpoint) -> Result<Audit, llmsize
         .iter()
         .map(|c| (c.category, c.count))
         .collect();
-    let summary = checkpoint.summary();
+    let summary = checkpoint.summary()?;
     let layers = spec
         .stacks
         .iter()

@@ -175,7 +175,13 @@ pub fn config_from_gguf(
             None => need("attention.value_length")?,
         };
         set("qk_rope_head_dim", rope.into());
-        set("qk_nope_head_dim", key.saturating_sub(rope).into());
+        let nope = key.checked_sub(rope).ok_or_else(|| ConfigError::Invalid {
+            file: file.to_owned(),
+            key: format!("{arch}.attention.key_length"),
+            found: key.to_string(),
+            expected: format!("at least `{arch}.rope.dimension_count` ({rope})"),
+        })?;
+        set("qk_nope_head_dim", nope.into());
         set("v_head_dim", value.into());
         m.remove("head_dim");
     }

@@ -36,7 +36,9 @@ pub(crate) fn inspect(args: &WeightsArgs) -> anyhow::Result<Outcome> {
         .as_ref()
         .map(crate::weights_io::Weights::checkpoint)
         .ok_or_else(|| anyhow::anyhow!("no weights"))?;
-    let summary = checkpoint.summary();
+    let summary = checkpoint
+        .summary()
+        .map_err(|e| anyhow::anyhow!("{}: {e}", model.name))?;
     let text = if args.json {
         serde_json::to_string_pretty(&render::inspect_json(&model.name, &checkpoint, &summary))?
             + "\n"

@@ -131,18 +131,22 @@ pub(crate) fn run(args: &MemoryArgs) -> anyhow::Result<Outcome> {
     let (spec, model) = read_model(&args.model, Want::IfPresent)?;
     let options = options(args)?;
     // Weight files, when the model has them, are measured rather than estimated.
-    let from_files: Option<Vec<StorageLine>> = model.weights.as_ref().map(|w| {
-        w.checkpoint()
-            .summary()
-            .by_dtype
-            .into_iter()
-            .map(|(storage, (params, bytes))| StorageLine {
-                storage,
-                params,
-                bytes,
-            })
-            .collect()
-    });
+    let from_files: Option<Vec<StorageLine>> = match model.weights.as_ref() {
+        None => None,
+        Some(w) => Some(
+            w.checkpoint()
+                .summary()
+                .map_err(|e| anyhow::anyhow!("{}: {e}", spec.name))?
+                .by_dtype
+                .into_iter()
+                .map(|(storage, (params, bytes))| StorageLine {
+                    storage,
+                    params,
+                    bytes,
+                })
+                .collect(),
+        ),
+    };
     let files = from_files.as_deref();
     if files.is_some() && args.dtype.is_some() {
         output::warn("`--dtype` is ignored: the weights are measured from the files as stored");
