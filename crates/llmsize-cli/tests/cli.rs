@@ -451,3 +451,18 @@ fn explain_shows_the_articles_derivation() {
         r.stdout
     );
 }
+
+#[test]
+fn help_texts() {
+    // The help is the first documentation users read; pin it (and the exit-code line).
+    for (name, args) in [
+        ("help_main", vec!["--help"]),
+        ("help_params", vec!["params", "--help"]),
+        ("help_memory", vec!["memory", "--help"]),
+    ] {
+        let r = llmsize(&args);
+        assert_eq!(r.code, 0);
+        assert!(r.stdout.contains("Exit status: 0 success; 1"), "{name}");
+        insta::assert_snapshot!(name, r.stdout);
+    }
+}
