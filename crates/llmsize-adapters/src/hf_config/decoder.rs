@@ -31,6 +31,33 @@ pub(crate) struct Decoder {
 }
 
 impl Decoder {
+    /// The common case: a token table as wide as the model, no projections, no position
+    /// table, no embedding norm, no output bias.
+    pub(crate) fn new(
+        model_type: impl Into<String>,
+        architecture: String,
+        hidden: u64,
+        vocab: u64,
+        layers: Vec<Layer>,
+        final_norm: Option<Norm>,
+        tied: bool,
+    ) -> Self {
+        Decoder {
+            model_type: model_type.into(),
+            architecture,
+            hidden,
+            vocab,
+            embedding_dim: hidden,
+            projections: Vec::new(),
+            position: None,
+            embedding_norm: None,
+            layers,
+            final_norm,
+            tied,
+            head_bias: false,
+        }
+    }
+
     pub(crate) fn into_spec(self) -> ModelSpec {
         // A bare `…Model` class (no `ForCausalLM`) has no output head.
         let bare = is_bare(&self.architecture);
@@ -168,12 +195,6 @@ pub(crate) fn gpt2(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
     }
     let n = raw.layer_count("n_layer", layers)?;
     Ok(Decoder {
-        model_type: "gpt2".into(),
-        architecture: architecture(raw, "GPT2LMHeadModel"),
-        hidden,
-        vocab,
-        embedding_dim: hidden,
-        projections: Vec::new(),
         position: Some(PositionEmbedding::Learned {
             table: Table {
                 rows: positions,
@@ -181,11 +202,15 @@ pub(crate) fn gpt2(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
             },
             offset: 0,
         }),
-        embedding_norm: None,
-        layers: vec![l; n],
-        final_norm: Some(Norm::layer_norm(hidden)),
-        tied,
-        head_bias: false,
+        ..Decoder::new(
+            "gpt2",
+            architecture(raw, "GPT2LMHeadModel"),
+            hidden,
+            vocab,
+            vec![l; n],
+            Some(Norm::layer_norm(hidden)),
+            tied,
+        )
     }
     .into_spec())
 }
@@ -212,25 +237,23 @@ pub(crate) fn gptj(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
     let tied = tie(raw, false, "GPTJConfig")?;
     let n = raw.layer_count("n_layer", layers)?;
     Ok(Decoder {
-        model_type: "gptj".into(),
-        architecture: architecture(raw, "GPTJForCausalLM"),
-        hidden,
-        vocab,
-        embedding_dim: hidden,
-        projections: Vec::new(),
-        position: None,
-        embedding_norm: None,
-        layers: vec![
-            layer(
-                mha(hidden, heads, heads, head_dim, false),
-                mlp(hidden, inner, false, true),
-                vec![Norm::layer_norm(hidden)],
-            );
-            n
-        ],
-        final_norm: Some(Norm::layer_norm(hidden)),
-        tied,
         head_bias: true,
+        ..Decoder::new(
+            "gptj",
+            architecture(raw, "GPTJForCausalLM"),
+            hidden,
+            vocab,
+            vec![
+                layer(
+                    mha(hidden, heads, heads, head_dim, false),
+                    mlp(hidden, inner, false, true),
+                    vec![Norm::layer_norm(hidden)],
+                );
+                n
+            ],
+            Some(Norm::layer_norm(hidden)),
+            tied,
+        )
     }
     .into_spec())
 }
@@ -250,16 +273,12 @@ pub(crate) fn gpt_neox(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError
     let mut attn = mha(hidden, heads, heads, head_dim, bias);
     attn.fused_qkv = true;
     let n = raw.layer_count("num_hidden_layers", layers)?;
-    Ok(Decoder {
-        model_type: "gpt_neox".into(),
-        architecture: architecture(raw, "GPTNeoXForCausalLM"),
+    Ok(Decoder::new(
+        "gpt_neox",
+        architecture(raw, "GPTNeoXForCausalLM"),
         hidden,
         vocab,
-        embedding_dim: hidden,
-        projections: Vec::new(),
-        position: None,
-        embedding_norm: None,
-        layers: vec![
+        vec![
             layer(
                 attn,
                 mlp(hidden, inner, false, true),
@@ -267,10 +286,9 @@ pub(crate) fn gpt_neox(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError
             );
             n
         ],
-        final_norm: Some(Norm::layer_norm(hidden)),
+        Some(Norm::layer_norm(hidden)),
         tied,
-        head_bias: false,
-    }
+    )
     .into_spec())
 }
 
@@ -382,25 +400,23 @@ pub(crate) fn bloom(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
     attn.fused_qkv = true;
     let n = raw.layer_count("n_layer", layers)?;
     Ok(Decoder {
-        model_type: "bloom".into(),
-        architecture: architecture(raw, "BloomForCausalLM"),
-        hidden,
-        vocab,
-        embedding_dim: hidden,
-        projections: Vec::new(),
-        position: None,
         embedding_norm: Some(Norm::layer_norm(hidden)),
-        layers: vec![
-            layer(
-                attn,
-                mlp(hidden, inner, false, true),
-                vec![Norm::layer_norm(hidden); 2]
-            );
-            n
-        ],
-        final_norm: Some(Norm::layer_norm(hidden)),
-        tied,
-        head_bias: false,
+        ..Decoder::new(
+            "bloom",
+            architecture(raw, "BloomForCausalLM"),
+            hidden,
+            vocab,
+            vec![
+                layer(
+                    attn,
+                    mlp(hidden, inner, false, true),
+                    vec![Norm::layer_norm(hidden); 2]
+                );
+                n
+            ],
+            Some(Norm::layer_norm(hidden)),
+            tied,
+        )
     }
     .into_spec())
 }
@@ -492,20 +508,15 @@ pub(crate) fn falcon(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> 
         attn.transformers_cache_heads = Some(heads);
     }
     let n = raw.layer_count("num_hidden_layers", layers)?;
-    Ok(Decoder {
-        model_type: "falcon".into(),
-        architecture: architecture(raw, "FalconForCausalLM"),
+    Ok(Decoder::new(
+        "falcon",
+        architecture(raw, "FalconForCausalLM"),
         hidden,
         vocab,
-        embedding_dim: hidden,
-        projections: Vec::new(),
-        position: None,
-        embedding_norm: None,
-        layers: vec![layer(attn, mlp(hidden, ffn, false, bias), norms); n],
-        final_norm: Some(norm),
+        vec![layer(attn, mlp(hidden, ffn, false, bias), norms); n],
+        Some(norm),
         tied,
-        head_bias: false,
-    }
+    )
     .into_spec())
 }
 
@@ -537,25 +548,23 @@ pub(crate) fn phi(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
     }
     let n = raw.layer_count("num_hidden_layers", layers)?;
     Ok(Decoder {
-        model_type: "phi".into(),
-        architecture: architecture(raw, "PhiForCausalLM"),
-        hidden,
-        vocab,
-        embedding_dim: hidden,
-        projections: Vec::new(),
-        position: None,
-        embedding_norm: None,
-        layers: vec![
-            layer(
-                attn,
-                mlp(hidden, inner, false, true),
-                vec![Norm::layer_norm(hidden)]
-            );
-            n
-        ],
-        final_norm: Some(Norm::layer_norm(hidden)),
-        tied,
         head_bias: true,
+        ..Decoder::new(
+            "phi",
+            architecture(raw, "PhiForCausalLM"),
+            hidden,
+            vocab,
+            vec![
+                layer(
+                    attn,
+                    mlp(hidden, inner, false, true),
+                    vec![Norm::layer_norm(hidden)]
+                );
+                n
+            ],
+            Some(Norm::layer_norm(hidden)),
+            tied,
+        )
     }
     .into_spec())
 }
@@ -838,20 +847,15 @@ pub(crate) fn llama_like(
             ..base.clone()
         })
         .collect();
-    Ok(Decoder {
-        model_type: model_type.to_owned(),
-        architecture: architecture(raw, r.architecture),
+    Ok(Decoder::new(
+        model_type.to_owned(),
+        architecture(raw, r.architecture),
         hidden,
         vocab,
-        embedding_dim: hidden,
-        projections: Vec::new(),
-        position: None,
-        embedding_norm: None,
         layers,
-        final_norm: Some(norm),
+        Some(norm),
         tied,
-        head_bias: false,
-    }
+    )
     .into_spec())
 }
 

@@ -203,20 +203,15 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
         "granitemoe" => "GraniteMoeForCausalLM",
         _ => "GptOssForCausalLM",
     };
-    Ok(Decoder {
-        model_type: model_type.to_owned(),
-        architecture: architecture(raw, default_arch),
+    Ok(Decoder::new(
+        model_type.to_owned(),
+        architecture(raw, default_arch),
         hidden,
         vocab,
-        embedding_dim: hidden,
-        projections: Vec::new(),
-        position: None,
-        embedding_norm: None,
-        layers: layers_list,
-        final_norm: Some(Norm::rms_norm(hidden)),
+        layers_list,
+        Some(Norm::rms_norm(hidden)),
         tied,
-        head_bias: false,
-    }
+    )
     .into_spec())
 }
 
@@ -335,9 +330,9 @@ pub(crate) fn deepseek(
             sliding_window: None,
         })
         .collect();
-    Ok(Decoder {
-        model_type: model_type.to_owned(),
-        architecture: architecture(
+    Ok(Decoder::new(
+        model_type.to_owned(),
+        architecture(
             raw,
             if v3 {
                 "DeepseekV3ForCausalLM"
@@ -347,14 +342,9 @@ pub(crate) fn deepseek(
         ),
         hidden,
         vocab,
-        embedding_dim: hidden,
-        projections: Vec::new(),
-        position: None,
-        embedding_norm: None,
-        layers: layers_list,
-        final_norm: Some(Norm::rms_norm(hidden)),
+        layers_list,
+        Some(Norm::rms_norm(hidden)),
         tied,
-        head_bias: false,
-    }
+    )
     .into_spec())
 }
