@@ -1,27 +1,11 @@
 //! The binary as users run it: outputs, the JSON contract, bad input and exit codes.
 
+mod common;
+
+use common::llmsize;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde::Deserialize;
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn llmsize(args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_llmsize"))
-        .args(args)
-        .output()
-        .expect("the binary runs");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
-}
 
 fn truth_config(id: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

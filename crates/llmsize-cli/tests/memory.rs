@@ -1,27 +1,11 @@
 //! `llmsize memory`, `flops` and `gpus` as users run them: contracts, golden numbers, bad
 //! input and exit codes.
 
-use std::process::Command;
+mod common;
+
+use common::llmsize;
 
 use serde_json::Value;
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn llmsize(args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_llmsize"))
-        .args(args)
-        .output()
-        .unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
-}
 
 fn json(args: &[&str]) -> (i32, Value) {
     let r = llmsize(args);

@@ -2,51 +2,18 @@
 //! local HTTP server standing in for the Hub. Files are header-only fixtures padded with
 //! zeros to their real length (sparse files), so nothing large is stored or written.
 
+mod common;
+
+use common::{Run, llmsize, llmsize_env};
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn llmsize_env(args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_llmsize"));
-    cmd.args(args);
-    for k in [
-        "HF_HOME",
-        "HF_HUB_CACHE",
-        "HUGGINGFACE_HUB_CACHE",
-        "HF_ENDPOINT",
-        "HF_TOKEN",
-        "XDG_CACHE_HOME",
-    ] {
-        cmd.env_remove(k);
-    }
-    cmd.env("HOME", "/nonexistent-home-for-tests");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
-}
-
-fn llmsize(args: &[&str]) -> Run {
-    llmsize_env(args, &[])
-}
 
 fn json_of(r: &Run) -> Value {
     serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {} / {}", r.stdout, r.stderr))

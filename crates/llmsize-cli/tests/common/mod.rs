@@ -1,0 +1,43 @@
+//! Running the `llmsize` binary in tests, isolated from the machine's Hugging Face setup.
+
+#![allow(dead_code, reason = "each test binary uses a different part")]
+
+use std::process::Command;
+
+/// What a run printed and how it exited.
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+/// Run `llmsize` with `env` set and the Hugging Face variables of the machine removed.
+pub(crate) fn llmsize_env(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_llmsize"));
+    cmd.args(args);
+    for k in [
+        "HF_HOME",
+        "HF_HUB_CACHE",
+        "HUGGINGFACE_HUB_CACHE",
+        "HF_ENDPOINT",
+        "HF_TOKEN",
+        "XDG_CACHE_HOME",
+    ] {
+        cmd.env_remove(k);
+    }
+    cmd.env("HOME", "/nonexistent-home-for-tests");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("the binary runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+/// Run `llmsize`.
+pub(crate) fn llmsize(args: &[&str]) -> Run {
+    llmsize_env(args, &[])
+}
