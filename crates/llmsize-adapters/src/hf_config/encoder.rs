@@ -37,6 +37,44 @@ fn wants_mlm(arch: &str, head: HeadChoice) -> (bool, String, Option<String>) {
     }
 }
 
+/// A post-LN BERT layer: biased q/k/v/o and 2-matrix MLP, two LayerNorms.
+fn bert_layer(hidden: u64, heads: u64, head_dim: u64, inner: u64) -> Layer {
+    Layer {
+        attention: Attention::Standard(mha(hidden, heads, heads, head_dim, true)),
+        cross_attention: None,
+        ffn: Ffn::Dense(mlp(hidden, inner, false, true)),
+        norms: vec![Norm::layer_norm(hidden); 2],
+        sliding_window: None,
+    }
+}
+
+fn learned_positions(rows: u64, hidden: u64) -> PositionEmbedding {
+    PositionEmbedding::Learned {
+        table: Table { rows, dim: hidden },
+        offset: 0,
+    }
+}
+
+/// The MLM head of BERT-like encoders (biased `dense` + LayerNorm, decoder with `biases`
+/// vectors of `V`), or none for the bare model.
+fn mlm_head(mlm: bool, tied: bool, biases: u64, hidden: u64, norm: Norm) -> OutputHead {
+    if !mlm {
+        return OutputHead::None;
+    }
+    OutputHead::Lm {
+        tied,
+        biases,
+        transform: Some(HeadTransform {
+            dense: Linear {
+                input: hidden,
+                output: hidden,
+                bias: true,
+            },
+            norm,
+        }),
+    }
+}
+
 /// BERT family and ModernBERT.
 pub(crate) fn encoder(
     raw: &mut RawConfig<'_>,
@@ -122,13 +160,7 @@ fn bert(
     let (mlm, architecture, warning) = wants_mlm(&arch, head);
     let n = raw.layer_count("num_hidden_layers", layers)?;
     let norm = Norm::layer_norm(hidden);
-    let layer = Layer {
-        attention: Attention::Standard(mha(hidden, heads, heads, head_dim, true)),
-        cross_attention: None,
-        ffn: Ffn::Dense(mlp(hidden, inner, false, true)),
-        norms: vec![norm; 2],
-        sliding_window: None,
-    };
+    let layer = bert_layer(hidden, heads, head_dim, inner);
     Ok(Encoder {
         model_type: model_type.to_owned(),
         architecture,
@@ -136,13 +168,7 @@ fn bert(
         vocab,
         stack: Stack {
             role: StackRole::Encoder,
-            position: Some(PositionEmbedding::Learned {
-                table: Table {
-                    rows: positions,
-                    dim: hidden,
-                },
-                offset: 0,
-            }),
+            position: Some(learned_positions(positions, hidden)),
             token_type: Some(Table {
                 rows: types,
                 dim: hidden,
@@ -151,22 +177,7 @@ fn bert(
             layers: vec![layer; n],
             final_norm: None,
         },
-        head: if mlm {
-            OutputHead::Lm {
-                tied,
-                biases: if tied { 1 } else { 2 },
-                transform: Some(HeadTransform {
-                    dense: Linear {
-                        input: hidden,
-                        output: hidden,
-                        bias: true,
-                    },
-                    norm,
-                }),
-            }
-        } else {
-            OutputHead::None
-        },
+        head: mlm_head(mlm, tied, if tied { 1 } else { 2 }, hidden, norm),
         pooler: (!mlm).then_some(Linear {
             input: hidden,
             output: hidden,
@@ -194,13 +205,7 @@ fn distilbert(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec, Co
     let (mlm, architecture, warning) = wants_mlm(&arch, head);
     let n = raw.layer_count("n_layers", layers)?;
     let norm = Norm::layer_norm(hidden);
-    let layer = Layer {
-        attention: Attention::Standard(mha(hidden, heads, heads, head_dim, true)),
-        cross_attention: None,
-        ffn: Ffn::Dense(mlp(hidden, inner, false, true)),
-        norms: vec![norm; 2],
-        sliding_window: None,
-    };
+    let layer = bert_layer(hidden, heads, head_dim, inner);
     Ok(Encoder {
         model_type: "distilbert".into(),
         architecture,
@@ -208,34 +213,13 @@ fn distilbert(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec, Co
         vocab,
         stack: Stack {
             role: StackRole::Encoder,
-            position: Some(PositionEmbedding::Learned {
-                table: Table {
-                    rows: positions,
-                    dim: hidden,
-                },
-                offset: 0,
-            }),
+            position: Some(learned_positions(positions, hidden)),
             token_type: None,
             embedding_norm: Some(norm),
             layers: vec![layer; n],
             final_norm: None,
         },
-        head: if mlm {
-            OutputHead::Lm {
-                tied,
-                biases: 1,
-                transform: Some(HeadTransform {
-                    dense: Linear {
-                        input: hidden,
-                        output: hidden,
-                        bias: true,
-                    },
-                    norm,
-                }),
-            }
-        } else {
-            OutputHead::None
-        },
+        head: mlm_head(mlm, tied, 1, hidden, norm),
         pooler: None,
         warning,
     }
