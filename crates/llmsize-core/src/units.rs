@@ -2,15 +2,7 @@
 
 /// `124439808` → `124,439,808`.
 pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    thousands_u128(u128::from(n))
 }
 
 /// A count with an SI-style suffix for parameters: `124.4M`, `6.74B`, `1.23T`.
@@ -92,20 +84,15 @@ pub fn human_flops(n: u128) -> String {
 
 /// A `u128` with thousands separators.
 pub fn thousands_u128(n: u128) -> String {
-    match u64::try_from(n) {
-        Ok(small) => thousands(small),
-        Err(_) => {
-            let digits = n.to_string();
-            let mut out = String::new();
-            for (i, c) in digits.chars().enumerate() {
-                if i > 0 && (digits.len() - i).is_multiple_of(3) {
-                    out.push(',');
-                }
-                out.push(c);
-            }
-            out
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
         }
+        out.push(c);
     }
+    out
 }
 
 /// Seconds in a readable unit.
