@@ -13,7 +13,19 @@ pub(crate) struct Run {
 
 /// Run `llmsize` with `env` set and the Hugging Face variables of the machine removed.
 pub(crate) fn llmsize_env(args: &[&str], env: &[(&str, &str)]) -> Run {
+    run(args, env, None)
+}
+
+/// Run `llmsize` from the directory `dir` (paths in the arguments are relative to it).
+pub(crate) fn llmsize_in(dir: &str, args: &[&str]) -> Run {
+    run(args, &[], Some(dir))
+}
+
+fn run(args: &[&str], env: &[(&str, &str)], dir: Option<&str>) -> Run {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_llmsize"));
+    if let Some(dir) = dir {
+        cmd.current_dir(dir);
+    }
     cmd.args(args);
     for k in [
         "HF_HOME",
