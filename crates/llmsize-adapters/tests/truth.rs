@@ -146,7 +146,7 @@ fn tensor_lists_sum_to_the_count() {
             let spec = spec_of(set, &e);
             let sum: u64 = llmsize_core::tensors::tensors(&spec)
                 .iter()
-                .map(|t| t.elements().unwrap())
+                .map(|t| t.total_elements().unwrap())
                 .sum();
             assert_eq!(sum, count(&spec).unwrap().total, "{}", e["id"]);
         }

@@ -119,8 +119,10 @@ pub struct Part {
 pub struct LayerGroup {
     /// Which stack.
     pub stack: StackRole,
-    /// 0-based indices of the layers in the group.
-    pub indices: Vec<u64>,
+    /// The layers of the group, as runs of consecutive 0-based indices.
+    pub runs: Vec<std::ops::Range<u64>>,
+    /// Number of layers in the group.
+    pub layers: u64,
     /// A short description (`dense`, `MoE`, `sliding window 4096`).
     pub kind: String,
     /// The parts of one layer.
@@ -449,15 +451,11 @@ fn evaluated(mut parts: Vec<Part>) -> Result<Vec<Part>, Overflow> {
     Ok(parts)
 }
 
-/// Group identical layers of a stack, in order of first occurrence.
+/// One group per distinct layer kind of a stack, in order of first occurrence: each kind is
+/// derived once, however many layers share it.
 fn group_layers(stack: &Stack, names: &Names) -> Result<Vec<LayerGroup>, Overflow> {
-    let mut groups: Vec<(&Layer, LayerGroup)> = Vec::new();
-    for (i, layer) in stack.layers.iter().enumerate() {
-        let index = i as u64;
-        if let Some((_, g)) = groups.iter_mut().find(|(l, _)| *l == layer) {
-            g.indices.push(index);
-            continue;
-        }
+    let mut groups = Vec::with_capacity(stack.layers.kinds().len());
+    for (kind, (layer, n)) in stack.layers.kind_counts().into_iter().enumerate() {
         let parts = evaluated(layer_parts(layer, names))?;
         let per_layer = parts
             .iter()
@@ -466,25 +464,22 @@ fn group_layers(stack: &Stack, names: &Names) -> Result<Vec<LayerGroup>, Overflo
                 formula: "one layer".into(),
                 numbers: String::new(),
             })?;
-        groups.push((
-            layer,
-            LayerGroup {
-                stack: stack.role,
-                indices: vec![index],
-                kind: layer_kind(layer),
-                parts,
-                per_layer,
-                active_routed: match &layer.ffn {
-                    Ffn::Moe(m) => Some(
-                        mlp_expr(&m.expert, names, "d_e")
-                            .times(Expr::sym("k", m.experts_per_token)),
-                    ),
-                    Ffn::Dense(_) => None,
-                },
+        groups.push(LayerGroup {
+            stack: stack.role,
+            runs: stack.layers.runs_of(kind).map(|r| r.range()).collect(),
+            layers: n,
+            kind: layer_kind(layer),
+            parts,
+            per_layer,
+            active_routed: match &layer.ffn {
+                Ffn::Moe(m) => Some(
+                    mlp_expr(&m.expert, names, "d_e").times(Expr::sym("k", m.experts_per_token)),
+                ),
+                Ffn::Dense(_) => None,
             },
-        ));
+        });
     }
-    Ok(groups.into_iter().map(|(_, g)| g).collect())
+    Ok(groups)
 }
 
 /// Count every parameter of the model, exactly.
@@ -553,9 +548,17 @@ pub fn count(spec: &ModelSpec) -> Result<ParamCount, SpecError> {
             (true, StackRole::Encoder) => "L_enc",
             (true, _) => "L_dec",
         };
-        let stack_layers = stack.layers.len() as u64;
-        let has_moe = stack.layers.iter().any(|l| matches!(l.ffn, Ffn::Moe(_)));
-        let has_dense = stack.layers.iter().any(|l| matches!(l.ffn, Ffn::Dense(_)));
+        let stack_layers = stack.layers.len();
+        let has_moe = stack
+            .layers
+            .kinds()
+            .iter()
+            .any(|l| matches!(l.ffn, Ffn::Moe(_)));
+        let has_dense = stack
+            .layers
+            .kinds()
+            .iter()
+            .any(|l| matches!(l.ffn, Ffn::Dense(_)));
         for category in Category::ALL {
             // Layers whose parts of this category are equal count together, even when the
             // layers differ elsewhere (DeepSeek's attention is the same in dense and MoE layers).
@@ -571,7 +574,7 @@ pub fn count(spec: &ModelSpec) -> Result<ParamCount, SpecError> {
                     continue;
                 }
                 let e = Expr::sum_merged(parts);
-                let n = g.indices.len() as u64;
+                let n = g.layers;
                 match same.iter_mut().find(|(x, _)| *x == e) {
                     Some((_, m)) => *m += n,
                     None => same.push((e, n)),
@@ -608,7 +611,7 @@ pub fn count(spec: &ModelSpec) -> Result<ParamCount, SpecError> {
             stack_total.push(e.clone());
             add(c, e);
         }
-        stack_terms.push((stack.role, stack.layers.len() as u64, stack_total));
+        stack_terms.push((stack.role, stack.layers.len(), stack_total));
         layer_groups.extend(groups);
     }
 
@@ -685,11 +688,11 @@ fn active_count(
     total: u64,
     components: &[Component],
 ) -> Result<Option<ActiveCount>, Overflow> {
-    let layers: usize = groups.iter().map(|g| g.indices.len()).sum();
+    let layers: u64 = groups.iter().map(|g| g.layers).sum();
     let mut same: Vec<(Expr, u64)> = Vec::new();
     for g in groups {
         if let Some(e) = &g.active_routed {
-            let n = g.indices.len() as u64;
+            let n = g.layers;
             match same.iter_mut().find(|(x, _)| x == e) {
                 Some((_, m)) => *m += n,
                 None => same.push((e.clone(), n)),
@@ -700,7 +703,7 @@ fn active_count(
     let routed_terms: Vec<Expr> = same
         .into_iter()
         .map(|(e, n)| {
-            let count = match (single, n == layers as u64) {
+            let count = match (single, n == layers) {
                 (true, true) => Expr::sym("L", n),
                 (true, false) => Expr::sym("L_moe", n),
                 (false, _) => Expr::Lit(n),

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use crate::error::SpecError;
 use crate::spec::{
+    Layers,
     Assumption, Attention, Ffn, Layer, Mlp, ModelSpec, Norm, OutputHead, PositionEmbedding, Stack,
     StackRole, StandardAttention, Table,
 };
@@ -200,7 +201,6 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
         norms: vec![norm; 2],
         sliding_window: None,
     };
-    let layers = usize::try_from(design.layers).map_err(|_| overflow("--layers"))?;
     let mut symbol_sources = BTreeMap::new();
     for (s, f) in [
         ("d", "--hidden"),
@@ -235,7 +235,7 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
             }),
             token_type: None,
             embedding_norm: None,
-            layers: vec![layer; layers],
+            layers: Layers::repeat(layer, design.layers),
             final_norm: Some(norm),
         }],
         head: OutputHead::Lm {

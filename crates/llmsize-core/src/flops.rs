@@ -81,26 +81,23 @@ struct MatmulParams {
 
 /// Matrices a token multiplies by; `decoding` leaves out an encoder stack (a generated
 /// token runs only the decoder).
-fn matmul_params(spec: &ModelSpec, decoding: bool) -> MatmulParams {
+fn matmul_params(spec: &ModelSpec, decoding: bool) -> Result<MatmulParams, SpecError> {
     let mut m = MatmulParams::default();
-    let top_k: Vec<(StackRole, u64, u64)> = spec
-        .stacks
-        .iter()
-        .flat_map(|s| {
-            s.layers
-                .iter()
-                .enumerate()
-                .filter_map(move |(i, l)| match &l.ffn {
-                    crate::spec::Ffn::Moe(moe) => Some((s.role, i as u64, moe.experts_per_token)),
-                    crate::spec::Ffn::Dense(_) => None,
-                })
-        })
-        .collect();
+    let add = |acc: &mut u64, n: u64| -> Result<(), SpecError> {
+        *acc = acc.checked_add(n).ok_or_else(too_large)?;
+        Ok(())
+    };
     for t in tensors(spec) {
         if t.is_vector() || (decoding && t.stack == Some(StackRole::Encoder)) {
             continue;
         }
-        let one = t.rows.saturating_mul(t.cols);
+        // One token multiplies by every layer's copy of the matrix, and by `k` of `E` experts.
+        let one = t
+            .rows
+            .checked_mul(t.cols)
+            .and_then(|x| x.checked_mul(t.layers))
+            .and_then(|x| x.checked_mul(t.active_copies))
+            .ok_or_else(too_large)?;
         use TensorKind as K;
         match t.kind {
             K::AttnQ
@@ -110,21 +107,15 @@ fn matmul_params(spec: &ModelSpec, decoding: bool) -> MatmulParams {
             | K::AttnOutput
             | K::AttnQA
             | K::AttnKvA
-            | K::AttnKvB => {
-                m.attention += one;
+            | K::AttnKvB => add(&mut m.attention, one)?,
+            K::FfnGate | K::FfnUp | K::FfnDown => add(&mut m.ffn, one)?,
+            K::Router => add(&mut m.router, one)?,
+            K::ExpertGate | K::ExpertUp | K::ExpertDown => add(&mut m.experts, one)?,
+            K::SharedGate | K::SharedUp | K::SharedDown | K::SharedExpertGate => {
+                add(&mut m.shared, one)?;
             }
-            K::FfnGate | K::FfnUp | K::FfnDown => m.ffn += one,
-            K::Router => m.router += one,
-            K::ExpertGate | K::ExpertUp | K::ExpertDown => {
-                let k = top_k
-                    .iter()
-                    .find(|(role, i, _)| Some(*role) == t.stack && Some(*i) == t.layer)
-                    .map_or(1, |(_, _, k)| *k);
-                m.experts += one.saturating_mul(k);
-            }
-            K::SharedGate | K::SharedUp | K::SharedDown | K::SharedExpertGate => m.shared += one,
-            K::Output => m.head += one,
-            K::EmbeddingProjection | K::HeadTransform | K::Pooler => m.other += one,
+            K::Output => add(&mut m.head, one)?,
+            K::EmbeddingProjection | K::HeadTransform | K::Pooler => add(&mut m.other, one)?,
             K::TokenEmbedding
             | K::PositionEmbedding
             | K::TokenTypeEmbedding
@@ -136,10 +127,30 @@ fn matmul_params(spec: &ModelSpec, decoding: bool) -> MatmulParams {
     if let OutputHead::Lm { tied: true, .. } = spec.head {
         // A tied head still multiplies by the V×d table.
         if let Some(t) = spec.token_embedding {
-            m.head += t.rows.saturating_mul(t.dim);
+            add(
+                &mut m.head,
+                t.rows.checked_mul(t.dim).ok_or_else(too_large)?,
+            )?;
         }
     }
-    m
+    Ok(m)
+}
+
+impl MatmulParams {
+    fn total(&self) -> Result<u64, SpecError> {
+        [
+            self.attention,
+            self.ffn,
+            self.router,
+            self.experts,
+            self.shared,
+            self.head,
+            self.other,
+        ]
+        .into_iter()
+        .try_fold(0u64, u64::checked_add)
+        .ok_or_else(too_large)
+    }
 }
 
 /// What attention costs in one layer: score and value widths, window, cross or self.
@@ -157,42 +168,59 @@ struct AttentionShape {
     encoder: bool,
 }
 
-/// Per layer `n_h·d_qk` and `n_h·d_v` (scores and values widths) and the layer's window.
-fn attention_widths(spec: &ModelSpec) -> Vec<AttentionShape> {
-    let mut out = Vec::new();
-    for (stack, l) in spec
-        .stacks
-        .iter()
-        .flat_map(|s| s.layers.iter().map(move |l| (s.role, l)))
-    {
-        let encoder = stack == StackRole::Encoder;
-        let w = |a: &Attention| match a {
-            Attention::Standard(a) => (a.num_heads * a.head_dim, a.num_heads * a.head_dim),
+/// `n_h·d_qk` and `n_h·d_v` (scores and values widths) and the window of every distinct
+/// attention, with the number of layers that have it, in order of first occurrence.
+fn attention_widths(spec: &ModelSpec) -> Result<Vec<(AttentionShape, u64)>, SpecError> {
+    let mut out: Vec<(AttentionShape, u64)> = Vec::new();
+    let mut add = |shape: AttentionShape, n: u64| match out.iter_mut().find(|(x, _)| *x == shape) {
+        Some((_, m)) => *m = m.saturating_add(n),
+        None => out.push((shape, n)),
+    };
+    let mul = |a: u64, b: u64| a.checked_mul(b).ok_or_else(too_large);
+    let w = |a: &Attention| -> Result<(u64, u64), SpecError> {
+        Ok(match a {
+            Attention::Standard(a) => (mul(a.num_heads, a.head_dim)?, mul(a.num_heads, a.head_dim)?),
             Attention::Latent(a) => (
-                a.num_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim),
-                a.num_heads * a.v_head_dim,
+                mul(
+                    a.num_heads,
+                    a.qk_nope_head_dim
+                        .checked_add(a.qk_rope_head_dim)
+                        .ok_or_else(too_large)?,
+                )?,
+                mul(a.num_heads, a.v_head_dim)?,
             ),
-        };
-        let (qk, v) = w(&l.attention);
-        out.push(AttentionShape {
-            qk,
-            v,
-            window: l.sliding_window,
-            cross: encoder,
-            encoder,
-        });
-        if let Some(c) = &l.cross_attention {
-            let (qk, v) = w(c);
-            out.push(AttentionShape {
-                qk,
-                v,
-                window: None,
-                cross: true,
-                encoder,
-            });
+        })
+    };
+    for stack in &spec.stacks {
+        let encoder = stack.role == StackRole::Encoder;
+        for (l, n) in stack.layers.kind_counts() {
+            let (qk, v) = w(&l.attention)?;
+            add(
+                AttentionShape {
+                    qk,
+                    v,
+                    window: l.sliding_window,
+                    cross: encoder,
+                    encoder,
+                },
+                n,
+            );
+            if let Some(c) = &l.cross_attention {
+                let (qk, v) = w(c)?;
+                add(
+                    AttentionShape {
+                        qk,
+                        v,
+                        window: None,
+                        cross: true,
+                        encoder,
+                    },
+                    n,
+                );
+            }
         }
     }
-    out
+    Ok(out)
 }
 
 /// Pairs (query, key) a forward over `s` tokens scores in one layer.
@@ -244,8 +272,8 @@ pub fn flops(
         });
     }
     let count = crate::count::count(spec)?;
-    let m = matmul_params(spec, false);
-    let dm = matmul_params(spec, true);
+    let m = matmul_params(spec, false)?;
+    let dm = matmul_params(spec, true)?;
     let generates = spec.stacks.iter().any(|s| s.role != StackRole::Encoder);
     let s = u128::from(seq_len);
     let b = u128::from(batch);
@@ -276,20 +304,13 @@ pub fn flops(
             per_token.push(FlopsLine {
                 key,
                 formula: format!("2·{label} = 2·{dp}"),
-                flops: 2 * u128::from(dp),
+                flops: 2 * u128::from(dp), // u64 · 2 fits u128
             });
         }
     }
 
-    let widths = attention_widths(spec);
     // Layers that attend alike, counted together so the formula reads `L·2·b·pairs·width`.
-    let mut same: Vec<(AttentionShape, u64)> = Vec::new();
-    for w in &widths {
-        match same.iter_mut().find(|(x, _)| x == w) {
-            Some((_, n)) => *n += 1,
-            None => same.push((*w, 1)),
-        }
-    }
+    let same = attention_widths(spec)?;
     let pair_label = match convention {
         AttentionConvention::Full => "s²",
         AttentionConvention::Causal => "s(s+1)/2",
@@ -371,7 +392,7 @@ pub fn flops(
         .iter()
         .try_fold(0u128, |a, l| a.checked_add(l.flops))
         .ok_or_else(too_large)?;
-    let matmul = dm.attention + dm.ffn + dm.router + dm.experts + dm.shared + dm.head + dm.other;
+    let matmul = dm.total()?;
     Ok(FlopsReport {
         seq_len,
         batch,

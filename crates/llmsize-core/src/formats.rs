@@ -243,11 +243,49 @@ pub struct MixContext {
 /// between.
 fn use_more_bits(i: u64, n: u64) -> bool {
     // For i ≥ n/8 the subtraction is safe; the first clause covers the rest.
-    i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2
+    i < n / 8 || i >= seven_eighths(n) || (i - n / 8) % 3 == 2
+}
+
+/// `7·n/8` as llama.cpp computes it, without overflowing for any `n`.
+fn seven_eighths(n: u64) -> u64 {
+    // 7·n/8 < n, so the quotient fits u64.
+    u64::try_from(u128::from(n) * 7 / 8).unwrap_or(n)
+}
+
+/// The layers of `range` (in a stack of `n`) split into classes that every per-layer rule of
+/// [`gguf_type`] treats alike, as `(a representative layer, layers in the class)`. The rules
+/// compare the index with 2, 4, n/16, n/8 and 7n/8 and test `(i − n/8) mod 3`, so a run of a
+/// million layers is a handful of classes, not a million calls.
+fn layer_classes(range: std::ops::Range<u64>, n: u64) -> Vec<(u64, u64)> {
+    let eighth = n / 8;
+    let mut cuts = vec![range.start, range.end, 2, 4, n / 16, eighth, seven_eighths(n)];
+    cuts.retain(|c| range.contains(c) || *c == range.end);
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut out = Vec::new();
+    for w in cuts.windows(2) {
+        let (x, y) = (w[0], w[1]);
+        if x >= eighth && y <= seven_eighths(n) {
+            // Middle band: every third layer gets more bits; j = i − n/8, j mod 3 = 2.
+            let below = |m: u64| m / 3; // #{j < m : j mod 3 = 2}
+            let more = below(y - eighth) - below(x - eighth);
+            let first_more = x + (2 + 3 - (x - eighth) % 3) % 3;
+            let first_less = if (x - eighth) % 3 == 2 { x + 1 } else { x };
+            if more > 0 {
+                out.push((first_more, more));
+            }
+            if y - x > more {
+                out.push((first_less, y - x - more));
+            }
+        } else {
+            out.push((x, y - x));
+        }
+    }
+    out
 }
 
 /// The ggml type llama.cpp gives a tensor under a preset (for the K-quant and legacy presets).
-pub fn gguf_type(t: &Tensor, preset: GgufPreset, ctx: MixContext) -> GgmlType {
+pub fn gguf_type(t: &Tensor, layer: u64, preset: GgufPreset, ctx: MixContext) -> GgmlType {
     use GgufPreset as P;
     use TensorKind as K;
     let base = preset.base();
@@ -257,7 +295,7 @@ pub fn gguf_type(t: &Tensor, preset: GgufPreset, ctx: MixContext) -> GgmlType {
     if matches!(t.kind, K::PositionEmbedding | K::TokenTypeEmbedding) {
         return GgmlType::F16;
     }
-    let i = t.layer.unwrap_or(0);
+    let i = layer;
     let n = t.stack_layers.max(1);
     let is_output = t.kind == K::Output || (!ctx.has_output && t.kind == K::TokenEmbedding);
     let chosen = if is_output {
@@ -489,8 +527,37 @@ impl WeightFormat {
         t.kind.is_block_matrix() && !t.is_vector()
     }
 
-    /// Bytes of one tensor and a label of how it is stored.
-    pub fn tensor_bytes(self, t: &Tensor, ctx: MixContext) -> Option<(u64, String)> {
+    /// Parameters and bytes of a tensor over every layer that holds it, by how it is stored
+    /// (`None` on overflow). llama.cpp mixes give layers of one kind different types, so a
+    /// tensor can be stored several ways.
+    pub fn tensor_storage(self, t: &Tensor, ctx: MixContext) -> Option<Vec<(u64, u64, String)>> {
+        let classes = match self {
+            WeightFormat::Gguf(_) if !t.layer_runs.is_empty() => t
+                .layer_runs
+                .iter()
+                .flat_map(|r| layer_classes(r.clone(), t.stack_layers.max(1)))
+                .collect(),
+            _ => vec![(0, t.layers)],
+        };
+        let one = t.elements()?;
+        let mut out: Vec<(u64, u64, String)> = Vec::new();
+        for (layer, count) in classes {
+            let (bytes, storage) = self.tensor_bytes(t, layer, ctx)?;
+            let (params, bytes) = (one.checked_mul(count)?, bytes.checked_mul(count)?);
+            match out.iter_mut().find(|(_, _, s)| *s == storage) {
+                Some((p, b, _)) => {
+                    *p = p.checked_add(params)?;
+                    *b = b.checked_add(bytes)?;
+                }
+                None => out.push((params, bytes, storage)),
+            }
+        }
+        Some(out)
+    }
+
+    /// Bytes of one instance of a tensor (its copy in layer `layer`) and a label of how it
+    /// is stored.
+    pub fn tensor_bytes(self, t: &Tensor, layer: u64, ctx: MixContext) -> Option<(u64, String)> {
         let copies = t.copies;
         let (n, k) = (t.rows, t.cols); // N outputs, K inputs
         let elements = t.elements()?;
@@ -557,7 +624,7 @@ impl WeightFormat {
                 Some((per_matrix(b)?, "awq int4".into()))
             }
             WeightFormat::Gguf(preset) => {
-                let ty = gguf_type(t, preset, ctx);
+                let ty = gguf_type(t, layer, preset, ctx);
                 let b = ty.bytes(copies.checked_mul(n)?, k)?;
                 Some((b, ty.name().into()))
             }
@@ -644,6 +711,38 @@ mod tests {
     }
 
     #[test]
+    fn layer_classes_agree_with_every_layer() {
+        // Counting layers by class equals asking use_more_bits of each layer.
+        for n in [1u64, 2, 3, 7, 8, 16, 17, 24, 32, 33, 80, 95, 126] {
+            for (a, b) in [(0, n), (0, n / 2), (n / 3, n), (n / 5, n - n / 7)] {
+                let classes = layer_classes(a..b, n);
+                assert_eq!(classes.iter().map(|c| c.1).sum::<u64>(), b - a);
+                let more: u64 = classes
+                    .iter()
+                    .filter(|(i, _)| use_more_bits(*i, n))
+                    .map(|c| c.1)
+                    .sum();
+                let direct = (a..b).filter(|i| use_more_bits(*i, n)).count() as u64;
+                assert_eq!(more, direct, "n={n} {a}..{b}");
+                for i in a..b {
+                    let class = classes
+                        .iter()
+                        .find(|(r, _)| {
+                            use_more_bits(*r, n) == use_more_bits(i, n)
+                                && (*r < 2) == (i < 2)
+                                && (*r < 4) == (i < 4)
+                                && (*r < n / 16) == (i < n / 16)
+                                && (*r < n / 8) == (i < n / 8)
+                        });
+                    assert!(class.is_some(), "n={n}: layer {i} has a class");
+                }
+            }
+        }
+        // A million layers are a handful of classes.
+        assert!(layer_classes(0..1_000_000, 1_000_000).len() < 12);
+    }
+
+    #[test]
     fn block_sizes_are_the_ggml_table() {
         // bits per weight = bytes·8 / block (FORMULAS.md §6).
         let bpw = |t: GgmlType| {
@@ -678,9 +777,11 @@ mod layout_tests {
             kind: TensorKind::AttnQ,
             category: Category::Attention,
             stack: None,
-            layer: Some(0),
+            layer_runs: vec![0..1],
+            layers: 1,
             stack_layers: 1,
             copies: 1,
+            active_copies: 1,
             rows: 4096,
             cols: 4096,
         }
@@ -694,7 +795,7 @@ mod layout_tests {
     };
 
     fn bytes(f: WeightFormat) -> u64 {
-        f.tensor_bytes(&matrix(), CTX).unwrap().0
+        f.tensor_bytes(&matrix(), 0, CTX).unwrap().0
     }
 
     #[test]
@@ -735,21 +836,21 @@ mod layout_tests {
         let mut t = matrix();
         t.kind = TensorKind::TokenEmbedding;
         assert_eq!(
-            WeightFormat::Gptq4.tensor_bytes(&t, CTX).unwrap().0,
+            WeightFormat::Gptq4.tensor_bytes(&t, 0, CTX).unwrap().0,
             33_554_432
         );
         t.kind = TensorKind::Norm;
         t.rows = 1;
         assert_eq!(
             WeightFormat::Nf4 { double_quant: true }
-                .tensor_bytes(&t, CTX)
+                .tensor_bytes(&t, 0, CTX)
                 .unwrap()
                 .0,
             8192
         );
         // GGUF keeps vectors in F32.
         let q = WeightFormat::Gguf(GgufPreset::Q4_K_M)
-            .tensor_bytes(&t, CTX)
+            .tensor_bytes(&t, 0, CTX)
             .unwrap();
         assert_eq!(q, (16_384, "F32".into()));
     }
@@ -760,7 +861,7 @@ mod layout_tests {
         let mut t = matrix();
         t.cols = 4000;
         let (b, ty) = WeightFormat::Gguf(GgufPreset::Q4_K_S)
-            .tensor_bytes(&t, CTX)
+            .tensor_bytes(&t, 0, CTX)
             .unwrap();
         assert_eq!(ty, "Q5_0");
         assert_eq!(b, 4096 * (4000 / 32) * 22);

@@ -141,7 +141,7 @@ fn add(a: u64, b: u64, what: &str) -> Result<u64, SpecError> {
 pub fn mix_context(spec: &ModelSpec) -> MixContext {
     let mut gqa = 1;
     let mut experts = 0;
-    for l in spec.stacks.iter().flat_map(|s| &s.layers) {
+    for l in spec.layers_by_run() {
         if let Attention::Standard(a) = &l.attention {
             gqa = a.num_heads / a.num_kv_heads.max(1);
         }
@@ -162,20 +162,21 @@ pub fn weight_lines(spec: &ModelSpec, format: WeightFormat) -> Result<Vec<Storag
     let ctx = mix_context(spec);
     let mut lines: Vec<StorageLine> = Vec::new();
     for t in tensors(spec) {
-        let (bytes, storage) = format
-            .tensor_bytes(&t, ctx)
+        let stored = format
+            .tensor_storage(&t, ctx)
             .ok_or_else(|| overflow(&format!("bytes of `{}`", t.name)))?;
-        let params = t.elements().ok_or_else(|| overflow(&t.name))?;
-        match lines.iter_mut().find(|l| l.storage == storage) {
-            Some(l) => {
-                l.params = add(l.params, params, "weights")?;
-                l.bytes = add(l.bytes, bytes, "weights")?;
+        for (params, bytes, storage) in stored {
+            match lines.iter_mut().find(|l| l.storage == storage) {
+                Some(l) => {
+                    l.params = add(l.params, params, "weights")?;
+                    l.bytes = add(l.bytes, bytes, "weights")?;
+                }
+                None => lines.push(StorageLine {
+                    storage,
+                    params,
+                    bytes,
+                }),
             }
-            None => lines.push(StorageLine {
-                storage,
-                params,
-                bytes,
-            }),
         }
     }
     lines.sort_by_key(|l| std::cmp::Reverse(l.bytes));
@@ -198,7 +199,7 @@ pub fn kv_groups(spec: &ModelSpec, options: &MemoryOptions) -> Result<Vec<KvGrou
     let mut groups: Vec<KvGroup> = Vec::new();
     let tp = options.tp.max(1);
     for stack in &spec.stacks {
-        for layer in &stack.layers {
+        for (layer, n) in stack.layers.kind_counts() {
             let mut caches: Vec<(String, u64, u64, u64)> = Vec::new(); // (what, elements, per-gpu elements, tokens)
             // An encoder attends once over its whole input and caches nothing; only decoder
             // self-attention (and cross-attention over the encoder output) is cached.
@@ -287,17 +288,26 @@ pub fn kv_groups(spec: &ModelSpec, options: &MemoryOptions) -> Result<Vec<KvGrou
             }
             for (what, per, per_gpu, tokens) in caches {
                 let seqs = mul(options.batch, tokens, "batch·tokens")?;
+                // Bytes of the `n` layers of this kind.
                 let bytes = mul(
-                    options.kv_dtype.bytes(per).ok_or_else(|| overflow("kv"))?,
-                    seqs,
+                    mul(
+                        options.kv_dtype.bytes(per).ok_or_else(|| overflow("kv"))?,
+                        seqs,
+                        "kv cache",
+                    )?,
+                    n,
                     "kv cache",
                 )?;
                 let bytes_per_gpu = mul(
-                    options
-                        .kv_dtype
-                        .bytes(per_gpu)
-                        .ok_or_else(|| overflow("kv"))?,
-                    seqs,
+                    mul(
+                        options
+                            .kv_dtype
+                            .bytes(per_gpu)
+                            .ok_or_else(|| overflow("kv"))?,
+                        seqs,
+                        "kv cache",
+                    )?,
+                    n,
                     "kv cache",
                 )?;
                 match groups
@@ -305,13 +315,13 @@ pub fn kv_groups(spec: &ModelSpec, options: &MemoryOptions) -> Result<Vec<KvGrou
                     .find(|g| g.stack == stack.role && g.what == what && g.tokens == tokens)
                 {
                     Some(g) => {
-                        g.layers += 1;
+                        g.layers = add(g.layers, n, "layers")?;
                         g.bytes = add(g.bytes, bytes, "kv cache")?;
                         g.bytes_per_gpu = add(g.bytes_per_gpu, bytes_per_gpu, "kv cache")?;
                     }
                     None => groups.push(KvGroup {
                         stack: stack.role,
-                        layers: 1,
+                        layers: n,
                         what,
                         elements_per_token: per,
                         tokens,
@@ -340,7 +350,7 @@ fn activation_elements_per_token(spec: &ModelSpec) -> Result<(u64, String), Spec
     };
     let mut widest = 0u64;
     let mut why = String::new();
-    for l in spec.stacks.iter().flat_map(|s| &s.layers) {
+    for l in spec.layer_kinds() {
         let attention = match &l.attention {
             Attention::Standard(a) => prod(&[
                 sum(&[prod(&[a.num_heads, 2])?, prod(&[a.num_kv_heads, 2])?])?,
@@ -380,7 +390,7 @@ fn check_tp(spec: &ModelSpec, tp: u64) -> Result<(), SpecError> {
     if tp == 1 {
         return Ok(());
     }
-    for l in spec.stacks.iter().flat_map(|s| &s.layers) {
+    for l in spec.layer_kinds() {
         let (heads, kv) = match &l.attention {
             Attention::Standard(a) => (a.num_heads, Some(a.num_kv_heads)),
             Attention::Latent(a) => (a.num_heads, None),
@@ -510,6 +520,7 @@ pub fn memory_with(
     ];
     if spec.stacks.iter().any(|s| {
         s.layers
+            .kinds()
             .iter()
             .any(|l| matches!(l.attention, Attention::Latent(_)))
     }) {

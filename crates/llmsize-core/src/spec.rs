@@ -6,7 +6,8 @@
 //! sliding-window and global attention, a first layer without an attention norm), and
 //! per stack, because encoder-decoders have two.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
 
 use crate::error::SpecError;
 
@@ -109,10 +110,147 @@ pub struct Stack {
     pub token_type: Option<Table>,
     /// Norm applied to the embeddings (BLOOM `word_embeddings_layernorm`, BERT, BART).
     pub embedding_norm: Option<Norm>,
-    /// The layers, in order.
-    pub layers: Vec<Layer>,
+    /// The layers, in order, held as runs of identical layers.
+    pub layers: Layers,
     /// The norm after the last layer.
     pub final_norm: Option<Norm>,
+}
+
+/// The layers of a stack as distinct layer kinds and runs of consecutive identical layers.
+///
+/// A config says how many layers a model has, and a hostile one says a million; real models
+/// have one to four distinct kinds (dense and MoE, sliding and global). Holding each kind once
+/// and each run as `(kind, start, count)` makes every figure cost work in the number of kinds
+/// and runs, never in `num_hidden_layers`: a 1,000,000-layer llama is one kind and one run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Layers {
+    kinds: Vec<Layer>,
+    runs: Vec<Run>,
+    len: u64,
+    index: HashMap<Layer, usize>,
+}
+
+/// `count` consecutive layers, from layer `start`, all equal to kind `kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Run {
+    /// Index into [`Layers::kinds`].
+    pub kind: usize,
+    /// 0-based index of the first layer of the run.
+    pub start: u64,
+    /// Layers in the run (at least 1).
+    pub count: u64,
+}
+
+impl Run {
+    /// The layer indices of the run.
+    pub fn range(&self) -> Range<u64> {
+        self.start..self.start + self.count
+    }
+}
+
+impl Layers {
+    /// No layers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `count` copies of one layer.
+    pub fn repeat(layer: Layer, count: u64) -> Self {
+        let mut layers = Self::new();
+        layers.push_run(layer, count);
+        layers
+    }
+
+    /// Append one layer (joins the last run when equal to it).
+    pub fn push(&mut self, layer: Layer) {
+        self.push_run(layer, 1);
+    }
+
+    /// Append `count` copies of a layer.
+    pub fn push_run(&mut self, layer: Layer, count: u64) {
+        if count == 0 {
+            return;
+        }
+        // The common case first: the same layer again extends the last run, no hashing.
+        if let Some(last) = self.runs.last_mut()
+            && self.kinds[last.kind] == layer
+        {
+            last.count = last.count.saturating_add(count);
+            self.len = self.len.saturating_add(count);
+            return;
+        }
+        let kind = match self.index.get(&layer) {
+            Some(&k) => k,
+            None => {
+                self.kinds.push(layer.clone());
+                self.index.insert(layer, self.kinds.len() - 1);
+                self.kinds.len() - 1
+            }
+        };
+        let start = self.len;
+        // Saturates only past u64::MAX layers, which `count` rejects long before.
+        self.len = self.len.saturating_add(count);
+        match self.runs.last_mut() {
+            Some(last) if last.kind == kind => last.count = last.count.saturating_add(count),
+            _ => self.runs.push(Run { kind, start, count }),
+        }
+    }
+
+    /// Number of layers.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True when there are no layers.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The distinct layer kinds, in order of first occurrence.
+    pub fn kinds(&self) -> &[Layer] {
+        &self.kinds
+    }
+
+    /// The runs, in layer order.
+    pub fn runs(&self) -> &[Run] {
+        &self.runs
+    }
+
+    /// Each distinct kind with the number of layers of that kind.
+    pub fn kind_counts(&self) -> Vec<(&Layer, u64)> {
+        let mut counts = vec![0u64; self.kinds.len()];
+        for r in &self.runs {
+            counts[r.kind] = counts[r.kind].saturating_add(r.count);
+        }
+        self.kinds.iter().zip(counts).collect()
+    }
+
+    /// The runs of one kind.
+    pub fn runs_of(&self, kind: usize) -> impl Iterator<Item = &Run> {
+        self.runs.iter().filter(move |r| r.kind == kind)
+    }
+
+    /// The layer at an index.
+    pub fn get(&self, index: u64) -> Option<&Layer> {
+        let i = self.runs.partition_point(|r| r.start + r.count <= index);
+        let run = self.runs.get(i)?;
+        (run.start <= index).then(|| &self.kinds[run.kind])
+    }
+
+    /// The last layer.
+    pub fn last(&self) -> Option<&Layer> {
+        self.runs.last().map(|r| &self.kinds[r.kind])
+    }
+}
+
+impl FromIterator<Layer> for Layers {
+    fn from_iter<I: IntoIterator<Item = Layer>>(iter: I) -> Self {
+        let mut layers = Layers::new();
+        for l in iter {
+            layers.push(l);
+        }
+        layers
+    }
 }
 
 /// Position parameters.
@@ -335,7 +473,22 @@ impl ModelSpec {
 
     /// Total layers over all stacks.
     pub fn num_layers(&self) -> u64 {
-        self.stacks.iter().map(|s| s.layers.len() as u64).sum()
+        self.stacks
+            .iter()
+            .fold(0u64, |n, s| n.saturating_add(s.layers.len()))
+    }
+
+    /// The layer of each run of each stack, in layer order: "the last layer that…" questions
+    /// see the same answer as over every layer, at the cost of the runs.
+    pub fn layers_by_run(&self) -> impl Iterator<Item = &Layer> {
+        self.stacks
+            .iter()
+            .flat_map(|s| s.layers.runs().iter().map(|r| &s.layers.kinds()[r.kind]))
+    }
+
+    /// Every distinct layer kind of every stack (each once per stack).
+    pub fn layer_kinds(&self) -> impl Iterator<Item = &Layer> {
+        self.stacks.iter().flat_map(|s| s.layers.kinds())
     }
 
     /// Checks the invariants counting relies on: positive sizes and whole head groups.
@@ -347,7 +500,7 @@ impl ModelSpec {
                 field: "num_hidden_layers".into(),
             });
         }
-        for layer in self.stacks.iter().flat_map(|s| &s.layers) {
+        for layer in self.layer_kinds() {
             for attention in std::iter::once(&layer.attention).chain(&layer.cross_attention) {
                 match attention {
                     Attention::Standard(a) => {

@@ -61,14 +61,18 @@ fn expert_bytes(spec: &ModelSpec, format: WeightFormat) -> Result<u64, SpecError
             t.kind,
             TensorKind::ExpertGate | TensorKind::ExpertUp | TensorKind::ExpertDown
         ) {
-            let (b, _) = format
-                .tensor_bytes(&t, ctx)
+            let stored = format
+                .tensor_storage(&t, ctx)
                 .ok_or_else(|| SpecError::Invalid {
                     field: t.name.clone(),
                     found: "a size that overflows".into(),
                     expected: "a smaller model".into(),
                 })?;
-            sum = sum.saturating_add(b);
+            for (_, b, _) in stored {
+                sum = sum.checked_add(b).ok_or_else(|| SpecError::TooLarge {
+                    what: "expert bytes".into(),
+                })?;
+            }
         }
     }
     Ok(sum)
@@ -92,7 +96,7 @@ pub fn speed(
     // Decode reads every weight once per step, except routed experts: a step touches at most
     // min(E, batch·k) of each layer's E experts.
     let mut touched = 1.0f64;
-    for l in spec.stacks.iter().flat_map(|s| &s.layers) {
+    for l in spec.layers_by_run() {
         if let Ffn::Moe(m) = &l.ffn {
             touched = ((flops.batch.saturating_mul(m.experts_per_token)).min(m.num_experts) as f64)
                 / m.num_experts as f64;

@@ -103,7 +103,10 @@ impl TensorKind {
     }
 }
 
-/// One tensor (or one group of identical routed-expert matrices).
+/// One tensor (or one group of identical routed-expert matrices), listed once per layer kind:
+/// a layer tensor stands for the same tensor in every layer of its kind (`layers` of them, in
+/// `layer_runs`), so the list grows with the number of distinct layer kinds, not with
+/// `num_hidden_layers`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tensor {
     /// A readable name (`decoder.3.attn_q`), stable for tests.
@@ -114,12 +117,17 @@ pub struct Tensor {
     pub category: Category,
     /// The stack it belongs to (none for embeddings and the head).
     pub stack: Option<StackRole>,
-    /// Layer index within its stack, for per-layer rules.
-    pub layer: Option<u64>,
+    /// The layers (0-based, within its stack) that hold this tensor, as runs; empty outside
+    /// layers. Per-layer rules (llama.cpp's mixes) read the positions from here.
+    pub layer_runs: Vec<std::ops::Range<u64>>,
+    /// How many layers hold it (1 outside layers).
+    pub layers: u64,
     /// Layers in that stack (llama.cpp's mixing rules depend on the position).
     pub stack_layers: u64,
     /// How many identical matrices (routed experts: `E`; otherwise 1).
     pub copies: u64,
+    /// How many of the copies one token multiplies by (routed experts: `k`; otherwise 1).
+    pub active_copies: u64,
     /// Output features (rows) — `1` for vectors.
     pub rows: u64,
     /// Input features (columns) — the vector length for vectors.
@@ -127,9 +135,14 @@ pub struct Tensor {
 }
 
 impl Tensor {
-    /// Elements, checked.
+    /// Elements of one instance (one layer's tensor), checked.
     pub fn elements(&self) -> Option<u64> {
         self.copies.checked_mul(self.rows)?.checked_mul(self.cols)
+    }
+
+    /// Elements over every layer that holds it, checked.
+    pub fn total_elements(&self) -> Option<u64> {
+        self.elements()?.checked_mul(self.layers)
     }
 
     /// A vector (norm, bias): stored unquantized by every format.
@@ -142,13 +155,14 @@ struct Builder {
     out: Vec<Tensor>,
     prefix: String,
     stack: Option<StackRole>,
-    layer: Option<u64>,
+    layer_runs: Vec<std::ops::Range<u64>>,
+    layers: u64,
     stack_layers: u64,
 }
 
 impl Builder {
     fn push(&mut self, name: &str, kind: TensorKind, category: Category, rows: u64, cols: u64) {
-        self.push_n(name, kind, category, 1, rows, cols);
+        self.push_n(name, kind, category, (1, 1), rows, cols);
     }
 
     fn push_n(
@@ -156,7 +170,7 @@ impl Builder {
         name: &str,
         kind: TensorKind,
         category: Category,
-        copies: u64,
+        (copies, active_copies): (u64, u64),
         rows: u64,
         cols: u64,
     ) {
@@ -170,9 +184,11 @@ impl Builder {
             kind,
             category,
             stack: self.stack,
-            layer: self.layer,
+            layer_runs: self.layer_runs.clone(),
+            layers: self.layers,
             stack_layers: self.stack_layers,
             copies,
+            active_copies,
             rows,
             cols,
         });
@@ -338,13 +354,14 @@ impl Builder {
     }
 }
 
-/// Every tensor of the model, in a stable order (embeddings, stacks layer by layer, head).
+/// Every tensor of the model, in a stable order (embeddings, stacks kind by kind, head).
 pub fn tensors(spec: &ModelSpec) -> Vec<Tensor> {
     let mut b = Builder {
         out: Vec::new(),
         prefix: String::new(),
         stack: None,
-        layer: None,
+        layer_runs: Vec::new(),
+        layers: 1,
         stack_layers: 0,
     };
     if let Some(t) = spec.token_embedding {
@@ -379,8 +396,7 @@ pub fn tensors(spec: &ModelSpec) -> Vec<Tensor> {
         };
         b.prefix = role.to_owned();
         b.stack = Some(stack.role);
-        b.layer = None;
-        b.stack_layers = stack.layers.len() as u64;
+        b.stack_layers = stack.layers.len();
         match stack.position {
             Some(PositionEmbedding::Learned { table, .. }) => {
                 b.push(
@@ -414,9 +430,12 @@ pub fn tensors(spec: &ModelSpec) -> Vec<Tensor> {
         if let Some(n) = stack.embedding_norm {
             b.norm("embd_norm", Category::Norm, n);
         }
-        for (i, layer) in stack.layers.iter().enumerate() {
-            b.prefix = format!("{role}.{i}");
-            b.layer = Some(i as u64);
+        for (kind, (layer, n)) in stack.layers.kind_counts().into_iter().enumerate() {
+            b.layer_runs = stack.layers.runs_of(kind).map(|r| r.range()).collect();
+            b.layers = n;
+            // Named after the first layer of the kind: `decoder.0.attn_q`.
+            let first = b.layer_runs.first().map_or(0, |r| r.start);
+            b.prefix = format!("{role}.{first}");
             b.attention(&layer.attention, "attn_");
             if let Some(cross) = &layer.cross_attention {
                 b.attention(cross, "cross_attn_");
@@ -427,7 +446,8 @@ pub fn tensors(spec: &ModelSpec) -> Vec<Tensor> {
             }
         }
         b.prefix = role.to_owned();
-        b.layer = None;
+        b.layer_runs.clear();
+        b.layers = 1;
         if let Some(n) = stack.final_norm {
             b.norm("output_norm", Category::Norm, n);
         }
@@ -513,7 +533,7 @@ fn mlp_tensors(b: &mut Builder, ffn: &Ffn) {
                 Category::MoeRouter,
                 lin(moe.num_experts, moe.expert.hidden, moe.router_bias),
             );
-            let e = moe.num_experts;
+            let e = (moe.num_experts, moe.experts_per_token);
             let x = moe.expert;
             let c = Category::MoeExperts;
             b.push_n(

@@ -45,7 +45,7 @@ proptest! {
         let spec = design_spec(&d, style).unwrap();
         let c = count(&spec).unwrap();
         prop_assert_eq!(c.total, c.components.iter().map(|x| x.count).sum::<u64>());
-        let from_tensors: u64 = tensors(&spec).iter().map(|t| t.elements().unwrap()).sum();
+        let from_tensors: u64 = tensors(&spec).iter().map(|t| t.total_elements().unwrap()).sum();
         prop_assert_eq!(c.total, from_tensors);
         for comp in &c.components {
             prop_assert_eq!(comp.formula.eval().unwrap(), comp.count);

@@ -5,6 +5,7 @@
 //! class's default for `tie_word_embeddings`.
 
 use llmsize_core::spec::{
+    Layers,
     Attention, Ffn, Layer, Linear, Mlp, ModelSpec, Norm, NormKind, OutputHead, PositionEmbedding,
     Stack, StackRole, StandardAttention, Table,
 };
@@ -24,7 +25,7 @@ pub(crate) struct Decoder {
     pub(crate) projections: Vec<Linear>,
     pub(crate) position: Option<PositionEmbedding>,
     pub(crate) embedding_norm: Option<Norm>,
-    pub(crate) layers: Vec<Layer>,
+    pub(crate) layers: Layers,
     pub(crate) final_norm: Option<Norm>,
     pub(crate) tied: bool,
     pub(crate) head_bias: bool,
@@ -38,7 +39,7 @@ impl Decoder {
         architecture: String,
         hidden: u64,
         vocab: u64,
-        layers: Vec<Layer>,
+        layers: Layers,
         final_norm: Option<Norm>,
         tied: bool,
     ) -> Self {
@@ -207,7 +208,7 @@ pub(crate) fn gpt2(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
             architecture(raw, "GPT2LMHeadModel"),
             hidden,
             vocab,
-            vec![l; n],
+            Layers::repeat(l, n as u64),
             Some(Norm::layer_norm(hidden)),
             tied,
         )
@@ -243,14 +244,12 @@ pub(crate) fn gptj(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
             architecture(raw, "GPTJForCausalLM"),
             hidden,
             vocab,
-            vec![
+            Layers::repeat(
                 layer(
                     mha(hidden, heads, heads, head_dim, false),
                     mlp(hidden, inner, false, true),
                     vec![Norm::layer_norm(hidden)],
-                );
-                n
-            ],
+                ), n as u64),
             Some(Norm::layer_norm(hidden)),
             tied,
         )
@@ -278,14 +277,14 @@ pub(crate) fn gpt_neox(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError
         architecture(raw, "GPTNeoXForCausalLM"),
         hidden,
         vocab,
-        vec![
+        Layers::repeat(
             layer(
                 attn,
                 mlp(hidden, inner, false, true),
-                vec![Norm::layer_norm(hidden); 2]
-            );
-            n
-        ],
+                vec![Norm::layer_norm(hidden); 2],
+            ),
+            n as u64,
+        ),
         Some(Norm::layer_norm(hidden)),
         tied,
     )
@@ -367,14 +366,14 @@ pub(crate) fn opt(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
             offset: 2,
         }),
         embedding_norm: None,
-        layers: vec![
+        layers: Layers::repeat(
             layer(
                 mha(hidden, heads, heads, head_dim, bias),
                 mlp(hidden, ffn, false, bias),
-                norms
-            );
-            n
-        ],
+                norms,
+            ),
+            n as u64,
+        ),
         final_norm,
         tied,
         head_bias: false,
@@ -406,14 +405,14 @@ pub(crate) fn bloom(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
             architecture(raw, "BloomForCausalLM"),
             hidden,
             vocab,
-            vec![
+            Layers::repeat(
                 layer(
                     attn,
                     mlp(hidden, inner, false, true),
-                    vec![Norm::layer_norm(hidden); 2]
-                );
-                n
-            ],
+                    vec![Norm::layer_norm(hidden); 2],
+                ),
+                n as u64,
+            ),
             Some(Norm::layer_norm(hidden)),
             tied,
         )
@@ -513,7 +512,7 @@ pub(crate) fn falcon(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> 
         architecture(raw, "FalconForCausalLM"),
         hidden,
         vocab,
-        vec![layer(attn, mlp(hidden, ffn, false, bias), norms); n],
+        Layers::repeat(layer(attn, mlp(hidden, ffn, false, bias), norms), n as u64),
         Some(norm),
         tied,
     )
@@ -554,14 +553,12 @@ pub(crate) fn phi(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
             architecture(raw, "PhiForCausalLM"),
             hidden,
             vocab,
-            vec![
+            Layers::repeat(
                 layer(
                     attn,
                     mlp(hidden, inner, false, true),
                     vec![Norm::layer_norm(hidden)]
-                );
-                n
-            ],
+                ), n as u64),
             Some(Norm::layer_norm(hidden)),
             tied,
         )

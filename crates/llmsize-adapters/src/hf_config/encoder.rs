@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use llmsize_core::spec::{
+    Layers,
     Attention, Ffn, HeadTransform, Layer, Linear, ModelSpec, Norm, NormKind, OutputHead,
     PositionEmbedding, Stack, StackRole, Table,
 };
@@ -174,7 +175,7 @@ fn bert(
                 dim: hidden,
             }),
             embedding_norm: Some(norm),
-            layers: vec![layer; n],
+            layers: Layers::repeat(layer, n as u64),
             final_norm: None,
         },
         head: mlm_head(mlm, tied, if tied { 1 } else { 2 }, hidden, norm),
@@ -216,7 +217,7 @@ fn distilbert(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec, Co
             position: Some(learned_positions(positions, hidden)),
             token_type: None,
             embedding_norm: Some(norm),
-            layers: vec![layer; n],
+            layers: Layers::repeat(layer, n as u64),
             final_norm: None,
         },
         head: mlm_head(mlm, tied, 1, hidden, norm),
@@ -261,10 +262,13 @@ fn modernbert(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec, Co
         norms: vec![norm; 2],
         sliding_window: None,
     };
-    let mut all = vec![layer; n];
-    if let Some(first) = all.first_mut() {
-        first.norms = vec![norm];
-    }
+    // The first layer has no attention norm (its input is the embedding norm's output).
+    let mut all = Layers::new();
+    all.push(Layer {
+        norms: vec![norm],
+        ..layer.clone()
+    });
+    all.push_run(layer, (n as u64).saturating_sub(1));
     Ok(Encoder {
         model_type: "modernbert".into(),
         architecture,

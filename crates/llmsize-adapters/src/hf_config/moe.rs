@@ -178,10 +178,12 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
     let n = raw.layer_count("num_hidden_layers", layers)?;
     let windows = sliding_windows(raw, model_type, n)?;
     let norms = vec![Norm::rms_norm(hidden); 2];
+    // A set, so the loop over layers stays linear whatever the list's length.
+    let dense_set: std::collections::HashSet<u64> = dense_layers.iter().copied().collect();
     let layers_list = (0..n as u64)
         .zip(windows)
         .map(|(i, window)| {
-            let sparse = !dense_layers.contains(&i) && step > 0 && (i + 1).is_multiple_of(step);
+            let sparse = !dense_set.contains(&i) && step > 0 && (i + 1).is_multiple_of(step);
             let ffn = match (sparse, dense_width) {
                 (false, Some(width)) => Ffn::Dense(mlp(hidden, width, true, false)),
                 _ => Ffn::Moe(moe.clone()),

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use llmsize_core::spec::{
+    Layers,
     Attention, Ffn, Layer, ModelSpec, Norm, OutputHead, PositionEmbedding, Stack, StackRole, Table,
 };
 
@@ -139,7 +140,7 @@ pub(crate) fn t5(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec,
         position: bias,
         token_type: None,
         embedding_norm: None,
-        layers: vec![layer; n],
+        layers: Layers::repeat(layer, n as u64),
         final_norm: Some(norm),
     };
     let enc_n = raw.layer_count("num_layers", enc_layers)?;
@@ -221,7 +222,7 @@ pub(crate) fn bart(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpe
         position,
         token_type: None,
         embedding_norm: Some(norm),
-        layers: vec![layer; n],
+        layers: Layers::repeat(layer, n as u64),
         final_norm: None,
     };
     Ok(seq2seq_spec(

@@ -47,23 +47,23 @@ fn glossary(name: &str) -> &'static str {
     }
 }
 
-/// Compact list of layer indices: `0–2, 5, 7–9`.
-fn ranges(indices: &[u64]) -> String {
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < indices.len() {
-        let start = indices[i];
-        let mut end = start;
-        while i + 1 < indices.len() && indices[i + 1] == end + 1 {
-            i += 1;
-            end = indices[i];
-        }
-        parts.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}–{end}")
-        });
-        i += 1;
+/// Compact list of layer runs: `0–2, 5, 7–9`; past 12 runs, the first 12 and how many more
+/// (a hostile config can alternate kinds a million times).
+fn ranges(runs: &[std::ops::Range<u64>]) -> String {
+    const SHOWN: usize = 12;
+    let mut parts: Vec<String> = runs
+        .iter()
+        .take(SHOWN)
+        .map(|r| {
+            if r.end - r.start == 1 {
+                r.start.to_string()
+            } else {
+                format!("{}–{}", r.start, r.end - 1)
+            }
+        })
+        .collect();
+    if runs.len() > SHOWN {
+        parts.push(format!("… {} more runs", runs.len() - SHOWN));
     }
     parts.join(", ")
 }
@@ -156,12 +156,12 @@ pub fn render(report: &ParamsReport) -> String {
             out,
             "\none {} layer ({} of {}: {}; {})",
             g.stack.as_str(),
-            g.indices.len(),
+            g.layers,
             c.stacks
                 .iter()
                 .find(|s| s.role == g.stack)
                 .map_or(0, |s| s.layers),
-            ranges(&g.indices),
+            ranges(&g.runs),
             g.kind
         );
         let mut rows: Vec<Vec<String>> = g
@@ -204,7 +204,13 @@ mod tests {
 
     #[test]
     fn index_ranges() {
-        assert_eq!(ranges(&[0, 1, 2, 5, 7, 8]), "0–2, 5, 7–8");
-        assert_eq!(ranges(&[3]), "3");
+        assert_eq!(ranges(&[0..3, 5..6, 7..9]), "0–2, 5, 7–8");
+        assert_eq!(ranges(&[3..4]), "3");
+        // Gemma-2 style alternation over a million layers stays one short line.
+        let alternating: Vec<_> = (0..500_000u64).map(|i| 2 * i..2 * i + 1).collect();
+        assert_eq!(
+            ranges(&alternating),
+            "0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, … 499988 more runs"
+        );
     }
 }
