@@ -344,7 +344,7 @@ pub fn audit(spec: &ModelSpec, checkpoint: &Checkpoint) -> Result<Audit, llmsize
     let layers = spec
         .stacks
         .iter()
-        .map(|s| s.layers.len() as u64)
+        .map(|s| s.layers.len())
         .max()
         .unwrap_or(0);
     let tied = matches!(

@@ -8,9 +8,8 @@ use std::collections::BTreeMap;
 
 use crate::error::SpecError;
 use crate::spec::{
-    Layers,
-    Assumption, Attention, Ffn, Layer, Mlp, ModelSpec, Norm, OutputHead, PositionEmbedding, Stack,
-    StackRole, StandardAttention, Table,
+    Assumption, Attention, Ffn, Layer, Layers, Mlp, ModelSpec, Norm, OutputHead, PositionEmbedding,
+    Stack, StackRole, StandardAttention, Table,
 };
 
 /// Most layers a described model may have (a spec holds one entry per layer).

@@ -179,7 +179,9 @@ fn attention_widths(spec: &ModelSpec) -> Result<Vec<(AttentionShape, u64)>, Spec
     let mul = |a: u64, b: u64| a.checked_mul(b).ok_or_else(too_large);
     let w = |a: &Attention| -> Result<(u64, u64), SpecError> {
         Ok(match a {
-            Attention::Standard(a) => (mul(a.num_heads, a.head_dim)?, mul(a.num_heads, a.head_dim)?),
+            Attention::Standard(a) => {
+                (mul(a.num_heads, a.head_dim)?, mul(a.num_heads, a.head_dim)?)
+            }
             Attention::Latent(a) => (
                 mul(
                     a.num_heads,

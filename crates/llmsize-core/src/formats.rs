@@ -256,15 +256,30 @@ fn seven_eighths(n: u64) -> u64 {
 /// [`gguf_type`] treats alike, as `(a representative layer, layers in the class)`. The rules
 /// compare the index with 2, 4, n/16, n/8 and 7n/8 and test `(i − n/8) mod 3`, so a run of a
 /// million layers is a handful of classes, not a million calls.
-fn layer_classes(range: std::ops::Range<u64>, n: u64) -> Vec<(u64, u64)> {
+fn layer_classes(range: std::ops::Range<u64>, n: u64, mut class: impl FnMut(u64, u64)) {
+    if range.end - range.start == 1 {
+        // A run of one layer (alternating kinds) is its own class.
+        return class(range.start, 1);
+    }
     let eighth = n / 8;
-    let mut cuts = vec![range.start, range.end, 2, 4, n / 16, eighth, seven_eighths(n)];
-    cuts.retain(|c| range.contains(c) || *c == range.end);
+    let mut cuts = [
+        range.start,
+        range.end,
+        2,
+        4,
+        n / 16,
+        eighth,
+        seven_eighths(n),
+    ];
+    for c in &mut cuts {
+        *c = (*c).clamp(range.start, range.end);
+    }
     cuts.sort_unstable();
-    cuts.dedup();
-    let mut out = Vec::new();
     for w in cuts.windows(2) {
         let (x, y) = (w[0], w[1]);
+        if x == y {
+            continue;
+        }
         if x >= eighth && y <= seven_eighths(n) {
             // Middle band: every third layer gets more bits; j = i − n/8, j mod 3 = 2.
             let below = |m: u64| m / 3; // #{j < m : j mod 3 = 2}
@@ -272,16 +287,15 @@ fn layer_classes(range: std::ops::Range<u64>, n: u64) -> Vec<(u64, u64)> {
             let first_more = x + (2 + 3 - (x - eighth) % 3) % 3;
             let first_less = if (x - eighth) % 3 == 2 { x + 1 } else { x };
             if more > 0 {
-                out.push((first_more, more));
+                class(first_more, more);
             }
             if y - x > more {
-                out.push((first_less, y - x - more));
+                class(first_less, y - x - more);
             }
         } else {
-            out.push((x, y - x));
+            class(x, y - x);
         }
     }
-    out
 }
 
 /// The ggml type llama.cpp gives a tensor under a preset (for the K-quant and legacy presets).
@@ -530,17 +544,24 @@ impl WeightFormat {
     /// Parameters and bytes of a tensor over every layer that holds it, by how it is stored
     /// (`None` on overflow). llama.cpp mixes give layers of one kind different types, so a
     /// tensor can be stored several ways.
-    pub fn tensor_storage(self, t: &Tensor, ctx: MixContext) -> Option<Vec<(u64, u64, String)>> {
-        let classes = match self {
-            WeightFormat::Gguf(_) if !t.layer_runs.is_empty() => t
-                .layer_runs
-                .iter()
-                .flat_map(|r| layer_classes(r.clone(), t.stack_layers.max(1)))
-                .collect(),
-            _ => vec![(0, t.layers)],
-        };
+    pub fn tensor_storage(
+        self,
+        t: &Tensor,
+        ctx: MixContext,
+    ) -> Option<Vec<(u64, u64, &'static str)>> {
+        let mut classes: Vec<(u64, u64)> = Vec::new();
+        match self {
+            WeightFormat::Gguf(_) if !t.layer_runs.is_empty() => {
+                for r in t.layer_runs.iter() {
+                    layer_classes(r.clone(), t.stack_layers.max(1), |layer, count| {
+                        classes.push((layer, count));
+                    });
+                }
+            }
+            _ => classes.push((0, t.layers)),
+        }
         let one = t.elements()?;
-        let mut out: Vec<(u64, u64, String)> = Vec::new();
+        let mut out: Vec<(u64, u64, &'static str)> = Vec::new();
         for (layer, count) in classes {
             let (bytes, storage) = self.tensor_bytes(t, layer, ctx)?;
             let (params, bytes) = (one.checked_mul(count)?, bytes.checked_mul(count)?);
@@ -557,14 +578,19 @@ impl WeightFormat {
 
     /// Bytes of one instance of a tensor (its copy in layer `layer`) and a label of how it
     /// is stored.
-    pub fn tensor_bytes(self, t: &Tensor, layer: u64, ctx: MixContext) -> Option<(u64, String)> {
+    pub fn tensor_bytes(
+        self,
+        t: &Tensor,
+        layer: u64,
+        ctx: MixContext,
+    ) -> Option<(u64, &'static str)> {
         let copies = t.copies;
         let (n, k) = (t.rows, t.cols); // N outputs, K inputs
         let elements = t.elements()?;
-        let sixteen = || Some((elements.checked_mul(2)?, "16-bit".to_owned()));
+        let sixteen = || Some((elements.checked_mul(2)?, "16-bit"));
         let per_matrix = |bytes: u64| bytes.checked_mul(copies);
         match self {
-            WeightFormat::Fp32 => Some((elements.checked_mul(4)?, "fp32".into())),
+            WeightFormat::Fp32 => Some((elements.checked_mul(4)?, "fp32")),
             WeightFormat::Fp16 | WeightFormat::Bf16 => sixteen(),
             _ if !matches!(self, WeightFormat::Gguf(_)) && !Self::quantizes(t) => sixteen(),
             WeightFormat::Fp8 { block } => {
@@ -576,17 +602,17 @@ impl WeightFormat {
                     4
                 };
                 let b = per_matrix(n.checked_mul(k)?.checked_add(scales)?)?;
-                Some((b, "fp8".into()))
+                Some((b, "fp8"))
             }
             WeightFormat::Int8 => {
                 let b = per_matrix(n.checked_mul(k)?.checked_add(n.checked_mul(4)?)?)?;
-                Some((b, "int8".into()))
+                Some((b, "int8"))
             }
             WeightFormat::Int4 => {
                 let groups = k.div_ceil(GROUP_SIZE);
                 let packed = n.checked_mul(k)?.div_ceil(2);
                 let scales = groups.checked_mul(n)?.checked_mul(4)?; // bf16 scale + bf16 zero
-                Some((per_matrix(packed.checked_add(scales)?)?, "int4".into()))
+                Some((per_matrix(packed.checked_add(scales)?)?, "int4"))
             }
             WeightFormat::Nf4 { double_quant } => {
                 let per = n.checked_mul(k)?;
@@ -601,7 +627,7 @@ impl WeightFormat {
                 };
                 // + the 16-entry fp32 NF4 code table.
                 let b = per.div_ceil(2).checked_add(absmax)?.checked_add(64)?;
-                Some((per_matrix(b)?, "nf4".into()))
+                Some((per_matrix(b)?, "nf4"))
             }
             WeightFormat::Gptq4 => {
                 let groups = k.div_ceil(GROUP_SIZE);
@@ -613,7 +639,7 @@ impl WeightFormat {
                     .checked_add(scales)?
                     .checked_add(qzeros)?
                     .checked_add(g_idx)?;
-                Some((per_matrix(b)?, "gptq int4".into()))
+                Some((per_matrix(b)?, "gptq int4"))
             }
             WeightFormat::Awq4 => {
                 let groups = k.div_ceil(GROUP_SIZE);
@@ -621,12 +647,12 @@ impl WeightFormat {
                 let qzeros = groups.checked_mul(n.div_ceil(8))?.checked_mul(4)?;
                 let scales = groups.checked_mul(n)?.checked_mul(2)?;
                 let b = qweight.checked_add(qzeros)?.checked_add(scales)?;
-                Some((per_matrix(b)?, "awq int4".into()))
+                Some((per_matrix(b)?, "awq int4"))
             }
             WeightFormat::Gguf(preset) => {
                 let ty = gguf_type(t, layer, preset, ctx);
                 let b = ty.bytes(copies.checked_mul(n)?, k)?;
-                Some((b, ty.name().into()))
+                Some((b, ty.name()))
             }
         }
     }
@@ -715,7 +741,8 @@ mod tests {
         // Counting layers by class equals asking use_more_bits of each layer.
         for n in [1u64, 2, 3, 7, 8, 16, 17, 24, 32, 33, 80, 95, 126] {
             for (a, b) in [(0, n), (0, n / 2), (n / 3, n), (n / 5, n - n / 7)] {
-                let classes = layer_classes(a..b, n);
+                let mut classes = Vec::new();
+                layer_classes(a..b, n, |r, c| classes.push((r, c)));
                 assert_eq!(classes.iter().map(|c| c.1).sum::<u64>(), b - a);
                 let more: u64 = classes
                     .iter()
@@ -725,21 +752,21 @@ mod tests {
                 let direct = (a..b).filter(|i| use_more_bits(*i, n)).count() as u64;
                 assert_eq!(more, direct, "n={n} {a}..{b}");
                 for i in a..b {
-                    let class = classes
-                        .iter()
-                        .find(|(r, _)| {
-                            use_more_bits(*r, n) == use_more_bits(i, n)
-                                && (*r < 2) == (i < 2)
-                                && (*r < 4) == (i < 4)
-                                && (*r < n / 16) == (i < n / 16)
-                                && (*r < n / 8) == (i < n / 8)
-                        });
+                    let class = classes.iter().find(|(r, _)| {
+                        use_more_bits(*r, n) == use_more_bits(i, n)
+                            && (*r < 2) == (i < 2)
+                            && (*r < 4) == (i < 4)
+                            && (*r < n / 16) == (i < n / 16)
+                            && (*r < n / 8) == (i < n / 8)
+                    });
                     assert!(class.is_some(), "n={n}: layer {i} has a class");
                 }
             }
         }
         // A million layers are a handful of classes.
-        assert!(layer_classes(0..1_000_000, 1_000_000).len() < 12);
+        let mut classes = 0;
+        layer_classes(0..1_000_000, 1_000_000, |_, _| classes += 1);
+        assert!(classes < 12);
     }
 
     #[test]
@@ -777,7 +804,7 @@ mod layout_tests {
             kind: TensorKind::AttnQ,
             category: Category::Attention,
             stack: None,
-            layer_runs: vec![0..1],
+            layer_runs: vec![0..1].into(),
             layers: 1,
             stack_layers: 1,
             copies: 1,
@@ -852,7 +879,7 @@ mod layout_tests {
         let q = WeightFormat::Gguf(GgufPreset::Q4_K_M)
             .tensor_bytes(&t, 0, CTX)
             .unwrap();
-        assert_eq!(q, (16_384, "F32".into()));
+        assert_eq!(q, (16_384, "F32"));
     }
 
     #[test]

@@ -172,7 +172,7 @@ pub fn weight_lines(spec: &ModelSpec, format: WeightFormat) -> Result<Vec<Storag
                     l.bytes = add(l.bytes, bytes, "weights")?;
                 }
                 None => lines.push(StorageLine {
-                    storage,
+                    storage: storage.to_owned(),
                     params,
                     bytes,
                 }),

@@ -119,7 +119,7 @@ pub struct Tensor {
     pub stack: Option<StackRole>,
     /// The layers (0-based, within its stack) that hold this tensor, as runs; empty outside
     /// layers. Per-layer rules (llama.cpp's mixes) read the positions from here.
-    pub layer_runs: Vec<std::ops::Range<u64>>,
+    pub layer_runs: std::sync::Arc<[std::ops::Range<u64>]>,
     /// How many layers hold it (1 outside layers).
     pub layers: u64,
     /// Layers in that stack (llama.cpp's mixing rules depend on the position).
@@ -155,7 +155,7 @@ struct Builder {
     out: Vec<Tensor>,
     prefix: String,
     stack: Option<StackRole>,
-    layer_runs: Vec<std::ops::Range<u64>>,
+    layer_runs: std::sync::Arc<[std::ops::Range<u64>]>,
     layers: u64,
     stack_layers: u64,
 }
@@ -360,7 +360,7 @@ pub fn tensors(spec: &ModelSpec) -> Vec<Tensor> {
         out: Vec::new(),
         prefix: String::new(),
         stack: None,
-        layer_runs: Vec::new(),
+        layer_runs: std::sync::Arc::new([]),
         layers: 1,
         stack_layers: 0,
     };
@@ -431,6 +431,7 @@ pub fn tensors(spec: &ModelSpec) -> Vec<Tensor> {
             b.norm("embd_norm", Category::Norm, n);
         }
         for (kind, (layer, n)) in stack.layers.kind_counts().into_iter().enumerate() {
+            // Shared by every tensor of the kind (a hostile config can have a million runs).
             b.layer_runs = stack.layers.runs_of(kind).map(|r| r.range()).collect();
             b.layers = n;
             // Named after the first layer of the kind: `decoder.0.attn_q`.
@@ -446,7 +447,7 @@ pub fn tensors(spec: &ModelSpec) -> Vec<Tensor> {
             }
         }
         b.prefix = role.to_owned();
-        b.layer_runs.clear();
+        b.layer_runs = std::sync::Arc::new([]);
         b.layers = 1;
         if let Some(n) = stack.final_norm {
             b.norm("output_norm", Category::Norm, n);

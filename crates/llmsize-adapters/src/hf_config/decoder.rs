@@ -5,9 +5,8 @@
 //! class's default for `tie_word_embeddings`.
 
 use llmsize_core::spec::{
-    Layers,
-    Attention, Ffn, Layer, Linear, Mlp, ModelSpec, Norm, NormKind, OutputHead, PositionEmbedding,
-    Stack, StackRole, StandardAttention, Table,
+    Attention, Ffn, Layer, Layers, Linear, Mlp, ModelSpec, Norm, NormKind, OutputHead,
+    PositionEmbedding, Stack, StackRole, StandardAttention, Table,
 };
 
 use super::raw::RawConfig;
@@ -249,7 +248,9 @@ pub(crate) fn gptj(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
                     mha(hidden, heads, heads, head_dim, false),
                     mlp(hidden, inner, false, true),
                     vec![Norm::layer_norm(hidden)],
-                ), n as u64),
+                ),
+                n as u64,
+            ),
             Some(Norm::layer_norm(hidden)),
             tied,
         )
@@ -557,8 +558,10 @@ pub(crate) fn phi(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
                 layer(
                     attn,
                     mlp(hidden, inner, false, true),
-                    vec![Norm::layer_norm(hidden)]
-                ), n as u64),
+                    vec![Norm::layer_norm(hidden)],
+                ),
+                n as u64,
+            ),
             Some(Norm::layer_norm(hidden)),
             tied,
         )

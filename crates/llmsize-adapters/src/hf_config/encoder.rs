@@ -7,8 +7,7 @@
 use std::collections::BTreeMap;
 
 use llmsize_core::spec::{
-    Layers,
-    Attention, Ffn, HeadTransform, Layer, Linear, ModelSpec, Norm, NormKind, OutputHead,
+    Attention, Ffn, HeadTransform, Layer, Layers, Linear, ModelSpec, Norm, NormKind, OutputHead,
     PositionEmbedding, Stack, StackRole, Table,
 };
 

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use llmsize_core::spec::{
-    Layers,
-    Attention, Ffn, Layer, ModelSpec, Norm, OutputHead, PositionEmbedding, Stack, StackRole, Table,
+    Attention, Ffn, Layer, Layers, ModelSpec, Norm, OutputHead, PositionEmbedding, Stack,
+    StackRole, Table,
 };
 
 use super::decoder::{mha, mlp};
