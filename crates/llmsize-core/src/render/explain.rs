@@ -205,7 +205,7 @@ mod tests {
     #[test]
     fn index_ranges() {
         assert_eq!(ranges(&[0..3, 5..6, 7..9]), "0–2, 5, 7–8");
-        assert_eq!(ranges(&[3..4]), "3");
+        assert_eq!(ranges(&[std::ops::Range { start: 3, end: 4 }]), "3");
         // Gemma-2 style alternation over a million layers stays one short line.
         let alternating: Vec<_> = (0..500_000u64).map(|i| 2 * i..2 * i + 1).collect();
         assert_eq!(
