@@ -804,7 +804,7 @@ mod layout_tests {
             kind: TensorKind::AttnQ,
             category: Category::Attention,
             stack: None,
-            layer_runs: vec![0..1].into(),
+            layer_runs: std::sync::Arc::from([std::ops::Range { start: 0, end: 1 }]),
             layers: 1,
             stack_layers: 1,
             copies: 1,
