@@ -8,20 +8,8 @@ use std::collections::BTreeMap;
 
 use llmsize_core::{Category, ModelSpec};
 use llmsize_weights::gguf::GgufHeader;
-use llmsize_weights::names::{self, category_of_gguf, category_of_hf};
+use llmsize_weights::names::{category_of_gguf, category_of_hf};
 use llmsize_weights::safetensors::SafetensorsHeader;
-
-/// Where a tensor belongs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// A parameter of this category.
-    Parameter(Category),
-    /// Saved in the checkpoint, not a parameter (`position_ids`, `inv_freq`, masks,
-    /// quantization scales).
-    Buffer,
-    /// A name no rule knows.
-    Unknown,
-}
 
 /// One tensor of a checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,8 +26,9 @@ pub struct Entry {
     pub params: u64,
     /// Bytes of its data.
     pub bytes: u64,
-    /// Where it belongs.
-    pub role: Role,
+    /// Where it belongs: a parameter category, [`Category::Buffer`] (saved, not a parameter:
+    /// `position_ids`, `inv_freq`, masks, quantization scales) or [`Category::Unknown`].
+    pub role: Category,
 }
 
 /// Which kind of files.
@@ -62,67 +51,6 @@ pub struct Checkpoint {
     pub entries: Vec<Entry>,
     /// Notable metadata (GGUF keys, SafeTensors `__metadata__`), as text.
     pub metadata: Vec<(String, String)>,
-}
-
-fn role_of(category: names::Category) -> Role {
-    use names::Category as N;
-    Role::Parameter(match category {
-        N::TokenEmbedding => Category::TokenEmbedding,
-        N::PositionEmbedding => Category::PositionEmbedding,
-        N::TokenTypeEmbedding => Category::TokenTypeEmbedding,
-        N::EmbeddingProjection => Category::EmbeddingProjection,
-        N::Attention => Category::Attention,
-        N::Ffn => Category::Ffn,
-        N::MoeRouter => Category::MoeRouter,
-        N::MoeExperts => Category::MoeExperts,
-        N::MoeSharedExperts => Category::MoeSharedExperts,
-        N::Norm => Category::Norm,
-        N::LmHead => Category::LmHead,
-        N::LmHeadTransform => Category::LmHeadTransform,
-        N::Pooler => Category::Pooler,
-        N::Buffer => return Role::Buffer,
-        _ => return Role::Unknown,
-    })
-}
-
-/// llama.cpp's `llama_ftype` names (`general.file_type`), from `include/llama.h`.
-fn file_type_name(id: u64) -> Option<&'static str> {
-    Some(match id {
-        0 => "ALL_F32",
-        1 => "MOSTLY_F16",
-        2 => "MOSTLY_Q4_0",
-        3 => "MOSTLY_Q4_1",
-        7 => "MOSTLY_Q8_0",
-        8 => "MOSTLY_Q5_0",
-        9 => "MOSTLY_Q5_1",
-        10 => "MOSTLY_Q2_K",
-        11 => "MOSTLY_Q3_K_S",
-        12 => "MOSTLY_Q3_K_M",
-        13 => "MOSTLY_Q3_K_L",
-        14 => "MOSTLY_Q4_K_S",
-        15 => "MOSTLY_Q4_K_M",
-        16 => "MOSTLY_Q5_K_S",
-        17 => "MOSTLY_Q5_K_M",
-        18 => "MOSTLY_Q6_K",
-        19 => "MOSTLY_IQ2_XXS",
-        20 => "MOSTLY_IQ2_XS",
-        21 => "MOSTLY_Q2_K_S",
-        22 => "MOSTLY_IQ3_XS",
-        23 => "MOSTLY_IQ3_XXS",
-        24 => "MOSTLY_IQ1_S",
-        25 => "MOSTLY_IQ4_NL",
-        26 => "MOSTLY_IQ3_S",
-        27 => "MOSTLY_IQ3_M",
-        28 => "MOSTLY_IQ2_S",
-        29 => "MOSTLY_IQ2_M",
-        30 => "MOSTLY_IQ4_XS",
-        31 => "MOSTLY_IQ1_M",
-        32 => "MOSTLY_BF16",
-        36 => "MOSTLY_TQ1_0",
-        37 => "MOSTLY_TQ2_0",
-        38 => "MOSTLY_MXFP4_MOE",
-        _ => return None,
-    })
 }
 
 /// A metadata value as short text (arrays, such as the tokenizer's, by their length).
@@ -156,7 +84,7 @@ impl Checkpoint {
                 }
             }
             for t in &header.tensors {
-                let mut role = role_of(category_of_hf(&t.name));
+                let mut role = category_of_hf(&t.name);
                 let mut params = t.elements;
                 // MXFP4 checkpoints (gpt-oss) pack two 4-bit weights per byte in `*_blocks`;
                 // their `*_scales` are quantization metadata, not parameters.
@@ -164,7 +92,7 @@ impl Checkpoint {
                     // One byte each, so no more than the file's length: doubling fits.
                     params = t.elements.saturating_mul(2);
                 } else if t.name.ends_with("_scales") && t.dtype.as_str() == "U8" {
-                    role = Role::Buffer;
+                    role = Category::Buffer;
                 }
                 entries.push(Entry {
                     name: t.name.clone(),
@@ -197,14 +125,17 @@ impl Checkpoint {
                 shape: t.shape(),
                 params: t.elements,
                 bytes: t.bytes,
-                role: role_of(category_of_gguf(&t.name)),
+                role: category_of_gguf(&t.name),
             })
             .collect();
         let mut metadata = vec![("gguf.version".to_owned(), header.version.to_string())];
         for kv in &header.metadata {
             let mut text = value_text(&kv.value);
             if kv.key == "general.file_type"
-                && let Some(name) = kv.value.as_u64().and_then(file_type_name)
+                && let Some(name) = kv
+                    .value
+                    .as_u64()
+                    .and_then(llmsize_core::ggml::llama_file_type_name)
             {
                 text = format!("{text} ({name})");
             }
@@ -240,7 +171,9 @@ impl Checkpoint {
         for e in &self.entries {
             add(&mut all_bytes, e.bytes)?;
             match e.role {
-                Role::Parameter(c) => {
+                Category::Buffer => buffers.push(e.clone()),
+                Category::Unknown => unknown.push(e.clone()),
+                c => {
                     add(components.entry(c).or_default(), e.params)?;
                     add(component_bytes.entry(c).or_default(), e.bytes)?;
                     add(&mut total, e.params)?;
@@ -249,8 +182,6 @@ impl Checkpoint {
                     add(&mut d.0, e.params)?;
                     add(&mut d.1, e.bytes)?;
                 }
-                Role::Buffer => buffers.push(e.clone()),
-                Role::Unknown => unknown.push(e.clone()),
             }
         }
         Ok(Summary {
@@ -361,7 +292,7 @@ pub fn audit(spec: &ModelSpec, checkpoint: &Checkpoint) -> Result<Audit, llmsize
         let in_category: Vec<&Entry> = checkpoint
             .entries
             .iter()
-            .filter(|e| e.role == Role::Parameter(category))
+            .filter(|e| e.role == category)
             .collect();
         let extra_layers: Vec<String> = in_category
             .iter()

@@ -8,100 +8,7 @@
 
 use crate::tensors::{Tensor, TensorKind};
 
-/// A ggml tensor type: elements per block and bytes per block (`ggml/src/ggml-common.h`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[allow(non_camel_case_types, reason = "llama.cpp's names")]
-pub enum GgmlType {
-    /// 32-bit float.
-    F32,
-    /// 16-bit float.
-    F16,
-    /// bfloat16.
-    BF16,
-    /// 4-bit, 32-element blocks, one f16 scale.
-    Q4_0,
-    /// 4-bit, scale and min.
-    Q4_1,
-    /// 5-bit.
-    Q5_0,
-    /// 5-bit with min.
-    Q5_1,
-    /// 8-bit, 32-element blocks.
-    Q8_0,
-    /// 2-bit K-quant (256 super-blocks).
-    Q2_K,
-    /// 3-bit K-quant.
-    Q3_K,
-    /// 4-bit K-quant.
-    Q4_K,
-    /// 5-bit K-quant.
-    Q5_K,
-    /// 6-bit K-quant.
-    Q6_K,
-    /// 4-bit non-linear, 32-element blocks.
-    IQ4_NL,
-    /// 4-bit non-linear K-block.
-    IQ4_XS,
-}
-
-impl GgmlType {
-    /// (elements per block, bytes per block).
-    pub fn block(self) -> (u64, u64) {
-        match self {
-            GgmlType::F32 => (1, 4),
-            GgmlType::F16 | GgmlType::BF16 => (1, 2),
-            GgmlType::Q4_0 | GgmlType::IQ4_NL => (32, 18),
-            GgmlType::Q4_1 => (32, 20),
-            GgmlType::Q5_0 => (32, 22),
-            GgmlType::Q5_1 => (32, 24),
-            GgmlType::Q8_0 => (32, 34),
-            GgmlType::Q2_K => (256, 84),
-            GgmlType::Q3_K => (256, 110),
-            GgmlType::Q4_K => (256, 144),
-            GgmlType::Q5_K => (256, 176),
-            GgmlType::Q6_K => (256, 210),
-            GgmlType::IQ4_XS => (256, 136),
-        }
-    }
-
-    /// llama.cpp's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            GgmlType::F32 => "F32",
-            GgmlType::F16 => "F16",
-            GgmlType::BF16 => "BF16",
-            GgmlType::Q4_0 => "Q4_0",
-            GgmlType::Q4_1 => "Q4_1",
-            GgmlType::Q5_0 => "Q5_0",
-            GgmlType::Q5_1 => "Q5_1",
-            GgmlType::Q8_0 => "Q8_0",
-            GgmlType::Q2_K => "Q2_K",
-            GgmlType::Q3_K => "Q3_K",
-            GgmlType::Q4_K => "Q4_K",
-            GgmlType::Q5_K => "Q5_K",
-            GgmlType::Q6_K => "Q6_K",
-            GgmlType::IQ4_NL => "IQ4_NL",
-            GgmlType::IQ4_XS => "IQ4_XS",
-        }
-    }
-
-    /// Bytes of `n` elements stored as rows of `row` elements (blocks never span rows).
-    fn bytes(self, rows: u64, row: u64) -> Option<u64> {
-        let (block, size) = self.block();
-        rows.checked_mul(row.div_ceil(block))?.checked_mul(size)
-    }
-
-    /// llama.cpp's fallback when a row is not a whole number of blocks.
-    fn fallback(self) -> GgmlType {
-        match self {
-            GgmlType::Q2_K | GgmlType::Q3_K | GgmlType::IQ4_XS => GgmlType::IQ4_NL,
-            GgmlType::Q4_K => GgmlType::Q5_0,
-            GgmlType::Q5_K => GgmlType::Q5_1,
-            GgmlType::Q6_K => GgmlType::Q8_0,
-            _ => GgmlType::F16,
-        }
-    }
-}
+pub use crate::ggml::GgmlType;
 
 /// A llama.cpp quantization preset (`llama-quantize` file type).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -789,6 +696,18 @@ mod tests {
             assert_eq!(WeightFormat::parse(n).map(WeightFormat::name), Some(n));
         }
         assert!(WeightFormat::parse("q9_k").is_none());
+    }
+
+    #[test]
+    fn every_preset_is_a_llama_cpp_file_type() {
+        // The presets are named after llama.cpp's file types, listed once in `ggml`.
+        let all: Vec<&str> = (0..64)
+            .filter_map(crate::ggml::llama_file_type_name)
+            .collect();
+        for p in GgufPreset::ALL {
+            let name = format!("MOSTLY_{}", p.name().to_uppercase());
+            assert!(all.contains(&name.as_str()), "{name}");
+        }
     }
 }
 

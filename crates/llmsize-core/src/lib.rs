@@ -7,12 +7,14 @@
 
 #![deny(missing_docs)]
 
+pub mod category;
 pub mod count;
 pub mod design;
 pub mod error;
 pub mod expr;
 pub mod flops;
 pub mod formats;
+pub mod ggml;
 pub mod gpu;
 pub mod memory;
 pub mod render;

@@ -47,17 +47,16 @@
 //! # Ok::<(), llmsize_weights::WeightsError>(())
 //! ```
 
-mod ggml_type;
 mod reader;
 mod value;
 
 use std::collections::BTreeSet;
 
-pub use ggml_type::GgmlType;
+pub use llmsize_core::ggml::GgmlType;
 pub use value::{GgufArray, GgufValue, GgufValueType};
 
 use crate::error::{WeightsError, to_u64};
-use ggml_type::TypeId;
+use llmsize_core::ggml::GgmlTypeId as TypeId;
 use reader::Cursor;
 
 /// Largest header (magic to the end of the tensor infos) accepted, in bytes: 256 MiB.

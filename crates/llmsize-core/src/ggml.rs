@@ -140,8 +140,10 @@ const REMOVED: [(u32, &str); 8] = [
 ];
 
 /// What a ggml type id from a file is.
+/// What a type id in a GGUF file names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TypeId {
+pub enum GgmlTypeId {
+    /// A type llama.cpp reads.
     /// A type this reader knows.
     Known(GgmlType),
     /// An id llama.cpp removed, with its old name.
@@ -213,13 +215,43 @@ impl GgmlType {
         TABLE.into_iter().find(|row| row.2 == name).map(|row| row.0)
     }
 
-    pub(crate) fn classify(id: u32) -> TypeId {
+    /// What a type id names: a readable type, a removed one, or nothing.
+    #[must_use]
+    pub fn classify(id: u32) -> GgmlTypeId {
         if let Some(t) = GgmlType::from_id(id) {
-            return TypeId::Known(t);
+            return GgmlTypeId::Known(t);
         }
         match REMOVED.into_iter().find(|(removed, _)| *removed == id) {
-            Some((_, name)) => TypeId::Removed(name),
-            None => TypeId::Unknown,
+            Some((_, name)) => GgmlTypeId::Removed(name),
+            None => GgmlTypeId::Unknown,
+        }
+    }
+}
+
+impl GgmlType {
+    /// `(elements per block, bytes per block)`.
+    #[must_use]
+    pub fn block(self) -> (u64, u64) {
+        (self.block_size(), self.type_size())
+    }
+
+    /// Bytes of `rows` rows of `row` elements (blocks never span rows), checked.
+    #[must_use]
+    pub fn bytes(self, rows: u64, row: u64) -> Option<u64> {
+        rows.checked_mul(row.div_ceil(self.block_size()))?
+            .checked_mul(self.type_size())
+    }
+
+    /// llama.cpp's fallback when a row is not a whole number of blocks
+    /// (`llama_tensor_get_type`, `src/llama-quant.cpp`).
+    #[must_use]
+    pub fn fallback(self) -> GgmlType {
+        match self {
+            GgmlType::Q2_K | GgmlType::Q3_K | GgmlType::IQ4_XS => GgmlType::IQ4_NL,
+            GgmlType::Q4_K => GgmlType::Q5_0,
+            GgmlType::Q5_K => GgmlType::Q5_1,
+            GgmlType::Q6_K => GgmlType::Q8_0,
+            _ => GgmlType::F16,
         }
     }
 }
@@ -228,6 +260,48 @@ impl fmt::Display for GgmlType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// llama.cpp's `llama_ftype` names (`general.file_type`), from `include/llama.h`: the one
+/// list of llama.cpp file types (the presets of `formats::GgufPreset` are among them).
+#[must_use]
+pub fn llama_file_type_name(id: u64) -> Option<&'static str> {
+    Some(match id {
+        0 => "ALL_F32",
+        1 => "MOSTLY_F16",
+        2 => "MOSTLY_Q4_0",
+        3 => "MOSTLY_Q4_1",
+        7 => "MOSTLY_Q8_0",
+        8 => "MOSTLY_Q5_0",
+        9 => "MOSTLY_Q5_1",
+        10 => "MOSTLY_Q2_K",
+        11 => "MOSTLY_Q3_K_S",
+        12 => "MOSTLY_Q3_K_M",
+        13 => "MOSTLY_Q3_K_L",
+        14 => "MOSTLY_Q4_K_S",
+        15 => "MOSTLY_Q4_K_M",
+        16 => "MOSTLY_Q5_K_S",
+        17 => "MOSTLY_Q5_K_M",
+        18 => "MOSTLY_Q6_K",
+        19 => "MOSTLY_IQ2_XXS",
+        20 => "MOSTLY_IQ2_XS",
+        21 => "MOSTLY_Q2_K_S",
+        22 => "MOSTLY_IQ3_XS",
+        23 => "MOSTLY_IQ3_XXS",
+        24 => "MOSTLY_IQ1_S",
+        25 => "MOSTLY_IQ4_NL",
+        26 => "MOSTLY_IQ3_S",
+        27 => "MOSTLY_IQ3_M",
+        28 => "MOSTLY_IQ2_S",
+        29 => "MOSTLY_IQ2_M",
+        30 => "MOSTLY_IQ4_XS",
+        31 => "MOSTLY_IQ1_M",
+        32 => "MOSTLY_BF16",
+        36 => "MOSTLY_TQ1_0",
+        37 => "MOSTLY_TQ2_0",
+        38 => "MOSTLY_MXFP4_MOE",
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
@@ -286,11 +360,14 @@ mod tests {
     #[test]
     fn removed_and_unknown_ids() {
         for id in [4, 5, 31, 32, 33, 36, 37, 38] {
-            assert!(matches!(GgmlType::classify(id), TypeId::Removed(_)), "{id}");
+            assert!(
+                matches!(GgmlType::classify(id), GgmlTypeId::Removed(_)),
+                "{id}"
+            );
         }
-        assert_eq!(GgmlType::classify(38), TypeId::Removed("IQ4_NL_8_8"));
-        assert_eq!(GgmlType::classify(43), TypeId::Unknown);
-        assert_eq!(GgmlType::classify(u32::MAX), TypeId::Unknown);
-        assert_eq!(GgmlType::classify(12), TypeId::Known(GgmlType::Q4_K));
+        assert_eq!(GgmlType::classify(38), GgmlTypeId::Removed("IQ4_NL_8_8"));
+        assert_eq!(GgmlType::classify(43), GgmlTypeId::Unknown);
+        assert_eq!(GgmlType::classify(u32::MAX), GgmlTypeId::Unknown);
+        assert_eq!(GgmlType::classify(12), GgmlTypeId::Known(GgmlType::Q4_K));
     }
 }
