@@ -144,7 +144,8 @@ fn tensor_lists_sum_to_the_count() {
     for set in ["truth", "holdout"] {
         for e in entries_of(set) {
             let spec = spec_of(set, &e);
-            let sum: u64 = llmsize_core::tensors::tensors(&spec)
+            let sum: u64 = llmsize_core::layout::tensors(&spec)
+                .unwrap()
                 .iter()
                 .map(|t| t.total_elements().unwrap())
                 .sum();

@@ -7,11 +7,9 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Overflow, SpecError};
-use crate::expr::Expr;
-use crate::spec::{
-    Attention, Ffn, LatentAttention, Layer, Linear, Mlp, ModelSpec, Moe, Norm, NormKind,
-    OutputHead, PositionEmbedding, Stack, StackRole, StandardAttention,
-};
+use crate::expr::{Expr, Sym};
+use crate::layout::{Place, Tensor, layout};
+use crate::spec::{Ffn, Layer, ModelSpec, StackRole};
 
 pub use crate::category::Category;
 
@@ -114,248 +112,49 @@ impl ParamCount {
     }
 }
 
-/// Symbols of a model, named the way the article writes them.
-struct Names {
-    hidden: u64,
-}
-
-impl Names {
-    fn d(&self) -> Expr {
-        Expr::sym("d", self.hidden)
-    }
-
-    /// A width: `d` when it equals the hidden size, else the given symbol.
-    fn width(&self, value: u64, name: &str) -> Expr {
-        if value == self.hidden {
-            self.d()
-        } else {
-            Expr::sym(name, value)
+/// The parts of a run of tensors: consecutive tensors of the same part are one formula, as
+/// a person writes a block (`d·3d + 3d`, `3·d·d_ff`, `2·d` for a LayerNorm). Routed experts'
+/// matrices share the `E` factor: `E·(3·d·d_e + 2·d_e + d)`. Returns the parts and, for
+/// routed experts, what one token uses (`k·(3·d·d_e)`).
+fn parts_of(tensors: &[&Tensor]) -> Result<(Vec<Part>, Option<Expr>), Overflow> {
+    let mut parts: Vec<Part> = Vec::new();
+    let mut active = None;
+    let mut i = 0;
+    while i < tensors.len() {
+        let first = tensors[i];
+        let mut j = i + 1;
+        while j < tensors.len() && tensors[j].part == first.part && tensors[j].place == first.place
+        {
+            j += 1;
         }
-    }
-}
-
-/// `input·output (+ output)` for a linear layer with named widths.
-fn linear(input: &Expr, output: &Expr, bias: bool) -> Expr {
-    Expr::sum(vec![
-        Expr::product(vec![input.clone(), output.clone()]),
-        if bias { output.clone() } else { Expr::Lit(0) },
-    ])
-}
-
-fn norm_expr(norm: &Norm, width: Expr) -> Expr {
-    match (norm.kind, norm.bias) {
-        (NormKind::LayerNorm, true) => Expr::product(vec![Expr::Lit(2), width]),
-        _ => width,
-    }
-}
-
-/// `x` times `y`, checked, as a fresh symbol (so `3d` renders as `2304`, the way people write it).
-fn scaled_sym(name: &str, factor: u64, value: u64) -> Expr {
-    match factor.checked_mul(value) {
-        Some(v) => Expr::sym(name, v),
-        None => Expr::product(vec![Expr::Lit(factor), Expr::sym("d", value)]),
-    }
-}
-
-fn standard_attention_parts(a: &StandardAttention, names: &Names, cross: bool) -> Vec<Part> {
-    let prefix = if cross { "cross_attn." } else { "" };
-    let d = names.d();
-    let d_h = Expr::sym("d_h", a.head_dim);
-    let q_out = if a.num_heads.checked_mul(a.head_dim) == Some(a.hidden) {
-        d.clone()
-    } else {
-        Expr::product(vec![Expr::sym("n_h", a.num_heads), d_h.clone()])
-    };
-    let kv_out = if a.num_kv_heads == a.num_heads {
-        q_out.clone()
-    } else {
-        Expr::product(vec![Expr::sym("n_kv", a.num_kv_heads), d_h.clone()])
-    };
-    let mut parts = Vec::new();
-    let mut push = |label: &str, category: Category, formula: Expr| {
-        parts.push((format!("{prefix}{label}"), category, formula));
-    };
-    let uniform_bias = a.q_bias == a.k_bias && a.k_bias == a.v_bias;
-    if a.fused_qkv && uniform_bias {
-        let fused = if q_out == d && kv_out == d {
-            scaled_sym("3d", 3, a.hidden)
-        } else {
-            let kv2 = Expr::product(vec![Expr::Lit(2), Expr::sym("n_kv", a.num_kv_heads)]);
-            Expr::product(vec![
-                Expr::sum(vec![Expr::sym("n_h", a.num_heads), kv2]),
-                d_h,
-            ])
-        };
-        push(
-            "qkv_proj",
-            Category::Attention,
-            linear(&d, &fused, a.q_bias),
-        );
-    } else {
-        push("q_proj", Category::Attention, linear(&d, &q_out, a.q_bias));
-        push("k_proj", Category::Attention, linear(&d, &kv_out, a.k_bias));
-        push("v_proj", Category::Attention, linear(&d, &kv_out, a.v_bias));
-    }
-    push("o_proj", Category::Attention, linear(&q_out, &d, a.o_bias));
-    if let Some(n) = &a.q_norm {
-        let w = norm_width(n.dim, a, names);
-        push("q_norm", Category::Attention, norm_expr(n, w));
-    }
-    if let Some(n) = &a.k_norm {
-        let w = norm_width(n.dim, a, names);
-        push("k_norm", Category::Attention, norm_expr(n, w));
-    }
-    if a.sinks {
-        push("sinks", Category::Attention, Expr::sym("n_h", a.num_heads));
-    }
-    parts
-        .into_iter()
-        .map(|(label, category, formula)| Part {
-            label,
-            category,
-            count: 0,
-            formula,
-        })
-        .collect()
-}
-
-/// Name a q/k-norm width by what it equals: `d_h`, `n_h·d_h`, `n_kv·d_h` or `d`.
-fn norm_width(dim: u64, a: &StandardAttention, names: &Names) -> Expr {
-    let d_h = Expr::sym("d_h", a.head_dim);
-    if dim == a.head_dim {
-        d_h
-    } else if dim == a.hidden {
-        names.d()
-    } else if Some(dim) == a.num_heads.checked_mul(a.head_dim) {
-        Expr::product(vec![Expr::sym("n_h", a.num_heads), d_h])
-    } else if Some(dim) == a.num_kv_heads.checked_mul(a.head_dim) {
-        Expr::product(vec![Expr::sym("n_kv", a.num_kv_heads), d_h])
-    } else {
-        Expr::sym("d_norm", dim)
-    }
-}
-
-fn latent_attention_parts(a: &LatentAttention, names: &Names) -> Vec<Part> {
-    let d = names.d();
-    let n_h = Expr::sym("n_h", a.num_heads);
-    let d_nope = Expr::sym("d_nope", a.qk_nope_head_dim);
-    let d_rope = Expr::sym("d_rope", a.qk_rope_head_dim);
-    let d_v = Expr::sym("d_v", a.v_head_dim);
-    let r_kv = Expr::sym("r_kv", a.kv_lora_rank);
-    let q_head = Expr::product(vec![
-        n_h.clone(),
-        Expr::sum(vec![d_nope.clone(), d_rope.clone()]),
-    ]);
-    let mut parts: Vec<(&str, Expr)> = Vec::new();
-    match a.q_lora_rank {
-        Some(rank) => {
-            let r_q = Expr::sym("r_q", rank);
-            parts.push(("q_a_proj", linear(&d, &r_q, a.bias)));
-            parts.push(("q_a_layernorm", r_q.clone()));
-            parts.push(("q_b_proj", linear(&r_q, &q_head, false)));
-        }
-        None => parts.push(("q_proj", linear(&d, &q_head, false))),
-    }
-    let kv_a_out = Expr::sum(vec![r_kv.clone(), d_rope]);
-    parts.push(("kv_a_proj_with_mqa", linear(&d, &kv_a_out, a.bias)));
-    parts.push(("kv_a_layernorm", r_kv.clone()));
-    let kv_b_out = Expr::product(vec![n_h.clone(), Expr::sum(vec![d_nope, d_v.clone()])]);
-    parts.push(("kv_b_proj", linear(&r_kv, &kv_b_out, false)));
-    let o_in = Expr::product(vec![n_h, d_v]);
-    parts.push(("o_proj", linear(&o_in, &d, a.bias)));
-    parts
-        .into_iter()
-        .map(|(label, formula)| Part {
-            label: label.to_owned(),
-            category: Category::Attention,
-            count: 0,
-            formula,
-        })
-        .collect()
-}
-
-fn mlp_expr(m: &Mlp, names: &Names, inner_name: &str) -> Expr {
-    let d = names.d();
-    let f = Expr::sym(inner_name, m.intermediate);
-    let d_f = Expr::product(vec![d.clone(), f.clone()]);
-    let inputs = if m.gated { 2 } else { 1 };
-    let mut terms = vec![d_f.clone(); inputs];
-    terms.extend(vec![if m.up_bias { f } else { Expr::Lit(0) }; inputs]);
-    terms.push(d_f);
-    terms.push(if m.down_bias { d } else { Expr::Lit(0) });
-    Expr::sum_merged(terms)
-}
-
-fn moe_parts(m: &Moe, names: &Names) -> Vec<Part> {
-    let d = names.d();
-    let e = Expr::sym("E", m.num_experts);
-    let mut parts = vec![
-        Part {
-            label: "router".into(),
-            category: Category::MoeRouter,
-            formula: linear(&d, &e, m.router_bias),
-            count: 0,
-        },
-        Part {
-            label: "experts".into(),
-            category: Category::MoeExperts,
-            formula: mlp_expr(&m.expert, names, "d_e").times(e),
-            count: 0,
-        },
-    ];
-    if let Some(shared) = &m.shared {
-        parts.push(Part {
-            label: "shared_experts".into(),
-            category: Category::MoeSharedExperts,
-            formula: mlp_expr(shared, names, "d_s"),
-            count: 0,
-        });
-    }
-    if m.shared_gate {
-        parts.push(Part {
-            label: "shared_expert_gate".into(),
-            category: Category::MoeSharedExperts,
-            formula: d,
-            count: 0,
-        });
-    }
-    parts
-}
-
-fn layer_parts(layer: &Layer, names: &Names) -> Vec<Part> {
-    let mut parts = match &layer.attention {
-        Attention::Standard(a) => standard_attention_parts(a, names, false),
-        Attention::Latent(a) => latent_attention_parts(a, names),
-    };
-    if let Some(cross) = &layer.cross_attention {
-        parts.extend(match cross {
-            Attention::Standard(a) => standard_attention_parts(a, names, true),
-            Attention::Latent(a) => latent_attention_parts(a, names),
-        });
-    }
-    match &layer.ffn {
-        Ffn::Dense(m) => parts.push(Part {
-            label: if m.gated { "mlp (gated)" } else { "mlp" }.into(),
-            category: Category::Ffn,
-            formula: mlp_expr(m, names, "d_ff"),
-            count: 0,
-        }),
-        Ffn::Moe(m) => parts.extend(moe_parts(m, names)),
-    }
-    if !layer.norms.is_empty() {
-        let norms: Vec<Expr> = layer
-            .norms
+        let run = &tensors[i..j];
+        let shared_copies = run
             .iter()
-            .map(|n| norm_expr(n, names.width(n.dim, "d_norm")))
-            .collect();
+            .all(|t| t.shape.copies == first.shape.copies && t.shape.copies != Expr::Lit(1));
+        let formula = if shared_copies {
+            let one = Expr::sum_merged_commutative(
+                run.iter().map(|t| t.shape.elements_of_one()).collect(),
+            );
+            if first.shape.active_copies != Expr::Lit(1) {
+                active = Some(one.clone().times(first.shape.active_copies.clone()));
+            }
+            one.times(first.shape.copies.clone())
+        } else {
+            Expr::sum_merged_commutative(
+                run.iter()
+                    .map(|t| t.shape.elements_of_one().times(t.shape.copies.clone()))
+                    .collect(),
+            )
+        };
         parts.push(Part {
-            label: format!("{} norms", layer.norms.len()),
-            category: Category::Norm,
-            formula: Expr::sum_merged(norms),
-            count: 0,
+            label: first.part.clone(),
+            category: first.category,
+            count: formula.eval()?,
+            formula,
         });
+        i = j;
     }
-    parts
+    Ok((parts, active))
 }
 
 fn layer_kind(layer: &Layer) -> String {
@@ -369,109 +168,55 @@ fn layer_kind(layer: &Layer) -> String {
     kind
 }
 
-fn evaluated(mut parts: Vec<Part>) -> Result<Vec<Part>, Overflow> {
-    for p in &mut parts {
-        p.count = p.formula.eval()?;
-    }
-    Ok(parts)
-}
-
-/// One group per distinct layer kind of a stack, in order of first occurrence: each kind is
-/// derived once, however many layers share it.
-fn group_layers(stack: &Stack, names: &Names) -> Result<Vec<LayerGroup>, Overflow> {
-    let mut groups = Vec::with_capacity(stack.layers.kinds().len());
-    for (kind, (layer, n)) in stack.layers.kind_counts().into_iter().enumerate() {
-        let parts = evaluated(layer_parts(layer, names))?;
-        let per_layer = parts
-            .iter()
-            .try_fold(0u64, |acc, p| acc.checked_add(p.count))
-            .ok_or_else(|| Overflow {
-                formula: "one layer".into(),
-                numbers: String::new(),
-            })?;
-        groups.push(LayerGroup {
-            stack: stack.role,
-            runs: stack.layers.runs_of(kind).map(|r| r.range()).collect(),
-            layers: n,
-            kind: layer_kind(layer),
-            parts,
-            per_layer,
-            active_routed: match &layer.ffn {
-                Ffn::Moe(m) => Some(
-                    mlp_expr(&m.expert, names, "d_e").times(Expr::sym("k", m.experts_per_token)),
-                ),
-                Ffn::Dense(_) => None,
-            },
-        });
-    }
-    Ok(groups)
-}
-
-/// Count every parameter of the model, exactly.
+/// Count every parameter of the model, exactly, from its [`layout`].
 pub fn count(spec: &ModelSpec) -> Result<ParamCount, SpecError> {
     spec.validate()?;
-    let names = Names {
-        hidden: spec.hidden_size,
-    };
-    let d = names.d();
+    let layout = layout(spec)?;
     let mut terms: BTreeMap<Category, Vec<Expr>> = BTreeMap::new();
     let mut add = |c: Category, e: Expr| terms.entry(c).or_default().push(e);
+    let at = |place: Place| -> Vec<&Tensor> {
+        layout.tensors.iter().filter(|t| t.place == place).collect()
+    };
 
-    if let Some(t) = spec.token_embedding {
-        let table = Expr::product(vec![Expr::sym("V", t.rows), names.width(t.dim, "d_emb")]);
-        add(
-            Category::TokenEmbedding,
-            table.times(Expr::Lit(1 + spec.extra_token_tables)),
-        );
-    }
-    for p in &spec.embedding_projections {
-        let input = names.width(p.input, "d_emb");
-        let output = names.width(p.output, "d_emb");
-        add(
-            Category::EmbeddingProjection,
-            linear(&input, &output, p.bias),
-        );
+    for p in parts_of(&at(Place::Input))?.0 {
+        add(p.category, p.formula);
     }
 
     let multi_stack = spec.stacks.len() > 1;
     let mut layer_groups = Vec::new();
     let mut stack_terms: Vec<(StackRole, u64, Vec<Expr>)> = Vec::new();
-    for stack in &spec.stacks {
-        let mut own: Vec<(Category, Expr)> = Vec::new();
-        match stack.position {
-            Some(PositionEmbedding::Learned { table, offset }) => {
-                let rows = Expr::sum(vec![
-                    Expr::sym("n_ctx", table.rows - offset.min(table.rows)),
-                    Expr::Lit(offset),
-                ]);
-                own.push((
-                    Category::PositionEmbedding,
-                    Expr::product(vec![rows, names.width(table.dim, "d_emb")]),
-                ));
-            }
-            Some(PositionEmbedding::RelativeBias { buckets, heads }) => own.push((
-                Category::PositionEmbedding,
-                Expr::product(vec![Expr::sym("buckets", buckets), Expr::sym("n_h", heads)]),
-            )),
-            None => {}
+    for (si, stack) in spec.stacks.iter().enumerate() {
+        let mut own: Vec<(Category, Expr)> = parts_of(&at(Place::StackStart(si)))?
+            .0
+            .into_iter()
+            .map(|p| (p.category, p.formula))
+            .collect();
+        // One group per distinct layer kind, in order of first occurrence: each kind is
+        // derived once, however many layers share it.
+        let mut groups = Vec::with_capacity(stack.layers.kinds().len());
+        for (kind, (layer, n)) in stack.layers.kind_counts().into_iter().enumerate() {
+            let (parts, active_routed) = parts_of(&at(Place::Layer { stack: si, kind }))?;
+            let per_layer = parts
+                .iter()
+                .try_fold(0u64, |acc, p| acc.checked_add(p.count))
+                .ok_or_else(|| Overflow {
+                    formula: "one layer".into(),
+                    numbers: String::new(),
+                })?;
+            groups.push(LayerGroup {
+                stack: stack.role,
+                runs: stack.layers.runs_of(kind).map(|r| r.range()).collect(),
+                layers: n,
+                kind: layer_kind(layer),
+                parts,
+                per_layer,
+                active_routed,
+            });
         }
-        if let Some(t) = stack.token_type {
-            own.push((
-                Category::TokenTypeEmbedding,
-                Expr::product(vec![
-                    Expr::sym("n_types", t.rows),
-                    names.width(t.dim, "d_emb"),
-                ]),
-            ));
-        }
-        if let Some(n) = &stack.embedding_norm {
-            own.push((Category::Norm, norm_expr(n, names.width(n.dim, "d_emb"))));
-        }
-        let groups = group_layers(stack, &names)?;
         let layer_symbol = match (multi_stack, stack.role) {
-            (false, _) => "L",
-            (true, StackRole::Encoder) => "L_enc",
-            (true, _) => "L_dec",
+            (false, _) => Sym::Layers,
+            (true, StackRole::Encoder) => Sym::EncoderLayers,
+            (true, _) => Sym::DecoderLayers,
         };
         let stack_layers = stack.layers.len();
         let has_moe = stack
@@ -512,12 +257,12 @@ pub fn count(spec: &ModelSpec) -> Result<ParamCount, SpecError> {
                     let count = if single && n == stack_layers {
                         Expr::sym(layer_symbol, n)
                     } else if single && has_moe && has_dense {
-                        let name = if category == Category::Ffn {
-                            "L_dense"
+                        let sym = if category == Category::Ffn {
+                            Sym::DenseLayers
                         } else {
-                            "L_moe"
+                            Sym::MoeLayers
                         };
-                        Expr::sym(name, n)
+                        Expr::sym(sym, n)
                     } else {
                         Expr::Lit(n)
                     };
@@ -528,8 +273,8 @@ pub fn count(spec: &ModelSpec) -> Result<ParamCount, SpecError> {
                 own.push((category, Expr::sum(per_group)));
             }
         }
-        if let Some(n) = &stack.final_norm {
-            own.push((Category::Norm, norm_expr(n, names.width(n.dim, "d_norm"))));
+        for p in parts_of(&at(Place::StackEnd(si)))?.0 {
+            own.push((p.category, p.formula));
         }
         let mut stack_total = Vec::new();
         for (c, e) in own {
@@ -540,36 +285,8 @@ pub fn count(spec: &ModelSpec) -> Result<ParamCount, SpecError> {
         layer_groups.extend(groups);
     }
 
-    match &spec.head {
-        OutputHead::None => {}
-        OutputHead::Lm {
-            tied,
-            biases,
-            transform,
-        } => {
-            if let Some(t) = transform {
-                add(Category::LmHeadTransform, linear(&d, &d, t.dense.bias));
-                add(
-                    Category::Norm,
-                    norm_expr(&t.norm, names.width(t.norm.dim, "d_norm")),
-                );
-            }
-            let v = Expr::sym("V", spec.vocab_size);
-            if !tied {
-                // The head reads the embedding width (OPT-350m: `word_embed_proj_dim`).
-                let width = spec.token_embedding.map_or(spec.hidden_size, |t| t.dim);
-                add(
-                    Category::LmHead,
-                    Expr::product(vec![v.clone(), names.width(width, "d_emb")]),
-                );
-            }
-            if *biases > 0 {
-                add(Category::LmHead, v.times(Expr::Lit(*biases)));
-            }
-        }
-    }
-    if let Some(Linear { bias, .. }) = spec.pooler {
-        add(Category::Pooler, linear(&d, &d, bias));
+    for p in parts_of(&at(Place::Output))?.0 {
+        add(p.category, p.formula);
     }
 
     let mut components = Vec::with_capacity(Category::ALL.len());
@@ -629,8 +346,8 @@ fn active_count(
         .into_iter()
         .map(|(e, n)| {
             let count = match (single, n == layers) {
-                (true, true) => Expr::sym("L", n),
-                (true, false) => Expr::sym("L_moe", n),
+                (true, true) => Expr::sym(Sym::Layers, n),
+                (true, false) => Expr::sym(Sym::MoeLayers, n),
                 (false, _) => Expr::Lit(n),
             };
             e.times(count)

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::SpecError;
+use crate::expr::Sym;
 use crate::spec::{
     Assumption, Attention, Ffn, Layer, Layers, Mlp, ModelSpec, Norm, OutputHead, PositionEmbedding,
     Stack, StackRole, StandardAttention, Table,
@@ -202,16 +203,16 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
     };
     let mut symbol_sources = BTreeMap::new();
     for (s, f) in [
-        ("d", "--hidden"),
-        ("L", "--layers"),
-        ("V", "--vocab"),
-        ("n_h", "--heads"),
-        ("n_kv", "--kv-heads"),
-        ("d_ff", "--ffn"),
-        ("n_ctx", "--ctx"),
-        ("d_h", "d / n_h"),
+        (Sym::Hidden, "--hidden"),
+        (Sym::Layers, "--layers"),
+        (Sym::Vocab, "--vocab"),
+        (Sym::Heads, "--heads"),
+        (Sym::KvHeads, "--kv-heads"),
+        (Sym::Ffn, "--ffn"),
+        (Sym::Context, "--ctx"),
+        (Sym::HeadDim, "d / n_h"),
     ] {
-        symbol_sources.insert(s.to_owned(), f.to_owned());
+        symbol_sources.insert(s, f.to_owned());
     }
     Ok(ModelSpec {
         name: format!("{style_name}-style d={d} L={}", design.layers),

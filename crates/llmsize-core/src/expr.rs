@@ -10,11 +10,126 @@
 
 use crate::error::Overflow;
 
-/// A named quantity with its value, e.g. `d = 768`.
+/// The quantities formulas are written in: one variant per symbol, so a width cannot be
+/// misspelled and every symbol has one written form and one meaning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Sym {
+    /// `d`: the width of the residual stream.
+    Hidden,
+    /// `3d`: q, k and v fused in one `d → 3d` matrix.
+    ThreeHidden,
+    /// `V`: vocabulary entries.
+    Vocab,
+    /// `L`: layers of a single-stack model.
+    Layers,
+    /// `L_enc`: encoder layers of an encoder-decoder.
+    EncoderLayers,
+    /// `L_dec`: decoder layers of an encoder-decoder.
+    DecoderLayers,
+    /// `L_dense`: layers with a dense MLP in a model that also has MoE layers.
+    DenseLayers,
+    /// `L_moe`: layers with experts.
+    MoeLayers,
+    /// `n_h`: query heads.
+    Heads,
+    /// `n_h_dec`: query heads of a decoder stack that differs from the encoder's.
+    DecoderHeads,
+    /// `n_kv`: key/value heads.
+    KvHeads,
+    /// `d_h`: the width of one head.
+    HeadDim,
+    /// `d_ff`: the inner width of a dense MLP.
+    Ffn,
+    /// `d_ff_dec`: a decoder stack's MLP width that differs from the encoder's.
+    DecoderFfn,
+    /// `d_e`: the inner width of one routed expert.
+    ExpertFfn,
+    /// `d_s`: the inner width of the shared expert(s).
+    SharedFfn,
+    /// `E`: routed experts.
+    Experts,
+    /// `k`: experts per token.
+    TopK,
+    /// `d_emb`: the width of a token or position table that differs from `d`.
+    EmbeddingDim,
+    /// `d_norm`: a norm over a width other than `d`.
+    NormDim,
+    /// `n_ctx`: rows of a learned position table (positions).
+    Context,
+    /// `buckets`: T5's relative-position buckets.
+    Buckets,
+    /// `n_types`: BERT's token types.
+    TokenTypes,
+    /// `r_q`: the rank of MLA's query compression.
+    QueryRank,
+    /// `r_kv`: the rank of MLA's key/value compression.
+    KvRank,
+    /// `d_nope`: MLA's per-head query/key width without rotary part.
+    NopeDim,
+    /// `d_rope`: MLA's per-head rotary width.
+    RopeDim,
+    /// `d_v`: MLA's per-head value width.
+    ValueDim,
+}
+
+impl Sym {
+    /// How the symbol is written in formulas.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sym::Hidden => "d",
+            Sym::ThreeHidden => "3d",
+            Sym::Vocab => "V",
+            Sym::Layers => "L",
+            Sym::EncoderLayers => "L_enc",
+            Sym::DecoderLayers => "L_dec",
+            Sym::DenseLayers => "L_dense",
+            Sym::MoeLayers => "L_moe",
+            Sym::Heads => "n_h",
+            Sym::DecoderHeads => "n_h_dec",
+            Sym::KvHeads => "n_kv",
+            Sym::HeadDim => "d_h",
+            Sym::Ffn => "d_ff",
+            Sym::DecoderFfn => "d_ff_dec",
+            Sym::ExpertFfn => "d_e",
+            Sym::SharedFfn => "d_s",
+            Sym::Experts => "E",
+            Sym::TopK => "k",
+            Sym::EmbeddingDim => "d_emb",
+            Sym::NormDim => "d_norm",
+            Sym::Context => "n_ctx",
+            Sym::Buckets => "buckets",
+            Sym::TokenTypes => "n_types",
+            Sym::QueryRank => "r_q",
+            Sym::KvRank => "r_kv",
+            Sym::NopeDim => "d_nope",
+            Sym::RopeDim => "d_rope",
+            Sym::ValueDim => "d_v",
+        }
+    }
+
+    /// What a derived symbol means when no config key gave it (for `--explain`'s legend).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Sym::ThreeHidden => "3·d: q, k and v fused in one matrix",
+            Sym::DenseLayers => "layers with a dense MLP",
+            Sym::MoeLayers => "layers with experts",
+            Sym::TopK => "experts per token",
+            _ => "",
+        }
+    }
+}
+
+impl std::fmt::Display for Sym {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A symbol with its value, e.g. `d = 768`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Symbol {
-    /// How the symbol is written in formulas (`d`, `n_kv·d_h`, `3d`).
-    pub name: String,
+    /// Which quantity.
+    pub sym: Sym,
     /// Its value.
     pub value: u64,
 }
@@ -33,12 +148,9 @@ pub enum Expr {
 }
 
 impl Expr {
-    /// A symbol with a name and a value.
-    pub fn sym(name: impl Into<String>, value: u64) -> Self {
-        Expr::Sym(Symbol {
-            name: name.into(),
-            value,
-        })
+    /// A symbol with its value.
+    pub fn sym(sym: Sym, value: u64) -> Self {
+        Expr::Sym(Symbol { sym, value })
     }
 
     /// A product; a single factor collapses to itself.
@@ -67,9 +179,46 @@ impl Expr {
     /// (first-occurrence order), so a layer reads like the article's formulas.
     #[must_use]
     pub fn sum_merged(terms: Vec<Expr>) -> Self {
+        Self::gathered(terms, |a, b| a == b)
+    }
+
+    /// [`Expr::sum_merged`] that also gathers products of the same factors in another order
+    /// (`d·d_ff` and `d_ff·d`): within one block, an MLP's up (`d → d_ff`) and down
+    /// (`d_ff → d`) matrices are written as the article writes them, `2·d·d_ff`.
+    #[must_use]
+    pub fn sum_merged_commutative(terms: Vec<Expr>) -> Self {
+        Self::gathered(terms, Expr::same_factors)
+    }
+
+    /// The factors of a product, nested products flattened.
+    fn factors(&self) -> Vec<&Expr> {
+        match self {
+            Expr::Product(fs) => fs.iter().flat_map(Expr::factors).collect(),
+            e => vec![e],
+        }
+    }
+
+    /// Two terms with the same factors, in any order.
+    fn same_factors(a: &Expr, b: &Expr) -> bool {
+        let (fa, mut fb) = (a.factors(), b.factors());
+        if fa.len() != fb.len() {
+            return false;
+        }
+        for f in fa {
+            match fb.iter().position(|g| *g == f) {
+                Some(i) => {
+                    fb.swap_remove(i);
+                }
+                None => return false,
+            }
+        }
+        true
+    }
+
+    fn gathered(terms: Vec<Expr>, same: impl Fn(&Expr, &Expr) -> bool) -> Self {
         let mut gathered: Vec<(Expr, u64)> = Vec::new();
         for t in terms.into_iter().filter(|t| !t.is_zero()) {
-            match gathered.iter_mut().find(|(g, _)| *g == t) {
+            match gathered.iter_mut().find(|(g, _)| same(g, &t)) {
                 Some((_, n)) => *n += 1,
                 None => gathered.push((t, 1)),
             }
@@ -128,7 +277,7 @@ impl Expr {
 
     /// The formula with symbols: `L·(d·3d + 3d)`.
     pub fn symbolic(&self) -> String {
-        self.render(&|s| s.name.clone())
+        self.render(&|s| s.sym.as_str().to_owned())
     }
 
     /// The formula with the numbers filled in: `12·(768·2304 + 2304)`.
@@ -164,15 +313,15 @@ mod tests {
     #[test]
     fn gpt2_attention_renders_like_the_article() {
         // GPT-2 small: c_attn d→3d with bias, c_proj d→d with bias, 12 layers.
-        let d = || Expr::sym("d", 768);
-        let three_d = || Expr::sym("3d", 2304);
+        let d = || Expr::sym(Sym::Hidden, 768);
+        let three_d = || Expr::sym(Sym::ThreeHidden, 2304);
         let layer = Expr::sum(vec![
             Expr::product(vec![d(), three_d()]),
             three_d(),
             Expr::product(vec![d(), d()]),
             d(),
         ]);
-        let all = layer.times(Expr::sym("L", 12));
+        let all = layer.times(Expr::sym(Sym::Layers, 12));
         assert_eq!(all.symbolic(), "L·(d·3d + 3d + d·d + d)");
         assert_eq!(all.numeric(), "12·(768·2304 + 2304 + 768·768 + 768)");
         assert_eq!(all.eval(), Ok(28_348_416));
@@ -188,8 +337,8 @@ mod tests {
 
     #[test]
     fn zero_terms_vanish_and_singletons_collapse() {
-        let e = Expr::sum(vec![Expr::Lit(0), Expr::sym("d", 5)]);
-        assert_eq!(e, Expr::sym("d", 5));
+        let e = Expr::sum(vec![Expr::Lit(0), Expr::sym(Sym::Hidden, 5)]);
+        assert_eq!(e, Expr::sym(Sym::Hidden, 5));
         assert_eq!(Expr::sum(vec![]).eval(), Ok(0));
     }
 }

@@ -8,8 +8,8 @@
 //! see at most `window` keys). MoE layers count the `k` routed experts a token uses.
 
 use crate::error::SpecError;
+use crate::layout::{TensorKind, tensors};
 use crate::spec::{Attention, ModelSpec, OutputHead, StackRole};
-use crate::tensors::{TensorKind, tensors};
 
 /// How attention FLOPs are counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,7 +87,7 @@ fn matmul_params(spec: &ModelSpec, decoding: bool) -> Result<MatmulParams, SpecE
         *acc = acc.checked_add(n).ok_or_else(too_large)?;
         Ok(())
     };
-    for t in tensors(spec) {
+    for t in tensors(spec)? {
         if t.is_vector() || (decoding && t.stack == Some(StackRole::Encoder)) {
             continue;
         }

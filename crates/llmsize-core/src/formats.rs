@@ -6,7 +6,7 @@
 //! output head, norms, biases) follows what each tool really does; GGUF mixes follow
 //! llama.cpp's per-tensor rules (`llama_tensor_get_type` in `src/llama-quant.cpp`).
 
-use crate::tensors::{Tensor, TensorKind};
+use crate::layout::{Tensor, TensorKind};
 
 pub use crate::ggml::GgmlType;
 
@@ -718,10 +718,21 @@ mod layout_tests {
     use crate::count::Category;
 
     fn matrix() -> Tensor {
+        use crate::expr::Expr;
+        use crate::layout::{Form, Place, Shape};
         Tensor {
             name: "attn_q.weight".into(),
+            part: "q_proj".into(),
             kind: TensorKind::AttnQ,
             category: Category::Attention,
+            place: Place::Layer { stack: 0, kind: 0 },
+            shape: Shape {
+                copies: Expr::Lit(1),
+                active_copies: Expr::Lit(1),
+                rows: Expr::Lit(4096),
+                cols: Expr::Lit(4096),
+                form: Form::Linear,
+            },
             stack: None,
             layer_runs: std::sync::Arc::from([std::ops::Range { start: 0, end: 1 }]),
             layers: 1,

@@ -16,12 +16,12 @@ pub mod flops;
 pub mod formats;
 pub mod ggml;
 pub mod gpu;
+pub mod layout;
 pub mod memory;
 pub mod render;
 pub mod report;
 pub mod spec;
 pub mod speed;
-pub mod tensors;
 pub mod units;
 
 pub use count::{Category, ParamCount, count};

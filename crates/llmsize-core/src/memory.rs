@@ -6,8 +6,8 @@
 use crate::error::SpecError;
 use crate::formats::{KvDtype, MixContext, WeightFormat};
 use crate::gpu::Gpu;
+use crate::layout::tensors;
 use crate::spec::{Attention, Ffn, ModelSpec, OutputHead, StackRole};
-use crate::tensors::tensors;
 
 /// How a DeepSeek MLA cache is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -161,7 +161,7 @@ pub fn mix_context(spec: &ModelSpec) -> MixContext {
 pub fn weight_lines(spec: &ModelSpec, format: WeightFormat) -> Result<Vec<StorageLine>, SpecError> {
     let ctx = mix_context(spec);
     let mut lines: Vec<StorageLine> = Vec::new();
-    for t in tensors(spec) {
+    for t in tensors(spec)? {
         let stored = format
             .tensor_storage(&t, ctx)
             .ok_or_else(|| overflow(&format!("bytes of `{}`", t.name)))?;

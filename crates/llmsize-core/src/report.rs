@@ -3,7 +3,7 @@
 
 use crate::count::{ParamCount, count};
 use crate::error::SpecError;
-use crate::expr::Expr;
+use crate::expr::{Expr, Sym};
 use crate::spec::{Assumption, ModelSpec, StackRole};
 
 /// A classic closed-form estimate shown next to the exact count.
@@ -43,7 +43,7 @@ pub struct ParamsReport {
     /// Notes for the user.
     pub warnings: Vec<String>,
     /// Legend: formula symbol → where its value came from.
-    pub symbol_sources: Vec<(String, String)>,
+    pub symbol_sources: Vec<(Sym, String)>,
     /// Whether the output head is tied to the token table (`None`: no head).
     pub tied_embeddings: Option<bool>,
     /// The stacks' roles, for labels.
@@ -54,9 +54,9 @@ impl ParamsReport {
     /// Count a spec and gather everything the renderers need.
     pub fn new(spec: &ModelSpec, source: impl Into<String>) -> Result<Self, SpecError> {
         let count = count(spec)?;
-        let d = Expr::sym("d", spec.hidden_size);
-        let l = Expr::sym("L", spec.num_layers());
-        let v = Expr::sym("V", spec.vocab_size);
+        let d = Expr::sym(Sym::Hidden, spec.hidden_size);
+        let l = Expr::sym(Sym::Layers, spec.num_layers());
+        let v = Expr::sym(Sym::Vocab, spec.vocab_size);
         let d2 = Expr::product(vec![d.clone(), d.clone()]);
         let kaplan = Expr::product(vec![Expr::Lit(12), l.clone(), d.clone(), d.clone()]);
         let article = Expr::sum(vec![

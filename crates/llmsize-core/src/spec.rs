@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 
 use crate::error::SpecError;
+use crate::expr::Sym;
 
 /// A fully resolved Transformer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,7 +45,7 @@ pub struct ModelSpec {
     /// Things the user should know (e.g. an unknown `model_type` counted as llama-style).
     pub warnings: Vec<String>,
     /// Where each formula symbol came from (`d` → `n_embd`), for the legend of `--explain`.
-    pub symbol_sources: BTreeMap<String, String>,
+    pub symbol_sources: BTreeMap<Sym, String>,
 }
 
 /// A value filled in because the input did not give it.

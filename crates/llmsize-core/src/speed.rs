@@ -6,9 +6,9 @@ use crate::error::SpecError;
 use crate::flops::FlopsReport;
 use crate::formats::WeightFormat;
 use crate::gpu::Gpu;
+use crate::layout::{TensorKind, tensors};
 use crate::memory::{MemoryReport, mix_context};
 use crate::spec::{Ffn, ModelSpec};
-use crate::tensors::{TensorKind, tensors};
 
 /// Efficiency assumptions.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -56,7 +56,7 @@ pub struct SpeedReport {
 fn expert_bytes(spec: &ModelSpec, format: WeightFormat) -> Result<u64, SpecError> {
     let ctx = mix_context(spec);
     let mut sum = 0u64;
-    for t in tensors(spec) {
+    for t in tensors(spec)? {
         if matches!(
             t.kind,
             TensorKind::ExpertGate | TensorKind::ExpertUp | TensorKind::ExpertDown

@@ -5,8 +5,8 @@
 use llmsize_core::design::{Design, Style, design_spec};
 use llmsize_core::flops::{AttentionConvention, flops};
 use llmsize_core::formats::{GgufPreset, KvDtype, WeightFormat};
+use llmsize_core::layout::tensors;
 use llmsize_core::memory::{CachePolicy, MemoryOptions, MlaCache, memory};
-use llmsize_core::tensors::tensors;
 use llmsize_core::{ParamsReport, count};
 use proptest::prelude::*;
 
@@ -45,7 +45,7 @@ proptest! {
         let spec = design_spec(&d, style).unwrap();
         let c = count(&spec).unwrap();
         prop_assert_eq!(c.total, c.components.iter().map(|x| x.count).sum::<u64>());
-        let from_tensors: u64 = tensors(&spec).iter().map(|t| t.total_elements().unwrap()).sum();
+        let from_tensors: u64 = tensors(&spec).unwrap().iter().map(|t| t.total_elements().unwrap()).sum();
         prop_assert_eq!(c.total, from_tensors);
         for comp in &c.components {
             prop_assert_eq!(comp.formula.eval().unwrap(), comp.count);

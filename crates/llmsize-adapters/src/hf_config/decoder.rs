@@ -4,6 +4,7 @@
 //! biases, how many norms a block has, how `head_dim` is found, and the configuration
 //! class's default for `tie_word_embeddings`.
 
+use llmsize_core::expr::Sym;
 use llmsize_core::spec::{
     Attention, Ffn, Layer, Layers, Linear, Mlp, ModelSpec, Norm, NormKind, OutputHead,
     PositionEmbedding, Stack, StackRole, StandardAttention, Table,
@@ -156,26 +157,26 @@ fn tie(raw: &mut RawConfig<'_>, default: bool, class: &str) -> Result<bool, Conf
 /// aliases are tried first. Conv1D `c_attn` d→3d and `c_proj` with biases, `c_fc`/`c_proj`
 /// MLP with biases, `ln_1`/`ln_2` LayerNorm, learned `wpe`, final `ln_f`, tied head.
 pub(crate) fn gpt2(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
-    let hidden = raw.size(&["hidden_size", "n_embd"], "d")?;
-    let layers = raw.size(&["num_hidden_layers", "n_layer"], "L")?;
-    let heads = raw.size(&["num_attention_heads", "n_head"], "n_h")?;
-    let vocab = raw.size(&["vocab_size"], "V")?;
+    let hidden = raw.size(&["hidden_size", "n_embd"], Sym::Hidden)?;
+    let layers = raw.size(&["num_hidden_layers", "n_layer"], Sym::Layers)?;
+    let heads = raw.size(&["num_attention_heads", "n_head"], Sym::Heads)?;
+    let vocab = raw.size(&["vocab_size"], Sym::Vocab)?;
     let positions = raw.size_or(
         &["max_position_embeddings", "n_positions"],
-        "n_ctx",
+        Sym::Context,
         1024,
         "absent; `GPT2Config` default",
     )?;
     let head_dim = raw.derived_head_dim(hidden, "n_embd", heads, "n_head")?;
     let inner = match raw.size_opt("n_inner")? {
         Some(n) => {
-            raw.source("d_ff", "n_inner");
+            raw.source(Sym::Ffn, "n_inner");
             n
         }
         None => {
             let v = raw.mul(4, hidden, "4·n_embd")?;
             raw.assume("n_inner", v, "absent or null; GPT-2 uses 4·n_embd");
-            raw.source("d_ff", "4·n_embd (n_inner null)");
+            raw.source(Sym::Ffn, "4·n_embd (n_inner null)");
             v
         }
     };
@@ -218,14 +219,14 @@ pub(crate) fn gpt2(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
 /// GPT-J (`modeling_gptj.py`): q/k/v/out without biases, `fc_in`/`fc_out` with biases, one
 /// `ln_1` per block (parallel attention and MLP), `lm_head` with a bias, untied by default.
 pub(crate) fn gptj(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
-    let hidden = raw.size(&["hidden_size", "n_embd"], "d")?;
-    let layers = raw.size(&["num_hidden_layers", "n_layer"], "L")?;
-    let heads = raw.size(&["num_attention_heads", "n_head"], "n_h")?;
-    let vocab = raw.size(&["vocab_size"], "V")?;
+    let hidden = raw.size(&["hidden_size", "n_embd"], Sym::Hidden)?;
+    let layers = raw.size(&["num_hidden_layers", "n_layer"], Sym::Layers)?;
+    let heads = raw.size(&["num_attention_heads", "n_head"], Sym::Heads)?;
+    let vocab = raw.size(&["vocab_size"], Sym::Vocab)?;
     let head_dim = raw.derived_head_dim(hidden, "n_embd", heads, "n_head")?;
     let inner = match raw.size_opt("n_inner")? {
         Some(n) => {
-            raw.source("d_ff", "n_inner");
+            raw.source(Sym::Ffn, "n_inner");
             n
         }
         None => {
@@ -262,11 +263,11 @@ pub(crate) fn gptj(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
 /// biases (`attention_bias`), `dense_h_to_4h`/`dense_4h_to_h` with biases, two LayerNorms per
 /// block, `final_layer_norm`, untied `embed_out` without bias.
 pub(crate) fn gpt_neox(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
-    let hidden = raw.size(&["hidden_size"], "d")?;
-    let layers = raw.size(&["num_hidden_layers"], "L")?;
-    let heads = raw.size(&["num_attention_heads"], "n_h")?;
-    let vocab = raw.size(&["vocab_size"], "V")?;
-    let inner = raw.size(&["intermediate_size"], "d_ff")?;
+    let hidden = raw.size(&["hidden_size"], Sym::Hidden)?;
+    let layers = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    let heads = raw.size(&["num_attention_heads"], Sym::Heads)?;
+    let vocab = raw.size(&["vocab_size"], Sym::Vocab)?;
+    let inner = raw.size(&["intermediate_size"], Sym::Ffn)?;
     let head_dim = raw.derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?;
     let bias = raw.flag_or("attention_bias", true, "absent; `GPTNeoXConfig` default")?;
     let tied = tie(raw, false, "GPTNeoXConfig")?;
@@ -297,20 +298,20 @@ pub(crate) fn gpt_neox(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError
 /// biases on q/k/v/out and fc1/fc2 (`enable_bias`), a final norm only when
 /// `do_layer_norm_before` and not `_remove_final_layer_norm`, tied head.
 pub(crate) fn opt(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
-    let hidden = raw.size(&["hidden_size"], "d")?;
-    let layers = raw.size(&["num_hidden_layers"], "L")?;
-    let heads = raw.size(&["num_attention_heads"], "n_h")?;
-    let vocab = raw.size(&["vocab_size"], "V")?;
-    let ffn = raw.size(&["ffn_dim"], "d_ff")?;
+    let hidden = raw.size(&["hidden_size"], Sym::Hidden)?;
+    let layers = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    let heads = raw.size(&["num_attention_heads"], Sym::Heads)?;
+    let vocab = raw.size(&["vocab_size"], Sym::Vocab)?;
+    let ffn = raw.size(&["ffn_dim"], Sym::Ffn)?;
     let positions = raw.size_or(
         &["max_position_embeddings"],
-        "n_ctx",
+        Sym::Context,
         2048,
         "absent; `OPTConfig` default",
     )?;
     let embed_dim = raw.size_or(
         &["word_embed_proj_dim"],
-        "d_emb",
+        Sym::EmbeddingDim,
         hidden,
         "absent; `OPTConfig` uses hidden_size",
     )?;
@@ -388,14 +389,14 @@ pub(crate) fn opt(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
 /// position parameters), tied head.
 pub(crate) fn bloom(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
     // A legacy `n_embed` overrides `hidden_size` (`BloomConfig.__post_init__`).
-    let hidden = raw.size(&["n_embed", "hidden_size"], "d")?;
-    let layers = raw.size(&["num_hidden_layers", "n_layer"], "L")?;
-    let heads = raw.size(&["num_attention_heads", "n_head"], "n_h")?;
-    let vocab = raw.size(&["vocab_size"], "V")?;
+    let hidden = raw.size(&["n_embed", "hidden_size"], Sym::Hidden)?;
+    let layers = raw.size(&["num_hidden_layers", "n_layer"], Sym::Layers)?;
+    let heads = raw.size(&["num_attention_heads", "n_head"], Sym::Heads)?;
+    let vocab = raw.size(&["vocab_size"], Sym::Vocab)?;
     let head_dim = raw.derived_head_dim(hidden, "hidden_size", heads, "n_head")?;
     let tied = tie(raw, true, "BloomConfig")?;
     let inner = raw.mul(4, hidden, "4·hidden_size")?;
-    raw.source("d_ff", "4·hidden_size (BloomMLP)");
+    raw.source(Sym::Ffn, "4·hidden_size (BloomMLP)");
     let mut attn = mha(hidden, heads, heads, head_dim, true);
     attn.fused_qkv = true;
     let n = raw.layer_count("n_layer", layers)?;
@@ -429,10 +430,10 @@ pub(crate) fn bloom(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
 pub(crate) fn falcon(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
     // `FalconConfig` (5.24) has no attribute map: `n_layer`/`n_head` are not read; only the
     // legacy `n_embed` is.
-    let hidden = raw.size(&["n_embed", "hidden_size"], "d")?;
-    let layers = raw.size(&["num_hidden_layers"], "L")?;
-    let heads = raw.size(&["num_attention_heads"], "n_h")?;
-    let vocab = raw.size(&["vocab_size"], "V")?;
+    let hidden = raw.size(&["n_embed", "hidden_size"], Sym::Hidden)?;
+    let layers = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    let heads = raw.size(&["num_attention_heads"], Sym::Heads)?;
+    let vocab = raw.size(&["vocab_size"], Sym::Vocab)?;
     let head_dim = raw.derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?;
     let new_arch = raw.flag_or(
         "new_decoder_architecture",
@@ -446,7 +447,7 @@ pub(crate) fn falcon(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> 
     let kv_heads = if new_arch {
         match raw.size_opt("num_kv_heads")? {
             Some(n) => {
-                raw.source("n_kv", "num_kv_heads");
+                raw.source(Sym::KvHeads, "num_kv_heads");
                 n
             }
             None => {
@@ -459,14 +460,14 @@ pub(crate) fn falcon(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> 
             }
         }
     } else if multi_query {
-        raw.source("n_kv", "multi_query: 1");
+        raw.source(Sym::KvHeads, "multi_query: 1");
         1
     } else {
         heads
     };
     let ffn = match raw.size_opt("ffn_hidden_size")? {
         Some(n) => {
-            raw.source("d_ff", "ffn_hidden_size");
+            raw.source(Sym::Ffn, "ffn_hidden_size");
             n
         }
         None => {
@@ -524,11 +525,11 @@ pub(crate) fn falcon(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> 
 /// (LayerNorm over d_h), `fc1`/`fc2` with biases, one `input_layernorm` (parallel block),
 /// `final_layernorm`, `lm_head` with a bias, untied by default.
 pub(crate) fn phi(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
-    let hidden = raw.size(&["hidden_size"], "d")?;
-    let layers = raw.size(&["num_hidden_layers"], "L")?;
-    let heads = raw.size(&["num_attention_heads"], "n_h")?;
-    let vocab = raw.size(&["vocab_size"], "V")?;
-    let inner = raw.size(&["intermediate_size"], "d_ff")?;
+    let hidden = raw.size(&["hidden_size"], Sym::Hidden)?;
+    let layers = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    let heads = raw.size(&["num_attention_heads"], Sym::Heads)?;
+    let vocab = raw.size(&["vocab_size"], Sym::Vocab)?;
+    let inner = raw.size(&["intermediate_size"], Sym::Ffn)?;
     let kv_heads = kv_heads(raw, heads, "PhiConfig", None)?;
     // `getattr(config, "head_dim", hidden // heads)`; the q/k LayerNorms use hidden // heads.
     let head_dim = raw.head_dim(
@@ -579,7 +580,7 @@ pub(crate) fn kv_heads(
     class_default: Option<u64>,
 ) -> Result<u64, ConfigError> {
     if let Some(n) = raw.size_opt("num_key_value_heads")? {
-        raw.source("n_kv", "num_key_value_heads");
+        raw.source(Sym::KvHeads, "num_key_value_heads");
         return Ok(n);
     }
     match class_default {
@@ -760,11 +761,11 @@ pub(crate) fn llama_like(
     model_type: &str,
 ) -> Result<ModelSpec, ConfigError> {
     let r = llama_rules(model_type);
-    let hidden = raw.size(&["hidden_size"], "d")?;
-    let layers = raw.size(&["num_hidden_layers"], "L")?;
-    let heads = raw.size(&["num_attention_heads"], "n_h")?;
-    let vocab = raw.size(&["vocab_size"], "V")?;
-    let inner = raw.size(&["intermediate_size"], "d_ff")?;
+    let hidden = raw.size(&["hidden_size"], Sym::Hidden)?;
+    let layers = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    let heads = raw.size(&["num_attention_heads"], Sym::Heads)?;
+    let vocab = raw.size(&["vocab_size"], Sym::Vocab)?;
+    let inner = raw.size(&["intermediate_size"], Sym::Ffn)?;
     let kv = kv_heads(raw, heads, r.class, r.kv_default)?;
     // Every class here reads `head_dim` (a field, or `getattr` on a key of the JSON).
     let head_dim = match r.head_dim_default {
@@ -777,7 +778,7 @@ pub(crate) fn llama_like(
         )?,
         Some(default) => match raw.size_opt("head_dim")? {
             Some(n) => {
-                raw.source("d_h", "head_dim");
+                raw.source(Sym::HeadDim, "head_dim");
                 n
             }
             None => {

@@ -4,6 +4,7 @@
 //! head (transform `dense` + norm, a decoder tied to the token table, a decoder bias) and no
 //! pooler; the bare `*Model` has BERT's pooler (RoBERTa's too) and no head.
 
+use llmsize_core::expr::Sym;
 use std::collections::BTreeMap;
 
 use llmsize_core::spec::{
@@ -140,13 +141,13 @@ fn bert(
         "BertConfig"
     };
     let reason = format!("absent; `{class}` default");
-    let hidden = raw.size(&["hidden_size"], "d")?;
-    let layers = raw.size(&["num_hidden_layers"], "L")?;
-    let heads = raw.size(&["num_attention_heads"], "n_h")?;
-    let vocab = raw.size(&["vocab_size"], "V")?;
-    let inner = raw.size(&["intermediate_size"], "d_ff")?;
-    let positions = raw.size_or(&["max_position_embeddings"], "n_ctx", 512, &reason)?;
-    let types = raw.size_or(&["type_vocab_size"], "n_types", 2, &reason)?;
+    let hidden = raw.size(&["hidden_size"], Sym::Hidden)?;
+    let layers = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    let heads = raw.size(&["num_attention_heads"], Sym::Heads)?;
+    let vocab = raw.size(&["vocab_size"], Sym::Vocab)?;
+    let inner = raw.size(&["intermediate_size"], Sym::Ffn)?;
+    let positions = raw.size_or(&["max_position_embeddings"], Sym::Context, 512, &reason)?;
+    let types = raw.size_or(&["type_vocab_size"], Sym::TokenTypes, 2, &reason)?;
     let head_dim = raw.derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?;
     let tied = raw.flag_or("tie_word_embeddings", true, &reason)?;
     let arch = architecture(
@@ -193,12 +194,12 @@ fn bert(
 /// `vocab_transform` + `vocab_layer_norm` + `vocab_projector` whose bias is never tied.
 fn distilbert(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec, ConfigError> {
     let reason = "absent; `DistilBertConfig` default";
-    let hidden = raw.size(&["hidden_size", "dim"], "d")?;
-    let layers = raw.size(&["num_hidden_layers", "n_layers"], "L")?;
-    let heads = raw.size(&["num_attention_heads", "n_heads"], "n_h")?;
-    let vocab = raw.size(&["vocab_size"], "V")?;
-    let inner = raw.size(&["hidden_dim"], "d_ff")?;
-    let positions = raw.size_or(&["max_position_embeddings"], "n_ctx", 512, reason)?;
+    let hidden = raw.size(&["hidden_size", "dim"], Sym::Hidden)?;
+    let layers = raw.size(&["num_hidden_layers", "n_layers"], Sym::Layers)?;
+    let heads = raw.size(&["num_attention_heads", "n_heads"], Sym::Heads)?;
+    let vocab = raw.size(&["vocab_size"], Sym::Vocab)?;
+    let inner = raw.size(&["hidden_dim"], Sym::Ffn)?;
+    let positions = raw.size_or(&["max_position_embeddings"], Sym::Context, 512, reason)?;
     let head_dim = raw.derived_head_dim(hidden, "dim", heads, "n_heads")?;
     let tied = raw.flag_or("tie_word_embeddings", true, reason)?;
     let arch = architecture(raw, "DistilBertForMaskedLM");
@@ -232,11 +233,11 @@ fn distilbert(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec, Co
 /// decoder tied with a bias (`decoder_bias`).
 fn modernbert(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec, ConfigError> {
     let reason = "absent; `ModernBertConfig` default";
-    let hidden = raw.size(&["hidden_size"], "d")?;
-    let layers = raw.size(&["num_hidden_layers"], "L")?;
-    let heads = raw.size(&["num_attention_heads"], "n_h")?;
-    let vocab = raw.size(&["vocab_size"], "V")?;
-    let inner = raw.size(&["intermediate_size"], "d_ff")?;
+    let hidden = raw.size(&["hidden_size"], Sym::Hidden)?;
+    let layers = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    let heads = raw.size(&["num_attention_heads"], Sym::Heads)?;
+    let vocab = raw.size(&["vocab_size"], Sym::Vocab)?;
+    let inner = raw.size(&["intermediate_size"], Sym::Ffn)?;
     let head_dim = raw.derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?;
     let norm_bias = raw.flag_or("norm_bias", false, reason)?;
     let attention_bias = raw.flag_or("attention_bias", false, reason)?;

@@ -4,6 +4,7 @@
 //! `down_proj` [E, h, f]); the count is the same as per-expert modules. Routers have no bias
 //! except gpt-oss's; DeepSeek-V3's `e_score_correction_bias` is a buffer, not a parameter.
 
+use llmsize_core::expr::Sym;
 use llmsize_core::spec::{Attention, Ffn, LatentAttention, Layer, Mlp, ModelSpec, Moe, Norm};
 
 use super::architecture;
@@ -15,7 +16,7 @@ use crate::error::ConfigError;
 fn first_size(
     raw: &mut RawConfig<'_>,
     keys: &[&str],
-    symbol: &str,
+    symbol: Sym,
 ) -> Result<Option<u64>, ConfigError> {
     for key in keys {
         if let Some(n) = raw.size_opt(key)? {
@@ -26,7 +27,7 @@ fn first_size(
     Ok(None)
 }
 
-fn required(raw: &mut RawConfig<'_>, keys: &[&str], symbol: &str) -> Result<u64, ConfigError> {
+fn required(raw: &mut RawConfig<'_>, keys: &[&str], symbol: Sym) -> Result<u64, ConfigError> {
     first_size(raw, keys, symbol)?
         .ok_or_else(|| raw.missing(&keys.join("` or `"), "a positive integer"))
 }
@@ -62,10 +63,10 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
         _ => "GptOssConfig",
     };
     let default_reason = format!("absent; `{class}` default");
-    let hidden = raw.size(&["hidden_size"], "d")?;
-    let layers = raw.size(&["num_hidden_layers"], "L")?;
-    let heads = raw.size(&["num_attention_heads"], "n_h")?;
-    let vocab = raw.size(&["vocab_size"], "V")?;
+    let hidden = raw.size(&["hidden_size"], Sym::Hidden)?;
+    let layers = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    let heads = raw.size(&["num_attention_heads"], Sym::Heads)?;
+    let vocab = raw.size(&["vocab_size"], Sym::Vocab)?;
     let kv_default = match model_type {
         "mixtral" | "gpt_oss" => Some(8),
         "qwen2_moe" => Some(16),
@@ -81,8 +82,8 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
         heads,
         "num_attention_heads",
     )?;
-    let experts = required(raw, &["num_local_experts", "num_experts"], "E")?;
-    let top_k = required(raw, &["num_experts_per_tok"], "k")?;
+    let experts = required(raw, &["num_local_experts", "num_experts"], Sym::Experts)?;
+    let top_k = required(raw, &["num_experts_per_tok"], Sym::TopK)?;
     if top_k > experts {
         return Err(raw.invalid(
             "num_experts_per_tok",
@@ -94,9 +95,9 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
     // else `intermediate_size`.
     let has_dense_layers = matches!(model_type, "qwen2_moe" | "qwen3_moe");
     let expert_width = if has_dense_layers {
-        required(raw, &["moe_intermediate_size"], "d_e")?
+        required(raw, &["moe_intermediate_size"], Sym::ExpertFfn)?
     } else {
-        required(raw, &["intermediate_size"], "d_e")?
+        required(raw, &["intermediate_size"], Sym::ExpertFfn)?
     };
     let (attention_bias, qkv_only) = match model_type {
         "mixtral" => (false, false),
@@ -149,7 +150,7 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
     let moe = if model_type == "qwen2_moe" {
         let shared = raw.size_or(
             &["shared_expert_intermediate_size"],
-            "d_s",
+            Sym::SharedFfn,
             5632,
             &default_reason,
         )?;
@@ -171,7 +172,7 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
         (Vec::new(), 1)
     };
     let dense_width = if has_dense_layers && (step != 1 || !dense_layers.is_empty()) {
-        Some(required(raw, &["intermediate_size"], "d_ff")?)
+        Some(required(raw, &["intermediate_size"], Sym::Ffn)?)
     } else {
         None
     };
@@ -232,14 +233,14 @@ pub(crate) fn deepseek(
         "DeepseekV2Config"
     };
     let default_reason = format!("absent; `{class}` default");
-    let hidden = raw.size(&["hidden_size"], "d")?;
-    let layers = raw.size(&["num_hidden_layers"], "L")?;
-    let heads = raw.size(&["num_attention_heads"], "n_h")?;
-    let vocab = raw.size(&["vocab_size"], "V")?;
-    let dense_width = raw.size(&["intermediate_size"], "d_ff")?;
-    let expert_width = raw.size(&["moe_intermediate_size"], "d_e")?;
-    let experts = required(raw, &["n_routed_experts"], "E")?;
-    let top_k = required(raw, &["num_experts_per_tok"], "k")?;
+    let hidden = raw.size(&["hidden_size"], Sym::Hidden)?;
+    let layers = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    let heads = raw.size(&["num_attention_heads"], Sym::Heads)?;
+    let vocab = raw.size(&["vocab_size"], Sym::Vocab)?;
+    let dense_width = raw.size(&["intermediate_size"], Sym::Ffn)?;
+    let expert_width = raw.size(&["moe_intermediate_size"], Sym::ExpertFfn)?;
+    let experts = required(raw, &["n_routed_experts"], Sym::Experts)?;
+    let top_k = required(raw, &["num_experts_per_tok"], Sym::TopK)?;
     if top_k > experts {
         return Err(raw.invalid(
             "num_experts_per_tok",
@@ -268,12 +269,12 @@ pub(crate) fn deepseek(
         Some(1536)
     };
     if q_lora_rank.is_some() {
-        raw.source("r_q", "q_lora_rank");
+        raw.source(Sym::QueryRank, "q_lora_rank");
     }
-    let kv_lora_rank = raw.size(&["kv_lora_rank"], "r_kv")?;
-    let nope = raw.size(&["qk_nope_head_dim"], "d_nope")?;
-    let rope = raw.size(&["qk_rope_head_dim"], "d_rope")?;
-    let v_dim = raw.size(&["v_head_dim"], "d_v")?;
+    let kv_lora_rank = raw.size(&["kv_lora_rank"], Sym::KvRank)?;
+    let nope = raw.size(&["qk_nope_head_dim"], Sym::NopeDim)?;
+    let rope = raw.size(&["qk_rope_head_dim"], Sym::RopeDim)?;
+    let v_dim = raw.size(&["v_head_dim"], Sym::ValueDim)?;
     let bias = raw.flag_or("attention_bias", false, &default_reason)?;
     let mlp_bias = if v3 {
         false
@@ -301,7 +302,7 @@ pub(crate) fn deepseek(
         _ => None,
     };
     if shared_mlp.is_some() {
-        raw.source("d_s", "moe_intermediate_size·n_shared_experts");
+        raw.source(Sym::SharedFfn, "moe_intermediate_size·n_shared_experts");
     }
     let moe = Moe {
         num_experts: experts,

@@ -4,6 +4,7 @@
 //! (sizes the count cannot do without) or takes the default of the `transformers`
 //! configuration class, recorded as an [`Assumption`] that every output shows.
 
+use llmsize_core::expr::Sym;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -20,7 +21,7 @@ pub struct RawConfig<'a> {
     /// Defaults filled in.
     pub(crate) assumptions: Vec<Assumption>,
     /// Formula symbol → the key its value came from.
-    pub(crate) sources: BTreeMap<String, String>,
+    pub(crate) sources: BTreeMap<Sym, String>,
     /// Every key looked up, so `--set` of a key the family never reads can be reported.
     pub(crate) read: RefCell<BTreeSet<String>>,
 }
@@ -97,7 +98,7 @@ impl<'a> RawConfig<'a> {
     }
 
     /// The first present spelling of a required positive size; `symbol` records its source.
-    pub(crate) fn size(&mut self, keys: &[&str], symbol: &str) -> Result<u64, ConfigError> {
+    pub(crate) fn size(&mut self, keys: &[&str], symbol: Sym) -> Result<u64, ConfigError> {
         for key in keys {
             if let Some(n) = self.size_opt(key)? {
                 self.source(symbol, key);
@@ -111,7 +112,7 @@ impl<'a> RawConfig<'a> {
     pub(crate) fn size_or(
         &mut self,
         keys: &[&str],
-        symbol: &str,
+        symbol: Sym,
         default: u64,
         reason: &str,
     ) -> Result<u64, ConfigError> {
@@ -162,10 +163,8 @@ impl<'a> RawConfig<'a> {
     }
 
     /// Record where a formula symbol's value came from.
-    pub(crate) fn source(&mut self, symbol: &str, key: &str) {
-        self.sources
-            .entry(symbol.to_owned())
-            .or_insert_with(|| key.to_owned());
+    pub(crate) fn source(&mut self, symbol: Sym, key: &str) {
+        self.sources.entry(symbol).or_insert_with(|| key.to_owned());
     }
 
     /// `head_dim` if given, else hidden / heads, which must divide.
@@ -179,7 +178,7 @@ impl<'a> RawConfig<'a> {
     ) -> Result<u64, ConfigError> {
         for key in keys {
             if let Some(n) = self.size_opt(key)? {
-                self.source("d_h", key);
+                self.source(Sym::HeadDim, key);
                 return Ok(n);
             }
         }
@@ -205,7 +204,7 @@ impl<'a> RawConfig<'a> {
                 },
             });
         }
-        self.source("d_h", &format!("{hidden_key} / {heads_key}"));
+        self.source(Sym::HeadDim, &format!("{hidden_key} / {heads_key}"));
         Ok(hidden / heads)
     }
 

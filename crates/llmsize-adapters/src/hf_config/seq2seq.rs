@@ -1,5 +1,6 @@
 //! Encoder-decoders: T5 (v1.0 and v1.1/Flan) and BART.
 
+use llmsize_core::expr::Sym;
 use std::collections::BTreeMap;
 
 use llmsize_core::spec::{
@@ -77,13 +78,13 @@ fn seq2seq_spec(
 /// checkpoint's distinct `lm_head` then stays untied).
 pub(crate) fn t5(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec, ConfigError> {
     let reason = "absent; `T5Config` default";
-    let hidden = raw.size(&["hidden_size", "d_model"], "d")?;
-    let head_dim = raw.size(&["head_dim", "d_kv"], "d_h")?;
-    let inner = raw.size(&["d_ff"], "d_ff")?;
-    let enc_layers = raw.size(&["num_hidden_layers", "num_layers"], "L_enc")?;
+    let hidden = raw.size(&["hidden_size", "d_model"], Sym::Hidden)?;
+    let head_dim = raw.size(&["head_dim", "d_kv"], Sym::HeadDim)?;
+    let inner = raw.size(&["d_ff"], Sym::Ffn)?;
+    let enc_layers = raw.size(&["num_hidden_layers", "num_layers"], Sym::EncoderLayers)?;
     let dec_layers = match raw.size_opt("num_decoder_layers")? {
         Some(n) => {
-            raw.source("L_dec", "num_decoder_layers");
+            raw.source(Sym::DecoderLayers, "num_decoder_layers");
             n
         }
         None => {
@@ -92,13 +93,18 @@ pub(crate) fn t5(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec,
                 enc_layers,
                 "absent or null; `T5Config` uses num_layers",
             );
-            raw.source("L_dec", "num_layers");
+            raw.source(Sym::DecoderLayers, "num_layers");
             enc_layers
         }
     };
-    let heads = raw.size(&["num_attention_heads", "num_heads"], "n_h")?;
-    let vocab = raw.size(&["vocab_size"], "V")?;
-    let buckets = raw.size_or(&["relative_attention_num_buckets"], "buckets", 32, reason)?;
+    let heads = raw.size(&["num_attention_heads", "num_heads"], Sym::Heads)?;
+    let vocab = raw.size(&["vocab_size"], Sym::Vocab)?;
+    let buckets = raw.size_or(
+        &["relative_attention_num_buckets"],
+        Sym::Buckets,
+        32,
+        reason,
+    )?;
     let gated = match raw.value("feed_forward_proj") {
         None => {
             raw.assume("feed_forward_proj", "relu", reason);
@@ -171,15 +177,15 @@ pub(crate) fn t5(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec,
 /// 2 LayerNorms, decoder blocks with cross-attention and 3. `final_logits_bias` is a buffer.
 pub(crate) fn bart(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec, ConfigError> {
     let reason = "absent; `BartConfig` default";
-    let hidden = raw.size(&["hidden_size", "d_model"], "d")?;
-    let enc_layers = raw.size(&["encoder_layers"], "L_enc")?;
-    let dec_layers = raw.size(&["decoder_layers"], "L_dec")?;
-    let enc_heads = raw.size(&["encoder_attention_heads"], "n_h")?;
-    let dec_heads = raw.size(&["decoder_attention_heads"], "n_h_dec")?;
-    let enc_ffn = raw.size(&["encoder_ffn_dim"], "d_ff")?;
-    let dec_ffn = raw.size(&["decoder_ffn_dim"], "d_ff_dec")?;
-    let vocab = raw.size(&["vocab_size"], "V")?;
-    let positions = raw.size_or(&["max_position_embeddings"], "n_ctx", 1024, reason)?;
+    let hidden = raw.size(&["hidden_size", "d_model"], Sym::Hidden)?;
+    let enc_layers = raw.size(&["encoder_layers"], Sym::EncoderLayers)?;
+    let dec_layers = raw.size(&["decoder_layers"], Sym::DecoderLayers)?;
+    let enc_heads = raw.size(&["encoder_attention_heads"], Sym::Heads)?;
+    let dec_heads = raw.size(&["decoder_attention_heads"], Sym::DecoderHeads)?;
+    let enc_ffn = raw.size(&["encoder_ffn_dim"], Sym::Ffn)?;
+    let dec_ffn = raw.size(&["decoder_ffn_dim"], Sym::DecoderFfn)?;
+    let vocab = raw.size(&["vocab_size"], Sym::Vocab)?;
+    let positions = raw.size_or(&["max_position_embeddings"], Sym::Context, 1024, reason)?;
     let enc_head_dim =
         raw.derived_head_dim(hidden, "d_model", enc_heads, "encoder_attention_heads")?;
     let dec_head_dim =

@@ -370,9 +370,7 @@ pub static PRESETS: &[Preset] = &[
         id: "Phi-3-mini-4k-instruct",
         hf_repo: Some("microsoft/Phi-3-mini-4k-instruct"),
         family: "decoder",
-        config: include_str!(
-            "../../presets/configs/Phi-3-mini-4k-instruct.json"
-        ),
+        config: include_str!("../../presets/configs/Phi-3-mini-4k-instruct.json"),
     },
     Preset {
         id: "TinyLlama-1.1B-intermediate-step-1431k-3T",
@@ -446,9 +444,7 @@ pub static PRESETS: &[Preset] = &[
         id: "distilbert-base-uncased",
         hf_repo: Some("distilbert/distilbert-base-uncased"),
         family: "encoder",
-        config: include_str!(
-            "../../presets/configs/distilbert-base-uncased.json"
-        ),
+        config: include_str!("../../presets/configs/distilbert-base-uncased.json"),
     },
     Preset {
         id: "all-MiniLM-L6-v2",

@@ -36,21 +36,11 @@ fn derivation(e: &Expr, value: u64) -> String {
     steps.join(" = ")
 }
 
-/// What a derived symbol means when no config key gave it.
-fn glossary(name: &str) -> &'static str {
-    match name {
-        "3d" => "3·d: q, k and v fused in one matrix",
-        "L_dense" => "layers with a dense MLP",
-        "L_moe" => "layers with experts",
-        "k" => "experts per token",
-        _ => "",
-    }
-}
-
-/// Compact list of layer runs: `0–2, 5, 7–9`; past 12 runs, the first 12 and how many more
+/// Compact list of layer runs: `0–2, 5, 7–9`; past 64 runs, the first 64 and how many more
 /// (a hostile config can alternate kinds a million times).
 fn ranges(runs: &[std::ops::Range<u64>]) -> String {
-    const SHOWN: usize = 12;
+    // Every real model fits (Gemma-2-27B alternates 23 times per kind).
+    const SHOWN: usize = 64;
     let mut parts: Vec<String> = runs
         .iter()
         .take(SHOWN)
@@ -63,7 +53,7 @@ fn ranges(runs: &[std::ops::Range<u64>]) -> String {
         })
         .collect();
     if runs.len() > SHOWN {
-        parts.push(format!("… {} more runs", runs.len() - SHOWN));
+        parts.push(format!("… {} more", runs.len() - SHOWN));
     }
     parts.join(", ")
 }
@@ -95,14 +85,14 @@ pub fn render(report: &ParamsReport) -> String {
         .iter()
         .map(|s| {
             vec![
-                format!("  {}", s.name),
+                format!("  {}", s.sym),
                 format!("= {}", thousands(s.value)),
                 report
                     .symbol_sources
                     .iter()
-                    .find(|(k, _)| *k == s.name)
+                    .find(|(k, _)| *k == s.sym)
                     .map(|(_, v)| v.clone())
-                    .unwrap_or_else(|| glossary(&s.name).to_owned()),
+                    .unwrap_or_else(|| s.sym.meaning().to_owned()),
             ]
         })
         .collect();
@@ -210,7 +200,13 @@ mod tests {
         let alternating: Vec<_> = (0..500_000u64).map(|i| 2 * i..2 * i + 1).collect();
         assert_eq!(
             ranges(&alternating),
-            "0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, … 499988 more runs"
+            format!(
+                "{}, … 499936 more",
+                (0..64)
+                    .map(|i| (2 * i).to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         );
     }
 }

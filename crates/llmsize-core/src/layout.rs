@@ -1,0 +1,1132 @@
+//! The one layout of a model: every weight, bias and norm vector with its shape, written
+//! once, from which every figure is derived.
+//!
+//! Each tensor carries its shape as checked expressions over typed symbols ([`Sym`]): the
+//! parameter count and its formulas (`--explain`, the JSON `formulas`) are the sums of these
+//! shapes, part by part; storage formats (GGUF mixes, GPTQ groups, NF4 blocks) size these
+//! tensors; FLOPs multiply by these matrices; and the attention geometry of each layer kind
+//! (score and value widths, what a KV cache holds per token) is written here too. No other
+//! module writes a layer's shape.
+//!
+//! Tensors of a layer are listed once per distinct layer kind, with the runs of layers that
+//! hold them, so the layout of a 1,000,000-layer model is as small as that of a 1-layer one.
+//!
+//! Matrices are `[output, input]` like `nn.Linear.weight`; GGUF's `ne[0]` is the input.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use crate::category::Category;
+use crate::error::{Overflow, SpecError};
+use crate::expr::{Expr, Sym};
+use crate::spec::{
+    Attention, Ffn, LatentAttention, Layer, Mlp, ModelSpec, Norm, NormKind, OutputHead,
+    PositionEmbedding, StackRole, StandardAttention,
+};
+
+/// What a tensor is, at the granularity storage formats and FLOPs care about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TensorKind {
+    /// Input token table.
+    TokenEmbedding,
+    /// Learned position table or relative-position bias.
+    PositionEmbedding,
+    /// Token-type table.
+    TokenTypeEmbedding,
+    /// OPT `project_in`/`project_out`.
+    EmbeddingProjection,
+    /// Query projection (or MLA `q_b_proj`/`q_proj`).
+    AttnQ,
+    /// Key projection.
+    AttnK,
+    /// Value projection.
+    AttnV,
+    /// Fused q/k/v.
+    AttnQkv,
+    /// Output projection.
+    AttnOutput,
+    /// MLA query down-projection `q_a_proj`.
+    AttnQA,
+    /// MLA key/value down-projection `kv_a_proj_with_mqa`.
+    AttnKvA,
+    /// MLA key/value up-projection `kv_b_proj`.
+    AttnKvB,
+    /// Gate projection of a gated MLP.
+    FfnGate,
+    /// Up projection.
+    FfnUp,
+    /// Down projection.
+    FfnDown,
+    /// MoE router.
+    Router,
+    /// Routed experts' gate (one 3-D tensor `[E, d_e, d]`).
+    ExpertGate,
+    /// Routed experts' up.
+    ExpertUp,
+    /// Routed experts' down.
+    ExpertDown,
+    /// Shared experts' gate.
+    SharedGate,
+    /// Shared experts' up.
+    SharedUp,
+    /// Shared experts' down.
+    SharedDown,
+    /// Qwen2-MoE's shared-expert gate `d → 1`.
+    SharedExpertGate,
+    /// A norm weight or bias (including q/k norms and MLA latent norms).
+    Norm,
+    /// A bias vector of a projection.
+    Bias,
+    /// gpt-oss attention sinks.
+    Sinks,
+    /// Output projection to the vocabulary.
+    Output,
+    /// MLM transform `dense`.
+    HeadTransform,
+    /// BERT pooler.
+    Pooler,
+}
+
+impl TensorKind {
+    /// A dense matrix that a linear layer multiplies by (what quantizers and LoRA target).
+    pub fn is_block_matrix(self) -> bool {
+        use TensorKind::*;
+        matches!(
+            self,
+            AttnQ
+                | AttnK
+                | AttnV
+                | AttnQkv
+                | AttnOutput
+                | AttnQA
+                | AttnKvA
+                | AttnKvB
+                | FfnGate
+                | FfnUp
+                | FfnDown
+                | ExpertGate
+                | ExpertUp
+                | ExpertDown
+                | SharedGate
+                | SharedUp
+                | SharedDown
+        )
+    }
+}
+
+/// How a tensor's element count is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// A lookup table (or the output head, which may be tied to one): `rows·cols`, `V·d`.
+    Table,
+    /// A linear layer's weight: `input·output`, `d·d_ff`.
+    Linear,
+    /// A vector (norm, bias, sinks): its length.
+    Vector,
+}
+
+/// A tensor's shape as formulas: `copies` matrices (routed experts) of `rows × cols`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shape {
+    /// Identical copies (`E` for routed experts, else `1`).
+    pub copies: Expr,
+    /// Copies one token uses (`k` for routed experts, else `1`).
+    pub active_copies: Expr,
+    /// Output features (`1` for vectors).
+    pub rows: Expr,
+    /// Input features, or the length of a vector.
+    pub cols: Expr,
+    /// How the element count is written.
+    pub form: Form,
+}
+
+impl Shape {
+    /// Elements of one copy, as the article writes them.
+    pub fn elements_of_one(&self) -> Expr {
+        let (a, b) = match self.form {
+            Form::Table => (&self.rows, &self.cols),
+            Form::Linear => (&self.cols, &self.rows),
+            Form::Vector => return self.cols.clone(),
+        };
+        // A `d → 1` gate is written `d`, not `d·1`.
+        let factors: Vec<Expr> = [a, b].into_iter().filter(|f| **f != ONE).cloned().collect();
+        if factors.is_empty() {
+            ONE
+        } else {
+            Expr::product(factors)
+        }
+    }
+}
+
+/// Where a tensor sits, which decides how its count is gathered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// Token tables and embedding projections, before any stack.
+    Input,
+    /// A stack's own tensors before its layers (positions, token types, embedding norm).
+    StackStart(usize),
+    /// A layer of kind `kind` (index into the stack's [`crate::spec::Layers::kinds`]).
+    Layer {
+        /// Index of the stack.
+        stack: usize,
+        /// Index of the layer kind within the stack.
+        kind: usize,
+    },
+    /// A stack's tensors after its layers (final norm).
+    StackEnd(usize),
+    /// The head: MLM transform, output projection and biases, pooler.
+    Output,
+}
+
+/// One tensor (or one group of identical routed-expert matrices), listed once per layer kind:
+/// a layer tensor stands for the same tensor in every layer of its kind (`layers` of them, in
+/// `layer_runs`), so the list grows with the number of distinct layer kinds, not with
+/// `num_hidden_layers`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tensor {
+    /// A readable name (`decoder.3.attn_q.weight`, after the first layer of its kind).
+    pub name: String,
+    /// The part of the model it belongs to (`q_proj`, `mlp (gated)`, `2 norms`), as
+    /// `--explain` lists them; consecutive tensors of a part are counted together.
+    pub part: String,
+    /// What it is.
+    pub kind: TensorKind,
+    /// Its category in the 13-way split.
+    pub category: Category,
+    /// Where it sits.
+    pub place: Place,
+    /// The stack it belongs to (none for embeddings and the head).
+    pub stack: Option<StackRole>,
+    /// The layers (0-based, within its stack) that hold this tensor, as runs; empty outside
+    /// layers. Per-layer rules (llama.cpp's mixes) read the positions from here.
+    pub layer_runs: Arc<[Range<u64>]>,
+    /// How many layers hold it (1 outside layers).
+    pub layers: u64,
+    /// Layers in that stack (llama.cpp's mixing rules depend on the position).
+    pub stack_layers: u64,
+    /// The shape as formulas.
+    pub shape: Shape,
+    /// `shape.copies`, evaluated.
+    pub copies: u64,
+    /// `shape.active_copies`, evaluated.
+    pub active_copies: u64,
+    /// `shape.rows`, evaluated (`1` for vectors).
+    pub rows: u64,
+    /// `shape.cols`, evaluated.
+    pub cols: u64,
+}
+
+impl Tensor {
+    /// Elements of one instance (one layer's tensor), checked.
+    pub fn elements(&self) -> Option<u64> {
+        self.copies.checked_mul(self.rows)?.checked_mul(self.cols)
+    }
+
+    /// Elements over every layer that holds it, checked.
+    pub fn total_elements(&self) -> Option<u64> {
+        self.elements()?.checked_mul(self.layers)
+    }
+
+    /// A vector (norm, bias): stored unquantized by every format.
+    pub fn is_vector(&self) -> bool {
+        self.rows == 1
+    }
+}
+
+/// What one attention module of a layer kind attends with and caches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttentionGeometry {
+    /// The stack.
+    pub stack: StackRole,
+    /// Layers of this kind.
+    pub layers: u64,
+    /// Cross-attention to the encoder output (not the layer's self-attention).
+    pub cross: bool,
+    /// Sliding window of the layer (self-attention only).
+    pub window: Option<u64>,
+    /// Query/key width of all heads, `n_h·d_qk`.
+    pub qk_width: u64,
+    /// Value width of all heads, `n_h·d_v`.
+    pub v_width: u64,
+    /// What a cache holds per token.
+    pub cache: CacheShape,
+}
+
+/// Elements a KV cache holds per token and layer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CacheShape {
+    /// K and V of `n_kv` heads: `2·n_kv·d_h`.
+    Heads {
+        /// `2·n_kv·d_h`, as written.
+        formula: Expr,
+        /// Key/value heads of the model.
+        kv_heads: u64,
+        /// Heads transformers' own cache holds (Falcon's new layout expands them).
+        transformers_heads: u64,
+        /// Head width.
+        head_dim: u64,
+    },
+    /// DeepSeek MLA: the compressed latent `r_kv + d_rope`, or K and V expanded per head.
+    Latent {
+        /// `r_kv + d_rope`.
+        latent: Expr,
+        /// `n_h·(d_nope + d_rope) + n_h·d_v`.
+        expanded: Expr,
+    },
+}
+
+/// The layout of a model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// Every tensor, in a stable order (embeddings, stacks kind by kind, head).
+    pub tensors: Vec<Tensor>,
+    /// The attention of every layer kind (self, then cross), stack by stack.
+    pub attention: Vec<AttentionGeometry>,
+}
+
+/// Widths named the way the article writes them: a width equal to the model's is `d`, as the
+/// article writes `4d²` for attention; any other takes the symbol of its role.
+struct Widths {
+    hidden: u64,
+}
+
+impl Widths {
+    fn d(&self) -> Expr {
+        Expr::sym(Sym::Hidden, self.hidden)
+    }
+
+    fn width(&self, value: u64, otherwise: Sym) -> Expr {
+        if value == self.hidden {
+            self.d()
+        } else {
+            Expr::sym(otherwise, value)
+        }
+    }
+}
+
+struct Builder {
+    out: Vec<Tensor>,
+    prefix: String,
+    place: Place,
+    stack: Option<StackRole>,
+    layer_runs: Arc<[Range<u64>]>,
+    layers: u64,
+    stack_layers: u64,
+}
+
+const ONE: Expr = Expr::Lit(1);
+
+impl Builder {
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one call per tensor, each argument named"
+    )]
+    fn push(
+        &mut self,
+        name: &str,
+        part: &str,
+        kind: TensorKind,
+        category: Category,
+        shape: Shape,
+    ) -> Result<(), Overflow> {
+        let full = if self.prefix.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{}.{name}", self.prefix)
+        };
+        self.out.push(Tensor {
+            name: full,
+            part: part.to_owned(),
+            kind,
+            category,
+            place: self.place,
+            stack: self.stack,
+            layer_runs: self.layer_runs.clone(),
+            layers: self.layers,
+            stack_layers: self.stack_layers,
+            copies: shape.copies.eval()?,
+            active_copies: shape.active_copies.eval()?,
+            rows: shape.rows.eval()?,
+            cols: shape.cols.eval()?,
+            shape,
+        });
+        Ok(())
+    }
+
+    fn table(
+        &mut self,
+        name: &str,
+        part: &str,
+        kind: TensorKind,
+        category: Category,
+        rows: Expr,
+        cols: Expr,
+    ) -> Result<(), Overflow> {
+        self.push(
+            name,
+            part,
+            kind,
+            category,
+            Shape {
+                copies: ONE,
+                active_copies: ONE,
+                rows,
+                cols,
+                form: Form::Table,
+            },
+        )
+    }
+
+    fn vector(
+        &mut self,
+        name: &str,
+        part: &str,
+        kind: TensorKind,
+        category: Category,
+        len: Expr,
+    ) -> Result<(), Overflow> {
+        self.push(
+            name,
+            part,
+            kind,
+            category,
+            Shape {
+                copies: ONE,
+                active_copies: ONE,
+                rows: ONE,
+                cols: len,
+                form: Form::Vector,
+            },
+        )
+    }
+
+    /// A linear layer `input → output`: `name.weight` `[output, input]` and `name.bias`.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one call per tensor, each argument named"
+    )]
+    fn linear(
+        &mut self,
+        name: &str,
+        part: &str,
+        kind: TensorKind,
+        category: Category,
+        (input, output): (Expr, Expr),
+        bias: bool,
+    ) -> Result<(), Overflow> {
+        self.push(
+            &format!("{name}.weight"),
+            part,
+            kind,
+            category,
+            Shape {
+                copies: ONE,
+                active_copies: ONE,
+                rows: output.clone(),
+                cols: input,
+                form: Form::Linear,
+            },
+        )?;
+        if bias {
+            self.vector(
+                &format!("{name}.bias"),
+                part,
+                TensorKind::Bias,
+                category,
+                output,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// `copies` experts' matrices `input → output` in one tensor.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one call per tensor, each argument named"
+    )]
+    fn experts(
+        &mut self,
+        name: &str,
+        kind: TensorKind,
+        (copies, active_copies): (&Expr, &Expr),
+        rows: Expr,
+        cols: Expr,
+        form: Form,
+    ) -> Result<(), Overflow> {
+        self.push(
+            name,
+            "experts",
+            kind,
+            Category::MoeExperts,
+            Shape {
+                copies: copies.clone(),
+                active_copies: active_copies.clone(),
+                rows,
+                cols,
+                form,
+            },
+        )
+    }
+
+    fn norm(
+        &mut self,
+        name: &str,
+        part: &str,
+        category: Category,
+        n: Norm,
+        width: Expr,
+    ) -> Result<(), Overflow> {
+        self.vector(
+            &format!("{name}.weight"),
+            part,
+            TensorKind::Norm,
+            category,
+            width.clone(),
+        )?;
+        if n.kind == NormKind::LayerNorm && n.bias {
+            self.vector(
+                &format!("{name}.bias"),
+                part,
+                TensorKind::Norm,
+                category,
+                width,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// `x·y` as one symbol (`3d` = 2304), the way people write a fused width.
+fn scaled(sym: Sym, factor: u64, value: u64, w: &Widths) -> Expr {
+    match factor.checked_mul(value) {
+        Some(v) => Expr::sym(sym, v),
+        None => Expr::product(vec![Expr::Lit(factor), w.d()]),
+    }
+}
+
+/// Name a q/k-norm width by what it equals: `d_h`, `d`, `n_h·d_h`, `n_kv·d_h` or `d_norm`.
+fn qk_norm_width(dim: u64, a: &StandardAttention, w: &Widths) -> Expr {
+    let d_h = Expr::sym(Sym::HeadDim, a.head_dim);
+    if dim == a.head_dim {
+        d_h
+    } else if dim == a.hidden {
+        w.d()
+    } else if Some(dim) == a.num_heads.checked_mul(a.head_dim) {
+        Expr::product(vec![Expr::sym(Sym::Heads, a.num_heads), d_h])
+    } else if Some(dim) == a.num_kv_heads.checked_mul(a.head_dim) {
+        Expr::product(vec![Expr::sym(Sym::KvHeads, a.num_kv_heads), d_h])
+    } else {
+        Expr::sym(Sym::NormDim, dim)
+    }
+}
+
+fn standard_attention(
+    b: &mut Builder,
+    a: &StandardAttention,
+    w: &Widths,
+    cross: bool,
+) -> Result<(), Overflow> {
+    let (name, part) = if cross {
+        ("cross_attn_", "cross_attn.")
+    } else {
+        ("attn_", "")
+    };
+    let c = Category::Attention;
+    let d = w.d();
+    let d_h = Expr::sym(Sym::HeadDim, a.head_dim);
+    let q_out = if a.num_heads.checked_mul(a.head_dim) == Some(a.hidden) {
+        d.clone()
+    } else {
+        Expr::product(vec![Expr::sym(Sym::Heads, a.num_heads), d_h.clone()])
+    };
+    let kv_out = if a.num_kv_heads == a.num_heads {
+        q_out.clone()
+    } else {
+        Expr::product(vec![Expr::sym(Sym::KvHeads, a.num_kv_heads), d_h.clone()])
+    };
+    if a.fused_qkv && a.q_bias == a.k_bias && a.k_bias == a.v_bias {
+        let fused = if q_out == d && kv_out == d {
+            scaled(Sym::ThreeHidden, 3, a.hidden, w)
+        } else {
+            let kv2 = Expr::product(vec![Expr::Lit(2), Expr::sym(Sym::KvHeads, a.num_kv_heads)]);
+            Expr::product(vec![
+                Expr::sum(vec![Expr::sym(Sym::Heads, a.num_heads), kv2]),
+                d_h,
+            ])
+        };
+        b.linear(
+            &format!("{name}qkv"),
+            &format!("{part}qkv_proj"),
+            TensorKind::AttnQkv,
+            c,
+            (d.clone(), fused),
+            a.q_bias,
+        )?;
+    } else {
+        for (n, p, kind, out, bias) in [
+            ("q", "q_proj", TensorKind::AttnQ, &q_out, a.q_bias),
+            ("k", "k_proj", TensorKind::AttnK, &kv_out, a.k_bias),
+            ("v", "v_proj", TensorKind::AttnV, &kv_out, a.v_bias),
+        ] {
+            b.linear(
+                &format!("{name}{n}"),
+                &format!("{part}{p}"),
+                kind,
+                c,
+                (d.clone(), out.clone()),
+                bias,
+            )?;
+        }
+    }
+    b.linear(
+        &format!("{name}output"),
+        &format!("{part}o_proj"),
+        TensorKind::AttnOutput,
+        c,
+        (q_out, d),
+        a.o_bias,
+    )?;
+    if let Some(n) = a.q_norm {
+        let width = qk_norm_width(n.dim, a, w);
+        b.norm(
+            &format!("{name}q_norm"),
+            &format!("{part}q_norm"),
+            c,
+            n,
+            width,
+        )?;
+    }
+    if let Some(n) = a.k_norm {
+        let width = qk_norm_width(n.dim, a, w);
+        b.norm(
+            &format!("{name}k_norm"),
+            &format!("{part}k_norm"),
+            c,
+            n,
+            width,
+        )?;
+    }
+    if a.sinks {
+        b.vector(
+            &format!("{name}sinks"),
+            &format!("{part}sinks"),
+            TensorKind::Sinks,
+            c,
+            Expr::sym(Sym::Heads, a.num_heads),
+        )?;
+    }
+    Ok(())
+}
+
+fn latent_attention(b: &mut Builder, a: &LatentAttention, w: &Widths) -> Result<(), Overflow> {
+    let c = Category::Attention;
+    let d = w.d();
+    let n_h = Expr::sym(Sym::Heads, a.num_heads);
+    let d_nope = Expr::sym(Sym::NopeDim, a.qk_nope_head_dim);
+    let d_rope = Expr::sym(Sym::RopeDim, a.qk_rope_head_dim);
+    let d_v = Expr::sym(Sym::ValueDim, a.v_head_dim);
+    let r_kv = Expr::sym(Sym::KvRank, a.kv_lora_rank);
+    let q_head = Expr::product(vec![
+        n_h.clone(),
+        Expr::sum(vec![d_nope.clone(), d_rope.clone()]),
+    ]);
+    match a.q_lora_rank {
+        Some(rank) => {
+            let r_q = Expr::sym(Sym::QueryRank, rank);
+            b.linear(
+                "attn_q_a",
+                "q_a_proj",
+                TensorKind::AttnQA,
+                c,
+                (d.clone(), r_q.clone()),
+                a.bias,
+            )?;
+            b.norm(
+                "attn_q_a_norm",
+                "q_a_layernorm",
+                c,
+                Norm::rms_norm(rank),
+                r_q.clone(),
+            )?;
+            b.linear(
+                "attn_q_b",
+                "q_b_proj",
+                TensorKind::AttnQ,
+                c,
+                (r_q, q_head),
+                false,
+            )?;
+        }
+        None => b.linear(
+            "attn_q",
+            "q_proj",
+            TensorKind::AttnQ,
+            c,
+            (d.clone(), q_head),
+            false,
+        )?,
+    }
+    b.linear(
+        "attn_kv_a",
+        "kv_a_proj_with_mqa",
+        TensorKind::AttnKvA,
+        c,
+        (d.clone(), Expr::sum(vec![r_kv.clone(), d_rope])),
+        a.bias,
+    )?;
+    b.norm(
+        "attn_kv_a_norm",
+        "kv_a_layernorm",
+        c,
+        Norm::rms_norm(a.kv_lora_rank),
+        r_kv.clone(),
+    )?;
+    let kv_b_out = Expr::product(vec![n_h.clone(), Expr::sum(vec![d_nope, d_v.clone()])]);
+    b.linear(
+        "attn_kv_b",
+        "kv_b_proj",
+        TensorKind::AttnKvB,
+        c,
+        (r_kv, kv_b_out),
+        false,
+    )?;
+    b.linear(
+        "attn_output",
+        "o_proj",
+        TensorKind::AttnOutput,
+        c,
+        (Expr::product(vec![n_h, d_v]), d),
+        a.bias,
+    )
+}
+
+/// An MLP's three (or two) matrices and biases as one part.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call per MLP, each argument named"
+)]
+fn mlp(
+    b: &mut Builder,
+    m: &Mlp,
+    w: &Widths,
+    part: &str,
+    category: Category,
+    inner: Sym,
+    names: [&str; 3],
+    kinds: [TensorKind; 3],
+) -> Result<(), Overflow> {
+    let d = w.width(m.hidden, Sym::Hidden);
+    let f = Expr::sym(inner, m.intermediate);
+    if m.gated {
+        b.linear(
+            names[0],
+            part,
+            kinds[0],
+            category,
+            (d.clone(), f.clone()),
+            m.up_bias,
+        )?;
+    }
+    b.linear(
+        names[1],
+        part,
+        kinds[1],
+        category,
+        (d.clone(), f.clone()),
+        m.up_bias,
+    )?;
+    b.linear(names[2], part, kinds[2], category, (f, d), m.down_bias)
+}
+
+fn layer_tensors(b: &mut Builder, layer: &Layer, w: &Widths) -> Result<(), Overflow> {
+    for (attention, cross) in std::iter::once((&layer.attention, false))
+        .chain(layer.cross_attention.iter().map(|c| (c, true)))
+    {
+        match attention {
+            Attention::Standard(a) => standard_attention(b, a, w, cross)?,
+            Attention::Latent(a) => latent_attention(b, a, w)?,
+        }
+    }
+    use TensorKind as K;
+    match &layer.ffn {
+        Ffn::Dense(m) => mlp(
+            b,
+            m,
+            w,
+            if m.gated { "mlp (gated)" } else { "mlp" },
+            Category::Ffn,
+            Sym::Ffn,
+            ["ffn_gate", "ffn_up", "ffn_down"],
+            [K::FfnGate, K::FfnUp, K::FfnDown],
+        )?,
+        Ffn::Moe(moe) => {
+            let d = w.width(moe.expert.hidden, Sym::Hidden);
+            let e = Expr::sym(Sym::Experts, moe.num_experts);
+            b.linear(
+                "ffn_gate_inp",
+                "router",
+                K::Router,
+                Category::MoeRouter,
+                (d.clone(), e.clone()),
+                moe.router_bias,
+            )?;
+            let x = moe.expert;
+            let k = Expr::sym(Sym::TopK, moe.experts_per_token);
+            let copies = (&e, &k);
+            let f = Expr::sym(Sym::ExpertFfn, x.intermediate);
+            if x.gated {
+                b.experts(
+                    "ffn_gate_exps.weight",
+                    K::ExpertGate,
+                    copies,
+                    f.clone(),
+                    d.clone(),
+                    Form::Linear,
+                )?;
+            }
+            b.experts(
+                "ffn_up_exps.weight",
+                K::ExpertUp,
+                copies,
+                f.clone(),
+                d.clone(),
+                Form::Linear,
+            )?;
+            b.experts(
+                "ffn_down_exps.weight",
+                K::ExpertDown,
+                copies,
+                d.clone(),
+                f.clone(),
+                Form::Linear,
+            )?;
+            if x.up_bias {
+                let inputs = if x.gated { 2 } else { 1 };
+                let len = if inputs == 1 {
+                    f
+                } else {
+                    Expr::product(vec![Expr::Lit(inputs), f])
+                };
+                b.experts(
+                    "ffn_gate_up_exps.bias",
+                    K::Bias,
+                    copies,
+                    ONE,
+                    len,
+                    Form::Vector,
+                )?;
+            }
+            if x.down_bias {
+                b.experts(
+                    "ffn_down_exps.bias",
+                    K::Bias,
+                    copies,
+                    ONE,
+                    d.clone(),
+                    Form::Vector,
+                )?;
+            }
+            if let Some(s) = &moe.shared {
+                mlp(
+                    b,
+                    s,
+                    w,
+                    "shared_experts",
+                    Category::MoeSharedExperts,
+                    Sym::SharedFfn,
+                    ["ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp"],
+                    [K::SharedGate, K::SharedUp, K::SharedDown],
+                )?;
+            }
+            if moe.shared_gate {
+                b.linear(
+                    "ffn_gate_inp_shexp",
+                    "shared_expert_gate",
+                    K::SharedExpertGate,
+                    Category::MoeSharedExperts,
+                    (d, ONE),
+                    false,
+                )?;
+            }
+        }
+    }
+    let part = format!("{} norms", layer.norms.len());
+    for (j, n) in layer.norms.iter().enumerate() {
+        b.norm(
+            &format!("norm{j}"),
+            &part,
+            Category::Norm,
+            *n,
+            w.width(n.dim, Sym::NormDim),
+        )?;
+    }
+    Ok(())
+}
+
+fn geometry(
+    a: &Attention,
+    stack: StackRole,
+    layers: u64,
+    cross: bool,
+    window: Option<u64>,
+) -> Result<AttentionGeometry, Overflow> {
+    let checked = |e: Expr| e.eval().map(|v| (e, v));
+    Ok(match a {
+        Attention::Standard(a) => {
+            let (_, width) = checked(Expr::product(vec![
+                Expr::sym(Sym::Heads, a.num_heads),
+                Expr::sym(Sym::HeadDim, a.head_dim),
+            ]))?;
+            let (formula, _) = checked(Expr::product(vec![
+                Expr::Lit(2),
+                Expr::sym(Sym::KvHeads, a.num_kv_heads),
+                Expr::sym(Sym::HeadDim, a.head_dim),
+            ]))?;
+            AttentionGeometry {
+                stack,
+                layers,
+                cross,
+                window,
+                qk_width: width,
+                v_width: width,
+                cache: CacheShape::Heads {
+                    formula,
+                    kv_heads: a.num_kv_heads,
+                    transformers_heads: a.transformers_cache_heads.unwrap_or(a.num_kv_heads),
+                    head_dim: a.head_dim,
+                },
+            }
+        }
+        Attention::Latent(a) => {
+            let n_h = Expr::sym(Sym::Heads, a.num_heads);
+            let d_nope = Expr::sym(Sym::NopeDim, a.qk_nope_head_dim);
+            let d_rope = Expr::sym(Sym::RopeDim, a.qk_rope_head_dim);
+            let d_v = Expr::sym(Sym::ValueDim, a.v_head_dim);
+            let qk = Expr::product(vec![n_h.clone(), Expr::sum(vec![d_nope, d_rope.clone()])]);
+            let v = Expr::product(vec![n_h, d_v]);
+            let (qk, qk_width) = checked(qk)?;
+            let (v, v_width) = checked(v)?;
+            let (latent, _) = checked(Expr::sum(vec![
+                Expr::sym(Sym::KvRank, a.kv_lora_rank),
+                d_rope,
+            ]))?;
+            let (expanded, _) = checked(Expr::sum(vec![qk, v]))?;
+            AttentionGeometry {
+                stack,
+                layers,
+                cross,
+                window,
+                qk_width,
+                v_width,
+                cache: CacheShape::Latent { latent, expanded },
+            }
+        }
+    })
+}
+
+/// The layout of a model: every tensor and the attention of every layer kind.
+pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
+    let w = Widths {
+        hidden: spec.hidden_size,
+    };
+    let mut b = Builder {
+        out: Vec::new(),
+        prefix: String::new(),
+        place: Place::Input,
+        stack: None,
+        layer_runs: Arc::new([]),
+        layers: 1,
+        stack_layers: 0,
+    };
+    let mut attention = Vec::new();
+    let vocab = |rows| Expr::sym(Sym::Vocab, rows);
+    if let Some(t) = spec.token_embedding {
+        for i in 0..=spec.extra_token_tables {
+            let name = if i == 0 {
+                "token_embd".to_owned()
+            } else {
+                format!("token_embd.copy{i}")
+            };
+            b.table(
+                &name,
+                "token_embd",
+                TensorKind::TokenEmbedding,
+                Category::TokenEmbedding,
+                vocab(t.rows),
+                w.width(t.dim, Sym::EmbeddingDim),
+            )?;
+        }
+    }
+    for (i, p) in spec.embedding_projections.iter().enumerate() {
+        let name = if i == 0 { "project_in" } else { "project_out" };
+        b.linear(
+            name,
+            name,
+            TensorKind::EmbeddingProjection,
+            Category::EmbeddingProjection,
+            (
+                w.width(p.input, Sym::EmbeddingDim),
+                w.width(p.output, Sym::EmbeddingDim),
+            ),
+            p.bias,
+        )?;
+    }
+    for (si, stack) in spec.stacks.iter().enumerate() {
+        let role = stack.role.as_str();
+        b.prefix = role.to_owned();
+        b.place = Place::StackStart(si);
+        b.stack = Some(stack.role);
+        b.stack_layers = stack.layers.len();
+        match stack.position {
+            Some(PositionEmbedding::Learned { table, offset }) => {
+                let rows = Expr::sum(vec![
+                    Expr::sym(Sym::Context, table.rows - offset.min(table.rows)),
+                    Expr::Lit(offset),
+                ]);
+                b.table(
+                    "position_embd",
+                    "position_embd",
+                    TensorKind::PositionEmbedding,
+                    Category::PositionEmbedding,
+                    rows,
+                    w.width(table.dim, Sym::EmbeddingDim),
+                )?;
+            }
+            Some(PositionEmbedding::RelativeBias { buckets, heads }) => b.table(
+                "relative_bias",
+                "relative_bias",
+                TensorKind::PositionEmbedding,
+                Category::PositionEmbedding,
+                Expr::sym(Sym::Buckets, buckets),
+                Expr::sym(Sym::Heads, heads),
+            )?,
+            None => {}
+        }
+        if let Some(t) = stack.token_type {
+            b.table(
+                "token_types",
+                "token_types",
+                TensorKind::TokenTypeEmbedding,
+                Category::TokenTypeEmbedding,
+                Expr::sym(Sym::TokenTypes, t.rows),
+                w.width(t.dim, Sym::EmbeddingDim),
+            )?;
+        }
+        if let Some(n) = stack.embedding_norm {
+            b.norm(
+                "embd_norm",
+                "embd_norm",
+                Category::Norm,
+                n,
+                w.width(n.dim, Sym::EmbeddingDim),
+            )?;
+        }
+        for (kind, (layer, n)) in stack.layers.kind_counts().into_iter().enumerate() {
+            // Shared by every tensor of the kind (a hostile config can have a million runs).
+            b.layer_runs = stack.layers.runs_of(kind).map(|r| r.range()).collect();
+            b.layers = n;
+            b.place = Place::Layer { stack: si, kind };
+            // Named after the first layer of the kind: `decoder.0.attn_q`.
+            let first = b.layer_runs.first().map_or(0, |r| r.start);
+            b.prefix = format!("{role}.{first}");
+            layer_tensors(&mut b, layer, &w)?;
+            attention.push(geometry(
+                &layer.attention,
+                stack.role,
+                n,
+                false,
+                layer.sliding_window,
+            )?);
+            if let Some(c) = &layer.cross_attention {
+                attention.push(geometry(c, stack.role, n, true, None)?);
+            }
+        }
+        b.prefix = role.to_owned();
+        b.place = Place::StackEnd(si);
+        b.layer_runs = Arc::new([]);
+        b.layers = 1;
+        if let Some(n) = stack.final_norm {
+            b.norm(
+                "output_norm",
+                "output_norm",
+                Category::Norm,
+                n,
+                w.width(n.dim, Sym::NormDim),
+            )?;
+        }
+    }
+    b.prefix.clear();
+    b.place = Place::Output;
+    b.stack = None;
+    b.stack_layers = 0;
+    if let OutputHead::Lm {
+        tied,
+        biases,
+        transform,
+    } = &spec.head
+    {
+        if let Some(t) = transform {
+            b.linear(
+                "head_transform",
+                "head_transform",
+                TensorKind::HeadTransform,
+                Category::LmHeadTransform,
+                (
+                    w.width(t.dense.input, Sym::EmbeddingDim),
+                    w.width(t.dense.output, Sym::EmbeddingDim),
+                ),
+                t.dense.bias,
+            )?;
+            b.norm(
+                "head_transform_norm",
+                "head_transform_norm",
+                Category::Norm,
+                t.norm,
+                w.width(t.norm.dim, Sym::NormDim),
+            )?;
+        }
+        if !tied {
+            // The head reads the embedding width (OPT-350m: `word_embed_proj_dim`).
+            let width = spec.token_embedding.map_or(spec.hidden_size, |t| t.dim);
+            b.table(
+                "output.weight",
+                "output",
+                TensorKind::Output,
+                Category::LmHead,
+                vocab(spec.vocab_size),
+                w.width(width, Sym::EmbeddingDim),
+            )?;
+        }
+        for i in 0..*biases {
+            b.vector(
+                &format!("output.bias{i}"),
+                "output biases",
+                TensorKind::Bias,
+                Category::LmHead,
+                vocab(spec.vocab_size),
+            )?;
+        }
+    }
+    if let Some(p) = spec.pooler {
+        b.linear(
+            "pooler",
+            "pooler",
+            TensorKind::Pooler,
+            Category::Pooler,
+            (
+                w.width(p.input, Sym::Hidden),
+                w.width(p.output, Sym::Hidden),
+            ),
+            p.bias,
+        )?;
+    }
+    Ok(Layout {
+        tensors: b.out,
+        attention,
+    })
+}
+
+/// Every tensor of the model, in a stable order (embeddings, stacks kind by kind, head).
+pub fn tensors(spec: &ModelSpec) -> Result<Vec<Tensor>, SpecError> {
+    Ok(layout(spec)?.tensors)
+}
