@@ -110,7 +110,7 @@ impl ParamsReport {
             symbol_sources: spec
                 .symbol_sources
                 .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
+                .map(|(k, v)| (*k, v.clone()))
                 .collect(),
             tied_embeddings,
             stack_roles: spec.stacks.iter().map(|s| s.role).collect(),
