@@ -8,8 +8,8 @@
 //! see at most `window` keys). MoE layers count the `k` routed experts a token uses.
 
 use crate::error::SpecError;
-use crate::layout::{TensorKind, tensors};
-use crate::spec::{Attention, ModelSpec, OutputHead, StackRole};
+use crate::layout::{TensorKind, layout, tensors};
+use crate::spec::{ModelSpec, OutputHead, StackRole};
 
 /// How attention FLOPs are counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,57 +169,23 @@ struct AttentionShape {
 }
 
 /// `n_h·d_qk` and `n_h·d_v` (scores and values widths) and the window of every distinct
-/// attention, with the number of layers that have it, in order of first occurrence.
+/// attention of the layout, with the number of layers that have it, in order of first
+/// occurrence.
 fn attention_widths(spec: &ModelSpec) -> Result<Vec<(AttentionShape, u64)>, SpecError> {
     let mut out: Vec<(AttentionShape, u64)> = Vec::new();
-    let mut add = |shape: AttentionShape, n: u64| match out.iter_mut().find(|(x, _)| *x == shape) {
-        Some((_, m)) => *m = m.saturating_add(n),
-        None => out.push((shape, n)),
-    };
-    let mul = |a: u64, b: u64| a.checked_mul(b).ok_or_else(too_large);
-    let w = |a: &Attention| -> Result<(u64, u64), SpecError> {
-        Ok(match a {
-            Attention::Standard(a) => {
-                (mul(a.num_heads, a.head_dim)?, mul(a.num_heads, a.head_dim)?)
-            }
-            Attention::Latent(a) => (
-                mul(
-                    a.num_heads,
-                    a.qk_nope_head_dim
-                        .checked_add(a.qk_rope_head_dim)
-                        .ok_or_else(too_large)?,
-                )?,
-                mul(a.num_heads, a.v_head_dim)?,
-            ),
-        })
-    };
-    for stack in &spec.stacks {
-        let encoder = stack.role == StackRole::Encoder;
-        for (l, n) in stack.layers.kind_counts() {
-            let (qk, v) = w(&l.attention)?;
-            add(
-                AttentionShape {
-                    qk,
-                    v,
-                    window: l.sliding_window,
-                    cross: encoder,
-                    encoder,
-                },
-                n,
-            );
-            if let Some(c) = &l.cross_attention {
-                let (qk, v) = w(c)?;
-                add(
-                    AttentionShape {
-                        qk,
-                        v,
-                        window: None,
-                        cross: true,
-                        encoder,
-                    },
-                    n,
-                );
-            }
+    for g in layout(spec)?.attention {
+        let encoder = g.stack == StackRole::Encoder;
+        let shape = AttentionShape {
+            qk: g.qk_width,
+            v: g.v_width,
+            window: g.window,
+            // Cross-attention and an encoder's self-attention see every key.
+            cross: g.cross || encoder,
+            encoder,
+        };
+        match out.iter_mut().find(|(x, _)| *x == shape) {
+            Some((_, m)) => *m = m.checked_add(g.layers).ok_or_else(too_large)?,
+            None => out.push((shape, g.layers)),
         }
     }
     Ok(out)

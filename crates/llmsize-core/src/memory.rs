@@ -4,9 +4,10 @@
 //! Every line item carries its formula and assumption; nothing is hidden in a fudge factor.
 
 use crate::error::SpecError;
+use crate::expr::Expr;
 use crate::formats::{KvDtype, MixContext, WeightFormat};
 use crate::gpu::Gpu;
-use crate::layout::tensors;
+use crate::layout::{CacheShape, layout, tensors};
 use crate::spec::{Attention, Ffn, ModelSpec, OutputHead, StackRole};
 
 /// How a DeepSeek MLA cache is held.
@@ -198,138 +199,108 @@ fn kept(window: Option<u64>, seq_len: u64, policy: CachePolicy) -> u64 {
 pub fn kv_groups(spec: &ModelSpec, options: &MemoryOptions) -> Result<Vec<KvGroup>, SpecError> {
     let mut groups: Vec<KvGroup> = Vec::new();
     let tp = options.tp.max(1);
-    for stack in &spec.stacks {
-        for (layer, n) in stack.layers.kind_counts() {
-            let mut caches: Vec<(String, u64, u64, u64)> = Vec::new(); // (what, elements, per-gpu elements, tokens)
-            // An encoder attends once over its whole input and caches nothing; only decoder
-            // self-attention (and cross-attention over the encoder output) is cached.
-            let self_attention = if stack.role == StackRole::Encoder {
-                None
-            } else {
-                Some(&layer.attention)
-            };
-            match self_attention {
-                None => {}
-                Some(attention) => match attention {
-                    Attention::Standard(a) => {
-                        let cached = match options.window {
-                            CachePolicy::Transformers => {
-                                a.transformers_cache_heads.unwrap_or(a.num_kv_heads)
-                            }
-                            CachePolicy::Runtime => a.num_kv_heads,
-                        };
-                        let per = mul(mul(2, cached, "kv")?, a.head_dim, "kv")?;
-                        // KV heads split across ranks; replicated when there are fewer than ranks.
-                        let heads_per_gpu = cached.div_ceil(tp).max(1);
-                        let per_gpu = mul(mul(2, heads_per_gpu, "kv")?, a.head_dim, "kv")?;
-                        let tokens = kept(layer.sliding_window, options.seq_len, options.window);
-                        let what = match layer.sliding_window {
-                            Some(w) => format!(
-                                "K and V: 2·n_kv·d_h = 2·{}·{}, sliding window {w}",
-                                a.num_kv_heads, a.head_dim
-                            ),
-                            None => {
-                                format!("K and V: 2·n_kv·d_h = 2·{}·{}", a.num_kv_heads, a.head_dim)
-                            }
-                        };
-                        caches.push((what, per, per_gpu, tokens));
-                    }
-                    Attention::Latent(a) => {
-                        let (what, per) = match options.mla {
-                            MlaCache::Latent => (
-                                format!(
-                                    "MLA latent: r_kv + d_rope = {} + {}",
-                                    a.kv_lora_rank, a.qk_rope_head_dim
-                                ),
-                                add(a.kv_lora_rank, a.qk_rope_head_dim, "kv")?,
-                            ),
-                            MlaCache::Expanded => (
-                                format!(
-                                    "MLA expanded: n_h·(d_nope + d_rope) + n_h·d_v = {}·({} + {}) + {}·{}",
-                                    a.num_heads,
-                                    a.qk_nope_head_dim,
-                                    a.qk_rope_head_dim,
-                                    a.num_heads,
-                                    a.v_head_dim
-                                ),
-                                add(
-                                    mul(
-                                        a.num_heads,
-                                        add(a.qk_nope_head_dim, a.qk_rope_head_dim, "kv")?,
-                                        "kv",
-                                    )?,
-                                    mul(a.num_heads, a.v_head_dim, "kv")?,
-                                    "kv",
-                                )?,
-                            ),
-                        };
-                        // The latent is shared by all heads, so every rank holds all of it.
-                        let per_gpu = match options.mla {
-                            MlaCache::Latent => per,
-                            MlaCache::Expanded => per.div_ceil(tp),
-                        };
-                        caches.push((what, per, per_gpu, options.seq_len));
-                    }
-                },
-            }
-            if let Some(Attention::Standard(a)) = &layer.cross_attention {
-                let per = mul(mul(2, a.num_kv_heads, "kv")?, a.head_dim, "kv")?;
-                let heads_per_gpu = a.num_kv_heads.div_ceil(tp).max(1);
-                let per_gpu = mul(mul(2, heads_per_gpu, "kv")?, a.head_dim, "kv")?;
-                caches.push((
-                    format!(
-                        "cross-attention K and V of the encoder output: 2·n_kv·d_h = 2·{}·{}",
-                        a.num_kv_heads, a.head_dim
-                    ),
-                    per,
-                    per_gpu,
-                    options.seq_len,
-                ));
-            }
-            for (what, per, per_gpu, tokens) in caches {
-                let seqs = mul(options.batch, tokens, "batch·tokens")?;
-                // Bytes of the `n` layers of this kind.
-                let bytes = mul(
-                    mul(
-                        options.kv_dtype.bytes(per).ok_or_else(|| overflow("kv"))?,
-                        seqs,
-                        "kv cache",
-                    )?,
-                    n,
-                    "kv cache",
-                )?;
-                let bytes_per_gpu = mul(
-                    mul(
-                        options
-                            .kv_dtype
-                            .bytes(per_gpu)
-                            .ok_or_else(|| overflow("kv"))?,
-                        seqs,
-                        "kv cache",
-                    )?,
-                    n,
-                    "kv cache",
-                )?;
-                match groups
-                    .iter_mut()
-                    .find(|g| g.stack == stack.role && g.what == what && g.tokens == tokens)
-                {
-                    Some(g) => {
-                        g.layers = add(g.layers, n, "layers")?;
-                        g.bytes = add(g.bytes, bytes, "kv cache")?;
-                        g.bytes_per_gpu = add(g.bytes_per_gpu, bytes_per_gpu, "kv cache")?;
-                    }
-                    None => groups.push(KvGroup {
-                        stack: stack.role,
-                        layers: n,
-                        what,
-                        elements_per_token: per,
-                        tokens,
-                        bytes,
-                        bytes_per_gpu,
-                    }),
+    let written = |e: &Expr| format!("{} = {}", e.symbolic(), e.numeric());
+    for g in layout(spec)?.attention {
+        // An encoder attends once over its whole input and caches nothing; only decoder
+        // self-attention (and cross-attention over the encoder output) is cached.
+        if g.stack == StackRole::Encoder && !g.cross {
+            continue;
+        }
+        // (what, elements, per-gpu elements, tokens)
+        let (what, per, per_gpu, tokens) = match &g.cache {
+            CacheShape::Heads {
+                formula,
+                kv_heads,
+                transformers_heads,
+                head_dim,
+            } => {
+                let cached = match (g.cross, options.window) {
+                    (false, CachePolicy::Transformers) => *transformers_heads,
+                    _ => *kv_heads,
+                };
+                let per = mul(mul(2, cached, "kv")?, *head_dim, "kv")?;
+                // KV heads split across ranks; replicated when there are fewer than ranks.
+                let heads_per_gpu = cached.div_ceil(tp).max(1);
+                let per_gpu = mul(mul(2, heads_per_gpu, "kv")?, *head_dim, "kv")?;
+                if g.cross {
+                    (
+                        format!(
+                            "cross-attention K and V of the encoder output: {}",
+                            written(formula)
+                        ),
+                        per,
+                        per_gpu,
+                        options.seq_len,
+                    )
+                } else {
+                    let tokens = kept(g.window, options.seq_len, options.window);
+                    let what = match g.window {
+                        Some(w) => format!("K and V: {}, sliding window {w}", written(formula)),
+                        None => format!("K and V: {}", written(formula)),
+                    };
+                    (what, per, per_gpu, tokens)
                 }
             }
+            CacheShape::Latent { latent, expanded } => {
+                let (what, per) = match options.mla {
+                    MlaCache::Latent => {
+                        (format!("MLA latent: {}", written(latent)), latent.eval()?)
+                    }
+                    MlaCache::Expanded => (
+                        format!("MLA expanded: {}", written(expanded)),
+                        expanded.eval()?,
+                    ),
+                };
+                // The latent is shared by all heads, so every rank holds all of it.
+                let per_gpu = match options.mla {
+                    MlaCache::Latent => per,
+                    MlaCache::Expanded => per.div_ceil(tp),
+                };
+                (what, per, per_gpu, options.seq_len)
+            }
+        };
+        let n = g.layers;
+        let seqs = mul(options.batch, tokens, "batch·tokens")?;
+        // Bytes of the `n` layers of this kind.
+        let bytes = mul(
+            mul(
+                options.kv_dtype.bytes(per).ok_or_else(|| overflow("kv"))?,
+                seqs,
+                "kv cache",
+            )?,
+            n,
+            "kv cache",
+        )?;
+        let bytes_per_gpu = mul(
+            mul(
+                options
+                    .kv_dtype
+                    .bytes(per_gpu)
+                    .ok_or_else(|| overflow("kv"))?,
+                seqs,
+                "kv cache",
+            )?,
+            n,
+            "kv cache",
+        )?;
+        match groups
+            .iter_mut()
+            .find(|x| x.stack == g.stack && x.what == what && x.tokens == tokens)
+        {
+            Some(x) => {
+                x.layers = add(x.layers, n, "layers")?;
+                x.bytes = add(x.bytes, bytes, "kv cache")?;
+                x.bytes_per_gpu = add(x.bytes_per_gpu, bytes_per_gpu, "kv cache")?;
+            }
+            None => groups.push(KvGroup {
+                stack: g.stack,
+                layers: n,
+                what,
+                elements_per_token: per,
+                tokens,
+                bytes,
+                bytes_per_gpu,
+            }),
         }
     }
     Ok(groups)
