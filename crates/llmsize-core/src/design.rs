@@ -18,10 +18,19 @@ pub const MAX_LAYERS: u64 = 1_000_000;
 
 /// Block style of a designed model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Style {
     /// GPT-2/GPT-3 block.
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "GPT-2/3 block: d_ff = 4d, biases, LayerNorm, learned positions, tied head")
+    )]
     Gpt,
     /// LLaMA block.
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "LLaMA block: SwiGLU, RMSNorm, RoPE, no biases, untied head")
+    )]
     Llama,
 }
 

@@ -13,10 +13,19 @@ use crate::spec::{ModelSpec, OutputHead, StackRole};
 
 /// How attention FLOPs are counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum AttentionConvention {
     /// Only the causal triangle (each query attends to itself and earlier keys).
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "Only the pairs a causal mask keeps, s(s+1)/2")
+    )]
     Causal,
     /// The full `s×s` matrix.
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "All s² pairs (what torch's FlopCounterMode counts)")
+    )]
     Full,
 }
 

@@ -12,24 +12,39 @@ use crate::spec::{Attention, Ffn, ModelSpec, OutputHead, StackRole};
 
 /// How a DeepSeek MLA cache is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum MlaCache {
     /// The compressed latent `kv_lora_rank + qk_rope_head_dim` per token and layer (vLLM,
     /// SGLang, transformers).
     #[default]
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "`kv_lora_rank + qk_rope_head_dim` per token and layer")
+    )]
     Latent,
     /// Keys and values expanded per head (`n_h·(d_nope + d_rope)` + `n_h·d_v`), as some
     /// runtimes do.
+    #[cfg_attr(feature = "clap", value(help = "Per-head K and V"))]
     Expanded,
 }
 
 /// Whose KV cache layout to size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum CachePolicy {
     /// What transformers' own cache holds after a prefill: `sliding_window − 1` tokens in a
     /// sliding layer, and the heads its attention caches (Falcon's new layout: all of them).
     #[default]
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "What transformers' cache holds after a prefill")
+    )]
     Transformers,
     /// A serving runtime (vLLM, llama.cpp): the whole window, grouped KV heads only.
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "What a serving runtime (vLLM, llama.cpp) holds")
+    )]
     Runtime,
 }
 

@@ -20,13 +20,26 @@ pub use raw::RawConfig;
 
 /// Which head to count, for model types that have several (encoders).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum HeadChoice {
     /// The class named in `architectures` (the checkpoint's own), else the LM head.
     #[default]
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "The class named in the config's `architectures`")
+    )]
     Config,
     /// The bare `AutoModel` (BERT's with pooler), as papers quote.
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "The bare model (`AutoModel`; BERT's with pooler)")
+    )]
     Base,
     /// The language-model head (causal or masked).
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "The language-model head (causal or masked)")
+    )]
     Lm,
 }
 
