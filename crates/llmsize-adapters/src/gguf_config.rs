@@ -13,23 +13,35 @@ use serde_json::{Map, Value};
 use crate::error::ConfigError;
 use crate::hf_config::{HeadChoice, read_map};
 
-/// GGUF architectures read from metadata.
-pub const SUPPORTED_ARCHS: &[&str] = &[
-    "llama",
-    "qwen2",
-    "qwen3",
-    "qwen2moe",
-    "qwen3moe",
-    "gemma",
-    "gemma2",
-    "gemma3",
-    "phi3",
-    "starcoder2",
-    "olmo2",
-    "gpt2",
-    "deepseek2",
-    "gpt-oss",
+/// GGUF architectures read from metadata, with the `model_type` each maps to: the one
+/// registry that dispatches and that error messages list (`llama` with experts is Mixtral).
+const ARCHS: &[(&str, &str)] = &[
+    ("llama", "llama"),
+    ("qwen2", "qwen2"),
+    ("qwen3", "qwen3"),
+    ("qwen2moe", "qwen2_moe"),
+    ("qwen3moe", "qwen3_moe"),
+    ("gemma", "gemma"),
+    ("gemma2", "gemma2"),
+    ("gemma3", "gemma3_text"),
+    ("phi3", "phi3"),
+    ("starcoder2", "starcoder2"),
+    ("olmo2", "olmo2"),
+    ("gpt2", "gpt2"),
+    ("deepseek2", "deepseek_v3"),
+    ("gpt-oss", "gpt_oss"),
 ];
+
+/// GGUF architectures read from metadata (the registry's keys).
+pub const SUPPORTED_ARCHS: [&str; ARCHS.len()] = {
+    let mut out = [""; ARCHS.len()];
+    let mut i = 0;
+    while i < ARCHS.len() {
+        out[i] = ARCHS[i].0;
+        i += 1;
+    }
+    out
+};
 
 /// Build the config map, or say why not.
 pub fn config_from_gguf(
@@ -50,26 +62,13 @@ pub fn config_from_gguf(
         })
     };
     let experts = get("expert_count").unwrap_or(0);
-    let model_type = match arch {
-        "llama" if experts > 0 => "mixtral",
-        "llama" => "llama",
-        "qwen2" => "qwen2",
-        "qwen3" => "qwen3",
-        "qwen2moe" => "qwen2_moe",
-        "qwen3moe" => "qwen3_moe",
-        "gemma" => "gemma",
-        "gemma2" => "gemma2",
-        "gemma3" => "gemma3_text",
-        "phi3" => "phi3",
-        "starcoder2" => "starcoder2",
-        "olmo2" => "olmo2",
-        "gpt2" => "gpt2",
-        "deepseek2" => "deepseek_v3",
-        "gpt-oss" => "gpt_oss",
-        other => {
+    let model_type = match ARCHS.iter().find(|(a, _)| *a == arch) {
+        Some(("llama", _)) if experts > 0 => "mixtral",
+        Some((_, model_type)) => *model_type,
+        None => {
             return Err(ConfigError::Unsupported {
                 file: file.to_owned(),
-                found: format!("{other} (GGUF architecture)"),
+                found: format!("{arch} (GGUF architecture)"),
                 supported: format!(
                     "{}; `llmsize inspect` counts any GGUF from its tensors",
                     SUPPORTED_ARCHS.join(", ")

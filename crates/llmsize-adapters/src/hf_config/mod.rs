@@ -52,40 +52,70 @@ pub struct ReadOptions {
     pub head: HeadChoice,
 }
 
-/// Model types read exactly, as listed in error messages.
-pub const SUPPORTED: &[&str] = &[
-    "gpt2",
-    "gptj",
-    "gpt_neox",
-    "opt",
-    "bloom",
-    "falcon",
-    "llama",
-    "mistral",
-    "qwen2",
-    "qwen3",
-    "gemma",
-    "gemma2",
-    "gemma3_text",
-    "phi",
-    "phi3",
-    "starcoder2",
-    "olmo2",
-    "mixtral",
-    "qwen2_moe",
-    "qwen3_moe",
-    "olmoe",
-    "granitemoe",
-    "deepseek_v2",
-    "deepseek_v3",
-    "gpt_oss",
-    "bert",
-    "roberta",
-    "distilbert",
-    "modernbert",
-    "t5",
-    "bart",
+/// How a model type is read: one reader per family module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reader {
+    Gpt2,
+    Gptj,
+    GptNeox,
+    Opt,
+    Bloom,
+    Falcon,
+    Phi,
+    LlamaLike,
+    Moe,
+    DeepSeek,
+    Encoder,
+    T5,
+    Bart,
+}
+
+/// Every model type read exactly, with its reader: the one registry that dispatches and
+/// that error messages list.
+const REGISTRY: &[(&str, Reader)] = &[
+    ("gpt2", Reader::Gpt2),
+    ("gptj", Reader::Gptj),
+    ("gpt_neox", Reader::GptNeox),
+    ("opt", Reader::Opt),
+    ("bloom", Reader::Bloom),
+    ("falcon", Reader::Falcon),
+    ("llama", Reader::LlamaLike),
+    ("mistral", Reader::LlamaLike),
+    ("qwen2", Reader::LlamaLike),
+    ("qwen3", Reader::LlamaLike),
+    ("gemma", Reader::LlamaLike),
+    ("gemma2", Reader::LlamaLike),
+    ("gemma3_text", Reader::LlamaLike),
+    ("phi", Reader::Phi),
+    ("phi3", Reader::LlamaLike),
+    ("starcoder2", Reader::LlamaLike),
+    ("olmo2", Reader::LlamaLike),
+    ("mixtral", Reader::Moe),
+    ("qwen2_moe", Reader::Moe),
+    ("qwen3_moe", Reader::Moe),
+    ("olmoe", Reader::Moe),
+    ("granitemoe", Reader::Moe),
+    ("deepseek_v2", Reader::DeepSeek),
+    ("deepseek_v3", Reader::DeepSeek),
+    ("gpt_oss", Reader::Moe),
+    ("bert", Reader::Encoder),
+    ("roberta", Reader::Encoder),
+    ("distilbert", Reader::Encoder),
+    ("modernbert", Reader::Encoder),
+    ("t5", Reader::T5),
+    ("bart", Reader::Bart),
 ];
+
+/// Model types read exactly (the registry's keys), as listed in error messages.
+pub const SUPPORTED: [&str; REGISTRY.len()] = {
+    let mut out = [""; REGISTRY.len()];
+    let mut i = 0;
+    while i < REGISTRY.len() {
+        out[i] = REGISTRY[i].0;
+        i += 1;
+    }
+    out
+};
 
 /// Parse JSON text into an object map, with a message naming the file.
 pub fn parse_json(text: &str, file: &str) -> Result<Map<String, Value>, ConfigError> {
@@ -190,26 +220,25 @@ fn read_map_tracked(
         Some(v) => return Err(raw.invalid("model_type", v, "a string such as `llama`")),
         None => return Err(raw.missing("model_type", "a string such as `llama`")),
     };
-    let mut spec = match model_type.as_str() {
-        "gpt2" => decoder::gpt2(&mut raw)?,
-        "gptj" => decoder::gptj(&mut raw)?,
-        "gpt_neox" => decoder::gpt_neox(&mut raw)?,
-        "opt" => decoder::opt(&mut raw)?,
-        "bloom" => decoder::bloom(&mut raw)?,
-        "falcon" => decoder::falcon(&mut raw)?,
-        "phi" => decoder::phi(&mut raw)?,
-        "llama" | "mistral" | "qwen2" | "qwen3" | "gemma" | "gemma2" | "gemma3_text" | "phi3"
-        | "starcoder2" | "olmo2" => decoder::llama_like(&mut raw, &model_type)?,
-        "mixtral" | "qwen2_moe" | "qwen3_moe" | "olmoe" | "granitemoe" | "gpt_oss" => {
-            moe::moe(&mut raw, &model_type)?
-        }
-        "deepseek_v2" | "deepseek_v3" => moe::deepseek(&mut raw, &model_type)?,
-        "bert" | "roberta" | "distilbert" | "modernbert" => {
-            encoder::encoder(&mut raw, &model_type, head)?
-        }
-        "t5" => seq2seq::t5(&mut raw, head)?,
-        "bart" => seq2seq::bart(&mut raw, head)?,
-        other if decoder::looks_llama_like(&raw) => {
+    let reader = REGISTRY
+        .iter()
+        .find(|(t, _)| *t == model_type)
+        .map(|(_, r)| *r);
+    let mut spec = match (reader, model_type.as_str()) {
+        (Some(Reader::Gpt2), _) => decoder::gpt2(&mut raw)?,
+        (Some(Reader::Gptj), _) => decoder::gptj(&mut raw)?,
+        (Some(Reader::GptNeox), _) => decoder::gpt_neox(&mut raw)?,
+        (Some(Reader::Opt), _) => decoder::opt(&mut raw)?,
+        (Some(Reader::Bloom), _) => decoder::bloom(&mut raw)?,
+        (Some(Reader::Falcon), _) => decoder::falcon(&mut raw)?,
+        (Some(Reader::Phi), _) => decoder::phi(&mut raw)?,
+        (Some(Reader::LlamaLike), t) => decoder::llama_like(&mut raw, t)?,
+        (Some(Reader::Moe), t) => moe::moe(&mut raw, t)?,
+        (Some(Reader::DeepSeek), t) => moe::deepseek(&mut raw, t)?,
+        (Some(Reader::Encoder), t) => encoder::encoder(&mut raw, t, head)?,
+        (Some(Reader::T5), _) => seq2seq::t5(&mut raw, head)?,
+        (Some(Reader::Bart), _) => seq2seq::bart(&mut raw, head)?,
+        (None, other) if decoder::looks_llama_like(&raw) => {
             let mut spec = decoder::llama_like(&mut raw, "llama")?;
             spec.warnings.push(format!(
                 "`model_type` `{other}` is not supported; it has llama-style keys, so it was counted as a llama-style decoder (RMSNorm, SwiGLU, no biases) — check the result"
@@ -217,7 +246,7 @@ fn read_map_tracked(
             spec.model_type = other.to_owned();
             spec
         }
-        other => {
+        (None, other) => {
             return Err(ConfigError::Unsupported {
                 file: file.to_owned(),
                 found: other.to_owned(),
