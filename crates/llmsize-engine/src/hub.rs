@@ -163,6 +163,23 @@ mod tests {
     }
 
     #[test]
+    fn from_vars_reads_only_what_it_is_given() {
+        let vars = |k: &str| match k {
+            "HUGGINGFACE_HUB_CACHE" => Some("/old-cache".into()),
+            "HF_HOME" => Some("".into()),
+            "HF_ENDPOINT" => Some("http://localhost:8080/".into()),
+            "HF_TOKEN" => Some("hf_x".into()),
+            _ => None,
+        };
+        let env = HubEnv::from_vars(vars);
+        assert_eq!(env.hf_hub_cache, Some(PathBuf::from("/old-cache")));
+        assert_eq!(env.hf_home, None, "empty counts as unset");
+        assert_eq!(env.endpoint(), "http://localhost:8080");
+        assert_eq!(env.token.as_deref(), Some("hf_x"));
+        assert_eq!(HubEnv::default().endpoint(), DEFAULT_ENDPOINT);
+    }
+
+    #[test]
     fn repo_ids() {
         assert!(looks_like_repo_id("meta-llama/Llama-2-7b-hf"));
         assert!(looks_like_repo_id("sentence-transformers/all-MiniLM-L6-v2"));

@@ -21,8 +21,8 @@ use crate::request::{
 };
 use crate::resolve::{Lookup, Model, Want, resolve_model};
 use crate::wire::{
-    self, AuditJson, Envelope, FlopsJson, GpuJson, InspectJson, MemoryJson, Ordered, ParamsJson,
-    PresetJson,
+    self, AuditJson, Envelope, FlopsJson, GpuJson, InspectJson, MemoryJson, MemoryWire, Ordered,
+    ParamsJson, ParamsWire, PresetJson,
 };
 
 /// Longest context `--max-context` searches.
@@ -68,22 +68,23 @@ pub struct ParamsOutcome {
 }
 
 impl ParamsOutcome {
-    /// The wire form of each report.
-    pub fn wire(&self) -> Vec<Envelope<ParamsJson>> {
-        self.reports
+    /// The wire form: one object, or an array for several models.
+    pub fn wire(&self) -> ParamsWire {
+        let mut list: Vec<_> = self
+            .reports
             .iter()
             .map(|r| Envelope::new(ParamsJson::from(r)))
-            .collect()
+            .collect();
+        if list.len() == 1 {
+            ParamsWire::One(Box::new(list.remove(0)))
+        } else {
+            ParamsWire::Many(list)
+        }
     }
 
-    /// `--json`: one object, or an array for several models.
+    /// `--json`.
     pub fn to_json(&self) -> Result<String, Error> {
-        let mut list = self.wire();
-        if list.len() == 1 {
-            wire::to_pretty(&list.remove(0))
-        } else {
-            wire::to_pretty(&list)
-        }
+        wire::to_pretty(&self.wire())
     }
 }
 
@@ -175,29 +176,33 @@ impl MemoryOutcome {
         }
     }
 
-    /// `--json`: one object, or an array for a sweep (each point with `swept`).
-    pub fn to_json(&self) -> Result<String, Error> {
+    /// The wire form: one object, or an array for a sweep (each point with `swept`).
+    pub fn wire(&self) -> MemoryWire {
         match &self.result {
             MemoryResult::Single {
                 report,
                 max_context,
-            } => wire::to_pretty(&Envelope::new(MemoryJson::new(
+            } => MemoryWire::One(Box::new(Envelope::new(MemoryJson::new(
                 &self.name,
                 report,
                 *max_context,
-            ))),
-            MemoryResult::Sweep { axis, points } => {
-                let list: Vec<_> = points
+            )))),
+            MemoryResult::Sweep { axis, points } => MemoryWire::Sweep(
+                points
                     .iter()
                     .map(|(v, r)| {
                         let mut j = MemoryJson::new(&self.name, r, None);
                         j.swept = Some(Ordered(vec![(axis.as_str().to_owned(), *v)]));
                         Envelope::new(j)
                     })
-                    .collect();
-                wire::to_pretty(&list)
-            }
+                    .collect(),
+            ),
         }
+    }
+
+    /// `--json`.
+    pub fn to_json(&self) -> Result<String, Error> {
+        wire::to_pretty(&self.wire())
     }
 }
 

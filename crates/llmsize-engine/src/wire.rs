@@ -132,6 +132,16 @@ pub struct ParamsJson {
     pub active_per_token_excl_token_embedding: Option<u64>,
 }
 
+/// `params --json`: one object, or an array for several models.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum ParamsWire {
+    /// One model.
+    One(Box<Envelope<ParamsJson>>),
+    /// Several models, in the order asked.
+    Many(Vec<Envelope<ParamsJson>>),
+}
+
 /// One stack's parameters.
 #[derive(Debug, Clone, Serialize)]
 pub struct StackJson {
@@ -288,6 +298,16 @@ pub struct MemoryJson {
     /// In a sweep: the swept option and its value here.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub swept: Option<Ordered<u64>>,
+}
+
+/// `memory --json`: one object, or an array for a sweep.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum MemoryWire {
+    /// One configuration.
+    One(Box<Envelope<MemoryJson>>),
+    /// A sweep: one object per value, each with `swept`.
+    Sweep(Vec<Envelope<MemoryJson>>),
 }
 
 /// Weights in one storage format.
