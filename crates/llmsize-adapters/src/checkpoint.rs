@@ -372,17 +372,8 @@ pub mod render {
 
     use llmsize_core::Category;
     use llmsize_core::units::{bytes_both, human_count, thousands};
-    use serde_json::{Map, Value, json};
 
     use super::{Audit, Checkpoint, Format, Summary};
-
-    fn components_json(map: &std::collections::BTreeMap<Category, u64>) -> Value {
-        let mut m = Map::new();
-        for c in Category::ALL {
-            m.insert(c.as_str().into(), json!(map.get(&c).copied().unwrap_or(0)));
-        }
-        Value::Object(m)
-    }
 
     #[expect(clippy::cast_precision_loss, reason = "display only")]
     fn bpw(bytes: u64, params: u64) -> f64 {
@@ -501,26 +492,6 @@ pub mod render {
         llmsize_core::render::columns(rows, &right)
     }
 
-    /// `inspect --json`.
-    pub fn inspect_json(name: &str, c: &Checkpoint, s: &Summary) -> Value {
-        json!({
-            "schema_version": 1,
-            "name": name,
-            "format": match c.format { Format::Safetensors => "safetensors", Format::Gguf => "gguf" },
-            "files": c.files.iter().map(|(f, l)| json!({"file": f, "bytes": l})).collect::<Vec<_>>(),
-            "total": s.total,
-            "components": components_json(&s.components),
-            "component_bytes": components_json(&s.component_bytes),
-            "parameter_bytes": s.param_bytes,
-            "bits_per_weight": bpw(s.param_bytes, s.total),
-            "by_dtype": s.by_dtype.iter().map(|(d, (p, b))| json!({"dtype": d, "params": p, "bytes": b})).collect::<Vec<_>>(),
-            "buffers": s.buffers.iter().map(|b| json!({"name": b.name, "dtype": b.dtype, "shape": b.shape, "elements": b.params, "bytes": b.bytes})).collect::<Vec<_>>(),
-            "buffer_elements": s.buffers.iter().map(|b| b.params).sum::<u64>(),
-            "unknown": s.unknown.iter().map(|u| json!({"name": u.name, "dtype": u.dtype, "shape": u.shape, "elements": u.params, "bytes": u.bytes})).collect::<Vec<_>>(),
-            "metadata": c.metadata.iter().map(|(k, v)| (k.clone(), Value::from(v.clone()))).collect::<Map<_, _>>(),
-        })
-    }
-
     /// `audit` as a table.
     pub fn audit(name: &str, a: &Audit) -> String {
         let mut out = String::new();
@@ -601,24 +572,5 @@ pub mod render {
             }
         );
         out
-    }
-
-    /// `audit --json`.
-    pub fn audit_json(name: &str, a: &Audit) -> Value {
-        json!({
-            "schema_version": 1,
-            "name": name,
-            "agrees": a.agrees(),
-            "config_total": a.config_total,
-            "tensor_total": a.summary.total,
-            "config_components": components_json(&a.config),
-            "tensor_components": components_json(&a.summary.components),
-            "differences": a.differences.iter().map(|d| json!({
-                "category": d.category.as_str(), "config": d.config, "tensors": d.tensors,
-                "explanation": d.explanation, "names": d.names,
-            })).collect::<Vec<_>>(),
-            "buffers": a.summary.buffers.iter().map(|b| json!({"name": b.name, "elements": b.params})).collect::<Vec<_>>(),
-            "unknown": a.summary.unknown.iter().map(|u| u.name.clone()).collect::<Vec<_>>(),
-        })
     }
 }

@@ -1,6 +1,7 @@
 //! Command-line arguments (clap derive); validation into settings happens in `commands`.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use llmsize_engine::parse_size;
 
 const EXIT_CODES: &str = "\
 Exit status: 0 success; 1 a well-formed \"no\" (e.g. does not fit); 2 any error \
@@ -73,28 +74,6 @@ pub(crate) struct HubArgs {
     /// Branch, tag or commit of a Hub repo (cache or `--online`)
     #[arg(long, default_value = "main")]
     pub(crate) revision: String,
-}
-
-/// Sizes parsed with `k`/`m` suffixes (1k = 1024 tokens, as context lengths are quoted).
-pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim().to_ascii_lowercase();
-    let (num, mult) = if let Some(n) = t.strip_suffix('k') {
-        (n, 1024u64)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 1024 * 1024)
-    } else {
-        (t.as_str(), 1)
-    };
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a positive whole number (e.g. 4096, 8k, 128k)"))?;
-    let v = n
-        .checked_mul(mult)
-        .ok_or_else(|| format!("`{s}` is too large"))?;
-    if v == 0 {
-        return Err(format!("`{s}`: must be at least 1"));
-    }
-    Ok(v)
 }
 
 #[derive(Debug, Args)]

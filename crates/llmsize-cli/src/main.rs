@@ -1,13 +1,11 @@
-//! `llmsize`: the command-line tool. Glue only: parse arguments, read files, pick a
-//! renderer, write the output, map the outcome to an exit status.
+//! `llmsize`: the command-line tool. Arguments in, the engine's outcome out: pick a
+//! renderer, write the output, map the outcome to an exit status. Everything else (finding
+//! models, reading files and the Hub, the arithmetic, the JSON contract) is in
+//! `llmsize-engine` and below.
 
 mod cli;
 mod commands;
-mod hub;
 mod output;
-mod remote;
-mod resolve;
-mod weights_io;
 
 use std::process::ExitCode;
 
@@ -19,6 +17,27 @@ pub(crate) enum Outcome {
     Success,
     /// Exit 1: a well-formed "no" (does not fit; an audit disagrees).
     No,
+}
+
+/// Why a command failed: the engine said so, or stdout could not be written.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// An error of the engine (bad input, not found, network, …).
+    Engine(llmsize_engine::Error),
+    /// Writing the output failed (a closed pipe is not an error: see `main`).
+    Output(std::io::Error),
+}
+
+impl From<llmsize_engine::Error> for Failure {
+    fn from(e: llmsize_engine::Error) -> Self {
+        Failure::Engine(e)
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        Failure::Output(e)
+    }
 }
 
 fn main() -> ExitCode {
@@ -35,11 +54,10 @@ fn main() -> ExitCode {
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::No) => ExitCode::from(1),
-        Err(err) => {
-            if output::is_broken_pipe(&err) {
-                return ExitCode::SUCCESS;
-            }
-            output::print_error(&err);
+        // `llmsize presets | head`: the reader closed the pipe; nothing is wrong.
+        Err(Failure::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(failure) => {
+            output::print_error(&failure);
             ExitCode::from(2)
         }
     }

@@ -1,5 +1,4 @@
-//! Where text goes: data to stdout, warnings and errors to stderr; a closed pipe
-//! (`llmsize presets | head`) ends the program quietly.
+//! Where text goes: data to stdout, warnings and errors to stderr.
 
 #![expect(
     clippy::print_stderr,
@@ -8,6 +7,8 @@
 
 use std::io::Write as _;
 
+use crate::Failure;
+
 /// Write data to stdout.
 pub(crate) fn print(text: &str) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
@@ -15,39 +16,32 @@ pub(crate) fn print(text: &str) -> std::io::Result<()> {
     out.flush()
 }
 
-/// A warning line on stderr.
-pub(crate) fn warn(message: &str) {
-    eprintln!("warning: {message}");
-}
-
-/// True when the error is stdout being closed by the reader.
-pub(crate) fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|e| {
-        e.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
-}
-
-/// `error: …`, one `caused by: …` per source, then any `hint:` attached as context.
-pub(crate) fn print_error(err: &anyhow::Error) {
-    let mut chain = err.chain();
-    let mut previous = String::new();
-    if let Some(top) = chain.next() {
-        previous = top.to_string();
-        eprintln!("error: {previous}");
+/// Warning lines on stderr.
+pub(crate) fn warn_all(warnings: &[String]) {
+    for w in warnings {
+        eprintln!("warning: {w}");
     }
-    let mut hints = Vec::new();
-    for cause in chain {
-        let text = cause.to_string();
-        if let Some(h) = text.strip_prefix("hint: ") {
-            hints.push(h.to_owned());
-        } else if !previous.ends_with(&text) {
-            // Typed errors often quote their source already; print each cause once.
+}
+
+/// `error: …`, one `caused by: …` per source not already quoted, then the `hint:`.
+pub(crate) fn print_error(failure: &Failure) {
+    let (top, hint): (&dyn std::error::Error, Option<&str>) = match failure {
+        Failure::Engine(e) => (e, e.hint()),
+        Failure::Output(e) => (e, None),
+    };
+    let mut previous = top.to_string();
+    eprintln!("error: {previous}");
+    let mut cause = top.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        // Typed errors often quote their source already; print each cause once.
+        if !previous.ends_with(&text) {
             eprintln!("  caused by: {text}");
             previous = text;
         }
+        cause = c.source();
     }
-    for h in hints {
+    if let Some(h) = hint {
         eprintln!("\nhint: {h}");
     }
 }

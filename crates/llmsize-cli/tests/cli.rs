@@ -438,7 +438,8 @@ fn explain_shows_the_articles_derivation() {
 
 #[test]
 fn help_texts() {
-    // The help is the first documentation users read; pin it (and the exit-code line).
+    // The help is the first documentation users read; pin it (and the exit-code line), with
+    // the exit code and stderr of the run.
     for (name, args) in [
         ("help_main", vec!["--help"]),
         ("help_params", vec!["params", "--help"]),
@@ -447,6 +448,6 @@ fn help_texts() {
         let r = llmsize(&args);
         assert_eq!(r.code, 0);
         assert!(r.stdout.contains("Exit status: 0 success; 1"), "{name}");
-        insta::assert_snapshot!(name, r.stdout);
+        insta::assert_snapshot!(name, r.snapshot());
     }
 }

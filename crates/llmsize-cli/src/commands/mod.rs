@@ -1,7 +1,23 @@
-//! One module per subcommand.
+//! One module per subcommand: flags → an engine request, the outcome → text and a status.
 
 pub(crate) mod flops;
 pub(crate) mod inspect;
 pub(crate) mod memory;
 pub(crate) mod params;
 pub(crate) mod presets;
+
+use llmsize_engine::{Engine, HubEnv, HubOptions};
+
+use crate::cli::HubArgs;
+
+/// The engine, resolving Hub repo ids with this process's Hugging Face variables.
+pub(crate) fn engine() -> Engine {
+    Engine::new(HubEnv::from_vars(|k| std::env::var_os(k)))
+}
+
+pub(crate) fn hub(args: &HubArgs) -> HubOptions {
+    HubOptions {
+        online: args.online,
+        revision: args.revision.clone(),
+    }
+}

@@ -1,53 +1,39 @@
-//! `llmsize presets`: the built-in models and their sizes.
+//! `llmsize presets` and `llmsize gpus`: the built-in models and GPUs.
 
-use llmsize_adapters::presets::PRESETS;
-use llmsize_adapters::{ReadOptions, read_config};
-use llmsize_core::count;
-use llmsize_core::units::{human_count, thousands};
-use serde_json::json;
+use std::fmt::Write as _;
 
-use crate::Outcome;
+use llmsize_core::units::{bytes_both, human_count, thousands};
+use llmsize_engine::wire;
+
 use crate::cli::PresetsArgs;
-use crate::output;
+use crate::{Failure, Outcome, output};
 
-pub(crate) fn run(args: &PresetsArgs) -> anyhow::Result<Outcome> {
-    let mut rows = Vec::new();
-    for p in PRESETS {
-        let spec = read_config(p.config, p.id, p.id, &ReadOptions::default())?;
-        let c = count(&spec)?;
-        rows.push((p, spec.model_type, c.total, c.active.map(|a| a.per_token)));
-    }
+pub(crate) fn run(args: &PresetsArgs) -> Result<Outcome, Failure> {
+    let rows = llmsize_engine::presets()?;
     let text = if args.json {
-        let list: Vec<_> = rows
-            .iter()
-            .map(|(p, t, total, active)| {
-                json!({"id": p.id, "hf_repo": p.hf_repo, "family": p.family, "model_type": t,
-                       "total": total, "active_per_token": active})
-            })
-            .collect();
-        let mut s = serde_json::to_string_pretty(&list)?;
-        s.push('\n');
-        s
+        wire::to_pretty(&rows)?
     } else {
         let mut s = String::new();
-        let id_w = rows.iter().map(|r| r.0.id.len()).max().unwrap_or(0);
+        let id_w = rows.iter().map(|r| r.id.len()).max().unwrap_or(0);
         let repo_w = rows
             .iter()
-            .map(|r| r.0.hf_repo.map_or(1, str::len))
+            .map(|r| r.hf_repo.as_ref().map_or(1, String::len))
             .max()
             .unwrap_or(0);
-        for (p, t, total, active) in &rows {
-            let active = active
+        for r in &rows {
+            let active = r
+                .active_per_token
                 .map(|a| format!("  ({} active)", human_count(a)))
                 .unwrap_or_default();
-            s.push_str(&format!(
-                "{:id_w$}  {:repo_w$}  {:12}  {:>17}  {:>7}{active}\n",
-                p.id,
-                p.hf_repo.unwrap_or("-"),
-                t,
-                thousands(*total),
-                human_count(*total)
-            ));
+            let _ = writeln!(
+                s,
+                "{:id_w$}  {:repo_w$}  {:12}  {:>17}  {:>7}{active}",
+                r.id,
+                r.hf_repo.as_deref().unwrap_or("-"),
+                r.model_type,
+                thousands(r.total),
+                human_count(r.total)
+            );
         }
         s
     };
@@ -56,33 +42,25 @@ pub(crate) fn run(args: &PresetsArgs) -> anyhow::Result<Outcome> {
 }
 
 /// `llmsize gpus`.
-pub(crate) fn gpus(args: &PresetsArgs) -> anyhow::Result<Outcome> {
-    use llmsize_core::gpu::GPUS;
-    use llmsize_core::units::bytes_both;
+pub(crate) fn gpus(args: &PresetsArgs) -> Result<Outcome, Failure> {
+    let rows = llmsize_engine::gpus();
     let text = if args.json {
-        let list: Vec<_> = GPUS
-            .iter()
-            .map(|g| {
-                json!({"name": g.name, "memory_bytes": g.memory_bytes, "memory_source": g.memory_source,
-                       "bandwidth_bytes_per_s": g.bandwidth, "peak_16bit_flops": g.peak_16bit,
-                       "peak_fp8_flops": g.peak_fp8, "source": g.source})
-            })
-            .collect();
-        serde_json::to_string_pretty(&list)? + "\n"
+        wire::to_pretty(&rows)?
     } else {
         let mut s = String::new();
-        for g in GPUS {
-            s.push_str(&format!(
-                "{:16}  {:>24}  {:>6.0} GB/s  {:>7.1} TFLOP/s 16-bit  {:>9}  ({}; {})\n",
+        for g in &rows {
+            let _ = writeln!(
+                s,
+                "{:16}  {:>24}  {:>6.0} GB/s  {:>7.1} TFLOP/s 16-bit  {:>9}  ({}; {})",
                 g.name,
                 bytes_both(g.memory_bytes),
-                g.bandwidth / 1e9,
-                g.peak_16bit / 1e12,
-                g.peak_fp8
+                g.bandwidth_bytes_per_s / 1e9,
+                g.peak_16bit_flops / 1e12,
+                g.peak_fp8_flops
                     .map_or_else(|| "no fp8".to_owned(), |p| format!("{:.0} fp8", p / 1e12)),
                 g.memory_source,
                 g.source
-            ));
+            );
         }
         s
     };

@@ -53,3 +53,28 @@ fn run(args: &[&str], env: &[(&str, &str)], dir: Option<&str>) -> Run {
 pub(crate) fn llmsize(args: &[&str]) -> Run {
     llmsize_env(args, &[])
 }
+
+impl Run {
+    /// The run as uv's snapshots show it: status, exit code, stdout and stderr together, so a
+    /// snapshot pins what a user sees and how the program ends.
+    pub(crate) fn snapshot(&self) -> String {
+        format!(
+            "success: {}\nexit_code: {}\n----- stdout -----\n{}\n----- stderr -----\n{}",
+            self.code == 0,
+            self.code,
+            self.stdout,
+            self.stderr
+        )
+    }
+}
+
+/// Run `llmsize ARGS…` (isolated from the machine's HF variables) and snapshot its exit code,
+/// stdout and stderr together: `llmsize_snapshot!("name", ["params", "gpt2"])`.
+#[macro_export]
+macro_rules! llmsize_snapshot {
+    ($name:expr, [$($arg:expr),* $(,)?]) => {{
+        let run = $crate::common::llmsize(&[$($arg),*]);
+        insta::assert_snapshot!($name, run.snapshot());
+        run
+    }};
+}

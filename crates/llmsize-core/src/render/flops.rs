@@ -3,8 +3,6 @@
 
 use std::fmt::Write as _;
 
-use serde_json::{Value, json};
-
 use super::columns;
 use crate::flops::{AttentionConvention, FlopsReport};
 use crate::speed::SpeedReport;
@@ -164,54 +162,4 @@ the matmuls use {} parameters per token; attention adds 4·n_h·d_h per key per 
         }
     }
     out
-}
-
-/// JSON.
-pub fn value(name: &str, r: &FlopsReport, speed: Option<&SpeedReport>) -> Value {
-    let lines = |ls: &[crate::flops::FlopsLine]| -> Value {
-        Value::Array(
-            ls.iter()
-                .map(|l| json!({"key": l.key, "flops": l.flops, "formula": l.formula}))
-                .collect(),
-        )
-    };
-    let mut v = json!({
-        "schema_version": 1,
-        "name": name,
-        "seq_len": r.seq_len,
-        "batch": r.batch,
-        "attention": r.convention.name(),
-        "convention": "multiply-add = 2 FLOPs; embedding lookups, norms, activations, softmax, biases = 0; output head included",
-        "forward_flops": r.forward_flops,
-        "forward": lines(&r.forward),
-        "per_token_flops": r.per_token_flops,
-        "per_token": lines(&r.per_token),
-        "params": r.params,
-        "active_params": r.active_params,
-        "matmul_params_per_token": r.matmul_params,
-        "estimate_2p_per_token": 2 * u128::from(r.params),
-        "estimate_6p_per_training_token": 6 * u128::from(r.params),
-    });
-    if let (Some(s), Value::Object(map)) = (speed, &mut v) {
-        map.insert(
-            "speed".into(),
-            json!({
-                "gpu": s.options.gpu.name,
-                "gpus": s.options.gpus,
-                "mfu": s.options.mfu,
-                "bandwidth_efficiency": s.options.bandwidth_efficiency,
-                "peak_flops": s.peak,
-                "prefill_seconds": s.prefill_seconds,
-                "decode_bytes_per_step": s.decode_bytes,
-                "decode_flops_per_step": s.decode_flops,
-                "decode_step_seconds": s.decode_step_seconds,
-                "decode_bound": s.decode_bound,
-                "decode_tokens_per_second": s.decode_tokens_per_second,
-                "fits": s.fits,
-                "memory_per_gpu_bytes": s.memory_per_gpu,
-                "assumptions": s.assumptions,
-            }),
-        );
-    }
-    v
 }

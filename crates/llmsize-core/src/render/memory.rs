@@ -2,8 +2,6 @@
 
 use std::fmt::Write as _;
 
-use serde_json::{Value, json};
-
 use super::columns;
 use crate::memory::{MaxContext, MemoryReport};
 use crate::units::{bytes_both, thousands};
@@ -232,47 +230,4 @@ pub fn render_sweep(name: &str, axis: &str, points: &[SweepPoint]) -> String {
         "{name}: memory by {axis}\n\n{}",
         columns(&rows, &[true, true, true, true, false])
     )
-}
-
-/// JSON (bytes, integers).
-pub fn value(name: &str, r: &MemoryReport, max_context: Option<Option<MaxContext>>) -> Value {
-    let o = &r.options;
-    let mut v = json!({
-        "schema_version": 1,
-        "name": name,
-        "format": if r.weights_from_files { "files" } else { o.format.name() },
-        "seq_len": o.seq_len,
-        "batch": o.batch,
-        "kv_dtype": o.kv_dtype.name(),
-        "tp": o.tp,
-        "params": r.params,
-        "weights_bytes": r.weights_bytes,
-        "weights": r.weights.iter().map(|l| json!({"storage": l.storage, "params": l.params, "bytes": l.bytes})).collect::<Vec<_>>(),
-        "kv_cache_bytes": r.kv_bytes,
-        "kv_cache_bytes_per_token": r.kv_bytes_per_token_full,
-        "kv_cache": r.kv.iter().map(|g| json!({
-            "stack": g.stack.as_str(), "layers": g.layers, "what": g.what,
-            "elements_per_token": g.elements_per_token, "tokens": g.tokens,
-            "bytes": g.bytes, "bytes_per_gpu": g.bytes_per_gpu,
-        })).collect::<Vec<_>>(),
-        "activation_bytes": r.activation_bytes,
-        "overhead_bytes": o.overhead_bytes,
-        "weights_bytes_per_gpu": r.weights_per_gpu,
-        "kv_cache_bytes_per_gpu": r.kv_per_gpu,
-        "per_gpu_bytes": r.per_gpu,
-        "total_bytes": r.total,
-        "fits": r.fits,
-        "assumptions": r.assumptions,
-    });
-    if let (Some((gpu, count)), Value::Object(map)) = (o.gpu, &mut v) {
-        map.insert(
-            "gpu".into(),
-            json!({"name": gpu.name, "count": count, "memory_bytes": gpu.memory_bytes, "source": gpu.memory_source}),
-        );
-    }
-    if let (Some(mc), Value::Object(map)) = (max_context, &mut v) {
-        map.insert("max_context".into(), json!(mc.map(|m| m.tokens)));
-        map.insert("max_context_bound".into(), json!(mc.map(|m| m.bound)));
-    }
-    v
 }

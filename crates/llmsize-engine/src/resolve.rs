@@ -2,14 +2,14 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, anyhow};
 use llmsize_adapters::{ReadOptions, gguf_config, presets, read_config};
 use llmsize_core::ModelSpec;
 
+use crate::hub::HubEnv;
 use crate::weights_io::{
     Weights, file_name, find_weights, read_gguf, read_index, read_safetensors,
 };
-use crate::{hub, remote};
+use crate::{Error, hub, remote};
 
 /// A config found for a MODEL argument.
 pub(crate) struct Found {
@@ -21,11 +21,6 @@ pub(crate) struct Found {
     pub(crate) file: String,
     /// The JSON text.
     pub(crate) text: String,
-}
-
-/// An error with a `hint:` line under it.
-pub(crate) fn with_hint(message: String, hint: String) -> anyhow::Error {
-    anyhow!("hint: {hint}").context(message)
 }
 
 fn name_of(path: &Path) -> String {
@@ -77,29 +72,34 @@ pub(crate) struct Model {
 
 impl Model {
     /// The model description: from the config, else from GGUF metadata.
-    pub(crate) fn spec(&self, options: &ReadOptions) -> anyhow::Result<ModelSpec> {
+    ///
+    /// GGUF metadata is turned into the equivalent `config.json` and read by the same
+    /// function as a config file, so `--set`, its "never read" warning and the validation
+    /// are the same for both.
+    pub(crate) fn spec(&self, options: &ReadOptions) -> Result<ModelSpec, Error> {
         if let Some(found) = &self.config {
             return Ok(read_config(&found.text, &found.file, &self.name, options)?);
         }
         if let Some(Weights::Gguf(file, _, header)) = &self.weights {
-            let mut spec = gguf_config::spec_from_gguf(header, file, &self.name)?;
-            if !options.overrides.is_empty() {
-                let mut map = gguf_config::config_from_gguf(header, file)?;
-                for o in &options.overrides {
-                    llmsize_adapters::hf_config::apply_override(&mut map, o)?;
+            let map = gguf_config::config_from_gguf(header, file)?;
+            let text = serde_json::to_string(&serde_json::Value::Object(map)).map_err(|e| {
+                Error::Internal {
+                    message: format!("`{file}`: the config from GGUF metadata: {e}"),
                 }
-                spec = llmsize_adapters::hf_config::read_map(&map, file, &self.name, options.head)?;
-            }
-            return Ok(spec);
+            })?;
+            return Ok(read_config(&text, file, &self.name, options)?);
         }
-        Err(with_hint(
-            format!("`{}` has weights but no `config.json` to describe the model", self.name),
-            "put the config.json next to the weights, or use `llmsize inspect` to count the tensors".into(),
+        Err(Error::bad_input(
+            format!(
+                "`{}` has weights but no `config.json` to describe the model",
+                self.name
+            ),
+            "put the config.json next to the weights, or use `llmsize inspect` to count the tensors",
         ))
     }
 }
 
-fn model_from_dir(dir: &Path, name: String, lookup: &Lookup) -> anyhow::Result<Model> {
+fn model_from_dir(dir: &Path, name: String, lookup: &Lookup) -> Result<Model, Error> {
     let config = dir.join("config.json");
     let config = if config.is_file() {
         Some(read_file(&config)?)
@@ -112,12 +112,12 @@ fn model_from_dir(dir: &Path, name: String, lookup: &Lookup) -> anyhow::Result<M
         None
     };
     if config.is_none() && weights.is_none() {
-        return Err(with_hint(
+        return Err(Error::not_found(
             format!(
                 "`{}` holds neither a `config.json` nor weight files",
                 dir.display()
             ),
-            "pass a directory with config.json, .safetensors or .gguf files".into(),
+            "pass a directory with config.json, .safetensors or .gguf files",
         ));
     }
     Ok(Model {
@@ -127,7 +127,7 @@ fn model_from_dir(dir: &Path, name: String, lookup: &Lookup) -> anyhow::Result<M
     })
 }
 
-fn sibling_config(path: &Path) -> anyhow::Result<Option<Found>> {
+fn sibling_config(path: &Path) -> Result<Option<Found>, Error> {
     let c = path.parent().unwrap_or(Path::new(".")).join("config.json");
     if c.is_file() {
         read_file(&c).map(Some)
@@ -138,7 +138,7 @@ fn sibling_config(path: &Path) -> anyhow::Result<Option<Found>> {
 
 /// Resolve a MODEL: a path (config, weights, directory), a preset, or a Hub repo id from the
 /// local cache (or, with `--online`, from the Hub).
-pub(crate) fn resolve_model(arg: &str, lookup: &Lookup) -> anyhow::Result<Model> {
+pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<Model, Error> {
     let path = PathBuf::from(arg);
     if path.is_dir() {
         return model_from_dir(&path, dir_name(&path), lookup);
@@ -175,11 +175,10 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup) -> anyhow::Result<Model>
             weights: None,
         });
     }
-    if hub::looks_like_repo_id(arg) {
-        let env = hub::HubEnv::from_process();
-        if let Some(snapshot) = hub::snapshot(&env, arg, &lookup.revision)? {
-            return model_from_dir(&snapshot, arg.to_owned(), lookup);
-        }
+    if hub::looks_like_repo_id(arg)
+        && let Some(snapshot) = hub::snapshot(env, arg, &lookup.revision)?
+    {
+        return model_from_dir(&snapshot, arg.to_owned(), lookup);
     }
     // A preset answers config questions offline; weights must come from a cache or the Hub.
     if lookup.weights != Want::Required
@@ -197,12 +196,14 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup) -> anyhow::Result<Model>
         });
     }
     if lookup.online && hub::looks_like_repo_id(arg) {
-        return remote::model(arg, lookup);
+        return remote::model(arg, lookup, env);
     }
     if lookup.weights == Want::Required && presets::find(arg).is_some() {
-        return Err(with_hint(
-            format!("`{arg}` is a built-in preset (a config only), and its weights are not in the Hugging Face cache"),
-            "download the model, pass its directory, or add `--online` to read the headers from the Hub".into(),
+        return Err(Error::not_found(
+            format!(
+                "`{arg}` is a built-in preset (a config only), and its weights are not in the Hugging Face cache"
+            ),
+            "download the model, pass its directory, or add `--online` to read the headers from the Hub",
         ));
     }
     let suggestions = presets::suggest(arg, 3).join(", ");
@@ -212,20 +213,20 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup) -> anyhow::Result<Model>
         || arg.starts_with('.')
         || arg.starts_with('/')
     {
-        return Err(with_hint(
+        return Err(Error::not_found(
             format!("`{arg}`: no such file or directory"),
             format!("check the path; or name a preset, e.g. {suggestions}"),
         ));
     }
     if hub::looks_like_repo_id(arg) {
-        return Err(with_hint(
+        return Err(Error::not_found(
             format!("`{arg}` is neither a built-in preset nor in the local Hugging Face cache"),
             format!(
                 "pass `--online` to read it from the Hub (HF_ENDPOINT, HF_TOKEN), or name a preset, e.g. {suggestions}"
             ),
         ));
     }
-    Err(with_hint(
+    Err(Error::not_found(
         format!("`{arg}` is neither a file, a directory nor a built-in preset"),
         format!("did you mean: {suggestions}? (`llmsize presets` lists them all)"),
     ))
@@ -238,9 +239,8 @@ fn dir_name(p: &Path) -> String {
         .unwrap_or_else(|| p.display().to_string())
 }
 
-fn read_file(path: &Path) -> anyhow::Result<Found> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("failed to read `{}`", path.display()))?;
+fn read_file(path: &Path) -> Result<Found, Error> {
+    let text = std::fs::read_to_string(path).map_err(Error::io("read", path))?;
     Ok(Found {
         name: name_of(path),
         source: path.display().to_string(),

@@ -6,37 +6,51 @@
 //! `XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub`. Nothing here touches
 //! the network.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
-use crate::resolve::with_hint;
+use crate::Error;
 
-/// Environment the cache location depends on (passed in so tests need no global state).
+/// The Hub endpoint when `HF_ENDPOINT` is not set.
+pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
+
+/// Everything the Hugging Face conventions read from the environment, as a value: the
+/// engine never reads the environment itself, so tests and servers pass their own.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct HubEnv {
-    pub(crate) hf_hub_cache: Option<PathBuf>,
-    pub(crate) hf_home: Option<PathBuf>,
-    pub(crate) xdg_cache_home: Option<PathBuf>,
-    pub(crate) home: Option<PathBuf>,
+pub struct HubEnv {
+    /// `HF_HUB_CACHE` (or the older `HUGGINGFACE_HUB_CACHE`): the hub cache itself.
+    pub hf_hub_cache: Option<PathBuf>,
+    /// `HF_HOME`: the cache is `HF_HOME/hub`.
+    pub hf_home: Option<PathBuf>,
+    /// `XDG_CACHE_HOME`: the cache is `XDG_CACHE_HOME/huggingface/hub`.
+    pub xdg_cache_home: Option<PathBuf>,
+    /// `HOME`: the cache is `~/.cache/huggingface/hub`.
+    pub home: Option<PathBuf>,
+    /// `HF_ENDPOINT` for `--online` [default: [`DEFAULT_ENDPOINT`]].
+    pub endpoint: Option<String>,
+    /// `HF_TOKEN` for `--online`.
+    pub token: Option<String>,
 }
 
 impl HubEnv {
-    /// Read from the process environment.
-    pub(crate) fn from_process() -> Self {
-        let var = |k: &str| {
-            std::env::var_os(k)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
+    /// Build from a lookup of environment variables, e.g. `|k| std::env::var_os(k)`. Empty
+    /// values count as unset, as `huggingface_hub` treats them.
+    pub fn from_vars(var: impl Fn(&str) -> Option<OsString>) -> Self {
+        let os = |k: &str| var(k).filter(|v| !v.is_empty());
+        let path = |k: &str| os(k).map(PathBuf::from);
+        let text = |k: &str| os(k).and_then(|v| v.into_string().ok());
         HubEnv {
-            hf_hub_cache: var("HF_HUB_CACHE").or_else(|| var("HUGGINGFACE_HUB_CACHE")),
-            hf_home: var("HF_HOME"),
-            xdg_cache_home: var("XDG_CACHE_HOME"),
-            home: var("HOME"),
+            hf_hub_cache: path("HF_HUB_CACHE").or_else(|| path("HUGGINGFACE_HUB_CACHE")),
+            hf_home: path("HF_HOME"),
+            xdg_cache_home: path("XDG_CACHE_HOME"),
+            home: path("HOME"),
+            endpoint: text("HF_ENDPOINT"),
+            token: text("HF_TOKEN"),
         }
     }
 
     /// The hub cache directory.
-    pub(crate) fn cache_dir(&self) -> Option<PathBuf> {
+    pub fn cache_dir(&self) -> Option<PathBuf> {
         if let Some(p) = &self.hf_hub_cache {
             return Some(p.clone());
         }
@@ -50,10 +64,18 @@ impl HubEnv {
             .as_ref()
             .map(|h| h.join(".cache").join("huggingface").join("hub"))
     }
+
+    /// The Hub endpoint, without a trailing slash.
+    pub fn endpoint(&self) -> &str {
+        self.endpoint
+            .as_deref()
+            .unwrap_or(DEFAULT_ENDPOINT)
+            .trim_end_matches('/')
+    }
 }
 
 /// True for strings shaped like a Hub model id (`org/name`, no path syntax).
-pub(crate) fn looks_like_repo_id(s: &str) -> bool {
+pub fn looks_like_repo_id(s: &str) -> bool {
     let mut parts = s.split('/');
     let (Some(org), Some(name), None) = (parts.next(), parts.next(), parts.next()) else {
         return false;
@@ -72,11 +94,7 @@ pub(crate) fn looks_like_repo_id(s: &str) -> bool {
 ///
 /// `Ok(None)`: the repo is not in the cache at all. An error: it is there but broken (a ref
 /// without its snapshot), which deserves a message rather than a fall-through.
-pub(crate) fn snapshot(
-    env: &HubEnv,
-    repo: &str,
-    revision: &str,
-) -> anyhow::Result<Option<PathBuf>> {
+pub(crate) fn snapshot(env: &HubEnv, repo: &str, revision: &str) -> Result<Option<PathBuf>, Error> {
     let Some(cache) = env.cache_dir() else {
         return Ok(None);
     };
@@ -92,25 +110,24 @@ pub(crate) fn snapshot(
         match std::fs::read_to_string(&reference) {
             Ok(s) => s.trim().to_owned(),
             Err(_) => {
-                return Err(with_hint(
+                return Err(Error::not_found(
                     format!(
                         "`{repo}` is in the Hugging Face cache (`{}`) but has no ref `{revision}`",
                         folder.display()
                     ),
-                    "download it again, or pass `--revision` with a commit hash under `snapshots/`"
-                        .into(),
+                    "download it again, or pass `--revision` with a commit hash under `snapshots/`",
                 ));
             }
         }
     };
     let snap = folder.join("snapshots").join(&commit);
     if !snap.is_dir() {
-        return Err(with_hint(
+        return Err(Error::not_found(
             format!(
                 "the Hugging Face cache entry of `{repo}` is broken: ref `{revision}` points to commit `{commit}`, but `{}` is missing",
                 snap.display()
             ),
-            "download the model again (`huggingface-cli download`), or pass `--online`".into(),
+            "download the model again (`huggingface-cli download`), or pass `--online`",
         ));
     }
     Ok(Some(snap))
@@ -127,6 +144,7 @@ mod tests {
             hf_home: Some("/h".into()),
             xdg_cache_home: Some("/x".into()),
             home: Some("/home/u".into()),
+            ..HubEnv::default()
         };
         assert_eq!(env.cache_dir(), Some(PathBuf::from("/h/hub")));
         let env = HubEnv {
@@ -142,6 +160,23 @@ mod tests {
             env.cache_dir(),
             Some(PathBuf::from("/home/u/.cache/huggingface/hub"))
         );
+    }
+
+    #[test]
+    fn from_vars_reads_only_what_it_is_given() {
+        let vars = |k: &str| match k {
+            "HUGGINGFACE_HUB_CACHE" => Some("/old-cache".into()),
+            "HF_HOME" => Some("".into()),
+            "HF_ENDPOINT" => Some("http://localhost:8080/".into()),
+            "HF_TOKEN" => Some("hf_x".into()),
+            _ => None,
+        };
+        let env = HubEnv::from_vars(vars);
+        assert_eq!(env.hf_hub_cache, Some(PathBuf::from("/old-cache")));
+        assert_eq!(env.hf_home, None, "empty counts as unset");
+        assert_eq!(env.endpoint(), "http://localhost:8080");
+        assert_eq!(env.token.as_deref(), Some("hf_x"));
+        assert_eq!(HubEnv::default().endpoint(), DEFAULT_ENDPOINT);
     }
 
     #[test]
@@ -167,7 +202,7 @@ mod tests {
         let hash = "0123456789abcdef0123456789abcdef01234567";
         std::fs::write(repo.join("refs/main"), hash).unwrap();
         let err = snapshot(&env, "org/model", "main").unwrap_err();
-        assert!(format!("{err:#}").contains("is broken"), "{err:#}");
+        assert!(err.to_string().contains("is broken"), "{err}");
         std::fs::create_dir_all(repo.join("snapshots").join(hash)).unwrap();
         assert_eq!(
             snapshot(&env, "org/model", "main").unwrap(),

@@ -1,0 +1,94 @@
+//! llmsize-engine: what every front end (the `llmsize` binary, a local web server, Python
+//! bindings) calls. It takes typed requests, resolves each MODEL (a preset, a `config.json`
+//! or a directory, weight files, the Hugging Face cache, the Hub with `--online`), runs the
+//! core's arithmetic, and returns typed outcomes that render as text (with the core's
+//! renderers) or serialize as the JSON contract ([`wire`]).
+//!
+//! It is the I/O shell around the pure crates: it reads files and, when asked, the network,
+//! but it never reads the environment (callers pass a [`HubEnv`]), never prints, and never
+//! exits. Warnings come back in each outcome's `warnings`; errors are one [`Error`] type
+//! whose [`Error::kind`] a front end maps to its status.
+//!
+//! ```
+//! use llmsize_engine::{Engine, HubEnv, ParamsRequest};
+//!
+//! let engine = Engine::new(HubEnv::default());
+//! let outcome = engine
+//!     .params(&ParamsRequest::models(["gpt2"]))
+//!     .unwrap();
+//! assert_eq!(outcome.reports[0].count.total, 124_439_808);
+//! ```
+
+#![deny(missing_docs)]
+
+mod error;
+mod hub;
+mod remote;
+mod request;
+mod resolve;
+mod run;
+mod weights_io;
+pub mod wire;
+
+pub use error::{Error, ErrorKind};
+pub use hub::{DEFAULT_ENDPOINT, HubEnv, looks_like_repo_id};
+pub use request::{
+    AuditRequest, Design, FlopsRequest, HubOptions, InspectRequest, MemoryRequest, ParamsRequest,
+    Sweep, SweepAxis, parse_size,
+};
+pub use run::{
+    AuditOutcome, FlopsOutcome, InspectOutcome, MemoryOutcome, MemoryResult, ParamsOutcome, gpus,
+    presets,
+};
+
+// The option enums of requests, re-exported so a front end needs no other crate to fill one.
+pub use llmsize_adapters::HeadChoice;
+pub use llmsize_core::design::Style;
+pub use llmsize_core::flops::AttentionConvention;
+pub use llmsize_core::memory::{CachePolicy, MlaCache};
+
+/// The engine: the environment it resolves Hub repo ids in, and the commands.
+///
+/// Cheap to build (no preset parsing, no HTTP client until `--online` needs one); a server
+/// keeps one and calls it from any thread.
+#[derive(Debug, Clone, Default)]
+pub struct Engine {
+    hub: HubEnv,
+}
+
+impl Engine {
+    /// An engine resolving Hub repo ids in `hub` (the cache and, for `--online`, the Hub).
+    pub fn new(hub: HubEnv) -> Self {
+        Engine { hub }
+    }
+
+    /// The environment it was built with.
+    pub fn hub_env(&self) -> &HubEnv {
+        &self.hub
+    }
+
+    /// `llmsize params`: exact parameter counts of every model of the request.
+    pub fn params(&self, request: &ParamsRequest) -> Result<ParamsOutcome, Error> {
+        run::params(request, &self.hub)
+    }
+
+    /// `llmsize memory`: memory to serve a model; fits?
+    pub fn memory(&self, request: &MemoryRequest) -> Result<MemoryOutcome, Error> {
+        run::memory(request, &self.hub)
+    }
+
+    /// `llmsize flops`: FLOPs by component, and speed on a GPU.
+    pub fn flops(&self, request: &FlopsRequest) -> Result<FlopsOutcome, Error> {
+        run::flops(request, &self.hub)
+    }
+
+    /// `llmsize inspect`: the tensors of weight files as a count.
+    pub fn inspect(&self, request: &InspectRequest) -> Result<InspectOutcome, Error> {
+        run::inspect(request, &self.hub)
+    }
+
+    /// `llmsize audit`: the config-based count against the tensors of the weight files.
+    pub fn audit(&self, request: &AuditRequest) -> Result<AuditOutcome, Error> {
+        run::audit(request, &self.hub)
+    }
+}
