@@ -80,7 +80,7 @@ fn gguf_1m_layers() -> Vec<u8> {
         out.extend(4u32.to_le_bytes()); // u32
         out.extend(v.to_le_bytes());
     }
-    while out.len() % 32 != 0 {
+    while !out.len().is_multiple_of(32) {
         out.push(0);
     }
     out

@@ -1,11 +1,10 @@
 //! Renderers: pure functions from a [`ParamsReport`](crate::report::ParamsReport) to text.
 //!
-//! Tables and `--explain` are for people (thousands separators, `124.4M`); JSON is for
-//! scripts (plain integers, stable keys).
+//! Tables and `--explain` are for people (thousands separators, `124.4M`). JSON, for scripts,
+//! is the engine's typed wire format (`llmsize-engine`'s `wire` module).
 
 pub mod explain;
 pub mod flops;
-pub mod json;
 pub mod memory;
 pub mod table;
 
