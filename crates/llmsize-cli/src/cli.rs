@@ -1,7 +1,8 @@
 //! Command-line arguments (clap derive); validation into settings happens in `commands`.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use llmsize_engine::parse_size;
+use clap::{Args, Parser, Subcommand};
+// The option enums are the engine's own, deriving `clap::ValueEnum` (feature `clap`).
+use llmsize_engine::{AttentionConvention, CachePolicy, HeadChoice, MlaCache, Style, parse_size};
 
 const EXIT_CODES: &str = "\
 Exit status: 0 success; 1 a well-formed \"no\" (e.g. does not fit); 2 any error \
@@ -102,13 +103,13 @@ pub(crate) struct MemoryArgs {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) tp: Option<u64>,
     /// DeepSeek MLA cache: the compressed latent, or expanded per-head K/V
-    #[arg(long, value_enum, default_value_t = MlaArg::Latent)]
-    pub(crate) mla_cache: MlaArg,
+    #[arg(long, value_enum, default_value_t = MlaCache::Latent)]
+    pub(crate) mla_cache: MlaCache,
     /// KV cache layout: transformers' own cache (sliding layers keep `window − 1` tokens;
     /// Falcon's new layout caches every head) or a serving runtime's (whole windows, grouped
     /// KV heads)
-    #[arg(long, value_enum, default_value_t = WindowArg::Transformers)]
-    pub(crate) cache: WindowArg,
+    #[arg(long, value_enum, default_value_t = CachePolicy::Transformers)]
+    pub(crate) cache: CachePolicy,
     /// Runtime overhead per GPU in MiB (CUDA context, allocator reserve)
     #[arg(long, default_value = "512")]
     pub(crate) overhead: u64,
@@ -126,22 +127,6 @@ pub(crate) struct MemoryArgs {
     pub(crate) explain: bool,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum MlaArg {
-    /// `kv_lora_rank + qk_rope_head_dim` per token and layer
-    Latent,
-    /// Per-head K and V
-    Expanded,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum WindowArg {
-    /// What transformers' cache holds after a prefill
-    Transformers,
-    /// What a serving runtime (vLLM, llama.cpp) holds
-    Runtime,
-}
-
 #[derive(Debug, Args)]
 pub(crate) struct FlopsArgs {
     #[command(flatten)]
@@ -153,8 +138,8 @@ pub(crate) struct FlopsArgs {
     #[arg(long, default_value = "1", value_parser = parse_size, allow_hyphen_values = true)]
     pub(crate) batch: u64,
     /// Count attention over the full s×s matrix or the causal triangle
-    #[arg(long, value_enum, default_value_t = AttentionArg::Causal)]
-    pub(crate) attention: AttentionArg,
+    #[arg(long, value_enum, default_value_t = AttentionConvention::Causal)]
+    pub(crate) attention: AttentionConvention,
     /// Estimate speed on this GPU (`h100`, `h100x8`, …)
     #[arg(long)]
     pub(crate) gpu: Option<String>,
@@ -178,14 +163,6 @@ pub(crate) struct FlopsArgs {
     pub(crate) explain: bool,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum AttentionArg {
-    /// Only the pairs a causal mask keeps, s(s+1)/2
-    Causal,
-    /// All s² pairs (what torch's FlopCounterMode counts)
-    Full,
-}
-
 #[derive(Debug, Args)]
 pub(crate) struct ParamsArgs {
     /// Preset names, `config.json` files or directories containing one
@@ -207,8 +184,8 @@ pub(crate) struct ParamsArgs {
 
     /// Which head to count for encoders: the class in `architectures` (`config`), the bare
     /// encoder with pooler as papers quote (`base`), or the language-model head (`lm`)
-    #[arg(long, value_enum, default_value_t = HeadArg::Config)]
-    pub(crate) head: HeadArg,
+    #[arg(long, value_enum, default_value_t = HeadChoice::Config)]
+    pub(crate) head: HeadChoice,
 
     #[command(flatten)]
     pub(crate) hub: HubArgs,
@@ -243,26 +220,8 @@ pub(crate) struct DesignArgs {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), requires = "hidden")]
     pub(crate) ctx: Option<u64>,
     /// Block style
-    #[arg(long, value_enum, default_value_t = StyleArg::Gpt)]
-    pub(crate) style: StyleArg,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum StyleArg {
-    /// GPT-2/3 block: d_ff = 4d, biases, LayerNorm, learned positions, tied head
-    Gpt,
-    /// LLaMA block: SwiGLU, RMSNorm, RoPE, no biases, untied head
-    Llama,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum HeadArg {
-    /// The class named in the config's `architectures`
-    Config,
-    /// The bare model (`AutoModel`; BERT's with pooler)
-    Base,
-    /// The language-model head (causal or masked)
-    Lm,
+    #[arg(long, value_enum, default_value_t = Style::Gpt)]
+    pub(crate) style: Style,
 }
 
 #[derive(Debug, Args)]

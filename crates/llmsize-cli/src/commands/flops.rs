@@ -1,10 +1,10 @@
 //! `llmsize flops`: FLOPs by component, and speed on a GPU.
 
 use llmsize_core::render;
-use llmsize_engine::{AttentionConvention, FlopsRequest};
+use llmsize_engine::FlopsRequest;
 
 use super::{engine, hub};
-use crate::cli::{AttentionArg, FlopsArgs};
+use crate::cli::FlopsArgs;
 use crate::{Failure, Outcome, output};
 
 /// Arguments → the engine's request.
@@ -15,10 +15,7 @@ pub(crate) fn request(args: &FlopsArgs) -> FlopsRequest {
         hub: hub(&args.model.hub),
         seq_len: args.seq_len,
         batch: args.batch,
-        attention: match args.attention {
-            AttentionArg::Causal => AttentionConvention::Causal,
-            AttentionArg::Full => AttentionConvention::Full,
-        },
+        attention: args.attention,
         gpu: args.gpu.clone(),
         dtype: args.dtype.clone(),
         kv_dtype: args.kv_dtype.clone(),

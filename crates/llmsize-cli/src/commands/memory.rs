@@ -1,10 +1,10 @@
 //! `llmsize memory`: can I run it?
 
 use llmsize_core::render;
-use llmsize_engine::{CachePolicy, MemoryRequest, MemoryResult, MlaCache, Sweep};
+use llmsize_engine::{MemoryRequest, MemoryResult, Sweep};
 
 use super::{engine, hub};
-use crate::cli::{MemoryArgs, MlaArg, WindowArg};
+use crate::cli::MemoryArgs;
 use crate::{Failure, Outcome, output};
 
 /// Arguments → the engine's request.
@@ -19,14 +19,8 @@ pub(crate) fn request(args: &MemoryArgs) -> Result<MemoryRequest, Failure> {
         kv_dtype: args.kv_dtype.clone(),
         gpu: args.gpu.clone(),
         tp: args.tp,
-        mla_cache: match args.mla_cache {
-            MlaArg::Latent => MlaCache::Latent,
-            MlaArg::Expanded => MlaCache::Expanded,
-        },
-        cache: match args.cache {
-            WindowArg::Transformers => CachePolicy::Transformers,
-            WindowArg::Runtime => CachePolicy::Runtime,
-        },
+        mla_cache: args.mla_cache,
+        cache: args.cache,
         overhead_mib: args.overhead,
         max_context: args.max_context,
         sweep: args.sweep.as_deref().map(Sweep::parse).transpose()?,

@@ -1,10 +1,10 @@
 //! `llmsize params`: exact parameter counts.
 
 use llmsize_core::render;
-use llmsize_engine::{Design, HeadChoice, ParamsRequest, Style};
+use llmsize_engine::{Design, ParamsRequest};
 
 use super::{engine, hub};
-use crate::cli::{DesignArgs, HeadArg, ParamsArgs, StyleArg};
+use crate::cli::{DesignArgs, ParamsArgs};
 use crate::{Failure, Outcome, output};
 
 fn design_of(args: &DesignArgs) -> Option<Design> {
@@ -19,10 +19,7 @@ fn design_of(args: &DesignArgs) -> Option<Design> {
             ffn: args.ffn,
             ctx: args.ctx,
         },
-        style: match args.style {
-            StyleArg::Gpt => Style::Gpt,
-            StyleArg::Llama => Style::Llama,
-        },
+        style: args.style,
     })
 }
 
@@ -31,11 +28,7 @@ pub(crate) fn request(args: &ParamsArgs) -> ParamsRequest {
     ParamsRequest {
         models: args.models.clone(),
         overrides: args.set.clone(),
-        head: match args.head {
-            HeadArg::Config => HeadChoice::Config,
-            HeadArg::Base => HeadChoice::Base,
-            HeadArg::Lm => HeadChoice::Lm,
-        },
+        head: args.head,
         hub: hub(&args.hub),
         design: design_of(&args.design),
     }
