@@ -1,6 +1,17 @@
 //! Counting speed: read and count every built-in preset (the work of `llmsize presets`), and
 //! the largest single model, DeepSeek-V3 (61 layers, 256 experts).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    missing_docs,
+    reason = "a test fails loudly on what it did not expect"
+)]
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use llmsize_adapters::presets::{PRESETS, find};
 use llmsize_adapters::{ReadOptions, read_config};

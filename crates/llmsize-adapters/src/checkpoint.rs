@@ -74,6 +74,7 @@ fn value_text(v: &llmsize_weights::gguf::GgufValue) -> String {
 
 impl Checkpoint {
     /// From SafeTensors headers (one per shard): `(file name, file length, header)`.
+    #[must_use]
     pub fn from_safetensors(shards: &[(String, u64, SafetensorsHeader)]) -> Self {
         let mut entries = Vec::new();
         let mut metadata = Vec::new();
@@ -248,6 +249,7 @@ pub struct Audit {
 
 impl Audit {
     /// True when every category agrees.
+    #[must_use]
     pub fn agrees(&self) -> bool {
         self.differences.is_empty() && self.summary.unknown.is_empty()
     }
@@ -256,10 +258,9 @@ impl Audit {
 /// The layer index in a tensor name (`layers.12.`, `h.3.`, `blk.7.`, `block.0.`, `layer.5.`).
 fn layer_index(name: &str) -> Option<u64> {
     let parts: Vec<&str> = name.split('.').collect();
-    parts.windows(2).find_map(|w| {
-        matches!(w[0], "layers" | "h" | "blk" | "block" | "layer")
-            .then(|| w[1].parse().ok())
-            .flatten()
+    parts.windows(2).find_map(|w| match *w {
+        ["layers" | "h" | "blk" | "block" | "layer", index] => index.parse().ok(),
+        _ => None,
     })
 }
 
@@ -327,8 +328,7 @@ pub fn audit(spec: &ModelSpec, checkpoint: &Checkpoint) -> Result<Audit, llmsize
         } else {
             (
                 format!(
-                    "{} by tensors vs {} by the config; the tensors of this category are listed",
-                    got, want
+                    "{got} by tensors vs {want} by the config; the tensors of this category are listed"
                 ),
                 in_category.iter().map(|e| e.name.clone()).collect(),
             )
@@ -381,6 +381,7 @@ pub mod render {
     }
 
     /// `inspect` as a table.
+    #[must_use]
     pub fn inspect(name: &str, c: &Checkpoint, s: &Summary) -> String {
         let mut out = String::new();
         let kind = match c.format {
@@ -493,6 +494,7 @@ pub mod render {
     }
 
     /// `audit` as a table.
+    #[must_use]
     pub fn audit(name: &str, a: &Audit) -> String {
         let mut out = String::new();
         let _ = writeln!(

@@ -15,7 +15,7 @@ pub enum ConfigError {
         line: usize,
         /// 1-based column.
         column: usize,
-        /// serde_json's description.
+        /// `serde_json`'s description.
         message: String,
     },
     /// The JSON is not an object.

@@ -2,6 +2,17 @@
 //! `config.json`, gives back the exact count of that config: the mapping of every supported
 //! GGUF architecture is checked against the ground truth.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    missing_docs,
+    reason = "a test fails loudly on what it did not expect"
+)]
+
 #[path = "../../llmsize-weights/tests/common/gguf_builder.rs"]
 mod gguf_builder;
 

@@ -2,6 +2,17 @@
 //! Hugging Face `transformers` 5.24 code, see `tests/fixtures/truth/README.md`) is counted
 //! exactly: total, all 13 components, MoE active parameters and encoders' bare-model totals.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    missing_docs,
+    reason = "a test fails loudly on what it did not expect"
+)]
+
 use std::path::PathBuf;
 
 use llmsize_adapters::hf_config::{HeadChoice, ReadOptions, read_config};
@@ -198,7 +209,7 @@ fn both_sets() -> Vec<(&'static str, Value)> {
         .collect()
 }
 
-/// Forward FLOPs as torch's FlopCounterMode counts them (full attention, batch 1).
+/// Forward FLOPs as torch's `FlopCounterMode` counts them (full attention, batch 1).
 #[test]
 fn forward_flops_match_torch() {
     use llmsize_core::flops::{AttentionConvention, flops};

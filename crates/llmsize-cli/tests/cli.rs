@@ -1,5 +1,16 @@
 //! The binary as users run it: outputs, the JSON contract, bad input and exit codes.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    missing_docs,
+    reason = "a test fails loudly on what it did not expect"
+)]
+
 mod common;
 
 use common::llmsize;

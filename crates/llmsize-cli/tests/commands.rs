@@ -1,6 +1,17 @@
 //! What users see, whole: each command's exit code, stdout and stderr in one snapshot (uv's
 //! `uv_snapshot!` layout), for the main commands, a "no" (exit 1) and errors (exit 2).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    missing_docs,
+    reason = "a test fails loudly on what it did not expect"
+)]
+
 mod common;
 
 #[test]

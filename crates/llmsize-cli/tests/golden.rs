@@ -4,6 +4,17 @@
 //! caches, `--max-context`, full attention and the roofline, equals what the binary of commit
 //! 30f760b printed (`tests/fixtures/golden/make.py` recorded it, 1,434 runs).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    missing_docs,
+    reason = "a test fails loudly on what it did not expect"
+)]
+
 mod common;
 
 use common::llmsize_in;

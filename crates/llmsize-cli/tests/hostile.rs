@@ -2,6 +2,17 @@
 //! kinds, not in the number of layers: each answers with an exact count (or a clear error),
 //! here checked for the answer; `bench/hostile.py` measures their time and peak memory.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    missing_docs,
+    reason = "a test fails loudly on what it did not expect"
+)]
+
 mod common;
 
 use common::llmsize;

@@ -1,6 +1,17 @@
 //! `llmsize memory`, `flops` and `gpus` as users run them: contracts, golden numbers, bad
 //! input and exit codes.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    missing_docs,
+    reason = "a test fails loudly on what it did not expect"
+)]
+
 mod common;
 
 use common::llmsize;

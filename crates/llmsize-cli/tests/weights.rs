@@ -2,6 +2,17 @@
 //! local HTTP server standing in for the Hub. Files are header-only fixtures padded with
 //! zeros to their real length (sparse files), so nothing large is stored or written.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    missing_docs,
+    reason = "a test fails loudly on what it did not expect"
+)]
+
 mod common;
 
 use common::{Run, llmsize, llmsize_env};
@@ -398,7 +409,7 @@ fn serve(
     let seen = Arc::new(Mutex::new(Seen::default()));
     let seen2 = Arc::clone(&seen);
     std::thread::spawn(move || {
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + Duration::from_mins(1);
         while Instant::now() < deadline {
             match listener.accept() {
                 Ok((stream, _)) => {
@@ -458,21 +469,26 @@ fn handle(
             )
         } else if let Some(file) = path.strip_prefix(&prefix) {
             match (files.get(file), lens.get(file)) {
-                (Some(bytes), Some(len)) => match range {
-                    Some((a, b)) => {
+                (Some(bytes), Some(len)) => {
+                    if let Some((a, b)) = range {
                         let mut s = seen.lock().unwrap();
                         let m = s.max_byte.entry(file.to_owned()).or_default();
                         *m = (*m).max(b);
                         let body: Vec<u8> = (a..=b)
-                            .map(|i| bytes.get(i as usize).copied().unwrap_or(0))
+                            .map(|i| {
+                                usize::try_from(i)
+                                    .ok()
+                                    .and_then(|i| bytes.get(i))
+                                    .copied()
+                                    .unwrap_or(0)
+                            })
                             .collect();
                         (206, body, format!("Content-Range: bytes {a}-{b}/{len}\r\n"))
-                    }
-                    None => {
+                    } else {
                         seen.lock().unwrap().full_downloads.push(file.to_owned());
                         (200, bytes.clone(), String::new())
                     }
-                },
+                }
                 _ => (404, b"not found".to_vec(), String::new()),
             }
         } else {

@@ -5,6 +5,7 @@
 //! table, `--explain` and JSON all come from the same tree.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use crate::error::{Overflow, SpecError};
 use crate::expr::{Expr, Sym};
@@ -72,7 +73,7 @@ pub struct StackCount {
 pub struct ActiveCount {
     /// Everything but routed experts, plus routed experts × k / E per layer.
     pub per_token: u64,
-    /// The same without the input token table (how OpenAI and DeepSeek quote "active").
+    /// The same without the input token table (how `OpenAI` and DeepSeek quote "active").
     pub per_token_excl_token_embedding: u64,
     /// The formula of the routed experts that are active.
     pub routed_formula: Expr,
@@ -95,6 +96,7 @@ pub struct ParamCount {
 
 impl ParamCount {
     /// The count of one category.
+    #[must_use]
     pub fn get(&self, category: Category) -> u64 {
         self.components
             .iter()
@@ -103,6 +105,7 @@ impl ParamCount {
     }
 
     /// Total minus the input tables (token, position, token type).
+    #[must_use]
     pub fn non_embedding(&self) -> u64 {
         self.components
             .iter()
@@ -113,21 +116,14 @@ impl ParamCount {
 }
 
 /// The parts of a run of tensors: consecutive tensors of the same part are one formula, as
-/// a person writes a block (`d·3d + 3d`, `3·d·d_ff`, `2·d` for a LayerNorm). Routed experts'
+/// a person writes a block (`d·3d + 3d`, `3·d·d_ff`, `2·d` for a `LayerNorm`). Routed experts'
 /// matrices share the `E` factor: `E·(3·d·d_e + 2·d_e + d)`. Returns the parts and, for
 /// routed experts, what one token uses (`k·(3·d·d_e)`).
 fn parts_of(tensors: &[&Tensor]) -> Result<(Vec<Part>, Option<Expr>), Overflow> {
     let mut parts: Vec<Part> = Vec::new();
     let mut active = None;
-    let mut i = 0;
-    while i < tensors.len() {
-        let first = tensors[i];
-        let mut j = i + 1;
-        while j < tensors.len() && tensors[j].part == first.part && tensors[j].place == first.place
-        {
-            j += 1;
-        }
-        let run = &tensors[i..j];
+    for run in tensors.chunk_by(|a, b| a.part == b.part && a.place == b.place) {
+        let Some(first) = run.first() else { continue };
         let shared_copies = run
             .iter()
             .all(|t| t.shape.copies == first.shape.copies && t.shape.copies != Expr::Lit(1));
@@ -152,7 +148,6 @@ fn parts_of(tensors: &[&Tensor]) -> Result<(Vec<Part>, Option<Expr>), Overflow> 
             count: formula.eval()?,
             formula,
         });
-        i = j;
     }
     Ok((parts, active))
 }
@@ -163,7 +158,7 @@ fn layer_kind(layer: &Layer) -> String {
         Ffn::Moe(_) => "MoE".to_owned(),
     };
     if let Some(w) = layer.sliding_window {
-        kind.push_str(&format!(", sliding window {w}"));
+        let _ = write!(kind, ", sliding window {w}");
     }
     kind
 }
@@ -205,7 +200,11 @@ pub fn count(spec: &ModelSpec) -> Result<ParamCount, SpecError> {
                 })?;
             groups.push(LayerGroup {
                 stack: stack.role,
-                runs: stack.layers.runs_of(kind).map(|r| r.range()).collect(),
+                runs: stack
+                    .layers
+                    .runs_of(kind)
+                    .map(super::spec::Run::range)
+                    .collect(),
                 layers: n,
                 kind: layer_kind(layer),
                 parts,

@@ -1,7 +1,7 @@
 //! Models described by a few numbers, for design questions ("how big is d = 4096, L = 32?").
 //!
-//! Two block styles: the classic GPT block of the article (d_ff = 4d, biases everywhere,
-//! LayerNorm, learned positions, tied head) and a LLaMA-style block (SwiGLU, RMSNorm, RoPE,
+//! Two block styles: the classic GPT block of the article (`d_ff` = 4d, biases everywhere,
+//! `LayerNorm`, learned positions, tied head) and a LLaMA-style block (`SwiGLU`, `RMSNorm`, `RoPE`,
 //! no biases, untied head). Every default filled in is recorded as an [`Assumption`].
 
 use std::collections::BTreeMap;
@@ -26,7 +26,7 @@ pub enum Style {
         value(help = "GPT-2/3 block: d_ff = 4d, biases, LayerNorm, learned positions, tied head")
     )]
     Gpt,
-    /// LLaMA block.
+    /// `LLaMA` block.
     #[cfg_attr(
         feature = "clap",
         value(help = "LLaMA block: SwiGLU, RMSNorm, RoPE, no biases, untied head")

@@ -74,6 +74,7 @@ pub enum Sym {
 
 impl Sym {
     /// How the symbol is written in formulas.
+    #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             Sym::Hidden => "d",
@@ -108,6 +109,7 @@ impl Sym {
     }
 
     /// What a derived symbol means when no config key gave it (for `--explain`'s legend).
+    #[must_use]
     pub fn meaning(self) -> &'static str {
         match self {
             Sym::ThreeHidden => "3·d: q, k and v fused in one matrix",
@@ -149,6 +151,7 @@ pub enum Expr {
 
 impl Expr {
     /// A symbol with its value.
+    #[must_use]
     pub fn sym(sym: Sym, value: u64) -> Self {
         Expr::Sym(Symbol { sym, value })
     }
@@ -156,10 +159,9 @@ impl Expr {
     /// A product; a single factor collapses to itself.
     #[must_use]
     pub fn product(factors: Vec<Expr>) -> Self {
-        if factors.len() == 1 {
-            factors.into_iter().next().expect("length checked above")
-        } else {
-            Expr::Product(factors)
+        match <[Expr; 1]>::try_from(factors) {
+            Ok([single]) => single,
+            Err(factors) => Expr::Product(factors),
         }
     }
 
@@ -170,7 +172,7 @@ impl Expr {
         let mut terms: Vec<Expr> = terms.into_iter().filter(|t| !t.is_zero()).collect();
         match terms.len() {
             0 => Expr::Lit(0),
-            1 => terms.pop().expect("length checked above"),
+            1 => terms.pop().unwrap_or(Expr::Lit(0)),
             _ => Expr::Sum(terms),
         }
     }
@@ -228,9 +230,9 @@ impl Expr {
                 .into_iter()
                 .map(|(t, n)| match (n, t) {
                     (1, t) => t,
-                    (n, Expr::Product(mut fs)) => match fs.first() {
-                        Some(Expr::Lit(m)) if m.checked_mul(n).is_some() => {
-                            fs[0] = Expr::Lit(m * n);
+                    (n, Expr::Product(mut fs)) => match fs.first_mut() {
+                        Some(first @ Expr::Lit(_)) if first.lit_times(n).is_some() => {
+                            *first = first.lit_times(n).unwrap_or(Expr::Lit(0));
                             Expr::Product(fs)
                         }
                         _ => {
@@ -254,7 +256,16 @@ impl Expr {
         }
     }
 
+    /// A literal times `n`, when it is a literal and the product fits.
+    fn lit_times(&self, n: u64) -> Option<Expr> {
+        match self {
+            Expr::Lit(m) => m.checked_mul(n).map(Expr::Lit),
+            _ => None,
+        }
+    }
+
     /// True for the literal `0` (used to drop absent terms such as missing biases).
+    #[must_use]
     pub fn is_zero(&self) -> bool {
         matches!(self, Expr::Lit(0))
     }
@@ -276,11 +287,13 @@ impl Expr {
     }
 
     /// The formula with symbols: `L·(d·3d + 3d)`.
+    #[must_use]
     pub fn symbolic(&self) -> String {
         self.render(&|s| s.sym.as_str().to_owned())
     }
 
     /// The formula with the numbers filled in: `12·(768·2304 + 2304)`.
+    #[must_use]
     pub fn numeric(&self) -> String {
         self.render(&|s| s.value.to_string())
     }

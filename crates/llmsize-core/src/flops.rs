@@ -4,7 +4,7 @@
 //! `(m×k)·(k×n)` is `2·m·k·n`; embedding lookups, norms, activations, softmax and bias adds
 //! count 0; attention scores `QKᵀ` and `attention·V` over the full `s×s` matrix (`full`, what
 //! torch's `FlopCounterMode` counts and PaLM/nanoGPT use) or over the causal triangle
-//! `s(s+1)/2` (`causal`, Megatron and FlashAttention benchmarks; sliding-window layers then
+//! `s(s+1)/2` (`causal`, Megatron and `FlashAttention` benchmarks; sliding-window layers then
 //! see at most `window` keys). MoE layers count the `k` routed experts a token uses.
 
 use crate::error::SpecError;
@@ -31,6 +31,7 @@ pub enum AttentionConvention {
 
 impl AttentionConvention {
     /// The name.
+    #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             AttentionConvention::Causal => "causal",
@@ -91,6 +92,7 @@ struct MatmulParams {
 /// Matrices a token multiplies by; `decoding` leaves out an encoder stack (a generated
 /// token runs only the decoder).
 fn matmul_params(spec: &ModelSpec, decoding: bool) -> Result<MatmulParams, SpecError> {
+    use TensorKind as K;
     let mut m = MatmulParams::default();
     let add = |acc: &mut u64, n: u64| -> Result<(), SpecError> {
         *acc = acc.checked_add(n).ok_or_else(too_large)?;
@@ -107,7 +109,6 @@ fn matmul_params(spec: &ModelSpec, decoding: bool) -> Result<MatmulParams, SpecE
             .and_then(|x| x.checked_mul(t.layers))
             .and_then(|x| x.checked_mul(t.active_copies))
             .ok_or_else(too_large)?;
-        use TensorKind as K;
         match t.kind {
             K::AttnQ
             | K::AttnK

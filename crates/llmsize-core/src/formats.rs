@@ -70,6 +70,7 @@ impl GgufPreset {
     ];
 
     /// Lowercase name as typed on the command line (`q4_k_m`).
+    #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             GgufPreset::Q2_K => "q2_k",
@@ -92,6 +93,7 @@ impl GgufPreset {
     }
 
     /// The type most tensors get.
+    #[must_use]
     pub fn base(self) -> GgmlType {
         use GgufPreset as P;
         match self {
@@ -112,6 +114,7 @@ impl GgufPreset {
 
     /// llama.cpp's published file size for Llama-3-8B in GiB (`tools/quantize/quantize.cpp`,
     /// `QUANT_OPTIONS`), where it gives one; used by tests to check the per-tensor rules.
+    #[must_use]
     pub fn published_llama3_8b_gib(self) -> Option<f64> {
         use GgufPreset as P;
         Some(match self {
@@ -183,7 +186,7 @@ fn layer_classes(range: std::ops::Range<u64>, n: u64, mut class: impl FnMut(u64,
     }
     cuts.sort_unstable();
     for w in cuts.windows(2) {
-        let (x, y) = (w[0], w[1]);
+        let &[x, y] = w else { continue };
         if x == y {
             continue;
         }
@@ -206,6 +209,7 @@ fn layer_classes(range: std::ops::Range<u64>, n: u64, mut class: impl FnMut(u64,
 }
 
 /// The ggml type llama.cpp gives a tensor under a preset (for the K-quant and legacy presets).
+#[must_use]
 pub fn gguf_type(t: &Tensor, layer: u64, preset: GgufPreset, ctx: MixContext) -> GgmlType {
     use GgufPreset as P;
     use TensorKind as K;
@@ -268,8 +272,7 @@ pub fn gguf_type(t: &Tensor, layer: u64, preset: GgufPreset, ctx: MixContext) ->
                 }
                 P::Q3_K_L => GgmlType::Q5_K,
                 P::Q4_K_M | P::Q5_K_M if use_more_bits(i, n) => GgmlType::Q6_K,
-                P::IQ4_NL | P::IQ4_XS if i < n / 8 => GgmlType::Q5_K,
-                P::Q4_K_S if i < n / 8 => GgmlType::Q5_K,
+                P::IQ4_NL | P::IQ4_XS | P::Q4_K_S if i < n / 8 => GgmlType::Q5_K,
                 _ => base,
             },
             K::AttnOutput => {
@@ -321,7 +324,7 @@ pub enum WeightFormat {
         /// 128×128 block scales instead of one per tensor.
         block: bool,
     },
-    /// bitsandbytes LLM.int8(): int8 weights and one fp32 scale per output row (`SCB`).
+    /// bitsandbytes `LLM.int8()`: int8 weights and one fp32 scale per output row (`SCB`).
     Int8,
     /// torchao int4 weight-only, group 128: packed int4 and a bf16 scale and zero per group.
     Int4,
@@ -331,7 +334,7 @@ pub enum WeightFormat {
         /// `bnb_4bit_use_double_quant`.
         double_quant: bool,
     },
-    /// GPTQ (AutoGPTQ layout) 4-bit, group 128: `qweight` int32 `[K/8, N]`, `scales` fp16
+    /// GPTQ (`AutoGPTQ` layout) 4-bit, group 128: `qweight` int32 `[K/8, N]`, `scales` fp16
     /// `[K/g, N]`, `qzeros` int32 `[K/g, N/8]`, `g_idx` int32 `[K]`.
     Gptq4,
     /// AWQ 4-bit, group 128: `qweight` int32 `[K, N/8]`, `qzeros` int32 `[K/g, N/8]`,
@@ -346,6 +349,7 @@ pub const GROUP_SIZE: u64 = 128;
 
 impl WeightFormat {
     /// Every accepted name, for help and error messages.
+    #[must_use]
     pub fn names() -> Vec<&'static str> {
         let mut v = vec![
             "bf16",
@@ -365,6 +369,7 @@ impl WeightFormat {
     }
 
     /// Parse a name (`bf16`, `q4_k_m`, `gptq-4bit`, …), case-insensitively.
+    #[must_use]
     pub fn parse(name: &str) -> Option<Self> {
         let n = name.trim().to_ascii_lowercase();
         Some(match n.as_str() {
@@ -386,6 +391,7 @@ impl WeightFormat {
     }
 
     /// The name as typed.
+    #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             WeightFormat::Fp32 => "fp32",
@@ -406,6 +412,7 @@ impl WeightFormat {
     }
 
     /// One line on the layout and which tensors stay 16-bit.
+    #[must_use]
     pub fn describe(self) -> &'static str {
         match self {
             WeightFormat::Fp32 => "every tensor 4 bytes per element",
@@ -451,6 +458,7 @@ impl WeightFormat {
     /// Parameters and bytes of a tensor over every layer that holds it, by how it is stored
     /// (`None` on overflow). llama.cpp mixes give layers of one kind different types, so a
     /// tensor can be stored several ways.
+    #[must_use]
     pub fn tensor_storage(
         self,
         t: &Tensor,
@@ -485,6 +493,7 @@ impl WeightFormat {
 
     /// Bytes of one instance of a tensor (its copy in layer `layer`) and a label of how it
     /// is stored.
+    #[must_use]
     pub fn tensor_bytes(
         self,
         t: &Tensor,
@@ -587,6 +596,7 @@ impl KvDtype {
     pub const NAMES: [&'static str; 6] = ["bf16", "fp16", "fp32", "fp8", "q8_0", "q4_0"];
 
     /// Parse a name.
+    #[must_use]
     pub fn parse(name: &str) -> Option<Self> {
         Some(match name.trim().to_ascii_lowercase().as_str() {
             "fp32" | "f32" => KvDtype::Fp32,
@@ -600,6 +610,7 @@ impl KvDtype {
     }
 
     /// The name.
+    #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             KvDtype::Fp32 => "fp32",
@@ -612,6 +623,7 @@ impl KvDtype {
     }
 
     /// (elements per block, bytes per block).
+    #[must_use]
     pub fn block(self) -> (u64, u64) {
         match self {
             KvDtype::Fp32 => (1, 4),
@@ -623,6 +635,7 @@ impl KvDtype {
     }
 
     /// Bytes of a vector of `n` elements (rounded up to whole blocks).
+    #[must_use]
     pub fn bytes(self, n: u64) -> Option<u64> {
         let (block, size) = self.block();
         n.div_ceil(block).checked_mul(size)
@@ -630,6 +643,11 @@ impl KvDtype {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::float_cmp,
+    clippy::cast_precision_loss,
+    reason = "bits per weight of ggml blocks are exact binary fractions"
+)]
 mod tests {
     use super::*;
 

@@ -180,6 +180,7 @@ fn squash(s: &str) -> String {
 }
 
 /// Find a GPU by name or alias (case, spaces, `-` and `_` ignored).
+#[must_use]
 pub fn find(name: &str) -> Option<&'static Gpu> {
     let want = squash(name);
     GPUS.iter()

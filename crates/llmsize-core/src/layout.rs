@@ -88,9 +88,13 @@ pub enum TensorKind {
 }
 
 impl TensorKind {
-    /// A dense matrix that a linear layer multiplies by (what quantizers and LoRA target).
+    /// A dense matrix that a linear layer multiplies by (what quantizers and `LoRA` target).
+    #[must_use]
     pub fn is_block_matrix(self) -> bool {
-        use TensorKind::*;
+        use TensorKind::{
+            AttnK, AttnKvA, AttnKvB, AttnOutput, AttnQ, AttnQA, AttnQkv, AttnV, ExpertDown,
+            ExpertGate, ExpertUp, FfnDown, FfnGate, FfnUp, SharedDown, SharedGate, SharedUp,
+        };
         matches!(
             self,
             AttnQ
@@ -142,6 +146,7 @@ pub struct Shape {
 
 impl Shape {
     /// Elements of one copy, as the article writes them.
+    #[must_use]
     pub fn elements_of_one(&self) -> Expr {
         let (a, b) = match self.form {
             Form::Table => (&self.rows, &self.cols),
@@ -218,16 +223,19 @@ pub struct Tensor {
 
 impl Tensor {
     /// Elements of one instance (one layer's tensor), checked.
+    #[must_use]
     pub fn elements(&self) -> Option<u64> {
         self.copies.checked_mul(self.rows)?.checked_mul(self.cols)
     }
 
     /// Elements over every layer that holds it, checked.
+    #[must_use]
     pub fn total_elements(&self) -> Option<u64> {
         self.elements()?.checked_mul(self.layers)
     }
 
     /// A vector (norm, bias): stored unquantized by every format.
+    #[must_use]
     pub fn is_vector(&self) -> bool {
         self.rows == 1
     }
@@ -739,6 +747,7 @@ fn mlp(
 }
 
 fn layer_tensors(b: &mut Builder, layer: &Layer, w: &Widths) -> Result<(), Overflow> {
+    use TensorKind as K;
     for (attention, cross) in std::iter::once((&layer.attention, false))
         .chain(layer.cross_attention.iter().map(|c| (c, true)))
     {
@@ -747,7 +756,6 @@ fn layer_tensors(b: &mut Builder, layer: &Layer, w: &Widths) -> Result<(), Overf
             Attention::Latent(a) => latent_attention(b, a, w)?,
         }
     }
-    use TensorKind as K;
     match &layer.ffn {
         Ffn::Dense(m) => mlp(
             b,
@@ -973,7 +981,7 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
     }
     for (si, stack) in spec.stacks.iter().enumerate() {
         let role = stack.role.as_str();
-        b.prefix = role.to_owned();
+        role.clone_into(&mut b.prefix);
         b.place = Place::StackStart(si);
         b.stack = Some(stack.role);
         b.stack_layers = stack.layers.len();
@@ -1023,7 +1031,11 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
         }
         for (kind, (layer, n)) in stack.layers.kind_counts().into_iter().enumerate() {
             // Shared by every tensor of the kind (a hostile config can have a million runs).
-            b.layer_runs = stack.layers.runs_of(kind).map(|r| r.range()).collect();
+            b.layer_runs = stack
+                .layers
+                .runs_of(kind)
+                .map(super::spec::Run::range)
+                .collect();
             b.layers = n;
             b.place = Place::Layer { stack: si, kind };
             // Named after the first layer of the kind: `decoder.0.attn_q`.
@@ -1041,7 +1053,7 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
                 attention.push(geometry(c, stack.role, n, true, None)?);
             }
         }
-        b.prefix = role.to_owned();
+        role.clone_into(&mut b.prefix);
         b.place = Place::StackEnd(si);
         b.layer_runs = Arc::new([]);
         b.layers = 1;

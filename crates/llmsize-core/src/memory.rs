@@ -15,7 +15,7 @@ use crate::spec::{Attention, Ffn, ModelSpec, OutputHead, StackRole};
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum MlaCache {
     /// The compressed latent `kv_lora_rank + qk_rope_head_dim` per token and layer (vLLM,
-    /// SGLang, transformers).
+    /// `SGLang`, transformers).
     #[default]
     #[cfg_attr(
         feature = "clap",
@@ -154,6 +154,7 @@ fn add(a: u64, b: u64, what: &str) -> Result<u64, SpecError> {
 }
 
 /// The context a storage mix needs.
+#[must_use]
 pub fn mix_context(spec: &ModelSpec) -> MixContext {
     let mut gqa = 1;
     let mut experts = 0;

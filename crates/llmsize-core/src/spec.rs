@@ -92,6 +92,7 @@ pub enum StackRole {
 
 impl StackRole {
     /// Lowercase name used in tables and JSON.
+    #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             StackRole::Decoder | StackRole::CrossDecoder => "decoder",
@@ -144,6 +145,7 @@ pub struct Run {
 
 impl Run {
     /// The layer indices of the run.
+    #[must_use]
     pub fn range(&self) -> Range<u64> {
         self.start..self.start + self.count
     }
@@ -151,11 +153,13 @@ impl Run {
 
 impl Layers {
     /// No layers.
+    #[must_use]
     pub fn new() -> Self {
         Self::default()
     }
 
     /// `count` copies of one layer.
+    #[must_use]
     pub fn repeat(layer: Layer, count: u64) -> Self {
         let mut layers = Self::new();
         layers.push_run(layer, count);
@@ -174,19 +178,18 @@ impl Layers {
         }
         // The common case first: the same layer again extends the last run, no hashing.
         if let Some(last) = self.runs.last_mut()
-            && self.kinds[last.kind] == layer
+            && self.kinds.get(last.kind) == Some(&layer)
         {
             last.count = last.count.saturating_add(count);
             self.len = self.len.saturating_add(count);
             return;
         }
-        let kind = match self.index.get(&layer) {
-            Some(&k) => k,
-            None => {
-                self.kinds.push(layer.clone());
-                self.index.insert(layer, self.kinds.len() - 1);
-                self.kinds.len() - 1
-            }
+        let kind = if let Some(&k) = self.index.get(&layer) {
+            k
+        } else {
+            self.kinds.push(layer.clone());
+            self.index.insert(layer, self.kinds.len() - 1);
+            self.kinds.len() - 1
         };
         let start = self.len;
         // Saturates only past u64::MAX layers, which `count` rejects long before.
@@ -198,30 +201,37 @@ impl Layers {
     }
 
     /// Number of layers.
+    #[must_use]
     pub fn len(&self) -> u64 {
         self.len
     }
 
     /// True when there are no layers.
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// The distinct layer kinds, in order of first occurrence.
+    #[must_use]
     pub fn kinds(&self) -> &[Layer] {
         &self.kinds
     }
 
     /// The runs, in layer order.
+    #[must_use]
     pub fn runs(&self) -> &[Run] {
         &self.runs
     }
 
     /// Each distinct kind with the number of layers of that kind.
+    #[must_use]
     pub fn kind_counts(&self) -> Vec<(&Layer, u64)> {
         let mut counts = vec![0u64; self.kinds.len()];
         for r in &self.runs {
-            counts[r.kind] = counts[r.kind].saturating_add(r.count);
+            if let Some(c) = counts.get_mut(r.kind) {
+                *c = c.saturating_add(r.count);
+            }
         }
         self.kinds.iter().zip(counts).collect()
     }
@@ -232,15 +242,19 @@ impl Layers {
     }
 
     /// The layer at an index.
+    #[must_use]
     pub fn get(&self, index: u64) -> Option<&Layer> {
         let i = self.runs.partition_point(|r| r.start + r.count <= index);
         let run = self.runs.get(i)?;
-        (run.start <= index).then(|| &self.kinds[run.kind])
+        (run.start <= index)
+            .then(|| self.kinds.get(run.kind))
+            .flatten()
     }
 
     /// The last layer.
+    #[must_use]
     pub fn last(&self) -> Option<&Layer> {
-        self.runs.last().map(|r| &self.kinds[r.kind])
+        self.runs.last().and_then(|r| self.kinds.get(r.kind))
     }
 }
 
@@ -298,6 +312,10 @@ pub enum Attention {
 }
 
 /// MHA/GQA/MQA: q `d → n_h·d_h`, k and v `d → n_kv·d_h`, o `n_h·d_h → d`.
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each bias is a switch of the real module, as config.json names them"
+)]
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct StandardAttention {
     /// Width of the residual stream.
@@ -308,7 +326,7 @@ pub struct StandardAttention {
     pub num_kv_heads: u64,
     /// Head size `d_h`.
     pub head_dim: u64,
-    /// q, k, v are one fused matrix (GPT-2 `c_attn`, NeoX `query_key_value`); counts the same.
+    /// q, k, v are one fused matrix (GPT-2 `c_attn`, `NeoX` `query_key_value`); counts the same.
     pub fused_qkv: bool,
     /// Bias on the query projection.
     pub q_bias: bool,
@@ -318,7 +336,7 @@ pub struct StandardAttention {
     pub v_bias: bool,
     /// Bias on the output projection.
     pub o_bias: bool,
-    /// Norm on queries (Qwen3: per head, `d_h`; OLMo2: full width, `n_h·d_h`).
+    /// Norm on queries (Qwen3: per head, `d_h`; `OLMo2`: full width, `n_h·d_h`).
     pub q_norm: Option<Norm>,
     /// Norm on keys.
     pub k_norm: Option<Norm>,
@@ -421,25 +439,26 @@ pub struct HeadTransform {
 /// Kind of normalisation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NormKind {
-    /// LayerNorm: weight, and bias unless disabled.
+    /// `LayerNorm`: weight, and bias unless disabled.
     LayerNorm,
-    /// RMSNorm: weight only.
+    /// `RMSNorm`: weight only.
     RmsNorm,
 }
 
 /// A norm over `dim` features.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Norm {
-    /// LayerNorm or RMSNorm.
+    /// `LayerNorm` or `RMSNorm`.
     pub kind: NormKind,
     /// Normalised width.
     pub dim: u64,
-    /// Carries a bias vector (LayerNorm only).
+    /// Carries a bias vector (`LayerNorm` only).
     pub bias: bool,
 }
 
 impl Norm {
-    /// LayerNorm with weight and bias.
+    /// `LayerNorm` with weight and bias.
+    #[must_use]
     pub fn layer_norm(dim: u64) -> Self {
         Norm {
             kind: NormKind::LayerNorm,
@@ -447,7 +466,8 @@ impl Norm {
             bias: true,
         }
     }
-    /// RMSNorm (weight only).
+    /// `RMSNorm` (weight only).
+    #[must_use]
     pub fn rms_norm(dim: u64) -> Self {
         Norm {
             kind: NormKind::RmsNorm,
@@ -460,6 +480,7 @@ impl Norm {
 impl ModelSpec {
     /// The longest input the parameters allow: a learned position table has one row per
     /// position (minus any offset rows); rotary and relative positions have no such limit.
+    #[must_use]
     pub fn position_limit(&self) -> Option<u64> {
         self.stacks
             .iter()
@@ -473,6 +494,7 @@ impl ModelSpec {
     }
 
     /// Total layers over all stacks.
+    #[must_use]
     pub fn num_layers(&self) -> u64 {
         self.stacks
             .iter()
@@ -482,9 +504,12 @@ impl ModelSpec {
     /// The layer of each run of each stack, in layer order: "the last layer that…" questions
     /// see the same answer as over every layer, at the cost of the runs.
     pub fn layers_by_run(&self) -> impl Iterator<Item = &Layer> {
-        self.stacks
-            .iter()
-            .flat_map(|s| s.layers.runs().iter().map(|r| &s.layers.kinds()[r.kind]))
+        self.stacks.iter().flat_map(|s| {
+            s.layers
+                .runs()
+                .iter()
+                .filter_map(|r| s.layers.kinds().get(r.kind))
+        })
     }
 
     /// Every distinct layer kind of every stack (each once per stack).

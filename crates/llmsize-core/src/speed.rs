@@ -103,7 +103,13 @@ pub fn speed(
         }
     }
     let experts = expert_bytes(spec, memory.options.format)?;
-    let weights_read = memory.weights_bytes - experts + (experts as f64 * touched).round() as u64;
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "0 ≤ touched ≤ 1, so the product is a non-negative byte count below `experts`"
+    )]
+    let touched_bytes = (experts as f64 * touched).round() as u64;
+    let weights_read = memory.weights_bytes - experts + touched_bytes;
     let decode_bytes = weights_read.saturating_add(memory.kv_bytes);
     let decode_flops = flops
         .per_token_flops

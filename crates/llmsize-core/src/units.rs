@@ -1,6 +1,7 @@
 //! How numbers are written for people. Machine formats (JSON) always carry plain integers.
 
 /// `124439808` → `124,439,808`.
+#[must_use]
 pub fn thousands(n: u64) -> String {
     thousands_u128(u128::from(n))
 }
@@ -9,6 +10,7 @@ pub fn thousands(n: u64) -> String {
 ///
 /// Two decimals below 10 of the unit and one above, so that the figure keeps three or four
 /// significant digits, the way model sizes are quoted.
+#[must_use]
 pub fn human_count(n: u64) -> String {
     const UNITS: [(u64, &str); 4] = [
         (1_000_000_000_000, "T"),
@@ -31,6 +33,7 @@ pub fn human_count(n: u64) -> String {
 }
 
 /// A signed relative difference in percent: `(estimate − exact) / exact`, e.g. `-4.39%`.
+#[must_use]
 pub fn relative(estimate: u64, exact: u64) -> String {
     if exact == 0 {
         return "n/a".into();
@@ -41,6 +44,7 @@ pub fn relative(estimate: u64, exact: u64) -> String {
 }
 
 /// `part / whole` in percent with two decimals.
+#[must_use]
 pub fn share(part: u64, whole: u64) -> String {
     if whole == 0 {
         return "-".into();
@@ -51,6 +55,7 @@ pub fn share(part: u64, whole: u64) -> String {
 }
 
 /// Bytes as both binary and decimal units, labelled: `4.58 GiB (4.92 GB)`.
+#[must_use]
 pub fn bytes_both(n: u64) -> String {
     #[expect(clippy::cast_precision_loss, reason = "display only")]
     let (gib, gb) = (n as f64 / f64::from(1u32 << 30), n as f64 / 1e9);
@@ -58,6 +63,7 @@ pub fn bytes_both(n: u64) -> String {
 }
 
 /// FLOPs with an SI prefix: `1.70 TFLOP`, `29.3 PFLOP`.
+#[must_use]
 pub fn human_flops(n: u128) -> String {
     const UNITS: [(f64, &str); 6] = [
         (1e21, "ZFLOP"),
@@ -83,6 +89,7 @@ pub fn human_flops(n: u128) -> String {
 }
 
 /// A `u128` with thousands separators.
+#[must_use]
 pub fn thousands_u128(n: u128) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
@@ -96,6 +103,7 @@ pub fn thousands_u128(n: u128) -> String {
 }
 
 /// Seconds in a readable unit.
+#[must_use]
 pub fn human_seconds(s: f64) -> String {
     if s < 1e-3 {
         format!("{:.1} µs", s * 1e6)

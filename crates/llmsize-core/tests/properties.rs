@@ -2,6 +2,17 @@
 //! the tensor list, counts grow with layers, and nothing panics, even on absurd sizes (they
 //! give overflow errors instead).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    missing_docs,
+    reason = "a test fails loudly on what it did not expect"
+)]
+
 use llmsize_core::design::{Design, Style, design_spec};
 use llmsize_core::flops::{AttentionConvention, flops};
 use llmsize_core::formats::{GgufPreset, KvDtype, WeightFormat};

@@ -92,6 +92,7 @@ pub enum Error {
 
 impl Error {
     /// The kind of error, for a front end's status.
+    #[must_use]
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::Config(ConfigError::Unsupported { .. }) => ErrorKind::Unsupported,
@@ -108,6 +109,7 @@ impl Error {
     }
 
     /// What to do about it, when llmsize can tell.
+    #[must_use]
     pub fn hint(&self) -> Option<&str> {
         match self {
             Error::BadInput { hint, .. }

@@ -50,6 +50,7 @@ impl HubEnv {
     }
 
     /// The hub cache directory.
+    #[must_use]
     pub fn cache_dir(&self) -> Option<PathBuf> {
         if let Some(p) = &self.hf_hub_cache {
             return Some(p.clone());
@@ -66,6 +67,7 @@ impl HubEnv {
     }
 
     /// The Hub endpoint, without a trailing slash.
+    #[must_use]
     pub fn endpoint(&self) -> &str {
         self.endpoint
             .as_deref()
@@ -75,6 +77,7 @@ impl HubEnv {
 }
 
 /// True for strings shaped like a Hub model id (`org/name`, no path syntax).
+#[must_use]
 pub fn looks_like_repo_id(s: &str) -> bool {
     let mut parts = s.split('/');
     let (Some(org), Some(name), None) = (parts.next(), parts.next(), parts.next()) else {

@@ -58,11 +58,13 @@ pub struct Engine {
 
 impl Engine {
     /// An engine resolving Hub repo ids in `hub` (the cache and, for `--online`, the Hub).
+    #[must_use]
     pub fn new(hub: HubEnv) -> Self {
         Engine { hub }
     }
 
     /// The environment it was built with.
+    #[must_use]
     pub fn hub_env(&self) -> &HubEnv {
         &self.hub
     }

@@ -30,7 +30,7 @@ fn transport(message: String, source: impl std::error::Error + Send + Sync + 'st
 impl Hub {
     fn new(env: &HubEnv) -> Self {
         let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(Duration::from_secs(60)))
+            .timeout_global(Some(Duration::from_mins(1)))
             .http_status_as_error(false)
             .build()
             .into();
@@ -84,8 +84,9 @@ impl Hub {
             .map_err(|e| transport(format!("failed to read `{url}`"), e))?;
         let v: Value = serde_json::from_str(&text)
             .map_err(|e| transport(format!("`{url}` did not return JSON"), e))?;
-        let files = v["siblings"]
-            .as_array()
+        let files = v
+            .get("siblings")
+            .and_then(Value::as_array)
             .map(|a| {
                 a.iter()
                     .filter_map(|s| s["rfilename"].as_str().map(str::to_owned))
@@ -176,7 +177,8 @@ impl ByteSource for RemoteFile<'_> {
             return Ok(Vec::new());
         }
         if offset == 0 && n <= self.first.len() as u64 {
-            return Ok(self.first[..usize::try_from(n).unwrap_or(0)].to_vec());
+            let n = usize::try_from(n).unwrap_or(0);
+            return Ok(self.first.get(..n).unwrap_or_default().to_vec());
         }
         let (bytes, _) = self.hub.range(&self.url, offset, offset + n - 1)?;
         if bytes.len() as u64 != n {
@@ -238,7 +240,10 @@ pub(crate) fn model(repo: &str, lookup: &Lookup, env: &HubEnv) -> Result<Model, 
                 .collect::<Result<Vec<_>, _>>()?;
             Some(Weights::Safetensors(shards))
         } else {
-            let ggufs: Vec<&String> = files.iter().filter(|f| f.ends_with(".gguf")).collect();
+            let ggufs: Vec<&String> = files
+                .iter()
+                .filter(|f| f.to_ascii_lowercase().ends_with(".gguf"))
+                .collect();
             match ggufs.as_slice() {
                 [] => None,
                 [one] => {

@@ -72,6 +72,7 @@ pub enum SweepAxis {
 
 impl SweepAxis {
     /// The name in tables and JSON (`seq_len`, `batch`).
+    #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             SweepAxis::SeqLen => "seq_len",

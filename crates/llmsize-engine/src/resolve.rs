@@ -144,8 +144,7 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
         return model_from_dir(&path, dir_name(&path), lookup);
     }
     if path.is_file() {
-        let lower = arg.to_ascii_lowercase();
-        if lower.ends_with(".gguf") {
+        if has_extension(arg, "gguf") {
             let (len, h) = read_gguf(&path)?;
             return Ok(Model {
                 name: name_of(&path),
@@ -153,7 +152,7 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
                 weights: Some(Weights::Gguf(path.display().to_string(), len, Box::new(h))),
             });
         }
-        if lower.ends_with(".safetensors") {
+        if has_extension(arg, "safetensors") {
             let (len, h) = read_safetensors(&path)?;
             return Ok(Model {
                 name: name_of(&path),
@@ -161,7 +160,7 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
                 weights: Some(Weights::Safetensors(vec![(file_name(&path), len, h)])),
             });
         }
-        if lower.ends_with(".index.json") {
+        if arg.to_ascii_lowercase().ends_with(".index.json") {
             return Ok(Model {
                 name: dir_name(path.parent().unwrap_or(Path::new("."))),
                 config: sibling_config(&path)?,
@@ -207,9 +206,9 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
         ));
     }
     let suggestions = presets::suggest(arg, 3).join(", ");
-    if arg.ends_with(".json")
-        || arg.ends_with(".gguf")
-        || arg.ends_with(".safetensors")
+    if ["json", "gguf", "safetensors"]
+        .iter()
+        .any(|ext| has_extension(arg, ext))
         || arg.starts_with('.')
         || arg.starts_with('/')
     {
@@ -247,4 +246,11 @@ fn read_file(path: &Path) -> Result<Found, Error> {
         file: path.display().to_string(),
         text,
     })
+}
+
+/// `path` ends in `.ext`, in any case (`Model.GGUF`).
+fn has_extension(path: &str, ext: &str) -> bool {
+    Path::new(path)
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case(ext))
 }

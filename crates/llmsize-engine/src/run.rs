@@ -69,6 +69,7 @@ pub struct ParamsOutcome {
 
 impl ParamsOutcome {
     /// The wire form: one object, or an array for several models.
+    #[must_use]
     pub fn wire(&self) -> ParamsWire {
         let mut list: Vec<_> = self
             .reports
@@ -169,6 +170,7 @@ pub struct MemoryOutcome {
 
 impl MemoryOutcome {
     /// False when a GPU was named and the model does not fit it (at any point of a sweep).
+    #[must_use]
     pub fn fits(&self) -> bool {
         match &self.result {
             MemoryResult::Single { report, .. } => report.fits != Some(false),
@@ -177,6 +179,7 @@ impl MemoryOutcome {
     }
 
     /// The wire form: one object, or an array for a sweep (each point with `swept`).
+    #[must_use]
     pub fn wire(&self) -> MemoryWire {
         match &self.result {
             MemoryResult::Single {
@@ -374,6 +377,7 @@ pub struct FlopsOutcome {
 
 impl FlopsOutcome {
     /// The wire form.
+    #[must_use]
     pub fn wire(&self) -> Envelope<FlopsJson> {
         Envelope::new(FlopsJson::new(
             &self.name,
@@ -470,11 +474,13 @@ pub struct InspectOutcome {
 
 impl InspectOutcome {
     /// The table.
+    #[must_use]
     pub fn table(&self) -> String {
         checkpoint::render::inspect(&self.name, &self.checkpoint, &self.summary)
     }
 
     /// The wire form.
+    #[must_use]
     pub fn wire(&self) -> Envelope<InspectJson> {
         Envelope::new(InspectJson::new(
             &self.name,
@@ -500,16 +506,19 @@ pub struct AuditOutcome {
 
 impl AuditOutcome {
     /// True when every component agrees.
+    #[must_use]
     pub fn agrees(&self) -> bool {
         self.audit.agrees()
     }
 
     /// The table.
+    #[must_use]
     pub fn table(&self) -> String {
         checkpoint::render::audit(&self.name, &self.audit)
     }
 
     /// The wire form.
+    #[must_use]
     pub fn wire(&self) -> Envelope<AuditJson> {
         Envelope::new(AuditJson::new(&self.name, &self.audit))
     }
@@ -576,6 +585,7 @@ pub fn presets() -> Result<Vec<PresetJson>, Error> {
 }
 
 /// The built-in GPUs (`llmsize gpus`).
+#[must_use]
 pub fn gpus() -> Vec<GpuJson> {
     GPUS.iter()
         .map(|g| GpuJson {

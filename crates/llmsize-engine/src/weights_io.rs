@@ -229,7 +229,7 @@ mod tests {
     }
 
     impl ByteSource for Memory {
-        fn label(&self) -> &str {
+        fn label(&self) -> &'static str {
             "memory"
         }
         fn len(&self) -> u64 {
@@ -237,7 +237,10 @@ mod tests {
         }
         fn read(&mut self, offset: u64, n: u64) -> Result<Vec<u8>, Error> {
             self.reads.push((offset, n));
-            let (a, b) = (offset as usize, (offset + n) as usize);
+            let (a, b) = (
+                usize::try_from(offset).unwrap(),
+                usize::try_from(offset + n).unwrap(),
+            );
             Ok(self.bytes[a..b].to_vec())
         }
     }

@@ -355,6 +355,7 @@ pub struct GpuUsedJson {
 
 impl MemoryJson {
     /// The JSON of a report; `max_context` when it was asked for.
+    #[must_use]
     pub fn new(name: &str, r: &MemoryReport, max_context: Option<Option<MaxContext>>) -> Self {
         let o = &r.options;
         MemoryJson {
@@ -515,6 +516,7 @@ fn flops_lines(lines: &[FlopsLine]) -> Vec<FlopsLineJson> {
 
 impl FlopsJson {
     /// The JSON of a report, with its speed estimate when a GPU was named.
+    #[must_use]
     pub fn new(name: &str, r: &FlopsReport, speed: Option<&SpeedReport>) -> Self {
         FlopsJson {
             name: name.to_owned(),
@@ -726,6 +728,7 @@ pub struct BufferJson {
 
 impl AuditJson {
     /// The JSON of an audit.
+    #[must_use]
     pub fn new(name: &str, a: &Audit) -> Self {
         AuditJson {
             name: name.to_owned(),

@@ -2,6 +2,17 @@
 //! crate or a new edge (say, the CLI reaching past the engine into `llmsize-weights`) must
 //! be drawn there first.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    missing_docs,
+    reason = "a test fails loudly on what it did not expect"
+)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
@@ -9,7 +20,7 @@ use serde_json::Value;
 
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
-/// The edges of the ```crate-graph block: `a -> b, c` lines.
+/// The edges of the `crate-graph` fenced block: `a -> b, c` lines.
 fn drawn() -> Graph {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
         .expect("crates/README.md exists");

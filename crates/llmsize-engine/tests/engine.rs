@@ -2,6 +2,17 @@
 //! typed outcomes with their warnings, typed errors with a kind and a hint, and a Hugging
 //! Face environment passed in rather than read from the process.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    missing_docs,
+    reason = "a test fails loudly on what it did not expect"
+)]
+
 use std::path::{Path, PathBuf};
 
 use llmsize_engine::{

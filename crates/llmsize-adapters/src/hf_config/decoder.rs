@@ -154,8 +154,8 @@ fn tie(raw: &mut RawConfig<'_>, default: bool, class: &str) -> Result<bool, Conf
 
 /// GPT-2 (`modeling_gpt2.py`). `GPT2Config.attribute_map` aliases (`hidden_size`,
 /// `num_hidden_layers`, …) are applied after the fields, so an alias in the JSON wins; the
-/// aliases are tried first. Conv1D `c_attn` d→3d and `c_proj` with biases, `c_fc`/`c_proj`
-/// MLP with biases, `ln_1`/`ln_2` LayerNorm, learned `wpe`, final `ln_f`, tied head.
+/// aliases are tried first. `Conv1D` `c_attn` d→3d and `c_proj` with biases, `c_fc`/`c_proj`
+/// MLP with biases, `ln_1`/`ln_2` `LayerNorm`, learned `wpe`, final `ln_f`, tied head.
 pub(crate) fn gpt2(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
     let hidden = raw.size(&["hidden_size", "n_embd"], Sym::Hidden)?;
     let layers = raw.size(&["num_hidden_layers", "n_layer"], Sym::Layers)?;
@@ -168,17 +168,14 @@ pub(crate) fn gpt2(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
         "absent; `GPT2Config` default",
     )?;
     let head_dim = raw.derived_head_dim(hidden, "n_embd", heads, "n_head")?;
-    let inner = match raw.size_opt("n_inner")? {
-        Some(n) => {
-            raw.source(Sym::Ffn, "n_inner");
-            n
-        }
-        None => {
-            let v = raw.mul(4, hidden, "4·n_embd")?;
-            raw.assume("n_inner", v, "absent or null; GPT-2 uses 4·n_embd");
-            raw.source(Sym::Ffn, "4·n_embd (n_inner null)");
-            v
-        }
+    let inner = if let Some(n) = raw.size_opt("n_inner")? {
+        raw.source(Sym::Ffn, "n_inner");
+        n
+    } else {
+        let v = raw.mul(4, hidden, "4·n_embd")?;
+        raw.assume("n_inner", v, "absent or null; GPT-2 uses 4·n_embd");
+        raw.source(Sym::Ffn, "4·n_embd (n_inner null)");
+        v
     };
     let tied = tie(raw, true, "GPT2Config")?;
     let cross = raw.flag("add_cross_attention")?.unwrap_or(false);
@@ -224,16 +221,13 @@ pub(crate) fn gptj(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
     let heads = raw.size(&["num_attention_heads", "n_head"], Sym::Heads)?;
     let vocab = raw.size(&["vocab_size"], Sym::Vocab)?;
     let head_dim = raw.derived_head_dim(hidden, "n_embd", heads, "n_head")?;
-    let inner = match raw.size_opt("n_inner")? {
-        Some(n) => {
-            raw.source(Sym::Ffn, "n_inner");
-            n
-        }
-        None => {
-            let v = raw.mul(4, hidden, "4·n_embd")?;
-            raw.assume("n_inner", v, "absent or null; GPT-J uses 4·n_embd");
-            v
-        }
+    let inner = if let Some(n) = raw.size_opt("n_inner")? {
+        raw.source(Sym::Ffn, "n_inner");
+        n
+    } else {
+        let v = raw.mul(4, hidden, "4·n_embd")?;
+        raw.assume("n_inner", v, "absent or null; GPT-J uses 4·n_embd");
+        v
     };
     let tied = tie(raw, false, "GPTJConfig")?;
     let n = raw.layer_count("n_layer", layers)?;
@@ -260,7 +254,7 @@ pub(crate) fn gptj(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
 }
 
 /// GPT-NeoX / Pythia (`modeling_gpt_neox.py`): fused `query_key_value` and `dense` with
-/// biases (`attention_bias`), `dense_h_to_4h`/`dense_4h_to_h` with biases, two LayerNorms per
+/// biases (`attention_bias`), `dense_h_to_4h`/`dense_4h_to_h` with biases, two `LayerNorms` per
 /// block, `final_layer_norm`, untied `embed_out` without bias.
 pub(crate) fn gpt_neox(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
     let hidden = raw.size(&["hidden_size"], Sym::Hidden)?;
@@ -385,7 +379,7 @@ pub(crate) fn opt(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
 }
 
 /// BLOOM (`modeling_bloom.py`): `word_embeddings_layernorm`, fused `query_key_value` d→3d and
-/// `dense` with biases, 4d MLP with biases, two LayerNorms per block, `ln_f`, ALiBi (no
+/// `dense` with biases, 4d MLP with biases, two `LayerNorms` per block, `ln_f`, `ALiBi` (no
 /// position parameters), tied head.
 pub(crate) fn bloom(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
     // A legacy `n_embed` overrides `hidden_size` (`BloomConfig.__post_init__`).
@@ -423,7 +417,7 @@ pub(crate) fn bloom(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
 }
 
 /// Falcon (`modeling_falcon.py`): fused `query_key_value` whose width depends on the layout
-/// (`new_decoder_architecture`: (n_h + 2·n_kv)·d_h; `multi_query`: d + 2·d_h; else 3d),
+/// (`new_decoder_architecture`: (`n_h` + `2·n_kv)·d_h`; `multi_query`: d + `2·d_h`; else 3d),
 /// `dense`, MLP d→`ffn_hidden_size`→d, all with `bias`; norms: `ln_attn` + `ln_mlp` in the new
 /// layout with `num_ln_in_parallel_attn` = 2, else `input_layernorm` (+
 /// `post_attention_layernorm` when not `parallel_attn`); `ln_f`; tied head.
@@ -445,19 +439,16 @@ pub(crate) fn falcon(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> 
     let bias = raw.flag_or("bias", false, "absent; `FalconConfig` default")?;
     let tied = tie(raw, true, "FalconConfig")?;
     let kv_heads = if new_arch {
-        match raw.size_opt("num_kv_heads")? {
-            Some(n) => {
-                raw.source(Sym::KvHeads, "num_kv_heads");
-                n
-            }
-            None => {
-                raw.assume(
-                    "num_kv_heads",
-                    heads,
-                    "absent; `FalconConfig` uses num_attention_heads",
-                );
-                heads
-            }
+        if let Some(n) = raw.size_opt("num_kv_heads")? {
+            raw.source(Sym::KvHeads, "num_kv_heads");
+            n
+        } else {
+            raw.assume(
+                "num_kv_heads",
+                heads,
+                "absent; `FalconConfig` uses num_attention_heads",
+            );
+            heads
         }
     } else if multi_query {
         raw.source(Sym::KvHeads, "multi_query: 1");
@@ -465,20 +456,17 @@ pub(crate) fn falcon(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> 
     } else {
         heads
     };
-    let ffn = match raw.size_opt("ffn_hidden_size")? {
-        Some(n) => {
-            raw.source(Sym::Ffn, "ffn_hidden_size");
-            n
-        }
-        None => {
-            let v = raw.mul(4, hidden, "4·hidden_size")?;
-            raw.assume(
-                "ffn_hidden_size",
-                v,
-                "absent; `FalconConfig` uses 4·hidden_size",
-            );
-            v
-        }
+    let ffn = if let Some(n) = raw.size_opt("ffn_hidden_size")? {
+        raw.source(Sym::Ffn, "ffn_hidden_size");
+        n
+    } else {
+        let v = raw.mul(4, hidden, "4·hidden_size")?;
+        raw.assume(
+            "ffn_hidden_size",
+            v,
+            "absent; `FalconConfig` uses 4·hidden_size",
+        );
+        v
     };
     // `FalconDecoderLayer`: not parallel → input + post-attention norms; parallel with
     // `num_ln_in_parallel_attn` = 2 (the default of the new layout) → `ln_attn` + `ln_mlp`;
@@ -522,7 +510,7 @@ pub(crate) fn falcon(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> 
 }
 
 /// Phi-1/1.5/2 (`modeling_phi.py`): q/k/v/`dense` with biases, optional `qk_layernorm`
-/// (LayerNorm over d_h), `fc1`/`fc2` with biases, one `input_layernorm` (parallel block),
+/// (`LayerNorm` over `d_h`), `fc1`/`fc2` with biases, one `input_layernorm` (parallel block),
 /// `final_layernorm`, `lm_head` with a bias, untied by default.
 pub(crate) fn phi(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
     let hidden = raw.size(&["hidden_size"], Sym::Hidden)?;
@@ -572,7 +560,7 @@ pub(crate) fn phi(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
 
 /// `num_key_value_heads`: when absent, the configuration class's default (`None` in most
 /// classes, meaning the query heads; a fixed number in some: Mistral 8, Gemma 16, Gemma 2/3 4,
-/// Qwen2/3 32, StarCoder2 2); when `null`, the query heads.
+/// Qwen2/3 32, `StarCoder2` 2); when `null`, the query heads.
 pub(crate) fn kv_heads(
     raw: &mut RawConfig<'_>,
     heads: u64,
@@ -755,7 +743,7 @@ pub(crate) fn looks_llama_like(raw: &RawConfig<'_>) -> bool {
     .all(|k| raw.has(k))
 }
 
-/// LLaMA and its relatives: Mistral, Qwen2/3, Gemma 1/2/3, Phi-3, StarCoder2, OLMo2.
+/// `LLaMA` and its relatives: Mistral, Qwen2/3, Gemma 1/2/3, Phi-3, `StarCoder2`, `OLMo2`.
 pub(crate) fn llama_like(
     raw: &mut RawConfig<'_>,
     model_type: &str,
@@ -776,12 +764,11 @@ pub(crate) fn llama_like(
             heads,
             "num_attention_heads",
         )?,
-        Some(default) => match raw.size_opt("head_dim")? {
-            Some(n) => {
+        Some(default) => {
+            if let Some(n) = raw.size_opt("head_dim")? {
                 raw.source(Sym::HeadDim, "head_dim");
                 n
-            }
-            None => {
+            } else {
                 raw.assume(
                     "head_dim",
                     default,
@@ -789,7 +776,7 @@ pub(crate) fn llama_like(
                 );
                 default
             }
-        },
+        }
     };
     let (qkv_bias, o_bias) = match r.bias {
         BiasRule::All(key, default) => {
@@ -890,7 +877,6 @@ pub(crate) fn sliding_windows(
     }
     let use_window = raw.flag("use_sliding_window")?;
     Ok(match (model_type, window) {
-        (_, None) => vec![None; layers],
         // Gemma 2: every other layer (even indices) slides.
         ("gemma2", Some(w)) => (0..layers)
             .map(|i| i.is_multiple_of(2).then_some(w))

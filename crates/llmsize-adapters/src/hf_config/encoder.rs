@@ -38,7 +38,7 @@ fn wants_mlm(arch: &str, head: HeadChoice) -> (bool, String, Option<String>) {
     }
 }
 
-/// A post-LN BERT layer: biased q/k/v/o and 2-matrix MLP, two LayerNorms.
+/// A post-LN BERT layer: biased q/k/v/o and 2-matrix MLP, two `LayerNorms`.
 fn bert_layer(hidden: u64, heads: u64, head_dim: u64, inner: u64) -> Layer {
     Layer {
         attention: Attention::Standard(mha(hidden, heads, heads, head_dim, true)),
@@ -56,7 +56,7 @@ fn learned_positions(rows: u64, hidden: u64) -> PositionEmbedding {
     }
 }
 
-/// The MLM head of BERT-like encoders (biased `dense` + LayerNorm, decoder with `biases`
+/// The MLM head of BERT-like encoders (biased `dense` + `LayerNorm`, decoder with `biases`
 /// vectors of `V`), or none for the bare model.
 fn mlm_head(mlm: bool, tied: bool, biases: u64, hidden: u64, norm: Norm) -> OutputHead {
     if !mlm {
@@ -126,7 +126,7 @@ impl Encoder {
 }
 
 /// BERT and RoBERTa (`modeling_bert.py`, `modeling_roberta.py`): word, position and token-type
-/// tables with a LayerNorm; post-LN layers with biased q/k/v/o and MLP; MLM head whose
+/// tables with a `LayerNorm`; post-LN layers with biased q/k/v/o and MLP; MLM head whose
 /// decoder weight and bias tie to the token table and the head's `bias` (both untie when
 /// `tie_word_embeddings` is false, leaving two bias vectors).
 fn bert(
@@ -227,9 +227,9 @@ fn distilbert(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec, Co
     .into_spec())
 }
 
-/// ModernBERT (`modeling_modernbert.py`): no position table (RoPE); LayerNorms with a bias
+/// ModernBERT (`modeling_modernbert.py`): no position table (`RoPE`); `LayerNorms` with a bias
 /// only when `norm_bias`; layer 0 has no attention norm (`nn.Identity`); fused `Wqkv`;
-/// gated `Wi` (d → 2·d_ff); `final_norm`; MLM head `dense` (bias `classifier_bias`) + norm,
+/// gated `Wi` (d → `2·d_ff`); `final_norm`; MLM head `dense` (bias `classifier_bias`) + norm,
 /// decoder tied with a bias (`decoder_bias`).
 fn modernbert(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec, ConfigError> {
     let reason = "absent; `ModernBertConfig` default";

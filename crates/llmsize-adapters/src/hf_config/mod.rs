@@ -107,6 +107,10 @@ const REGISTRY: &[(&str, Reader)] = &[
 ];
 
 /// Model types read exactly (the registry's keys), as listed in error messages.
+#[allow(
+    clippy::indexing_slicing,
+    reason = "evaluated at compile time: an index out of range fails the build"
+)]
 pub const SUPPORTED: [&str; REGISTRY.len()] = {
     let mut out = [""; REGISTRY.len()];
     let mut i = 0;
@@ -243,7 +247,7 @@ fn read_map_tracked(
             spec.warnings.push(format!(
                 "`model_type` `{other}` is not supported; it has llama-style keys, so it was counted as a llama-style decoder (RMSNorm, SwiGLU, no biases) — check the result"
             ));
-            spec.model_type = other.to_owned();
+            other.clone_into(&mut spec.model_type);
             spec
         }
         (None, other) => {
@@ -265,7 +269,7 @@ fn read_map_tracked(
             }
         }
     }
-    spec.name = name.to_owned();
+    name.clone_into(&mut spec.name);
     spec.context_length = [
         "max_position_embeddings",
         "n_positions",

@@ -52,7 +52,7 @@ fn index_list(raw: &RawConfig<'_>, key: &str, layers: u64) -> Result<Vec<u64>, C
         .collect()
 }
 
-/// Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, GraniteMoE, gpt-oss.
+/// Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, `GraniteMoE`, gpt-oss.
 pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec, ConfigError> {
     let class = match model_type {
         "mixtral" => "MixtralConfig",

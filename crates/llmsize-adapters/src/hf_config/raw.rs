@@ -122,8 +122,9 @@ impl<'a> RawConfig<'a> {
                 return Ok(n);
             }
         }
-        self.assume(keys[0], default, reason);
-        self.source(symbol, &format!("{} (default)", keys[0]));
+        let key = keys.first().copied().unwrap_or_default();
+        self.assume(key, default, reason);
+        self.source(symbol, &format!("{key} (default)"));
         Ok(default)
     }
 
@@ -154,6 +155,10 @@ impl<'a> RawConfig<'a> {
     }
 
     /// Record a filled-in value.
+    #[allow(
+        clippy::needless_pass_by_value,
+        reason = "takes numbers, flags and strings alike"
+    )]
     pub(crate) fn assume(&mut self, key: &str, value: impl ToString, reason: &str) {
         self.assumptions.push(Assumption {
             field: key.to_owned(),

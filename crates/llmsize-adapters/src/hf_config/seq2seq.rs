@@ -82,20 +82,17 @@ pub(crate) fn t5(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec,
     let head_dim = raw.size(&["head_dim", "d_kv"], Sym::HeadDim)?;
     let inner = raw.size(&["d_ff"], Sym::Ffn)?;
     let enc_layers = raw.size(&["num_hidden_layers", "num_layers"], Sym::EncoderLayers)?;
-    let dec_layers = match raw.size_opt("num_decoder_layers")? {
-        Some(n) => {
-            raw.source(Sym::DecoderLayers, "num_decoder_layers");
-            n
-        }
-        None => {
-            raw.assume(
-                "num_decoder_layers",
-                enc_layers,
-                "absent or null; `T5Config` uses num_layers",
-            );
-            raw.source(Sym::DecoderLayers, "num_layers");
-            enc_layers
-        }
+    let dec_layers = if let Some(n) = raw.size_opt("num_decoder_layers")? {
+        raw.source(Sym::DecoderLayers, "num_decoder_layers");
+        n
+    } else {
+        raw.assume(
+            "num_decoder_layers",
+            enc_layers,
+            "absent or null; `T5Config` uses num_layers",
+        );
+        raw.source(Sym::DecoderLayers, "num_layers");
+        enc_layers
     };
     let heads = raw.size(&["num_attention_heads", "num_heads"], Sym::Heads)?;
     let vocab = raw.size(&["vocab_size"], Sym::Vocab)?;
@@ -174,7 +171,7 @@ pub(crate) fn t5(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec,
 /// BART (`modeling_bart.py`): shared table (the encoder's and decoder's `embed_tokens` tie to
 /// it only when `tie_word_embeddings`); learned positions of `max_position_embeddings + 2`
 /// rows and a `layernorm_embedding` per stack; biased attention and MLP; encoder blocks with
-/// 2 LayerNorms, decoder blocks with cross-attention and 3. `final_logits_bias` is a buffer.
+/// 2 `LayerNorms`, decoder blocks with cross-attention and 3. `final_logits_bias` is a buffer.
 pub(crate) fn bart(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec, ConfigError> {
     let reason = "absent; `BartConfig` default";
     let hidden = raw.size(&["hidden_size", "d_model"], Sym::Hidden)?;

@@ -16,6 +16,7 @@ fn loose(name: &str) -> String {
 }
 
 /// The preset a name refers to.
+#[must_use]
 pub fn find(name: &str) -> Option<&'static Preset> {
     let wanted = name.trim();
     PRESETS
@@ -33,6 +34,7 @@ pub fn find(name: &str) -> Option<&'static Preset> {
 }
 
 /// Up to `n` preset ids nearest to `name` (Jaro-Winkler on the loose forms).
+#[must_use]
 pub fn suggest(name: &str, n: usize) -> Vec<&'static str> {
     let l = loose(name);
     let mut scored: Vec<(f64, &'static str)> = PRESETS

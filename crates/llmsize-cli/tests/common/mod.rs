@@ -1,5 +1,15 @@
 //! Running the `llmsize` binary in tests, isolated from the machine's Hugging Face setup.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    missing_docs,
+    reason = "a test fails loudly on what it did not expect"
+)]
 #![allow(dead_code, reason = "each test binary uses a different part")]
 
 use std::process::Command;

@@ -59,6 +59,7 @@ fn ranges(runs: &[std::ops::Range<u64>]) -> String {
 }
 
 /// The whole derivation.
+#[must_use]
 pub fn render(report: &ParamsReport) -> String {
     let c = &report.count;
     let mut out = String::new();
@@ -91,8 +92,7 @@ pub fn render(report: &ParamsReport) -> String {
                     .symbol_sources
                     .iter()
                     .find(|(k, _)| *k == s.sym)
-                    .map(|(_, v)| v.clone())
-                    .unwrap_or_else(|| s.sym.meaning().to_owned()),
+                    .map_or_else(|| s.sym.meaning().to_owned(), |(_, v)| v.clone()),
             ]
         })
         .collect();

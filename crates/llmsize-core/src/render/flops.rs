@@ -19,6 +19,7 @@ fn pct(part: u128, whole: u128) -> String {
 }
 
 /// Human table; `explain` adds formulas.
+#[must_use]
 pub fn render(name: &str, r: &FlopsReport, speed: Option<&SpeedReport>, explain: bool) -> String {
     let mut out = String::new();
     let conv = match r.convention {

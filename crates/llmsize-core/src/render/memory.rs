@@ -10,6 +10,7 @@ use crate::units::{bytes_both, thousands};
 pub type SweepPoint = (u64, MemoryReport);
 
 /// Human table; `explain` adds each line's formula and the assumptions in full.
+#[must_use]
 pub fn render(
     name: &str,
     r: &MemoryReport,
@@ -205,6 +206,7 @@ pub fn render(
 }
 
 /// A sweep table.
+#[must_use]
 pub fn render_sweep(name: &str, axis: &str, points: &[SweepPoint]) -> String {
     let mut rows = vec![vec![
         axis.to_owned(),

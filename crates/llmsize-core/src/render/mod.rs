@@ -28,7 +28,8 @@ pub fn columns(rows: &[Vec<String>], right: &[bool]) -> String {
             if i > 0 {
                 line.push_str("  ");
             }
-            let pad = widths[i].saturating_sub(cell.chars().count());
+            let width = widths.get(i).copied().unwrap_or(0);
+            let pad = width.saturating_sub(cell.chars().count());
             if right.get(i).copied().unwrap_or(false) {
                 line.push_str(&" ".repeat(pad));
                 line.push_str(cell);

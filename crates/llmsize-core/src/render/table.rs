@@ -8,6 +8,7 @@ use crate::report::ParamsReport;
 use crate::units::{human_count, relative, share, thousands};
 
 /// The table for one model: components with share and formula, totals, estimates, assumptions.
+#[must_use]
 pub fn render(report: &ParamsReport) -> String {
     let c = &report.count;
     let mut out = String::new();
@@ -111,9 +112,10 @@ pub(crate) fn render_assumptions(report: &ParamsReport) -> String {
 }
 
 /// Several models side by side: one column each.
+#[must_use]
 pub fn render_comparison(reports: &[ParamsReport]) -> String {
     let mut rows = vec![
-        std::iter::once("".to_owned())
+        std::iter::once(String::new())
             .chain(reports.iter().map(|r| r.name.clone()))
             .collect::<Vec<_>>(),
     ];
