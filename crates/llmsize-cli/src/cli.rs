@@ -1,4 +1,8 @@
 //! Command-line arguments (clap derive); validation into settings happens in `commands`.
+//!
+//! The doc comments of the arguments are the help text users read, written for a terminal,
+//! not rustdoc: `doc_markdown` does not apply.
+#![allow(clippy::doc_markdown, reason = "doc comments here are --help text")]
 
 use clap::{Args, Parser, Subcommand};
 // The option enums are the engine's own, deriving `clap::ValueEnum` (feature `clap`).
@@ -82,8 +86,8 @@ pub(crate) struct MemoryArgs {
     #[command(flatten)]
     pub(crate) model: ModelArgs,
     /// Weight format: bf16, fp16, fp32, fp8, fp8-block, int8, int4, nf4, nf4-dq, gptq-4bit,
-    /// awq-4bit, or a llama.cpp preset (`q8_0`, `q6_k`, `q5_k_m`, `q5_k_s`, `q5_1`, `q5_0`, `q4_k_m`,
-    /// `q4_k_s`, `q4_1`, `q4_0`, `q3_k_l`, `q3_k_m`, `q3_k_s`, `q2_k`, `iq4_xs`, `iq4_nl`) [default: bf16;
+    /// awq-4bit, or a llama.cpp preset (q8_0, q6_k, q5_k_m, q5_k_s, q5_1, q5_0, q4_k_m,
+    /// q4_k_s, q4_1, q4_0, q3_k_l, q3_k_m, q3_k_s, q2_k, iq4_xs, iq4_nl) [default: bf16;
     /// weight files are measured as stored]
     #[arg(long)]
     pub(crate) dtype: Option<String>,
@@ -93,7 +97,7 @@ pub(crate) struct MemoryArgs {
     /// Sequences served at once
     #[arg(long, default_value = "1", value_parser = parse_size, allow_hyphen_values = true)]
     pub(crate) batch: u64,
-    /// KV cache element type: bf16, fp16, fp32, fp8, `q8_0`, `q4_0`
+    /// KV cache element type: bf16, fp16, fp32, fp8, q8_0, q4_0
     #[arg(long, default_value = "bf16")]
     pub(crate) kv_dtype: String,
     /// GPU and count, e.g. `h100`, `h100x8`, `rtx4090` (`llmsize gpus` lists them)
