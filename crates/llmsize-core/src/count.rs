@@ -122,7 +122,9 @@ impl ParamCount {
 fn parts_of(tensors: &[&Tensor]) -> Result<(Vec<Part>, Option<Expr>), Overflow> {
     let mut parts: Vec<Part> = Vec::new();
     let mut active = None;
-    for run in tensors.chunk_by(|a, b| a.part == b.part && a.place == b.place) {
+    for run in tensors
+        .chunk_by(|a, b| a.part == b.part && a.name.cross == b.name.cross && a.place == b.place)
+    {
         let Some(first) = run.first() else { continue };
         let shared_copies = run
             .iter()
@@ -143,7 +145,7 @@ fn parts_of(tensors: &[&Tensor]) -> Result<(Vec<Part>, Option<Expr>), Overflow> 
             )
         };
         parts.push(Part {
-            label: first.part.clone(),
+            label: first.part_label(),
             category: first.category,
             count: formula.eval()?,
             formula,

@@ -739,7 +739,12 @@ mod layout_tests {
         use crate::expr::Expr;
         use crate::layout::{Form, Place, Shape};
         Tensor {
-            name: "attn_q.weight".into(),
+            name: crate::layout::TensorName {
+                prefix: "decoder.0".into(),
+                cross: false,
+                local: "attn_q".into(),
+                suffix: ".weight",
+            },
             part: "q_proj".into(),
             kind: TensorKind::AttnQ,
             category: Category::Attention,

@@ -13,6 +13,8 @@
 //!
 //! Matrices are `[output, input]` like `nn.Linear.weight`; GGUF's `ne[0]` is the input.
 
+use std::borrow::Cow;
+use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -183,6 +185,32 @@ pub enum Place {
     Output,
 }
 
+/// A tensor's readable name (`decoder.3.cross_attn_q.weight`), kept in pieces and joined only
+/// when shown: counting needs no names, and a model has thousands of tensors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorName {
+    /// Stack and first layer of the kind (`decoder.3`), empty for embeddings and the head.
+    pub prefix: Arc<str>,
+    /// Part of a layer's cross-attention (`cross_attn_` before the local name).
+    pub cross: bool,
+    /// The name within the layer (`attn_q`, `norm1`).
+    pub local: Cow<'static, str>,
+    /// `.weight`, `.bias` or nothing.
+    pub suffix: &'static str,
+}
+
+impl fmt::Display for TensorName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.prefix.is_empty() {
+            write!(f, "{}.", self.prefix)?;
+        }
+        if self.cross {
+            f.write_str("cross_")?;
+        }
+        write!(f, "{}{}", self.local, self.suffix)
+    }
+}
+
 /// One tensor (or one group of identical routed-expert matrices), listed once per layer kind:
 /// a layer tensor stands for the same tensor in every layer of its kind (`layers` of them, in
 /// `layer_runs`), so the list grows with the number of distinct layer kinds, not with
@@ -190,10 +218,11 @@ pub enum Place {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tensor {
     /// A readable name (`decoder.3.attn_q.weight`, after the first layer of its kind).
-    pub name: String,
+    pub name: TensorName,
     /// The part of the model it belongs to (`q_proj`, `mlp (gated)`, `2 norms`), as
-    /// `--explain` lists them; consecutive tensors of a part are counted together.
-    pub part: String,
+    /// `--explain` lists them (with `cross_attn.` before a cross-attention part);
+    /// consecutive tensors of a part are counted together.
+    pub part: Cow<'static, str>,
     /// What it is.
     pub kind: TensorKind,
     /// Its category in the 13-way split.
@@ -222,6 +251,15 @@ pub struct Tensor {
 }
 
 impl Tensor {
+    /// The part's label: `q_proj`, or `cross_attn.q_proj` in a cross-attention.
+    pub fn part_label(&self) -> String {
+        if self.name.cross {
+            format!("cross_attn.{}", self.part)
+        } else {
+            self.part.to_string()
+        }
+    }
+
     /// Elements of one instance (one layer's tensor), checked.
     #[must_use]
     pub fn elements(&self) -> Option<u64> {
@@ -314,7 +352,8 @@ impl Widths {
 
 struct Builder {
     out: Vec<Tensor>,
-    prefix: String,
+    prefix: Arc<str>,
+    cross: bool,
     place: Place,
     stack: Option<StackRole>,
     layer_runs: Arc<[Range<u64>]>,
@@ -331,20 +370,20 @@ impl Builder {
     )]
     fn push(
         &mut self,
-        name: &str,
-        part: &str,
+        (local, suffix): (Cow<'static, str>, &'static str),
+        part: Cow<'static, str>,
         kind: TensorKind,
         category: Category,
         shape: Shape,
     ) -> Result<(), Overflow> {
-        let full = if self.prefix.is_empty() {
-            name.to_owned()
-        } else {
-            format!("{}.{name}", self.prefix)
-        };
         self.out.push(Tensor {
-            name: full,
-            part: part.to_owned(),
+            name: TensorName {
+                prefix: self.prefix.clone(),
+                cross: self.cross,
+                local,
+                suffix,
+            },
+            part,
             kind,
             category,
             place: self.place,
@@ -361,18 +400,22 @@ impl Builder {
         Ok(())
     }
 
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one call per tensor, each argument named"
+    )]
     fn table(
         &mut self,
-        name: &str,
-        part: &str,
+        name: (impl Into<Label>, &'static str),
+        part: impl Into<Label>,
         kind: TensorKind,
         category: Category,
         rows: Expr,
         cols: Expr,
     ) -> Result<(), Overflow> {
         self.push(
-            name,
-            part,
+            (name.0.into(), name.1),
+            part.into(),
             kind,
             category,
             Shape {
@@ -387,15 +430,15 @@ impl Builder {
 
     fn vector(
         &mut self,
-        name: &str,
-        part: &str,
+        name: (impl Into<Label>, &'static str),
+        part: impl Into<Label>,
         kind: TensorKind,
         category: Category,
         len: Expr,
     ) -> Result<(), Overflow> {
         self.push(
-            name,
-            part,
+            (name.0.into(), name.1),
+            part.into(),
             kind,
             category,
             Shape {
@@ -415,16 +458,17 @@ impl Builder {
     )]
     fn linear(
         &mut self,
-        name: &str,
-        part: &str,
+        name: impl Into<Label>,
+        part: impl Into<Label>,
         kind: TensorKind,
         category: Category,
         (input, output): (Expr, Expr),
         bias: bool,
     ) -> Result<(), Overflow> {
+        let (name, part) = (name.into(), part.into());
         self.push(
-            &format!("{name}.weight"),
-            part,
+            (name.clone(), ".weight"),
+            part.clone(),
             kind,
             category,
             Shape {
@@ -436,13 +480,7 @@ impl Builder {
             },
         )?;
         if bias {
-            self.vector(
-                &format!("{name}.bias"),
-                part,
-                TensorKind::Bias,
-                category,
-                output,
-            )?;
+            self.vector((name, ".bias"), part, TensorKind::Bias, category, output)?;
         }
         Ok(())
     }
@@ -454,7 +492,7 @@ impl Builder {
     )]
     fn experts(
         &mut self,
-        name: &str,
+        name: &'static str,
         kind: TensorKind,
         (copies, active_copies): (&Expr, &Expr),
         rows: Expr,
@@ -462,8 +500,8 @@ impl Builder {
         form: Form,
     ) -> Result<(), Overflow> {
         self.push(
-            name,
-            "experts",
+            (Cow::Borrowed(name), ""),
+            Cow::Borrowed("experts"),
             kind,
             Category::MoeExperts,
             Shape {
@@ -478,31 +516,29 @@ impl Builder {
 
     fn norm(
         &mut self,
-        name: &str,
-        part: &str,
+        name: impl Into<Label>,
+        part: impl Into<Label>,
         category: Category,
         n: Norm,
         width: Expr,
     ) -> Result<(), Overflow> {
+        let (name, part) = (name.into(), part.into());
         self.vector(
-            &format!("{name}.weight"),
-            part,
+            (name.clone(), ".weight"),
+            part.clone(),
             TensorKind::Norm,
             category,
             width.clone(),
         )?;
         if n.kind == NormKind::LayerNorm && n.bias {
-            self.vector(
-                &format!("{name}.bias"),
-                part,
-                TensorKind::Norm,
-                category,
-                width,
-            )?;
+            self.vector((name, ".bias"), part, TensorKind::Norm, category, width)?;
         }
         Ok(())
     }
 }
+
+/// A name or a part label: almost always a `&'static str`, built only when it holds a number.
+type Label = Cow<'static, str>;
 
 /// `x·y` as one symbol (`3d` = 2304), the way people write a fused width.
 fn scaled(sym: Sym, factor: u64, value: u64, w: &Widths) -> Expr {
@@ -534,11 +570,8 @@ fn standard_attention(
     w: &Widths,
     cross: bool,
 ) -> Result<(), Overflow> {
-    let (name, part) = if cross {
-        ("cross_attn_", "cross_attn.")
-    } else {
-        ("attn_", "")
-    };
+    // A cross-attention's names and parts are marked by the builder's `cross` flag.
+    b.cross = cross;
     let c = Category::Attention;
     let d = w.d();
     let d_h = Expr::sym(Sym::HeadDim, a.head_dim);
@@ -563,8 +596,8 @@ fn standard_attention(
             ])
         };
         b.linear(
-            &format!("{name}qkv"),
-            &format!("{part}qkv_proj"),
+            "attn_qkv",
+            "qkv_proj",
             TensorKind::AttnQkv,
             c,
             (d.clone(), fused),
@@ -572,23 +605,16 @@ fn standard_attention(
         )?;
     } else {
         for (n, p, kind, out, bias) in [
-            ("q", "q_proj", TensorKind::AttnQ, &q_out, a.q_bias),
-            ("k", "k_proj", TensorKind::AttnK, &kv_out, a.k_bias),
-            ("v", "v_proj", TensorKind::AttnV, &kv_out, a.v_bias),
+            ("attn_q", "q_proj", TensorKind::AttnQ, &q_out, a.q_bias),
+            ("attn_k", "k_proj", TensorKind::AttnK, &kv_out, a.k_bias),
+            ("attn_v", "v_proj", TensorKind::AttnV, &kv_out, a.v_bias),
         ] {
-            b.linear(
-                &format!("{name}{n}"),
-                &format!("{part}{p}"),
-                kind,
-                c,
-                (d.clone(), out.clone()),
-                bias,
-            )?;
+            b.linear(n, p, kind, c, (d.clone(), out.clone()), bias)?;
         }
     }
     b.linear(
-        &format!("{name}output"),
-        &format!("{part}o_proj"),
+        "attn_output",
+        "o_proj",
         TensorKind::AttnOutput,
         c,
         (q_out, d),
@@ -596,33 +622,22 @@ fn standard_attention(
     )?;
     if let Some(n) = a.q_norm {
         let width = qk_norm_width(n.dim, a, w);
-        b.norm(
-            &format!("{name}q_norm"),
-            &format!("{part}q_norm"),
-            c,
-            n,
-            width,
-        )?;
+        b.norm("attn_q_norm", "q_norm", c, n, width)?;
     }
     if let Some(n) = a.k_norm {
         let width = qk_norm_width(n.dim, a, w);
-        b.norm(
-            &format!("{name}k_norm"),
-            &format!("{part}k_norm"),
-            c,
-            n,
-            width,
-        )?;
+        b.norm("attn_k_norm", "k_norm", c, n, width)?;
     }
     if a.sinks {
         b.vector(
-            &format!("{name}sinks"),
-            &format!("{part}sinks"),
+            ("attn_sinks", ""),
+            "sinks",
             TensorKind::Sinks,
             c,
             Expr::sym(Sym::Heads, a.num_heads),
         )?;
     }
+    b.cross = false;
     Ok(())
 }
 
@@ -717,10 +732,10 @@ fn mlp(
     b: &mut Builder,
     m: &Mlp,
     w: &Widths,
-    part: &str,
+    part: &'static str,
     category: Category,
     inner: Sym,
-    names: [&str; 3],
+    names: [&'static str; 3],
     kinds: [TensorKind; 3],
 ) -> Result<(), Overflow> {
     let d = w.width(m.hidden, Sym::Hidden);
@@ -858,11 +873,20 @@ fn layer_tensors(b: &mut Builder, layer: &Layer, w: &Widths) -> Result<(), Overf
             }
         }
     }
-    let part = format!("{} norms", layer.norms.len());
+    let part: Label = match layer.norms.len() {
+        1 => "1 norms".into(),
+        2 => "2 norms".into(),
+        3 => "3 norms".into(),
+        4 => "4 norms".into(),
+        n => format!("{n} norms").into(),
+    };
+    const NORMS: [&str; 4] = ["norm0", "norm1", "norm2", "norm3"];
     for (j, n) in layer.norms.iter().enumerate() {
         b.norm(
-            &format!("norm{j}"),
-            &part,
+            NORMS
+                .get(j)
+                .map_or_else(|| Label::from(format!("norm{j}")), |s| Label::from(*s)),
+            part.clone(),
             Category::Norm,
             *n,
             w.width(n.dim, Sym::NormDim),
@@ -939,7 +963,8 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
     };
     let mut b = Builder {
         out: Vec::new(),
-        prefix: String::new(),
+        prefix: Arc::from(""),
+        cross: false,
         place: Place::Input,
         stack: None,
         layer_runs: Arc::new([]),
@@ -950,13 +975,13 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
     let vocab = |rows| Expr::sym(Sym::Vocab, rows);
     if let Some(t) = spec.token_embedding {
         for i in 0..=spec.extra_token_tables {
-            let name = if i == 0 {
-                "token_embd".to_owned()
+            let name: Label = if i == 0 {
+                "token_embd".into()
             } else {
-                format!("token_embd.copy{i}")
+                format!("token_embd.copy{i}").into()
             };
             b.table(
-                &name,
+                (name, ""),
                 "token_embd",
                 TensorKind::TokenEmbedding,
                 Category::TokenEmbedding,
@@ -981,7 +1006,7 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
     }
     for (si, stack) in spec.stacks.iter().enumerate() {
         let role = stack.role.as_str();
-        role.clone_into(&mut b.prefix);
+        b.prefix = Arc::from(role);
         b.place = Place::StackStart(si);
         b.stack = Some(stack.role);
         b.stack_layers = stack.layers.len();
@@ -992,7 +1017,7 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
                     Expr::Lit(offset),
                 ]);
                 b.table(
-                    "position_embd",
+                    ("position_embd", ""),
                     "position_embd",
                     TensorKind::PositionEmbedding,
                     Category::PositionEmbedding,
@@ -1001,7 +1026,7 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
                 )?;
             }
             Some(PositionEmbedding::RelativeBias { buckets, heads }) => b.table(
-                "relative_bias",
+                ("relative_bias", ""),
                 "relative_bias",
                 TensorKind::PositionEmbedding,
                 Category::PositionEmbedding,
@@ -1012,7 +1037,7 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
         }
         if let Some(t) = stack.token_type {
             b.table(
-                "token_types",
+                ("token_types", ""),
                 "token_types",
                 TensorKind::TokenTypeEmbedding,
                 Category::TokenTypeEmbedding,
@@ -1040,7 +1065,7 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
             b.place = Place::Layer { stack: si, kind };
             // Named after the first layer of the kind: `decoder.0.attn_q`.
             let first = b.layer_runs.first().map_or(0, |r| r.start);
-            b.prefix = format!("{role}.{first}");
+            b.prefix = format!("{role}.{first}").into();
             layer_tensors(&mut b, layer, &w)?;
             attention.push(geometry(
                 &layer.attention,
@@ -1053,7 +1078,7 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
                 attention.push(geometry(c, stack.role, n, true, None)?);
             }
         }
-        role.clone_into(&mut b.prefix);
+        b.prefix = Arc::from(role);
         b.place = Place::StackEnd(si);
         b.layer_runs = Arc::new([]);
         b.layers = 1;
@@ -1067,7 +1092,7 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
             )?;
         }
     }
-    b.prefix.clear();
+    b.prefix = Arc::from("");
     b.place = Place::Output;
     b.stack = None;
     b.stack_layers = 0;
@@ -1101,7 +1126,7 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
             // The head reads the embedding width (OPT-350m: `word_embed_proj_dim`).
             let width = spec.token_embedding.map_or(spec.hidden_size, |t| t.dim);
             b.table(
-                "output.weight",
+                ("output", ".weight"),
                 "output",
                 TensorKind::Output,
                 Category::LmHead,
@@ -1111,7 +1136,14 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
         }
         for i in 0..*biases {
             b.vector(
-                &format!("output.bias{i}"),
+                (
+                    match i {
+                        0 => Label::from("output.bias0"),
+                        1 => Label::from("output.bias1"),
+                        i => Label::from(format!("output.bias{i}")),
+                    },
+                    "",
+                ),
                 "output biases",
                 TensorKind::Bias,
                 Category::LmHead,

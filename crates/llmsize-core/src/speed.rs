@@ -64,7 +64,7 @@ fn expert_bytes(spec: &ModelSpec, format: WeightFormat) -> Result<u64, SpecError
             let stored = format
                 .tensor_storage(&t, ctx)
                 .ok_or_else(|| SpecError::Invalid {
-                    field: t.name.clone(),
+                    field: t.name.to_string(),
                     found: "a size that overflows".into(),
                     expected: "a smaller model".into(),
                 })?;
