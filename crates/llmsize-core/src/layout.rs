@@ -252,6 +252,7 @@ pub struct Tensor {
 
 impl Tensor {
     /// The part's label: `q_proj`, or `cross_attn.q_proj` in a cross-attention.
+    #[must_use]
     pub fn part_label(&self) -> String {
         if self.name.cross {
             format!("cross_attn.{}", self.part)
@@ -536,6 +537,9 @@ impl Builder {
         Ok(())
     }
 }
+
+/// Names of a layer's norms, by position.
+const NORMS: [&str; 4] = ["norm0", "norm1", "norm2", "norm3"];
 
 /// A name or a part label: almost always a `&'static str`, built only when it holds a number.
 type Label = Cow<'static, str>;
@@ -880,7 +884,6 @@ fn layer_tensors(b: &mut Builder, layer: &Layer, w: &Widths) -> Result<(), Overf
         4 => "4 norms".into(),
         n => format!("{n} norms").into(),
     };
-    const NORMS: [&str; 4] = ["norm0", "norm1", "norm2", "norm3"];
     for (j, n) in layer.norms.iter().enumerate() {
         b.norm(
             NORMS
