@@ -30,7 +30,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt;
-use std::hash::{BuildHasher, RandomState};
 
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -341,11 +340,16 @@ pub fn parse_header(
         metadata,
         mut tensors,
         ..
-    } = entries.finish(file)?;
+    } = entries.finish(text, file)?;
 
-    // Names are unique (checked above), so an unstable sort gives the same order as a stable
-    // one, without the stable sort's scratch buffer of half the tensors.
-    tensors.sort_unstable_by(|a, b| (a.data_offsets, &a.name).cmp(&(b.data_offsets, &b.name)));
+    // File order: by offsets, then by name for zero-size tensors at the same offset. The
+    // tensors come sorted by name (`Entries::finish`), so when the offsets already ascend in
+    // that order (one tensor, or many zero-size ones) this is the order. Names are unique, so
+    // an unstable sort gives the same order as a stable one, without the stable sort's scratch
+    // buffer of half the tensors.
+    if !tensors.is_sorted_by(|a, b| a.data_offsets <= b.data_offsets) {
+        tensors.sort_unstable_by(|a, b| (a.data_offsets, &a.name).cmp(&(b.data_offsets, &b.name)));
+    }
     let covered = check_tiling(&tensors, file)?;
     if covered != data_len {
         return Err(WeightsError::DataSectionMismatch {
@@ -408,18 +412,29 @@ impl<'de> Handler<'de> for TopLevel<'_> {
 /// read, and the first error. After an error or past [`MAX_TENSORS`] the rest is only
 /// counted (and checked for syntax), so errors keep the order of the file and the count is
 /// exact.
+///
+/// A repeated tensor name is found after the pass, by sorting the tensors by name in place,
+/// rather than with a set of every name (a second copy of each, or at least a hash table the
+/// size of the tensor list, in the peak). Only when a name does repeat does a second pass
+/// over the keys find the first repeat in file order, so that the error is the same as a
+/// check made while reading would give.
 struct Entries {
     data_len: u64,
     metadata: BTreeMap<String, String>,
     seen_metadata: bool,
     tensors: Vec<SafetensorsTensor>,
-    /// Hashes of the tensor names read, to find a repeated name without a second copy of
-    /// every name: a hit is confirmed against `tensors` (a hash collision only costs a scan).
-    name_hashes: HashSet<u64>,
-    hasher: RandomState,
     /// Top-level keys other than `__metadata__`, all of them.
     count: u64,
-    error: Option<WeightsError>,
+    error: Option<EntryError>,
+}
+
+/// The first bad entry: the error, where it was, and the name if it was a tensor (a repeated
+/// name would have been reported in its place).
+struct EntryError {
+    error: WeightsError,
+    /// `count` when it was found: a repeat among the first `at` tensors comes first.
+    at: u64,
+    tensor: Option<String>,
 }
 
 impl Entries {
@@ -429,8 +444,6 @@ impl Entries {
             metadata: BTreeMap::new(),
             seen_metadata: false,
             tensors: Vec::new(),
-            name_hashes: HashSet::new(),
-            hasher: RandomState::new(),
             count: 0,
             error: None,
         }
@@ -449,7 +462,6 @@ impl Entries {
             if self.count > MAX_TENSORS && !self.tensors.is_empty() {
                 // Too many: free what was built; only the count matters from here.
                 self.tensors = Vec::new();
-                self.name_hashes = HashSet::new();
             }
         }
         if self.count > MAX_TENSORS || self.error.is_some() {
@@ -459,44 +471,48 @@ impl Entries {
         if is_metadata {
             if self.seen_metadata {
                 map.next_value::<IgnoredAny>()?;
-                self.error = Some(WeightsError::DuplicateKey {
-                    file: file.to_owned(),
-                    key: name,
-                });
+                self.fail(
+                    WeightsError::DuplicateKey {
+                        file: file.to_owned(),
+                        key: name,
+                    },
+                    None,
+                );
                 return Ok(());
             }
             self.seen_metadata = true;
             match map.next_value_seed(Seed(Metadata))? {
                 Ok(metadata) => self.metadata = metadata,
-                Err(problem) => {
-                    self.error = Some(WeightsError::InvalidMetadata {
+                Err(problem) => self.fail(
+                    WeightsError::InvalidMetadata {
                         file: file.to_owned(),
                         problem,
-                    });
-                }
+                    },
+                    None,
+                ),
             }
             return Ok(());
         }
-        if !self.name_hashes.insert(self.hasher.hash_one(name.as_str()))
-            && self.tensors.iter().any(|t| t.name == name)
-        {
-            map.next_value::<IgnoredAny>()?;
-            self.error = Some(WeightsError::DuplicateTensor {
-                file: file.to_owned(),
-                tensor: name,
-            });
-            return Ok(());
-        }
         let fields = map.next_value_seed(Seed(TensorEntry))?;
-        match fields.validate(name, self.data_len, file) {
+        match fields.validate(&name, self.data_len, file) {
             Ok(tensor) => self.tensors.push(tensor),
-            Err(e) => self.error = Some(e),
+            Err(e) => self.fail(e, Some(name)),
         }
         Ok(())
     }
 
-    /// The entries, or the error that comes first: too many tensors, then the first bad entry.
-    fn finish(self, file: &str) -> Result<Self, WeightsError> {
+    fn fail(&mut self, error: WeightsError, tensor: Option<String>) {
+        self.error = Some(EntryError {
+            error,
+            at: self.count,
+            tensor,
+        });
+    }
+
+    /// The entries, or the error that comes first: too many tensors, then the first bad entry
+    /// or repeated name in file order. `text` is the document, read again only if a name
+    /// repeats.
+    fn finish(mut self, text: &str, file: &str) -> Result<Self, WeightsError> {
         if self.count > MAX_TENSORS {
             return Err(WeightsError::TooManyTensors {
                 file: file.to_owned(),
@@ -504,10 +520,67 @@ impl Entries {
                 max: MAX_TENSORS,
             });
         }
+        self.tensors.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        let repeats = self
+            .tensors
+            .windows(2)
+            .any(|pair| matches!(pair, [a, b] if a.name == b.name))
+            || self
+                .error
+                .as_ref()
+                .and_then(|e| e.tensor.as_deref())
+                .is_some_and(|name| {
+                    self.tensors
+                        .binary_search_by(|t| t.name.as_str().cmp(name))
+                        .is_ok()
+                });
+        if repeats {
+            let limit = self.error.as_ref().map_or(u64::MAX, |e| e.at);
+            self.tensors = Vec::new();
+            if let Ok(Document::Object(Some(tensor))) =
+                parse_with(text, Seed(FirstRepeat { limit }), file)
+            {
+                return Err(WeightsError::DuplicateTensor {
+                    file: file.to_owned(),
+                    tensor,
+                });
+            }
+        }
         match self.error {
-            Some(e) => Err(e),
+            Some(e) => Err(e.error),
             None => Ok(self),
         }
+    }
+}
+
+/// The second pass over a header whose tensor names repeat: the first name, in file order,
+/// that repeats an earlier one among the first `limit` tensors.
+struct FirstRepeat {
+    limit: u64,
+}
+
+impl<'de> Handler<'de> for FirstRepeat {
+    type Out = Document<Option<String>>;
+
+    fn other(self, found: Found) -> Self::Out {
+        Document::Other(found.kind)
+    }
+
+    fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
+        let mut seen = HashSet::new();
+        let mut count = 0u64;
+        let mut repeat = None;
+        while let Some(name) = map.next_key::<String>()? {
+            map.next_value::<IgnoredAny>()?;
+            if repeat.is_some() || name == METADATA_KEY || count >= self.limit {
+                continue;
+            }
+            count += 1;
+            if let Some(name) = seen.replace(name) {
+                repeat = Some(name);
+            }
+        }
+        Ok(Document::Object(repeat))
     }
 }
 
@@ -878,11 +951,11 @@ impl TensorFields {
     /// `data_offsets` in that order; the size; the end within the data section.
     fn validate(
         self,
-        name: String,
+        name: &str,
         data_len: u64,
         file: &str,
     ) -> Result<SafetensorsTensor, WeightsError> {
-        let entry = Entry { name: &name, file };
+        let entry = Entry { name, file };
         let (dtype, shape, offsets) = match self {
             TensorFields::Object {
                 dtype,
@@ -901,7 +974,7 @@ impl TensorFields {
 
         let overflow = |shape: Vec<u64>| WeightsError::ShapeOverflow {
             file: file.to_owned(),
-            tensor: name.clone(),
+            tensor: name.to_owned(),
             shape,
         };
         let Some(elements) = shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)) else {
@@ -919,7 +992,7 @@ impl TensorFields {
         if declared != needed {
             return Err(WeightsError::TensorSizeMismatch {
                 file: file.to_owned(),
-                tensor: name,
+                tensor: name.to_owned(),
                 dtype: dtype.as_str().to_owned(),
                 shape,
                 declared,
@@ -929,13 +1002,13 @@ impl TensorFields {
         if end > data_len {
             return Err(WeightsError::TensorPastEnd {
                 file: file.to_owned(),
-                tensor: name,
+                tensor: name.to_owned(),
                 end,
                 data_len,
             });
         }
         Ok(SafetensorsTensor {
-            name,
+            name: name.to_owned(),
             dtype,
             shape,
             elements,
