@@ -28,6 +28,7 @@
 //! # Ok::<(), llmsize_weights::WeightsError>(())
 //! ```
 
+use std::collections::btree_map;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt;
 
@@ -1046,7 +1047,7 @@ impl ShardIndex {
 /// integer (an integral float such as `1.5e10` is accepted, as some writers emit). Shard names
 /// must be plain file names, with no `/`, `\` or `..`, so that a caller can join them to the
 /// index's directory safely. If `weight_map` repeats a tensor name, the last entry wins, as in
-/// Python's `json` and `transformers` (every entry must still be a plain file name).
+/// Python's `json` and `transformers`.
 ///
 /// Read in one pass, like [`parse_header`]: memory is the returned map, whatever else the
 /// index holds; other keys are skipped without allocating.
@@ -1074,19 +1075,22 @@ pub fn parse_index(text: &str, file: &str) -> Result<ShardIndex, WeightsError> {
         None => None,
         Some(metadata) => metadata.map_err(invalid)?,
     };
-    let (weight_map, shards) = match parts.weight_map {
+    let weight_map = match parts.weight_map {
         None => return Err(invalid("`weight_map` is missing".to_owned())),
         Some(weight_map) => weight_map.map_err(invalid)?,
     };
+    // From the map as it ends up: a shard named only by a replaced entry is not listed.
+    let shards: BTreeSet<&String> = weight_map.values().collect();
+    let shards = shards.into_iter().cloned().collect();
     Ok(ShardIndex {
         total_size,
         weight_map,
-        shards: shards.into_iter().collect(),
+        shards,
     })
 }
 
-/// `weight_map` as read: the map and the distinct shards, or the problem.
-type WeightMap = Result<(BTreeMap<String, String>, BTreeSet<String>), String>;
+/// `weight_map` as read, or the problem.
+type WeightMap = Result<BTreeMap<String, String>, String>;
 
 /// The top level of an index: `weight_map` and `metadata` as read, the first repeated one.
 struct IndexParts {
@@ -1146,34 +1150,43 @@ impl<'de> Handler<'de> for WeightMapValue {
     }
 
     fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<WeightMap, A::Error> {
-        let mut weight_map = BTreeMap::new();
-        let mut shards = BTreeSet::new();
-        let mut problem = None;
+        // A repeated tensor keeps its last value but its first place, as in
+        // `serde_json::Value` with `preserve_order`: only the values that remain are checked,
+        // and the first bad one in that order is reported.
+        let mut entries: BTreeMap<String, (u64, Result<String, &'static str>)> = BTreeMap::new();
+        let mut next = 0u64;
         while let Some(tensor) = map.next_key::<String>()? {
-            if problem.is_some() {
-                map.next_value::<IgnoredAny>()?;
-                continue;
-            }
-            match map.next_value_seed(Seed(Text))? {
-                Ok(shard) if is_plain_file_name(&shard) => {
-                    if !shards.contains(&shard) {
-                        shards.insert(shard.clone());
-                    }
-                    weight_map.insert(tensor, shard);
-                }
-                Ok(shard) => {
-                    problem = Some(format!(
-                        "`weight_map` entry `{tensor}` names shard `{shard}`, expected a plain file name"
-                    ));
-                }
-                Err(kind) => {
-                    problem = Some(format!(
-                        "`weight_map` entry `{tensor}` is {kind}, expected a file name"
-                    ));
+            let value = map.next_value_seed(Seed(Text))?;
+            match entries.entry(tensor) {
+                btree_map::Entry::Occupied(mut slot) => slot.get_mut().1 = value,
+                btree_map::Entry::Vacant(slot) => {
+                    slot.insert((next, value));
+                    next += 1;
                 }
             }
         }
-        Ok(problem.map_or(Ok((weight_map, shards)), Err))
+        let problem = entries
+            .iter()
+            .filter_map(|(tensor, (place, value))| {
+                let problem = match value {
+                    Ok(shard) if is_plain_file_name(shard) => return None,
+                    Ok(shard) => format!(
+                        "`weight_map` entry `{tensor}` names shard `{shard}`, expected a plain file name"
+                    ),
+                    Err(kind) => {
+                        format!("`weight_map` entry `{tensor}` is {kind}, expected a file name")
+                    }
+                };
+                Some((*place, problem))
+            })
+            .min_by_key(|(place, _)| *place);
+        if let Some((_, problem)) = problem {
+            return Ok(Err(problem));
+        }
+        Ok(Ok(entries
+            .into_iter()
+            .filter_map(|(tensor, (_, value))| value.ok().map(|shard| (tensor, shard)))
+            .collect()))
     }
 }
 
