@@ -17,6 +17,7 @@ Inputs:
                                                                  -> inspect
   e2 as e, but the arrays are the value of an unknown top-level key -> inspect (an error)
   f  SafeTensors with 1,000,000 zero-size tensors                -> inspect
+  g  SafeTensors, ~90 MB header, 7M tiny `__metadata__` entries  -> inspect (an error)
 
 Python 3 standard library only.
 """
@@ -151,6 +152,11 @@ def safetensors_many_tensors(d):
     return safetensors_file(os.path.join(d, "many-tensors.safetensors"), header, 0)
 
 
+def safetensors_many_metadata(d):
+    header = ('{"__metadata__":{' + ",".join('"%d":""' % i for i in range(7_000_000)) + "}}").encode()
+    return safetensors_file(os.path.join(d, "many-metadata.safetensors"), header, 0)
+
+
 CASES = [
     ("a", llama_config, ["params", "memory", "flops"]),
     ("b", gguf_file, ["params", "memory"]),
@@ -159,6 +165,7 @@ CASES = [
     ("e", safetensors_junk_in_entry, ["inspect"]),
     ("e2", safetensors_junk_top_level, ["inspect"]),
     ("f", safetensors_many_tensors, ["inspect"]),
+    ("g", safetensors_many_metadata, ["inspect"]),
 ]
 
 

@@ -50,6 +50,11 @@ pub const MAX_DIMS: u64 = 16;
 /// The key of the optional string-to-string metadata object.
 pub const METADATA_KEY: &str = "__metadata__";
 
+/// Most `__metadata__` entries accepted. Writers store a handful (`"format": "pt"`); the
+/// limit keeps a valid but hostile header (millions of tiny entries, ~120 bytes of memory
+/// each) from costing gigabytes.
+pub const MAX_METADATA_ENTRIES: u64 = 65_536;
+
 /// A SafeTensors dtype, the full list of the `safetensors` crate 0.8 (`Dtype`).
 ///
 /// Sizes are in bits, so the 4- and 6-bit float formats are exact.
@@ -288,9 +293,11 @@ pub fn header_len(first8: &[u8], file_len: u64, file: &str) -> Result<u64, Weigh
 /// product and bit size fit in 64 bits, `end - begin = ceil(elements x bits / 8)`, offsets
 /// inside the data section, and the byte ranges sorted by offset tiling the data section with
 /// no overlap and no gap (naming the tensors involved), at most [`MAX_TENSORS`] tensors, no
-/// name twice.///
-/// The JSON is read in one pass that validates as it goes ([`crate::json`]): memory is the
-/// returned tensors plus a few bytes per tensor, whatever else the header holds. Tensors past
+/// name twice.
+///
+/// The JSON is read in one pass that validates as it goes, never as a whole-document tree:
+/// memory is the returned tensors (and a fixed amount per entry while it is read), whatever
+/// else the header holds; numbers are read as `u64`. Tensors past
 /// [`MAX_TENSORS`] are counted, never built; values the reader does not use (unknown keys in
 /// an entry) are skipped without allocating. Errors are reported in a fixed order: JSON
 /// syntax, then not an object, then too many tensors, then the first bad entry in file order,
@@ -637,8 +644,14 @@ impl<'de> Handler<'de> for Metadata {
     fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
         let mut metadata = BTreeMap::new();
         let mut problem = None;
+        let mut count = 0u64;
         while let Some(key) = map.next_key::<String>()? {
-            if problem.is_some() {
+            count += 1;
+            if count > MAX_METADATA_ENTRIES && !metadata.is_empty() {
+                // Too many: free what was kept; only the count matters from here.
+                metadata = BTreeMap::new();
+            }
+            if problem.is_some() || count > MAX_METADATA_ENTRIES {
                 map.next_value::<IgnoredAny>()?;
                 continue;
             }
@@ -650,6 +663,11 @@ impl<'de> Handler<'de> for Metadata {
                     problem = Some(format!("value of `{key}` is {kind}, expected a string"));
                 }
             }
+        }
+        if problem.is_none() && count > MAX_METADATA_ENTRIES {
+            problem = Some(format!(
+                "has {count} entries, more than the limit of {MAX_METADATA_ENTRIES}"
+            ));
         }
         Ok(problem.map_or(Ok(metadata), Err))
     }
@@ -1047,7 +1065,7 @@ impl ShardIndex {
 /// integer (an integral float such as `1.5e10` is accepted, as some writers emit). Shard names
 /// must be plain file names, with no `/`, `\` or `..`, so that a caller can join them to the
 /// index's directory safely. If `weight_map` repeats a tensor name, the last entry wins, as in
-/// Python's `json` and `transformers`.
+/// Python's `json` and `transformers`. At most [`MAX_TENSORS`] entries are accepted.
 ///
 /// Read in one pass, like [`parse_header`]: memory is the returned map, whatever else the
 /// index holds; other keys are skipped without allocating.
@@ -1155,7 +1173,17 @@ impl<'de> Handler<'de> for WeightMapValue {
         // and the first bad one in that order is reported.
         let mut entries: BTreeMap<String, (u64, Result<String, &'static str>)> = BTreeMap::new();
         let mut next = 0u64;
+        let mut count = 0u64;
         while let Some(tensor) = map.next_key::<String>()? {
+            count += 1;
+            if count > MAX_TENSORS {
+                // Too many: free what was kept; only the count matters from here.
+                if !entries.is_empty() {
+                    entries = BTreeMap::new();
+                }
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            }
             let value = map.next_value_seed(Seed(Text))?;
             match entries.entry(tensor) {
                 btree_map::Entry::Occupied(mut slot) => slot.get_mut().1 = value,
@@ -1164,6 +1192,11 @@ impl<'de> Handler<'de> for WeightMapValue {
                     next += 1;
                 }
             }
+        }
+        if count > MAX_TENSORS {
+            return Ok(Err(format!(
+                "`weight_map` has {count} entries, more than the limit of {MAX_TENSORS}"
+            )));
         }
         let problem = entries
             .iter()

@@ -835,3 +835,45 @@ fn ok_index_with_junk_and_repeats() {
         }
     ));
 }
+
+#[test]
+fn err_too_many_metadata_entries() {
+    let entries = |n: u64| {
+        (0..n)
+            .map(|i| format!(r#""{i}":"""#))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let json = format!(
+        r#"{{"__metadata__":{{{}}}}}"#,
+        entries(MAX_METADATA_ENTRIES)
+    );
+    assert_eq!(
+        parse(&json, 0).unwrap().metadata.len() as u64,
+        MAX_METADATA_ENTRIES
+    );
+    let json = format!(
+        r#"{{"__metadata__":{{{}}}}}"#,
+        entries(MAX_METADATA_ENTRIES + 10)
+    );
+    assert_eq!(
+        parse(&json, 0).unwrap_err().to_string(),
+        "`model.safetensors`: `__metadata__` has 65546 entries, more than the limit of 65536"
+    );
+}
+
+#[test]
+fn err_index_too_many_entries() {
+    let mut text = String::from(r#"{"weight_map":{"#);
+    for i in 0..=MAX_TENSORS {
+        if i > 0 {
+            text.push(',');
+        }
+        write!(text, r#""{i}":"a""#).unwrap();
+    }
+    text.push_str("}}");
+    assert_eq!(
+        parse_index(&text, "i").unwrap_err().to_string(),
+        "`i`: `weight_map` has 1000001 entries, more than the limit of 1000000"
+    );
+}
