@@ -115,12 +115,10 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Whether a finding (kept or repeated) falls in `scope`; a hang always counts.
+    /// Whether a finding falls in `scope` (repeats are of the same stages as kept ones).
     #[must_use]
     pub fn fails(&self, scope: Scope) -> bool {
-        self.findings
-            .iter()
-            .any(|f| f.problem == Problem::Hang || scope.contains(f.stage))
+        self.findings.iter().any(|f| scope.contains(f.stage))
     }
 }
 
@@ -210,7 +208,7 @@ pub fn run(options: &Options, seeds: &[Seed], progress: &mut dyn FnMut(&str)) ->
             Err(_) => {
                 let mut finding = Finding {
                     problem: Problem::Hang,
-                    stage: "(the input did not finish)",
+                    stage: targets::running_stage(),
                     detail: format!("still running after {} ms", options.hang.as_millis()),
                     seed_file: seed_file.name.clone(),
                     iteration,

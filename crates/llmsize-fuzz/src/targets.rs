@@ -3,6 +3,7 @@
 
 use std::cell::RefCell;
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use llmsize_adapters::checkpoint::Checkpoint;
@@ -29,6 +30,14 @@ pub struct StageReport {
     pub peak_bytes: usize,
 }
 
+/// The stage running now, so that a hang can be attributed.
+static RUNNING: Mutex<&'static str> = Mutex::new("(none)");
+
+/// The stage that is running (or ran last).
+pub fn running_stage() -> &'static str {
+    RUNNING.lock().map_or("(unknown)", |s| *s)
+}
+
 thread_local! {
     static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
 }
@@ -47,6 +56,9 @@ struct Stages {
 
 impl Stages {
     fn run<T>(&mut self, stage: &'static str, f: impl FnOnce() -> T) -> Option<T> {
+        if let Ok(mut running) = RUNNING.lock() {
+            *running = stage;
+        }
         let base = alloc::reset_peak();
         let start = Instant::now();
         let result = panic::catch_unwind(AssertUnwindSafe(f));
