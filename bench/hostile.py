@@ -5,7 +5,9 @@ Usage: bench/hostile.py path/to/release/llmsize [--keep DIR] [--only NAME ...]
 
 Builds each input in a temporary directory (or DIR with --keep), runs the `llmsize` binary on
 it with stdout discarded, and prints the wall time, peak RSS (the child's `ru_maxrss` from
-`os.wait4`) and exit code of every run. Exits 1 if any run takes more than 1 s or peaks above
+`os.wait4`) and exit code of every run. Each input is built by a separate Python process:
+on Linux a child's `ru_maxrss` also counts what it shared with its parent before `exec`, so
+a parent swollen by building an input would inflate every measurement. Exits 1 if any run takes more than 1 s or peaks above
 256 MiB; an error exit of `llmsize` (2, a clear refusal) is fine, a crash (signal) is not.
 
 Inputs:
@@ -183,7 +185,22 @@ def run(binary, args):
     return seconds, rss, os.waitstatus_to_exitcode(status), stderr
 
 
+def build_in_child(name, d):
+    """Build input `name` in `d` with a fresh interpreter; returns its path."""
+    done = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--build", name, d],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.strip()
+
+
 def main(argv):
+    if len(argv) == 4 and argv[1] == "--build":
+        build = {name: build for name, build, _ in CASES}[argv[2]]
+        print(build(argv[3]))
+        return 0
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
@@ -206,7 +223,7 @@ def main(argv):
                 continue
             d = os.path.join(keep or tmp, name)
             os.makedirs(d, exist_ok=True)
-            path = build(d)
+            path = build_in_child(name, d)
             size = os.path.getsize(path)
             for command in commands:
                 seconds, rss, code, stderr = run(binary, [command, path])
