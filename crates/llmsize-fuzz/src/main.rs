@@ -211,10 +211,11 @@ fn main() -> ExitCode {
     if summary.fails(fail_on) {
         ExitCode::from(1)
     } else {
-        println!(
-            "(none in the stages of --fail-on {:?}: exit 0)",
-            args.fail_on
-        );
+        let scope = match args.fail_on {
+            ScopeArg::Weights => "weights",
+            ScopeArg::All => "all",
+        };
+        println!("(none in the stages of `--fail-on {scope}`: exit 0)");
         ExitCode::SUCCESS
     }
 }
