@@ -87,8 +87,19 @@ pub(crate) fn mutate(rng: &mut Rng, seeds: &[Seed], index: usize) -> Vec<u8> {
     };
     let mut bytes = seed.bytes.clone();
     let rounds = rng.usize(1..=6);
+    // A third of the time, only mutations that tend to keep the file valid (names changed,
+    // unknown keys added), so that the adapters behind the readers see many accepted
+    // headers, with names the category tables have never seen.
+    let gentle = seed.kind != Kind::Json && rng.u8(..3) == 0;
     for _ in 0..rounds {
         match seed.kind {
+            Kind::Safetensors if gentle => {
+                let mut json = bytes.get(8..).unwrap_or_default().to_vec();
+                rename_tensor(rng, &mut json);
+                bytes.truncate(8);
+                bytes.extend_from_slice(&json);
+            }
+            Kind::Gguf if gentle => printable_overwrite(rng, &mut bytes),
             Kind::Json if rng.u8(..4) != 0 => json_mutation(rng, &mut bytes),
             Kind::Safetensors if rng.u8(..4) != 0 => {
                 let mut json = bytes.get(8..).unwrap_or_default().to_vec();
@@ -105,6 +116,77 @@ pub(crate) fn mutate(rng: &mut Rng, seeds: &[Seed], index: usize) -> Vec<u8> {
         bytes.splice(0..8, n.to_le_bytes());
     }
     bytes
+}
+
+/// Pieces of tensor names, Hugging Face and llama.cpp spellings, and a few odd characters.
+const NAME_PIECES: [&str; 24] = [
+    "model.",
+    "layers.",
+    "0.",
+    "61.",
+    "4294967296.",
+    "self_attn.",
+    "mlp.",
+    "experts.",
+    "weight",
+    "bias",
+    "q_proj",
+    "embed_tokens",
+    "lm_head",
+    "norm",
+    "blk.",
+    "ffn_gate_exps",
+    "attn_q",
+    "token_embd",
+    "output",
+    ".",
+    "_",
+    "\\u00e9",
+    "\\\\",
+    "",
+];
+
+/// Insert a name piece into a top-level key (a tensor name) of a SafeTensors header, or
+/// add an unknown key to a tensor entry.
+fn rename_tensor(rng: &mut Rng, json: &mut Vec<u8>) {
+    let scan = scan(json);
+    let top: Vec<&Member> = scan.members.iter().filter(|m| m.depth == 1).collect();
+    if top.is_empty() {
+        return;
+    }
+    let m = top[rng.usize(..top.len())];
+    if rng.u8(..4) == 0 {
+        // `{"dtype": ...}` -> `{"junk": [1, {"a": []}], "dtype": ...}`
+        if json.get(m.value_start) == Some(&b'{') {
+            let at = m.value_start + 1;
+            json.splice(at..at, br#""junk":[1,{"a":[]},"x"],"#.iter().copied());
+        }
+        return;
+    }
+    // Inside the key's quotes, not right after a backslash.
+    let key_end = json
+        .get(m.key + 1..m.value_start)
+        .and_then(|k| k.iter().position(|&b| b == b'"'))
+        .map_or(m.key + 1, |p| m.key + 1 + p);
+    let at = rng.usize(m.key + 1..=key_end);
+    if at > 0 && json.get(at - 1) == Some(&b'\\') {
+        return;
+    }
+    let piece = NAME_PIECES[rng.usize(..NAME_PIECES.len())];
+    json.splice(at..at, piece.bytes());
+}
+
+/// Overwrite 1 to 4 bytes with letters, digits or `.`: in a GGUF header most bytes belong to
+/// keys, strings and tensor names, which this keeps valid UTF-8.
+fn printable_overwrite(rng: &mut Rng, bytes: &mut [u8]) {
+    const PRINTABLE: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789._";
+    if bytes.is_empty() {
+        return;
+    }
+    let at = rng.usize(..bytes.len());
+    for b in bytes.iter_mut().skip(at).take(rng.usize(1..=4)) {
+        *b = PRINTABLE[rng.usize(..PRINTABLE.len())];
+    }
 }
 
 fn byte_mutation(rng: &mut Rng, bytes: &mut Vec<u8>, seeds: &[Seed]) {
@@ -284,6 +366,8 @@ type Container = (bool, Option<(usize, Option<usize>)>);
 
 #[derive(Clone, Copy)]
 struct Member {
+    /// Nesting: 1 for a member of the top-level object.
+    depth: usize,
     key: usize,
     value_start: usize,
     value_end: usize,
@@ -357,11 +441,13 @@ fn mark_value_start(stack: &mut [Container], at: usize) {
 
 /// The member being read (if any) ends before `at` (a `,` or the closing `}`).
 fn close_member(stack: &mut [Container], out: &mut Scan, at: usize) {
+    let stack_len = stack.len();
     if let Some((true, member)) = stack.last_mut()
         && let Some((key, Some(value_start))) = member.take()
         && value_start < at
     {
         out.members.push(Member {
+            depth: stack_len,
             key,
             value_start,
             value_end: at,
