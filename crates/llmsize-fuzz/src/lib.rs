@@ -151,7 +151,7 @@ fn mix(seed: u64, iteration: u64) -> u64 {
 struct Job {
     iteration: u64,
     bytes: Vec<u8>,
-    file_len: Option<u64>,
+    data_len: Option<u64>,
     downstream: bool,
 }
 
@@ -169,7 +169,7 @@ pub fn run(options: &Options, seeds: &[Seed], progress: &mut dyn FnMut(&str)) ->
         .spawn(move || {
             while let Ok(job) = job_rx.recv() {
                 alloc::set_running(seed, job.iteration);
-                let reports = exercise(&job.bytes, job.file_len, job.downstream);
+                let reports = exercise(&job.bytes, job.data_len, job.downstream);
                 drop(job);
                 if report_tx.send(reports).is_err() {
                     break;
@@ -197,7 +197,7 @@ pub fn run(options: &Options, seeds: &[Seed], progress: &mut dyn FnMut(&str)) ->
         let job = Job {
             iteration,
             bytes,
-            file_len: seed_file.file_len,
+            data_len: seed_file.data_len,
             downstream: options.stages == Scope::All,
         };
         if job_tx.send(job).is_err() {

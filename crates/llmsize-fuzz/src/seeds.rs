@@ -26,9 +26,9 @@ pub struct Seed {
     pub kind: Kind,
     /// Its bytes.
     pub bytes: Vec<u8>,
-    /// For a header-only SafeTensors seed, the length the whole file has (the data section
-    /// its tensors cover), so mutated headers are also read against a plausible length.
-    pub file_len: Option<u64>,
+    /// For a header-only SafeTensors seed, the length of the data section its tensors cover,
+    /// so mutated headers are also read as a file of their own length plus that.
+    pub data_len: Option<u64>,
 }
 
 /// The directories and patterns of the seeds, relative to the repository root.
@@ -66,12 +66,12 @@ pub fn load(root: &Path) -> std::io::Result<Vec<Seed>> {
                 continue;
             }
             let bytes = fs::read(&path)?;
-            let file_len = (kind == Kind::Safetensors).then(|| safetensors_file_len(&bytes));
+            let data_len = (kind == Kind::Safetensors).then(|| safetensors_data_len(&bytes));
             seeds.push(Seed {
                 name,
                 kind,
                 bytes,
-                file_len,
+                data_len,
             });
         }
     }
@@ -94,12 +94,11 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The file length a header-only seed stands for: the header, plus the data section its
-/// tensors cover (which the reader reports when told the file is longer).
-fn safetensors_file_len(prefix: &[u8]) -> u64 {
-    let len = prefix.len() as u64;
+/// The data section a header-only seed stands for: what its tensors cover, which the
+/// reader reports when told the file is longer.
+fn safetensors_data_len(prefix: &[u8]) -> u64 {
     match safetensors::parse_header(prefix, u64::MAX, "seed") {
-        Err(WeightsError::DataSectionMismatch { covered, .. }) => len.saturating_add(covered),
-        _ => len,
+        Err(WeightsError::DataSectionMismatch { covered, .. }) => covered,
+        _ => 0,
     }
 }

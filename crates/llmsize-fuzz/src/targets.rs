@@ -80,9 +80,10 @@ impl Stages {
 }
 
 /// Run `input` through every reader, and (with `downstream`) what they accept and every
-/// JSON input through the adapters and the core. `file_len` is the length of the file a
-/// header-only seed stands for, if known.
-pub fn exercise(input: &[u8], file_len: Option<u64>, downstream: bool) -> Vec<StageReport> {
+/// JSON input through the adapters and the core. `data_len` is the data section a
+/// header-only SafeTensors seed stands for, if known: the input is also read as a file of
+/// its own length plus that (which a mutation that keeps the header valid leaves valid).
+pub fn exercise(input: &[u8], data_len: Option<u64>, downstream: bool) -> Vec<StageReport> {
     let mut stages = Stages {
         reports: Vec::new(),
     };
@@ -92,7 +93,7 @@ pub fn exercise(input: &[u8], file_len: Option<u64>, downstream: bool) -> Vec<St
         let mut accepted = None;
         for file_len in [
             Some(len),
-            file_len,
+            data_len.map(|d| len.saturating_add(d)),
             Some(len + 4096),
             Some(1 << 40),
             Some(u64::MAX),

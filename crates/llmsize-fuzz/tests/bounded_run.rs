@@ -45,7 +45,7 @@ fn mutated_inputs_through_the_readers() {
 fn every_seed_through_the_whole_path() {
     let seeds = seeds::load(&repository_root()).unwrap();
     for seed in &seeds {
-        let reports = llmsize_fuzz::exercise(&seed.bytes, seed.file_len, true);
+        let reports = llmsize_fuzz::exercise(&seed.bytes, seed.data_len, true);
         for r in &reports {
             assert!(
                 r.panic.is_none(),
