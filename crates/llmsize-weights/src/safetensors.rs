@@ -28,13 +28,15 @@
 //! # Ok::<(), llmsize_weights::WeightsError>(())
 //! ```
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::btree_map;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt;
 
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use crate::error::{WeightsError, to_u64};
-use crate::json::{Document, kind, parse_document, show};
+use crate::json::{Found, Handler, Seed, Text, Unsigned, cut, parse_with};
 
 /// Largest header accepted, in bytes: the limit of the `safetensors` crate (`MAX_HEADER_SIZE`).
 pub const MAX_HEADER_SIZE: u64 = 100_000_000;
@@ -47,6 +49,11 @@ pub const MAX_DIMS: u64 = 16;
 
 /// The key of the optional string-to-string metadata object.
 pub const METADATA_KEY: &str = "__metadata__";
+
+/// Most `__metadata__` entries accepted. Writers store a handful (`"format": "pt"`); the
+/// limit keeps a valid but hostile header (millions of tiny entries, ~120 bytes of memory
+/// each) from costing gigabytes.
+pub const MAX_METADATA_ENTRIES: u64 = 65_536;
 
 /// A SafeTensors dtype, the full list of the `safetensors` crate 0.8 (`Dtype`).
 ///
@@ -287,6 +294,14 @@ pub fn header_len(first8: &[u8], file_len: u64, file: &str) -> Result<u64, Weigh
 /// inside the data section, and the byte ranges sorted by offset tiling the data section with
 /// no overlap and no gap (naming the tensors involved), at most [`MAX_TENSORS`] tensors, no
 /// name twice.
+///
+/// The JSON is read in one pass that validates as it goes, never as a whole-document tree:
+/// memory is the returned tensors (and a fixed amount per entry while it is read), whatever
+/// else the header holds; numbers are read as `u64`. Tensors past
+/// [`MAX_TENSORS`] are counted, never built; values the reader does not use (unknown keys in
+/// an entry) are skipped without allocating. Errors are reported in a fixed order: JSON
+/// syntax, then not an object, then too many tensors, then the first bad entry in file order,
+/// then the tiling.
 pub fn parse_header(
     prefix: &[u8],
     file_len: u64,
@@ -311,13 +326,16 @@ pub fn parse_header(
         })?;
     let data_len = file_len - data_start; // header_len checked n <= file_len - 8
 
-    if let Err(e) = std::str::from_utf8(json_bytes) {
-        return Err(WeightsError::HeaderNotUtf8 {
-            file: file.to_owned(),
-            offset: 8 + to_u64(e.valid_up_to()),
-        });
-    }
-    let entries = match parse_document(json_bytes, file)? {
+    let text = match std::str::from_utf8(json_bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            return Err(WeightsError::HeaderNotUtf8 {
+                file: file.to_owned(),
+                offset: 8 + to_u64(e.valid_up_to()),
+            });
+        }
+    };
+    let entries = match parse_with(text, Seed(TopLevel { data_len, file }), file)? {
         Document::Object(entries) => entries,
         Document::Other(found) => {
             return Err(WeightsError::NotAnObject {
@@ -326,10 +344,20 @@ pub fn parse_header(
             });
         }
     };
+    let Entries {
+        metadata,
+        mut tensors,
+        ..
+    } = entries.finish(text, file)?;
 
-    let (metadata, mut tensors) = collect_entries(&entries, data_len, file)?;
-
-    tensors.sort_by(|a, b| (a.data_offsets, &a.name).cmp(&(b.data_offsets, &b.name)));
+    // File order: by offsets, then by name for zero-size tensors at the same offset. The
+    // tensors come sorted by name (`Entries::finish`), so when the offsets already ascend in
+    // that order (one tensor, or many zero-size ones) this is the order. Names are unique, so
+    // an unstable sort gives the same order as a stable one, without the stable sort's scratch
+    // buffer of half the tensors.
+    if !tensors.is_sorted_by(|a, b| a.data_offsets <= b.data_offsets) {
+        tensors.sort_unstable_by(|a, b| (a.data_offsets, &a.name).cmp(&(b.data_offsets, &b.name)));
+    }
     let covered = check_tiling(&tensors, file)?;
     if covered != data_len {
         return Err(WeightsError::DataSectionMismatch {
@@ -358,64 +386,214 @@ pub fn parse_header(
     })
 }
 
-/// Split the top-level entries into `__metadata__` and tensors, each tensor validated alone.
-fn collect_entries(
-    entries: &[(String, Value)],
-    data_len: u64,
-    file: &str,
-) -> Result<(BTreeMap<String, String>, Vec<SafetensorsTensor>), WeightsError> {
-    let count = to_u64(
-        entries
-            .iter()
-            .filter(|(name, _)| name != METADATA_KEY)
-            .count(),
-    );
-    if count > MAX_TENSORS {
-        return Err(WeightsError::TooManyTensors {
-            file: file.to_owned(),
-            count,
-            max: MAX_TENSORS,
-        });
-    }
-    let mut metadata = BTreeMap::new();
-    let mut seen_metadata = false;
-    let mut seen = BTreeSet::new();
-    let mut tensors = Vec::with_capacity(entries.len());
-    for (name, value) in entries {
-        if name == METADATA_KEY {
-            if seen_metadata {
-                return Err(WeightsError::DuplicateKey {
-                    file: file.to_owned(),
-                    key: name.clone(),
-                });
-            }
-            seen_metadata = true;
-            metadata = parse_metadata(value, file)?;
-            continue;
-        }
-        if !seen.insert(name.as_str()) {
-            return Err(WeightsError::DuplicateTensor {
-                file: file.to_owned(),
-                tensor: name.clone(),
-            });
-        }
-        let tensor = parse_tensor(name, value, file)?;
-        if tensor.data_offsets[1] > data_len {
-            return Err(WeightsError::TensorPastEnd {
-                file: file.to_owned(),
-                tensor: tensor.name,
-                end: tensor.data_offsets[1],
-                data_len,
-            });
-        }
-        tensors.push(tensor);
-    }
-
-    Ok((metadata, tensors))
+/// A top-level JSON document read by a [`Handler`]: an object's result, or what it was.
+enum Document<T> {
+    /// The document is an object.
+    Object(T),
+    /// The document is something else, e.g. `an array`.
+    Other(&'static str),
 }
 
-/// Check that the sorted ranges start at 0 and follow each other with no gap or overlap;
-/// returns the end of the last one.
+/// The top level of a SafeTensors header.
+struct TopLevel<'a> {
+    data_len: u64,
+    file: &'a str,
+}
+
+impl<'de> Handler<'de> for TopLevel<'_> {
+    type Out = Document<Entries>;
+
+    fn other(self, found: Found) -> Self::Out {
+        Document::Other(found.kind)
+    }
+
+    fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
+        let mut entries = Entries::new(self.data_len);
+        while let Some(name) = map.next_key::<String>()? {
+            entries.read(name, &mut map, self.file)?;
+        }
+        Ok(Document::Object(entries))
+    }
+}
+
+/// The top-level entries read so far: `__metadata__`, the tensors, each validated as it is
+/// read, and the first error. After an error or past [`MAX_TENSORS`] the rest is only
+/// counted (and checked for syntax), so errors keep the order of the file and the count is
+/// exact.
+///
+/// A repeated tensor name is found after the pass, by sorting the tensors by name in place,
+/// rather than with a set of every name (a second copy of each, or at least a hash table the
+/// size of the tensor list, in the peak). Only when a name does repeat does a second pass
+/// over the keys find the first repeat in file order, so that the error is the same as a
+/// check made while reading would give.
+struct Entries {
+    data_len: u64,
+    metadata: BTreeMap<String, String>,
+    seen_metadata: bool,
+    tensors: Vec<SafetensorsTensor>,
+    /// Top-level keys other than `__metadata__`, all of them.
+    count: u64,
+    error: Option<EntryError>,
+}
+
+/// The first bad entry: the error, where it was, and the name if it was a tensor (a repeated
+/// name would have been reported in its place).
+struct EntryError {
+    error: WeightsError,
+    /// `count` when it was found: a repeat among the first `at` tensors comes first.
+    at: u64,
+    tensor: Option<String>,
+}
+
+impl Entries {
+    fn new(data_len: u64) -> Self {
+        Entries {
+            data_len,
+            metadata: BTreeMap::new(),
+            seen_metadata: false,
+            tensors: Vec::new(),
+            count: 0,
+            error: None,
+        }
+    }
+
+    /// Read the value of the top-level key `name`.
+    fn read<'de, A: MapAccess<'de>>(
+        &mut self,
+        name: String,
+        map: &mut A,
+        file: &str,
+    ) -> Result<(), A::Error> {
+        let is_metadata = name == METADATA_KEY;
+        if !is_metadata {
+            self.count += 1;
+            if self.count > MAX_TENSORS && !self.tensors.is_empty() {
+                // Too many: free what was built; only the count matters from here.
+                self.tensors = Vec::new();
+            }
+        }
+        if self.count > MAX_TENSORS || self.error.is_some() {
+            map.next_value::<IgnoredAny>()?;
+            return Ok(());
+        }
+        if is_metadata {
+            if self.seen_metadata {
+                map.next_value::<IgnoredAny>()?;
+                self.fail(
+                    WeightsError::DuplicateKey {
+                        file: file.to_owned(),
+                        key: name,
+                    },
+                    None,
+                );
+                return Ok(());
+            }
+            self.seen_metadata = true;
+            match map.next_value_seed(Seed(Metadata))? {
+                Ok(metadata) => self.metadata = metadata,
+                Err(problem) => self.fail(
+                    WeightsError::InvalidMetadata {
+                        file: file.to_owned(),
+                        problem,
+                    },
+                    None,
+                ),
+            }
+            return Ok(());
+        }
+        let fields = map.next_value_seed(Seed(TensorEntry))?;
+        match fields.validate(&name, self.data_len, file) {
+            Ok(tensor) => self.tensors.push(tensor),
+            Err(e) => self.fail(e, Some(name)),
+        }
+        Ok(())
+    }
+
+    fn fail(&mut self, error: WeightsError, tensor: Option<String>) {
+        self.error = Some(EntryError {
+            error,
+            at: self.count,
+            tensor,
+        });
+    }
+
+    /// The entries, or the error that comes first: too many tensors, then the first bad entry
+    /// or repeated name in file order. `text` is the document, read again only if a name
+    /// repeats.
+    fn finish(mut self, text: &str, file: &str) -> Result<Self, WeightsError> {
+        if self.count > MAX_TENSORS {
+            return Err(WeightsError::TooManyTensors {
+                file: file.to_owned(),
+                count: self.count,
+                max: MAX_TENSORS,
+            });
+        }
+        self.tensors.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        let repeats = self
+            .tensors
+            .windows(2)
+            .any(|pair| matches!(pair, [a, b] if a.name == b.name))
+            || self
+                .error
+                .as_ref()
+                .and_then(|e| e.tensor.as_deref())
+                .is_some_and(|name| {
+                    self.tensors
+                        .binary_search_by(|t| t.name.as_str().cmp(name))
+                        .is_ok()
+                });
+        if repeats {
+            let limit = self.error.as_ref().map_or(u64::MAX, |e| e.at);
+            self.tensors = Vec::new();
+            if let Ok(Document::Object(Some(tensor))) =
+                parse_with(text, Seed(FirstRepeat { limit }), file)
+            {
+                return Err(WeightsError::DuplicateTensor {
+                    file: file.to_owned(),
+                    tensor,
+                });
+            }
+        }
+        match self.error {
+            Some(e) => Err(e.error),
+            None => Ok(self),
+        }
+    }
+}
+
+/// The second pass over a header whose tensor names repeat: the first name, in file order,
+/// that repeats an earlier one among the first `limit` tensors.
+struct FirstRepeat {
+    limit: u64,
+}
+
+impl<'de> Handler<'de> for FirstRepeat {
+    type Out = Document<Option<String>>;
+
+    fn other(self, found: Found) -> Self::Out {
+        Document::Other(found.kind)
+    }
+
+    fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
+        let mut seen = HashSet::new();
+        let mut count = 0u64;
+        let mut repeat = None;
+        while let Some(name) = map.next_key::<String>()? {
+            map.next_value::<IgnoredAny>()?;
+            if repeat.is_some() || name == METADATA_KEY || count >= self.limit {
+                continue;
+            }
+            count += 1;
+            if let Some(name) = seen.replace(name) {
+                repeat = Some(name);
+            }
+        }
+        Ok(Document::Object(repeat))
+    }
+}
+
+/// The sorted ranges must start at 0 and follow each other with no gap or overlap; returns
+/// the end of the last one.
 fn check_tiling(tensors: &[SafetensorsTensor], file: &str) -> Result<u64, WeightsError> {
     let mut end = 0u64;
     let mut previous: Option<&SafetensorsTensor> = None;
@@ -448,30 +626,249 @@ fn check_tiling(tensors: &[SafetensorsTensor], file: &str) -> Result<u64, Weight
     Ok(end)
 }
 
-fn parse_metadata(value: &Value, file: &str) -> Result<BTreeMap<String, String>, WeightsError> {
-    let invalid = |problem: String| WeightsError::InvalidMetadata {
-        file: file.to_owned(),
-        problem,
-    };
-    let object = match value {
+/// `__metadata__`: an object of strings (or `null`), else the problem.
+struct Metadata;
+
+impl<'de> Handler<'de> for Metadata {
+    type Out = Result<BTreeMap<String, String>, String>;
+
+    fn other(self, found: Found) -> Self::Out {
+        Err(format!("is {}, expected an object", found.kind))
+    }
+
+    fn null(self) -> Self::Out {
         // The reference reader types it `Option<HashMap<String, String>>`: null is "absent".
-        Value::Null => return Ok(BTreeMap::new()),
-        Value::Object(object) => object,
-        other => return Err(invalid(format!("is {}, expected an object", kind(other)))),
-    };
-    object
-        .iter()
-        .map(|(key, v)| match v {
-            Value::String(s) => Ok((key.clone(), s.clone())),
-            other => Err(invalid(format!(
-                "value of `{key}` is {}, expected a string",
-                kind(other)
-            ))),
-        })
-        .collect()
+        Ok(BTreeMap::new())
+    }
+
+    fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
+        let mut metadata = BTreeMap::new();
+        let mut problem = None;
+        let mut count = 0u64;
+        while let Some(key) = map.next_key::<String>()? {
+            count += 1;
+            if count > MAX_METADATA_ENTRIES && !metadata.is_empty() {
+                // Too many: free what was kept; only the count matters from here.
+                metadata = BTreeMap::new();
+            }
+            if problem.is_some() || count > MAX_METADATA_ENTRIES {
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            }
+            match map.next_value_seed(Seed(Text))? {
+                Ok(value) => {
+                    metadata.insert(key, value);
+                }
+                Err(kind) => {
+                    problem = Some(format!("value of `{key}` is {kind}, expected a string"));
+                }
+            }
+        }
+        if problem.is_none() && count > MAX_METADATA_ENTRIES {
+            problem = Some(format!(
+                "has {count} entries, more than the limit of {MAX_METADATA_ENTRIES}"
+            ));
+        }
+        Ok(problem.map_or(Ok(metadata), Err))
+    }
 }
 
-/// A tensor entry being read: its name and file, for errors.
+/// One tensor entry as read, before validation: each field as found, so that the checks run
+/// in a fixed order whatever the order of the keys. A key given twice keeps its last value,
+/// as `serde_json::Value` (and the reference reader) do; other keys are skipped.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one short-lived value per entry, on the stack; boxing would allocate per tensor"
+)]
+enum TensorFields {
+    Object {
+        dtype: Option<DtypeField>,
+        shape: Option<ShapeField>,
+        offsets: Option<OffsetsField>,
+    },
+    /// The entry is not an object: what it is.
+    Other(&'static str),
+}
+
+enum DtypeField {
+    Known(Dtype),
+    Unknown(String),
+    Wrong(&'static str),
+}
+
+enum ShapeField {
+    /// Up to [`MAX_DIMS`] dimensions kept; `ndim` counts all, `bad` is the first that is not
+    /// a `u64` (index and rendering).
+    Dims {
+        dims: [u64; MAX_DIMS_USIZE],
+        ndim: u64,
+        bad: Option<(u64, String)>,
+    },
+    Wrong(&'static str),
+}
+
+enum OffsetsField {
+    /// The first two items as read and the number of items.
+    Items {
+        begin: Option<Result<u64, String>>,
+        end: Option<Result<u64, String>>,
+        count: u64,
+    },
+    Wrong(&'static str),
+}
+
+/// [`MAX_DIMS`] as an array length.
+const MAX_DIMS_USIZE: usize = 16;
+const _: () = assert!(MAX_DIMS_USIZE as u64 == MAX_DIMS);
+
+/// The keys of a tensor entry, told apart without allocating.
+enum FieldKey {
+    Dtype,
+    Shape,
+    DataOffsets,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for FieldKey {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(FieldKeyVisitor)
+    }
+}
+
+struct FieldKeyVisitor;
+
+impl Visitor<'_> for FieldKeyVisitor {
+    type Value = FieldKey;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("a key")
+    }
+
+    fn visit_str<E>(self, key: &str) -> Result<FieldKey, E> {
+        Ok(match key {
+            "dtype" => FieldKey::Dtype,
+            "shape" => FieldKey::Shape,
+            "data_offsets" => FieldKey::DataOffsets,
+            _ => FieldKey::Other,
+        })
+    }
+}
+
+struct TensorEntry;
+
+impl<'de> Handler<'de> for TensorEntry {
+    type Out = TensorFields;
+
+    fn other(self, found: Found) -> TensorFields {
+        TensorFields::Other(found.kind)
+    }
+
+    fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<TensorFields, A::Error> {
+        let (mut dtype, mut shape, mut offsets) = (None, None, None);
+        while let Some(key) = map.next_key::<FieldKey>()? {
+            match key {
+                FieldKey::Dtype => dtype = Some(map.next_value_seed(Seed(DtypeValue))?),
+                FieldKey::Shape => shape = Some(map.next_value_seed(Seed(ShapeValue))?),
+                FieldKey::DataOffsets => {
+                    offsets = Some(map.next_value_seed(Seed(OffsetsValue))?);
+                }
+                FieldKey::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(TensorFields::Object {
+            dtype,
+            shape,
+            offsets,
+        })
+    }
+}
+
+struct DtypeValue;
+
+impl Handler<'_> for DtypeValue {
+    type Out = DtypeField;
+
+    fn other(self, found: Found) -> DtypeField {
+        DtypeField::Wrong(found.kind)
+    }
+
+    fn string(self, s: &str) -> DtypeField {
+        Dtype::from_name(s).map_or_else(|| DtypeField::Unknown(s.to_owned()), DtypeField::Known)
+    }
+}
+
+struct ShapeValue;
+
+impl<'de> Handler<'de> for ShapeValue {
+    type Out = ShapeField;
+
+    fn other(self, found: Found) -> ShapeField {
+        ShapeField::Wrong(found.kind)
+    }
+
+    fn array<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ShapeField, A::Error> {
+        let mut dims = [0u64; MAX_DIMS_USIZE];
+        let mut ndim = 0u64;
+        let mut bad = None;
+        loop {
+            // Past MAX_DIMS, or after a bad dimension, only the count matters.
+            let slot = if bad.is_none() {
+                usize::try_from(ndim).ok().and_then(|i| dims.get_mut(i))
+            } else {
+                None
+            };
+            let more = match slot {
+                Some(slot) => match seq.next_element_seed(Seed(Unsigned))? {
+                    Some(Ok(d)) => {
+                        *slot = d;
+                        true
+                    }
+                    Some(Err(shown)) => {
+                        bad = Some((ndim, shown));
+                        true
+                    }
+                    None => false,
+                },
+                None => seq.next_element::<IgnoredAny>()?.is_some(),
+            };
+            if !more {
+                break;
+            }
+            ndim += 1;
+        }
+        Ok(ShapeField::Dims { dims, ndim, bad })
+    }
+}
+
+struct OffsetsValue;
+
+impl<'de> Handler<'de> for OffsetsValue {
+    type Out = OffsetsField;
+
+    fn other(self, found: Found) -> OffsetsField {
+        OffsetsField::Wrong(found.kind)
+    }
+
+    fn array<A: SeqAccess<'de>>(self, mut seq: A) -> Result<OffsetsField, A::Error> {
+        let begin = seq.next_element_seed(Seed(Unsigned))?;
+        let end = if begin.is_some() {
+            seq.next_element_seed(Seed(Unsigned))?
+        } else {
+            None
+        };
+        let mut count = u64::from(begin.is_some()) + u64::from(end.is_some());
+        if end.is_some() {
+            while seq.next_element::<IgnoredAny>()?.is_some() {
+                count += 1;
+            }
+        }
+        Ok(OffsetsField::Items { begin, end, count })
+    }
+}
+
+/// A tensor entry being validated: its name and file, for errors.
 struct Entry<'a> {
     name: &'a str,
     file: &'a str,
@@ -486,70 +883,72 @@ impl Entry<'_> {
         }
     }
 
-    fn dtype(&self, object: &Map<String, Value>) -> Result<Dtype, WeightsError> {
-        let name = match field(object, "dtype").map_err(|p| self.invalid(p))? {
-            Value::String(s) => s,
-            other => {
-                return Err(self.invalid(format!("`dtype` is {}, expected a string", kind(other))));
-            }
-        };
-        Dtype::from_name(name).ok_or_else(|| WeightsError::UnknownDtype {
-            file: self.file.to_owned(),
-            tensor: self.name.to_owned(),
-            dtype: name.clone(),
-        })
+    fn missing(&self, key: &str) -> WeightsError {
+        self.invalid(format!("`{key}` is missing"))
     }
 
-    fn shape(&self, object: &Map<String, Value>) -> Result<Vec<u64>, WeightsError> {
-        let values = match field(object, "shape").map_err(|p| self.invalid(p))? {
-            Value::Array(items) => items,
-            other => {
-                return Err(self.invalid(format!("`shape` is {}, expected an array", kind(other))));
+    fn dtype(&self, field: Option<DtypeField>) -> Result<Dtype, WeightsError> {
+        match field {
+            None => Err(self.missing("dtype")),
+            Some(DtypeField::Known(dtype)) => Ok(dtype),
+            Some(DtypeField::Unknown(dtype)) => Err(WeightsError::UnknownDtype {
+                file: self.file.to_owned(),
+                tensor: self.name.to_owned(),
+                dtype,
+            }),
+            Some(DtypeField::Wrong(kind)) => {
+                Err(self.invalid(format!("`dtype` is {kind}, expected a string")))
             }
+        }
+    }
+
+    fn shape(&self, field: Option<ShapeField>) -> Result<Vec<u64>, WeightsError> {
+        let (dims, ndim, bad) = match field {
+            None => return Err(self.missing("shape")),
+            Some(ShapeField::Wrong(kind)) => {
+                return Err(self.invalid(format!("`shape` is {kind}, expected an array")));
+            }
+            Some(ShapeField::Dims { dims, ndim, bad }) => (dims, ndim, bad),
         };
-        if to_u64(values.len()) > MAX_DIMS {
+        if ndim > MAX_DIMS {
             return Err(WeightsError::TooManyDims {
                 file: self.file.to_owned(),
                 tensor: self.name.to_owned(),
-                ndim: to_u64(values.len()),
+                ndim,
                 max: MAX_DIMS,
             });
         }
-        values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                v.as_u64().ok_or_else(|| {
-                    self.invalid(format!(
-                        "`shape[{i}]` is {}, expected a non-negative integer",
-                        show(v)
-                    ))
-                })
-            })
-            .collect()
+        if let Some((i, shown)) = bad {
+            return Err(self.invalid(format!(
+                "`shape[{i}]` is {shown}, expected a non-negative integer"
+            )));
+        }
+        // ndim <= MAX_DIMS here; an exact-size copy keeps each tensor small.
+        let ndim = usize::try_from(ndim).unwrap_or(MAX_DIMS_USIZE);
+        Ok(dims.get(..ndim).unwrap_or(&dims).to_vec())
     }
 
-    fn offsets(&self, object: &Map<String, Value>) -> Result<[u64; 2], WeightsError> {
-        let values = match field(object, "data_offsets").map_err(|p| self.invalid(p))? {
-            Value::Array(items) => items,
-            other => {
+    fn offsets(&self, field: Option<OffsetsField>) -> Result<[u64; 2], WeightsError> {
+        let (begin, end) = match field {
+            None => return Err(self.missing("data_offsets")),
+            Some(OffsetsField::Wrong(kind)) => {
                 return Err(self.invalid(format!(
-                    "`data_offsets` is {}, expected an array of 2 integers",
-                    kind(other)
+                    "`data_offsets` is {kind}, expected an array of 2 integers"
                 )));
             }
+            Some(OffsetsField::Items {
+                begin: Some(begin),
+                end: Some(end),
+                count: 2,
+            }) => (begin, end),
+            Some(OffsetsField::Items { count, .. }) => {
+                return Err(self.invalid(format!("`data_offsets` has {count} items, expected 2")));
+            }
         };
-        let [begin, end] = values.as_slice() else {
-            return Err(self.invalid(format!(
-                "`data_offsets` has {} items, expected 2",
-                values.len()
-            )));
-        };
-        let offset = |v: &Value, which: &str| {
-            v.as_u64().ok_or_else(|| {
+        let offset = |v: Result<u64, String>, which: &str| {
+            v.map_err(|shown| {
                 self.invalid(format!(
-                    "`data_offsets` {which} is {}, expected a non-negative integer",
-                    show(v)
+                    "`data_offsets` {which} is {shown}, expected a non-negative integer"
                 ))
             })
         };
@@ -566,55 +965,76 @@ impl Entry<'_> {
     }
 }
 
-fn parse_tensor(name: &str, value: &Value, file: &str) -> Result<SafetensorsTensor, WeightsError> {
-    let entry = Entry { name, file };
-    let Value::Object(object) = value else {
-        return Err(entry.invalid(format!(
-            "entry is {}, expected an object with `dtype`, `shape` and `data_offsets`",
-            kind(value)
-        )));
-    };
-    let dtype = entry.dtype(object)?;
-    let shape = entry.shape(object)?;
-    let [begin, end] = entry.offsets(object)?;
+impl TensorFields {
+    /// The checks of one entry, in a fixed order: the entry is an object; `dtype`, `shape`,
+    /// `data_offsets` in that order; the size; the end within the data section.
+    fn validate(
+        self,
+        name: &str,
+        data_len: u64,
+        file: &str,
+    ) -> Result<SafetensorsTensor, WeightsError> {
+        let entry = Entry { name, file };
+        let (dtype, shape, offsets) = match self {
+            TensorFields::Object {
+                dtype,
+                shape,
+                offsets,
+            } => (dtype, shape, offsets),
+            TensorFields::Other(kind) => {
+                return Err(entry.invalid(format!(
+                    "entry is {kind}, expected an object with `dtype`, `shape` and `data_offsets`"
+                )));
+            }
+        };
+        let dtype = entry.dtype(dtype)?;
+        let shape = entry.shape(shape)?;
+        let [begin, end] = entry.offsets(offsets)?;
 
-    let overflow = || WeightsError::ShapeOverflow {
-        file: file.to_owned(),
-        tensor: name.to_owned(),
-        shape: shape.clone(),
-    };
-    let elements = shape
-        .iter()
-        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(overflow)?;
-    // In u128 so that only a byte count over u64 overflows, not the intermediate bit count.
-    // ceil, so a sub-byte tensor with an odd element count still has an exact size. The
-    // `safetensors` crate instead rejects such a tensor (`MisalignedSlice`); see NOTES.md.
-    let bits = u128::from(elements) * u128::from(dtype.bits());
-    let needed = u64::try_from(bits.div_ceil(8)).map_err(|_| overflow())?;
-    let declared = end - begin;
-    if declared != needed {
-        return Err(WeightsError::TensorSizeMismatch {
+        let overflow = |shape: Vec<u64>| WeightsError::ShapeOverflow {
             file: file.to_owned(),
             tensor: name.to_owned(),
-            dtype: dtype.as_str().to_owned(),
             shape,
-            declared,
-            needed,
-        });
+        };
+        let Some(elements) = shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)) else {
+            return Err(overflow(shape));
+        };
+        // In u128 so that only a byte count over u64 overflows, not the intermediate bit
+        // count. ceil, so a sub-byte tensor with an odd element count still has an exact size.
+        // The `safetensors` crate instead rejects such a tensor (`MisalignedSlice`); see
+        // NOTES.md.
+        let bits = u128::from(elements) * u128::from(dtype.bits());
+        let Ok(needed) = u64::try_from(bits.div_ceil(8)) else {
+            return Err(overflow(shape));
+        };
+        let declared = end - begin;
+        if declared != needed {
+            return Err(WeightsError::TensorSizeMismatch {
+                file: file.to_owned(),
+                tensor: name.to_owned(),
+                dtype: dtype.as_str().to_owned(),
+                shape,
+                declared,
+                needed,
+            });
+        }
+        if end > data_len {
+            return Err(WeightsError::TensorPastEnd {
+                file: file.to_owned(),
+                tensor: name.to_owned(),
+                end,
+                data_len,
+            });
+        }
+        Ok(SafetensorsTensor {
+            name: name.to_owned(),
+            dtype,
+            shape,
+            elements,
+            bytes: needed,
+            data_offsets: [begin, end],
+        })
     }
-    Ok(SafetensorsTensor {
-        name: name.to_owned(),
-        dtype,
-        shape,
-        elements,
-        bytes: needed,
-        data_offsets: [begin, end],
-    })
-}
-
-fn field<'a>(object: &'a Map<String, Value>, key: &str) -> Result<&'a Value, String> {
-    object.get(key).ok_or_else(|| format!("`{key}` is missing"))
 }
 
 /// A parsed `model.safetensors.index.json`: which shard holds each tensor.
@@ -645,14 +1065,17 @@ impl ShardIndex {
 /// integer (an integral float such as `1.5e10` is accepted, as some writers emit). Shard names
 /// must be plain file names, with no `/`, `\` or `..`, so that a caller can join them to the
 /// index's directory safely. If `weight_map` repeats a tensor name, the last entry wins, as in
-/// Python's `json` and `transformers`.
+/// Python's `json` and `transformers`. At most [`MAX_TENSORS`] entries are accepted.
+///
+/// Read in one pass, like [`parse_header`]: memory is the returned map, whatever else the
+/// index holds; other keys are skipped without allocating.
 pub fn parse_index(text: &str, file: &str) -> Result<ShardIndex, WeightsError> {
     let invalid = |problem: String| WeightsError::InvalidIndex {
         file: file.to_owned(),
         problem,
     };
-    let entries = match parse_document(text.as_bytes(), file)? {
-        Document::Object(entries) => entries,
+    let parts = match parse_with(text, Seed(IndexTop), file)? {
+        Document::Object(parts) => parts,
         Document::Other(found) => {
             return Err(WeightsError::NotAnObject {
                 file: file.to_owned(),
@@ -660,80 +1083,210 @@ pub fn parse_index(text: &str, file: &str) -> Result<ShardIndex, WeightsError> {
             });
         }
     };
-    let mut weight_map_value = None;
-    let mut metadata_value = None;
-    for (key, value) in &entries {
-        let slot = match key.as_str() {
-            "weight_map" => &mut weight_map_value,
-            "metadata" => &mut metadata_value,
-            _ => continue,
-        };
-        if slot.replace(value).is_some() {
-            return Err(WeightsError::DuplicateKey {
-                file: file.to_owned(),
-                key: key.clone(),
-            });
-        }
+    if let Some(key) = parts.duplicate {
+        return Err(WeightsError::DuplicateKey {
+            file: file.to_owned(),
+            key,
+        });
     }
-
-    let total_size = match metadata_value {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(metadata)) => match metadata.get("total_size") {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(total_size(v).ok_or_else(|| {
-                invalid(format!(
-                    "`metadata.total_size` is {}, expected a non-negative integer",
-                    show(v)
-                ))
-            })?),
-        },
-        Some(other) => {
-            return Err(invalid(format!(
-                "`metadata` is {}, expected an object",
-                kind(other)
-            )));
-        }
+    let total_size = match parts.metadata {
+        None => None,
+        Some(metadata) => metadata.map_err(invalid)?,
     };
-
-    let weight_map_object = match weight_map_value {
-        Some(Value::Object(object)) => object,
-        Some(other) => {
-            return Err(invalid(format!(
-                "`weight_map` is {}, expected an object",
-                kind(other)
-            )));
-        }
+    let weight_map = match parts.weight_map {
         None => return Err(invalid("`weight_map` is missing".to_owned())),
+        Some(weight_map) => weight_map.map_err(invalid)?,
     };
-    let mut weight_map = BTreeMap::new();
-    let mut shards = BTreeSet::new();
-    for (tensor, shard) in weight_map_object {
-        let Value::String(shard) = shard else {
-            return Err(invalid(format!(
-                "`weight_map` entry `{tensor}` is {}, expected a file name",
-                kind(shard)
-            )));
-        };
-        if !is_plain_file_name(shard) {
-            return Err(invalid(format!(
-                "`weight_map` entry `{tensor}` names shard `{shard}`, expected a plain file name"
-            )));
-        }
-        shards.insert(shard.clone());
-        weight_map.insert(tensor.clone(), shard.clone());
-    }
+    // From the map as it ends up: a shard named only by a replaced entry is not listed.
+    let shards: BTreeSet<&String> = weight_map.values().collect();
+    let shards = shards.into_iter().cloned().collect();
     Ok(ShardIndex {
         total_size,
         weight_map,
-        shards: shards.into_iter().collect(),
+        shards,
     })
 }
 
-fn total_size(value: &Value) -> Option<u64> {
-    if let Some(n) = value.as_u64() {
-        return Some(n);
+/// `weight_map` as read, or the problem.
+type WeightMap = Result<BTreeMap<String, String>, String>;
+
+/// The top level of an index: `weight_map` and `metadata` as read, the first repeated one.
+struct IndexParts {
+    weight_map: Option<WeightMap>,
+    metadata: Option<Result<Option<u64>, String>>,
+    duplicate: Option<String>,
+}
+
+struct IndexTop;
+
+impl<'de> Handler<'de> for IndexTop {
+    type Out = Document<IndexParts>;
+
+    fn other(self, found: Found) -> Self::Out {
+        Document::Other(found.kind)
     }
-    let f = value.as_f64()?;
+
+    fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
+        let mut parts = IndexParts {
+            weight_map: None,
+            metadata: None,
+            duplicate: None,
+        };
+        while let Some(key) = map.next_key::<String>()? {
+            let repeated = match key.as_str() {
+                _ if parts.duplicate.is_some() => false,
+                "weight_map" if parts.weight_map.is_none() => {
+                    parts.weight_map = Some(map.next_value_seed(Seed(WeightMapValue))?);
+                    continue;
+                }
+                "metadata" if parts.metadata.is_none() => {
+                    parts.metadata = Some(map.next_value_seed(Seed(IndexMetadata))?);
+                    continue;
+                }
+                "weight_map" | "metadata" => true,
+                _ => false,
+            };
+            map.next_value::<IgnoredAny>()?;
+            if repeated {
+                parts.duplicate = Some(key);
+            }
+        }
+        Ok(Document::Object(parts))
+    }
+}
+
+struct WeightMapValue;
+
+impl<'de> Handler<'de> for WeightMapValue {
+    type Out = WeightMap;
+
+    fn other(self, found: Found) -> WeightMap {
+        Err(format!(
+            "`weight_map` is {}, expected an object",
+            found.kind
+        ))
+    }
+
+    fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<WeightMap, A::Error> {
+        // A repeated tensor keeps its last value but its first place, as in
+        // `serde_json::Value` with `preserve_order`: only the values that remain are checked,
+        // and the first bad one in that order is reported.
+        let mut entries: BTreeMap<String, (u64, Result<String, &'static str>)> = BTreeMap::new();
+        let mut next = 0u64;
+        let mut count = 0u64;
+        while let Some(tensor) = map.next_key::<String>()? {
+            count += 1;
+            if count > MAX_TENSORS {
+                // Too many: free what was kept; only the count matters from here.
+                if !entries.is_empty() {
+                    entries = BTreeMap::new();
+                }
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            }
+            let value = map.next_value_seed(Seed(Text))?;
+            match entries.entry(tensor) {
+                btree_map::Entry::Occupied(mut slot) => slot.get_mut().1 = value,
+                btree_map::Entry::Vacant(slot) => {
+                    slot.insert((next, value));
+                    next += 1;
+                }
+            }
+        }
+        if count > MAX_TENSORS {
+            return Ok(Err(format!(
+                "`weight_map` has {count} entries, more than the limit of {MAX_TENSORS}"
+            )));
+        }
+        let problem = entries
+            .iter()
+            .filter_map(|(tensor, (place, value))| {
+                let problem = match value {
+                    Ok(shard) if is_plain_file_name(shard) => return None,
+                    Ok(shard) => format!(
+                        "`weight_map` entry `{tensor}` names shard `{shard}`, expected a plain file name"
+                    ),
+                    Err(kind) => {
+                        format!("`weight_map` entry `{tensor}` is {kind}, expected a file name")
+                    }
+                };
+                Some((*place, problem))
+            })
+            .min_by_key(|(place, _)| *place);
+        if let Some((_, problem)) = problem {
+            return Ok(Err(problem));
+        }
+        Ok(Ok(entries
+            .into_iter()
+            .filter_map(|(tensor, (_, value))| value.ok().map(|shard| (tensor, shard)))
+            .collect()))
+    }
+}
+
+/// `metadata` of an index: `total_size` if given, or the problem.
+struct IndexMetadata;
+
+impl<'de> Handler<'de> for IndexMetadata {
+    type Out = Result<Option<u64>, String>;
+
+    fn other(self, found: Found) -> Self::Out {
+        Err(format!("`metadata` is {}, expected an object", found.kind))
+    }
+
+    fn null(self) -> Self::Out {
+        Ok(None)
+    }
+
+    fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
+        // A repeated `total_size` keeps the last, as `serde_json::Value` does.
+        let mut total_size = Ok(None);
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "total_size" {
+                total_size = map.next_value_seed(Seed(TotalSize))?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(total_size)
+    }
+}
+
+/// `metadata.total_size`: a non-negative integer, also written as an integral float.
+struct TotalSize;
+
+impl TotalSize {
+    fn problem(shown: &str) -> String {
+        format!("`metadata.total_size` is {shown}, expected a non-negative integer")
+    }
+}
+
+impl Handler<'_> for TotalSize {
+    type Out = Result<Option<u64>, String>;
+    const SHOWS: bool = true;
+
+    fn other(self, found: Found) -> Self::Out {
+        Err(TotalSize::problem(&found.shown()))
+    }
+
+    fn null(self) -> Self::Out {
+        Ok(None)
+    }
+
+    fn unsigned(self, n: u64) -> Self::Out {
+        Ok(Some(n))
+    }
+
+    fn number(self, text: &str) -> Self::Out {
+        integral_float(text)
+            .map(Some)
+            .ok_or_else(|| TotalSize::problem(&cut(text.to_owned())))
+    }
+}
+
+/// The `u64` a number written as a float stands for, if it is integral, non-negative and
+/// below 2^64 (`1.5e10`).
+fn integral_float(text: &str) -> Option<u64> {
+    let f = text.parse::<f64>().ok().filter(|f| f.is_finite())?;
     // 2^64 as f64; anything at or above it does not fit.
     let limit = 18_446_744_073_709_551_616.0_f64;
     if f >= 0.0 && f < limit && f.fract() == 0.0 {

@@ -611,3 +611,269 @@ fn err_total_elements_overflow() {
         }
     );
 }
+
+// Hostile but valid headers: each must be answered (parsed, or refused with a clear error)
+// without building the document. Time and memory are measured by `bench/hostile.py`, not
+// here; these check the answers on smaller versions of the same shapes.
+
+/// `n` small arrays `[0,0]` as one JSON array.
+fn small_arrays(n: usize) -> String {
+    let mut out = String::with_capacity(6 * n + 2);
+    out.push('[');
+    for i in 0..n {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str("[0,0]");
+    }
+    out.push(']');
+    out
+}
+
+#[test]
+fn ok_unknown_field_of_many_small_arrays() {
+    let json = format!(
+        r#"{{"__metadata__":{{"format":"pt"}},"w":{{"dtype":"F32","shape":[2],"data_offsets":[0,8],"junk":{}}}}}"#,
+        small_arrays(1_000_000)
+    );
+    let h = parse(&json, 8).unwrap();
+    assert_eq!(h.tensors.len(), 1);
+    assert_eq!(h.tensors[0].shape, [2]);
+    assert_eq!(h.metadata.len(), 1);
+}
+
+#[test]
+fn err_top_level_key_of_many_small_arrays() {
+    let json = format!(
+        r#"{{"__metadata__":{{"format":"pt"}},"junk":{},"w":{{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}}}"#,
+        small_arrays(1_000_000)
+    );
+    assert_eq!(
+        parse(&json, 8).unwrap_err().to_string(),
+        "`model.safetensors`: tensor `junk`: entry is an array, expected an object with `dtype`, `shape` and `data_offsets`"
+    );
+    let json = format!(r#"{{"__metadata__":{}}}"#, small_arrays(1_000_000));
+    assert_eq!(
+        parse(&json, 0).unwrap_err().to_string(),
+        "`model.safetensors`: `__metadata__` is an array, expected an object"
+    );
+}
+
+/// `n` zero-size tensors `t0`, `t1`, ... at offset 0.
+fn zero_size_tensors(n: u64) -> String {
+    let mut json = String::with_capacity(60 * n as usize);
+    json.push('{');
+    for i in 0..n {
+        if i > 0 {
+            json.push(',');
+        }
+        write!(
+            json,
+            r#""t{i}":{{"dtype":"F32","shape":[0],"data_offsets":[0,0]}}"#
+        )
+        .unwrap();
+    }
+    json.push('}');
+    json
+}
+
+#[test]
+fn ok_a_million_zero_size_tensors() {
+    let h = parse(&zero_size_tensors(MAX_TENSORS), 0).unwrap();
+    assert_eq!(h.tensors.len() as u64, MAX_TENSORS);
+    assert_eq!((h.total_elements, h.total_bytes), (0, 0));
+    // Same offsets, so by name.
+    assert_eq!(h.tensors[0].name, "t0");
+    assert_eq!(h.tensors[1].name, "t1");
+    assert_eq!(h.tensors[2].name, "t10");
+}
+
+#[test]
+fn err_one_zero_size_tensor_too_many() {
+    let err = parse(&zero_size_tensors(MAX_TENSORS + 3), 0).unwrap_err();
+    assert_eq!(
+        err,
+        WeightsError::TooManyTensors {
+            file: F.into(),
+            count: MAX_TENSORS + 3,
+            max: MAX_TENSORS
+        }
+    );
+}
+
+#[test]
+fn err_a_million_dims_counted() {
+    let shape = format!("[{}]", vec!["1"; 1_000_000].join(","));
+    let err = parse(&format!("{{{}}}", tensor("t", "U8", &shape, 0, 1)), 1).unwrap_err();
+    assert_eq!(
+        err,
+        WeightsError::TooManyDims {
+            file: F.into(),
+            tensor: "t".into(),
+            ndim: 1_000_000,
+            max: MAX_DIMS
+        }
+    );
+}
+
+#[test]
+fn err_long_values_are_cut_in_messages() {
+    let shape = format!("[{}]", small_arrays(100_000));
+    assert_eq!(
+        entry_problem(&format!(
+            r#"{{"dtype":"U8","shape":{shape},"data_offsets":[0,0]}}"#
+        )),
+        "`shape[0]` is [[0,0],[0,0],[0,0],[0,0],[0,0],[0,0],[0,..., expected a non-negative integer"
+    );
+    let long = "x".repeat(1000);
+    assert_eq!(
+        entry_problem(&format!(
+            r#"{{"dtype":"U8","shape":[],"data_offsets":[0,"{long}"]}}"#
+        )),
+        format!(
+            "`data_offsets` end is \"{}..., expected a non-negative integer",
+            &long[..39]
+        )
+    );
+    assert_eq!(
+        entry_problem(r#"{"dtype":"U8","shape":[{"a":[1,"\n"],"b":null}],"data_offsets":[0,0]}"#),
+        r#"`shape[0]` is {"a":[1,"\n"],"b":null}, expected a non-negative integer"#
+    );
+}
+
+#[test]
+fn float_values_are_numbers() {
+    // Under `arbitrary_precision`, serde_json hands floats and huge integers to visitors as a
+    // one-entry map with a private key; the reader must still see a number.
+    assert_eq!(
+        entry_problem("1.5"),
+        "entry is a number, expected an object with `dtype`, `shape` and `data_offsets`"
+    );
+    assert_eq!(
+        entry_problem(r#"{"dtype":1e400,"shape":[],"data_offsets":[0,0]}"#),
+        "`dtype` is a number, expected a string"
+    );
+    assert_eq!(
+        entry_problem(r#"{"dtype":"U8","shape":[18446744073709551616],"data_offsets":[0,0]}"#),
+        "`shape[0]` is 18446744073709551616, expected a non-negative integer"
+    );
+    // As serde_json keeps the text of a number (exponent normalised), like `Value` did.
+    assert_eq!(
+        entry_problem(r#"{"dtype":"U8","shape":[1E3],"data_offsets":[0,0]}"#),
+        "`shape[0]` is 1e+3, expected a non-negative integer"
+    );
+    for json in ["2.5", "-0", "1e400"] {
+        assert_eq!(
+            parse(json, 0).unwrap_err(),
+            WeightsError::NotAnObject {
+                file: F.into(),
+                found: "a number"
+            },
+            "{json}"
+        );
+    }
+}
+
+#[test]
+fn err_first_problem_in_file_order() {
+    let a = tensor("a", "U8", "[1]", 0, 1);
+    let b = tensor("b", "U8", "[1]", 1, 2);
+    let bad = r#""c":{"dtype":"U8","shape":[1]}"#;
+    // The first repeated name in file order, not in name order.
+    let err = parse(&format!("{{{b},{a},{a},{b}}}"), 2).unwrap_err();
+    assert!(matches!(err, WeightsError::DuplicateTensor { ref tensor, .. } if tensor == "a"));
+    // A repeat before a bad entry comes first; after it, the bad entry does.
+    let err = parse(&format!("{{{a},{a},{bad}}}"), 2).unwrap_err();
+    assert!(matches!(err, WeightsError::DuplicateTensor { .. }), "{err}");
+    let err = parse(&format!("{{{a},{bad},{a}}}"), 2).unwrap_err();
+    assert!(
+        matches!(err, WeightsError::InvalidTensorEntry { .. }),
+        "{err}"
+    );
+    // A bad entry whose name repeats is reported as the repeat (checked first).
+    let bad_a = r#""a":{"dtype":"U8"}"#;
+    let err = parse(&format!("{{{a},{bad_a}}}"), 1).unwrap_err();
+    assert!(matches!(err, WeightsError::DuplicateTensor { ref tensor, .. } if tensor == "a"));
+    // A repeat before a second `__metadata__` comes first.
+    let err = parse(
+        &format!(r#"{{{a},{a},"__metadata__":{{}},"__metadata__":{{}}}}"#),
+        1,
+    )
+    .unwrap_err();
+    assert!(matches!(err, WeightsError::DuplicateTensor { .. }), "{err}");
+    // Syntax errors anywhere come before everything else.
+    let err = parse(&format!("{{{a},{a},{b},}}"), 2).unwrap_err();
+    assert!(matches!(err, WeightsError::Json { .. }), "{err}");
+    // Keys other than `dtype`, `shape` and `data_offsets` are skipped; a repeated one keeps
+    // the last value.
+    let json =
+        r#"{"w":{"dtype":"F7","x":{"y":[1,2.5]},"dtype":"U8","shape":[1],"data_offsets":[0,1]}}"#;
+    assert_eq!(parse(json, 1).unwrap().tensors[0].dtype, Dtype::U8);
+}
+
+#[test]
+fn ok_index_with_junk_and_repeats() {
+    let text = format!(
+        r#"{{"junk":{},"metadata":{{"other":[1,{{}}],"total_size":"x","total_size":12}},
+            "weight_map":{{"a":"","b":"y.safetensors","a":"x.safetensors"}}}}"#,
+        small_arrays(1_000_000)
+    );
+    let index = parse_index(&text, "i").unwrap();
+    assert_eq!(index.total_size, Some(12));
+    // A repeated tensor keeps its last shard; the replaced one is neither checked nor listed.
+    assert_eq!(index.shards, ["x.safetensors", "y.safetensors"]);
+    assert_eq!(index.weight_map["a"], "x.safetensors");
+    assert!(matches!(
+        parse_index(r#"{"weight_map":{"a":1,"b":"../x"}}"#, "i").unwrap_err(),
+        WeightsError::InvalidIndex { ref problem, .. } if problem.contains("entry `a` is a number")
+    ));
+    assert!(matches!(
+        parse_index("1.5", "i").unwrap_err(),
+        WeightsError::NotAnObject {
+            found: "a number",
+            ..
+        }
+    ));
+}
+
+#[test]
+fn err_too_many_metadata_entries() {
+    let entries = |n: u64| {
+        (0..n)
+            .map(|i| format!(r#""{i}":"""#))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let json = format!(
+        r#"{{"__metadata__":{{{}}}}}"#,
+        entries(MAX_METADATA_ENTRIES)
+    );
+    assert_eq!(
+        parse(&json, 0).unwrap().metadata.len() as u64,
+        MAX_METADATA_ENTRIES
+    );
+    let json = format!(
+        r#"{{"__metadata__":{{{}}}}}"#,
+        entries(MAX_METADATA_ENTRIES + 10)
+    );
+    assert_eq!(
+        parse(&json, 0).unwrap_err().to_string(),
+        "`model.safetensors`: `__metadata__` has 65546 entries, more than the limit of 65536"
+    );
+}
+
+#[test]
+fn err_index_too_many_entries() {
+    let mut text = String::from(r#"{"weight_map":{"#);
+    for i in 0..=MAX_TENSORS {
+        if i > 0 {
+            text.push(',');
+        }
+        write!(text, r#""{i}":"a""#).unwrap();
+    }
+    text.push_str("}}");
+    assert_eq!(
+        parse_index(&text, "i").unwrap_err().to_string(),
+        "`i`: `weight_map` has 1000001 entries, more than the limit of 1000000"
+    );
+}

@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""Hostile but valid inputs: each must be answered within 1 s and 256 MiB of peak RSS.
+
+Usage: bench/hostile.py path/to/release/llmsize [--keep DIR] [--only NAME ...]
+
+Builds each input in a temporary directory (or DIR with --keep), runs the `llmsize` binary on
+it with stdout discarded, and prints the wall time, peak RSS (the child's `ru_maxrss` from
+`os.wait4`) and exit code of every run. Each input is built by a separate Python process:
+on Linux a child's `ru_maxrss` also counts what it shared with its parent before `exec`, so
+a parent swollen by building an input would inflate every measurement. Exits 1 if any run takes more than 1 s or peaks above
+256 MiB; an error exit of `llmsize` (2, a clear refusal) is fine, a crash (signal) is not.
+
+Inputs:
+  a  llama config.json (~150 bytes), num_hidden_layers = 1,000,000 -> params, memory, flops
+  b  minimal GGUF (llama, llama.block_count = 1,000,000)         -> params, memory
+  c  T5 config with num_layers = num_decoder_layers = 1,000,000  -> params, memory, flops
+  d  qwen2_moe config with 100,000 `mlp_only_layers`             -> params, memory, flops
+  e  SafeTensors, ~84 MB header, ~14M small arrays in an unknown field of a tensor entry
+                                                                 -> inspect
+  e2 as e, but the arrays are the value of an unknown top-level key -> inspect (an error)
+  f  SafeTensors with 1,000,000 zero-size tensors                -> inspect
+  g  SafeTensors, ~90 MB header, 7M tiny `__metadata__` entries  -> inspect (an error)
+
+Python 3 standard library only.
+"""
+
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+MAX_SECONDS = 1.0
+MAX_RSS_BYTES = 256 * 1024 * 1024
+
+
+def write(path, data):
+    mode = "wb" if isinstance(data, (bytes, bytearray)) else "w"
+    with open(path, mode) as f:
+        f.write(data)
+    return path
+
+
+def llama_config(d):
+    config = {
+        "model_type": "llama",
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_hidden_layers": 1_000_000,
+        "num_key_value_heads": 4,
+        "vocab_size": 32,
+    }
+    return write(os.path.join(d, "config.json"), json.dumps(config, separators=(",", ":")))
+
+
+def t5_config(d):
+    config = {
+        "model_type": "t5",
+        "d_model": 64,
+        "d_kv": 16,
+        "d_ff": 128,
+        "num_heads": 4,
+        "num_layers": 1_000_000,
+        "num_decoder_layers": 1_000_000,
+        "relative_attention_num_buckets": 32,
+        "vocab_size": 32,
+    }
+    return write(os.path.join(d, "config.json"), json.dumps(config))
+
+
+def qwen2_moe_config(d):
+    config = {
+        "model_type": "qwen2_moe",
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "moe_intermediate_size": 32,
+        "shared_expert_intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "num_hidden_layers": 100_000,
+        "num_experts": 4,
+        "num_experts_per_tok": 2,
+        "decoder_sparse_step": 1,
+        "mlp_only_layers": list(range(100_000)),
+        "vocab_size": 32,
+    }
+    return write(os.path.join(d, "config.json"), json.dumps(config))
+
+
+def gguf_string(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def gguf_file(d):
+    # GGUF v3: magic, version, tensor count, kv count, then key, value type, value.
+    u32, string = 4, 8
+    kvs = [
+        ("general.architecture", string, "llama"),
+        ("llama.block_count", u32, 1_000_000),
+        ("llama.context_length", u32, 128),
+        ("llama.embedding_length", u32, 64),
+        ("llama.feed_forward_length", u32, 128),
+        ("llama.attention.head_count", u32, 4),
+        ("llama.attention.head_count_kv", u32, 4),
+        ("llama.vocab_size", u32, 32),
+    ]
+    out = bytearray(b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs)))
+    for key, kind, value in kvs:
+        out += gguf_string(key) + struct.pack("<I", kind)
+        out += gguf_string(value) if kind == string else struct.pack("<I", value)
+    out += b"\0" * (-len(out) % 32)
+    return write(os.path.join(d, "deep.gguf"), bytes(out))
+
+
+def safetensors_file(path, header, data_len):
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(header)))
+        f.write(header)
+        f.write(b"\0" * data_len)
+    return path
+
+
+# ~14M arrays of 6 bytes each (`[0,0],`): an 84 MB header, under the 100 MB limit.
+JUNK_ARRAYS = 14_000_000
+
+
+def junk():
+    return b"[" + b"[0,0]," * (JUNK_ARRAYS - 1) + b"[0,0]]"
+
+
+def safetensors_junk_in_entry(d):
+    header = (
+        b'{"__metadata__":{"format":"pt"},"w":{"dtype":"F32","shape":[2],'
+        b'"data_offsets":[0,8],"junk":' + junk() + b"}}"
+    )
+    return safetensors_file(os.path.join(d, "junk-in-entry.safetensors"), header, 8)
+
+
+def safetensors_junk_top_level(d):
+    header = (
+        b'{"__metadata__":{"format":"pt"},"junk":' + junk() + b","
+        b'"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}'
+    )
+    return safetensors_file(os.path.join(d, "junk-top-level.safetensors"), header, 8)
+
+
+def safetensors_many_tensors(d):
+    entry = '"t%d":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}'
+    header = ("{" + ",".join(entry % i for i in range(1_000_000)) + "}").encode()
+    return safetensors_file(os.path.join(d, "many-tensors.safetensors"), header, 0)
+
+
+def safetensors_many_metadata(d):
+    header = ('{"__metadata__":{' + ",".join('"%d":""' % i for i in range(7_000_000)) + "}}").encode()
+    return safetensors_file(os.path.join(d, "many-metadata.safetensors"), header, 0)
+
+
+CASES = [
+    ("a", llama_config, ["params", "memory", "flops"]),
+    ("b", gguf_file, ["params", "memory"]),
+    ("c", t5_config, ["params", "memory", "flops"]),
+    ("d", qwen2_moe_config, ["params", "memory", "flops"]),
+    ("e", safetensors_junk_in_entry, ["inspect"]),
+    ("e2", safetensors_junk_top_level, ["inspect"]),
+    ("f", safetensors_many_tensors, ["inspect"]),
+    ("g", safetensors_many_metadata, ["inspect"]),
+]
+
+
+def run(binary, args):
+    start = time.monotonic()
+    child = subprocess.Popen(
+        [binary, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    # wait4 gives this child's own rusage, so earlier runs do not mask its peak.
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.monotonic() - start
+    stderr = child.stderr.read().decode(errors="replace")
+    child.stderr.close()
+    rss = usage.ru_maxrss * 1024  # kilobytes on Linux
+    return seconds, rss, os.waitstatus_to_exitcode(status), stderr
+
+
+def build_in_child(name, d):
+    """Build input `name` in `d` with a fresh interpreter; returns its path."""
+    done = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--build", name, d],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.strip()
+
+
+def main(argv):
+    if len(argv) == 4 and argv[1] == "--build":
+        build = {name: build for name, build, _ in CASES}[argv[2]]
+        print(build(argv[3]))
+        return 0
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    binary = os.path.abspath(argv[1])
+    keep, only = None, set()
+    rest = argv[2:]
+    while rest:
+        flag = rest.pop(0)
+        if flag == "--keep" and rest:
+            keep = rest.pop(0)
+        elif flag == "--only" and rest:
+            only.add(rest.pop(0))
+        else:
+            print(f"unknown argument `{flag}`", file=sys.stderr)
+            return 2
+    failed = []
+    with tempfile.TemporaryDirectory(prefix="llmsize-hostile-") as tmp:
+        for name, build, commands in CASES:
+            if only and name not in only:
+                continue
+            d = os.path.join(keep or tmp, name)
+            os.makedirs(d, exist_ok=True)
+            path = build_in_child(name, d)
+            size = os.path.getsize(path)
+            for command in commands:
+                seconds, rss, code, stderr = run(binary, [command, path])
+                over = seconds > MAX_SECONDS or rss > MAX_RSS_BYTES or code < 0
+                verdict = "FAIL" if over else "ok"
+                print(
+                    f"{verdict:4} {name:2} {command:8} {seconds:7.3f} s {rss / 2**20:8.1f} MiB"
+                    f"  exit {code:3}  input {size:,} bytes",
+                    flush=True,
+                )
+                if code not in (0, 1):
+                    first = stderr.strip().splitlines()[:1]
+                    if first:
+                        print(f"          {first[0][:160]}")
+                if over:
+                    failed.append(f"{name} {command}")
+    if failed:
+        print(f"over {MAX_SECONDS} s or {MAX_RSS_BYTES // 2**20} MiB: {', '.join(failed)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,179 @@
+//! The code each input goes through, stage by stage, each stage timed, its allocation peak
+//! measured and its panics caught.
+
+use std::cell::RefCell;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use llmsize_adapters::checkpoint::Checkpoint;
+use llmsize_adapters::gguf_config::spec_from_gguf;
+use llmsize_adapters::{ReadOptions, read_config};
+use llmsize_core::ModelSpec;
+use llmsize_core::flops::{AttentionConvention, flops};
+use llmsize_core::formats::{KvDtype, WeightFormat};
+use llmsize_core::memory::{CachePolicy, MemoryOptions, MlaCache, memory};
+use llmsize_weights::{gguf, safetensors};
+
+use crate::alloc;
+
+/// What one stage did with one input.
+#[derive(Debug, Clone)]
+pub struct StageReport {
+    /// The function called, e.g. `safetensors::parse_header`.
+    pub stage: &'static str,
+    /// The panic message, if it panicked.
+    pub panic: Option<String>,
+    /// Wall time.
+    pub elapsed: Duration,
+    /// Peak bytes allocated above what was in use when it started.
+    pub peak_bytes: usize,
+}
+
+/// The stage running now, so that a hang can be attributed.
+static RUNNING: Mutex<&'static str> = Mutex::new("(none)");
+
+/// The stage that is running (or ran last).
+pub fn running_stage() -> &'static str {
+    RUNNING.lock().map_or("(unknown)", |s| *s)
+}
+
+thread_local! {
+    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Route panic messages to [`LAST_PANIC`] instead of stderr (set once per process).
+pub(crate) fn install_panic_hook() {
+    panic::set_hook(Box::new(|info| {
+        let message = info.to_string();
+        LAST_PANIC.with(|p| *p.borrow_mut() = Some(message));
+    }));
+}
+
+struct Stages {
+    reports: Vec<StageReport>,
+}
+
+impl Stages {
+    fn run<T>(&mut self, stage: &'static str, f: impl FnOnce() -> T) -> Option<T> {
+        if let Ok(mut running) = RUNNING.lock() {
+            *running = stage;
+        }
+        let base = alloc::reset_peak();
+        let start = Instant::now();
+        let result = panic::catch_unwind(AssertUnwindSafe(f));
+        let elapsed = start.elapsed();
+        let peak_bytes = alloc::peak().saturating_sub(base);
+        let panic = result.is_err().then(|| {
+            LAST_PANIC
+                .with(|p| p.borrow_mut().take())
+                .unwrap_or_default()
+        });
+        self.reports.push(StageReport {
+            stage,
+            panic,
+            elapsed,
+            peak_bytes,
+        });
+        result.ok()
+    }
+}
+
+/// Run `input` through every reader, and (with `downstream`) what they accept and every
+/// JSON input through the adapters and the core. `data_len` is the data section a
+/// header-only SafeTensors seed stands for, if known: the input is also read as a file of
+/// its own length plus that (which a mutation that keeps the header valid leaves valid).
+pub fn exercise(input: &[u8], data_len: Option<u64>, downstream: bool) -> Vec<StageReport> {
+    let mut stages = Stages {
+        reports: Vec::new(),
+    };
+    let len = input.len() as u64;
+
+    let st = stages.run("weights::safetensors::parse_header", || {
+        let mut accepted = None;
+        for file_len in [
+            Some(len),
+            data_len.map(|d| len.saturating_add(d)),
+            Some(len + 4096),
+            Some(1 << 40),
+            Some(u64::MAX),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if let Ok(h) = safetensors::parse_header(input, file_len, "fuzz.safetensors") {
+                let _ = h.tensor("x");
+                accepted.get_or_insert((file_len, h));
+            }
+        }
+        accepted
+    });
+    if let Some(Some((file_len, header))) = st.filter(|_| downstream) {
+        stages.run("adapters::checkpoint (safetensors)", || {
+            let c =
+                Checkpoint::from_safetensors(&[("fuzz.safetensors".to_owned(), file_len, header)]);
+            let _ = c.summary();
+        });
+    }
+
+    let gg = stages.run("weights::gguf::parse_header", || {
+        let mut accepted = None;
+        for file_len in [len, u64::MAX] {
+            if let Ok(h) = gguf::parse_header(input, file_len, "fuzz.gguf") {
+                let _ = (h.architecture(), h.block_count(), h.vocab_size());
+                accepted.get_or_insert((file_len, h));
+            }
+        }
+        accepted
+    });
+    if let Some(Some((file_len, header))) = gg.filter(|_| downstream) {
+        stages.run("adapters::checkpoint (gguf)", || {
+            let _ = Checkpoint::from_gguf("fuzz.gguf", file_len, &header).summary();
+        });
+        let spec = stages.run("adapters::gguf_config::spec_from_gguf", || {
+            spec_from_gguf(&header, "fuzz.gguf", "fuzz").ok()
+        });
+        if let Some(Some(spec)) = spec {
+            core(&mut stages, &spec);
+        }
+    }
+
+    if let Ok(text) = std::str::from_utf8(input) {
+        stages.run("weights::safetensors::parse_index", || {
+            let _ = safetensors::parse_index(text, "fuzz.index.json");
+        });
+        if downstream {
+            let spec = stages.run("adapters::read_config", || {
+                read_config(text, "config.json", "fuzz", &ReadOptions::default()).ok()
+            });
+            if let Some(Some(spec)) = spec {
+                core(&mut stages, &spec);
+            }
+        }
+    }
+    stages.reports
+}
+
+/// The core's top-level entry points, as the CLI calls them by default.
+fn core(stages: &mut Stages, spec: &ModelSpec) {
+    stages.run("core::count::count", || {
+        let _ = llmsize_core::count::count(spec);
+    });
+    stages.run("core::memory::memory", || {
+        let options = MemoryOptions {
+            format: WeightFormat::Bf16,
+            seq_len: 4096,
+            batch: 1,
+            kv_dtype: KvDtype::Bf16,
+            tp: 1,
+            gpu: None,
+            mla: MlaCache::Latent,
+            window: CachePolicy::Transformers,
+            overhead_bytes: 0,
+        };
+        let _ = memory(spec, &options);
+    });
+    stages.run("core::flops::flops", || {
+        let _ = flops(spec, 2048, 1, AttentionConvention::Causal);
+    });
+}
