@@ -203,22 +203,19 @@ pub fn run(options: &Options, seeds: &[Seed], progress: &mut dyn FnMut(&str)) ->
         if job_tx.send(job).is_err() {
             break;
         }
-        let reports = match report_rx.recv_timeout(options.hang) {
-            Ok(reports) => reports,
-            Err(_) => {
-                let mut finding = Finding {
-                    problem: Problem::Hang,
-                    stage: targets::running_stage(),
-                    detail: format!("still running after {} ms", options.hang.as_millis()),
-                    seed_file: seed_file.name.clone(),
-                    iteration,
-                    saved: None,
-                };
-                finding.saved = save(options, &finding, &kept);
-                summary.findings.push(finding);
-                summary.iterations = iteration + 1;
-                break;
-            }
+        let Ok(reports) = report_rx.recv_timeout(options.hang) else {
+            let mut finding = Finding {
+                problem: Problem::Hang,
+                stage: targets::running_stage(),
+                detail: format!("still running after {} ms", options.hang.as_millis()),
+                seed_file: seed_file.name.clone(),
+                iteration,
+                saved: None,
+            };
+            finding.saved = save(options, &finding, &kept);
+            summary.findings.push(finding);
+            summary.iterations = iteration + 1;
+            break;
         };
         for r in &reports {
             let entry = summary
@@ -259,7 +256,7 @@ pub fn run(options: &Options, seeds: &[Seed], progress: &mut dyn FnMut(&str)) ->
             let secs = start.elapsed().as_secs_f64();
             progress(&format!(
                 "{iteration} inputs in {secs:.0} s ({:.0}/s), {} findings",
-                iteration as f64 / secs.max(1e-9),
+                f64::from(u32::try_from(iteration).unwrap_or(u32::MAX)) / secs.max(1e-9),
                 summary.findings.len() as u64 + summary.repeats
             ));
         }

@@ -18,7 +18,7 @@ use llmsize_fuzz::{Options, Scope, alloc, exercise, input, repository_root, run,
 ///
 /// Seeds are the repository's fixtures: SafeTensors and GGUF headers, and config.json files.
 /// Each input runs through `safetensors::parse_header`, `gguf::parse_header` (real length and
-/// u64::MAX), `parse_index`, and what they accept (and every JSON input) through the
+/// `u64::MAX`), `parse_index`, and what they accept (and every JSON input) through the
 /// adapters and the core's count, memory and flops. A panic, a stage slower than
 /// --max-input-ms or allocating more than --max-input-mib is a finding: its input goes to
 /// the findings directory, and the exit status is 1.
@@ -165,7 +165,7 @@ fn main() -> ExitCode {
         options.findings_dir.display()
     );
     let summary = run(&options, &seeds, &mut |line| {
-        eprintln!("llmsize-fuzz: {line}")
+        eprintln!("llmsize-fuzz: {line}");
     });
 
     println!(

@@ -1,6 +1,10 @@
 //! Mutations: byte-level for every input, structure-aware for JSON (numbers swapped for
 //! boundary values, entries repeated, dropped or retyped, size keys inserted), and a
 //! SafeTensors length prefix kept in step with its JSON most of the time.
+#![allow(
+    clippy::indexing_slicing,
+    reason = "every index is drawn by rng.usize(..len) from the slice it indexes"
+)]
 
 use fastrand::Rng;
 

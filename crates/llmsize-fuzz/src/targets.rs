@@ -83,6 +83,7 @@ impl Stages {
 /// JSON input through the adapters and the core. `data_len` is the data section a
 /// header-only SafeTensors seed stands for, if known: the input is also read as a file of
 /// its own length plus that (which a mutation that keeps the header valid leaves valid).
+#[must_use]
 pub fn exercise(input: &[u8], data_len: Option<u64>, downstream: bool) -> Vec<StageReport> {
     let mut stages = Stages {
         reports: Vec::new(),

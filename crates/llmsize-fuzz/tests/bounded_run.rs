@@ -11,12 +11,12 @@ use llmsize_fuzz::{Options, Scope, Summary, repository_root, run, seeds};
 fn options(iterations: u64, stages: Scope) -> Options {
     Options {
         iterations: Some(iterations),
-        duration: Some(Duration::from_secs(60)),
+        duration: Some(Duration::from_mins(1)),
         seed: 20_261_130,
         // Generous: this runs unoptimised, next to other tests.
         max_input: Duration::from_secs(5),
         max_input_bytes: 256 << 20,
-        hang: Duration::from_secs(120),
+        hang: Duration::from_mins(2),
         findings_dir: repository_root().join("target/fuzz-findings"),
         stages,
     }
