@@ -18,8 +18,10 @@ Inputs:
   e  SafeTensors, ~84 MB header, ~14M small arrays in an unknown field of a tensor entry
                                                                  -> inspect
   e2 as e, but the arrays are the value of an unknown top-level key -> inspect (an error)
-  f  SafeTensors with 1,000,000 zero-size tensors                -> inspect
+  f  SafeTensors with 1,000,000 zero-size tensors                -> inspect (an error)
+  f2 SafeTensors with 262,144 zero-size tensors (the most allowed) -> inspect, inspect --json
   g  SafeTensors, ~90 MB header, 7M tiny `__metadata__` entries  -> inspect (an error)
+  h  gemma2 config, 1,000,000 layers alternating two kinds        -> params, --explain, memory, flops
 
 Python 3 standard library only.
 """
@@ -154,6 +156,21 @@ def safetensors_many_tensors(d):
     return safetensors_file(os.path.join(d, "many-tensors.safetensors"), header, 0)
 
 
+def safetensors_most_tensors(d):
+    # The most tensors a file may hold (MAX_TENSORS = 2**18), all zero-size.
+    entry = '"t%d":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}'
+    header = ("{" + ",".join(entry % i for i in range(1 << 18)) + "}").encode()
+    return safetensors_file(os.path.join(d, "most-tensors.safetensors"), header, 0)
+
+
+def gemma2_alternating(d):
+    # Gemma 2 slides on every other layer: a million runs of two layer kinds.
+    return write(os.path.join(d, "config.json"), json.dumps({
+        "model_type": "gemma2", "hidden_size": 2304, "num_hidden_layers": 1_000_000,
+        "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+        "intermediate_size": 9216, "vocab_size": 256000, "sliding_window": 4096}))
+
+
 def safetensors_many_metadata(d):
     header = ('{"__metadata__":{' + ",".join('"%d":""' % i for i in range(7_000_000)) + "}}").encode()
     return safetensors_file(os.path.join(d, "many-metadata.safetensors"), header, 0)
@@ -167,7 +184,9 @@ CASES = [
     ("e", safetensors_junk_in_entry, ["inspect"]),
     ("e2", safetensors_junk_top_level, ["inspect"]),
     ("f", safetensors_many_tensors, ["inspect"]),
+    ("f2", safetensors_most_tensors, ["inspect", "inspect --json"]),
     ("g", safetensors_many_metadata, ["inspect"]),
+    ("h", gemma2_alternating, ["params", "params --explain", "memory --dtype q4_k_m", "flops"]),
 ]
 
 
@@ -226,11 +245,12 @@ def main(argv):
             path = build_in_child(name, d)
             size = os.path.getsize(path)
             for command in commands:
-                seconds, rss, code, stderr = run(binary, [command, path])
+                words = command.split()
+                seconds, rss, code, stderr = run(binary, [words[0], path] + words[1:])
                 over = seconds > MAX_SECONDS or rss > MAX_RSS_BYTES or code < 0
                 verdict = "FAIL" if over else "ok"
                 print(
-                    f"{verdict:4} {name:2} {command:8} {seconds:7.3f} s {rss / 2**20:8.1f} MiB"
+                    f"{verdict:4} {name:2} {command:22} {seconds:7.3f} s {rss / 2**20:8.1f} MiB"
                     f"  exit {code:3}  input {size:,} bytes",
                     flush=True,
                 )

@@ -375,6 +375,9 @@ pub mod render {
 
     use super::{Audit, Checkpoint, Format, Summary};
 
+    /// Buffers and unrecognised tensors a table lists by name before "… and N more".
+    const LISTED: usize = 50;
+
     #[expect(clippy::cast_precision_loss, reason = "display only")]
     fn bpw(bytes: u64, params: u64) -> f64 {
         bytes as f64 * 8.0 / params.max(1) as f64
@@ -444,7 +447,7 @@ pub mod render {
         out.push_str(&crate_columns(&rows));
         if !s.buffers.is_empty() {
             out.push_str("\nbuffers (saved, not parameters)\n");
-            for b in &s.buffers {
+            for b in s.buffers.iter().take(LISTED) {
                 let _ = writeln!(
                     out,
                     "  {}  {} {:?}  {} elements",
@@ -455,10 +458,25 @@ pub mod render {
                 );
             }
         }
+        if s.buffers.len() > LISTED {
+            let _ = writeln!(
+                out,
+                "  … and {} more (`--json` lists them all)",
+                s.buffers.len() - LISTED
+            );
+        }
         if !s.unknown.is_empty() {
             out.push_str("\nunrecognised tensors (not counted)\n");
-            for u in &s.unknown {
+            // A table is read by a person: the first ones and how many more (`--json` lists all).
+            for u in s.unknown.iter().take(LISTED) {
                 let _ = writeln!(out, "  {}  {} {:?}", u.name, u.dtype, u.shape);
+            }
+            if s.unknown.len() > LISTED {
+                let _ = writeln!(
+                    out,
+                    "  … and {} more (`--json` lists them all)",
+                    s.unknown.len() - LISTED
+                );
             }
         }
         let shown: Vec<&(String, String)> = c

@@ -464,20 +464,40 @@ impl WeightFormat {
         t: &Tensor,
         ctx: MixContext,
     ) -> Option<Vec<(u64, u64, &'static str)>> {
-        let mut classes: Vec<(u64, u64)> = Vec::new();
+        let one = t.elements()?;
+        // Layers that every per-layer rule treats alike (the index compared with 2, 4, n/16
+        // and n/8, and use_more_bits) get the same type: count layers per such signature, then
+        // size each signature once, however many runs a hostile config has.
+        let n = t.stack_layers.max(1);
+        let signature = |i: u64| {
+            usize::from(i < 2)
+                | usize::from(i < 4) << 1
+                | usize::from(i < n / 16) << 2
+                | usize::from(i < n / 8) << 3
+                | usize::from(use_more_bits(i, n)) << 4
+        };
+        let mut layers_of = [0u64; 32];
+        let mut first_of = [0u64; 32];
         match self {
             WeightFormat::Gguf(_) if !t.layer_runs.is_empty() => {
                 for r in t.layer_runs.iter() {
-                    layer_classes(r.clone(), t.stack_layers.max(1), |layer, count| {
-                        classes.push((layer, count));
+                    layer_classes(r.clone(), n, |layer, count| {
+                        let s = signature(layer);
+                        if let (Some(c), Some(f)) = (layers_of.get_mut(s), first_of.get_mut(s)) {
+                            if *c == 0 {
+                                *f = layer;
+                            }
+                            *c = c.saturating_add(count);
+                        }
                     });
                 }
             }
-            _ => classes.push((0, t.layers)),
+            _ => {
+                layers_of[0] = t.layers;
+            }
         }
-        let one = t.elements()?;
         let mut out: Vec<(u64, u64, &'static str)> = Vec::new();
-        for (layer, count) in classes {
+        for (&count, &layer) in layers_of.iter().zip(&first_of).filter(|(c, _)| **c > 0) {
             let (bytes, storage) = self.tensor_bytes(t, layer, ctx)?;
             let (params, bytes) = (one.checked_mul(count)?, bytes.checked_mul(count)?);
             match out.iter_mut().find(|(_, _, s)| *s == storage) {

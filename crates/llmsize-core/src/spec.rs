@@ -132,6 +132,11 @@ pub struct Layers {
     index: HashMap<Layer, usize>,
 }
 
+/// A layer kind added to a [`Layers`] with [`Layers::add_kind`]; only that method makes one,
+/// so it always names a kind of the `Layers` that made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KindId(usize);
+
 /// `count` consecutive layers, from layer `start`, all equal to kind `kind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Run {
@@ -166,6 +171,34 @@ impl Layers {
         layers
     }
 
+    /// The id of a layer kind, added if new. With [`Layers::push_kind`], a reader that
+    /// knows its few kinds builds a million layers without comparing or hashing a layer each.
+    pub fn add_kind(&mut self, layer: Layer) -> KindId {
+        if let Some(&k) = self.index.get(&layer) {
+            return KindId(k);
+        }
+        self.kinds.push(layer.clone());
+        self.index.insert(layer, self.kinds.len() - 1);
+        KindId(self.kinds.len() - 1)
+    }
+
+    /// Append `count` layers of a kind from [`Layers::add_kind`].
+    pub fn push_kind(&mut self, kind: KindId, count: u64) {
+        if count == 0 {
+            return;
+        }
+        let start = self.len;
+        self.len = self.len.saturating_add(count);
+        match self.runs.last_mut() {
+            Some(last) if last.kind == kind.0 => last.count = last.count.saturating_add(count),
+            _ => self.runs.push(Run {
+                kind: kind.0,
+                start,
+                count,
+            }),
+        }
+    }
+
     /// Append one layer (joins the last run when equal to it).
     pub fn push(&mut self, layer: Layer) {
         self.push_run(layer, 1);
@@ -184,20 +217,8 @@ impl Layers {
             self.len = self.len.saturating_add(count);
             return;
         }
-        let kind = if let Some(&k) = self.index.get(&layer) {
-            k
-        } else {
-            self.kinds.push(layer.clone());
-            self.index.insert(layer, self.kinds.len() - 1);
-            self.kinds.len() - 1
-        };
-        let start = self.len;
-        // Saturates only past u64::MAX layers, which `count` rejects long before.
-        self.len = self.len.saturating_add(count);
-        match self.runs.last_mut() {
-            Some(last) if last.kind == kind => last.count = last.count.saturating_add(count),
-            _ => self.runs.push(Run { kind, start, count }),
-        }
+        let kind = self.add_kind(layer);
+        self.push_kind(kind, count);
     }
 
     /// Number of layers.

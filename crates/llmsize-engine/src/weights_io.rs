@@ -34,10 +34,8 @@ pub(crate) fn safetensors_header(src: &mut impl ByteSource) -> Result<Safetensor
     let len = src.len();
     let first = src.read(0, len.min(8))?;
     let n = safetensors::header_len(&first, len, src.label())?;
-    let mut bytes = first;
-    if n > 0 {
-        bytes.extend(src.read(8, n)?);
-    }
+    // One read of the prefix and the header, so the header is held once (up to 100 MB).
+    let bytes = if n > 0 { src.read(0, 8 + n)? } else { first };
     Ok(safetensors::parse_header(&bytes, len, src.label())?)
 }
 
@@ -246,7 +244,7 @@ mod tests {
     }
 
     #[test]
-    fn safetensors_reads_length_then_exactly_the_header() {
+    fn safetensors_reads_length_then_exactly_prefix_and_header_in_one_read() {
         let json = br#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#;
         let mut bytes = (json.len() as u64).to_le_bytes().to_vec();
         bytes.extend_from_slice(json);
@@ -257,7 +255,8 @@ mod tests {
         };
         let h = safetensors_header(&mut src).unwrap();
         assert!(h.tensor("a").is_some());
-        assert_eq!(src.reads, vec![(0, 8), (8, json.len() as u64)]);
+        // The second read takes the 8-byte prefix again, so the header is held once.
+        assert_eq!(src.reads, vec![(0, 8), (0, 8 + json.len() as u64)]);
     }
 
     #[test]

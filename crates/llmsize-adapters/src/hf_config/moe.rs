@@ -5,10 +5,12 @@
 //! except gpt-oss's; DeepSeek-V3's `e_score_correction_bias` is a buffer, not a parameter.
 
 use llmsize_core::expr::Sym;
-use llmsize_core::spec::{Attention, Ffn, LatentAttention, Layer, Mlp, ModelSpec, Moe, Norm};
+use llmsize_core::spec::{
+    Attention, Ffn, KindId, LatentAttention, Layer, Layers, Mlp, ModelSpec, Moe, Norm,
+};
 
 use super::architecture;
-use super::decoder::{Decoder, kv_heads, mha, mlp, sliding_windows};
+use super::decoder::{Decoder, kv_heads, mha, mlp, runs, sliding_windows};
 use super::raw::RawConfig;
 use crate::error::ConfigError;
 
@@ -181,23 +183,34 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
     let norms = vec![Norm::rms_norm(hidden); 2];
     // A set, so the loop over layers stays linear whatever the list's length.
     let dense_set: std::collections::HashSet<u64> = dense_layers.iter().copied().collect();
-    let layers_list = (0..n as u64)
-        .zip(windows)
-        .map(|(i, window)| {
-            let sparse = !dense_set.contains(&i) && step > 0 && (i + 1).is_multiple_of(step);
+    // Each layer is (sparse?, window): one kind per distinct pair, then runs of them.
+    let keys = (0..n as u64).zip(windows).map(|(i, window)| {
+        let sparse = !dense_set.contains(&i) && step > 0 && (i + 1).is_multiple_of(step);
+        (sparse || dense_width.is_none(), window)
+    });
+    let mut layers_list = Layers::new();
+    let mut kinds: Vec<((bool, Option<u64>), KindId)> = Vec::new();
+    for (key, count) in runs(keys) {
+        let kind = if let Some((_, k)) = kinds.iter().find(|(x, _)| *x == key) {
+            *k
+        } else {
+            let (sparse, window) = key;
             let ffn = match (sparse, dense_width) {
                 (false, Some(width)) => Ffn::Dense(mlp(hidden, width, true, false)),
                 _ => Ffn::Moe(moe.clone()),
             };
-            Layer {
+            let k = layers_list.add_kind(Layer {
                 attention: Attention::Standard(attn.clone()),
                 cross_attention: None,
                 ffn,
                 norms: norms.clone(),
                 sliding_window: window,
-            }
-        })
-        .collect();
+            });
+            kinds.push((key, k));
+            k
+        };
+        layers_list.push_kind(kind, count);
+    }
     let default_arch = match model_type {
         "mixtral" => "MixtralForCausalLM",
         "qwen2_moe" => "Qwen2MoeForCausalLM",

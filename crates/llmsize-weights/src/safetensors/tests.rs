@@ -485,7 +485,7 @@ fn err_data_not_covered() {
 #[test]
 fn err_too_many_tensors() {
     // Entries are counted before any is validated, so cheap invalid ones suffice.
-    let mut json = String::with_capacity(12 * 1_000_002);
+    let mut json = String::with_capacity(12 * (MAX_TENSORS as usize + 2));
     json.push('{');
     for i in 0..=MAX_TENSORS {
         write!(json, "\"{i}\":0,").unwrap();
@@ -496,10 +496,10 @@ fn err_too_many_tensors() {
         matches!(
             err,
             WeightsError::TooManyTensors {
-                count: 1_000_001,
+                count,
                 max: MAX_TENSORS,
                 ..
-            }
+            } if count == MAX_TENSORS + 1
         ),
         "{err}"
     );
@@ -678,7 +678,7 @@ fn zero_size_tensors(n: u64) -> String {
 }
 
 #[test]
-fn ok_a_million_zero_size_tensors() {
+fn ok_the_most_zero_size_tensors() {
     let h = parse(&zero_size_tensors(MAX_TENSORS), 0).unwrap();
     assert_eq!(h.tensors.len() as u64, MAX_TENSORS);
     assert_eq!((h.total_elements, h.total_bytes), (0, 0));
@@ -874,6 +874,6 @@ fn err_index_too_many_entries() {
     text.push_str("}}");
     assert_eq!(
         parse_index(&text, "i").unwrap_err().to_string(),
-        "`i`: `weight_map` has 1000001 entries, more than the limit of 1000000"
+        "`i`: `weight_map` has 262145 entries, more than the limit of 262144"
     );
 }
