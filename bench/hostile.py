@@ -22,6 +22,7 @@ Inputs:
   f2 SafeTensors with 262,144 zero-size tensors (the most allowed) -> inspect, inspect --json
   g  SafeTensors, ~90 MB header, 7M tiny `__metadata__` entries  -> inspect (an error)
   h  gemma2 config, 1,000,000 layers alternating two kinds        -> params, --explain, memory, flops
+  i  GGUF with 262,144 one-element tensors (the most allowed)     -> inspect, inspect --json
 
 Python 3 standard library only.
 """
@@ -171,6 +172,22 @@ def gemma2_alternating(d):
         "intermediate_size": 9216, "vocab_size": 256000, "sliding_window": 4096}))
 
 
+def gguf_many_tensors(d):
+    # A GGUF of 262,144 one-element F32 tensors (the most allowed), data sparse.
+    n = 1 << 18
+    out = bytearray(b"GGUF") + struct.pack("<IQQ", 3, n, 1)
+    out += gguf_string("general.architecture") + struct.pack("<I", 8) + gguf_string("llama")
+    for i in range(n):
+        out += gguf_string("t%d" % i) + struct.pack("<IQIQ", 1, 1, 0, 32 * i)
+    while len(out) % 32:
+        out.append(0)
+    path = os.path.join(d, "many-tensors.gguf")
+    with open(path, "wb") as f:
+        f.write(out)
+        f.truncate(len(out) + 32 * n)
+    return path
+
+
 def safetensors_many_metadata(d):
     header = ('{"__metadata__":{' + ",".join('"%d":""' % i for i in range(7_000_000)) + "}}").encode()
     return safetensors_file(os.path.join(d, "many-metadata.safetensors"), header, 0)
@@ -186,6 +203,7 @@ CASES = [
     ("f", safetensors_many_tensors, ["inspect"]),
     ("f2", safetensors_most_tensors, ["inspect", "inspect --json"]),
     ("g", safetensors_many_metadata, ["inspect"]),
+    ("i", gguf_many_tensors, ["inspect", "inspect --json"]),
     ("h", gemma2_alternating, ["params", "params --explain", "memory --dtype q4_k_m", "flops"]),
 ]
 

@@ -5,6 +5,7 @@
 //! Pure: callers pass headers they parsed from bytes they read.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use llmsize_core::{Category, ModelSpec};
 use llmsize_weights::gguf::GgufHeader;
@@ -16,10 +17,10 @@ use llmsize_weights::safetensors::SafetensorsHeader;
 pub struct Entry {
     /// Its name in the file.
     pub name: String,
-    /// The file it is in.
-    pub file: String,
+    /// The file it is in (shared by the file's tensors).
+    pub file: Arc<str>,
     /// Stored type (`BF16`, `Q4_K`, …).
-    pub dtype: String,
+    pub dtype: &'static str,
     /// Shape, outermost first.
     pub shape: Vec<u64>,
     /// Parameters it holds (packed 4-bit blocks count their unpacked weights).
@@ -79,6 +80,7 @@ impl Checkpoint {
         let mut entries = Vec::new();
         let mut metadata = Vec::new();
         for (file, _, header) in shards {
+            let file: Arc<str> = Arc::from(file.as_str());
             for (k, v) in &header.metadata {
                 if !metadata.iter().any(|(a, _)| a == k) {
                     metadata.push((k.clone(), v.clone()));
@@ -98,7 +100,7 @@ impl Checkpoint {
                 entries.push(Entry {
                     name: t.name.clone(),
                     file: file.clone(),
-                    dtype: t.dtype.as_str().to_owned(),
+                    dtype: t.dtype.as_str(),
                     shape: t.shape.clone(),
                     params,
                     bytes: t.bytes,
@@ -116,13 +118,14 @@ impl Checkpoint {
 
     /// From a GGUF header.
     pub fn from_gguf(file: &str, file_len: u64, header: &GgufHeader) -> Self {
+        let shared: Arc<str> = Arc::from(file);
         let entries = header
             .tensors
             .iter()
             .map(|t| Entry {
                 name: t.name.clone(),
-                file: file.to_owned(),
-                dtype: t.ggml_type.name().to_owned(),
+                file: shared.clone(),
+                dtype: t.ggml_type.name(),
                 shape: t.shape(),
                 params: t.elements,
                 bytes: t.bytes,
@@ -179,7 +182,7 @@ impl Checkpoint {
                     add(component_bytes.entry(c).or_default(), e.bytes)?;
                     add(&mut total, e.params)?;
                     add(&mut param_bytes, e.bytes)?;
-                    let d = by_dtype.entry(e.dtype.clone()).or_default();
+                    let d = by_dtype.entry(e.dtype.to_owned()).or_default();
                     add(&mut d.0, e.params)?;
                     add(&mut d.1, e.bytes)?;
                 }

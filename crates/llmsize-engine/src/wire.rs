@@ -613,7 +613,7 @@ pub struct TensorJson {
     /// Its name.
     pub name: String,
     /// Its stored type.
-    pub dtype: String,
+    pub dtype: &'static str,
     /// Its shape.
     pub shape: Vec<u64>,
     /// Its elements.
@@ -626,7 +626,7 @@ impl From<&Entry> for TensorJson {
     fn from(e: &Entry) -> Self {
         TensorJson {
             name: e.name.clone(),
-            dtype: e.dtype.clone(),
+            dtype: e.dtype,
             shape: e.shape.clone(),
             elements: e.params,
             bytes: e.bytes,
