@@ -23,6 +23,7 @@ Inputs:
   g  SafeTensors, ~90 MB header, 7M tiny `__metadata__` entries  -> inspect (an error)
   h  gemma2 config, 1,000,000 layers alternating two kinds        -> params, --explain, memory, flops
   i  GGUF with 262,144 one-element tensors (the most allowed)     -> inspect, inspect --json
+  j  SafeTensors with 65,536 `__metadata__` entries (the most allowed) -> inspect, --json
 
 Python 3 standard library only.
 """
@@ -188,6 +189,13 @@ def gguf_many_tensors(d):
     return path
 
 
+def safetensors_most_metadata(d):
+    # The most `__metadata__` entries allowed (65,536), with one real tensor.
+    meta = ",".join('"k%d":"v"' % i for i in range(65_536))
+    header = ('{"__metadata__":{' + meta + '},"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}').encode()
+    return safetensors_file(os.path.join(d, "most-metadata.safetensors"), header, 4)
+
+
 def safetensors_many_metadata(d):
     header = ('{"__metadata__":{' + ",".join('"%d":""' % i for i in range(7_000_000)) + "}}").encode()
     return safetensors_file(os.path.join(d, "many-metadata.safetensors"), header, 0)
@@ -203,6 +211,7 @@ CASES = [
     ("f", safetensors_many_tensors, ["inspect"]),
     ("f2", safetensors_most_tensors, ["inspect", "inspect --json"]),
     ("g", safetensors_many_metadata, ["inspect"]),
+    ("j", safetensors_most_metadata, ["inspect", "inspect --json"]),
     ("i", gguf_many_tensors, ["inspect", "inspect --json"]),
     ("h", gemma2_alternating, ["params", "params --explain", "memory --dtype q4_k_m", "flops"]),
 ]

@@ -79,10 +79,12 @@ impl Checkpoint {
     pub fn from_safetensors(shards: &[(String, u64, SafetensorsHeader)]) -> Self {
         let mut entries = Vec::new();
         let mut metadata = Vec::new();
+        // Keys already taken, so merging 65,536 keys a shard stays linear.
+        let mut seen = std::collections::BTreeSet::new();
         for (file, _, header) in shards {
             let file: Arc<str> = Arc::from(file.as_str());
             for (k, v) in &header.metadata {
-                if !metadata.iter().any(|(a, _)| a == k) {
+                if seen.insert(k.as_str()) {
                     metadata.push((k.clone(), v.clone()));
                 }
             }

@@ -192,6 +192,10 @@ pub fn count(spec: &ModelSpec) -> Result<ParamCount, SpecError> {
         // derived once, however many layers share it.
         let mut groups = Vec::with_capacity(stack.layers.kinds().len());
         for (kind, (layer, n)) in stack.layers.kind_counts().into_iter().enumerate() {
+            if n == 0 {
+                // A kind added but never used holds no layer.
+                continue;
+            }
             let (parts, active_routed) = parts_of(&at(Place::Layer { stack: si, kind }))?;
             let per_layer = parts
                 .iter()

@@ -13,7 +13,9 @@ use crate::spec::{
     Stack, StackRole, StandardAttention, Table,
 };
 
-/// Most layers a described model may have (a spec holds one entry per layer).
+/// Most layers a model may have, described or read from a config. Layers are held as runs,
+/// so the cost does not grow with the count; the cap keeps per-layer lists a config may carry
+/// (`layer_types`, window patterns) and per-layer loops of readers bounded.
 pub const MAX_LAYERS: u64 = 1_000_000;
 
 /// Block style of a designed model.
@@ -83,7 +85,7 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
             field: "--layers".into(),
         });
     }
-    // The spec holds one entry per layer, as configs do (same cap as the config reader).
+    // The same cap as the config reader's.
     if design.layers > MAX_LAYERS {
         return Err(SpecError::Invalid {
             field: "--layers".into(),

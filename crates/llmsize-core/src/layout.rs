@@ -1058,6 +1058,10 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
             )?;
         }
         for (kind, (layer, n)) in stack.layers.kind_counts().into_iter().enumerate() {
+            if n == 0 {
+                // A kind added but never used holds no layer.
+                continue;
+            }
             // Shared by every tensor of the kind (a hostile config can have a million runs).
             b.layer_runs = stack
                 .layers

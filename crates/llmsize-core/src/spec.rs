@@ -1,10 +1,11 @@
 //! The one description of a model from which every figure is derived.
 //!
 //! A [`ModelSpec`] is fully resolved: every default has been filled in by the adapter that
-//! built it (and recorded in [`ModelSpec::assumptions`]), so counting never guesses. The
-//! structure is per layer, because real models mix layer kinds (dense and MoE layers,
-//! sliding-window and global attention, a first layer without an attention norm), and
-//! per stack, because encoder-decoders have two.
+//! built it (and recorded in [`ModelSpec::assumptions`]), so counting never guesses. Layers
+//! are described per kind, because real models mix layer kinds (dense and MoE layers,
+//! sliding-window and global attention, a first layer without an attention norm), and held as
+//! runs of those kinds ([`Layers`]), so a million layers cost what a few do; and per stack,
+//! because encoder-decoders have two.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
@@ -124,18 +125,50 @@ pub struct Stack {
 /// have one to four distinct kinds (dense and MoE, sliding and global). Holding each kind once
 /// and each run as `(kind, start, count)` makes every figure cost work in the number of kinds
 /// and runs, never in `num_hidden_layers`: a 1,000,000-layer llama is one kind and one run.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Layers {
     kinds: Vec<Layer>,
     runs: Vec<Run>,
     len: u64,
     index: HashMap<Layer, usize>,
+    owner: u64,
 }
 
-/// A layer kind added to a [`Layers`] with [`Layers::add_kind`]; only that method makes one,
-/// so it always names a kind of the `Layers` that made it.
+impl Default for Layers {
+    fn default() -> Self {
+        Layers {
+            kinds: Vec::new(),
+            runs: Vec::new(),
+            len: 0,
+            index: HashMap::new(),
+            owner: next_owner(),
+        }
+    }
+}
+
+/// Two stacks of layers are equal when they hold the same layers in the same order.
+impl PartialEq for Layers {
+    fn eq(&self, other: &Self) -> bool {
+        self.kinds == other.kinds && self.runs == other.runs
+    }
+}
+
+impl Eq for Layers {}
+
+/// A layer kind added to a [`Layers`] with [`Layers::add_kind`]. It names the kind in that
+/// `Layers` (and its clones); [`Layers::push_kind`] refuses an id from any other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct KindId(usize);
+pub struct KindId {
+    owner: u64,
+    index: usize,
+}
+
+/// A distinct number for each `Layers` made, so a `KindId` knows its owner.
+fn next_owner() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
 
 /// `count` consecutive layers, from layer `start`, all equal to kind `kind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -152,7 +185,7 @@ impl Run {
     /// The layer indices of the run.
     #[must_use]
     pub fn range(&self) -> Range<u64> {
-        self.start..self.start + self.count
+        self.start..self.start.saturating_add(self.count)
     }
 }
 
@@ -174,25 +207,46 @@ impl Layers {
     /// The id of a layer kind, added if new. With [`Layers::push_kind`], a reader that
     /// knows its few kinds builds a million layers without comparing or hashing a layer each.
     pub fn add_kind(&mut self, layer: Layer) -> KindId {
-        if let Some(&k) = self.index.get(&layer) {
-            return KindId(k);
+        let index = if let Some(&k) = self.index.get(&layer) {
+            k
+        } else {
+            self.kinds.push(layer.clone());
+            self.index.insert(layer, self.kinds.len() - 1);
+            self.kinds.len() - 1
+        };
+        KindId {
+            owner: self.owner,
+            index,
         }
-        self.kinds.push(layer.clone());
-        self.index.insert(layer, self.kinds.len() - 1);
-        KindId(self.kinds.len() - 1)
     }
 
-    /// Append `count` layers of a kind from [`Layers::add_kind`].
-    pub fn push_kind(&mut self, kind: KindId, count: u64) {
+    /// Append `count` layers of a kind from [`Layers::add_kind`] of this `Layers`; an id from
+    /// another one is an error, not a silently different layer.
+    pub fn push_kind(&mut self, kind: KindId, count: u64) -> Result<(), SpecError> {
+        if kind.owner != self.owner || kind.index >= self.kinds.len() {
+            return Err(SpecError::Invalid {
+                field: "layer kind".into(),
+                found: "a kind added to another list of layers".into(),
+                expected: "a kind from `add_kind` of the same `Layers`".into(),
+            });
+        }
+        self.push_index(kind.index, count);
+        Ok(())
+    }
+
+    /// Append `count` layers of kind `index` (a valid index into `kinds`).
+    fn push_index(&mut self, index: usize, count: u64) {
         if count == 0 {
             return;
         }
         let start = self.len;
+        // Saturates only past u64::MAX layers; readers cap layers far below.
         self.len = self.len.saturating_add(count);
+        let count = self.len - start;
         match self.runs.last_mut() {
-            Some(last) if last.kind == kind.0 => last.count = last.count.saturating_add(count),
+            Some(last) if last.kind == index => last.count = last.count.saturating_add(count),
             _ => self.runs.push(Run {
-                kind: kind.0,
+                kind: index,
                 start,
                 count,
             }),
@@ -210,15 +264,15 @@ impl Layers {
             return;
         }
         // The common case first: the same layer again extends the last run, no hashing.
-        if let Some(last) = self.runs.last_mut()
+        if let Some(last) = self.runs.last()
             && self.kinds.get(last.kind) == Some(&layer)
         {
-            last.count = last.count.saturating_add(count);
-            self.len = self.len.saturating_add(count);
+            let index = last.kind;
+            self.push_index(index, count);
             return;
         }
         let kind = self.add_kind(layer);
-        self.push_kind(kind, count);
+        self.push_index(kind.index, count);
     }
 
     /// Number of layers.
@@ -265,7 +319,9 @@ impl Layers {
     /// The layer at an index.
     #[must_use]
     pub fn get(&self, index: u64) -> Option<&Layer> {
-        let i = self.runs.partition_point(|r| r.start + r.count <= index);
+        let i = self
+            .runs
+            .partition_point(|r| r.start.saturating_add(r.count) <= index);
         let run = self.runs.get(i)?;
         (run.start <= index)
             .then(|| self.kinds.get(run.kind))
@@ -599,5 +655,90 @@ fn positive(field: &str, value: u64) -> Result<(), SpecError> {
         })
     } else {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layer(window: Option<u64>) -> Layer {
+        Layer {
+            attention: Attention::Standard(StandardAttention {
+                hidden: 8,
+                num_heads: 2,
+                num_kv_heads: 2,
+                head_dim: 4,
+                fused_qkv: false,
+                q_bias: false,
+                k_bias: false,
+                v_bias: false,
+                o_bias: false,
+                q_norm: None,
+                k_norm: None,
+                sinks: false,
+                transformers_cache_heads: None,
+            }),
+            cross_attention: None,
+            ffn: Ffn::Dense(Mlp {
+                hidden: 8,
+                intermediate: 16,
+                gated: true,
+                up_bias: false,
+                down_bias: false,
+            }),
+            norms: vec![Norm::rms_norm(8); 2],
+            sliding_window: window,
+        }
+    }
+
+    #[test]
+    fn runs_of_kinds_answer_like_a_list_of_layers() {
+        // Gemma-2 style: sliding, global, sliding, global, then three global.
+        let list = [Some(4), None, Some(4), None, None, None];
+        let layers: Layers = list.iter().map(|w| layer(*w)).collect();
+        assert_eq!(layers.len(), 6);
+        assert_eq!(layers.kinds().len(), 2);
+        assert_eq!(layers.runs().len(), 4); // 0, 1, 2, 3–5
+        for (i, w) in list.iter().enumerate() {
+            assert_eq!(layers.get(i as u64).map(|l| l.sliding_window), Some(*w));
+        }
+        assert_eq!(layers.get(6), None);
+        assert_eq!(layers.last().map(|l| l.sliding_window), Some(None));
+        let counts: Vec<u64> = layers.kind_counts().iter().map(|(_, n)| *n).collect();
+        assert_eq!(counts, vec![2, 4]);
+        let global: Vec<_> = layers.runs_of(1).map(Run::range).collect();
+        assert_eq!(global, vec![1..2, 3..6]);
+    }
+
+    #[test]
+    fn kind_ids_push_runs_and_refuse_another_lists_ids() {
+        let mut a = Layers::new();
+        let slide = a.add_kind(layer(Some(4)));
+        let global = a.add_kind(layer(None));
+        assert_eq!(a.add_kind(layer(None)), global, "a known kind keeps its id");
+        a.push_kind(slide, 1_000_000).unwrap();
+        a.push_kind(global, 0).unwrap();
+        a.push_kind(global, 3).unwrap();
+        a.push_kind(global, 2).unwrap();
+        assert_eq!(a.len(), 1_000_005);
+        assert_eq!(a.runs().len(), 2, "pushes of one kind extend its run");
+        let mut b = Layers::new();
+        assert!(b.push_kind(slide, 1).is_err());
+        assert!(b.is_empty());
+        // A clone holds the same kinds, so the ids stay good for it.
+        let mut c = a.clone();
+        c.push_kind(slide, 1).unwrap();
+        assert_eq!(c.len(), 1_000_006);
+        assert_eq!(a, a.clone());
+    }
+
+    #[test]
+    fn a_repeated_layer_is_one_run_whatever_the_count() {
+        let layers = Layers::repeat(layer(None), u64::MAX);
+        assert_eq!(layers.len(), u64::MAX);
+        assert_eq!(layers.runs().len(), 1);
+        assert_eq!(layers.runs()[0].range(), 0..u64::MAX);
+        assert!(layers.get(u64::MAX - 1).is_some());
     }
 }

@@ -3,6 +3,7 @@
 //! `https://huggingface.co`) with its token (`HF_TOKEN`) when set. Never downloads tensor
 //! data. Headers are read by the same loops as local files ([`crate::weights_io`]).
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -97,7 +98,17 @@ impl Hub {
     }
 
     fn file_url(&self, repo: &str, revision: &str, file: &str) -> String {
-        format!("{}/{repo}/resolve/{revision}/{file}", self.endpoint)
+        // A file name comes from the repo's listing or an index: escape what a URL would read
+        // as syntax (`?`, `#`, `%`, spaces), keep the `/` of sub-folders.
+        let mut escaped = String::with_capacity(file.len());
+        for b in file.bytes() {
+            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+                escaped.push(char::from(b));
+            } else {
+                let _ = write!(escaped, "%{b:02X}");
+            }
+        }
+        format!("{}/{repo}/resolve/{revision}/{escaped}", self.endpoint)
     }
 
     /// A small text file (config.json, an index).
@@ -121,6 +132,12 @@ impl Hub {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.rsplit('/').next())
             .and_then(|v| v.trim().parse::<u64>().ok());
+        // Before any body is read: a server that ignores the range would send the whole file.
+        if status != 206 {
+            return Err(Error::network(format!(
+                "`{url}`: the server ignored the range request (HTTP {status}); refusing to download the whole file"
+            )));
+        }
         let want = end - start + 1;
         let bytes = resp
             .body_mut()
@@ -128,11 +145,6 @@ impl Hub {
             .limit(want)
             .read_to_vec()
             .map_err(|e| transport(format!("failed to read bytes {start}-{end} of `{url}`"), e))?;
-        if status != 206 {
-            return Err(Error::network(format!(
-                "`{url}`: the server ignored the range request (HTTP {status}); refusing to download the whole file"
-            )));
-        }
         let total = total
             .ok_or_else(|| Error::network(format!("`{url}`: no length in `Content-Range`")))?;
         Ok((bytes, total))
@@ -222,6 +234,10 @@ pub(crate) fn model(repo: &str, lookup: &Lookup, env: &HubEnv) -> Result<Model, 
             let text = hub.text(repo, revision, "model.safetensors.index.json")?;
             let index = llmsize_weights::safetensors::parse_index(
                 &text,
+                &format!("{repo}/model.safetensors.index.json"),
+            )?;
+            weights_io::check_shards(
+                &index.shards,
                 &format!("{repo}/model.safetensors.index.json"),
             )?;
             let shards = index

@@ -239,7 +239,7 @@ fn dir_name(p: &Path) -> String {
 }
 
 fn read_file(path: &Path) -> Result<Found, Error> {
-    let text = std::fs::read_to_string(path).map_err(Error::io("read", path))?;
+    let text = crate::weights_io::read_text(path)?;
     Ok(Found {
         name: name_of(path),
         source: path.display().to_string(),

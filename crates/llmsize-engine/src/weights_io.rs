@@ -150,8 +150,9 @@ pub(crate) fn file_name(p: &Path) -> String {
 
 /// Shards named by a `model.safetensors.index.json`.
 pub(crate) fn read_index(path: &Path) -> Result<Weights, Error> {
-    let text = std::fs::read_to_string(path).map_err(Error::io("read", path))?;
+    let text = read_text(path)?;
     let index = safetensors::parse_index(&text, &path.display().to_string())?;
+    check_shards(&index.shards, &path.display().to_string())?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut shards = Vec::new();
     for shard in &index.shards {
@@ -214,6 +215,68 @@ pub(crate) fn find_weights(dir: &Path) -> Result<Option<Weights>, Error> {
             ),
         )),
     }
+}
+
+/// Most bytes read from a `config.json` or an index: real ones are kilobytes (DeepSeek-V3's
+/// index is 8 MB), and a weight file passed by mistake must not be read whole.
+pub(crate) const MAX_TEXT_FILE: u64 = 64 << 20;
+
+/// A text file of at most [`MAX_TEXT_FILE`] bytes.
+pub(crate) fn read_text(path: &Path) -> Result<String, Error> {
+    let file = File::open(path).map_err(Error::io("open", path))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_TEXT_FILE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(Error::io("read", path))?;
+    if bytes.len() as u64 > MAX_TEXT_FILE {
+        return Err(Error::bad_input(
+            format!(
+                "`{}` is larger than {} MiB, too large for a `config.json` or an index",
+                path.display(),
+                MAX_TEXT_FILE >> 20
+            ),
+            "pass the model's `config.json` (or its directory); weight files are `.safetensors` or `.gguf`",
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        Error::bad_input(
+            format!(
+                "`{}` is not UTF-8 text (byte {})",
+                path.display(),
+                e.utf8_error().valid_up_to()
+            ),
+            "pass the model's `config.json` (or its directory)",
+        )
+    })
+}
+
+/// Most shards an index may name: the largest published checkpoints have a few hundred
+/// (DeepSeek-V3 163, Llama-3.1-405B 191).
+pub(crate) const MAX_SHARDS: usize = 4096;
+
+/// An index names shards beside it: plain relative paths, not too many of them.
+pub(crate) fn check_shards(shards: &[String], index: &str) -> Result<(), Error> {
+    if shards.len() > MAX_SHARDS {
+        return Err(Error::bad_input(
+            format!(
+                "`{index}` names {} shard files, more than the limit of {MAX_SHARDS}",
+                shards.len()
+            ),
+            "an index lists the shards of one checkpoint",
+        ));
+    }
+    for shard in shards {
+        let relative = Path::new(shard)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !relative || shard.is_empty() {
+            return Err(Error::bad_input(
+                format!("`{index}` names shard `{shard}`, which is not a file beside it"),
+                "shard names are relative paths inside the model's folder, without `..`",
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

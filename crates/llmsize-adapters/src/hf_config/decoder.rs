@@ -843,7 +843,12 @@ pub(crate) fn llama_like(
             kinds.push((w, k));
             k
         };
-        layers.push_kind(kind, count);
+        layers
+            .push_kind(kind, count)
+            .map_err(|source| ConfigError::Spec {
+                file: raw.file.to_owned(),
+                source,
+            })?;
     }
     Ok(Decoder::new(
         model_type.to_owned(),
@@ -905,7 +910,8 @@ pub(crate) fn sliding_windows(
             .collect(),
         // Gemma 3: 5 local layers then 1 global (`sliding_window_pattern` = 6).
         ("gemma3_text", Some(w)) => {
-            let pattern = raw.uint("sliding_window_pattern")?.unwrap_or(6).max(1);
+            // Zero is an error, as transformers' `(i + 1) % pattern` would be.
+            let pattern = raw.size_opt("sliding_window_pattern")?.unwrap_or(6);
             (0..layers as u64)
                 .map(|i| (!(i + 1).is_multiple_of(pattern)).then_some(w))
                 .collect()
@@ -913,7 +919,21 @@ pub(crate) fn sliding_windows(
         // Qwen2/Qwen3: only with `use_sliding_window`, from `max_window_layers` on.
         ("qwen2" | "qwen3", Some(w)) => {
             if use_window == Some(true) {
-                let from = raw.uint("max_window_layers")?.unwrap_or(0);
+                let from = if let Some(from) = raw.uint("max_window_layers")? {
+                    from
+                } else {
+                    let class = if model_type == "qwen2" {
+                        "Qwen2Config"
+                    } else {
+                        "Qwen3Config"
+                    };
+                    raw.assume(
+                        "max_window_layers",
+                        28,
+                        &format!("absent; `{class}` default"),
+                    );
+                    28
+                };
                 (0..layers as u64)
                     .map(|i| (i >= from).then_some(w))
                     .collect()

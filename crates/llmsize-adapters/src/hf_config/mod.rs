@@ -1,8 +1,8 @@
 //! Hugging Face `config.json` → [`ModelSpec`].
 //!
 //! One module per family of model types; each reads its keys with the defaults of its
-//! `transformers` configuration class (5.24) and builds the per-layer description the
-//! modeling code would build. Semantics are taken from `configuration_*.py` and
+//! `transformers` configuration class (5.24) and builds the layer kinds, and the runs of them,
+//! that the modeling code would build. Semantics are taken from `configuration_*.py` and
 //! `modeling_*.py`; the comments say which rule came from where.
 
 mod decoder;

@@ -168,7 +168,8 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
     // Which layers are sparse: qwen2/3-moe honour `mlp_only_layers` and `decoder_sparse_step`.
     let (dense_layers, step) = if has_dense_layers {
         let only = index_list(raw, "mlp_only_layers", layers)?;
-        let step = raw.uint("decoder_sparse_step")?.unwrap_or(1);
+        // Zero is an error, as transformers' `(i + 1) % decoder_sparse_step` would be.
+        let step = raw.size_opt("decoder_sparse_step")?.unwrap_or(1);
         (only, step)
     } else {
         (Vec::new(), 1)
@@ -209,7 +210,12 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
             kinds.push((key, k));
             k
         };
-        layers_list.push_kind(kind, count);
+        layers_list
+            .push_kind(kind, count)
+            .map_err(|source| ConfigError::Spec {
+                file: raw.file.to_owned(),
+                source,
+            })?;
     }
     let default_arch = match model_type {
         "mixtral" => "MixtralForCausalLM",
@@ -333,19 +339,22 @@ pub(crate) fn deepseek(
     };
     let n = raw.layer_count("num_hidden_layers", layers)?;
     let norms = vec![Norm::rms_norm(hidden); 2];
-    let layers_list = (0..n as u64)
-        .map(|i| Layer {
-            attention: attention.clone(),
-            cross_attention: None,
-            ffn: if i < first_dense {
-                Ffn::Dense(mlp(hidden, dense_width, true, mlp_bias))
-            } else {
-                Ffn::Moe(moe.clone())
-            },
-            norms: norms.clone(),
-            sliding_window: None,
-        })
-        .collect();
+    // The first `first_k_dense_replace` layers are dense, the rest MoE: two runs.
+    let layer = |ffn| Layer {
+        attention: attention.clone(),
+        cross_attention: None,
+        ffn,
+        norms: norms.clone(),
+        sliding_window: None,
+    };
+    let mut layers_list = Layers::new();
+    let n = n as u64;
+    let dense = first_dense.min(n);
+    layers_list.push_run(
+        layer(Ffn::Dense(mlp(hidden, dense_width, true, mlp_bias))),
+        dense,
+    );
+    layers_list.push_run(layer(Ffn::Moe(moe.clone())), n - dense);
     Ok(Decoder::new(
         model_type.to_owned(),
         architecture(

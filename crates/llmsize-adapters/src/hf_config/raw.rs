@@ -225,10 +225,10 @@ impl<'a> RawConfig<'a> {
         })
     }
 
-    /// A layer count as `usize` for building the per-layer list.
+    /// A layer count as `usize`, for the per-layer patterns a reader walks (window patterns,
+    /// `layer_types`); the spec itself holds runs, whatever the count.
     pub(crate) fn layer_count(&self, key: &str, n: u64) -> Result<usize, ConfigError> {
-        // A spec holds one entry per layer; a million layers is already absurd.
-        const MAX_LAYERS: u64 = 1_000_000;
+        use llmsize_core::design::MAX_LAYERS;
         if n > MAX_LAYERS {
             return Err(self.invalid(key, &Value::from(n), "at most 1,000,000 layers"));
         }
