@@ -213,7 +213,8 @@ CASES = [
     ("g", safetensors_many_metadata, ["inspect"]),
     ("j", safetensors_most_metadata, ["inspect", "inspect --json"]),
     ("i", gguf_many_tensors, ["inspect", "inspect --json"]),
-    ("h", gemma2_alternating, ["params", "params --explain", "memory --dtype q4_k_m", "flops"]),
+    ("h", gemma2_alternating, ["params", "params --explain", "memory --dtype q4_k_m",
+                              "memory --gpu h100x8 --max-context", "flops"]),
 ]
 
 

@@ -7,7 +7,7 @@ use crate::error::SpecError;
 use crate::expr::Expr;
 use crate::formats::{KvDtype, MixContext, WeightFormat};
 use crate::gpu::Gpu;
-use crate::layout::{CacheShape, layout, tensors};
+use crate::layout::{AttentionGeometry, CacheShape, layout, tensors};
 use crate::spec::{Attention, Ffn, ModelSpec, OutputHead, StackRole};
 
 /// How a DeepSeek MLA cache is held.
@@ -213,10 +213,18 @@ fn kept(window: Option<u64>, seq_len: u64, policy: CachePolicy) -> u64 {
 
 /// KV cache groups for `seq_len` tokens of `batch` sequences, sharded `tp` ways.
 pub fn kv_groups(spec: &ModelSpec, options: &MemoryOptions) -> Result<Vec<KvGroup>, SpecError> {
+    kv_groups_of(&layout(spec)?.attention, options)
+}
+
+/// KV cache groups of a layout's attention geometry.
+fn kv_groups_of(
+    attention: &[AttentionGeometry],
+    options: &MemoryOptions,
+) -> Result<Vec<KvGroup>, SpecError> {
     let mut groups: Vec<KvGroup> = Vec::new();
     let tp = options.tp.max(1);
     let written = |e: &Expr| format!("{} = {}", e.symbolic(), e.numeric());
-    for g in layout(spec)?.attention {
+    for g in attention {
         // An encoder attends once over its whole input and caches nothing; only decoder
         // self-attention (and cross-attention over the encoder output) is cached.
         if g.stack == StackRole::Encoder && !g.cross {
@@ -416,6 +424,23 @@ pub fn memory_with(
     from_files: Option<&[StorageLine]>,
 ) -> Result<MemoryReport, SpecError> {
     spec.validate()?;
+    let weights = match from_files {
+        Some(lines) => lines.to_vec(),
+        None => weight_lines(spec, options.format)?,
+    };
+    let attention = layout(spec)?.attention;
+    memory_of(spec, options, &weights, &attention, from_files.is_some())
+}
+
+/// The memory question with the parts that do not depend on the context (weights, the
+/// layout's attention) already worked out, so `max_context` can bisect without redoing them.
+fn memory_of(
+    spec: &ModelSpec,
+    options: &MemoryOptions,
+    weights: &[StorageLine],
+    attention: &[AttentionGeometry],
+    weights_from_files: bool,
+) -> Result<MemoryReport, SpecError> {
     if options.seq_len == 0 {
         return Err(SpecError::Zero {
             field: "--seq-len".into(),
@@ -428,16 +453,13 @@ pub fn memory_with(
     }
     let tp = options.tp.max(1);
     check_tp(spec, tp)?;
-    let weights = match from_files {
-        Some(lines) => lines.to_vec(),
-        None => weight_lines(spec, options.format)?,
-    };
+    let weights = weights.to_vec();
     let weights_bytes = weights
         .iter()
         .try_fold(0u64, |a, l| a.checked_add(l.bytes))
         .ok_or_else(|| overflow("weights"))?;
     let params = weights.iter().map(|l| l.params).sum();
-    let kv = kv_groups(spec, options)?;
+    let kv = kv_groups_of(attention, options)?;
     let kv_bytes = kv
         .iter()
         .try_fold(0u64, |a, g| a.checked_add(g.bytes))
@@ -446,8 +468,8 @@ pub fn memory_with(
         .iter()
         .try_fold(0u64, |a, g| a.checked_add(g.bytes_per_gpu))
         .ok_or_else(|| overflow("kv cache"))?;
-    let one_token = kv_groups(
-        spec,
+    let one_token = kv_groups_of(
+        attention,
         &MemoryOptions {
             seq_len: 1,
             batch: 1,
@@ -493,9 +515,10 @@ pub fn memory_with(
     let total = mul(per_gpu, tp, "total")?;
     let fits = options.gpu.map(|(g, _)| per_gpu <= g.memory_bytes);
     let mut assumptions = vec![
-        match from_files {
-            Some(_) => "weights: the tensors of the weight files, as stored (their headers were read; `--dtype` is ignored)".to_owned(),
-            None => format!("weights: {}", options.format.describe()),
+        if weights_from_files {
+            "weights: the tensors of the weight files, as stored (their headers were read; `--dtype` is ignored)".to_owned()
+        } else {
+            format!("weights: {}", options.format.describe())
         },
         "weights split evenly across tensor-parallel ranks (norms are replicated in practice; negligible)".to_owned(),
         match options.window {
@@ -548,7 +571,7 @@ pub fn memory_with(
         per_gpu,
         total,
         fits,
-        weights_from_files: from_files.is_some(),
+        weights_from_files,
         assumptions,
     })
 }
@@ -574,14 +597,23 @@ pub fn max_context(
     let Some((gpu, _)) = options.gpu else {
         return Ok(None);
     };
+    spec.validate()?;
+    // What does not depend on the context is worked out once for the whole bisection.
+    let weights = match from_files {
+        Some(lines) => lines.to_vec(),
+        None => weight_lines(spec, options.format)?,
+    };
+    let attention = layout(spec)?.attention;
     let fits = |s: u64| -> Result<bool, SpecError> {
-        let r = memory_with(
+        let r = memory_of(
             spec,
             &MemoryOptions {
                 seq_len: s,
                 ..*options
             },
-            from_files,
+            &weights,
+            &attention,
+            from_files.is_some(),
         )?;
         Ok(r.per_gpu <= gpu.memory_bytes)
     };
