@@ -238,6 +238,9 @@ fn kv_groups_of(
                 transformers_heads,
                 head_dim,
             } => {
+                // The label writes the model's `n_kv`; under transformers' layout Falcon's new
+                // decoder caches every query head, and the bytes count those (the label was
+                // kept as it was printed before the layout, so the JSON stays the same).
                 let cached = match (g.cross, options.window) {
                     (false, CachePolicy::Transformers) => *transformers_heads,
                     _ => *kv_heads,
