@@ -462,3 +462,18 @@ fn help_texts() {
         insta::assert_snapshot!(name, r.snapshot());
     }
 }
+
+#[test]
+fn a_config_can_be_given_as_its_text() {
+    // What Python's `llmsize.params(config.to_dict())` sends: the JSON itself, no file.
+    let text = std::fs::read_to_string(truth_config("gpt2")).unwrap();
+    let r = llmsize(&["params", &text, "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let j: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    // GPT-2 small: HF GPT2LMHeadModel.num_parameters().
+    assert_eq!(j["total"], 124_439_808);
+    assert_eq!(j["source"], "inline config");
+    let r = llmsize(&["params", "{\"model_type\": 3}"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("inline config"), "{}", r.stderr);
+}

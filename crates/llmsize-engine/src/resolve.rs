@@ -139,6 +139,21 @@ fn sibling_config(path: &Path) -> Result<Option<Found>, Error> {
 /// Resolve a MODEL: a path (config, weights, directory), a preset, or a Hub repo id from the
 /// local cache (or, with `--online`, from the Hub).
 pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<Model, Error> {
+    // The text of a config itself (a Python dict passed as JSON, or `llmsize params '{…}'`):
+    // no path, preset or repo id starts with `{`.
+    if arg.trim_start().starts_with('{') {
+        let name = inline_name(arg);
+        return Ok(Model {
+            name: name.clone(),
+            config: Some(Found {
+                name,
+                source: "inline config".into(),
+                file: "inline config".into(),
+                text: arg.to_owned(),
+            }),
+            weights: None,
+        });
+    }
     let path = PathBuf::from(arg);
     if path.is_dir() {
         return model_from_dir(&path, dir_name(&path), lookup);
@@ -253,4 +268,18 @@ fn has_extension(path: &str, ext: &str) -> bool {
     Path::new(path)
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case(ext))
+}
+
+/// The name of an inline config: its `_name_or_path` (what `to_dict()` of a transformers
+/// config carries) when it is a short string, else `config`.
+fn inline_name(text: &str) -> String {
+    serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text)
+        .ok()
+        .and_then(|m| {
+            m.get("_name_or_path")
+                .and_then(serde_json::Value::as_str)
+                .filter(|n| !n.is_empty() && n.len() <= 200)
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| "config".into())
 }
