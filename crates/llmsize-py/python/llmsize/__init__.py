@@ -1,0 +1,278 @@
+"""llmsize: exact Transformer sizes — parameters by component, memory, FLOPs — with the
+formulas that give them, from the same engine as the ``llmsize`` command line tool.
+
+Every function takes a *model* as the CLI does — a preset name (``"gpt2"``), a path to a
+``config.json``, a directory, a ``.safetensors``/``.gguf`` file, or a Hub repo id in the local
+cache — or a ``dict`` config, e.g. ``AutoConfig.from_pretrained(x).to_dict()`` (llmsize never
+imports transformers or torch). Results are plain dicts with the keys of the CLI's ``--json``
+output; warnings the CLI would print are issued as :class:`LlmsizeWarning`; errors raise the
+exception classes below, with the CLI's message.
+
+>>> import llmsize
+>>> llmsize.params("gpt2")["total"]
+124439808
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+from . import _llmsize
+
+__version__: str = _llmsize.__version__
+
+Model = Union[str, "os.PathLike[str]", Mapping[str, Any]]
+"""A preset name, a path, a Hub repo id, or a config dict."""
+
+Overrides = Union[Mapping[str, Any], Sequence[str], None]
+"""Config overrides: ``{"num_key_value_heads": 8}`` or ``["num_key_value_heads=8"]``."""
+
+__all__ = [
+    "params",
+    "memory",
+    "flops",
+    "inspect",
+    "audit",
+    "presets",
+    "gpus",
+    "LlmsizeError",
+    "InputError",
+    "UnsupportedModel",
+    "NotFound",
+    "NetworkError",
+    "FileError",
+    "LlmsizeWarning",
+]
+
+
+class LlmsizeError(Exception):
+    """Any error of llmsize; ``hint`` says what to do about it, when there is something."""
+
+    def __init__(self, message: str, hint: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+    def __str__(self) -> str:
+        message = super().__str__()
+        return f"{message}\n  hint: {self.hint}" if self.hint else message
+
+
+class InputError(LlmsizeError, ValueError):
+    """Bad input: a config with a missing or ill-typed key, a size that overflows, an option
+    out of range."""
+
+
+class UnsupportedModel(InputError):
+    """A ``model_type`` (or GGUF architecture) llmsize does not count exactly."""
+
+
+class NotFound(LlmsizeError, LookupError):
+    """No such preset, file, cached repo or shard."""
+
+
+class NetworkError(LlmsizeError, ConnectionError):
+    """The Hub could not be reached, or answered unexpectedly (``online=True``)."""
+
+
+class FileError(LlmsizeError, OSError):
+    """A file could not be read."""
+
+
+class LlmsizeWarning(UserWarning):
+    """Something the result depends on that the caller should know (the CLI prints these)."""
+
+
+_ERRORS = {
+    "bad_input": InputError,
+    "unsupported": UnsupportedModel,
+    "not_found": NotFound,
+    "network": NetworkError,
+    "io": FileError,
+    "internal": LlmsizeError,
+}
+
+
+def _model(model: Model) -> str:
+    if isinstance(model, Mapping):
+        return json.dumps(dict(model))
+    if isinstance(model, (str, os.PathLike)):
+        return os.fspath(model)
+    raise TypeError(
+        f"model must be a preset name, a path, a Hub repo id or a config dict, not {type(model).__name__}"
+    )
+
+
+def _overrides(set: Overrides) -> List[str]:
+    if set is None:
+        return []
+    if isinstance(set, Mapping):
+        return [f"{k}={json.dumps(v)}" for k, v in set.items()]
+    if isinstance(set, str):
+        return [set]
+    return [str(s) for s in set]
+
+
+def _answer(call: Any, *args: Any) -> Any:
+    try:
+        text, messages = call(*args)
+    except _llmsize.EngineError as e:
+        kind, message, hint = e.args
+        raise _ERRORS.get(kind, LlmsizeError)(message, hint) from None
+    for m in messages:
+        warnings.warn(m, LlmsizeWarning, stacklevel=3)
+    return json.loads(text)
+
+
+def params(
+    model: Model,
+    *,
+    set: Overrides = None,
+    head: Optional[str] = None,
+    online: bool = False,
+    revision: str = "main",
+) -> Dict[str, Any]:
+    """Parameters by component, exactly as the transformers implementation builds them.
+
+    ``head``: ``"config"`` (default: the class the config names), ``"base"`` (the bare model,
+    BERT's with pooler) or ``"lm"``. The result has ``total``, ``components`` (13
+    categories), ``formulas``, ``non_embedding``, ``assumptions``, … — MoE models add
+    ``active_per_token``.
+
+    >>> llmsize.params("llama-2-7b")["components"]["lm_head"]
+    131072000
+    >>> llmsize.params("llama-2-7b", set={"tie_word_embeddings": True})["total"]
+    6607343616
+    """
+    return _answer(
+        _llmsize.params, [_model(model)], _overrides(set), head or "config", online, revision
+    )
+
+
+def memory(
+    model: Model,
+    *,
+    dtype: Optional[str] = None,
+    seq_len: Optional[int] = None,
+    batch: Optional[int] = None,
+    kv_dtype: Optional[str] = None,
+    gpu: Optional[str] = None,
+    tp: Optional[int] = None,
+    mla_cache: Optional[str] = None,
+    cache: Optional[str] = None,
+    overhead_mib: Optional[int] = None,
+    max_context: bool = False,
+    set: Overrides = None,
+    online: bool = False,
+    revision: str = "main",
+) -> Dict[str, Any]:
+    """Memory to serve a model: weights in a format, KV cache, activations, overhead, and
+    whether it fits ``gpu`` (``"h100"``, ``"rtx4090x2"``).
+
+    Defaults are the CLI's: ``dtype="bf16"`` (weight files are measured as stored),
+    ``seq_len=4096``, ``batch=1``, ``kv_dtype="bf16"``. Bytes are plain integers
+    (``weights_bytes``, ``kv_cache_bytes``, ``per_gpu_bytes``, …); ``fits`` is set with a GPU.
+
+    >>> r = llmsize.memory("llama-2-7b", dtype="q4_k_m", seq_len=8192, gpu="rtx4090")
+    >>> r["fits"]
+    True
+    """
+    return _answer(
+        _llmsize.memory,
+        _model(model),
+        _overrides(set),
+        dtype,
+        seq_len,
+        batch,
+        kv_dtype,
+        gpu,
+        tp,
+        mla_cache,
+        cache,
+        overhead_mib,
+        max_context,
+        online,
+        revision,
+    )
+
+
+def flops(
+    model: Model,
+    *,
+    seq_len: Optional[int] = None,
+    batch: Optional[int] = None,
+    attention: Optional[str] = None,
+    gpu: Optional[str] = None,
+    dtype: Optional[str] = None,
+    kv_dtype: Optional[str] = None,
+    mfu: Optional[float] = None,
+    bw_eff: Optional[float] = None,
+    set: Overrides = None,
+    online: bool = False,
+    revision: str = "main",
+) -> Dict[str, Any]:
+    """FLOPs of a forward pass over ``seq_len`` tokens and of one generated token, by
+    component; with ``gpu``, a roofline speed estimate.
+
+    ``attention="full"`` counts what torch's FlopCounterMode counts; the default,
+    ``"causal"``, the triangle a causal mask keeps.
+
+    >>> llmsize.flops("gpt2", seq_len=1024, attention="full")["forward_flops"] > 0
+    True
+    """
+    return _answer(
+        _llmsize.flops,
+        _model(model),
+        _overrides(set),
+        seq_len,
+        batch,
+        attention,
+        gpu,
+        dtype,
+        kv_dtype,
+        mfu,
+        bw_eff,
+        online,
+        revision,
+    )
+
+
+def inspect(path: Union[str, "os.PathLike[str]"], *, online: bool = False, revision: str = "main") -> Dict[str, Any]:
+    """The tensors of weight files (SafeTensors, shards, an index, a GGUF, a cached repo) by
+    component and dtype, read from their headers only.
+
+    >>> llmsize.inspect("model.safetensors")["total"]  # doctest: +SKIP
+    """
+    return _answer(_llmsize.inspect, _model(path), online, revision)
+
+
+def audit(path: Union[str, "os.PathLike[str]"], *, online: bool = False, revision: str = "main") -> Dict[str, Any]:
+    """The config's count against the tensors of the weight files beside it; ``agrees`` is
+    true when every category matches.
+
+    >>> llmsize.audit("path/to/model-dir")["agrees"]  # doctest: +SKIP
+    """
+    return _answer(_llmsize.audit, _model(path), online, revision)
+
+
+def presets() -> List[Dict[str, Any]]:
+    """The built-in models: ``id``, ``hf_repo``, ``family``, ``model_type``, ``total``.
+
+    >>> any(p["id"] == "gpt2" for p in llmsize.presets())
+    True
+    """
+    try:
+        return json.loads(_llmsize.presets())
+    except _llmsize.EngineError as e:
+        kind, message, hint = e.args
+        raise _ERRORS.get(kind, LlmsizeError)(message, hint) from None
+
+
+def gpus() -> List[Dict[str, Any]]:
+    """The GPU table ``gpu=`` takes: memory, peak FLOP/s and bandwidth, with their sources.
+
+    >>> any(g["name"] == "h100" for g in llmsize.gpus())  # doctest: +SKIP
+    """
+    return json.loads(_llmsize.gpus())

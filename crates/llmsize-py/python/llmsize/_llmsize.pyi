@@ -1,0 +1,46 @@
+"""Type stubs of the native module (``llmsize._llmsize``); use the ``llmsize`` functions."""
+
+from typing import List, Optional, Tuple
+
+__version__: str
+
+class EngineError(Exception):
+    """args: (kind, message, hint)."""
+
+def params(
+    models: List[str], set: List[str], head: str, online: bool, revision: str
+) -> Tuple[str, List[str]]: ...
+def memory(
+    model: str,
+    set: List[str],
+    dtype: Optional[str],
+    seq_len: Optional[int],
+    batch: Optional[int],
+    kv_dtype: Optional[str],
+    gpu: Optional[str],
+    tp: Optional[int],
+    mla_cache: Optional[str],
+    cache: Optional[str],
+    overhead_mib: Optional[int],
+    max_context: bool,
+    online: bool,
+    revision: str,
+) -> Tuple[str, List[str]]: ...
+def flops(
+    model: str,
+    set: List[str],
+    seq_len: Optional[int],
+    batch: Optional[int],
+    attention: Optional[str],
+    gpu: Optional[str],
+    dtype: Optional[str],
+    kv_dtype: Optional[str],
+    mfu: Optional[float],
+    bw_eff: Optional[float],
+    online: bool,
+    revision: str,
+) -> Tuple[str, List[str]]: ...
+def inspect(model: str, online: bool, revision: str) -> Tuple[str, List[str]]: ...
+def audit(model: str, online: bool, revision: str) -> Tuple[str, List[str]]: ...
+def presets() -> str: ...
+def gpus() -> str: ...

@@ -1,0 +1,228 @@
+//! `llmsize._llmsize`: the engine as a Python module. Each function takes the options of the
+//! CLI command of the same name, calls `llmsize-engine`, and returns the command's `--json`
+//! text (the same serializer as the CLI, so the keys are the JSON contract's) and the warnings
+//! the CLI would print. The Python package `llmsize` turns these into dicts, warnings and
+//! typed exceptions; no formula is written here.
+
+use llmsize_engine::{
+    AttentionConvention, AuditRequest, CachePolicy, Engine, Error, ErrorKind, FlopsRequest,
+    HeadChoice, HubEnv, HubOptions, InspectRequest, MemoryRequest, MlaCache, ParamsRequest,
+};
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+
+pyo3::create_exception!(
+    _llmsize,
+    EngineError,
+    PyException,
+    "An error of the engine: args are (kind, message, hint)."
+);
+
+/// An engine over the process environment (`HF_HOME`, `HF_TOKEN`, …), as the CLI has.
+fn engine() -> Engine {
+    Engine::new(HubEnv::from_vars(|k| std::env::var_os(k)))
+}
+
+/// The engine's error as `EngineError(kind, message, hint)`; the Python side raises the
+/// exception class of the kind.
+fn to_py(e: &Error) -> PyErr {
+    let kind = match e.kind() {
+        ErrorKind::BadInput => "bad_input",
+        ErrorKind::NotFound => "not_found",
+        ErrorKind::Unsupported => "unsupported",
+        ErrorKind::Io => "io",
+        ErrorKind::Network => "network",
+        _ => "internal",
+    };
+    EngineError::new_err((kind, e.to_string(), e.hint().map(str::to_owned)))
+}
+
+fn bad_input(message: String, hint: &str) -> PyErr {
+    EngineError::new_err(("bad_input", message, Some(hint.to_owned())))
+}
+
+fn hub(online: bool, revision: String) -> HubOptions {
+    HubOptions { online, revision }
+}
+
+/// JSON text and warnings.
+type Answer = (String, Vec<String>);
+
+/// `llmsize params`.
+#[pyfunction]
+#[pyo3(signature = (models, set, head, online, revision))]
+fn params(
+    models: Vec<String>,
+    set: Vec<String>,
+    head: &str,
+    online: bool,
+    revision: String,
+) -> PyResult<Answer> {
+    let head = match head {
+        "config" => HeadChoice::Config,
+        "base" => HeadChoice::Base,
+        "lm" => HeadChoice::Lm,
+        other => {
+            return Err(bad_input(
+                format!("head `{other}`: expected `config`, `base` or `lm`"),
+                "`config` counts the class the config names, `base` the bare model",
+            ));
+        }
+    };
+    let request = ParamsRequest {
+        models,
+        overrides: set,
+        head,
+        hub: hub(online, revision),
+        design: None,
+    };
+    let outcome = engine().params(&request).map_err(|e| to_py(&e))?;
+    Ok((outcome.to_json().map_err(|e| to_py(&e))?, outcome.warnings))
+}
+
+/// `llmsize memory`; `None` keeps the CLI's default.
+#[pyfunction]
+#[pyo3(signature = (model, set, dtype, seq_len, batch, kv_dtype, gpu, tp, mla_cache, cache, overhead_mib, max_context, online, revision))]
+fn memory(
+    model: String,
+    set: Vec<String>,
+    dtype: Option<String>,
+    seq_len: Option<u64>,
+    batch: Option<u64>,
+    kv_dtype: Option<String>,
+    gpu: Option<String>,
+    tp: Option<u64>,
+    mla_cache: Option<&str>,
+    cache: Option<&str>,
+    overhead_mib: Option<u64>,
+    max_context: bool,
+    online: bool,
+    revision: String,
+) -> PyResult<Answer> {
+    let mut r = MemoryRequest::new(model);
+    r.overrides = set;
+    r.hub = hub(online, revision);
+    r.dtype = dtype;
+    r.seq_len = seq_len.unwrap_or(r.seq_len);
+    r.batch = batch.unwrap_or(r.batch);
+    r.kv_dtype = kv_dtype.unwrap_or(r.kv_dtype);
+    r.gpu = gpu;
+    r.tp = tp;
+    r.mla_cache = match mla_cache {
+        None | Some("latent") => MlaCache::Latent,
+        Some("expanded") => MlaCache::Expanded,
+        Some(other) => {
+            return Err(bad_input(
+                format!("mla_cache `{other}`: expected `latent` or `expanded`"),
+                "`latent` is what vLLM, SGLang and transformers cache",
+            ));
+        }
+    };
+    r.cache = match cache {
+        None | Some("transformers") => CachePolicy::Transformers,
+        Some("runtime") => CachePolicy::Runtime,
+        Some(other) => {
+            return Err(bad_input(
+                format!("cache `{other}`: expected `transformers` or `runtime`"),
+                "`runtime` sizes a serving runtime's cache (whole windows, grouped heads)",
+            ));
+        }
+    };
+    r.overhead_mib = overhead_mib.unwrap_or(r.overhead_mib);
+    r.max_context = max_context;
+    let outcome = engine().memory(&r).map_err(|e| to_py(&e))?;
+    Ok((outcome.to_json().map_err(|e| to_py(&e))?, outcome.warnings))
+}
+
+/// `llmsize flops`; `None` keeps the CLI's default.
+#[pyfunction]
+#[pyo3(signature = (model, set, seq_len, batch, attention, gpu, dtype, kv_dtype, mfu, bw_eff, online, revision))]
+fn flops(
+    model: String,
+    set: Vec<String>,
+    seq_len: Option<u64>,
+    batch: Option<u64>,
+    attention: Option<&str>,
+    gpu: Option<String>,
+    dtype: Option<String>,
+    kv_dtype: Option<String>,
+    mfu: Option<f64>,
+    bw_eff: Option<f64>,
+    online: bool,
+    revision: String,
+) -> PyResult<Answer> {
+    let mut r = FlopsRequest::new(model);
+    r.overrides = set;
+    r.hub = hub(online, revision);
+    r.seq_len = seq_len.unwrap_or(r.seq_len);
+    r.batch = batch.unwrap_or(r.batch);
+    r.attention = match attention {
+        None | Some("causal") => AttentionConvention::Causal,
+        Some("full") => AttentionConvention::Full,
+        Some(other) => {
+            return Err(bad_input(
+                format!("attention `{other}`: expected `causal` or `full`"),
+                "`full` is what torch's FlopCounterMode counts",
+            ));
+        }
+    };
+    r.gpu = gpu;
+    r.dtype = dtype.unwrap_or(r.dtype);
+    r.kv_dtype = kv_dtype.unwrap_or(r.kv_dtype);
+    r.mfu = mfu.unwrap_or(r.mfu);
+    r.bw_eff = bw_eff.unwrap_or(r.bw_eff);
+    let outcome = engine().flops(&r).map_err(|e| to_py(&e))?;
+    Ok((outcome.to_json().map_err(|e| to_py(&e))?, outcome.warnings))
+}
+
+/// `llmsize inspect`.
+#[pyfunction]
+#[pyo3(signature = (model, online, revision))]
+fn inspect(model: String, online: bool, revision: String) -> PyResult<Answer> {
+    let request = InspectRequest {
+        model,
+        hub: hub(online, revision),
+    };
+    let outcome = engine().inspect(&request).map_err(|e| to_py(&e))?;
+    Ok((outcome.to_json().map_err(|e| to_py(&e))?, Vec::new()))
+}
+
+/// `llmsize audit`.
+#[pyfunction]
+#[pyo3(signature = (model, online, revision))]
+fn audit(model: String, online: bool, revision: String) -> PyResult<Answer> {
+    let request = AuditRequest {
+        model,
+        hub: hub(online, revision),
+    };
+    let outcome = engine().audit(&request).map_err(|e| to_py(&e))?;
+    Ok((outcome.to_json().map_err(|e| to_py(&e))?, Vec::new()))
+}
+
+/// `llmsize presets --json`.
+#[pyfunction]
+fn presets() -> PyResult<String> {
+    let list = llmsize_engine::presets().map_err(|e| to_py(&e))?;
+    llmsize_engine::wire::to_pretty(&list).map_err(|e| to_py(&e))
+}
+
+/// `llmsize gpus --json`.
+#[pyfunction]
+fn gpus() -> PyResult<String> {
+    llmsize_engine::wire::to_pretty(&llmsize_engine::gpus()).map_err(|e| to_py(&e))
+}
+
+/// The module.
+#[pymodule]
+fn _llmsize(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("EngineError", m.py().get_type::<EngineError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(params, m)?)?;
+    m.add_function(wrap_pyfunction!(memory, m)?)?;
+    m.add_function(wrap_pyfunction!(flops, m)?)?;
+    m.add_function(wrap_pyfunction!(inspect, m)?)?;
+    m.add_function(wrap_pyfunction!(audit, m)?)?;
+    m.add_function(wrap_pyfunction!(presets, m)?)?;
+    m.add_function(wrap_pyfunction!(gpus, m)?)?;
+    Ok(())
+}
