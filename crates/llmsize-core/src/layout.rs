@@ -147,6 +147,40 @@ pub struct Shape {
 }
 
 impl Shape {
+    fn one(rows: Expr, cols: Expr, form: Form) -> Self {
+        Shape {
+            copies: ONE,
+            active_copies: ONE,
+            rows,
+            cols,
+            form,
+        }
+    }
+
+    /// A lookup table `rows × cols`.
+    fn table(rows: Expr, cols: Expr) -> Self {
+        Self::one(rows, cols, Form::Table)
+    }
+
+    /// A vector of `len`.
+    fn vector(len: Expr) -> Self {
+        Self::one(ONE, len, Form::Vector)
+    }
+
+    /// A linear layer's weight `[output, input]`.
+    fn linear(input: Expr, output: Expr) -> Self {
+        Self::one(output, input, Form::Linear)
+    }
+
+    /// `copies` of this shape, `active` of which one token uses (routed experts).
+    fn times(self, copies: &Expr, active: &Expr) -> Self {
+        Shape {
+            copies: copies.clone(),
+            active_copies: active.clone(),
+            ..self
+        }
+    }
+
     /// Elements of one copy, as the article writes them.
     #[must_use]
     pub fn elements_of_one(&self) -> Expr {
@@ -371,8 +405,8 @@ impl Builder {
     )]
     fn push(
         &mut self,
-        (local, suffix): (Cow<'static, str>, &'static str),
-        part: Cow<'static, str>,
+        (local, suffix): (impl Into<Label>, &'static str),
+        part: impl Into<Label>,
         kind: TensorKind,
         category: Category,
         shape: Shape,
@@ -381,10 +415,10 @@ impl Builder {
             name: TensorName {
                 prefix: self.prefix.clone(),
                 cross: self.cross,
-                local,
+                local: local.into(),
                 suffix,
             },
-            part,
+            part: part.into(),
             kind,
             category,
             place: self.place,
@@ -401,57 +435,6 @@ impl Builder {
         Ok(())
     }
 
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "one call per tensor, each argument named"
-    )]
-    fn table(
-        &mut self,
-        name: (impl Into<Label>, &'static str),
-        part: impl Into<Label>,
-        kind: TensorKind,
-        category: Category,
-        rows: Expr,
-        cols: Expr,
-    ) -> Result<(), Overflow> {
-        self.push(
-            (name.0.into(), name.1),
-            part.into(),
-            kind,
-            category,
-            Shape {
-                copies: ONE,
-                active_copies: ONE,
-                rows,
-                cols,
-                form: Form::Table,
-            },
-        )
-    }
-
-    fn vector(
-        &mut self,
-        name: (impl Into<Label>, &'static str),
-        part: impl Into<Label>,
-        kind: TensorKind,
-        category: Category,
-        len: Expr,
-    ) -> Result<(), Overflow> {
-        self.push(
-            (name.0.into(), name.1),
-            part.into(),
-            kind,
-            category,
-            Shape {
-                copies: ONE,
-                active_copies: ONE,
-                rows: ONE,
-                cols: len,
-                form: Form::Vector,
-            },
-        )
-    }
-
     /// A linear layer `input → output`: `name.weight` `[output, input]` and `name.bias`.
     #[allow(
         clippy::too_many_arguments,
@@ -466,53 +449,20 @@ impl Builder {
         (input, output): (Expr, Expr),
         bias: bool,
     ) -> Result<(), Overflow> {
-        let (name, part) = (name.into(), part.into());
+        let (name, part): (Label, Label) = (name.into(), part.into());
+        let weight = Shape::linear(input, output.clone());
         self.push(
             (name.clone(), ".weight"),
             part.clone(),
             kind,
             category,
-            Shape {
-                copies: ONE,
-                active_copies: ONE,
-                rows: output.clone(),
-                cols: input,
-                form: Form::Linear,
-            },
+            weight,
         )?;
         if bias {
-            self.vector((name, ".bias"), part, TensorKind::Bias, category, output)?;
+            let bias = Shape::vector(output);
+            self.push((name, ".bias"), part, TensorKind::Bias, category, bias)?;
         }
         Ok(())
-    }
-
-    /// `copies` experts' matrices `input → output` in one tensor.
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "one call per tensor, each argument named"
-    )]
-    fn experts(
-        &mut self,
-        name: &'static str,
-        kind: TensorKind,
-        (copies, active_copies): (&Expr, &Expr),
-        rows: Expr,
-        cols: Expr,
-        form: Form,
-    ) -> Result<(), Overflow> {
-        self.push(
-            (Cow::Borrowed(name), ""),
-            Cow::Borrowed("experts"),
-            kind,
-            Category::MoeExperts,
-            Shape {
-                copies: copies.clone(),
-                active_copies: active_copies.clone(),
-                rows,
-                cols,
-                form,
-            },
-        )
     }
 
     fn norm(
@@ -523,16 +473,23 @@ impl Builder {
         n: Norm,
         width: Expr,
     ) -> Result<(), Overflow> {
-        let (name, part) = (name.into(), part.into());
-        self.vector(
+        let (name, part): (Label, Label) = (name.into(), part.into());
+        let weight = Shape::vector(width.clone());
+        self.push(
             (name.clone(), ".weight"),
             part.clone(),
             TensorKind::Norm,
             category,
-            width.clone(),
+            weight,
         )?;
         if n.kind == NormKind::LayerNorm && n.bias {
-            self.vector((name, ".bias"), part, TensorKind::Norm, category, width)?;
+            self.push(
+                (name, ".bias"),
+                part,
+                TensorKind::Norm,
+                category,
+                Shape::vector(width),
+            )?;
         }
         Ok(())
     }
@@ -633,13 +590,8 @@ fn standard_attention(
         b.norm("attn_k_norm", "k_norm", c, n, width)?;
     }
     if a.sinks {
-        b.vector(
-            ("attn_sinks", ""),
-            "sinks",
-            TensorKind::Sinks,
-            c,
-            Expr::sym(Sym::Heads, a.num_heads),
-        )?;
+        let sinks = Shape::vector(Expr::sym(Sym::Heads, a.num_heads));
+        b.push(("attn_sinks", ""), "sinks", TensorKind::Sinks, c, sinks)?;
     }
     b.cross = false;
     Ok(())
@@ -799,59 +751,36 @@ fn layer_tensors(b: &mut Builder, layer: &Layer, w: &Widths) -> Result<(), Overf
             )?;
             let x = moe.expert;
             let k = Expr::sym(Sym::TopK, moe.experts_per_token);
-            let copies = (&e, &k);
             let f = Expr::sym(Sym::ExpertFfn, x.intermediate);
+            // One tensor per matrix for all `E` experts (`[E, d_e, d]`, as llama.cpp stores them).
+            let mut expert = |name, kind, shape: Shape| {
+                b.push(
+                    (name, ""),
+                    "experts",
+                    kind,
+                    Category::MoeExperts,
+                    shape.times(&e, &k),
+                )
+            };
+            let (up, down) = (
+                Shape::linear(d.clone(), f.clone()),
+                Shape::linear(f.clone(), d.clone()),
+            );
             if x.gated {
-                b.experts(
-                    "ffn_gate_exps.weight",
-                    K::ExpertGate,
-                    copies,
-                    f.clone(),
-                    d.clone(),
-                    Form::Linear,
-                )?;
+                expert("ffn_gate_exps.weight", K::ExpertGate, up.clone())?;
             }
-            b.experts(
-                "ffn_up_exps.weight",
-                K::ExpertUp,
-                copies,
-                f.clone(),
-                d.clone(),
-                Form::Linear,
-            )?;
-            b.experts(
-                "ffn_down_exps.weight",
-                K::ExpertDown,
-                copies,
-                d.clone(),
-                f.clone(),
-                Form::Linear,
-            )?;
+            expert("ffn_up_exps.weight", K::ExpertUp, up)?;
+            expert("ffn_down_exps.weight", K::ExpertDown, down)?;
             if x.up_bias {
-                let inputs = if x.gated { 2 } else { 1 };
-                let len = if inputs == 1 {
-                    f
+                let len = if x.gated {
+                    Expr::product(vec![Expr::Lit(2), f])
                 } else {
-                    Expr::product(vec![Expr::Lit(inputs), f])
+                    f
                 };
-                b.experts(
-                    "ffn_gate_up_exps.bias",
-                    K::Bias,
-                    copies,
-                    ONE,
-                    len,
-                    Form::Vector,
-                )?;
+                expert("ffn_gate_up_exps.bias", K::Bias, Shape::vector(len))?;
             }
             if x.down_bias {
-                b.experts(
-                    "ffn_down_exps.bias",
-                    K::Bias,
-                    copies,
-                    ONE,
-                    d.clone(),
-                    Form::Vector,
-                )?;
+                expert("ffn_down_exps.bias", K::Bias, Shape::vector(d.clone()))?;
             }
             if let Some(s) = &moe.shared {
                 mlp(
@@ -983,13 +912,12 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
             } else {
                 format!("token_embd.copy{i}").into()
             };
-            b.table(
+            b.push(
                 (name, ""),
                 "token_embd",
                 TensorKind::TokenEmbedding,
                 Category::TokenEmbedding,
-                vocab(t.rows),
-                w.width(t.dim, Sym::EmbeddingDim),
+                Shape::table(vocab(t.rows), w.width(t.dim, Sym::EmbeddingDim)),
             )?;
         }
     }
@@ -1019,33 +947,36 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
                     Expr::sym(Sym::Context, table.rows - offset.min(table.rows)),
                     Expr::Lit(offset),
                 ]);
-                b.table(
+                b.push(
                     ("position_embd", ""),
                     "position_embd",
                     TensorKind::PositionEmbedding,
                     Category::PositionEmbedding,
-                    rows,
-                    w.width(table.dim, Sym::EmbeddingDim),
+                    Shape::table(rows, w.width(table.dim, Sym::EmbeddingDim)),
                 )?;
             }
-            Some(PositionEmbedding::RelativeBias { buckets, heads }) => b.table(
+            Some(PositionEmbedding::RelativeBias { buckets, heads }) => b.push(
                 ("relative_bias", ""),
                 "relative_bias",
                 TensorKind::PositionEmbedding,
                 Category::PositionEmbedding,
-                Expr::sym(Sym::Buckets, buckets),
-                Expr::sym(Sym::Heads, heads),
+                Shape::table(
+                    Expr::sym(Sym::Buckets, buckets),
+                    Expr::sym(Sym::Heads, heads),
+                ),
             )?,
             None => {}
         }
         if let Some(t) = stack.token_type {
-            b.table(
+            b.push(
                 ("token_types", ""),
                 "token_types",
                 TensorKind::TokenTypeEmbedding,
                 Category::TokenTypeEmbedding,
-                Expr::sym(Sym::TokenTypes, t.rows),
-                w.width(t.dim, Sym::EmbeddingDim),
+                Shape::table(
+                    Expr::sym(Sym::TokenTypes, t.rows),
+                    w.width(t.dim, Sym::EmbeddingDim),
+                ),
             )?;
         }
         if let Some(n) = stack.embedding_norm {
@@ -1132,17 +1063,16 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
         if !tied {
             // The head reads the embedding width (OPT-350m: `word_embed_proj_dim`).
             let width = spec.token_embedding.map_or(spec.hidden_size, |t| t.dim);
-            b.table(
+            b.push(
                 ("output", ".weight"),
                 "output",
                 TensorKind::Output,
                 Category::LmHead,
-                vocab(spec.vocab_size),
-                w.width(width, Sym::EmbeddingDim),
+                Shape::table(vocab(spec.vocab_size), w.width(width, Sym::EmbeddingDim)),
             )?;
         }
         for i in 0..*biases {
-            b.vector(
+            b.push(
                 (
                     match i {
                         0 => Label::from("output.bias0"),
@@ -1154,7 +1084,7 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
                 "output biases",
                 TensorKind::Bias,
                 Category::LmHead,
-                vocab(spec.vocab_size),
+                Shape::vector(vocab(spec.vocab_size)),
             )?;
         }
     }
