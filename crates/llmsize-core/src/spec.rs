@@ -315,24 +315,6 @@ impl Layers {
     pub fn runs_of(&self, kind: usize) -> impl Iterator<Item = &Run> {
         self.runs.iter().filter(move |r| r.kind == kind)
     }
-
-    /// The layer at an index.
-    #[must_use]
-    pub fn get(&self, index: u64) -> Option<&Layer> {
-        let i = self
-            .runs
-            .partition_point(|r| r.start.saturating_add(r.count) <= index);
-        let run = self.runs.get(i)?;
-        (run.start <= index)
-            .then(|| self.kinds.get(run.kind))
-            .flatten()
-    }
-
-    /// The last layer.
-    #[must_use]
-    pub fn last(&self) -> Option<&Layer> {
-        self.runs.last().and_then(|r| self.kinds.get(r.kind))
-    }
 }
 
 impl FromIterator<Layer> for Layers {
@@ -700,11 +682,14 @@ mod tests {
         assert_eq!(layers.len(), 6);
         assert_eq!(layers.kinds().len(), 2);
         assert_eq!(layers.runs().len(), 4); // 0, 1, 2, 3–5
-        for (i, w) in list.iter().enumerate() {
-            assert_eq!(layers.get(i as u64).map(|l| l.sliding_window), Some(*w));
-        }
-        assert_eq!(layers.get(6), None);
-        assert_eq!(layers.last().map(|l| l.sliding_window), Some(None));
+        // Expanding the runs gives back the list.
+        let kinds = layers.kinds();
+        let expanded: Vec<Option<u64>> = layers
+            .runs()
+            .iter()
+            .flat_map(|r| r.range().map(move |_| kinds[r.kind].sliding_window))
+            .collect();
+        assert_eq!(expanded, list);
         let counts: Vec<u64> = layers.kind_counts().iter().map(|(_, n)| *n).collect();
         assert_eq!(counts, vec![2, 4]);
         let global: Vec<_> = layers.runs_of(1).map(Run::range).collect();
@@ -739,6 +724,5 @@ mod tests {
         assert_eq!(layers.len(), u64::MAX);
         assert_eq!(layers.runs().len(), 1);
         assert_eq!(layers.runs()[0].range(), 0..u64::MAX);
-        assert!(layers.get(u64::MAX - 1).is_some());
     }
 }
