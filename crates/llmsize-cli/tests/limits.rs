@@ -105,3 +105,55 @@ fn qwen2_slides_from_the_class_default_max_window_layers() {
         j["assumptions"]
     );
 }
+
+#[test]
+fn an_index_of_more_shards_than_any_checkpoint_is_refused() {
+    // 4,097 shard files named (the limit is 4,096); none exists, and none is opened.
+    let dir = tempfile::tempdir().unwrap();
+    let entries: Vec<String> = (0..4097)
+        .map(|i| format!(r#""t{i}.weight":"model-{i:05}.safetensors""#))
+        .collect();
+    let index = write(
+        dir.path(),
+        "model.safetensors.index.json",
+        &format!(r#"{{"weight_map":{{{}}}}}"#, entries.join(",")),
+    );
+    let r = llmsize(&["inspect", &index]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("names 4097 shard files, more than the limit of 4096"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn an_inspect_table_lists_fifty_unrecognised_tensors_then_counts_the_rest() {
+    // 60 zero-size tensors whose names no rule knows.
+    let dir = tempfile::tempdir().unwrap();
+    let entries: Vec<String> = (0..60)
+        .map(|i| format!(r#""zz{i}":{{"dtype":"F32","shape":[0],"data_offsets":[0,0]}}"#))
+        .collect();
+    let header = format!("{{{}}}", entries.join(","));
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend(header.as_bytes());
+    let p = dir.path().join("odd.safetensors");
+    std::fs::write(&p, bytes).unwrap();
+    let r = llmsize(&["inspect", &p.display().to_string()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let listed = r
+        .stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("zz"))
+        .count();
+    assert_eq!(listed, 50, "{}", r.stdout);
+    assert!(
+        r.stdout.contains("… and 10 more (`--json` lists them all)"),
+        "{}",
+        r.stdout
+    );
+    let j = llmsize(&["inspect", &p.display().to_string(), "--json"]);
+    let v: Value = serde_json::from_str(&j.stdout).unwrap();
+    assert_eq!(v["unknown"].as_array().map(Vec::len), Some(60));
+}
