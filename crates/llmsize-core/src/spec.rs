@@ -125,25 +125,12 @@ pub struct Stack {
 /// have one to four distinct kinds (dense and MoE, sliding and global). Holding each kind once
 /// and each run as `(kind, start, count)` makes every figure cost work in the number of kinds
 /// and runs, never in `num_hidden_layers`: a 1,000,000-layer llama is one kind and one run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Layers {
     kinds: Vec<Layer>,
     runs: Vec<Run>,
     len: u64,
     index: HashMap<Layer, usize>,
-    owner: u64,
-}
-
-impl Default for Layers {
-    fn default() -> Self {
-        Layers {
-            kinds: Vec::new(),
-            runs: Vec::new(),
-            len: 0,
-            index: HashMap::new(),
-            owner: next_owner(),
-        }
-    }
 }
 
 /// Two stacks of layers are equal when they hold the same layers in the same order.
@@ -154,21 +141,6 @@ impl PartialEq for Layers {
 }
 
 impl Eq for Layers {}
-
-/// A layer kind added to a [`Layers`] with [`Layers::add_kind`]. It names the kind in that
-/// `Layers` (and its clones); [`Layers::push_kind`] refuses an id from any other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct KindId {
-    owner: u64,
-    index: usize,
-}
-
-/// A distinct number for each `Layers` made, so a `KindId` knows its owner.
-fn next_owner() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
 
 /// `count` consecutive layers, from layer `start`, all equal to kind `kind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -204,34 +176,37 @@ impl Layers {
         layers
     }
 
-    /// The id of a layer kind, added if new. With [`Layers::push_kind`], a reader that
-    /// knows its few kinds builds a million layers without comparing or hashing a layer each.
-    pub fn add_kind(&mut self, layer: Layer) -> KindId {
-        let index = if let Some(&k) = self.index.get(&layer) {
-            k
-        } else {
-            self.kinds.push(layer.clone());
-            self.index.insert(layer, self.kinds.len() - 1);
-            self.kinds.len() - 1
-        };
-        KindId {
-            owner: self.owner,
-            index,
+    /// Layers from a per-layer pattern of keys (a window, dense or sparse, …): consecutive
+    /// equal keys become one run and each distinct key's layer is made once, so a million
+    /// alternating layers cost a million run entries, never a million layers to build, compare
+    /// or hash.
+    pub fn from_pattern<K: PartialEq>(
+        keys: impl IntoIterator<Item = K>,
+        mut make: impl FnMut(&K) -> Layer,
+    ) -> Self {
+        let mut layers = Layers::new();
+        let mut seen: Vec<(K, usize)> = Vec::new();
+        for key in keys {
+            let index = if let Some((_, i)) = seen.iter().find(|(k, _)| *k == key) {
+                *i
+            } else {
+                let i = layers.add_kind(make(&key));
+                seen.push((key, i));
+                i
+            };
+            layers.push_index(index, 1);
         }
+        layers
     }
 
-    /// Append `count` layers of a kind from [`Layers::add_kind`] of this `Layers`; an id from
-    /// another one is an error, not a silently different layer.
-    pub fn push_kind(&mut self, kind: KindId, count: u64) -> Result<(), SpecError> {
-        if kind.owner != self.owner || kind.index >= self.kinds.len() {
-            return Err(SpecError::Invalid {
-                field: "layer kind".into(),
-                found: "a kind added to another list of layers".into(),
-                expected: "a kind from `add_kind` of the same `Layers`".into(),
-            });
+    /// The index of a layer kind, added if new.
+    fn add_kind(&mut self, layer: Layer) -> usize {
+        if let Some(&k) = self.index.get(&layer) {
+            return k;
         }
-        self.push_index(kind.index, count);
-        Ok(())
+        self.kinds.push(layer.clone());
+        self.index.insert(layer, self.kinds.len() - 1);
+        self.kinds.len() - 1
     }
 
     /// Append `count` layers of kind `index` (a valid index into `kinds`).
@@ -272,7 +247,7 @@ impl Layers {
             return;
         }
         let kind = self.add_kind(layer);
-        self.push_index(kind.index, count);
+        self.push_index(kind, count);
     }
 
     /// Number of layers.
@@ -697,25 +672,21 @@ mod tests {
     }
 
     #[test]
-    fn kind_ids_push_runs_and_refuse_another_lists_ids() {
-        let mut a = Layers::new();
-        let slide = a.add_kind(layer(Some(4)));
-        let global = a.add_kind(layer(None));
-        assert_eq!(a.add_kind(layer(None)), global, "a known kind keeps its id");
-        a.push_kind(slide, 1_000_000).unwrap();
-        a.push_kind(global, 0).unwrap();
-        a.push_kind(global, 3).unwrap();
-        a.push_kind(global, 2).unwrap();
-        assert_eq!(a.len(), 1_000_005);
-        assert_eq!(a.runs().len(), 2, "pushes of one kind extend its run");
-        let mut b = Layers::new();
-        assert!(b.push_kind(slide, 1).is_err());
-        assert!(b.is_empty());
-        // A clone holds the same kinds, so the ids stay good for it.
-        let mut c = a.clone();
-        c.push_kind(slide, 1).unwrap();
-        assert_eq!(c.len(), 1_000_006);
-        assert_eq!(a, a.clone());
+    fn a_pattern_makes_each_kind_once_and_runs_of_it() {
+        let mut made = 0;
+        let pattern = (0..1_000_000u64).map(|i| i % 2 == 0).chain([false, false]);
+        let layers = Layers::from_pattern(pattern, |slides| {
+            made += 1;
+            layer(slides.then_some(4))
+        });
+        assert_eq!(made, 2, "one layer built per distinct key");
+        assert_eq!(layers.len(), 1_000_002);
+        assert_eq!(layers.kinds().len(), 2);
+        // 999,999 alternations, then the last global run takes the two extra layers.
+        assert_eq!(layers.runs().len(), 1_000_000);
+        assert_eq!(layers.runs().last().map(|r| r.count), Some(3));
+        let counts: Vec<u64> = layers.kind_counts().iter().map(|(_, n)| *n).collect();
+        assert_eq!(counts, vec![500_000, 500_002]);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use llmsize_core::expr::Sym;
 use llmsize_core::spec::{
-    Attention, Ffn, KindId, Layer, Layers, Linear, Mlp, ModelSpec, Norm, NormKind, OutputHead,
+    Attention, Ffn, Layer, Layers, Linear, Mlp, ModelSpec, Norm, NormKind, OutputHead,
     PositionEmbedding, Stack, StackRole, StandardAttention, Table,
 };
 
@@ -828,28 +828,10 @@ pub(crate) fn llama_like(
         mlp(hidden, inner, r.gated, mlp_bias),
         vec![norm; r.norms_per_layer],
     );
-    // One kind per distinct window, then runs: a million alternating layers cost a million
-    // run entries, not a million layers to build and compare.
-    let mut layers = Layers::new();
-    let mut kinds: Vec<(Option<u64>, KindId)> = Vec::new();
-    for (w, count) in runs(windows) {
-        let kind = if let Some((_, k)) = kinds.iter().find(|(x, _)| *x == w) {
-            *k
-        } else {
-            let k = layers.add_kind(Layer {
-                sliding_window: w,
-                ..base.clone()
-            });
-            kinds.push((w, k));
-            k
-        };
-        layers
-            .push_kind(kind, count)
-            .map_err(|source| ConfigError::Spec {
-                file: raw.file.to_owned(),
-                source,
-            })?;
-    }
+    let layers = Layers::from_pattern(windows, |w| Layer {
+        sliding_window: *w,
+        ..base.clone()
+    });
     Ok(Decoder::new(
         model_type.to_owned(),
         architecture(raw, r.architecture),
@@ -860,18 +842,6 @@ pub(crate) fn llama_like(
         tied,
     )
     .into_spec())
-}
-
-/// Consecutive equal items as `(item, how many)`.
-pub(crate) fn runs<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<(T, u64)> {
-    let mut out: Vec<(T, u64)> = Vec::new();
-    for item in items {
-        match out.last_mut() {
-            Some((last, n)) if *last == item => *n += 1,
-            _ => out.push((item, 1)),
-        }
-    }
-    out
 }
 
 /// Which layers attend in a sliding window (no parameters; the KV cache will need it).

@@ -6,11 +6,11 @@
 
 use llmsize_core::expr::Sym;
 use llmsize_core::spec::{
-    Attention, Ffn, KindId, LatentAttention, Layer, Layers, Mlp, ModelSpec, Moe, Norm,
+    Attention, Ffn, LatentAttention, Layer, Layers, Mlp, ModelSpec, Moe, Norm,
 };
 
 use super::architecture;
-use super::decoder::{Decoder, kv_heads, mha, mlp, runs, sliding_windows};
+use super::decoder::{Decoder, kv_heads, mha, mlp, sliding_windows};
 use super::raw::RawConfig;
 use crate::error::ConfigError;
 
@@ -189,34 +189,19 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
         let sparse = !dense_set.contains(&i) && step > 0 && (i + 1).is_multiple_of(step);
         (sparse || dense_width.is_none(), window)
     });
-    let mut layers_list = Layers::new();
-    let mut kinds: Vec<((bool, Option<u64>), KindId)> = Vec::new();
-    for (key, count) in runs(keys) {
-        let kind = if let Some((_, k)) = kinds.iter().find(|(x, _)| *x == key) {
-            *k
-        } else {
-            let (sparse, window) = key;
-            let ffn = match (sparse, dense_width) {
-                (false, Some(width)) => Ffn::Dense(mlp(hidden, width, true, false)),
-                _ => Ffn::Moe(moe.clone()),
-            };
-            let k = layers_list.add_kind(Layer {
-                attention: Attention::Standard(attn.clone()),
-                cross_attention: None,
-                ffn,
-                norms: norms.clone(),
-                sliding_window: window,
-            });
-            kinds.push((key, k));
-            k
+    let layers_list = Layers::from_pattern(keys, |&(sparse, window)| {
+        let ffn = match (sparse, dense_width) {
+            (false, Some(width)) => Ffn::Dense(mlp(hidden, width, true, false)),
+            _ => Ffn::Moe(moe.clone()),
         };
-        layers_list
-            .push_kind(kind, count)
-            .map_err(|source| ConfigError::Spec {
-                file: raw.file.to_owned(),
-                source,
-            })?;
-    }
+        Layer {
+            attention: Attention::Standard(attn.clone()),
+            cross_attention: None,
+            ffn,
+            norms: norms.clone(),
+            sliding_window: window,
+        }
+    });
     let default_arch = match model_type {
         "mixtral" => "MixtralForCausalLM",
         "qwen2_moe" => "Qwen2MoeForCausalLM",
