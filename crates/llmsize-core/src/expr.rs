@@ -230,16 +230,15 @@ impl Expr {
                 .into_iter()
                 .map(|(t, n)| match (n, t) {
                     (1, t) => t,
-                    (n, Expr::Product(mut fs)) => match fs.first_mut() {
-                        Some(first @ Expr::Lit(_)) if first.lit_times(n).is_some() => {
-                            *first = first.lit_times(n).unwrap_or(Expr::Lit(0));
-                            Expr::Product(fs)
+                    (n, Expr::Product(mut fs)) => {
+                        // `2·(2·d)` is written `4·d`: fold the count into a leading literal.
+                        let folded = fs.first().and_then(|f| f.lit_times(n));
+                        match (folded, fs.first_mut()) {
+                            (Some(folded), Some(first)) => *first = folded,
+                            _ => fs.insert(0, Expr::Lit(n)),
                         }
-                        _ => {
-                            fs.insert(0, Expr::Lit(n));
-                            Expr::Product(fs)
-                        }
-                    },
+                        Expr::Product(fs)
+                    }
                     (n, t) => Expr::Product(vec![Expr::Lit(n), t]),
                 })
                 .collect(),
