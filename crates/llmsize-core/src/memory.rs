@@ -426,13 +426,23 @@ pub fn memory_with(
     options: &MemoryOptions,
     from_files: Option<&[StorageLine]>,
 ) -> Result<MemoryReport, SpecError> {
+    let (weights, attention) = context_free(spec, options, from_files)?;
+    memory_of(spec, options, &weights, &attention, from_files.is_some())
+}
+
+/// What the memory answer needs that does not depend on the context length: the weights
+/// (as stored in files, else in the format) and the layout's attention.
+fn context_free(
+    spec: &ModelSpec,
+    options: &MemoryOptions,
+    from_files: Option<&[StorageLine]>,
+) -> Result<(Vec<StorageLine>, Vec<AttentionGeometry>), SpecError> {
     spec.validate()?;
     let weights = match from_files {
         Some(lines) => lines.to_vec(),
         None => weight_lines(spec, options.format)?,
     };
-    let attention = layout(spec)?.attention;
-    memory_of(spec, options, &weights, &attention, from_files.is_some())
+    Ok((weights, layout(spec)?.attention))
 }
 
 /// The memory question with the parts that do not depend on the context (weights, the
@@ -600,13 +610,8 @@ pub fn max_context(
     let Some((gpu, _)) = options.gpu else {
         return Ok(None);
     };
-    spec.validate()?;
     // What does not depend on the context is worked out once for the whole bisection.
-    let weights = match from_files {
-        Some(lines) => lines.to_vec(),
-        None => weight_lines(spec, options.format)?,
-    };
-    let attention = layout(spec)?.attention;
+    let (weights, attention) = context_free(spec, options, from_files)?;
     let fits = |s: u64| -> Result<bool, SpecError> {
         let r = memory_of(
             spec,
