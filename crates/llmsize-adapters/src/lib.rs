@@ -13,4 +13,4 @@ pub mod hf_config;
 pub mod presets;
 
 pub use error::ConfigError;
-pub use hf_config::{HeadChoice, ReadOptions, read_config};
+pub use hf_config::{HeadChoice, ReadOptions, read_config, read_config_map};

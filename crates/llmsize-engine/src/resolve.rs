@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use llmsize_adapters::{ReadOptions, gguf_config, presets, read_config};
+use llmsize_adapters::{ReadOptions, gguf_config, presets, read_config, read_config_map};
 use llmsize_core::ModelSpec;
 
 use crate::hub::HubEnv;
@@ -82,12 +82,7 @@ impl Model {
         }
         if let Some(Weights::Gguf(file, _, header)) = &self.weights {
             let map = gguf_config::config_from_gguf(header, file)?;
-            let text = serde_json::to_string(&serde_json::Value::Object(map)).map_err(|e| {
-                Error::Internal {
-                    message: format!("`{file}`: the config from GGUF metadata: {e}"),
-                }
-            })?;
-            return Ok(read_config(&text, file, &self.name, options)?);
+            return Ok(read_config_map(map, file, &self.name, options)?);
         }
         Err(Error::bad_input(
             format!(

@@ -178,7 +178,16 @@ pub fn read_config(
     name: &str,
     options: &ReadOptions,
 ) -> Result<ModelSpec, ConfigError> {
-    let mut map = parse_json(text, file)?;
+    read_config_map(parse_json(text, file)?, file, name, options)
+}
+
+/// [`read_config`] of a config already parsed (GGUF metadata mapped to a config).
+pub fn read_config_map(
+    mut map: Map<String, Value>,
+    file: &str,
+    name: &str,
+    options: &ReadOptions,
+) -> Result<ModelSpec, ConfigError> {
     for o in &options.overrides {
         apply_override(&mut map, o)?;
     }
