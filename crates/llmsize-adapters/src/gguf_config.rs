@@ -11,7 +11,7 @@ use llmsize_weights::gguf::GgufHeader;
 use serde_json::{Map, Value};
 
 use crate::error::ConfigError;
-use crate::hf_config::{HeadChoice, read_map};
+use crate::hf_config::{ReadOptions, read_config_map};
 
 /// GGUF architectures read from metadata, with the `model_type` each maps to: the one
 /// registry that dispatches and that error messages list (`llama` with experts is Mixtral).
@@ -200,11 +200,11 @@ pub fn spec_from_gguf(
     file: &str,
     name: &str,
 ) -> Result<ModelSpec, ConfigError> {
-    let map = config_from_gguf(header, file)?;
-    let spec = read_map(&map, file, name, HeadChoice::Config)?;
-    llmsize_core::count(&spec).map_err(|source| ConfigError::Spec {
-        file: file.to_owned(),
-        source,
-    })?;
-    Ok(spec)
+    // The same reader as a config file (and as the engine's GGUF path).
+    read_config_map(
+        config_from_gguf(header, file)?,
+        file,
+        name,
+        &ReadOptions::default(),
+    )
 }
