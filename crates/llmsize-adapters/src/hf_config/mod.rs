@@ -210,16 +210,6 @@ pub fn read_config_map(
     Ok(spec)
 }
 
-/// Read an already parsed config.
-pub fn read_map(
-    map: &Map<String, Value>,
-    file: &str,
-    name: &str,
-    head: HeadChoice,
-) -> Result<ModelSpec, ConfigError> {
-    read_map_tracked(map, file, name, head).map(|(spec, _)| spec)
-}
-
 /// Read an already parsed config, and return the keys that were looked up.
 fn read_map_tracked(
     map: &Map<String, Value>,
