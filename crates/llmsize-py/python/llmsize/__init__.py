@@ -115,12 +115,17 @@ def _overrides(set: Overrides) -> List[str]:
     return [str(s) for s in set]
 
 
-def _answer(call: Any, *args: Any) -> Any:
+def _call(call: Any, *args: Any) -> Any:
+    """The native call, its engine error raised as the exception class of its kind."""
     try:
-        text, messages = call(*args)
+        return call(*args)
     except _llmsize.EngineError as e:
         kind, message, hint = e.args
         raise _ERRORS.get(kind, LlmsizeError)(message, hint) from None
+
+
+def _answer(call: Any, *args: Any) -> Any:
+    text, messages = _call(call, *args)
     for m in messages:
         warnings.warn(m, LlmsizeWarning, stacklevel=3)
     return json.loads(text)
@@ -263,11 +268,7 @@ def presets() -> List[Dict[str, Any]]:
     >>> any(p["id"] == "gpt2" for p in llmsize.presets())
     True
     """
-    try:
-        return json.loads(_llmsize.presets())
-    except _llmsize.EngineError as e:
-        kind, message, hint = e.args
-        raise _ERRORS.get(kind, LlmsizeError)(message, hint) from None
+    return json.loads(_call(_llmsize.presets))
 
 
 def gpus() -> List[Dict[str, Any]]:
@@ -275,4 +276,4 @@ def gpus() -> List[Dict[str, Any]]:
 
     >>> any(g["name"] == "h100" for g in llmsize.gpus())  # doctest: +SKIP
     """
-    return json.loads(_llmsize.gpus())
+    return json.loads(_call(_llmsize.gpus))
