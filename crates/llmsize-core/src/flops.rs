@@ -8,7 +8,7 @@
 //! see at most `window` keys). MoE layers count the `k` routed experts a token uses.
 
 use crate::error::SpecError;
-use crate::layout::{TensorKind, layout, tensors};
+use crate::layout::{AttentionGeometry, Tensor, TensorKind, layout};
 use crate::spec::{ModelSpec, OutputHead, StackRole};
 
 /// How attention FLOPs are counted.
@@ -91,14 +91,18 @@ struct MatmulParams {
 
 /// Matrices a token multiplies by; `decoding` leaves out an encoder stack (a generated
 /// token runs only the decoder).
-fn matmul_params(spec: &ModelSpec, decoding: bool) -> Result<MatmulParams, SpecError> {
+fn matmul_params(
+    spec: &ModelSpec,
+    tensors: &[Tensor],
+    decoding: bool,
+) -> Result<MatmulParams, SpecError> {
     use TensorKind as K;
     let mut m = MatmulParams::default();
     let add = |acc: &mut u64, n: u64| -> Result<(), SpecError> {
         *acc = acc.checked_add(n).ok_or_else(too_large)?;
         Ok(())
     };
-    for t in tensors(spec)? {
+    for t in tensors {
         if t.is_vector() || (decoding && t.stack == Some(StackRole::Encoder)) {
             continue;
         }
@@ -181,9 +185,11 @@ struct AttentionShape {
 /// `n_h·d_qk` and `n_h·d_v` (scores and values widths) and the window of every distinct
 /// attention of the layout, with the number of layers that have it, in order of first
 /// occurrence.
-fn attention_widths(spec: &ModelSpec) -> Result<Vec<(AttentionShape, u64)>, SpecError> {
+fn attention_widths(
+    attention: &[AttentionGeometry],
+) -> Result<Vec<(AttentionShape, u64)>, SpecError> {
     let mut out: Vec<(AttentionShape, u64)> = Vec::new();
-    for g in layout(spec)?.attention {
+    for g in attention {
         let encoder = g.stack == StackRole::Encoder;
         let shape = AttentionShape {
             qk: g.qk_width,
@@ -250,8 +256,9 @@ pub fn flops(
         });
     }
     let count = crate::count::count(spec)?;
-    let m = matmul_params(spec, false)?;
-    let dm = matmul_params(spec, true)?;
+    let layout = layout(spec)?;
+    let m = matmul_params(spec, &layout.tensors, false)?;
+    let dm = matmul_params(spec, &layout.tensors, true)?;
     let generates = spec.stacks.iter().any(|s| s.role != StackRole::Encoder);
     let s = u128::from(seq_len);
     let b = u128::from(batch);
@@ -288,7 +295,7 @@ pub fn flops(
     }
 
     // Layers that attend alike, counted together so the formula reads `L·2·b·pairs·width`.
-    let same = attention_widths(spec)?;
+    let same = attention_widths(&layout.attention)?;
     let pair_label = match convention {
         AttentionConvention::Full => "s²",
         AttentionConvention::Causal => "s(s+1)/2",
