@@ -58,6 +58,28 @@ pub enum ConfigError {
         /// The supported model types.
         supported: String,
     },
+    /// The `model_type` of a config is not in the registry.
+    #[error(
+        "`{file}`: `model_type` `{found}` is not supported{near}; llmsize reads {count} model types exactly (`llmsize presets --types` lists them); `--assume TYPE` counts it as one of them, with every figure marked as an estimate"
+    )]
+    UnsupportedType {
+        /// The file.
+        file: String,
+        /// The model type found.
+        found: String,
+        /// How many types are supported.
+        count: usize,
+        /// ` (did you mean `x`?)` when a supported type is close, else empty.
+        near: String,
+    },
+    /// `--assume TYPE` names a type llmsize does not read either.
+    #[error("`--assume {given}`: not a supported model type; supported: {supported}")]
+    UnknownAssume {
+        /// The type given.
+        given: String,
+        /// The supported model types.
+        supported: String,
+    },
     /// A `--set` override is malformed.
     #[error("`--set {given}`: {problem}")]
     Override {

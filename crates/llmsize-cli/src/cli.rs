@@ -48,7 +48,7 @@ pub(crate) enum Command {
     Audit(WeightsArgs),
     /// List the built-in presets with their sizes
     #[command(after_help = EXIT_CODES)]
-    Presets(PresetsArgs),
+    Presets(PresetsListArgs),
     /// List the built-in GPUs with memory, bandwidth and peak FLOP/s
     #[command(after_help = EXIT_CODES)]
     Gpus(PresetsArgs),
@@ -64,6 +64,11 @@ pub(crate) struct ModelArgs {
     /// Override a config field before counting (repeatable), e.g. `num_key_value_heads=8`
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub(crate) set: Vec<String>,
+
+    /// Count a model type llmsize does not know as this known type (e.g. `llama`); every
+    /// figure is then marked as an estimate. Without it, an unknown type is an error
+    #[arg(long, value_name = "TYPE")]
+    pub(crate) assume: Option<String>,
 
     #[command(flatten)]
     pub(crate) hub: HubArgs,
@@ -186,6 +191,11 @@ pub(crate) struct ParamsArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub(crate) set: Vec<String>,
 
+    /// Count a model type llmsize does not know as this known type (e.g. `llama`); every
+    /// figure is then marked as an estimate. Without it, an unknown type is an error
+    #[arg(long, value_name = "TYPE")]
+    pub(crate) assume: Option<String>,
+
     /// Which head to count for encoders: the class in `architectures` (`config`), the bare
     /// encoder with pooler as papers quote (`base`), or the language-model head (`lm`)
     #[arg(long, value_enum, default_value_t = HeadChoice::Config)]
@@ -245,6 +255,19 @@ pub(crate) struct PresetsArgs {
     /// Print JSON
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// `llmsize presets`.
+#[derive(Debug, Args)]
+pub(crate) struct PresetsListArgs {
+    /// Print JSON
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// List the model types read exactly (any config of these types is counted), not the
+    /// built-in models
+    #[arg(long)]
+    pub(crate) types: bool,
 }
 
 #[cfg(test)]

@@ -285,12 +285,16 @@ fn bad_input_is_a_clear_error() {
             vec!["gqa.json", "not a multiple of `num_key_value_heads` = 5"],
         ),
         (
-            write(d, "unknown.json", r#"{"model_type":"mamba","d_model":768}"#),
+            write(
+                d,
+                "unknown.json",
+                r#"{"model_type":"enigma","d_model":768}"#,
+            ),
             vec![
                 "unknown.json",
-                "`model_type` `mamba` is not supported",
-                "llama",
-                "gpt2",
+                "`model_type` `enigma` is not supported",
+                "llmsize presets --types",
+                "--assume TYPE",
             ],
         ),
         (
@@ -370,7 +374,7 @@ fn bad_flags_are_usage_errors() {
 }
 
 #[test]
-fn unknown_type_with_llama_keys_is_counted_with_a_warning() {
+fn an_unknown_type_is_an_error_unless_assumed_and_then_marked_an_estimate() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = write(
         dir.path(),
@@ -378,15 +382,48 @@ fn unknown_type_with_llama_keys_is_counted_with_a_warning() {
         r#"{"model_type":"mystery","vocab_size":32000,"hidden_size":4096,"num_hidden_layers":32,
             "num_attention_heads":32,"intermediate_size":11008}"#,
     );
-    let r = llmsize(&["params", &cfg, "--json"]);
+    // Never a silent guess: llama-style keys are not enough.
+    for cmd in ["params", "memory", "flops"] {
+        let r = llmsize(&[cmd, &cfg, "--json"]);
+        assert_eq!(r.code, 2, "{cmd}: {}", r.stdout);
+        assert!(r.stdout.is_empty(), "{cmd}: no number on stdout");
+        assert!(
+            r.stderr.contains("`mystery` is not supported") && r.stderr.contains("--assume"),
+            "{cmd}: {}",
+            r.stderr
+        );
+    }
+    // Asked for, it is counted as llama (Llama-2-7B's shapes: 6,738,415,616) and marked.
+    let r = llmsize(&["params", &cfg, "--assume", "llama", "--json"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("warning:") && r.stderr.contains("llama-style"),
-        "{}",
-        r.stderr
-    );
     let c: Contract = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(c.total, 6_738_415_616);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["exact"], false);
+    assert!(
+        v["estimate_basis"]
+            .as_str()
+            .unwrap()
+            .contains("--assume llama")
+    );
+    let table = llmsize(&["params", &cfg, "--assume", "llama"]);
+    assert!(table.stdout.contains("ESTIMATE"), "{}", table.stdout);
+    for cmd in ["memory", "flops"] {
+        let r = llmsize(&[cmd, &cfg, "--assume", "llama", "--json"]);
+        assert_eq!(r.code, 0, "{cmd}: {}", r.stderr);
+        let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        assert_eq!(v["exact"], false, "{cmd}");
+        let table = llmsize(&[cmd, &cfg, "--assume", "llama"]);
+        assert!(table.stdout.contains("ESTIMATE"), "{cmd}: {}", table.stdout);
+    }
+    // A known type is exact, and says so.
+    let v: serde_json::Value =
+        serde_json::from_str(&llmsize(&["params", "llama-2-7b", "--json"]).stdout).unwrap();
+    assert_eq!(v["exact"], true);
+    // `--assume` of a type llmsize does not know either is an error.
+    let r = llmsize(&["params", &cfg, "--assume", "enigma"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("--assume enigma"), "{}", r.stderr);
 }
 
 #[test]

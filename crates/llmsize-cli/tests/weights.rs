@@ -256,7 +256,11 @@ fn synthetic_sharded_checkpoints_reproduce_the_count() {
         let d = dir.path().to_str().unwrap();
         let v = json_of(&llmsize(&["inspect", d, "--json"]));
         assert_eq!(v["total"], want["params"]["total"], "{id}");
-        assert_eq!(v["components"], want["params"]["components"], "{id}");
+        // The truth names the 13 categories of its time; the 4 added since are zero here.
+        for (category, n) in v["components"].as_object().unwrap() {
+            let want = want["params"]["components"].get(category).cloned();
+            assert_eq!(*n, want.unwrap_or(Value::from(0)), "{id}: {category}");
+        }
         assert_eq!(v["files"].as_array().unwrap().len(), 3, "{id}");
         let audit = llmsize(&["audit", d]);
         assert_eq!(audit.code, 0, "{id}: {}", audit.stdout);

@@ -1,6 +1,6 @@
 //! Where a parameter belongs: the one category vocabulary of llmsize.
 //!
-//! The 13 parameter categories are the ground truth's (`shared/truth/README.md`) and the
+//! The parameter categories are the ground truth's (`shared/truth/README.md`) and the
 //! public JSON contract of `llmsize params --json`; the weight readers add two more for what
 //! a checkpoint holds that is not a parameter ([`Category::Buffer`]) or that no rule
 //! recognises ([`Category::Unknown`]). Counting, the tensor layout, the tensor-name rules of
@@ -37,6 +37,17 @@ pub enum Category {
     LmHeadTransform,
     /// BERT-style pooler.
     Pooler,
+    /// State-space and linear-attention mixers (Mamba, Mamba-2, gated `DeltaNet`, RWKV
+    /// time-mix, RG-LRU, LFM2's short convolutions): everything inside the mixer, its own
+    /// norms, convolution, `A_log`, `D` and `dt` included.
+    Ssm,
+    /// Vision towers and multimodal projectors (and other non-text, non-audio encoders).
+    Vision,
+    /// Audio towers and their projectors.
+    Audio,
+    /// Residual-stream machinery that is neither attention nor FFN: hyper-connections,
+    /// Gemma-3n's altup/laurel and per-layer inputs, learned residual scales and gates.
+    LayerExtras,
     /// Not a parameter, though checkpoints carry it: `position_ids`, rotary `inv_freq`,
     /// GPT-2's causal-mask `attn.bias`, DeepSeek's `e_score_correction_bias`, BART's
     /// `final_logits_bias`, FP8 `weight_scale_inv`, llama.cpp's `rope_freqs`.
@@ -46,8 +57,9 @@ pub enum Category {
 }
 
 impl Category {
-    /// The 13 parameter categories, in the ground truth's (and the JSON contract's) order.
-    pub const PARAMETERS: [Category; 13] = [
+    /// The 17 parameter categories, in the ground truth's (and the JSON contract's) order:
+    /// the 13 of `shared/truth/README.md`, then the 4 the coverage truth adds.
+    pub const PARAMETERS: [Category; 17] = [
         Category::TokenEmbedding,
         Category::PositionEmbedding,
         Category::TokenTypeEmbedding,
@@ -61,6 +73,10 @@ impl Category {
         Category::LmHead,
         Category::LmHeadTransform,
         Category::Pooler,
+        Category::Ssm,
+        Category::Vision,
+        Category::Audio,
+        Category::LayerExtras,
     ];
 
     /// The category's name as in the ground truth, e.g. `moe_shared_experts`.
@@ -80,6 +96,10 @@ impl Category {
             Category::LmHead => "lm_head",
             Category::LmHeadTransform => "lm_head_transform",
             Category::Pooler => "pooler",
+            Category::Ssm => "ssm",
+            Category::Vision => "vision",
+            Category::Audio => "audio",
+            Category::LayerExtras => "layer_extras",
             Category::Buffer => "buffer",
             Category::Unknown => "unknown",
         }
@@ -94,8 +114,15 @@ impl Category {
             .find(|c| c.as_str() == name)
     }
 
-    /// The 13 parameter categories (the name counting uses).
-    pub const ALL: [Category; 13] = Category::PARAMETERS;
+    /// The parameter categories (the name counting uses).
+    pub const ALL: [Category; 17] = Category::PARAMETERS;
+
+    /// Parameters of a non-text modality (vision or audio towers and their projectors),
+    /// which a text token never multiplies by.
+    #[must_use]
+    pub fn is_modality(self) -> bool {
+        matches!(self, Category::Vision | Category::Audio)
+    }
 
     /// Parameters of the input tables, which "non-embedding" counts leave out.
     #[must_use]
@@ -106,7 +133,7 @@ impl Category {
         )
     }
 
-    /// True for the 13 parameter categories; false for [`Category::Buffer`] and
+    /// True for the parameter categories; false for [`Category::Buffer`] and
     /// [`Category::Unknown`].
     #[must_use]
     pub fn is_parameter(self) -> bool {

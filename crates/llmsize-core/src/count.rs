@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use crate::error::{Overflow, SpecError};
 use crate::expr::{Expr, Sym};
 use crate::layout::{Place, Tensor, layout};
-use crate::spec::{Ffn, Layer, ModelSpec, StackRole};
+use crate::spec::{Attention, Ffn, Layer, ModelSpec, StackRole};
 
 pub use crate::category::Category;
 
@@ -158,7 +158,12 @@ fn layer_kind(layer: &Layer) -> String {
     let mut kind = match &layer.ffn {
         Ffn::Dense(_) => "dense".to_owned(),
         Ffn::Moe(_) => "MoE".to_owned(),
+        Ffn::Absent if layer.state.is_some() => "recurrent".to_owned(),
+        Ffn::Absent => "no MLP".to_owned(),
     };
+    if matches!(layer.attention, Attention::Absent) && layer.state.is_some() {
+        kind.push_str(", no attention");
+    }
     if let Some(w) = layer.sliding_window {
         let _ = write!(kind, ", sliding window {w}");
     }

@@ -211,6 +211,8 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
         }),
         norms: vec![norm; 2],
         sliding_window: None,
+        extras: Vec::new(),
+        state: None,
     };
     let mut symbol_sources = BTreeMap::new();
     for (s, f) in [
@@ -258,6 +260,8 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
         assumptions,
         warnings: Vec::new(),
         symbol_sources,
+        extras: Vec::new(),
+        estimate: None,
     })
 }
 

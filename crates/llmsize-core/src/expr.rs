@@ -70,6 +70,9 @@ pub enum Sym {
     RopeDim,
     /// `d_v`: MLA's per-head value width.
     ValueDim,
+    /// A quantity one family names for itself (`d_inner`, `d_state`, `d_conv`, `L_vis`),
+    /// written as given: what a new mixer or tower needs without a variant here each.
+    Named(&'static str),
 }
 
 impl Sym {
@@ -105,6 +108,7 @@ impl Sym {
             Sym::NopeDim => "d_nope",
             Sym::RopeDim => "d_rope",
             Sym::ValueDim => "d_v",
+            Sym::Named(name) => name,
         }
     }
 

@@ -74,6 +74,8 @@ pub struct FlopsReport {
     pub params: u64,
     /// Active parameters per token (MoE), else all.
     pub active_params: u64,
+    /// `None` when the model's structure is known exactly; else why this is an estimate.
+    pub estimate: Option<String>,
 }
 
 /// Parameters of the matrices a token multiplies by (`2·rows·cols` FLOPs per token each),
@@ -103,7 +105,11 @@ fn matmul_params(
         Ok(())
     };
     for t in tensors {
-        if t.is_vector() || (decoding && t.stack == Some(StackRole::Encoder)) {
+        // A text token never multiplies by a vision or audio tower.
+        if t.is_vector()
+            || t.category.is_modality()
+            || (decoding && t.stack == Some(StackRole::Encoder))
+        {
             continue;
         }
         // One token multiplies by every layer's copy of the matrix, and by `k` of `E` experts.
@@ -129,13 +135,17 @@ fn matmul_params(
                 add(&mut m.shared, one)?;
             }
             K::Output => add(&mut m.head, one)?,
-            K::EmbeddingProjection | K::HeadTransform | K::Pooler => add(&mut m.other, one)?,
+            K::EmbeddingProjection | K::HeadTransform | K::Pooler | K::Matrix => {
+                add(&mut m.other, one)?;
+            }
             K::TokenEmbedding
             | K::PositionEmbedding
             | K::TokenTypeEmbedding
             | K::Norm
             | K::Bias
-            | K::Sinks => {}
+            | K::Sinks
+            | K::Block
+            | K::Vector => {}
         }
     }
     if let OutputHead::Lm { tied: true, .. } = spec.head {
@@ -389,5 +399,6 @@ pub fn flops(
         matmul_params: matmul,
         params: count.total,
         active_params: count.active.as_ref().map_or(count.total, |a| a.per_token),
+        estimate: spec.estimate.clone(),
     })
 }

@@ -22,8 +22,8 @@ use crate::category::Category;
 use crate::error::{Overflow, SpecError};
 use crate::expr::{Expr, Sym};
 use crate::spec::{
-    Attention, Ffn, LatentAttention, Layer, Mlp, ModelSpec, Norm, NormKind, OutputHead,
-    PositionEmbedding, StackRole, StandardAttention,
+    Attention, Extra, Ffn, LatentAttention, Layer, Mlp, ModelSpec, Norm, NormKind, OutputHead,
+    PositionEmbedding, RecurrentState, StackRole, StandardAttention,
 };
 
 /// What a tensor is, at the granularity storage formats and FLOPs care about.
@@ -87,6 +87,13 @@ pub enum TensorKind {
     HeadTransform,
     /// BERT pooler.
     Pooler,
+    /// A matrix of a part the typed blocks do not describe ([`crate::spec::Extra`]): a
+    /// state-space mixer's projections, a vision tower's; a token multiplies by it.
+    Matrix,
+    /// Any other block of an extra part (a depthwise convolution kernel, a table).
+    Block,
+    /// A vector of an extra part (bias, norm, `A_log`, `D`, a residual scale).
+    Vector,
 }
 
 impl TensorKind {
@@ -95,7 +102,8 @@ impl TensorKind {
     pub fn is_block_matrix(self) -> bool {
         use TensorKind::{
             AttnK, AttnKvA, AttnKvB, AttnOutput, AttnQ, AttnQA, AttnQkv, AttnV, ExpertDown,
-            ExpertGate, ExpertUp, FfnDown, FfnGate, FfnUp, SharedDown, SharedGate, SharedUp,
+            ExpertGate, ExpertUp, FfnDown, FfnGate, FfnUp, Matrix, SharedDown, SharedGate,
+            SharedUp,
         };
         matches!(
             self,
@@ -116,12 +124,13 @@ impl TensorKind {
                 | SharedGate
                 | SharedUp
                 | SharedDown
+                | Matrix
         )
     }
 }
 
 /// How a tensor's element count is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Form {
     /// A lookup table (or the output head, which may be tied to one): `rows·cols`, `V·d`.
     Table,
@@ -356,13 +365,26 @@ pub enum CacheShape {
     },
 }
 
+/// The recurrent state of the layers of one kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateGeometry {
+    /// The stack.
+    pub stack: StackRole,
+    /// Layers of this kind.
+    pub layers: u64,
+    /// What each layer keeps per sequence.
+    pub state: RecurrentState,
+}
+
 /// The layout of a model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
-    /// Every tensor, in a stable order (embeddings, stacks kind by kind, head).
+    /// Every tensor, in a stable order (embeddings, stacks kind by kind, head, extras).
     pub tensors: Vec<Tensor>,
     /// The attention of every layer kind (self, then cross), stack by stack.
     pub attention: Vec<AttentionGeometry>,
+    /// The recurrent state of every layer kind that keeps one.
+    pub states: Vec<StateGeometry>,
 }
 
 /// Widths named the way the article writes them: a width equal to the model's is `d`, as the
@@ -463,6 +485,29 @@ impl Builder {
             self.push((name, ".bias"), part, TensorKind::Bias, category, bias)?;
         }
         Ok(())
+    }
+
+    /// A tensor of a part the typed blocks do not describe, by its form.
+    fn extra(&mut self, e: &Extra) -> Result<(), Overflow> {
+        let kind = match e.form {
+            Form::Linear => TensorKind::Matrix,
+            Form::Table => TensorKind::Block,
+            Form::Vector => TensorKind::Vector,
+        };
+        let shape = Shape {
+            copies: e.copies.clone(),
+            active_copies: e.copies.clone(),
+            rows: e.rows.clone(),
+            cols: e.cols.clone(),
+            form: e.form,
+        };
+        self.push(
+            (e.name.clone(), ""),
+            e.part.clone(),
+            kind,
+            e.category,
+            shape,
+        )
     }
 
     fn norm(
@@ -725,6 +770,7 @@ fn layer_tensors(b: &mut Builder, layer: &Layer, w: &Widths) -> Result<(), Overf
         match attention {
             Attention::Standard(a) => standard_attention(b, a, w, cross)?,
             Attention::Latent(a) => latent_attention(b, a, w)?,
+            Attention::Absent => {}
         }
     }
     match &layer.ffn {
@@ -805,6 +851,10 @@ fn layer_tensors(b: &mut Builder, layer: &Layer, w: &Widths) -> Result<(), Overf
                 )?;
             }
         }
+        Ffn::Absent => {}
+    }
+    for e in &layer.extras {
+        b.extra(e)?;
     }
     let part: Label = match layer.norms.len() {
         1 => "1 norms".into(),
@@ -833,9 +883,10 @@ fn geometry(
     layers: u64,
     cross: bool,
     window: Option<u64>,
-) -> Result<AttentionGeometry, Overflow> {
+) -> Result<Option<AttentionGeometry>, Overflow> {
     let checked = |e: Expr| e.eval().map(|v| (e, v));
-    Ok(match a {
+    Ok(Some(match a {
+        Attention::Absent => return Ok(None),
         Attention::Standard(a) => {
             let (_, width) = checked(Expr::product(vec![
                 Expr::sym(Sym::Heads, a.num_heads),
@@ -885,7 +936,7 @@ fn geometry(
                 cache: CacheShape::Latent { latent, expanded },
             }
         }
-    })
+    }))
 }
 
 /// The layout of a model: every tensor and the attention of every layer kind.
@@ -904,6 +955,7 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
         stack_layers: 0,
     };
     let mut attention = Vec::new();
+    let mut states = Vec::new();
     let vocab = |rows| Expr::sym(Sym::Vocab, rows);
     if let Some(t) = spec.token_embedding {
         for i in 0..=spec.extra_token_tables {
@@ -1005,7 +1057,7 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
             let first = b.layer_runs.first().map_or(0, |r| r.start);
             b.prefix = format!("{role}.{first}").into();
             layer_tensors(&mut b, layer, &w)?;
-            attention.push(geometry(
+            attention.extend(geometry(
                 &layer.attention,
                 stack.role,
                 n,
@@ -1013,7 +1065,14 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
                 layer.sliding_window,
             )?);
             if let Some(c) = &layer.cross_attention {
-                attention.push(geometry(c, stack.role, n, true, None)?);
+                attention.extend(geometry(c, stack.role, n, true, None)?);
+            }
+            if let Some(state) = layer.state {
+                states.push(StateGeometry {
+                    stack: stack.role,
+                    layers: n,
+                    state,
+                });
             }
         }
         b.prefix = Arc::from(role);
@@ -1101,9 +1160,13 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
             p.bias,
         )?;
     }
+    for e in &spec.extras {
+        b.extra(e)?;
+    }
     Ok(Layout {
         tensors: b.out,
         attention,
+        states,
     })
 }
 

@@ -7,7 +7,7 @@ use crate::error::SpecError;
 use crate::expr::Expr;
 use crate::formats::{KvDtype, MixContext, WeightFormat};
 use crate::gpu::Gpu;
-use crate::layout::{AttentionGeometry, CacheShape, layout, tensors};
+use crate::layout::{AttentionGeometry, CacheShape, StateGeometry, layout, tensors};
 use crate::spec::{Attention, Ffn, ModelSpec, OutputHead, StackRole};
 
 /// How a DeepSeek MLA cache is held.
@@ -118,6 +118,11 @@ pub struct MemoryReport {
     pub kv_bytes: u64,
     /// KV bytes per token of context (one sequence, averaged over `seq_len`).
     pub kv_bytes_per_token_full: u64,
+    /// Recurrent state of state-space / linear-attention layers (convolution and recurrent
+    /// states, all sequences), bytes: fixed, whatever the context length.
+    pub state_bytes: u64,
+    /// Its formula, when the model keeps one.
+    pub state_formula: Option<String>,
     /// Activation workspace per GPU, bytes.
     pub activation_bytes: u64,
     /// Its formula.
@@ -136,6 +141,9 @@ pub struct MemoryReport {
     pub weights_from_files: bool,
     /// Assumptions behind the numbers.
     pub assumptions: Vec<String>,
+    /// `None` when the model's structure is known exactly; else why the weights, cache and
+    /// state are an estimate (`--assume`).
+    pub estimate: Option<String>,
 }
 
 fn overflow(what: &str) -> SpecError {
@@ -362,6 +370,7 @@ fn activation_elements_per_token(spec: &ModelSpec) -> Result<(u64, String), Spec
                 ])?,
                 prod(&[a.num_heads, a.v_head_dim, 2])?,
             ])?,
+            Attention::Absent => 0,
         };
         let mlp = match &l.ffn {
             Ffn::Dense(m) => prod(&[m.intermediate, if m.gated { 3 } else { 1 }])?,
@@ -369,6 +378,7 @@ fn activation_elements_per_token(spec: &ModelSpec) -> Result<(u64, String), Spec
                 prod(&[m.experts_per_token, m.expert.intermediate, 3])?,
                 m.shared.map_or(Ok(0), |s| prod(&[s.intermediate, 3]))?,
             ])?,
+            Ffn::Absent => 0,
         };
         if attention.max(mlp) > widest {
             widest = attention.max(mlp);
@@ -392,6 +402,7 @@ fn check_tp(spec: &ModelSpec, tp: u64) -> Result<(), SpecError> {
         let (heads, kv) = match &l.attention {
             Attention::Standard(a) => (a.num_heads, Some(a.num_kv_heads)),
             Attention::Latent(a) => (a.num_heads, None),
+            Attention::Absent => continue,
         };
         if !heads.is_multiple_of(tp) {
             return Err(SpecError::Invalid {
@@ -426,8 +437,8 @@ pub fn memory_with(
     options: &MemoryOptions,
     from_files: Option<&[StorageLine]>,
 ) -> Result<MemoryReport, SpecError> {
-    let (weights, attention) = context_free(spec, options, from_files)?;
-    memory_of(spec, options, &weights, &attention, from_files.is_some())
+    let (weights, geometry) = context_free(spec, options, from_files)?;
+    memory_of(spec, options, &weights, &geometry, from_files.is_some())
 }
 
 /// What the memory answer needs that does not depend on the context length: the weights
@@ -436,13 +447,75 @@ fn context_free(
     spec: &ModelSpec,
     options: &MemoryOptions,
     from_files: Option<&[StorageLine]>,
-) -> Result<(Vec<StorageLine>, Vec<AttentionGeometry>), SpecError> {
+) -> Result<(Vec<StorageLine>, Geometry), SpecError> {
     spec.validate()?;
     let weights = match from_files {
         Some(lines) => lines.to_vec(),
         None => weight_lines(spec, options.format)?,
     };
-    Ok((weights, layout(spec)?.attention))
+    let layout = layout(spec)?;
+    Ok((
+        weights,
+        Geometry {
+            attention: layout.attention,
+            states: layout.states,
+        },
+    ))
+}
+
+/// What a cache holds per layer kind: attention's keys and values, recurrent states.
+struct Geometry {
+    attention: Vec<AttentionGeometry>,
+    states: Vec<StateGeometry>,
+}
+
+/// Bytes of the recurrent states of `batch` sequences (whole model, and on one GPU), with
+/// the formula; states split across tensor-parallel ranks by heads.
+fn state_bytes(
+    states: &[StateGeometry],
+    options: &MemoryOptions,
+) -> Result<(u64, u64, Option<String>), SpecError> {
+    if states.is_empty() {
+        return Ok((0, 0, None));
+    }
+    let mut total = 0u64;
+    let mut terms = Vec::new();
+    for g in states {
+        let bytes = |elements: u64, f32: bool| -> Result<u64, SpecError> {
+            if f32 {
+                mul(elements, 4, "state")
+            } else {
+                options
+                    .kv_dtype
+                    .bytes(elements)
+                    .ok_or_else(|| overflow("state"))
+            }
+        };
+        let s = g.state;
+        let one = add(
+            bytes(s.conv, s.conv_f32)?,
+            bytes(s.recurrent, s.recurrent_f32)?,
+            "state",
+        )?;
+        total = add(
+            total,
+            mul(mul(one, g.layers, "state")?, options.batch, "state")?,
+            "state",
+        )?;
+        terms.push(format!(
+            "{} layers × (conv {} + recurrent {}{})",
+            g.layers,
+            s.conv,
+            s.recurrent,
+            if s.recurrent_f32 { " in fp32" } else { "" }
+        ));
+    }
+    let tp = options.tp.max(1);
+    Ok((
+        total,
+        total.div_ceil(tp),
+        Some(format!("b·Σ {} elements", terms.join(" + "))),
+    ))
 }
 
 /// The memory question with the parts that do not depend on the context (weights, the
@@ -451,9 +524,10 @@ fn memory_of(
     spec: &ModelSpec,
     options: &MemoryOptions,
     weights: &[StorageLine],
-    attention: &[AttentionGeometry],
+    geometry: &Geometry,
     weights_from_files: bool,
 ) -> Result<MemoryReport, SpecError> {
+    let attention = &geometry.attention;
     if options.seq_len == 0 {
         return Err(SpecError::Zero {
             field: "--seq-len".into(),
@@ -491,6 +565,7 @@ fn memory_of(
         },
     )?;
     let kv_bytes_per_token_full = one_token.iter().map(|g| g.bytes).sum();
+    let (state_bytes, state_per_gpu, state_formula) = state_bytes(&geometry.states, options)?;
 
     // Workspace: one layer's activations for the whole prefill in bf16 (no FlashAttention
     // score matrix), plus fp32 logits of the last position of each sequence.
@@ -519,6 +594,7 @@ fn memory_of(
     let per_gpu = [
         weights_per_gpu,
         kv_per_gpu,
+        state_per_gpu,
         activation_bytes,
         options.overhead_bytes,
     ]
@@ -577,6 +653,8 @@ fn memory_of(
         kv,
         kv_bytes,
         kv_bytes_per_token_full,
+        state_bytes,
+        state_formula,
         activation_bytes,
         activation_formula,
         weights_per_gpu,
@@ -586,6 +664,7 @@ fn memory_of(
         fits,
         weights_from_files,
         assumptions,
+        estimate: spec.estimate.clone(),
     })
 }
 
@@ -611,7 +690,7 @@ pub fn max_context(
         return Ok(None);
     };
     // What does not depend on the context is worked out once for the whole bisection.
-    let (weights, attention) = context_free(spec, options, from_files)?;
+    let (weights, geometry) = context_free(spec, options, from_files)?;
     let fits = |s: u64| -> Result<bool, SpecError> {
         let r = memory_of(
             spec,
@@ -620,7 +699,7 @@ pub fn max_context(
                 ..*options
             },
             &weights,
-            &attention,
+            &geometry,
             from_files.is_some(),
         )?;
         Ok(r.per_gpu <= gpu.memory_bytes)

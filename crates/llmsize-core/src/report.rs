@@ -48,6 +48,8 @@ pub struct ParamsReport {
     pub tied_embeddings: Option<bool>,
     /// The stacks' roles, for labels.
     pub stack_roles: Vec<StackRole>,
+    /// `None` when the count is exact; else why it is an estimate (`--assume`).
+    pub estimate: Option<String>,
 }
 
 impl ParamsReport {
@@ -114,6 +116,7 @@ impl ParamsReport {
                 .collect(),
             tied_embeddings,
             stack_roles: spec.stacks.iter().map(|s| s.role).collect(),
+            estimate: spec.estimate.clone(),
         })
     }
 }

@@ -7,11 +7,14 @@
 //! runs of those kinds ([`Layers`]), so a million layers cost what a few do; and per stack,
 //! because encoder-decoders have two.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 
+use crate::category::Category;
 use crate::error::SpecError;
-use crate::expr::Sym;
+use crate::expr::{Expr, Sym};
+use crate::layout::Form;
 
 /// A fully resolved Transformer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +50,113 @@ pub struct ModelSpec {
     pub warnings: Vec<String>,
     /// Where each formula symbol came from (`d` → `n_embd`), for the legend of `--explain`.
     pub symbol_sources: BTreeMap<Sym, String>,
+    /// Tensors outside the stacks that the typed parts do not describe: a vision tower and
+    /// its projector, hyper-connection heads, per-layer input tables. Counted by category;
+    /// a text token multiplies by none of the vision or audio ones.
+    pub extras: Vec<Extra>,
+    /// `None` when every figure is exact for this model type; else why it is an estimate
+    /// (a type counted as another with `--assume`). Every output shows it.
+    pub estimate: Option<String>,
+}
+
+/// A tensor the typed parts ([`Attention`], [`Ffn`], norms) do not describe, written by the
+/// adapter from the modeling code: a state-space mixer's projections, convolution and `A`/`D`
+/// vectors, a layer's residual gates, a vision tower's patch embedding. What is really new in a
+/// family is a list of these, so counting, formats and FLOPs need no code per family: they
+/// treat an extra by its [`Form`] and [`Category`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Extra {
+    /// Its name within the layer or model (`mixer.in_proj.weight`).
+    pub name: Cow<'static, str>,
+    /// The part `--explain` lists it under (`mamba mixer`).
+    pub part: Cow<'static, str>,
+    /// Its category.
+    pub category: Category,
+    /// Identical copies (a vision tower's layers, `L_vis`), usually `1`.
+    pub copies: Expr,
+    /// Output features (`1` for a vector).
+    pub rows: Expr,
+    /// Input features, or a vector's length.
+    pub cols: Expr,
+    /// How its count is written, and whether a token multiplies by it ([`Form::Linear`]).
+    pub form: Form,
+}
+
+impl Extra {
+    fn new(
+        name: impl Into<Cow<'static, str>>,
+        part: impl Into<Cow<'static, str>>,
+        category: Category,
+        (rows, cols): (Expr, Expr),
+        form: Form,
+    ) -> Self {
+        Extra {
+            name: name.into(),
+            part: part.into(),
+            category,
+            copies: Expr::Lit(1),
+            rows,
+            cols,
+            form,
+        }
+    }
+
+    /// A linear layer's weight `input → output` (`[output, input]`).
+    #[must_use]
+    pub fn linear(
+        name: impl Into<Cow<'static, str>>,
+        part: impl Into<Cow<'static, str>>,
+        category: Category,
+        input: Expr,
+        output: Expr,
+    ) -> Self {
+        Self::new(name, part, category, (output, input), Form::Linear)
+    }
+
+    /// A vector of `len` (a bias, a norm weight, `A_log`, `D`).
+    #[must_use]
+    pub fn vector(
+        name: impl Into<Cow<'static, str>>,
+        part: impl Into<Cow<'static, str>>,
+        category: Category,
+        len: Expr,
+    ) -> Self {
+        Self::new(name, part, category, (Expr::Lit(1), len), Form::Vector)
+    }
+
+    /// A lookup table or any other block of `rows × cols` that no token multiplies by
+    /// (a depthwise convolution's kernel, a learned position table).
+    #[must_use]
+    pub fn table(
+        name: impl Into<Cow<'static, str>>,
+        part: impl Into<Cow<'static, str>>,
+        category: Category,
+        rows: Expr,
+        cols: Expr,
+    ) -> Self {
+        Self::new(name, part, category, (rows, cols), Form::Table)
+    }
+
+    /// `copies` of this tensor (one per layer of a tower held at model level).
+    #[must_use]
+    pub fn times(self, copies: Expr) -> Self {
+        Extra { copies, ..self }
+    }
+}
+
+/// What a state-space or linear-attention layer keeps per sequence between tokens, in place of
+/// a KV cache that grows: a convolution window and a recurrent state, each of fixed size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RecurrentState {
+    /// Elements of the convolution state (`conv_dim × kernel` as transformers keeps it).
+    pub conv: u64,
+    /// Elements of the recurrent (SSM / `DeltaNet` / RG-LRU) state.
+    pub recurrent: u64,
+    /// The recurrent state is kept in float32 whatever the model's dtype (Mamba-2,
+    /// gated `DeltaNet` caches do).
+    pub recurrent_f32: bool,
+    /// The convolution state is kept in float32 too.
+    pub conv_f32: bool,
 }
 
 /// A value filled in because the input did not give it.
@@ -334,6 +444,10 @@ pub struct Layer {
     pub norms: Vec<Norm>,
     /// Sliding-window size when this layer attends locally (none: global attention).
     pub sliding_window: Option<u64>,
+    /// Tensors of the layer the typed parts do not describe (a Mamba mixer, residual gates).
+    pub extras: Vec<Extra>,
+    /// The state a recurrent mixer of this layer keeps per sequence.
+    pub state: Option<RecurrentState>,
 }
 
 /// Self- or cross-attention.
@@ -343,6 +457,9 @@ pub enum Attention {
     Standard(StandardAttention),
     /// DeepSeek's multi-head latent attention.
     Latent(LatentAttention),
+    /// No attention: the layer mixes tokens another way (a state-space mixer in
+    /// [`Layer::extras`]), or not at all.
+    Absent,
 }
 
 /// MHA/GQA/MQA: q `d → n_h·d_h`, k and v `d → n_kv·d_h`, o `n_h·d_h → d`.
@@ -410,6 +527,8 @@ pub enum Ffn {
     Dense(Mlp),
     /// A mixture of experts.
     Moe(Moe),
+    /// No feed-forward part (a Mamba layer is norm + mixer).
+    Absent,
 }
 
 /// An MLP `d → d_ff → d`: 2 matrices, or 3 when gated (SwiGLU/GeGLU).
@@ -583,6 +702,7 @@ impl ModelSpec {
                             positive("q_lora_rank", r)?;
                         }
                     }
+                    Attention::Absent => {}
                 }
             }
             match &layer.ffn {
@@ -599,6 +719,7 @@ impl ModelSpec {
                         });
                     }
                 }
+                Ffn::Absent => {}
             }
         }
         Ok(())
@@ -646,6 +767,8 @@ mod tests {
             }),
             norms: vec![Norm::rms_norm(8); 2],
             sliding_window: window,
+            extras: Vec::new(),
+            state: None,
         }
     }
 

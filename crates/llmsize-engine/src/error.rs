@@ -95,7 +95,9 @@ impl Error {
     #[must_use]
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Config(ConfigError::Unsupported { .. }) => ErrorKind::Unsupported,
+            Error::Config(
+                ConfigError::Unsupported { .. } | ConfigError::UnsupportedType { .. },
+            ) => ErrorKind::Unsupported,
             Error::Config(_)
             | Error::Weights(_)
             | Error::Spec { .. }

@@ -38,7 +38,7 @@ pub use request::{
 };
 pub use run::{
     AuditOutcome, FlopsOutcome, InspectOutcome, MemoryOutcome, MemoryResult, ParamsOutcome, gpus,
-    presets,
+    model_types, presets,
 };
 
 // The option enums of requests, re-exported so a front end needs no other crate to fill one.

@@ -43,6 +43,9 @@ pub struct ParamsRequest {
     pub models: Vec<String>,
     /// `KEY=VALUE` overrides of config fields, applied to every model.
     pub overrides: Vec<String>,
+    /// `--assume TYPE`: count a model type llmsize does not know as this one, marked as an
+    /// estimate everywhere.
+    pub assume: Option<String>,
     /// Which head to count for encoders.
     pub head: HeadChoice,
     /// Where Hub repo ids are looked up.
@@ -149,6 +152,9 @@ pub struct MemoryRequest {
     pub model: String,
     /// `KEY=VALUE` overrides of config fields.
     pub overrides: Vec<String>,
+    /// `--assume TYPE`: count a model type llmsize does not know as this one, marked as an
+    /// estimate everywhere.
+    pub assume: Option<String>,
     /// Where Hub repo ids are looked up.
     pub hub: HubOptions,
     /// Weight format [default: bf16; weight files are measured as stored].
@@ -181,6 +187,7 @@ impl MemoryRequest {
         MemoryRequest {
             model: model.into(),
             overrides: Vec::new(),
+            assume: None,
             hub: HubOptions::default(),
             dtype: None,
             seq_len: 4096,
@@ -204,6 +211,9 @@ pub struct FlopsRequest {
     pub model: String,
     /// `KEY=VALUE` overrides of config fields.
     pub overrides: Vec<String>,
+    /// `--assume TYPE`: count a model type llmsize does not know as this one, marked as an
+    /// estimate everywhere.
+    pub assume: Option<String>,
     /// Where Hub repo ids are looked up.
     pub hub: HubOptions,
     /// Tokens per sequence.
@@ -230,6 +240,7 @@ impl FlopsRequest {
         FlopsRequest {
             model: model.into(),
             overrides: Vec::new(),
+            assume: None,
             hub: HubOptions::default(),
             seq_len: 2048,
             batch: 1,

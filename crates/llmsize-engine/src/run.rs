@@ -40,6 +40,7 @@ fn lookup(hub: &HubOptions, weights: Want) -> Lookup {
 fn read_model(
     model: &str,
     overrides: &[String],
+    assume: Option<&String>,
     hub: &HubOptions,
     want: Want,
     env: &HubEnv,
@@ -48,6 +49,7 @@ fn read_model(
     let model = resolve_model(model, &lookup(hub, want), env)?;
     let options = ReadOptions {
         overrides: overrides.to_vec(),
+        assume: assume.cloned(),
         ..ReadOptions::default()
     };
     let spec = model.spec(&options)?;
@@ -93,6 +95,7 @@ pub(crate) fn params(req: &ParamsRequest, env: &HubEnv) -> Result<ParamsOutcome,
     let options = ReadOptions {
         overrides: req.overrides.clone(),
         head: req.head,
+        assume: req.assume.clone(),
     };
     let lookup = lookup(&req.hub, Want::No);
     let mut specs = Vec::new();
@@ -295,6 +298,7 @@ pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome,
     let (spec, model) = read_model(
         &req.model,
         &req.overrides,
+        req.assume.as_ref(),
         &req.hub,
         Want::IfPresent,
         env,
@@ -397,6 +401,7 @@ pub(crate) fn flops(req: &FlopsRequest, env: &HubEnv) -> Result<FlopsOutcome, Er
     let (spec, _) = read_model(
         &req.model,
         &req.overrides,
+        req.assume.as_ref(),
         &req.hub,
         Want::No,
         env,
@@ -580,6 +585,21 @@ pub fn presets() -> Result<Vec<PresetJson>, Error> {
                 total: c.total,
                 active_per_token: c.active.map(|a| a.per_token),
             })
+        })
+        .collect()
+}
+
+/// Every model type read exactly (`llmsize presets --types`), from the registry that
+/// dispatches.
+#[must_use]
+pub fn model_types() -> Vec<wire::ModelTypeJson> {
+    llmsize_adapters::hf_config::model_type_infos()
+        .into_iter()
+        .map(|t| wire::ModelTypeJson {
+            model_type: t.model_type.to_owned(),
+            config_class: t.config_class.to_owned(),
+            default_class: t.architecture.to_owned(),
+            reader: if t.declarative { "block" } else { "code" }.to_owned(),
         })
         .collect()
 }

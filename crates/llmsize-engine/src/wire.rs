@@ -10,10 +10,12 @@
 //! The lists of `presets` and `gpus` are bare arrays of rows, without a version.
 //!
 //! - `params`: `name`, `source`, `model_type`, `architecture`, `hidden_size`, `vocab_size`,
-//!   `total`, `non_embedding`, `tied_embeddings`, `components` (the 13 categories, all
-//!   present), `formulas` (the same keys, each the symbolic formula), `stacks`, `estimates`,
+//!   `exact`, `estimate_basis` (when not exact), `total`, `non_embedding`,
+//!   `tied_embeddings`, `components` (the 17 categories, all present), `formulas` (the same keys, each the symbolic formula), `stacks`, `estimates`,
 //!   `assumptions`, `warnings`; MoE only: `active_per_token`,
 //!   `active_per_token_excl_token_embedding`.
+//! - every report carries `exact` (false when the model type was assumed with `--assume`,
+//!   and then `estimate_basis` says what was assumed).
 //! - `memory`: the options, `params`, `weights_bytes` and lines, the KV cache by group,
 //!   activations, overhead, per-GPU and total bytes, `fits`, `assumptions`; `gpu` with a GPU;
 //!   `max_context` and `max_context_bound` with `--max-context`; `swept` in a sweep.
@@ -106,6 +108,11 @@ pub struct ParamsJson {
     pub hidden_size: u64,
     /// V.
     pub vocab_size: u64,
+    /// True when every number is exact for this model type.
+    pub exact: bool,
+    /// When not exact: what was assumed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimate_basis: Option<String>,
     /// Every parameter, a tied matrix once.
     pub total: u64,
     /// Total minus the embedding tables.
@@ -187,6 +194,8 @@ impl From<&ParamsReport> for ParamsJson {
             architecture: report.architecture.clone(),
             hidden_size: report.hidden_size,
             vocab_size: report.vocab_size,
+            exact: report.estimate.is_none(),
+            estimate_basis: report.estimate.clone(),
             total: c.total,
             non_embedding: c.non_embedding(),
             tied_embeddings: report.tied_embeddings,
@@ -258,6 +267,12 @@ pub struct MemoryJson {
     pub kv_dtype: String,
     /// Tensor-parallel degree.
     pub tp: u64,
+    /// True when the model's structure is known exactly (the weights and caches are then
+    /// exact; activations and overhead are always estimates, see `assumptions`).
+    pub exact: bool,
+    /// When not exact: what was assumed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimate_basis: Option<String>,
     /// Parameters.
     pub params: u64,
     /// Bytes of the weights.
@@ -270,6 +285,12 @@ pub struct MemoryJson {
     pub kv_cache_bytes_per_token: u64,
     /// The KV cache by group of layers.
     pub kv_cache: Vec<KvJson>,
+    /// Convolution and recurrent states of state-space / linear-attention layers, bytes
+    /// (all sequences; they do not grow with the context).
+    pub state_bytes: u64,
+    /// Their formula, when the model keeps any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_formula: Option<String>,
     /// Activation workspace.
     pub activation_bytes: u64,
     /// Runtime overhead per GPU.
@@ -370,6 +391,8 @@ impl MemoryJson {
             batch: o.batch,
             kv_dtype: o.kv_dtype.name().to_owned(),
             tp: o.tp,
+            exact: r.estimate.is_none(),
+            estimate_basis: r.estimate.clone(),
             params: r.params,
             weights_bytes: r.weights_bytes,
             weights: r
@@ -396,6 +419,8 @@ impl MemoryJson {
                     bytes_per_gpu: g.bytes_per_gpu,
                 })
                 .collect(),
+            state_bytes: r.state_bytes,
+            state_formula: r.state_formula.clone(),
             activation_bytes: r.activation_bytes,
             overhead_bytes: o.overhead_bytes,
             weights_bytes_per_gpu: r.weights_per_gpu,
@@ -436,6 +461,11 @@ pub struct FlopsJson {
     pub attention: String,
     /// [`FLOPS_CONVENTION`].
     pub convention: String,
+    /// True when the model's structure is known exactly.
+    pub exact: bool,
+    /// When not exact: what was assumed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimate_basis: Option<String>,
     /// FLOPs of a forward pass over every sequence.
     pub forward_flops: u128,
     /// The forward pass by component.
@@ -524,6 +554,8 @@ impl FlopsJson {
             batch: r.batch,
             attention: r.convention.name().to_owned(),
             convention: FLOPS_CONVENTION.to_owned(),
+            exact: r.estimate.is_none(),
+            estimate_basis: r.estimate.clone(),
             forward_flops: r.forward_flops,
             forward: flops_lines(&r.forward),
             per_token_flops: r.per_token_flops,
@@ -780,6 +812,19 @@ pub struct PresetJson {
     pub total: u64,
     /// MoE: active per token.
     pub active_per_token: Option<u64>,
+}
+
+/// A row of `presets --types --json`: a model type read exactly.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelTypeJson {
+    /// The `model_type`.
+    pub model_type: String,
+    /// Its transformers configuration class.
+    pub config_class: String,
+    /// The class counted when the config's `architectures` names none.
+    pub default_class: String,
+    /// `block` (the generic decoder block with switches) or `code` (a reader of its own).
+    pub reader: String,
 }
 
 /// A row of `gpus --json`.

@@ -50,10 +50,11 @@ type Answer = (String, Vec<String>);
 
 /// `llmsize params`.
 #[pyfunction]
-#[pyo3(signature = (models, set, head, online, revision))]
+#[pyo3(signature = (models, set, assume, head, online, revision))]
 fn params(
     models: Vec<String>,
     set: Vec<String>,
+    assume: Option<String>,
     head: &str,
     online: bool,
     revision: String,
@@ -72,6 +73,7 @@ fn params(
     let request = ParamsRequest {
         models,
         overrides: set,
+        assume,
         head,
         hub: hub(online, revision),
         design: None,
@@ -82,10 +84,11 @@ fn params(
 
 /// `llmsize memory`; `None` keeps the CLI's default.
 #[pyfunction]
-#[pyo3(signature = (model, set, dtype, seq_len, batch, kv_dtype, gpu, tp, mla_cache, cache, overhead_mib, max_context, online, revision))]
+#[pyo3(signature = (model, set, assume, dtype, seq_len, batch, kv_dtype, gpu, tp, mla_cache, cache, overhead_mib, max_context, online, revision))]
 fn memory(
     model: String,
     set: Vec<String>,
+    assume: Option<String>,
     dtype: Option<String>,
     seq_len: Option<u64>,
     batch: Option<u64>,
@@ -101,6 +104,7 @@ fn memory(
 ) -> PyResult<Answer> {
     let mut r = MemoryRequest::new(model);
     r.overrides = set;
+    r.assume = assume;
     r.hub = hub(online, revision);
     r.dtype = dtype;
     r.seq_len = seq_len.unwrap_or(r.seq_len);
@@ -136,10 +140,11 @@ fn memory(
 
 /// `llmsize flops`; `None` keeps the CLI's default.
 #[pyfunction]
-#[pyo3(signature = (model, set, seq_len, batch, attention, gpu, dtype, kv_dtype, mfu, bw_eff, online, revision))]
+#[pyo3(signature = (model, set, assume, seq_len, batch, attention, gpu, dtype, kv_dtype, mfu, bw_eff, online, revision))]
 fn flops(
     model: String,
     set: Vec<String>,
+    assume: Option<String>,
     seq_len: Option<u64>,
     batch: Option<u64>,
     attention: Option<&str>,
@@ -153,6 +158,7 @@ fn flops(
 ) -> PyResult<Answer> {
     let mut r = FlopsRequest::new(model);
     r.overrides = set;
+    r.assume = assume;
     r.hub = hub(online, revision);
     r.seq_len = seq_len.unwrap_or(r.seq_len);
     r.batch = batch.unwrap_or(r.batch);

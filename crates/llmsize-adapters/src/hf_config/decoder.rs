@@ -10,6 +10,7 @@ use llmsize_core::spec::{
     PositionEmbedding, Stack, StackRole, StandardAttention, Table,
 };
 
+use super::family::{Windows, windows};
 use super::raw::RawConfig;
 use super::{architecture, is_bare};
 use crate::error::ConfigError;
@@ -96,6 +97,8 @@ impl Decoder {
             assumptions: Vec::new(),
             warnings: Vec::new(),
             symbol_sources: std::collections::BTreeMap::new(),
+            extras: Vec::new(),
+            estimate: None,
         }
     }
 }
@@ -141,6 +144,8 @@ pub(crate) fn layer(attention: StandardAttention, ffn: Mlp, norms: Vec<Norm>) ->
         ffn: Ffn::Dense(ffn),
         norms,
         sliding_window: None,
+        extras: Vec::new(),
+        state: None,
     }
 }
 
@@ -591,327 +596,16 @@ pub(crate) fn kv_heads(
     }
 }
 
-/// Per-type rules of the LLaMA-like families.
-struct LlamaRules {
-    class: &'static str,
-    architecture: &'static str,
-    /// `head_dim` default when absent (`None`: hidden / heads).
-    head_dim_default: Option<u64>,
-    /// The class default of `num_key_value_heads` when the key is absent (`None`: = heads).
-    kv_default: Option<u64>,
-    tie_default: bool,
-    /// q, k, v, o biases: from a key, or fixed.
-    bias: BiasRule,
-    mlp_bias_key: Option<&'static str>,
-    gated: bool,
-    norm: NormKind,
-    /// Block norms per layer.
-    norms_per_layer: usize,
-    /// q/k norms: per head (`d_h`) or over the full projection width.
-    qk_norm: QkNorm,
-    fused: bool,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum BiasRule {
-    /// q, k, v, o all from this key (default given).
-    All(&'static str, bool),
-    /// q, k, v biased, o not (Qwen2).
-    QkvOnly,
-    /// None ever.
-    Never,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum QkNorm {
-    None,
-    PerHead,
-    FullWidth,
-}
-
-fn llama_rules(model_type: &str) -> LlamaRules {
-    let base = LlamaRules {
-        class: "LlamaConfig",
-        architecture: "LlamaForCausalLM",
-        head_dim_default: None,
-        kv_default: None,
-        tie_default: false,
-        bias: BiasRule::All("attention_bias", false),
-        mlp_bias_key: Some("mlp_bias"),
-        gated: true,
-        norm: NormKind::RmsNorm,
-        norms_per_layer: 2,
-        qk_norm: QkNorm::None,
-        fused: false,
-    };
-    match model_type {
-        "mistral" => LlamaRules {
-            class: "MistralConfig",
-            architecture: "MistralForCausalLM",
-            kv_default: Some(8),
-            bias: BiasRule::Never,
-            mlp_bias_key: None,
-            ..base
-        },
-        "qwen2" => LlamaRules {
-            class: "Qwen2Config",
-            architecture: "Qwen2ForCausalLM",
-            kv_default: Some(32),
-            bias: BiasRule::QkvOnly,
-            mlp_bias_key: None,
-            ..base
-        },
-        "qwen3" => LlamaRules {
-            class: "Qwen3Config",
-            architecture: "Qwen3ForCausalLM",
-            head_dim_default: Some(128),
-            kv_default: Some(32),
-            mlp_bias_key: None,
-            qk_norm: QkNorm::PerHead,
-            ..base
-        },
-        "gemma" => LlamaRules {
-            class: "GemmaConfig",
-            architecture: "GemmaForCausalLM",
-            head_dim_default: Some(256),
-            kv_default: Some(16),
-            tie_default: true,
-            mlp_bias_key: None,
-            ..base
-        },
-        "gemma2" => LlamaRules {
-            class: "Gemma2Config",
-            architecture: "Gemma2ForCausalLM",
-            head_dim_default: Some(256),
-            kv_default: Some(4),
-            tie_default: true,
-            mlp_bias_key: None,
-            norms_per_layer: 4,
-            ..base
-        },
-        "gemma3_text" => LlamaRules {
-            class: "Gemma3TextConfig",
-            architecture: "Gemma3ForCausalLM",
-            head_dim_default: Some(256),
-            kv_default: Some(4),
-            tie_default: true,
-            mlp_bias_key: None,
-            norms_per_layer: 4,
-            qk_norm: QkNorm::PerHead,
-            ..base
-        },
-        "phi3" => LlamaRules {
-            class: "Phi3Config",
-            architecture: "Phi3ForCausalLM",
-            bias: BiasRule::Never,
-            mlp_bias_key: None,
-            fused: true,
-            ..base
-        },
-        "starcoder2" => LlamaRules {
-            class: "Starcoder2Config",
-            architecture: "Starcoder2ForCausalLM",
-            kv_default: Some(2),
-            tie_default: true,
-            bias: BiasRule::All("use_bias", true),
-            mlp_bias_key: Some("use_bias"),
-            gated: false,
-            norm: NormKind::LayerNorm,
-            ..base
-        },
-        "olmo2" => LlamaRules {
-            class: "Olmo2Config",
-            architecture: "Olmo2ForCausalLM",
-            mlp_bias_key: None,
-            qk_norm: QkNorm::FullWidth,
-            ..base
-        },
-        _ => base,
-    }
-}
-
-/// True when a config of an unknown type has the keys a llama-style block needs.
-pub(crate) fn looks_llama_like(raw: &RawConfig<'_>) -> bool {
-    [
-        "hidden_size",
-        "num_hidden_layers",
-        "num_attention_heads",
-        "intermediate_size",
-        "vocab_size",
-    ]
-    .iter()
-    .all(|k| raw.has(k))
-}
-
-/// `LLaMA` and its relatives: Mistral, Qwen2/3, Gemma 1/2/3, Phi-3, `StarCoder2`, `OLMo2`.
-pub(crate) fn llama_like(
-    raw: &mut RawConfig<'_>,
-    model_type: &str,
-) -> Result<ModelSpec, ConfigError> {
-    let r = llama_rules(model_type);
-    let hidden = raw.size(&["hidden_size"], Sym::Hidden)?;
-    let layers = raw.size(&["num_hidden_layers"], Sym::Layers)?;
-    let heads = raw.size(&["num_attention_heads"], Sym::Heads)?;
-    let vocab = raw.size(&["vocab_size"], Sym::Vocab)?;
-    let inner = raw.size(&["intermediate_size"], Sym::Ffn)?;
-    let kv = kv_heads(raw, heads, r.class, r.kv_default)?;
-    // Every class here reads `head_dim` (a field, or `getattr` on a key of the JSON).
-    let head_dim = match r.head_dim_default {
-        None => raw.head_dim(
-            &["head_dim"],
-            hidden,
-            "hidden_size",
-            heads,
-            "num_attention_heads",
-        )?,
-        Some(default) => {
-            if let Some(n) = raw.size_opt("head_dim")? {
-                raw.source(Sym::HeadDim, "head_dim");
-                n
-            } else {
-                raw.assume(
-                    "head_dim",
-                    default,
-                    &format!("absent; `{}` default", r.class),
-                );
-                default
-            }
-        }
-    };
-    let (qkv_bias, o_bias) = match r.bias {
-        BiasRule::All(key, default) => {
-            let b = raw.flag_or(key, default, &format!("absent; `{}` default", r.class))?;
-            (b, b)
-        }
-        BiasRule::QkvOnly => (true, false),
-        BiasRule::Never => (false, false),
-    };
-    let mlp_bias = match r.mlp_bias_key {
-        Some("use_bias") => qkv_bias,
-        Some(key) => raw.flag_or(key, false, &format!("absent; `{}` default", r.class))?,
-        None => false,
-    };
-    let tied = tie(raw, r.tie_default, r.class)?;
-    let norm = match r.norm {
-        NormKind::RmsNorm => Norm::rms_norm(hidden),
-        NormKind::LayerNorm => Norm::layer_norm(hidden),
-    };
-    let mut attn = mha(hidden, heads, kv, head_dim, false);
-    attn.q_bias = qkv_bias;
-    attn.k_bias = qkv_bias;
-    attn.v_bias = qkv_bias;
-    attn.o_bias = o_bias;
-    attn.fused_qkv = r.fused;
-    match r.qk_norm {
-        QkNorm::None => {}
-        QkNorm::PerHead => {
-            attn.q_norm = Some(Norm::rms_norm(head_dim));
-            attn.k_norm = Some(Norm::rms_norm(head_dim));
-        }
-        QkNorm::FullWidth => {
-            attn.q_norm = Some(Norm::rms_norm(raw.mul(
-                heads,
-                head_dim,
-                "num_attention_heads·head_dim",
-            )?));
-            attn.k_norm = Some(Norm::rms_norm(raw.mul(
-                kv,
-                head_dim,
-                "num_key_value_heads·head_dim",
-            )?));
-        }
-    }
-    let n = raw.layer_count("num_hidden_layers", layers)?;
-    let windows = sliding_windows(raw, model_type, n)?;
-    let base = layer(
-        attn,
-        mlp(hidden, inner, r.gated, mlp_bias),
-        vec![norm; r.norms_per_layer],
-    );
-    let layers = Layers::from_pattern(windows, |w| Layer {
-        sliding_window: *w,
-        ..base.clone()
-    });
-    Ok(Decoder::new(
-        model_type.to_owned(),
-        architecture(raw, r.architecture),
-        hidden,
-        vocab,
-        layers,
-        Some(norm),
-        tied,
-    )
-    .into_spec())
-}
-
-/// Which layers attend in a sliding window (no parameters; the KV cache will need it).
-/// `layer_types` wins when present; else the family's pattern.
+/// Which layers attend in a sliding window (no parameters; the KV cache will need it), for
+/// the families read by code: Mixtral's rule is Mistral's.
 pub(crate) fn sliding_windows(
     raw: &mut RawConfig<'_>,
     model_type: &str,
     layers: usize,
 ) -> Result<Vec<Option<u64>>, ConfigError> {
-    let window = raw.uint("sliding_window")?;
-    if let Some(types) = raw.value("layer_types") {
-        let list = types
-            .as_array()
-            .ok_or_else(|| raw.invalid("layer_types", types, "a list of layer kinds"))?;
-        if list.len() != layers {
-            return Err(raw.invalid(
-                "layer_types",
-                types,
-                &format!("one entry per layer ({layers})"),
-            ));
-        }
-        return list
-            .iter()
-            .map(|t| match t.as_str() {
-                Some("sliding_attention") => Ok(window),
-                Some(_) => Ok(None),
-                None => Err(raw.invalid("layer_types", t, "strings such as `full_attention`")),
-            })
-            .collect();
-    }
-    let use_window = raw.flag("use_sliding_window")?;
-    Ok(match (model_type, window) {
-        // Gemma 2: every other layer (even indices) slides.
-        ("gemma2", Some(w)) => (0..layers)
-            .map(|i| i.is_multiple_of(2).then_some(w))
-            .collect(),
-        // Gemma 3: 5 local layers then 1 global (`sliding_window_pattern` = 6).
-        ("gemma3_text", Some(w)) => {
-            // Zero is an error, as transformers' `(i + 1) % pattern` would be.
-            let pattern = raw.size_opt("sliding_window_pattern")?.unwrap_or(6);
-            (0..layers as u64)
-                .map(|i| (!(i + 1).is_multiple_of(pattern)).then_some(w))
-                .collect()
-        }
-        // Qwen2/Qwen3: only with `use_sliding_window`, from `max_window_layers` on.
-        ("qwen2" | "qwen3", Some(w)) => {
-            if use_window == Some(true) {
-                let from = if let Some(from) = raw.uint("max_window_layers")? {
-                    from
-                } else {
-                    let class = if model_type == "qwen2" {
-                        "Qwen2Config"
-                    } else {
-                        "Qwen3Config"
-                    };
-                    raw.assume(
-                        "max_window_layers",
-                        28,
-                        &format!("absent; `{class}` default"),
-                    );
-                    28
-                };
-                (0..layers as u64)
-                    .map(|i| (i >= from).then_some(w))
-                    .collect()
-            } else {
-                vec![None; layers]
-            }
-        }
-        ("mistral" | "starcoder2" | "phi3" | "mixtral", Some(w)) => vec![Some(w); layers],
-        _ => vec![None; layers],
-    })
+    let rule = match model_type {
+        "mixtral" => Windows::All,
+        _ => Windows::None,
+    };
+    windows(raw, rule, model_type, layers)
 }

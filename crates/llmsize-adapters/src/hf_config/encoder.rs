@@ -46,6 +46,8 @@ fn bert_layer(hidden: u64, heads: u64, head_dim: u64, inner: u64) -> Layer {
         ffn: Ffn::Dense(mlp(hidden, inner, false, true)),
         norms: vec![Norm::layer_norm(hidden); 2],
         sliding_window: None,
+        extras: Vec::new(),
+        state: None,
     }
 }
 
@@ -121,6 +123,8 @@ impl Encoder {
             assumptions: Vec::new(),
             warnings: self.warning.into_iter().collect(),
             symbol_sources: BTreeMap::new(),
+            extras: Vec::new(),
+            estimate: None,
         }
     }
 }
@@ -261,6 +265,8 @@ fn modernbert(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec, Co
         ffn: Ffn::Dense(mlp(hidden, inner, true, mlp_bias)),
         norms: vec![norm; 2],
         sliding_window: None,
+        extras: Vec::new(),
+        state: None,
     };
     // The first layer has no attention norm (its input is the embedding norm's output).
     let mut all = Layers::new();

@@ -7,6 +7,8 @@
 
 mod decoder;
 mod encoder;
+mod families;
+mod family;
 mod moe;
 mod raw;
 mod seq2seq;
@@ -50,85 +52,87 @@ pub struct ReadOptions {
     pub overrides: Vec<String>,
     /// The head to count.
     pub head: HeadChoice,
+    /// `--assume TYPE`: read a config of a model type llmsize does not know as this known
+    /// type, and mark every figure as an estimate.
+    pub assume: Option<String>,
 }
 
-/// How a model type is read: one reader per family module.
+/// Every model type read exactly, in registry order: the list error messages, `presets` and
+/// the README give.
+#[must_use]
+pub fn supported_model_types() -> Vec<&'static str> {
+    families::model_types().collect()
+}
+
+/// A model type of the registry, as `llmsize presets --types` lists it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reader {
-    Gpt2,
-    Gptj,
-    GptNeox,
-    Opt,
-    Bloom,
-    Falcon,
-    Phi,
-    LlamaLike,
-    Moe,
-    DeepSeek,
-    Encoder,
-    T5,
-    Bart,
+pub struct TypeInfo {
+    /// The `model_type`.
+    pub model_type: &'static str,
+    /// Its transformers configuration class.
+    pub config_class: &'static str,
+    /// The class counted when `architectures` names none.
+    pub architecture: &'static str,
+    /// Read by the generic block with switches (data), not by code of its own.
+    pub declarative: bool,
 }
 
-/// Every model type read exactly, with its reader: the one registry that dispatches and
-/// that error messages list.
-const REGISTRY: &[(&str, Reader)] = &[
-    ("gpt2", Reader::Gpt2),
-    ("gptj", Reader::Gptj),
-    ("gpt_neox", Reader::GptNeox),
-    ("opt", Reader::Opt),
-    ("bloom", Reader::Bloom),
-    ("falcon", Reader::Falcon),
-    ("llama", Reader::LlamaLike),
-    ("mistral", Reader::LlamaLike),
-    ("qwen2", Reader::LlamaLike),
-    ("qwen3", Reader::LlamaLike),
-    ("gemma", Reader::LlamaLike),
-    ("gemma2", Reader::LlamaLike),
-    ("gemma3_text", Reader::LlamaLike),
-    ("phi", Reader::Phi),
-    ("phi3", Reader::LlamaLike),
-    ("starcoder2", Reader::LlamaLike),
-    ("olmo2", Reader::LlamaLike),
-    ("mixtral", Reader::Moe),
-    ("qwen2_moe", Reader::Moe),
-    ("qwen3_moe", Reader::Moe),
-    ("olmoe", Reader::Moe),
-    ("granitemoe", Reader::Moe),
-    ("deepseek_v2", Reader::DeepSeek),
-    ("deepseek_v3", Reader::DeepSeek),
-    ("gpt_oss", Reader::Moe),
-    ("bert", Reader::Encoder),
-    ("roberta", Reader::Encoder),
-    ("distilbert", Reader::Encoder),
-    ("modernbert", Reader::Encoder),
-    ("t5", Reader::T5),
-    ("bart", Reader::Bart),
-];
+/// Every model type of the registry, in registry order.
+#[must_use]
+pub fn model_type_infos() -> Vec<TypeInfo> {
+    families::REGISTRY
+        .iter()
+        .flat_map(|f| f.iter())
+        .map(|f| TypeInfo {
+            model_type: f.model_type,
+            config_class: f.config_class,
+            architecture: f.architecture,
+            declarative: matches!(f.read, family::Read::Block(_)),
+        })
+        .collect()
+}
 
-/// Model types read exactly (the registry's keys), as listed in error messages.
-#[allow(
-    clippy::indexing_slicing,
-    reason = "evaluated at compile time: an index out of range fails the build"
-)]
-pub const SUPPORTED: [&str; REGISTRY.len()] = {
-    let mut out = [""; REGISTRY.len()];
-    let mut i = 0;
-    while i < REGISTRY.len() {
-        out[i] = REGISTRY[i].0;
-        i += 1;
+/// True when `model_type` is read exactly.
+#[must_use]
+pub fn is_supported(model_type: &str) -> bool {
+    families::find(model_type).is_some()
+}
+
+/// The error for a model type the registry does not hold, with the nearest supported name.
+pub(crate) fn unsupported(file: &str, model_type: &str) -> ConfigError {
+    let norm = |s: &str| s.to_ascii_lowercase().replace(['-', '_', '.'], "");
+    let wanted = norm(model_type);
+    let near = families::model_types()
+        .find(|t| {
+            let t = norm(t);
+            !wanted.is_empty() && (t == wanted || t.starts_with(&wanted) || wanted.starts_with(&t))
+        })
+        .map_or_else(String::new, |t| format!(" (did you mean `{t}`?)"));
+    ConfigError::UnsupportedType {
+        file: file.to_owned(),
+        found: model_type.to_owned(),
+        count: families::model_types().count(),
+        near,
     }
-    out
-};
+}
 
 /// Parse JSON text into an object map, with a message naming the file.
 pub fn parse_json(text: &str, file: &str) -> Result<Map<String, Value>, ConfigError> {
-    let value: Value = serde_json::from_str(text).map_err(|e| ConfigError::Json {
-        file: file.to_owned(),
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string(),
-    })?;
+    let value: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => {
+            // Python's `json.dump` writes `Infinity` and `NaN` (Mamba-2's `time_step_limit`),
+            // which JSON does not allow; no size is ever one, so they read as `null`.
+            let err = || ConfigError::Json {
+                file: file.to_owned(),
+                line: e.line(),
+                column: e.column(),
+                message: e.to_string(),
+            };
+            let cleaned = non_finite_as_null(text).ok_or_else(err)?;
+            serde_json::from_str(&cleaned).map_err(|_| err())?
+        }
+    };
     match value {
         Value::Object(map) => Ok(map),
         other => Err(ConfigError::NotObject {
@@ -136,6 +140,37 @@ pub fn parse_json(text: &str, file: &str) -> Result<Map<String, Value>, ConfigEr
             found: raw::describe(&other),
         }),
     }
+}
+
+/// `text` with Python's non-finite literals (`NaN`, `Infinity`, `-Infinity`) outside strings
+/// replaced by `null`, or `None` when it has none.
+fn non_finite_as_null(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped, mut changed) = (false, false, false);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+        } else if let Some(word) = ["-Infinity", "Infinity", "NaN"]
+            .into_iter()
+            .find(|w| rest.starts_with(w))
+        {
+            out.push_str("null");
+            rest = rest.get(word.len()..).unwrap_or_default();
+            changed = true;
+            continue;
+        }
+        out.push(c);
+        rest = rest.get(c.len_utf8()..).unwrap_or_default();
+    }
+    changed.then_some(out)
 }
 
 /// Apply one `KEY=VALUE` override. The value is read as JSON when it parses (`8`, `true`,
@@ -191,7 +226,7 @@ pub fn read_config_map(
     for o in &options.overrides {
         apply_override(&mut map, o)?;
     }
-    let (mut spec, read) = read_map_tracked(&map, file, name, options.head)?;
+    let (mut spec, read) = read_map_tracked(&map, file, name, options)?;
     // A `--set` of a key this model type never reads changes nothing: say so.
     for o in &options.overrides {
         let key = o.split_once('=').map_or(o.as_str(), |(k, _)| k).trim();
@@ -215,48 +250,42 @@ fn read_map_tracked(
     map: &Map<String, Value>,
     file: &str,
     name: &str,
-    head: HeadChoice,
+    options: &ReadOptions,
 ) -> Result<(ModelSpec, std::collections::BTreeSet<String>), ConfigError> {
+    let head = options.head;
     let mut raw = RawConfig::new(file, map);
     let model_type = match raw.value("model_type") {
         Some(Value::String(s)) => s.clone(),
         Some(v) => return Err(raw.invalid("model_type", v, "a string such as `llama`")),
         None => return Err(raw.missing("model_type", "a string such as `llama`")),
     };
-    let reader = REGISTRY
-        .iter()
-        .find(|(t, _)| *t == model_type)
-        .map(|(_, r)| *r);
-    let mut spec = match (reader, model_type.as_str()) {
-        (Some(Reader::Gpt2), _) => decoder::gpt2(&mut raw)?,
-        (Some(Reader::Gptj), _) => decoder::gptj(&mut raw)?,
-        (Some(Reader::GptNeox), _) => decoder::gpt_neox(&mut raw)?,
-        (Some(Reader::Opt), _) => decoder::opt(&mut raw)?,
-        (Some(Reader::Bloom), _) => decoder::bloom(&mut raw)?,
-        (Some(Reader::Falcon), _) => decoder::falcon(&mut raw)?,
-        (Some(Reader::Phi), _) => decoder::phi(&mut raw)?,
-        (Some(Reader::LlamaLike), t) => decoder::llama_like(&mut raw, t)?,
-        (Some(Reader::Moe), t) => moe::moe(&mut raw, t)?,
-        (Some(Reader::DeepSeek), t) => moe::deepseek(&mut raw, t)?,
-        (Some(Reader::Encoder), t) => encoder::encoder(&mut raw, t, head)?,
-        (Some(Reader::T5), _) => seq2seq::t5(&mut raw, head)?,
-        (Some(Reader::Bart), _) => seq2seq::bart(&mut raw, head)?,
-        (None, other) if decoder::looks_llama_like(&raw) => {
-            let mut spec = decoder::llama_like(&mut raw, "llama")?;
-            spec.warnings.push(format!(
-                "`model_type` `{other}` is not supported; it has llama-style keys, so it was counted as a llama-style decoder (RMSNorm, SwiGLU, no biases) — check the result"
-            ));
-            other.clone_into(&mut spec.model_type);
-            spec
+    let (family, estimate) = match (families::find(&model_type), &options.assume) {
+        (Some(f), _) => (f, None),
+        // Never a silent guess: an unknown type is counted only when the user names the
+        // known type to read it as, and then every output says it is an estimate.
+        (None, Some(assumed)) => {
+            let f = families::find(assumed).ok_or_else(|| ConfigError::UnknownAssume {
+                given: assumed.clone(),
+                supported: supported_model_types().join(", "),
+            })?;
+            let why = format!(
+                "`model_type` `{model_type}` is not supported; read as `{assumed}` (`--assume {assumed}`), so every figure is an estimate"
+            );
+            (f, Some(why))
         }
-        (None, other) => {
-            return Err(ConfigError::Unsupported {
-                file: file.to_owned(),
-                found: other.to_owned(),
-                supported: SUPPORTED.join(", "),
-            });
+        (None, None) => {
+            return Err(unsupported(file, &model_type));
         }
     };
+    let mut spec = match &family.read {
+        family::Read::Block(b) => family::read_block(&mut raw, family, b)?,
+        family::Read::Code(f) => f(&mut raw, family, head)?,
+    };
+    if let Some(why) = estimate {
+        spec.warnings.push(why.clone());
+        spec.estimate = Some(why);
+        model_type.clone_into(&mut spec.model_type);
+    }
     // `--head base` on a decoder: the bare `…Model`, without the output head.
     let decoder_only = spec.stacks.iter().all(|s| s.role == StackRole::Decoder);
     if head == HeadChoice::Base && decoder_only && spec.head != OutputHead::None {
@@ -311,6 +340,18 @@ pub(crate) fn architecture(raw: &RawConfig<'_>, default: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn python_non_finite_literals_read_as_null() {
+        let text = r#"{"time_step_limit": [0.0, Infinity], "x": -Infinity, "s": "NaN \" Infinity", "n": NaN}"#;
+        let map = parse_json(text, "config.json").unwrap();
+        assert_eq!(map["time_step_limit"], serde_json::json!([0.0, null]));
+        assert_eq!(map["x"], Value::Null);
+        assert_eq!(map["s"], Value::from("NaN \" Infinity"));
+        assert_eq!(map["n"], Value::Null);
+        // Still an error: a real syntax error, named by line and column.
+        assert!(parse_json("{\"a\": Infinit}", "config.json").is_err());
+    }
 
     #[test]
     fn override_sets_scalars_and_nested_keys() {

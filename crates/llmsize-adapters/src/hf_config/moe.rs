@@ -200,6 +200,8 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
             ffn,
             norms: norms.clone(),
             sliding_window: window,
+            extras: Vec::new(),
+            state: None,
         }
     });
     let default_arch = match model_type {
@@ -331,6 +333,8 @@ pub(crate) fn deepseek(
         ffn,
         norms: norms.clone(),
         sliding_window: None,
+        extras: Vec::new(),
+        state: None,
     };
     let mut layers_list = Layers::new();
     let n = n as u64;

@@ -160,6 +160,10 @@ impl<'a> RawConfig<'a> {
         reason = "takes numbers, flags and strings alike"
     )]
     pub(crate) fn assume(&mut self, key: &str, value: impl ToString, reason: &str) {
+        // Two switches read from one key (q/k/v and o biases) assume it once.
+        if self.assumptions.iter().any(|a| a.field == key) {
+            return;
+        }
         self.assumptions.push(Assumption {
             field: key.to_owned(),
             value: value.to_string(),

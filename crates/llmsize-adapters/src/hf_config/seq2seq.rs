@@ -66,6 +66,8 @@ fn seq2seq_spec(
         assumptions: Vec::new(),
         warnings: Vec::new(),
         symbol_sources: BTreeMap::new(),
+        extras: Vec::new(),
+        estimate: None,
     }
 }
 
@@ -131,6 +133,8 @@ pub(crate) fn t5(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec,
         ffn: ffn.clone(),
         norms: vec![norm; 2],
         sliding_window: None,
+        extras: Vec::new(),
+        state: None,
     };
     let dec_layer = Layer {
         cross_attention: Some(attention.clone()),
@@ -209,6 +213,8 @@ pub(crate) fn bart(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpe
         ffn: Ffn::Dense(mlp(hidden, enc_ffn, false, true)),
         norms: vec![norm; 2],
         sliding_window: None,
+        extras: Vec::new(),
+        state: None,
     };
     let dec_attention = Attention::Standard(mha(hidden, dec_heads, dec_heads, dec_head_dim, true));
     let dec_layer = Layer {
@@ -217,6 +223,8 @@ pub(crate) fn bart(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpe
         ffn: Ffn::Dense(mlp(hidden, dec_ffn, false, true)),
         norms: vec![norm; 3],
         sliding_window: None,
+        extras: Vec::new(),
+        state: None,
     };
     let enc_n = raw.layer_count("encoder_layers", enc_layers)?;
     let dec_n = raw.layer_count("decoder_layers", dec_layers)?;

@@ -12,6 +12,7 @@ pub(crate) fn request(args: &FlopsArgs) -> FlopsRequest {
     FlopsRequest {
         model: args.model.model.clone(),
         overrides: args.model.set.clone(),
+        assume: args.model.assume.clone(),
         hub: hub(&args.model.hub),
         seq_len: args.seq_len,
         batch: args.batch,

@@ -12,6 +12,7 @@ pub(crate) fn request(args: &MemoryArgs) -> Result<MemoryRequest, Failure> {
     Ok(MemoryRequest {
         model: args.model.model.clone(),
         overrides: args.model.set.clone(),
+        assume: args.model.assume.clone(),
         hub: hub(&args.model.hub),
         dtype: args.dtype.clone(),
         seq_len: args.seq_len,

@@ -28,6 +28,7 @@ pub(crate) fn request(args: &ParamsArgs) -> ParamsRequest {
     ParamsRequest {
         models: args.models.clone(),
         overrides: args.set.clone(),
+        assume: args.assume.clone(),
         head: args.head,
         hub: hub(&args.hub),
         design: design_of(&args.design),

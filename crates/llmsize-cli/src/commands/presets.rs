@@ -5,10 +5,13 @@ use std::fmt::Write as _;
 use llmsize_core::units::{bytes_both, human_count, thousands};
 use llmsize_engine::wire;
 
-use crate::cli::PresetsArgs;
+use crate::cli::{PresetsArgs, PresetsListArgs};
 use crate::{Failure, Outcome, output};
 
-pub(crate) fn run(args: &PresetsArgs) -> Result<Outcome, Failure> {
+pub(crate) fn run(args: &PresetsListArgs) -> Result<Outcome, Failure> {
+    if args.types {
+        return types(args.json);
+    }
     let rows = llmsize_engine::presets()?;
     let text = if args.json {
         wire::to_pretty(&rows)?
@@ -35,6 +38,42 @@ pub(crate) fn run(args: &PresetsArgs) -> Result<Outcome, Failure> {
                 human_count(r.total)
             );
         }
+        s
+    };
+    output::print(&text)?;
+    Ok(Outcome::Success)
+}
+
+/// `llmsize presets --types`: the registry's model types.
+fn types(json: bool) -> Result<Outcome, Failure> {
+    let rows = llmsize_engine::model_types();
+    let text = if json {
+        wire::to_pretty(&rows)?
+    } else {
+        let w = rows
+            .iter()
+            .map(|r| r.model_type.len())
+            .max()
+            .unwrap_or(0)
+            .max(10);
+        let c = rows
+            .iter()
+            .map(|r| r.config_class.len())
+            .max()
+            .unwrap_or(0)
+            .max(12);
+        let mut s = format!(
+            "{:w$}  {:c$}  {:6}  default class\n",
+            "model_type", "config class", "reader"
+        );
+        for r in &rows {
+            let _ = writeln!(
+                s,
+                "{:w$}  {:c$}  {:6}  {}",
+                r.model_type, r.config_class, r.reader, r.default_class
+            );
+        }
+        let _ = writeln!(s, "\n{} model types read exactly", rows.len());
         s
     };
     output::print(&text)?;

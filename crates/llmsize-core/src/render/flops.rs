@@ -30,6 +30,9 @@ pub fn render(name: &str, r: &FlopsReport, speed: Option<&SpeedReport>, explain:
             "causal: scores over the s(s+1)/2 pairs a causal mask keeps (Megatron, FlashAttention)"
         }
     };
+    if let Some(why) = &r.estimate {
+        let _ = writeln!(out, "ESTIMATE, not exact: {why}");
+    }
     let _ = writeln!(
         out,
         "{name}: FLOPs of a forward pass over {} tokens × batch {}\nconvention: multiply-add = 2 FLOPs; embedding lookups, norms, activations, softmax and biases = 0; attention {conv}\n",

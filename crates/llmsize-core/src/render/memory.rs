@@ -19,6 +19,9 @@ pub fn render(
 ) -> String {
     let o = &r.options;
     let mut out = String::new();
+    if let Some(why) = &r.estimate {
+        let _ = writeln!(out, "ESTIMATE, not exact: {why}");
+    }
     let _ = writeln!(
         out,
         "{name}: memory to serve in {} with {} tokens × batch {}, KV cache {}{}\n",
@@ -114,6 +117,14 @@ pub fn render(
                 format!("{}; {} tokens kept", g.what, thousands(g.tokens)),
             ]);
         }
+    }
+    if let Some(formula) = &r.state_formula {
+        rows.push(vec![
+            "recurrent state".into(),
+            thousands(r.state_bytes),
+            bytes_both(r.state_bytes),
+            format!("conv and SSM / linear-attention states, fixed per sequence: {formula}"),
+        ]);
     }
     rows.push(vec![
         "activations".into(),

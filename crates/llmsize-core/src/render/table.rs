@@ -14,8 +14,16 @@ pub fn render(report: &ParamsReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{}  ({}, {}; from {})",
-        report.name, report.model_type, report.architecture, report.source
+        "{}{}  ({}, {}; from {})",
+        if report.estimate.is_some() {
+            "ESTIMATE — "
+        } else {
+            ""
+        },
+        report.name,
+        report.model_type,
+        report.architecture,
+        report.source
     );
     out.push('\n');
     let mut rows = vec![vec![
@@ -50,6 +58,14 @@ pub fn render(report: &ParamsReport) -> String {
         thousands(c.total),
         human_count(c.total),
     ]);
+    if let Some(why) = &report.estimate {
+        rows.push(vec![
+            "  ESTIMATE".to_owned(),
+            String::new(),
+            String::new(),
+            why.clone(),
+        ]);
+    }
     rows.push(vec![
         "non-embedding".to_owned(),
         thousands(c.non_embedding()),

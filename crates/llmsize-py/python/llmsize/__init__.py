@@ -135,6 +135,7 @@ def params(
     model: Model,
     *,
     set: Overrides = None,
+    assume: Optional[str] = None,
     head: Optional[str] = None,
     online: bool = False,
     revision: str = "main",
@@ -142,7 +143,9 @@ def params(
     """Parameters by component, exactly as the transformers implementation builds them.
 
     ``head``: ``"config"`` (default: the class the config names), ``"base"`` (the bare model,
-    BERT's with pooler) or ``"lm"``. The result has ``total``, ``components`` (13
+    BERT's with pooler) or ``"lm"``. ``assume``: count a model type llmsize does not know as
+    this known type (the result then has ``exact: False``); without it an unknown type raises
+    ``UnsupportedModel``. The result has ``exact``, ``total``, ``components`` (17
     categories), ``formulas``, ``non_embedding``, ``assumptions``, … — MoE models add
     ``active_per_token``.
 
@@ -152,7 +155,13 @@ def params(
     6607343616
     """
     return _answer(
-        _llmsize.params, [_model(model)], _overrides(set), head or "config", online, revision
+        _llmsize.params,
+        [_model(model)],
+        _overrides(set),
+        assume,
+        head or "config",
+        online,
+        revision,
     )
 
 
@@ -170,6 +179,7 @@ def memory(
     overhead_mib: Optional[int] = None,
     max_context: bool = False,
     set: Overrides = None,
+    assume: Optional[str] = None,
     online: bool = False,
     revision: str = "main",
 ) -> Dict[str, Any]:
@@ -188,6 +198,7 @@ def memory(
         _llmsize.memory,
         _model(model),
         _overrides(set),
+        assume,
         dtype,
         seq_len,
         batch,
@@ -215,6 +226,7 @@ def flops(
     mfu: Optional[float] = None,
     bw_eff: Optional[float] = None,
     set: Overrides = None,
+    assume: Optional[str] = None,
     online: bool = False,
     revision: str = "main",
 ) -> Dict[str, Any]:
@@ -231,6 +243,7 @@ def flops(
         _llmsize.flops,
         _model(model),
         _overrides(set),
+        assume,
         seq_len,
         batch,
         attention,

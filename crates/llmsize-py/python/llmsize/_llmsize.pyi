@@ -8,11 +8,17 @@ class EngineError(Exception):
     """args: (kind, message, hint)."""
 
 def params(
-    models: List[str], set: List[str], head: str, online: bool, revision: str
+    models: List[str],
+    set: List[str],
+    assume: Optional[str],
+    head: str,
+    online: bool,
+    revision: str,
 ) -> Tuple[str, List[str]]: ...
 def memory(
     model: str,
     set: List[str],
+    assume: Optional[str],
     dtype: Optional[str],
     seq_len: Optional[int],
     batch: Optional[int],
@@ -29,6 +35,7 @@ def memory(
 def flops(
     model: str,
     set: List[str],
+    assume: Optional[str],
     seq_len: Optional[int],
     batch: Optional[int],
     attention: Optional[str],

@@ -1,0 +1,188 @@
+//! `LLaMA` and the dense decoders that change a few of its switches: Mistral, Qwen2/3,
+//! Gemma 1/2/3, Phi-3, `StarCoder2`, `OLMo2`. Each entry is the configuration class's
+//! defaults and the switches of its `modeling_*.py` (transformers 5.24).
+
+use llmsize_core::spec::NormKind;
+
+use crate::hf_config::family::{
+    AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule, NO,
+    NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Read, StandardRule, Switch, Windows, YES,
+};
+
+/// Mistral: no attention or MLP biases, 8 KV heads, every layer slides when
+/// `sliding_window` is set.
+const MISTRAL: Block = Block {
+    kv_default: Some(8),
+    attention: AttentionRule::Standard(PLAIN_ATTENTION),
+    mlp: MlpRule {
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    windows: Windows::All,
+    ..LLAMA
+};
+
+/// Qwen2: biases on q, k, v (not o), 32 KV heads, windows from `max_window_layers`.
+const QWEN2: Block = Block {
+    kv_default: Some(32),
+    attention: AttentionRule::Standard(StandardRule {
+        qkv_bias: YES,
+        ..PLAIN_ATTENTION
+    }),
+    mlp: MISTRAL.mlp,
+    windows: Windows::FromLayer(28),
+    ..LLAMA
+};
+
+/// Qwen3: per-head q/k norms, `head_dim` 128 by default.
+const QWEN3: Block = Block {
+    kv_default: Some(32),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MISTRAL.mlp,
+    windows: Windows::FromLayer(28),
+    ..LLAMA
+};
+
+/// Gemma: `head_dim` 256, 16 KV heads, tied.
+const GEMMA: Block = Block {
+    kv_default: Some(16),
+    head_dim: HeadDim::KeyOr(256),
+    mlp: MISTRAL.mlp,
+    tie: true,
+    ..LLAMA
+};
+
+/// Gemma 2: sandwich norms (4 per layer), even layers slide.
+const GEMMA2: Block = Block {
+    kv_default: Some(4),
+    norm: NormRule {
+        per_layer: 4,
+        ..RMS2
+    },
+    windows: Windows::Alternate,
+    ..GEMMA
+};
+
+/// Gemma 3: Gemma 2 with per-head q/k norms, 5 local layers per global one.
+const GEMMA3_TEXT: Block = Block {
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..LLAMA_ATTENTION
+    }),
+    windows: Windows::Pattern(6),
+    ..GEMMA2
+};
+
+/// Phi-3: fused `qkv_proj` and `gate_up_proj`, no biases.
+const PHI3: Block = Block {
+    attention: AttentionRule::Standard(StandardRule {
+        fused: true,
+        ..PLAIN_ATTENTION
+    }),
+    mlp: MISTRAL.mlp,
+    windows: Windows::All,
+    ..LLAMA
+};
+
+/// `StarCoder2`: `LayerNorm`s, a plain (ungated) MLP, every projection biased by `use_bias`.
+const STARCODER2: Block = Block {
+    kv_default: Some(2),
+    attention: AttentionRule::Standard(StandardRule {
+        qkv_bias: Switch::Key("use_bias", true),
+        o_bias: Switch::Key("use_bias", true),
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MlpRule {
+        gated: false,
+        up_bias: Switch::Key("use_bias", true),
+        down_bias: Switch::Key("use_bias", true),
+        ..LLAMA_MLP
+    },
+    norm: NormRule {
+        kind: NormKind::LayerNorm,
+        bias: YES,
+        per_layer: 2,
+    },
+    tie: true,
+    windows: Windows::All,
+    ..LLAMA
+};
+
+/// `OLMo2`: q/k norms over the full projection widths.
+const OLMO2: Block = Block {
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::FullWidth,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MISTRAL.mlp,
+    ..LLAMA
+};
+
+/// The entries of this file.
+pub(crate) const FAMILIES: &[Family] = &[
+    Family {
+        model_type: "llama",
+        config_class: "LlamaConfig",
+        architecture: "LlamaForCausalLM",
+        read: Read::Block(&LLAMA),
+    },
+    Family {
+        model_type: "mistral",
+        config_class: "MistralConfig",
+        architecture: "MistralForCausalLM",
+        read: Read::Block(&MISTRAL),
+    },
+    Family {
+        model_type: "qwen2",
+        config_class: "Qwen2Config",
+        architecture: "Qwen2ForCausalLM",
+        read: Read::Block(&QWEN2),
+    },
+    Family {
+        model_type: "qwen3",
+        config_class: "Qwen3Config",
+        architecture: "Qwen3ForCausalLM",
+        read: Read::Block(&QWEN3),
+    },
+    Family {
+        model_type: "gemma",
+        config_class: "GemmaConfig",
+        architecture: "GemmaForCausalLM",
+        read: Read::Block(&GEMMA),
+    },
+    Family {
+        model_type: "gemma2",
+        config_class: "Gemma2Config",
+        architecture: "Gemma2ForCausalLM",
+        read: Read::Block(&GEMMA2),
+    },
+    Family {
+        model_type: "gemma3_text",
+        config_class: "Gemma3TextConfig",
+        architecture: "Gemma3ForCausalLM",
+        read: Read::Block(&GEMMA3_TEXT),
+    },
+    Family {
+        model_type: "phi3",
+        config_class: "Phi3Config",
+        architecture: "Phi3ForCausalLM",
+        read: Read::Block(&PHI3),
+    },
+    Family {
+        model_type: "starcoder2",
+        config_class: "Starcoder2Config",
+        architecture: "Starcoder2ForCausalLM",
+        read: Read::Block(&STARCODER2),
+    },
+    Family {
+        model_type: "olmo2",
+        config_class: "Olmo2Config",
+        architecture: "Olmo2ForCausalLM",
+        read: Read::Block(&OLMO2),
+    },
+];
