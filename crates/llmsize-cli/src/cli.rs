@@ -70,6 +70,11 @@ pub(crate) struct ModelArgs {
     #[arg(long, value_name = "TYPE")]
     pub(crate) assume: Option<String>,
 
+    /// A vision-language model's text tower alone (its vision and audio towers and projectors
+    /// left out)
+    #[arg(long)]
+    pub(crate) text_only: bool,
+
     #[command(flatten)]
     pub(crate) hub: HubArgs,
 }
@@ -195,6 +200,11 @@ pub(crate) struct ParamsArgs {
     /// figure is then marked as an estimate. Without it, an unknown type is an error
     #[arg(long, value_name = "TYPE")]
     pub(crate) assume: Option<String>,
+
+    /// A vision-language model's text tower alone (its vision and audio towers and projectors
+    /// left out)
+    #[arg(long)]
+    pub(crate) text_only: bool,
 
     /// Which head to count for encoders: the class in `architectures` (`config`), the bare
     /// encoder with pooler as papers quote (`base`), or the language-model head (`lm`)

@@ -46,6 +46,8 @@ pub struct ParamsRequest {
     /// `--assume TYPE`: count a model type llmsize does not know as this one, marked as an
     /// estimate everywhere.
     pub assume: Option<String>,
+    /// `--text-only`: a vision-language model's text tower alone.
+    pub text_only: bool,
     /// Which head to count for encoders.
     pub head: HeadChoice,
     /// Where Hub repo ids are looked up.
@@ -155,6 +157,8 @@ pub struct MemoryRequest {
     /// `--assume TYPE`: count a model type llmsize does not know as this one, marked as an
     /// estimate everywhere.
     pub assume: Option<String>,
+    /// `--text-only`: a vision-language model's text tower alone.
+    pub text_only: bool,
     /// Where Hub repo ids are looked up.
     pub hub: HubOptions,
     /// Weight format [default: bf16; weight files are measured as stored].
@@ -188,6 +192,7 @@ impl MemoryRequest {
             model: model.into(),
             overrides: Vec::new(),
             assume: None,
+            text_only: false,
             hub: HubOptions::default(),
             dtype: None,
             seq_len: 4096,
@@ -214,6 +219,8 @@ pub struct FlopsRequest {
     /// `--assume TYPE`: count a model type llmsize does not know as this one, marked as an
     /// estimate everywhere.
     pub assume: Option<String>,
+    /// `--text-only`: a vision-language model's text tower alone.
+    pub text_only: bool,
     /// Where Hub repo ids are looked up.
     pub hub: HubOptions,
     /// Tokens per sequence.
@@ -241,6 +248,7 @@ impl FlopsRequest {
             model: model.into(),
             overrides: Vec::new(),
             assume: None,
+            text_only: false,
             hub: HubOptions::default(),
             seq_len: 2048,
             batch: 1,

@@ -41,6 +41,7 @@ fn read_model(
     model: &str,
     overrides: &[String],
     assume: Option<&String>,
+    text_only: bool,
     hub: &HubOptions,
     want: Want,
     env: &HubEnv,
@@ -50,6 +51,7 @@ fn read_model(
     let options = ReadOptions {
         overrides: overrides.to_vec(),
         assume: assume.cloned(),
+        text_only,
         ..ReadOptions::default()
     };
     let spec = model.spec(&options)?;
@@ -96,6 +98,7 @@ pub(crate) fn params(req: &ParamsRequest, env: &HubEnv) -> Result<ParamsOutcome,
         overrides: req.overrides.clone(),
         head: req.head,
         assume: req.assume.clone(),
+        text_only: req.text_only,
     };
     let lookup = lookup(&req.hub, Want::No);
     let mut specs = Vec::new();
@@ -299,6 +302,7 @@ pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome,
         &req.model,
         &req.overrides,
         req.assume.as_ref(),
+        req.text_only,
         &req.hub,
         Want::IfPresent,
         env,
@@ -402,6 +406,7 @@ pub(crate) fn flops(req: &FlopsRequest, env: &HubEnv) -> Result<FlopsOutcome, Er
         &req.model,
         &req.overrides,
         req.assume.as_ref(),
+        req.text_only,
         &req.hub,
         Want::No,
         env,

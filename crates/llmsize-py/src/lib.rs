@@ -50,11 +50,12 @@ type Answer = (String, Vec<String>);
 
 /// `llmsize params`.
 #[pyfunction]
-#[pyo3(signature = (models, set, assume, head, online, revision))]
+#[pyo3(signature = (models, set, assume, text_only, head, online, revision))]
 fn params(
     models: Vec<String>,
     set: Vec<String>,
     assume: Option<String>,
+    text_only: bool,
     head: &str,
     online: bool,
     revision: String,
@@ -74,6 +75,7 @@ fn params(
         models,
         overrides: set,
         assume,
+        text_only,
         head,
         hub: hub(online, revision),
         design: None,
@@ -84,11 +86,12 @@ fn params(
 
 /// `llmsize memory`; `None` keeps the CLI's default.
 #[pyfunction]
-#[pyo3(signature = (model, set, assume, dtype, seq_len, batch, kv_dtype, gpu, tp, mla_cache, cache, overhead_mib, max_context, online, revision))]
+#[pyo3(signature = (model, set, assume, text_only, dtype, seq_len, batch, kv_dtype, gpu, tp, mla_cache, cache, overhead_mib, max_context, online, revision))]
 fn memory(
     model: String,
     set: Vec<String>,
     assume: Option<String>,
+    text_only: bool,
     dtype: Option<String>,
     seq_len: Option<u64>,
     batch: Option<u64>,
@@ -105,6 +108,7 @@ fn memory(
     let mut r = MemoryRequest::new(model);
     r.overrides = set;
     r.assume = assume;
+    r.text_only = text_only;
     r.hub = hub(online, revision);
     r.dtype = dtype;
     r.seq_len = seq_len.unwrap_or(r.seq_len);
@@ -140,11 +144,12 @@ fn memory(
 
 /// `llmsize flops`; `None` keeps the CLI's default.
 #[pyfunction]
-#[pyo3(signature = (model, set, assume, seq_len, batch, attention, gpu, dtype, kv_dtype, mfu, bw_eff, online, revision))]
+#[pyo3(signature = (model, set, assume, text_only, seq_len, batch, attention, gpu, dtype, kv_dtype, mfu, bw_eff, online, revision))]
 fn flops(
     model: String,
     set: Vec<String>,
     assume: Option<String>,
+    text_only: bool,
     seq_len: Option<u64>,
     batch: Option<u64>,
     attention: Option<&str>,
@@ -159,6 +164,7 @@ fn flops(
     let mut r = FlopsRequest::new(model);
     r.overrides = set;
     r.assume = assume;
+    r.text_only = text_only;
     r.hub = hub(online, revision);
     r.seq_len = seq_len.unwrap_or(r.seq_len);
     r.batch = batch.unwrap_or(r.batch);

@@ -79,8 +79,8 @@ def test_errors_are_typed_exceptions_with_the_cli_message():
         llmsize.params("gpt-7")
     assert "did you mean" in (e.value.hint or "")
     assert isinstance(e.value, LookupError)
-    with pytest.raises(llmsize.UnsupportedModel, match="mamba"):
-        llmsize.params({"model_type": "mamba"})
+    with pytest.raises(llmsize.UnsupportedModel, match="enigma"):
+        llmsize.params({"model_type": "enigma"})
     with pytest.raises(llmsize.InputError, match="hidden_size") as e:
         llmsize.params({"model_type": "llama", "hidden_size": 0})
     assert isinstance(e.value, ValueError)
@@ -92,6 +92,28 @@ def test_errors_are_typed_exceptions_with_the_cli_message():
         llmsize.inspect("/nonexistent/model.safetensors")
     with pytest.raises(TypeError):
         llmsize.params(42)
+
+
+def test_an_unknown_type_is_refused_unless_assumed_and_then_not_exact():
+    mystery = {
+        "model_type": "mystery",
+        "vocab_size": 32000,
+        "hidden_size": 4096,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "intermediate_size": 11008,
+    }
+    for call in (llmsize.params, llmsize.memory, llmsize.flops):
+        with pytest.raises(llmsize.UnsupportedModel, match="--assume"):
+            call(mystery)
+    with pytest.warns(llmsize.LlmsizeWarning, match="estimate"):
+        r = llmsize.params(mystery, assume="llama")
+    # Llama-2-7B's shapes, counted as llama: 6,738,415,616, and marked as an estimate.
+    assert r["total"] == 6738415616
+    assert r["exact"] is False and "--assume llama" in r["estimate_basis"]
+    with pytest.warns(llmsize.LlmsizeWarning):
+        assert llmsize.memory(mystery, assume="llama")["exact"] is False
+    assert llmsize.params("llama-2-7b")["exact"] is True
 
 
 def test_warnings_are_python_warnings():

@@ -55,6 +55,9 @@ pub struct ReadOptions {
     /// `--assume TYPE`: read a config of a model type llmsize does not know as this known
     /// type, and mark every figure as an estimate.
     pub assume: Option<String>,
+    /// `--text-only`: a vision-language (or audio) model's text tower alone: its vision and
+    /// audio towers and projectors are left out.
+    pub text_only: bool,
 }
 
 /// Every model type read exactly, in registry order: the list error messages, `presets` and
@@ -227,6 +230,23 @@ pub fn read_config_map(
         apply_override(&mut map, o)?;
     }
     let (mut spec, read) = read_map_tracked(&map, file, name, options)?;
+    if options.text_only {
+        let before = spec.extras.len();
+        spec.extras.retain(|e| !e.category.is_modality());
+        if spec.extras.len() < before {
+            spec.assumptions.push(llmsize_core::spec::Assumption {
+                field: "--text-only".into(),
+                value: "true".into(),
+                reason: "the text tower alone: vision and audio towers and projectors left out"
+                    .into(),
+            });
+        } else {
+            spec.warnings.push(
+                "`--text-only`: the model has no vision or audio tower, so it changed nothing"
+                    .into(),
+            );
+        }
+    }
     // A `--set` of a key this model type never reads changes nothing: say so.
     for o in &options.overrides {
         let key = o.split_once('=').map_or(o.as_str(), |(k, _)| k).trim();

@@ -13,6 +13,7 @@ pub(crate) fn request(args: &FlopsArgs) -> FlopsRequest {
         model: args.model.model.clone(),
         overrides: args.model.set.clone(),
         assume: args.model.assume.clone(),
+        text_only: args.model.text_only,
         hub: hub(&args.model.hub),
         seq_len: args.seq_len,
         batch: args.batch,

@@ -13,6 +13,7 @@ pub(crate) fn request(args: &MemoryArgs) -> Result<MemoryRequest, Failure> {
         model: args.model.model.clone(),
         overrides: args.model.set.clone(),
         assume: args.model.assume.clone(),
+        text_only: args.model.text_only,
         hub: hub(&args.model.hub),
         dtype: args.dtype.clone(),
         seq_len: args.seq_len,

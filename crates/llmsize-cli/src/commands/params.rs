@@ -29,6 +29,7 @@ pub(crate) fn request(args: &ParamsArgs) -> ParamsRequest {
         models: args.models.clone(),
         overrides: args.set.clone(),
         assume: args.assume.clone(),
+        text_only: args.text_only,
         head: args.head,
         hub: hub(&args.hub),
         design: design_of(&args.design),

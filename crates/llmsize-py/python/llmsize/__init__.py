@@ -136,6 +136,7 @@ def params(
     *,
     set: Overrides = None,
     assume: Optional[str] = None,
+    text_only: bool = False,
     head: Optional[str] = None,
     online: bool = False,
     revision: str = "main",
@@ -145,7 +146,8 @@ def params(
     ``head``: ``"config"`` (default: the class the config names), ``"base"`` (the bare model,
     BERT's with pooler) or ``"lm"``. ``assume``: count a model type llmsize does not know as
     this known type (the result then has ``exact: False``); without it an unknown type raises
-    ``UnsupportedModel``. The result has ``exact``, ``total``, ``components`` (17
+    ``UnsupportedModel``. ``text_only``: a vision-language model's text tower alone. The
+    result has ``exact``, ``total``, ``components`` (17
     categories), ``formulas``, ``non_embedding``, ``assumptions``, … — MoE models add
     ``active_per_token``.
 
@@ -159,6 +161,7 @@ def params(
         [_model(model)],
         _overrides(set),
         assume,
+        text_only,
         head or "config",
         online,
         revision,
@@ -180,6 +183,7 @@ def memory(
     max_context: bool = False,
     set: Overrides = None,
     assume: Optional[str] = None,
+    text_only: bool = False,
     online: bool = False,
     revision: str = "main",
 ) -> Dict[str, Any]:
@@ -199,6 +203,7 @@ def memory(
         _model(model),
         _overrides(set),
         assume,
+        text_only,
         dtype,
         seq_len,
         batch,
@@ -227,6 +232,7 @@ def flops(
     bw_eff: Optional[float] = None,
     set: Overrides = None,
     assume: Optional[str] = None,
+    text_only: bool = False,
     online: bool = False,
     revision: str = "main",
 ) -> Dict[str, Any]:
@@ -244,6 +250,7 @@ def flops(
         _model(model),
         _overrides(set),
         assume,
+        text_only,
         seq_len,
         batch,
         attention,
