@@ -605,6 +605,7 @@ pub fn model_types() -> Vec<wire::ModelTypeJson> {
             config_class: t.config_class.to_owned(),
             default_class: t.architecture.to_owned(),
             reader: if t.declarative { "block" } else { "code" }.to_owned(),
+            group: t.group.to_owned(),
         })
         .collect()
 }

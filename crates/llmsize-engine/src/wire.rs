@@ -825,6 +825,8 @@ pub struct ModelTypeJson {
     pub default_class: String,
     /// `block` (the generic decoder block with switches) or `code` (a reader of its own).
     pub reader: String,
+    /// The family group it belongs to.
+    pub group: String,
 }
 
 /// A row of `gpus --json`.

@@ -78,19 +78,22 @@ pub struct TypeInfo {
     pub architecture: &'static str,
     /// Read by the generic block with switches (data), not by code of its own.
     pub declarative: bool,
+    /// The family file's group (`mixtures of experts`).
+    pub group: &'static str,
 }
 
 /// Every model type of the registry, in registry order.
 #[must_use]
 pub fn model_type_infos() -> Vec<TypeInfo> {
-    families::REGISTRY
-        .iter()
-        .flat_map(|f| f.iter())
-        .map(|f| TypeInfo {
+    let mut seen = std::collections::HashSet::new();
+    families::entries()
+        .filter(|(_, f)| seen.insert(f.model_type))
+        .map(|(group, f)| TypeInfo {
             model_type: f.model_type,
             config_class: f.config_class,
             architecture: f.architecture,
             declarative: matches!(f.read, family::Read::Block(_)),
+            group,
         })
         .collect()
 }

@@ -38,6 +38,12 @@ pub(crate) fn run(args: &PresetsListArgs) -> Result<Outcome, Failure> {
                 human_count(r.total)
             );
         }
+        let _ = writeln!(
+            s,
+            "\n{} built-in models; any config of the {} model types of `llmsize presets --types` is read exactly",
+            rows.len(),
+            llmsize_engine::model_types().len()
+        );
         s
     };
     output::print(&text)?;

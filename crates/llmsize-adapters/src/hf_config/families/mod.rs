@@ -18,29 +18,38 @@ mod vision;
 
 use super::family::Family;
 
-/// Every family file's entries.
-pub(crate) const REGISTRY: &[&[Family]] = &[
-    classic::FAMILIES,
-    llama::FAMILIES,
-    dense::FAMILIES,
-    gpt::FAMILIES,
-    experts::FAMILIES,
-    latent::FAMILIES,
-    ssm::FAMILIES,
-    recurrent::FAMILIES,
-    encoders::FAMILIES,
-    vision::FAMILIES,
+/// Every family file's entries, with what the file holds (the README's list is grouped so).
+pub(crate) const REGISTRY: &[(&str, &[Family])] = &[
+    ("the first families", classic::FAMILIES),
+    ("LLaMA and its close relatives", llama::FAMILIES),
+    ("dense decoders", dense::FAMILIES),
+    ("GPT-style and other decoders", gpt::FAMILIES),
+    ("mixtures of experts", experts::FAMILIES),
+    ("multi-head latent attention", latent::FAMILIES),
+    ("state-space models and hybrids", ssm::FAMILIES),
+    ("linear attention and recurrent mixers", recurrent::FAMILIES),
+    ("encoders and encoder-decoders as causal LMs", encoders::FAMILIES),
+    ("vision-language models", vision::FAMILIES),
 ];
 
-/// The entry of a model type.
-pub(crate) fn find(model_type: &str) -> Option<&'static Family> {
+/// Every entry with its group, in registry order.
+pub(crate) fn entries() -> impl Iterator<Item = (&'static str, &'static Family)> {
     REGISTRY
         .iter()
-        .flat_map(|f| f.iter())
+        .flat_map(|(group, f)| f.iter().map(move |e| (*group, e)))
+}
+
+/// The entry of a model type: the first in registry order.
+pub(crate) fn find(model_type: &str) -> Option<&'static Family> {
+    entries()
+        .map(|(_, f)| f)
         .find(|f| f.model_type == model_type)
 }
 
-/// Every supported model type, in registry order.
+/// Every supported model type, in registry order (each once).
 pub(crate) fn model_types() -> impl Iterator<Item = &'static str> {
-    REGISTRY.iter().flat_map(|f| f.iter()).map(|f| f.model_type)
+    let mut seen = std::collections::HashSet::new();
+    entries()
+        .map(|(_, f)| f.model_type)
+        .filter(move |t| seen.insert(*t))
 }
