@@ -54,7 +54,9 @@ fn readme_lists_the_registry() {
             let fixed = format!("{}{block}{}", &readme[..start], &readme[end..]);
             std::fs::write(path, fixed).unwrap();
         } else {
-            panic!("the README's list of model types differs from the registry; expected:\n{block}");
+            panic!(
+                "the README's list of model types differs from the registry; expected:\n{block}"
+            );
         }
     }
 }

@@ -214,7 +214,9 @@ pub fn gguf_type(t: &Tensor, layer: u64, preset: GgufPreset, ctx: MixContext) ->
     use GgufPreset as P;
     use TensorKind as K;
     let base = preset.base();
-    if t.is_vector() || matches!(t.kind, K::Router | K::SharedExpertGate) {
+    // llama-quantize leaves 1-D tensors, routers and convolution kernels (`ssm_conv1d`,
+    // LFM2's `shortconv.conv`) in F32.
+    if t.is_vector() || matches!(t.kind, K::Router | K::SharedExpertGate | K::Block) {
         return GgmlType::F32;
     }
     if matches!(t.kind, K::PositionEmbedding | K::TokenTypeEmbedding) {

@@ -39,22 +39,14 @@ fn lookup(hub: &HubOptions, weights: Want) -> Lookup {
 /// Resolve one MODEL and read its spec; its warnings, prefixed with its name, go to `warnings`.
 fn read_model(
     model: &str,
-    overrides: &[String],
-    assume: Option<&String>,
-    text_only: bool,
+    options: &ReadOptions,
     hub: &HubOptions,
     want: Want,
     env: &HubEnv,
     warnings: &mut Vec<String>,
 ) -> Result<(ModelSpec, Model), Error> {
     let model = resolve_model(model, &lookup(hub, want), env)?;
-    let options = ReadOptions {
-        overrides: overrides.to_vec(),
-        assume: assume.cloned(),
-        text_only,
-        ..ReadOptions::default()
-    };
-    let spec = model.spec(&options)?;
+    let spec = model.spec(options)?;
     warnings.extend(spec.warnings.iter().map(|w| format!("{}: {w}", spec.name)));
     Ok((spec, model))
 }
@@ -300,9 +292,12 @@ pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome,
     let mut warnings = Vec::new();
     let (spec, model) = read_model(
         &req.model,
-        &req.overrides,
-        req.assume.as_ref(),
-        req.text_only,
+        &ReadOptions {
+            overrides: req.overrides.clone(),
+            assume: req.assume.clone(),
+            text_only: req.text_only,
+            ..ReadOptions::default()
+        },
         &req.hub,
         Want::IfPresent,
         env,
@@ -404,9 +399,12 @@ pub(crate) fn flops(req: &FlopsRequest, env: &HubEnv) -> Result<FlopsOutcome, Er
     let mut warnings = Vec::new();
     let (spec, _) = read_model(
         &req.model,
-        &req.overrides,
-        req.assume.as_ref(),
-        req.text_only,
+        &ReadOptions {
+            overrides: req.overrides.clone(),
+            assume: req.assume.clone(),
+            text_only: req.text_only,
+            ..ReadOptions::default()
+        },
         &req.hub,
         Want::No,
         env,

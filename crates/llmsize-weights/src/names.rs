@@ -92,6 +92,47 @@ const BUFFER_NAMES: &[&str] = &[
 /// The category of a Hugging Face checkpoint tensor name, e.g.
 /// `model.layers.0.self_attn.q_proj.weight` → [`Category::Attention`].
 ///
+/// Audio towers and their projectors.
+const AUDIO_MODULES: &[&str] = &[
+    "audio_tower",
+    "audio_model",
+    "audio_encoder",
+    "embed_audio",
+    "audio_embed",
+    "audio_projection",
+    "audio_tokenizer",
+];
+
+/// Vision towers and multimodal projectors.
+const VISION_MODULES: &[&str] = &[
+    "vision_tower",
+    "vision_model",
+    "visual",
+    "multi_modal_projector",
+    "mm_projector",
+    "connector",
+    "merger",
+    "qformer",
+    "language_projection",
+    "image_newline",
+    "patch_embed",
+    "vqmodel",
+    "embed_vision",
+];
+
+/// State-space and linear-attention mixers as transformers names them (Mamba's `mixer`,
+/// Jamba/Zamba's `mamba`, Qwen3-Next's `linear_attn`).
+const SSM_MODULES: &[&str] = &["mixer", "mamba", "linear_attn"];
+
+/// Residual-stream machinery that is neither attention nor MLP (Gemma-3n).
+const LAYER_EXTRA_MODULES: &[&str] = &[
+    "altup",
+    "laurel",
+    "per_layer_model_projection",
+    "per_layer_input_gate",
+    "per_layer_projection",
+];
+
 /// Works with or without the usual prefixes (`model.`, `transformer.`, `bert.`, ...), for
 /// per-expert checkpoint names (`block_sparse_moe.experts.3.w1.weight`) and for the fused
 /// expert parameters of `transformers` 5 (`mlp.experts.gate_up_proj`). Rules, in order:
@@ -115,6 +156,21 @@ pub fn category_of_hf(name: &str) -> Category {
         || (param == "bias" && matches!(leaf, "attn" | "attention"))
     {
         return Category::Buffer;
+    }
+
+    // Whole towers and mixers first: everything inside them is theirs, norms and
+    // projections included (the coverage truth's rules, `shared/truth/coverage/README.md`).
+    if has(AUDIO_MODULES) {
+        return Category::Audio;
+    }
+    if has(VISION_MODULES) {
+        return Category::Vision;
+    }
+    if has(SSM_MODULES) {
+        return Category::Ssm;
+    }
+    if has(LAYER_EXTRA_MODULES) {
+        return Category::LayerExtras;
     }
 
     if TOKEN_EMBEDDING_MODULES.contains(&leaf) {

@@ -65,6 +65,41 @@ fn oracle_names_through_gguf_map_all_match() {
 }
 
 #[test]
+fn towers_mixers_and_layer_extras_take_everything_inside_them() {
+    for (name, want) in [
+        (
+            "model.vision_tower.vision_model.encoder.layers.0.self_attn.q_proj.weight",
+            Category::Vision,
+        ),
+        (
+            "model.multi_modal_projector.linear_1.weight",
+            Category::Vision,
+        ),
+        ("model.visual.blocks.0.norm1.weight", Category::Vision),
+        ("thinker.audio_tower.layers.0.fc1.weight", Category::Audio),
+        ("backbone.layers.0.mixer.in_proj.weight", Category::Ssm),
+        ("backbone.layers.0.mixer.A_log", Category::Ssm),
+        ("model.layers.1.mamba.norm.weight", Category::Ssm),
+        ("model.layers.0.linear_attn.conv1d.weight", Category::Ssm),
+        (
+            "model.language_model.layers.0.altup.correction_coefs.weight",
+            Category::LayerExtras,
+        ),
+        (
+            "model.language_model.layers.0.laurel.linear_left.weight",
+            Category::LayerExtras,
+        ),
+        // The text model of a vision-language checkpoint keeps its own categories.
+        (
+            "model.language_model.layers.0.self_attn.q_proj.weight",
+            Category::Attention,
+        ),
+    ] {
+        assert_eq!(category_of_hf(name), want, "{name}");
+    }
+}
+
+#[test]
 fn category_names_round_trip() {
     for c in Category::PARAMETERS.into_iter().chain([Buffer, Unknown]) {
         assert_eq!(Category::from_name(c.as_str()), Some(c));
@@ -494,7 +529,8 @@ fn unknown_names() {
             ("", Unknown),
             ("weight", Unknown),
             ("model.layers.0.conv1d.weight", Unknown),
-            ("vision_tower.patch_embed.proj.weight", Unknown),
+            // A vision tower is Vision now (issue 9); a module no rule knows stays Unknown.
+            ("model.frobnicator.0.weight", Unknown),
         ],
     );
 }

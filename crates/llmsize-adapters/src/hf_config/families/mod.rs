@@ -28,7 +28,10 @@ pub(crate) const REGISTRY: &[(&str, &[Family])] = &[
     ("multi-head latent attention", latent::FAMILIES),
     ("state-space models and hybrids", ssm::FAMILIES),
     ("linear attention and recurrent mixers", recurrent::FAMILIES),
-    ("encoders and encoder-decoders as causal LMs", encoders::FAMILIES),
+    (
+        "encoders and encoder-decoders as causal LMs",
+        encoders::FAMILIES,
+    ),
     ("vision-language models", vision::FAMILIES),
 ];
 
