@@ -13,7 +13,8 @@
 //!   `exact`, `estimate_basis` (when not exact), `total`, `non_embedding`,
 //!   `tied_embeddings`, `components` (the 17 categories, all present), `formulas` (the same keys, each the symbolic formula), `stacks`, `estimates`,
 //!   `assumptions`, `warnings`; MoE only: `active_per_token`,
-//!   `active_per_token_excl_token_embedding`.
+//!   `active_per_token_excl_token_embedding`; vision-language and audio models only:
+//!   `modalities` (`text`, `vision`, `audio`).
 //! - every report carries `exact` (false when the model type was assumed with `--assume`,
 //!   and then `estimate_basis` says what was assumed).
 //! - `memory`: the options, `params`, `weights_bytes` and lines, the KV cache by group,
@@ -137,6 +138,21 @@ pub struct ParamsJson {
     /// MoE: the same without the token table.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub active_per_token_excl_token_embedding: Option<u64>,
+    /// Vision-language and audio models: the text model (embeddings and head included), the
+    /// vision tower with its projector, the audio tower.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modalities: Option<ModalitiesJson>,
+}
+
+/// The split of a multimodal model.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ModalitiesJson {
+    /// Everything a text token uses.
+    pub text: u64,
+    /// Vision towers and projectors.
+    pub vision: u64,
+    /// Audio towers and projectors.
+    pub audio: u64,
 }
 
 /// `params --json`: one object, or an array for several models.
@@ -245,6 +261,15 @@ impl From<&ParamsReport> for ParamsJson {
                 .active
                 .as_ref()
                 .map(|a| a.per_token_excl_token_embedding),
+            modalities: {
+                let (vision, audio) = (c.get(Category::Vision), c.get(Category::Audio));
+                (vision > 0 || audio > 0).then(|| ModalitiesJson {
+                    // vision + audio ≤ total: they are two of its components.
+                    text: c.total.saturating_sub(vision).saturating_sub(audio),
+                    vision,
+                    audio,
+                })
+            },
         }
     }
 }
@@ -595,6 +620,9 @@ pub struct InspectJson {
     pub name: String,
     /// `safetensors` or `gguf`.
     pub format: String,
+    /// True when every tensor's category is known (the counts are then the files' own);
+    /// false when some names matched no rule (listed under `unknown`, out of `total`).
+    pub exact: bool,
     /// The files and their lengths.
     pub files: Vec<FileJson>,
     /// Parameters (buffers and unknown names excluded).
@@ -681,6 +709,7 @@ impl InspectJson {
                 Format::Gguf => "gguf",
             }
             .to_owned(),
+            exact: s.unknown.is_empty(),
             files: c
                 .files
                 .iter()
@@ -716,6 +745,8 @@ impl InspectJson {
 pub struct AuditJson {
     /// Display name.
     pub name: String,
+    /// True when the config's model type is read exactly (an audit never assumes one).
+    pub exact: bool,
     /// Whether every category agrees.
     pub agrees: bool,
     /// The config-based total.
@@ -764,6 +795,7 @@ impl AuditJson {
     pub fn new(name: &str, a: &Audit) -> Self {
         AuditJson {
             name: name.to_owned(),
+            exact: true,
             agrees: a.agrees(),
             config_total: a.config_total,
             tensor_total: a.summary.total,

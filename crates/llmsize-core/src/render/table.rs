@@ -72,6 +72,17 @@ pub fn render(report: &ParamsReport) -> String {
         human_count(c.non_embedding()),
         "total − token, position and token-type tables".to_owned(),
     ]);
+    let (vision, audio) = (c.get(Category::Vision), c.get(Category::Audio));
+    if vision > 0 || audio > 0 {
+        let text = c.total.saturating_sub(vision).saturating_sub(audio);
+        rows.push(vec![
+            "text model".to_owned(),
+            thousands(text),
+            human_count(text),
+            "total − vision − audio (embeddings and head included); --text-only counts it alone"
+                .to_owned(),
+        ]);
+    }
     if let Some(a) = &c.active {
         rows.push(vec![
             "active per token".to_owned(),
