@@ -770,7 +770,8 @@ fn layer_tensors(b: &mut Builder, layer: &Layer, w: &Widths) -> Result<(), Overf
         match attention {
             Attention::Standard(a) => standard_attention(b, a, w, cross)?,
             Attention::Latent(a) => latent_attention(b, a, w)?,
-            Attention::Absent => {}
+            // The shared block's tensors are counted once, at model level.
+            Attention::Absent | Attention::CacheOnly(_) => {}
         }
     }
     match &layer.ffn {
@@ -887,7 +888,7 @@ fn geometry(
     let checked = |e: Expr| e.eval().map(|v| (e, v));
     Ok(Some(match a {
         Attention::Absent => return Ok(None),
-        Attention::Standard(a) => {
+        Attention::Standard(a) | Attention::CacheOnly(a) => {
             let (_, width) = checked(Expr::product(vec![
                 Expr::sym(Sym::Heads, a.num_heads),
                 Expr::sym(Sym::HeadDim, a.head_dim),

@@ -167,7 +167,7 @@ pub fn mix_context(spec: &ModelSpec) -> MixContext {
     let mut gqa = 1;
     let mut experts = 0;
     for l in spec.layers_by_run() {
-        if let Attention::Standard(a) = &l.attention {
+        if let Attention::Standard(a) | Attention::CacheOnly(a) = &l.attention {
             gqa = a.num_heads / a.num_kv_heads.max(1);
         }
         if let Ffn::Moe(m) = &l.ffn {
@@ -358,7 +358,7 @@ fn activation_elements_per_token(spec: &ModelSpec) -> Result<(u64, String), Spec
     let mut why = String::new();
     for l in spec.layer_kinds() {
         let attention = match &l.attention {
-            Attention::Standard(a) => prod(&[
+            Attention::Standard(a) | Attention::CacheOnly(a) => prod(&[
                 sum(&[prod(&[a.num_heads, 2])?, prod(&[a.num_kv_heads, 2])?])?,
                 a.head_dim,
             ])?,
@@ -400,7 +400,7 @@ fn check_tp(spec: &ModelSpec, tp: u64) -> Result<(), SpecError> {
     }
     for l in spec.layer_kinds() {
         let (heads, kv) = match &l.attention {
-            Attention::Standard(a) => (a.num_heads, Some(a.num_kv_heads)),
+            Attention::Standard(a) | Attention::CacheOnly(a) => (a.num_heads, Some(a.num_kv_heads)),
             Attention::Latent(a) => (a.num_heads, None),
             Attention::Absent => continue,
         };

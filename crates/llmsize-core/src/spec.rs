@@ -460,6 +460,10 @@ pub enum Attention {
     /// No attention: the layer mixes tokens another way (a state-space mixer in
     /// [`Layer::extras`]), or not at all.
     Absent,
+    /// Attention whose weights belong to a block shared by several layers (Zamba's shared
+    /// transformer, counted once in [`ModelSpec::extras`]), but which caches its own keys
+    /// and values in this layer: the layer holds no attention tensor, the cache is per layer.
+    CacheOnly(StandardAttention),
 }
 
 /// MHA/GQA/MQA: q `d → n_h·d_h`, k and v `d → n_kv·d_h`, o `n_h·d_h → d`.
@@ -682,7 +686,7 @@ impl ModelSpec {
         for layer in self.layer_kinds() {
             for attention in std::iter::once(&layer.attention).chain(&layer.cross_attention) {
                 match attention {
-                    Attention::Standard(a) => {
+                    Attention::Standard(a) | Attention::CacheOnly(a) => {
                         positive("num_attention_heads", a.num_heads)?;
                         positive("num_key_value_heads", a.num_kv_heads)?;
                         positive("head_dim", a.head_dim)?;
