@@ -7,15 +7,20 @@
 //! `E` experts as `gate_up_proj`/`down_proj`, `n_shared_experts` shared experts as one MLP
 //! of `moe_intermediate_size · n_shared_experts`).
 
-use llmsize_core::spec::{Ffn, Layer, Layers, ModelSpec};
+use llmsize_core::Category;
+use llmsize_core::expr::{Expr, Sym};
+use llmsize_core::spec::{
+    Attention, Extra, Ffn, LatentAttention, Layer, Layers, Mlp, ModelSpec, Moe, Norm,
+};
 
 use crate::error::ConfigError;
-use crate::hf_config::decoder::mlp;
+use crate::hf_config::decoder::{Decoder, mlp};
 use crate::hf_config::family::{
-    AttentionRule, Block, Family, LLAMA, LLAMA_MLP, MlpRule, MoeRule, NO, Read, Shared, Sparsity,
-    Switch, key_or,
+    AttentionRule, Block, Family, LLAMA, LLAMA_MLP, MlpRule, MoeRule, NO, Read, Reader, Shared,
+    Size, Sparsity, Switch, key_or,
 };
 use crate::hf_config::raw::RawConfig;
+use crate::hf_config::{HeadChoice, architecture};
 
 /// Rebuild every stack's layers through `f` (a layer and its index), keeping runs.
 fn map_layers(
@@ -346,6 +351,215 @@ const YOUTU: Block = Block {
     ..LLAMA
 };
 
+/// The MLA keys of a configuration class with its defaults.
+struct MlaKeys {
+    heads: Size,
+    /// `q_lora_rank` when absent; `None`: a full `q_proj`.
+    q_lora: Option<u64>,
+    kv_lora: u64,
+    nope: u64,
+    rope: u64,
+    v: u64,
+}
+
+/// Read an MLA block (`modeling_deepseek_v3.py`'s `DeepseekV3Attention` and its copies), every
+/// size with the class default; `attention_bias` on `q_a_proj`, `kv_a_proj_with_mqa`, `o_proj`.
+fn read_mla(
+    r: &mut Reader<'_, '_>,
+    hidden: u64,
+    k: &MlaKeys,
+) -> Result<LatentAttention, ConfigError> {
+    let q_lora_rank = if r.raw.has("q_lora_rank") {
+        r.raw.size_opt("q_lora_rank")?
+    } else {
+        match k.q_lora {
+            Some(d) => Some(r.size(key_or(&["q_lora_rank"], d), Sym::QueryRank)?),
+            None => {
+                let reason = format!("absent; `{}` default", r.class);
+                r.raw.assume("q_lora_rank", "null", &reason);
+                None
+            }
+        }
+    };
+    if q_lora_rank.is_some() {
+        r.raw.source(Sym::QueryRank, "q_lora_rank");
+    }
+    Ok(LatentAttention {
+        hidden,
+        num_heads: r.size(k.heads, Sym::Heads)?,
+        q_lora_rank,
+        kv_lora_rank: r.size(key_or(&["kv_lora_rank"], k.kv_lora), Sym::KvRank)?,
+        qk_nope_head_dim: r.size(key_or(&["qk_nope_head_dim"], k.nope), Sym::NopeDim)?,
+        qk_rope_head_dim: r.size(key_or(&["qk_rope_head_dim"], k.rope), Sym::RopeDim)?,
+        v_head_dim: r.size(key_or(&["v_head_dim"], k.v), Sym::ValueDim)?,
+        bias: r.switch(Switch::Key("attention_bias", false))?,
+    })
+}
+
+/// `RMSNorm` over `d`.
+fn rms(d: u64) -> Norm {
+    Norm::rms_norm(d)
+}
+
+/// `LongCat-Flash` (`modeling_longcat_flash.py`): each of the `num_layers` decoder layers holds
+/// two MLA sublayers (`self_attn.0/1`, cached as layers `2i` and `2i + 1`), two dense MLPs of
+/// `ffn_hidden_size` (`mlps.0/1`), four norms, and one "shortcut" MoE fed from the first
+/// sublayer. The MoE routes over `n_routed_experts + zero_expert_num` (the zero experts are
+/// identities): its router `classifier` is `d → E + Z`, and `experts.gate_up_proj` is built
+/// for all `E + Z` experts while `down_proj` holds only the `E` real ones. Here each decoder
+/// layer is two layers: the first carries the MoE (with `mlps.0` and the zero experts' rows as
+/// extras), the second `mlps.1`.
+fn longcat_flash(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    _head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let mut r = Reader {
+        raw,
+        class: family.config_class,
+    };
+    let hidden = r.size(key_or(&["hidden_size"], 6144), Sym::Hidden)?;
+    let vocab = r.size(key_or(&["vocab_size"], 131_072), Sym::Vocab)?;
+    // `num_hidden_layers` is a property, `2 · num_layers`; its setter halves.
+    let layers = match (r.raw.size_opt("num_layers")?, r.raw.size_opt("num_hidden_layers")?) {
+        (Some(n), _) => {
+            r.raw.source(Sym::Layers, "num_layers");
+            n
+        }
+        (None, Some(n)) if n >= 2 => {
+            r.raw.source(Sym::Layers, "num_hidden_layers / 2");
+            n / 2
+        }
+        _ => r.size(key_or(&["num_layers"], 28), Sym::Layers)?,
+    };
+    let n = r.raw.layer_count("num_layers", layers)?;
+    let attention = read_mla(
+        &mut r,
+        hidden,
+        &MlaKeys {
+            heads: key_or(&["num_attention_heads"], 64),
+            q_lora: Some(1536),
+            kv_lora: 512,
+            nope: 128,
+            rope: 64,
+            v: 128,
+        },
+    )?;
+    if attention.q_lora_rank.is_none() {
+        let v = serde_json::Value::Null;
+        return Err(r.raw.invalid("q_lora_rank", &v, "a positive integer (LongCat-Flash always has `q_a_proj`)"));
+    }
+    // `q_b_proj` is `n_h · qk_head_dim`, a key of its own defaulting to `nope + rope`.
+    let qk = attention.qk_nope_head_dim + attention.qk_rope_head_dim;
+    if let Some(q) = r.raw.size_opt("qk_head_dim")?
+        && q != qk
+    {
+        return Err(r.raw.invalid(
+            "qk_head_dim",
+            &q.into(),
+            &format!("`qk_nope_head_dim + qk_rope_head_dim` ({qk})"),
+        ));
+    }
+    let ffn = r.size(
+        key_or(&["ffn_hidden_size", "intermediate_size"], 12288),
+        Sym::Ffn,
+    )?;
+    let expert_ffn = r.size(
+        key_or(&["expert_ffn_hidden_size", "moe_intermediate_size"], 2048),
+        Sym::ExpertFfn,
+    )?;
+    let experts = r.size(
+        key_or(&["n_routed_experts", "num_local_experts"], 512),
+        Sym::Experts,
+    )?;
+    let top_k = r.size(key_or(&["moe_topk", "num_experts_per_tok"], 12), Sym::TopK)?;
+    // `config.zero_expert_num or 0`: an explicit `null` is none.
+    let zero = if r.raw.has("zero_expert_num") && r.raw.value("zero_expert_num").is_none() {
+        0
+    } else {
+        r.count(key_or(&["zero_expert_num"], 256))?
+    };
+    let router_bias = r.switch(Switch::Key("router_bias", false))?;
+    let tied = r.switch(Switch::Key("tie_word_embeddings", false))?;
+    let dense = mlp(hidden, ffn, true, false);
+    let d = || Expr::sym(Sym::Hidden, hidden);
+    let f = || Expr::sym(Sym::Ffn, ffn);
+    let mut extras = vec![
+        Extra::linear("mlps.0.gate_proj.weight", "mlps.0", Category::Ffn, d(), f()),
+        Extra::linear("mlps.0.up_proj.weight", "mlps.0", Category::Ffn, d(), f()),
+        Extra::linear("mlps.0.down_proj.weight", "mlps.0", Category::Ffn, f(), d()),
+    ];
+    if zero > 0 {
+        let z = || Expr::sym(Sym::Named("zero_experts"), zero);
+        extras.push(Extra::linear(
+            "mlp.router.classifier.weight (zero experts)",
+            "router",
+            Category::MoeRouter,
+            d(),
+            z(),
+        ));
+        if router_bias {
+            extras.push(Extra::vector(
+                "mlp.router.classifier.bias (zero experts)",
+                "router",
+                Category::MoeRouter,
+                z(),
+            ));
+        }
+        extras.push(Extra::table(
+            "mlp.experts.gate_up_proj (zero experts)",
+            "experts",
+            Category::MoeExperts,
+            Expr::product(vec![z(), Expr::Lit(2), Expr::sym(Sym::ExpertFfn, expert_ffn)]),
+            d(),
+        ));
+    }
+    let first = Layer {
+        attention: Attention::Latent(attention.clone()),
+        cross_attention: None,
+        ffn: Ffn::Moe(Moe {
+            num_experts: experts,
+            experts_per_token: top_k,
+            expert: Mlp {
+                hidden,
+                intermediate: expert_ffn,
+                gated: true,
+                up_bias: false,
+                down_bias: false,
+            },
+            router_bias,
+            shared: None,
+            shared_gate: false,
+        }),
+        norms: vec![rms(hidden); 2],
+        sliding_window: None,
+        extras,
+        state: None,
+    };
+    let second = Layer {
+        attention: Attention::Latent(attention),
+        cross_attention: None,
+        ffn: Ffn::Dense(dense),
+        norms: vec![rms(hidden); 2],
+        sliding_window: None,
+        extras: Vec::new(),
+        state: None,
+    };
+    let stack = Layers::from_pattern((0..n.saturating_mul(2)).map(|i| i % 2), |&k| {
+        if k == 0 { first.clone() } else { second.clone() }
+    });
+    Ok(Decoder::new(
+        family.model_type,
+        architecture(r.raw, family.architecture),
+        hidden,
+        vocab,
+        stack,
+        Some(rms(hidden)),
+        tied,
+    )
+    .into_spec())
+}
+
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
     Family {
@@ -389,5 +603,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         config_class: "YoutuConfig",
         architecture: "YoutuForCausalLM",
         read: Read::Block(&YOUTU),
+    },
+    Family {
+        model_type: "longcat_flash",
+        config_class: "LongcatFlashConfig",
+        architecture: "LongcatFlashForCausalLM",
+        read: Read::Code(longcat_flash),
     },
 ];
