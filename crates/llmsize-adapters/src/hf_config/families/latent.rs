@@ -89,6 +89,8 @@ fn mla_block(
     let reason = format!("absent; `{}` default", family.config_class);
     let v = if let Some(v) = d.v {
         v
+    } else if raw.value("v_head_dim").is_some() {
+        0
     } else {
         let hidden = raw.size_opt("hidden_size")?.unwrap_or(d.hidden);
         let heads = raw.size_opt("num_attention_heads")?.unwrap_or(d.heads);
