@@ -120,10 +120,32 @@ fn mla_block(
     raw.assumptions.append(&mut inner.assumptions);
     raw.sources.append(&mut inner.sources);
     for (key, symbol) in filled {
-        raw.source(symbol, &format!("{key} (default)"));
+        raw.sources.insert(symbol, format!("{key} (default)"));
     }
     raw.read.borrow_mut().extend(inner.read.into_inner());
-    spec
+    let spec = spec?;
+    if let Some(m) = &block.moe {
+        // More dense layers than layers leaves no MoE layer: a config error, as before.
+        if let Some(first) = m.sparsity.first_dense
+            && let Some(key) = first.keys.first()
+            && let Some(k) = raw.uint(key)?
+            && k > spec.num_layers()
+        {
+            return Err(raw.invalid(
+                key,
+                &k.into(),
+                &format!("at most `num_hidden_layers` ({})", spec.num_layers()),
+            ));
+        }
+        // The shared width's source by its keys (`moe_intermediate_size·n_shared_experts`).
+        if let Shared::Count(s) = m.shared
+            && raw.sources.contains_key(&Sym::SharedFfn)
+            && let (Some(w), Some(c)) = (m.expert_width.keys.first(), s.keys.first())
+        {
+            raw.sources.insert(Sym::SharedFfn, format!("{w}·{c}"));
+        }
+    }
+    Ok(spec)
 }
 
 /// The MLA attention of `DeepseekV3Config` and its copies: `attention_bias` on `q_a_proj`,
