@@ -1,11 +1,16 @@
 //! Multi-head latent attention (MLA) and DeepSeek's relatives: DeepSeek-V2/V3, `SarvamMLA`
-//! (a `DeepseekV3ForCausalLM`), Mistral 4, GLM-4-MoE-Lite, `MiniCPM3` and Youtu. Each entry is
-//! the configuration class's defaults and the switches of its `modeling_*.py`
+//! (a `DeepseekV3ForCausalLM`), Mistral 4, GLM-4-MoE-Lite, `MiniCPM3`, Youtu and `LongCat-Flash`.
+//! Each entry is the configuration class's defaults and the switches of its `modeling_*.py`
 //! (transformers 5.24): an MLA block (`q_a_proj`/`q_a_layernorm`/`q_b_proj` or a full
 //! `q_proj`, `kv_a_proj_with_mqa`, `kv_a_layernorm`, `kv_b_proj`, `o_proj`), two `RMSNorm`s
 //! per layer, and either a `SwiGLU` MLP or DeepSeek's `…MoE` (router `d → E` without bias, the
 //! `E` experts as `gate_up_proj`/`down_proj`, `n_shared_experts` shared experts as one MLP
 //! of `moe_intermediate_size · n_shared_experts`).
+//!
+//! The [`Block`] entries are read through [`mla_block`], which only fills the MLA sizes'
+//! class defaults that [`AttentionRule::Latent`] reads as required. DeepSeek-V3.2 and
+//! GLM-MoE-DSA (DSA indexer) are written but wait in [`PENDING_INDEXER_CACHE`]; DeepSeek-V4
+//! (compressed sliding-window caches, hyper-connections) is not here.
 
 use llmsize_core::Category;
 use llmsize_core::expr::{Expr, Sym};
