@@ -325,9 +325,10 @@ fn bad_input_is_a_clear_error() {
             write(
                 d,
                 "mla.json",
-                r#"{"model_type":"deepseek_v2","vocab_size":1000,"hidden_size":256,"num_hidden_layers":4,"num_attention_heads":4,"intermediate_size":512,"moe_intermediate_size":128,"n_routed_experts":8,"num_experts_per_tok":2,"qk_nope_head_dim":32,"qk_rope_head_dim":16,"v_head_dim":32}"#,
+                r#"{"model_type":"deepseek_v2","vocab_size":1000,"hidden_size":256,"num_hidden_layers":4,"num_attention_heads":4,"intermediate_size":512,"moe_intermediate_size":128,"n_routed_experts":8,"num_experts_per_tok":2,"kv_lora_rank":0,"qk_nope_head_dim":32,"qk_rope_head_dim":16,"v_head_dim":32}"#,
             ),
-            vec!["mla.json", "missing key `kv_lora_rank`"],
+            // An absent `kv_lora_rank` takes `DeepseekV2Config`'s 512; a zero one is refused.
+            vec!["mla.json", "kv_lora_rank", "expected a positive integer"],
         ),
         (
             write(

@@ -922,11 +922,14 @@ fn geometry(
             let v = Expr::product(vec![n_h, d_v]);
             let (qk, qk_width) = checked(qk)?;
             let (v, v_width) = checked(v)?;
-            let (latent, _) = checked(Expr::sum(vec![
-                Expr::sym(Sym::KvRank, a.kv_lora_rank),
-                d_rope,
-            ]))?;
-            let (expanded, _) = checked(Expr::sum(vec![qk, v]))?;
+            let index = a.indexer_key_dim.map(|d| Expr::sym(Sym::Named("d_idx"), d));
+            let (latent, _) = checked(Expr::sum(
+                [Expr::sym(Sym::KvRank, a.kv_lora_rank), d_rope]
+                    .into_iter()
+                    .chain(index.clone())
+                    .collect(),
+            ))?;
+            let (expanded, _) = checked(Expr::sum([qk, v].into_iter().chain(index).collect()))?;
             AttentionGeometry {
                 stack,
                 layers,

@@ -522,6 +522,9 @@ pub struct LatentAttention {
     pub v_head_dim: u64,
     /// Bias on the down projections and `o_proj` (`attention_bias`).
     pub bias: bool,
+    /// DeepSeek Sparse Attention (V3.2, GLM-MoE-DSA): the lightning indexer caches one key of
+    /// this width per token beside the latent (its weights are the layer's extras).
+    pub indexer_key_dim: Option<u64>,
 }
 
 /// Feed-forward part of a layer.

@@ -546,6 +546,7 @@ pub(crate) fn block_attention(
                 qk_rope_head_dim: r.raw.size(&["qk_rope_head_dim"], Sym::RopeDim)?,
                 v_head_dim: r.raw.size(&["v_head_dim"], Sym::ValueDim)?,
                 bias: r.switch(bias)?,
+                indexer_key_dim: None,
             }))
         }
     }

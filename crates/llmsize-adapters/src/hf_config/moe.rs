@@ -1,13 +1,11 @@
-//! Mixture-of-experts families, and DeepSeek's multi-head latent attention.
+//! Mixture-of-experts families read by code (Mixtral, Qwen-MoE, OLMoE, GraniteMoE, gpt-oss).
 //!
 //! transformers 5.24 stores routed experts as fused 3-D tensors (`gate_up_proj` [E, 2f, h],
 //! `down_proj` [E, h, f]); the count is the same as per-expert modules. Routers have no bias
 //! except gpt-oss's; DeepSeek-V3's `e_score_correction_bias` is a buffer, not a parameter.
 
 use llmsize_core::expr::Sym;
-use llmsize_core::spec::{
-    Attention, Ffn, LatentAttention, Layer, Layers, Mlp, ModelSpec, Moe, Norm,
-};
+use llmsize_core::spec::{Attention, Ffn, Layer, Layers, Mlp, ModelSpec, Moe, Norm};
 
 use super::architecture;
 use super::decoder::{Decoder, kv_heads, mha, mlp, sliding_windows};
@@ -215,145 +213,6 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
     Ok(Decoder::new(
         model_type.to_owned(),
         architecture(raw, default_arch),
-        hidden,
-        vocab,
-        layers_list,
-        Some(Norm::rms_norm(hidden)),
-        tied,
-    )
-    .into_spec())
-}
-
-/// DeepSeek-V2/V3 (`modeling_deepseek_v2.py`, `modeling_deepseek_v3.py`): MLA attention,
-/// the first `first_k_dense_replace` layers dense, the rest MoE with `n_shared_experts`
-/// shared experts as one MLP of `moe_intermediate_size · n_shared_experts`. The MTP layer
-/// of V3 checkpoints is not built by transformers and not counted.
-pub(crate) fn deepseek(
-    raw: &mut RawConfig<'_>,
-    model_type: &str,
-) -> Result<ModelSpec, ConfigError> {
-    let v3 = model_type == "deepseek_v3";
-    let class = if v3 {
-        "DeepseekV3Config"
-    } else {
-        "DeepseekV2Config"
-    };
-    let default_reason = format!("absent; `{class}` default");
-    let hidden = raw.size(&["hidden_size"], Sym::Hidden)?;
-    let layers = raw.size(&["num_hidden_layers"], Sym::Layers)?;
-    let heads = raw.size(&["num_attention_heads"], Sym::Heads)?;
-    let vocab = raw.size(&["vocab_size"], Sym::Vocab)?;
-    let dense_width = raw.size(&["intermediate_size"], Sym::Ffn)?;
-    let expert_width = raw.size(&["moe_intermediate_size"], Sym::ExpertFfn)?;
-    let experts = required(raw, &["n_routed_experts"], Sym::Experts)?;
-    let top_k = required(raw, &["num_experts_per_tok"], Sym::TopK)?;
-    if top_k > experts {
-        return Err(raw.invalid(
-            "num_experts_per_tok",
-            &top_k.into(),
-            &format!("at most `n_routed_experts` ({experts})"),
-        ));
-    }
-    let shared = raw.uint("n_shared_experts")?;
-    let first_dense = raw.uint("first_k_dense_replace")?.unwrap_or_else(|| {
-        let d = u64::from(v3) * 3;
-        raw.assume("first_k_dense_replace", d, &default_reason);
-        d
-    });
-    if first_dense > layers {
-        return Err(raw.invalid(
-            "first_k_dense_replace",
-            &first_dense.into(),
-            &format!("at most `num_hidden_layers` ({layers})"),
-        ));
-    }
-    // MLA ranks: `q_lora_rank` may be null (a full q_proj); the others are required.
-    let q_lora_rank = if raw.has("q_lora_rank") {
-        raw.size_opt("q_lora_rank")?
-    } else {
-        raw.assume("q_lora_rank", 1536, &default_reason);
-        Some(1536)
-    };
-    if q_lora_rank.is_some() {
-        raw.source(Sym::QueryRank, "q_lora_rank");
-    }
-    let kv_lora_rank = raw.size(&["kv_lora_rank"], Sym::KvRank)?;
-    let nope = raw.size(&["qk_nope_head_dim"], Sym::NopeDim)?;
-    let rope = raw.size(&["qk_rope_head_dim"], Sym::RopeDim)?;
-    let v_dim = raw.size(&["v_head_dim"], Sym::ValueDim)?;
-    let bias = raw.flag_or("attention_bias", false, &default_reason)?;
-    let mlp_bias = if v3 {
-        false
-    } else {
-        raw.flag_or("mlp_bias", false, &default_reason)?
-    };
-    let tied = raw.flag_or("tie_word_embeddings", false, &default_reason)?;
-    let attention = Attention::Latent(LatentAttention {
-        hidden,
-        num_heads: heads,
-        q_lora_rank,
-        kv_lora_rank,
-        qk_nope_head_dim: nope,
-        qk_rope_head_dim: rope,
-        v_head_dim: v_dim,
-        bias,
-    });
-    let shared_mlp = match shared {
-        Some(s) if s > 0 => Some(mlp(
-            hidden,
-            raw.mul(expert_width, s, "moe_intermediate_size·n_shared_experts")?,
-            true,
-            mlp_bias,
-        )),
-        _ => None,
-    };
-    if shared_mlp.is_some() {
-        raw.source(Sym::SharedFfn, "moe_intermediate_size·n_shared_experts");
-    }
-    let moe = Moe {
-        num_experts: experts,
-        experts_per_token: top_k,
-        expert: Mlp {
-            hidden,
-            intermediate: expert_width,
-            gated: true,
-            up_bias: mlp_bias,
-            down_bias: mlp_bias,
-        },
-        router_bias: false,
-        shared: shared_mlp,
-        shared_gate: false,
-    };
-    let n = raw.layer_count("num_hidden_layers", layers)?;
-    let norms = vec![Norm::rms_norm(hidden); 2];
-    // The first `first_k_dense_replace` layers are dense, the rest MoE: two runs.
-    let layer = |ffn| Layer {
-        attention: attention.clone(),
-        cross_attention: None,
-        ffn,
-        norms: norms.clone(),
-        sliding_window: None,
-        extras: Vec::new(),
-        state: None,
-    };
-    let mut layers_list = Layers::new();
-    let n = n as u64;
-    let dense = first_dense.min(n);
-    layers_list.push_run(
-        layer(Ffn::Dense(mlp(hidden, dense_width, true, mlp_bias))),
-        dense,
-    );
-    layers_list.push_run(layer(Ffn::Moe(moe.clone())), n - dense);
-    Ok(Decoder::new(
-        model_type.to_owned(),
-        architecture(
-            raw,
-            if v3 {
-                "DeepseekV3ForCausalLM"
-            } else {
-                "DeepseekV2ForCausalLM"
-            },
-        ),
         hidden,
         vocab,
         layers_list,

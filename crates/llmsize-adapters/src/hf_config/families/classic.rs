@@ -1,5 +1,5 @@
 //! The families read by code of their own since llmsize began: GPT-2, GPT-J, GPT-NeoX, OPT,
-//! BLOOM, Falcon, Phi, the first MoE families, DeepSeek, the encoders and T5/BART. Their
+//! BLOOM, Falcon, Phi, the first MoE families, the encoders and T5/BART. Their
 //! readers live in `decoder.rs`, `moe.rs`, `encoder.rs` and `seq2seq.rs`.
 
 use crate::hf_config::family::{Family, Read};
@@ -78,18 +78,6 @@ pub(crate) const FAMILIES: &[Family] = &[
     code!("gpt_oss", "GptOssConfig", "GptOssForCausalLM", |r, f, _| {
         moe::moe(r, f.model_type)
     }),
-    code!(
-        "deepseek_v2",
-        "DeepseekV2Config",
-        "DeepseekV2ForCausalLM",
-        |r, f, _| moe::deepseek(r, f.model_type)
-    ),
-    code!(
-        "deepseek_v3",
-        "DeepseekV3Config",
-        "DeepseekV3ForCausalLM",
-        |r, f, _| moe::deepseek(r, f.model_type)
-    ),
     code!("bert", "BertConfig", "BertForMaskedLM", |r, f, h| {
         encoder::encoder(r, f.model_type, h)
     }),

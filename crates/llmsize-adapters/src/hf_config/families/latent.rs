@@ -9,8 +9,9 @@
 //!
 //! The [`Block`] entries are read through [`mla_block`], which only fills the MLA sizes'
 //! class defaults that [`AttentionRule::Latent`] reads as required. DeepSeek-V3.2 and
-//! GLM-MoE-DSA (DSA indexer) are written but wait in [`PENDING_INDEXER_CACHE`]; DeepSeek-V4
-//! (compressed sliding-window caches, hyper-connections) is not here.
+//! GLM-MoE-DSA add the DSA indexer: its weights are layer extras, and the key it caches per
+//! token widens the MLA cache (`LatentAttention::indexer_key_dim`). DeepSeek-V4 (compressed
+//! sliding-window caches, hyper-connections) is not here.
 
 use llmsize_core::Category;
 use llmsize_core::expr::{Expr, Sym};
@@ -514,6 +515,10 @@ fn dsa(
             !by_indexer_types || full.get(usize::try_from(i).unwrap_or(usize::MAX)) == Some(&true);
         if on {
             l.extras.extend(extras.iter().cloned());
+            // The indexer caches one key of `index_head_dim` per token beside the latent.
+            if let Attention::Latent(a) = &mut l.attention {
+                a.indexer_key_dim = Some(dim);
+            }
         }
         Ok(l)
     })
@@ -688,6 +693,7 @@ fn read_mla(
         qk_rope_head_dim: r.size(key_or(&["qk_rope_head_dim"], k.rope), Sym::RopeDim)?,
         v_head_dim: r.size(key_or(&["v_head_dim"], k.v), Sym::ValueDim)?,
         bias: r.switch(Switch::Key("attention_bias", false))?,
+        indexer_key_dim: None,
     })
 }
 
@@ -956,17 +962,6 @@ pub(crate) const FAMILIES: &[Family] = &[
         architecture: "LongcatFlashForCausalLM",
         read: Read::Code(longcat_flash),
     },
-];
-
-/// DeepSeek-V3.2 and GLM-MoE-DSA: parameters exact, but not registered, because their cache
-/// also holds the DSA indexer's keys (`index_head_dim` per token in every layer with an
-/// indexer), which the spec's MLA cache (`kv_lora_rank + qk_rope_head_dim`) cannot say yet.
-/// They join [`FAMILIES`] once `LatentAttention` carries the indexer's cached width.
-#[allow(
-    dead_code,
-    reason = "registered once the core caches the DSA indexer keys"
-)]
-pub(crate) const PENDING_INDEXER_CACHE: &[Family] = &[
     Family {
         model_type: "deepseek_v32",
         config_class: "DeepseekV32Config",

@@ -15,6 +15,7 @@ mod llama;
 mod recurrent;
 mod ssm;
 mod vision;
+mod vision2;
 
 use super::family::Family;
 
@@ -33,6 +34,7 @@ pub(crate) const REGISTRY: &[(&str, &[Family])] = &[
         encoders::FAMILIES,
     ),
     ("vision-language models", vision::FAMILIES),
+    ("vision-language models with native-resolution towers", vision2::FAMILIES),
 ];
 
 /// Every entry with its group, in registry order.
