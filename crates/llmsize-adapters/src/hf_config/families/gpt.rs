@@ -4,9 +4,10 @@
 //! `modeling_*.py`: which projections carry biases, which norms a block has, the position
 //! table, the head's bias, and the configuration class's defaults.
 
-use llmsize_core::expr::Sym;
+use llmsize_core::Category;
+use llmsize_core::expr::{Expr, Sym};
 use llmsize_core::spec::{
-    Attention, Layer, Layers, ModelSpec, Norm, NormKind, PositionEmbedding, Table,
+    Attention, Extra, Layer, Layers, ModelSpec, Norm, NormKind, PositionEmbedding, Table,
 };
 
 use crate::error::ConfigError;
@@ -14,7 +15,7 @@ use crate::hf_config::architecture;
 use crate::hf_config::decoder::{self, Decoder, layer, mha, mlp};
 use crate::hf_config::family::{
     AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule, NO,
-    NormRule, QkNorm, Read, Reader, StandardRule, Switch, YES, key_or,
+    NormRule, Read, Reader, StandardRule, Switch, YES, key_or,
 };
 use crate::hf_config::raw::RawConfig;
 
@@ -93,7 +94,8 @@ const GATED_NO_BIAS: MlpRule = MlpRule {
 
 /// `StableLM` (`modeling_stablelm.py`): `LayerNorm`s with biases; q/k/v biased by
 /// `use_qkv_bias`, `o_proj` never; with `qk_layernorm` one bias-free `LayerNorm(d_h)` per query
-/// head and per KV head (`StableLmLayerNormPerHead`, full width); gated MLP without biases;
+/// head and per KV head (`StableLmLayerNormPerHead`: `q_layernorm.norms.N`, which the truth files
+/// under `norm`, not `attention`, so they are extras of the layer); gated MLP without biases;
 /// `num_key_value_heads` 32 by class default; `use_parallel_residual` drops the
 /// `post_attention_layernorm`.
 const STABLELM: Block = Block {
@@ -102,8 +104,6 @@ const STABLELM: Block = Block {
     attention: AttentionRule::Standard(StandardRule {
         qkv_bias: Switch::Key("use_qkv_bias", false),
         o_bias: NO,
-        qk_norm: QkNorm::FullWidth,
-        qk_norm_on: Switch::Key("qk_layernorm", false),
         ..LLAMA_ATTENTION
     }),
     mlp: GATED_NO_BIAS,
@@ -112,7 +112,7 @@ const STABLELM: Block = Block {
         bias: YES,
         per_layer: 2,
     },
-    tweak: Some(stablelm_parallel),
+    tweak: Some(stablelm_tweak),
     ..LLAMA
 };
 
@@ -130,17 +130,75 @@ const OLMO: Block = Block {
     ..LLAMA
 };
 
-/// `StableLmDecoderLayer`: `post_attention_layernorm` only without `use_parallel_residual`.
-fn stablelm_parallel(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
-    if raw.flag_or(
-        "use_parallel_residual",
-        false,
-        "absent; `StableLmConfig` default",
-    )? {
-        map_layers(spec, |l| l.norms.truncate(1));
-    }
+/// `StableLmDecoderLayer`: `post_attention_layernorm` only without `use_parallel_residual`;
+/// `StableLmAttention`: with `qk_layernorm`, `n_h` norms of `d_h` on queries and `n_kv` on keys.
+fn stablelm_tweak(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    let reason = "absent; `StableLmConfig` default";
+    let parallel = raw.flag_or("use_parallel_residual", false, reason)?;
+    let qk_norm = raw.flag_or("qk_layernorm", false, reason)?;
+    map_layers(spec, |l| {
+        if parallel {
+            l.norms.truncate(1);
+        }
+        if let (true, Attention::Standard(a)) = (qk_norm, &l.attention) {
+            let d_h = Expr::sym(Sym::HeadDim, a.head_dim);
+            let q = Expr::product(vec![Expr::sym(Sym::Heads, a.num_heads), d_h.clone()]);
+            let k = Expr::product(vec![Expr::sym(Sym::KvHeads, a.num_kv_heads), d_h]);
+            l.extras.extend([
+                Extra::vector(
+                    "self_attn.q_layernorm.norms.*.weight",
+                    "per-head q norms",
+                    Category::Norm,
+                    q,
+                ),
+                Extra::vector(
+                    "self_attn.k_layernorm.norms.*.weight",
+                    "per-head k norms",
+                    Category::Norm,
+                    k,
+                ),
+            ]);
+        }
+    });
     Ok(())
 }
+
+/// A decoder layer's cross-attention to an encoder's states (`add_cross_attention`), as
+/// tensors of the layer: transformers' causal-LM forward runs without encoder states, so its
+/// cache holds no cross-attention keys and values; each `(name, k)` is a biased
+/// `d → k·d` projection.
+fn cross_attention_extras(hidden: u64, parts: &[(&'static str, u64)]) -> Vec<Extra> {
+    let d = Expr::sym(Sym::Hidden, hidden);
+    let mut out = Vec::new();
+    for &(name, k) in parts {
+        let width = if k == 1 {
+            d.clone()
+        } else {
+            Expr::product(vec![Expr::Lit(k), d.clone()])
+        };
+        out.push(Extra::linear(
+            format!("{name}.weight"),
+            "cross-attention",
+            Category::Attention,
+            d.clone(),
+            width.clone(),
+        ));
+        out.push(Extra::vector(
+            format!("{name}.bias"),
+            "cross-attention",
+            Category::Attention,
+            width,
+        ));
+    }
+    out
+}
+
+/// GPT-2's `crossattention` (`q_attn` d→d, `c_attn` d→2d, `c_proj` d→d, all biased).
+const GPT2_CROSS: &[(&str, u64)] = &[
+    ("crossattention.q_attn", 1),
+    ("crossattention.c_attn", 2),
+    ("crossattention.c_proj", 1),
+];
 
 /// `OlmoModel.norm` is a parameter-free `OlmoLayerNorm`.
 #[allow(
@@ -218,10 +276,17 @@ fn count(raw: &RawConfig<'_>, key: &str, layers: u64) -> Result<u64, ConfigError
     Ok(raw.layer_count(key, layers)? as u64)
 }
 
-/// `GPT-SW3` is built by `GPT2LMHeadModel` from a `GPT2Config`: GPT-2's reader.
+/// `GPT-SW3` is built by `GPT2LMHeadModel` from a `GPT2Config`: GPT-2's reader, its
+/// cross-attention (`add_cross_attention`) held as the layer's tensors (no cached K/V).
 fn gpt_sw3(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigError> {
     let mut spec = decoder::gpt2(raw)?;
     family.model_type.clone_into(&mut spec.model_type);
+    let hidden = spec.hidden_size;
+    map_layers(&mut spec, |l| {
+        if l.cross_attention.take().is_some() {
+            l.extras.extend(cross_attention_extras(hidden, GPT2_CROSS));
+        }
+    });
     if !raw.has("architectures") {
         family.architecture.clone_into(&mut spec.architecture);
     }
@@ -270,9 +335,7 @@ fn gpt_bigcode(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, Co
     );
     if cross {
         // `crossattention`: `q_attn` d→d, `c_attn` d→2d, `c_proj`, all biased; `ln_cross_attn`.
-        l.cross_attention = Some(Attention::Standard(mha(
-            hidden, heads, heads, head_dim, true,
-        )));
+        l.extras = cross_attention_extras(hidden, GPT2_CROSS);
         l.norms.push(Norm::layer_norm(hidden));
     }
     let n = count(r.raw, "n_layer", layers)?;
@@ -516,9 +579,15 @@ fn xglm(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigErr
         vec![Norm::layer_norm(hidden); 2],
     );
     if cross {
-        l.cross_attention = Some(Attention::Standard(mha(
-            hidden, heads, heads, head_dim, true,
-        )));
+        l.extras = cross_attention_extras(
+            hidden,
+            &[
+                ("encoder_attn.q_proj", 1),
+                ("encoder_attn.k_proj", 1),
+                ("encoder_attn.v_proj", 1),
+                ("encoder_attn.out_proj", 1),
+            ],
+        );
         l.norms.push(Norm::layer_norm(hidden));
     }
     let n = count(r.raw, "num_layers", layers)?;
