@@ -10,6 +10,8 @@ use llmsize_core::spec::{
     Attention, Extra, Layer, Layers, ModelSpec, Norm, NormKind, PositionEmbedding, Table,
 };
 
+mod gemma;
+
 use crate::error::ConfigError;
 use crate::hf_config::architecture;
 use crate::hf_config::decoder::{self, Decoder, layer, mha, mlp};
@@ -71,6 +73,36 @@ pub(crate) const FAMILIES: &[Family] = &[
         |r, f, _| persimmon(r, f)
     ),
     code!("mpt", "MptConfig", "MptForCausalLM", |r, f, _| mpt(r, f)),
+    code!(
+        "gemma3n_text",
+        "Gemma3nTextConfig",
+        "Gemma3nForCausalLM",
+        |r, f, _| gemma::text(r, f, gemma::Kind::Gemma3n)
+    ),
+    code!(
+        "gemma4_text",
+        "Gemma4TextConfig",
+        "Gemma4ForCausalLM",
+        |r, f, _| gemma::text(r, f, gemma::Kind::Gemma4)
+    ),
+    code!(
+        "gemma4_unified_text",
+        "Gemma4UnifiedTextConfig",
+        "Gemma4UnifiedForCausalLM",
+        |r, f, _| gemma::text(r, f, gemma::Kind::Gemma4Unified)
+    ),
+    code!(
+        "gemma4_assistant",
+        "Gemma4AssistantConfig",
+        "Gemma4AssistantForCausalLM",
+        |r, f, _| gemma::assistant(r, f, gemma::Kind::Gemma4, 1536)
+    ),
+    code!(
+        "gemma4_unified_assistant",
+        "Gemma4UnifiedAssistantConfig",
+        "Gemma4UnifiedAssistantForCausalLM",
+        |r, f, _| gemma::assistant(r, f, gemma::Kind::Gemma4Unified, 3840)
+    ),
     Family {
         model_type: "stablelm",
         config_class: "StableLmConfig",
