@@ -259,6 +259,24 @@ fn per_layer_overrides(
             }
         }
     }
+    // `Gemma4TextRotaryEmbedding` reads `per_layer_config[layer_type]`, which requires every
+    // layer of a kind to have the same overrides.
+    for kind in [true, false] {
+        let mut seen = out
+            .iter()
+            .zip(sliding)
+            .filter(|(_, s)| **s == kind)
+            .map(|(o, _)| o);
+        if let Some(first) = seen.next()
+            && seen.any(|o| o != first)
+        {
+            return Err(r.raw.invalid(
+                "per_layer_config",
+                v,
+                "the same overrides for every layer of a kind (`layer_types`)",
+            ));
+        }
+    }
     Ok(out)
 }
 

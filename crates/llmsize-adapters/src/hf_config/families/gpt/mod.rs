@@ -7,7 +7,8 @@
 use llmsize_core::Category;
 use llmsize_core::expr::{Expr, Sym};
 use llmsize_core::spec::{
-    Attention, Extra, Layer, Layers, ModelSpec, Norm, NormKind, PositionEmbedding, Table,
+    Attention, Extra, HeadTransform, Layer, Layers, Linear, ModelSpec, Norm, NormKind, OutputHead,
+    PositionEmbedding, Table,
 };
 
 mod gemma;
@@ -102,6 +103,15 @@ pub(crate) const FAMILIES: &[Family] = &[
         "Gemma4UnifiedAssistantConfig",
         "Gemma4UnifiedAssistantForCausalLM",
         |r, f, _| gemma::assistant(r, f, gemma::Kind::Gemma4Unified, 3840)
+    ),
+    code!("moshi", "MoshiConfig", "MoshiForCausalLM", |r, f, _| {
+        moshi(r, f)
+    }),
+    code!(
+        "modernbert-decoder",
+        "ModernBertDecoderConfig",
+        "ModernBertDecoderForCausalLM",
+        |r, f, _| modernbert_decoder(r, f)
     ),
     Family {
         model_type: "stablelm",
@@ -825,4 +835,174 @@ fn mpt(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigErro
         tied,
     )
     .into_spec())
+}
+
+/// Moshi's text decoder (`modeling_moshi.py`, `MoshiForCausalLM`): `embed_tokens` of V + 1
+/// rows; q/k/v/o without biases (`head_dim` or d / `n_h`, `num_key_value_heads` or `n_h`);
+/// `MoshiGatingMLP` `fc1` d → `ffn_dim`, `fc2` `ffn_dim`/2 → d (a gated MLP of `ffn_dim`/2);
+/// two `RMSNorm`s, a final `norm`; untied `lm_head`. Without `layer_types`, `DynamicCache`
+/// makes every layer a sliding one of `sliding_window`.
+fn moshi(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigError> {
+    let mut r = reader(raw, family);
+    let hidden = r.size(key_or(&["hidden_size"], 4096), Sym::Hidden)?;
+    let layers = r.size(key_or(&["num_hidden_layers"], 32), Sym::Layers)?;
+    let heads = r.size(key_or(&["num_attention_heads"], 32), Sym::Heads)?;
+    let vocab = r.size(key_or(&["vocab_size"], 32000), Sym::Vocab)?;
+    let ffn_dim = r.size(key_or(&["ffn_dim"], 22528), Sym::Named("ffn_dim"))?;
+    let window = r.size(key_or(&["sliding_window"], 3000), Sym::Named("w"))?;
+    if !hidden.is_multiple_of(heads) {
+        // `MoshiAttention` requires it whatever `head_dim` is.
+        return Err(r.raw.invalid(
+            "hidden_size",
+            &hidden.into(),
+            &format!("a multiple of `num_attention_heads` ({heads})"),
+        ));
+    }
+    let head_dim = r.raw.head_dim(
+        &["head_dim"],
+        hidden,
+        "hidden_size",
+        heads,
+        "num_attention_heads",
+    )?;
+    let kv = decoder::kv_heads(r.raw, heads, family.config_class, None)?;
+    if !ffn_dim.is_multiple_of(2) {
+        // `fc1`'s output is chunked in two halves that multiply.
+        return Err(r.raw.invalid("ffn_dim", &ffn_dim.into(), "an even width"));
+    }
+    let tied = tie(&mut r, false)?;
+    if tied {
+        return Err(r.raw.invalid(
+            "tie_word_embeddings",
+            &true.into(),
+            "`false` (the V + 1-row table cannot tie to the V-row head)",
+        ));
+    }
+    let rows = vocab
+        .checked_add(1)
+        .ok_or_else(|| r.raw.invalid("vocab_size", &vocab.into(), "a size below 2^64 − 1"))?;
+    let mut l = layer(
+        mha(hidden, heads, kv, head_dim, false),
+        mlp(hidden, ffn_dim / 2, true, false),
+        vec![Norm::rms_norm(hidden); 2],
+    );
+    l.sliding_window = Some(window);
+    let n = count(r.raw, "num_hidden_layers", layers)?;
+    let mut spec = Decoder::new(
+        family.model_type,
+        architecture(r.raw, family.architecture),
+        hidden,
+        vocab,
+        Layers::repeat(l, n),
+        Some(Norm::rms_norm(hidden)),
+        tied,
+    )
+    .into_spec();
+    // `nn.Embedding(vocab_size + 1, hidden_size)`; the head has `vocab_size` rows.
+    spec.token_embedding = Some(Table { rows, dim: hidden });
+    Ok(spec)
+}
+
+/// `ModernBERT` decoder (`modeling_modernbert_decoder.py`): `tok_embeddings` and a `LayerNorm`
+/// on them (`norm_bias`); layers with `attn_norm` (not in layer 0), q/k/v d→d and `Wo`
+/// (`attention_bias`), `mlp_norm`, `Wi` d→2·`intermediate_size` and `Wo` (`mlp_bias`, a gated
+/// MLP); `final_norm`; the head's `dense` d→d (`classifier_bias`) and `norm`, then `decoder`
+/// (bias `decoder_bias`), tied by default. Sliding layers (`layer_types`, else every
+/// `global_attn_every_n_layers`-th layer from 0 is global) keep `local_attention // 2`.
+fn modernbert_decoder(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigError> {
+    let mut r = reader(raw, family);
+    let hidden = r.size(key_or(&["hidden_size"], 768), Sym::Hidden)?;
+    let layers = r.size(key_or(&["num_hidden_layers"], 22), Sym::Layers)?;
+    let heads = r.size(key_or(&["num_attention_heads"], 12), Sym::Heads)?;
+    let vocab = r.size(key_or(&["vocab_size"], 50368), Sym::Vocab)?;
+    let inner = r.size(key_or(&["intermediate_size"], 1152), Sym::Ffn)?;
+    let head_dim = r
+        .raw
+        .derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?;
+    let norm_bias = r.switch(Switch::Key("norm_bias", false))?;
+    let attention_bias = r.switch(Switch::Key("attention_bias", false))?;
+    let mlp_bias = r.switch(Switch::Key("mlp_bias", false))?;
+    let decoder_bias = r.switch(Switch::Key("decoder_bias", true))?;
+    let classifier_bias = r.switch(Switch::Key("classifier_bias", false))?;
+    let tied = tie(&mut r, true)?;
+    // `sliding_window = local_attention // 2` (none when `local_attention` is null or 0).
+    let local = if r.raw.has("local_attention") {
+        r.raw.uint("local_attention")?.unwrap_or(0)
+    } else {
+        let why = format!("absent; `{}` default", r.class);
+        r.raw.assume("local_attention", 128, &why);
+        128
+    };
+    let window = (local / 2 > 0).then_some(local / 2);
+    let n = count(r.raw, "num_hidden_layers", layers)?;
+    let sliding: Vec<bool> = if let Some(v) = r.raw.value("layer_types") {
+        let list = v
+            .as_array()
+            .ok_or_else(|| r.raw.invalid("layer_types", v, "a list of layer kinds"))?;
+        if list.len() as u64 != n {
+            return Err(r.raw.invalid(
+                "layer_types",
+                v,
+                &format!("one entry per layer ({n})"),
+            ));
+        }
+        list.iter()
+            .map(|t| match t.as_str() {
+                Some("sliding_attention") => Ok(true),
+                Some("full_attention") => Ok(false),
+                _ => Err(r.raw.invalid(
+                    "layer_types",
+                    t,
+                    "`sliding_attention` or `full_attention`",
+                )),
+            })
+            .collect::<Result<_, _>>()?
+    } else {
+        let every = r.raw.size_opt("global_attn_every_n_layers")?.unwrap_or(3);
+        (0..n).map(|i| !i.is_multiple_of(every)).collect()
+    };
+    let norm = Norm {
+        bias: norm_bias,
+        ..Norm::layer_norm(hidden)
+    };
+    let stack = Layers::from_pattern(
+        sliding.iter().enumerate().map(|(i, s)| (i == 0, *s)),
+        |&(first, slides)| {
+            let mut l = layer(
+                mha(hidden, heads, heads, head_dim, attention_bias),
+                mlp(hidden, inner, true, mlp_bias),
+                if first { vec![norm] } else { vec![norm; 2] },
+            );
+            l.sliding_window = if slides { window } else { None };
+            l
+        },
+    );
+    let mut spec = Decoder {
+        embedding_norm: Some(norm),
+        ..Decoder::new(
+            family.model_type,
+            architecture(r.raw, family.architecture),
+            hidden,
+            vocab,
+            stack,
+            Some(norm),
+            tied,
+        )
+    }
+    .into_spec();
+    if let OutputHead::Lm { .. } = spec.head {
+        spec.head = OutputHead::Lm {
+            tied,
+            biases: u64::from(decoder_bias),
+            transform: Some(HeadTransform {
+                dense: Linear {
+                    input: hidden,
+                    output: hidden,
+                    bias: classifier_bias,
+                },
+                norm,
+            }),
+        };
+    }
+    Ok(spec)
 }
