@@ -11,6 +11,7 @@ use llmsize_core::spec::{
     PositionEmbedding, Table,
 };
 
+mod blt;
 mod gemma;
 
 use crate::error::ConfigError;
@@ -104,6 +105,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         "Gemma4UnifiedAssistantForCausalLM",
         |r, f, _| gemma::assistant(r, f, gemma::Kind::Gemma4Unified, 3840)
     ),
+    code!("blt", "BltConfig", "BltForCausalLM", |r, f, _| blt::blt(r, f)),
     code!("moshi", "MoshiConfig", "MoshiForCausalLM", |r, f, _| {
         moshi(r, f)
     }),
