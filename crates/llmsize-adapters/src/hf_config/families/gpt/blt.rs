@@ -121,12 +121,7 @@ fn sub_map<'m>(
 /// Sizes of one sub-transformer.
 fn sizes(raw: &mut RawConfig<'_>, def: &SubDefaults) -> Result<Sub, ConfigError> {
     let why = format!("absent; `{}` default", def.class);
-    let hidden = raw.size_or(
-        &["hidden_size"],
-        Sym::Named(def.d_sym),
-        def.hidden,
-        &why,
-    )?;
+    let hidden = raw.size_or(&["hidden_size"], Sym::Named(def.d_sym), def.hidden, &why)?;
     let layers = raw.size_or(
         &["num_hidden_layers"],
         Sym::Named(def.l_sym),
@@ -151,19 +146,16 @@ fn sizes(raw: &mut RawConfig<'_>, def: &SubDefaults) -> Result<Sub, ConfigError>
         Some(n) if n > 0 => n,
         present => {
             let eight_thirds = raw.mul(hidden, 8, "8·hidden_size")? / 3;
-            match (present, def.ffn) {
-                (None, Some(d)) => {
-                    raw.assume("intermediate_size", d, &why);
-                    d
-                }
-                _ => {
-                    raw.assume(
-                        "intermediate_size",
-                        eight_thirds,
-                        "absent, null or 0; int(8·hidden_size / 3)",
-                    );
-                    eight_thirds
-                }
+            if let (None, Some(d)) = (present, def.ffn) {
+                raw.assume("intermediate_size", d, &why);
+                d
+            } else {
+                raw.assume(
+                    "intermediate_size",
+                    eight_thirds,
+                    "absent, null or 0; int(8·hidden_size / 3)",
+                );
+                eight_thirds
             }
         }
     };
@@ -196,7 +188,10 @@ fn sizes(raw: &mut RawConfig<'_>, def: &SubDefaults) -> Result<Sub, ConfigError>
 
 /// Read sub-config `def.key` (its class defaults when absent), recording its assumptions
 /// under the parent's, prefixed with the key.
-fn read(raw: &mut RawConfig<'_>, def: &SubDefaults) -> Result<(Sub, Map<String, Value>), ConfigError> {
+fn read(
+    raw: &mut RawConfig<'_>,
+    def: &SubDefaults,
+) -> Result<(Sub, Map<String, Value>), ConfigError> {
     let empty = Map::new();
     let sub = sub_map(raw, def.key, &empty)?;
     let map = sub.map.clone();
@@ -316,7 +311,12 @@ fn cross_layers(s: &Sub, count: u64, out: &mut Vec<Extra>) {
     }
 }
 
-fn flag(raw: &mut RawConfig<'_>, key: &str, default: bool, class: &str) -> Result<bool, ConfigError> {
+fn flag(
+    raw: &mut RawConfig<'_>,
+    key: &str,
+    default: bool,
+    class: &str,
+) -> Result<bool, ConfigError> {
     raw.flag_or(key, default, &format!("absent; `{class}` default"))
 }
 
@@ -346,11 +346,7 @@ pub(crate) fn blt(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec,
             6
         }
         Some(v) => {
-            return Err(raw.invalid(
-                "encoder_hash_byte_group_size",
-                v,
-                "a list of n-gram sizes",
-            ));
+            return Err(raw.invalid("encoder_hash_byte_group_size", v, "a list of n-gram sizes"));
         }
     };
     let patcher_on = flag(raw, "patch_in_forward", true, class)?;
@@ -368,11 +364,26 @@ pub(crate) fn blt(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec,
     // Per-module switches of the local encoder and decoder.
     let mut enc_raw = RawConfig::new(raw.file, &enc_map);
     let enc_all = flag(&mut enc_raw, "cross_attn_all_layers", false, ENCODER.class)?;
-    let enc_k = enc_raw.size_or(&["cross_attn_k"], Sym::Named("k_cross"), 2, "absent; `BltLocalEncoderConfig` default")?;
-    let enc_vocab = enc_raw.size_or(&["vocab_size"], Sym::Named("V_enc"), 260, "absent; `BltLocalEncoderConfig` default")?;
+    let enc_k = enc_raw.size_or(
+        &["cross_attn_k"],
+        Sym::Named("k_cross"),
+        2,
+        "absent; `BltLocalEncoderConfig` default",
+    )?;
+    let enc_vocab = enc_raw.size_or(
+        &["vocab_size"],
+        Sym::Named("V_enc"),
+        260,
+        "absent; `BltLocalEncoderConfig` default",
+    )?;
     let mut dec_raw = RawConfig::new(raw.file, &dec_map);
     let dec_all = flag(&mut dec_raw, "cross_attn_all_layers", true, DECODER.class)?;
-    let dec_k = dec_raw.size_or(&["cross_attn_k"], Sym::Named("k_cross"), 2, "absent; `BltLocalDecoderConfig` default")?;
+    let dec_k = dec_raw.size_or(
+        &["cross_attn_k"],
+        Sym::Named("k_cross"),
+        2,
+        "absent; `BltLocalDecoderConfig` default",
+    )?;
     let dec_global = dec_raw.size_or(
         &["hidden_size_global"],
         Sym::Named("d_glob"),

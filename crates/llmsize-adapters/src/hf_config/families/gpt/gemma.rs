@@ -123,21 +123,13 @@ fn layer_types(raw: &mut RawConfig<'_>, kind: Kind, n: usize) -> Result<Vec<bool
             .as_array()
             .ok_or_else(|| raw.invalid("layer_types", v, "a list of layer kinds"))?;
         if list.len() != n {
-            return Err(raw.invalid(
-                "layer_types",
-                v,
-                &format!("one entry per layer ({n})"),
-            ));
+            return Err(raw.invalid("layer_types", v, &format!("one entry per layer ({n})")));
         }
         list.iter()
             .map(|t| match t.as_str() {
                 Some("sliding_attention") => Ok(true),
                 Some("full_attention") => Ok(false),
-                _ => Err(raw.invalid(
-                    "layer_types",
-                    t,
-                    "`sliding_attention` or `full_attention`",
-                )),
+                _ => Err(raw.invalid("layer_types", t, "`sliding_attention` or `full_attention`")),
             })
             .collect::<Result<Vec<_>, _>>()?
     } else {
@@ -197,12 +189,15 @@ fn shared_layers(
     Ok((0..n).map(|i| i >= first).collect())
 }
 
+/// A layer's `(head_dim, num_key_value_heads)` overrides.
+type Override = (Option<u64>, Option<u64>);
+
 /// Gemma 4's `per_layer_config`: per layer, `(head_dim, num_key_value_heads)` overrides.
 fn per_layer_overrides(
     r: &mut Reader<'_, '_>,
     sliding: &[bool],
     k_eq_v: bool,
-) -> Result<Vec<(Option<u64>, Option<u64>)>, ConfigError> {
+) -> Result<Vec<Override>, ConfigError> {
     let n = sliding.len();
     let mut out = vec![(None, None); n];
     let Some(v) = r.raw.value("per_layer_config") else {
@@ -221,9 +216,10 @@ fn per_layer_overrides(
         }
         return Ok(out);
     };
-    let map = v
-        .as_object()
-        .ok_or_else(|| r.raw.invalid("per_layer_config", v, "an object of layer overrides"))?;
+    let map = v.as_object().ok_or_else(|| {
+        r.raw
+            .invalid("per_layer_config", v, "an object of layer overrides")
+    })?;
     for (k, o) in map {
         let bad_index = || {
             r.raw.invalid(
@@ -428,6 +424,10 @@ fn build_layer(c: &Common, p: &Plan) -> Layer {
                 d.clone(),
             ),
         ]);
+    }
+    // Gemma 3n builds the per-layer input path whatever its width (its norm is over d);
+    // Gemma 4 only when `hidden_size_per_layer_input` is set.
+    if c.ple > 0 || c.altup.is_some() {
         norms.push(rms);
     }
     let dense = mlp(c.hidden, p.ffn, true, false);
@@ -445,7 +445,13 @@ fn build_layer(c: &Common, p: &Plan) -> Layer {
                 d.clone(),
                 f.clone(),
             ),
-            linear("mlp.up_proj.weight", part, Category::Ffn, d.clone(), f.clone()),
+            linear(
+                "mlp.up_proj.weight",
+                part,
+                Category::Ffn,
+                d.clone(),
+                f.clone(),
+            ),
             linear("mlp.down_proj.weight", part, Category::Ffn, f, d.clone()),
             Extra::vector("router.scale", "router", Category::MoeRouter, d),
             Extra::vector(
@@ -557,28 +563,28 @@ fn text_model(
     let is_shared = shared_layers(r.raw, kind, &sliding, shared)?;
     // MLP widths: Gemma 3n may list one per layer; Gemma 4 doubles shared layers' with
     // `use_double_wide_mlp`.
-    let widths: Vec<u64> = match (kind, r.raw.value("intermediate_size")) {
-        (Kind::Gemma3n, Some(v @ Value::Array(list))) => {
-            if list.len() != n {
-                return Err(r.raw.invalid(
-                    "intermediate_size",
-                    v,
-                    &format!("one width per layer ({n}) or one for all"),
-                ));
-            }
-            list.iter()
-                .map(|w| {
-                    w.as_u64().filter(|w| *w > 0).ok_or_else(|| {
-                        r.raw
-                            .invalid("intermediate_size", w, "positive integers")
-                    })
-                })
-                .collect::<Result<_, _>>()?
+    let listed = match r.raw.value("intermediate_size") {
+        Some(v @ Value::Array(list)) if kind == Kind::Gemma3n => Some((v, list)),
+        _ => None,
+    };
+    let widths: Vec<u64> = if let Some((v, list)) = listed {
+        if list.len() != n {
+            return Err(r.raw.invalid(
+                "intermediate_size",
+                v,
+                &format!("one width per layer ({n}) or one for all"),
+            ));
         }
-        _ => {
-            let w = r.size(key_or(&["intermediate_size"], def.ffn), Sym::Ffn)?;
-            vec![w; n]
-        }
+        list.iter()
+            .map(|w| {
+                w.as_u64()
+                    .filter(|w| *w > 0)
+                    .ok_or_else(|| r.raw.invalid("intermediate_size", w, "positive integers"))
+            })
+            .collect::<Result<_, _>>()?
+    } else {
+        let w = r.size(key_or(&["intermediate_size"], def.ffn), Sym::Ffn)?;
+        vec![w; n]
     };
     let double = kind != Kind::Gemma3n && r.switch(Switch::Key("use_double_wide_mlp", false))?;
     let k_eq_v = kind != Kind::Gemma3n && r.switch(Switch::Key("attention_k_eq_v", false))?;
@@ -770,11 +776,7 @@ pub(crate) fn assistant(
         None | Some(Value::Null) => {}
         Some(Value::String(s)) if s == text_type => {}
         Some(v) => {
-            return Err(raw.invalid(
-                "text_config.model_type",
-                v,
-                &format!("`{text_type}`"),
-            ));
+            return Err(raw.invalid("text_config.model_type", v, &format!("`{text_type}`")));
         }
     }
     let names = Names {

@@ -1,5 +1,5 @@
 //! GPT-style decoders (transformers 5.24): the GPT-2 line (GPT-SW3, GPT-BigCode, GPT-Neo,
-//! `CodeGen`, OpenAI GPT, CTRL), the fairseq-style decoders (XGLM, `BioGPT`), the `NeoX` line
+//! `CodeGen`, `OpenAI` GPT, CTRL), the fairseq-style decoders (XGLM, `BioGPT`), the `NeoX` line
 //! (GPT-NeoX-Japanese, Persimmon, `StableLM`) and `OLMo`, MPT. Each reader mirrors one
 //! `modeling_*.py`: which projections carry biases, which norms a block has, the position
 //! table, the head's bias, and the configuration class's defaults.
@@ -48,17 +48,24 @@ pub(crate) const FAMILIES: &[Family] = &[
     code!("gpt_neo", "GPTNeoConfig", "GPTNeoForCausalLM", |r, f, _| {
         gpt_neo(r, f)
     }),
-    code!("codegen", "CodeGenConfig", "CodeGenForCausalLM", |r, f, _| {
-        codegen(r, f)
-    }),
+    code!(
+        "codegen",
+        "CodeGenConfig",
+        "CodeGenForCausalLM",
+        |r, f, _| { codegen(r, f) }
+    ),
     code!(
         "openai-gpt",
         "OpenAIGPTConfig",
         "OpenAIGPTLMHeadModel",
         |r, f, _| openai_gpt(r, f)
     ),
-    code!("ctrl", "CTRLConfig", "CTRLLMHeadModel", |r, f, _| ctrl(r, f)),
-    code!("xglm", "XGLMConfig", "XGLMForCausalLM", |r, f, _| xglm(r, f)),
+    code!("ctrl", "CTRLConfig", "CTRLLMHeadModel", |r, f, _| ctrl(
+        r, f
+    )),
+    code!("xglm", "XGLMConfig", "XGLMForCausalLM", |r, f, _| xglm(
+        r, f
+    )),
     code!("biogpt", "BioGptConfig", "BioGptForCausalLM", |r, f, _| {
         biogpt(r, f)
     }),
@@ -105,7 +112,9 @@ pub(crate) const FAMILIES: &[Family] = &[
         "Gemma4UnifiedAssistantForCausalLM",
         |r, f, _| gemma::assistant(r, f, gemma::Kind::Gemma4Unified, 3840)
     ),
-    code!("blt", "BltConfig", "BltForCausalLM", |r, f, _| blt::blt(r, f)),
+    code!("blt", "BltConfig", "BltForCausalLM", |r, f, _| blt::blt(
+        r, f
+    )),
     code!("moshi", "MoshiConfig", "MoshiForCausalLM", |r, f, _| {
         moshi(r, f)
     }),
@@ -311,7 +320,8 @@ fn inner_or_4d(r: &mut Reader<'_, '_>, key: &str, hidden: u64) -> Result<u64, Co
     let v = r.raw.mul(4, hidden, "4·hidden_size")?;
     let reason = format!("absent or null; `{}` uses 4·hidden_size", r.class);
     r.raw.assume(key, v, &reason);
-    r.raw.source(Sym::Ffn, &format!("4·hidden_size ({key} null)"));
+    r.raw
+        .source(Sym::Ffn, &format!("4·hidden_size ({key} null)"));
     Ok(v)
 }
 
@@ -435,8 +445,14 @@ fn gpt_neo_types(raw: &RawConfig<'_>, layers: u64) -> Result<(), ConfigError> {
 fn gpt_neo(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigError> {
     let mut r = reader(raw, family);
     let hidden = r.size(key_or(&["hidden_size"], 2048), Sym::Hidden)?;
-    let layers = r.size(key_or(&["num_hidden_layers", "num_layers"], 24), Sym::Layers)?;
-    let heads = r.size(key_or(&["num_attention_heads", "num_heads"], 16), Sym::Heads)?;
+    let layers = r.size(
+        key_or(&["num_hidden_layers", "num_layers"], 24),
+        Sym::Layers,
+    )?;
+    let heads = r.size(
+        key_or(&["num_attention_heads", "num_heads"], 16),
+        Sym::Heads,
+    )?;
     let vocab = r.size(key_or(&["vocab_size"], 50257), Sym::Vocab)?;
     let positions = r.size(key_or(&["max_position_embeddings"], 2048), Sym::Context)?;
     let head_dim = r
@@ -521,7 +537,7 @@ fn codegen(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, Config
     .into_spec())
 }
 
-/// OpenAI GPT (`modeling_openai.py`): `Conv1D` `c_attn` d→3d and `c_proj`, `c_fc` d→4d and
+/// `OpenAI` GPT (`modeling_openai.py`): `Conv1D` `c_attn` d→3d and `c_proj`, `c_fc` d→4d and
 /// `c_proj`, all biased; `ln_1`, `ln_2` (post-norm), no final norm; learned `positions_embed`
 /// of `n_positions`; tied `lm_head` without bias.
 fn openai_gpt(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigError> {
@@ -605,7 +621,10 @@ fn ctrl(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigErr
 fn xglm(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigError> {
     let mut r = reader(raw, family);
     let hidden = r.size(key_or(&["hidden_size", "d_model"], 1024), Sym::Hidden)?;
-    let layers = r.size(key_or(&["num_hidden_layers", "num_layers"], 24), Sym::Layers)?;
+    let layers = r.size(
+        key_or(&["num_hidden_layers", "num_layers"], 24),
+        Sym::Layers,
+    )?;
     let heads = r.size(
         key_or(&["num_attention_heads", "attention_heads"], 16),
         Sym::Heads,
@@ -708,7 +727,8 @@ fn gpt_neox_japanese(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSp
         None => {
             let reason = format!("absent; `{}` default", r.class);
             r.raw.assume("intermediate_multiple_size", 4, &reason);
-            r.raw.mul(hidden, 4, "hidden_size·intermediate_multiple_size")?
+            r.raw
+                .mul(hidden, 4, "hidden_size·intermediate_multiple_size")?
         }
         Some(v) => {
             if let Some(m) = v.as_u64() {
@@ -747,7 +767,11 @@ fn gpt_neox_japanese(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSp
     let mut attn = mha(hidden, heads, heads, head_dim, false);
     attn.fused_qkv = true;
     let norms = vec![Norm::layer_norm(hidden); 2];
-    let body = layer(attn.clone(), mlp(hidden, inner, false, false), norms.clone());
+    let body = layer(
+        attn.clone(),
+        mlp(hidden, inner, false, false),
+        norms.clone(),
+    );
     attn.o_bias = true;
     let last = layer(attn, mlp(hidden, inner, false, false), norms);
     let n = count(r.raw, "num_hidden_layers", layers)?;
@@ -816,7 +840,9 @@ fn mpt(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigErro
     let layers = r.size(key_or(&["num_hidden_layers", "n_layers"], 24), Sym::Layers)?;
     let heads = r.size(key_or(&["num_attention_heads", "n_heads"], 16), Sym::Heads)?;
     let vocab = r.size(key_or(&["vocab_size"], 50368), Sym::Vocab)?;
-    let head_dim = r.raw.derived_head_dim(hidden, "d_model", heads, "n_heads")?;
+    let head_dim = r
+        .raw
+        .derived_head_dim(hidden, "d_model", heads, "n_heads")?;
     let inner = r.raw.mul(4, hidden, "4·d_model")?;
     r.raw.source(Sym::Ffn, "4·d_model (MptMLP)");
     let tied = tie(&mut r, true)?;
@@ -832,7 +858,10 @@ fn mpt(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigErro
         architecture(r.raw, family.architecture),
         hidden,
         vocab,
-        Layers::repeat(layer(attn, mlp(hidden, inner, false, false), vec![norm; 2]), n),
+        Layers::repeat(
+            layer(attn, mlp(hidden, inner, false, false), vec![norm; 2]),
+            n,
+        ),
         Some(norm),
         tied,
     )
@@ -880,9 +909,10 @@ fn moshi(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigEr
             "`false` (the V + 1-row table cannot tie to the V-row head)",
         ));
     }
-    let rows = vocab
-        .checked_add(1)
-        .ok_or_else(|| r.raw.invalid("vocab_size", &vocab.into(), "a size below 2^64 − 1"))?;
+    let rows = vocab.checked_add(1).ok_or_else(|| {
+        r.raw
+            .invalid("vocab_size", &vocab.into(), "a size below 2^64 − 1")
+    })?;
     let mut l = layer(
         mha(hidden, heads, kv, head_dim, false),
         mlp(hidden, ffn_dim / 2, true, false),
@@ -942,21 +972,19 @@ fn modernbert_decoder(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelS
             .as_array()
             .ok_or_else(|| r.raw.invalid("layer_types", v, "a list of layer kinds"))?;
         if list.len() as u64 != n {
-            return Err(r.raw.invalid(
-                "layer_types",
-                v,
-                &format!("one entry per layer ({n})"),
-            ));
+            return Err(r
+                .raw
+                .invalid("layer_types", v, &format!("one entry per layer ({n})")));
         }
         list.iter()
             .map(|t| match t.as_str() {
                 Some("sliding_attention") => Ok(true),
                 Some("full_attention") => Ok(false),
-                _ => Err(r.raw.invalid(
-                    "layer_types",
-                    t,
-                    "`sliding_attention` or `full_attention`",
-                )),
+                _ => {
+                    Err(r
+                        .raw
+                        .invalid("layer_types", t, "`sliding_attention` or `full_attention`"))
+                }
             })
             .collect::<Result<_, _>>()?
     } else {
