@@ -34,6 +34,8 @@ pub(crate) struct Mamba1 {
     pub dt_rank: u64,
     pub proj_bias: bool,
     pub conv_bias: bool,
+    /// Jamba's `dt_layernorm` (R), `b_layernorm` and `c_layernorm` (N), `RMSNorm`s with weights.
+    pub inner_norms: bool,
 }
 
 /// The prefix of a mixer's tensors (`mixer`, `mamba`).
@@ -96,7 +98,7 @@ impl Mamba1 {
             name(prefix, "dt_proj.weight"),
             PART,
             c,
-            r,
+            r.clone(),
             i.clone(),
         ));
         out.push(Extra::vector(
@@ -105,6 +107,26 @@ impl Mamba1 {
             c,
             i.clone(),
         ));
+        if self.inner_norms {
+            out.push(Extra::vector(
+                name(prefix, "dt_layernorm.weight"),
+                PART,
+                c,
+                r.clone(),
+            ));
+            out.push(Extra::vector(
+                name(prefix, "b_layernorm.weight"),
+                PART,
+                c,
+                n.clone(),
+            ));
+            out.push(Extra::vector(
+                name(prefix, "c_layernorm.weight"),
+                PART,
+                c,
+                n.clone(),
+            ));
+        }
         out.push(Extra::table(name(prefix, "A_log"), PART, c, i.clone(), n));
         out.push(Extra::vector(name(prefix, "D"), PART, c, i.clone()));
         out.push(Extra::linear(

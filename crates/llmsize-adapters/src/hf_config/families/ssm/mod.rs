@@ -2,6 +2,7 @@
 //! hybrids that interleave Mamba layers with attention, MLP and MoE layers. The two mixers
 //! are written once ([`mixer`]); each family is its layer pattern (transformers 5.24).
 
+mod hybrid;
 mod mixer;
 
 use llmsize_core::expr::Sym;
@@ -17,7 +18,7 @@ use mixer::{Mamba1, Mamba2, mixer_layer};
 
 /// `time_step_rank` (or its family's spelling): an integer, or `"auto"` (the class default)
 /// for ⌈d / 16⌉.
-fn dt_rank(r: &mut Reader<'_, '_>, key: &str, hidden: u64) -> Result<u64, ConfigError> {
+pub(super) fn dt_rank(r: &mut Reader<'_, '_>, key: &str, hidden: u64) -> Result<u64, ConfigError> {
     match r.raw.value(key) {
         Some(Value::String(s)) if s == "auto" => Ok(hidden.div_ceil(16)),
         Some(v) => match v.as_u64() {
@@ -36,7 +37,7 @@ fn dt_rank(r: &mut Reader<'_, '_>, key: &str, hidden: u64) -> Result<u64, Config
 }
 
 /// `tie_word_embeddings` with the class default.
-fn tied(r: &mut Reader<'_, '_>, default: bool) -> Result<bool, ConfigError> {
+pub(super) fn tied(r: &mut Reader<'_, '_>, default: bool) -> Result<bool, ConfigError> {
     r.switch(Switch::Key("tie_word_embeddings", default))
 }
 
@@ -73,6 +74,7 @@ fn mamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigEr
         dt_rank: dt,
         proj_bias: r.switch(Switch::Key("use_bias", false))?,
         conv_bias: r.switch(Switch::Key("use_conv_bias", true))?,
+        inner_norms: false,
     };
     let tie = tied(&mut r, true)?;
     let n = r.raw.layer_count("num_hidden_layers", layers)?;
@@ -170,4 +172,6 @@ pub(crate) const FAMILIES: &[Family] = &[
         mamba
     ),
     code!("mamba2", "Mamba2Config", "Mamba2ForCausalLM", mamba2),
+    code!("jamba", "JambaConfig", "JambaForCausalLM", hybrid::jamba),
+    code!("bamba", "BambaConfig", "BambaForCausalLM", hybrid::bamba),
 ];
