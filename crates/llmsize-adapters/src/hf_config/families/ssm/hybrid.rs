@@ -1,7 +1,8 @@
 //! Hybrids: Mamba layers interleaved with attention, MLP and MoE layers. Each family is its
 //! layer pattern; attention and MoE come from the block machinery of `family.rs`.
 
-use llmsize_core::expr::Sym;
+use llmsize_core::Category;
+use llmsize_core::expr::{Expr, Sym};
 use llmsize_core::spec::{
     Attention, Extra, Ffn, Layer, Layers, Mlp, ModelSpec, Moe, Norm, RecurrentState,
 };
@@ -12,8 +13,8 @@ use crate::error::ConfigError;
 use crate::hf_config::architecture;
 use crate::hf_config::decoder::Decoder;
 use crate::hf_config::family::{
-    ALL_SPARSE, AttentionRule, Block, Family, LLAMA, LLAMA_ATTENTION, MoeRule, NO, PLAIN_ATTENTION,
-    Reader, Shared, Switch, block_attention, block_moe, index_list, key_or,
+    ALL_SPARSE, AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, MoeRule, NO,
+    PLAIN_ATTENTION, Reader, Shared, Switch, block_attention, block_moe, index_list, key_or,
 };
 use crate::hf_config::raw::RawConfig;
 
@@ -176,6 +177,7 @@ const BAMBA: Block = Block {
 pub(super) fn mamba2_keys(
     r: &mut Reader<'_, '_>,
     hidden: u64,
+    inner: Option<u64>,
     defaults: [u64; 5],
 ) -> Result<Mamba2, ConfigError> {
     let [heads_d, groups_d, state_d, kernel_d, expand_d] = defaults;
@@ -189,8 +191,13 @@ pub(super) fn mamba2_keys(
     )?;
     let state = r.size(key_or(&["mamba_d_state"], state_d), Sym::Named("d_state"))?;
     let kernel = r.size(key_or(&["mamba_d_conv"], kernel_d), Sym::Named("d_conv"))?;
-    let expand = r.size(key_or(&["mamba_expand"], expand_d), Sym::Named("expand"))?;
-    let inner = r.raw.mul(expand, hidden, "mamba_expand·hidden_size")?;
+    let inner = match inner {
+        Some(i) => i,
+        None => {
+            let expand = r.size(key_or(&["mamba_expand"], expand_d), Sym::Named("expand"))?;
+            r.raw.mul(expand, hidden, "mamba_expand·hidden_size")?
+        }
+    };
     let head_dim = match r.raw.value("mamba_d_head") {
         Some(serde_json::Value::String(s)) if s == "auto" => inner / heads,
         Some(_) => r.size(key_or(&["mamba_d_head"], 0), Sym::Named("d_ssm_head"))?,
@@ -209,6 +216,7 @@ pub(super) fn mamba2_keys(
             &format!("mamba_n_heads·mamba_d_head equal to mamba_expand·hidden_size ({inner})"),
         ));
     }
+    let bias = r.switch(Switch::Key("mamba_proj_bias", false))?;
     Ok(Mamba2 {
         hidden,
         inner,
@@ -217,7 +225,8 @@ pub(super) fn mamba2_keys(
         groups,
         state,
         kernel,
-        proj_bias: r.switch(Switch::Key("mamba_proj_bias", false))?,
+        in_bias: bias,
+        out_bias: bias,
         conv_bias: r.switch(Switch::Key("mamba_conv_bias", true))?,
         norm: true,
     })
@@ -253,7 +262,7 @@ pub(super) fn bamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpe
         None
     };
     let mamba = if kinds.iter().any(|&a| !a) {
-        let m = mamba2_keys(&mut r, hidden, [128, 1, 256, 4, 2])?;
+        let m = mamba2_keys(&mut r, hidden, None, [128, 1, 256, 4, 2])?;
         Some((m.extras("mamba"), m.state(r.raw)?))
     } else {
         None
@@ -271,6 +280,362 @@ pub(super) fn bamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpe
             Ffn::Dense(gated(hidden, width, mlp_bias)),
             vec![norm; 2],
         )
+    });
+    Ok(Decoder::new(
+        family.model_type,
+        architecture(r.raw, family.architecture),
+        hidden,
+        vocab,
+        stack,
+        Some(norm),
+        tie,
+    )
+    .into_spec())
+}
+
+/// A list of layer kinds under `key` (`null` or absent: `None`), legacy names remapped as
+/// `remap_legacy_layer_types` does (`mamba` → `linear_attention`, `attention` →
+/// `full_attention`).
+pub(super) fn layer_list(
+    raw: &RawConfig<'_>,
+    key: &str,
+) -> Result<Option<Vec<String>>, ConfigError> {
+    let Some(v) = raw.value(key) else {
+        return Ok(None);
+    };
+    let list = v
+        .as_array()
+        .ok_or_else(|| raw.invalid(key, v, "a list of layer kinds"))?;
+    list.iter()
+        .map(|t| match t.as_str() {
+            Some("mamba") => Ok("linear_attention".to_owned()),
+            Some("attention") => Ok("full_attention".to_owned()),
+            Some(s) => Ok(s.to_owned()),
+            None => Err(raw.invalid(key, t, "strings such as `linear_attention`")),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+/// `GraniteMoeHybrid` (`modeling_granitemoehybrid.py`): each layer is a Mamba-2 mixer where
+/// `layer_types` says `linear_attention`, else attention (biases with `attention_bias`); then
+/// a MoE of `num_local_experts` (when > 0; experts of `intermediate_size`) plus the always-on
+/// gated `shared_mlp` of `shared_intermediate_size`. Two `RMSNorm`s per layer, final `norm`,
+/// untied head.
+pub(super) fn granitemoehybrid(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+) -> Result<ModelSpec, ConfigError> {
+    let mut r = Reader {
+        raw,
+        class: family.config_class,
+    };
+    let hidden = r.size(key_or(&["hidden_size"], 4096), Sym::Hidden)?;
+    let layers = r.size(key_or(&["num_hidden_layers"], 32), Sym::Layers)?;
+    let vocab = r.size(key_or(&["vocab_size"], 32000), Sym::Vocab)?;
+    let n = r.raw.layer_count("num_hidden_layers", layers)?;
+    let types = match layer_list(r.raw, "layer_types")? {
+        Some(t) => Some(t),
+        None => layer_list(r.raw, "layers_block_type")?,
+    };
+    let kinds: Vec<bool> = match types {
+        Some(t) if t.len() == n => t.iter().map(|k| k != "linear_attention").collect(),
+        Some(_) => {
+            let v = r
+                .raw
+                .value("layer_types")
+                .or_else(|| r.raw.value("layers_block_type"));
+            return Err(r.raw.invalid(
+                "layer_types",
+                v.unwrap_or(&serde_json::Value::Null),
+                &format!("one entry per layer ({n})"),
+            ));
+        }
+        None => vec![false; n],
+    };
+    let attention = if kinds.iter().any(|&a| a) {
+        let block = Block {
+            heads: key_or(&["num_attention_heads"], 32),
+            ..LLAMA
+        };
+        Some(block_attention(&mut r, &block, hidden)?)
+    } else {
+        None
+    };
+    let mamba = if kinds.iter().any(|&a| !a) {
+        let m = mamba2_keys(&mut r, hidden, None, [128, 1, 256, 4, 2])?;
+        Some((m.extras("mamba"), m.state(r.raw)?))
+    } else {
+        None
+    };
+    let shared_width = r.size(key_or(&["shared_intermediate_size"], 1024), Sym::SharedFfn)?;
+    let experts = match r.raw.uint("num_local_experts")? {
+        Some(e) => e,
+        None => {
+            let reason = format!("absent; `{}` default", r.class);
+            r.raw.assume("num_local_experts", 8, &reason);
+            8
+        }
+    };
+    let (ffn, shared_extras) = if experts > 0 {
+        let rule = MoeRule {
+            experts: key_or(&["num_local_experts"], 8),
+            top_k: key_or(&["num_experts_per_tok"], 2),
+            expert_width: key_or(&["intermediate_size"], 11008),
+            router_bias: NO,
+            expert_bias: NO,
+            shared: Shared::Width(key_or(&["shared_intermediate_size"], 1024)),
+            shared_gate: false,
+            sparsity: ALL_SPARSE,
+        };
+        (
+            Ffn::Moe(block_moe(&mut r, &rule, hidden, layers)?.1),
+            Vec::new(),
+        )
+    } else {
+        // No experts: `shared_mlp` alone (`input_linear` d → 2·f, `output_linear` f → d),
+        // still a shared expert by its name.
+        let f = Expr::sym(Sym::SharedFfn, shared_width);
+        let d = Expr::sym(Sym::Hidden, hidden);
+        let part = "shared mlp";
+        let c = Category::MoeSharedExperts;
+        (
+            Ffn::Absent,
+            vec![
+                Extra::linear(
+                    "shared_mlp.input_linear.weight",
+                    part,
+                    c,
+                    d.clone(),
+                    Expr::product(vec![Expr::Lit(2), f.clone()]),
+                ),
+                Extra::linear("shared_mlp.output_linear.weight", part, c, f, d),
+            ],
+        )
+    };
+    let tie = tied(&mut r, false)?;
+    let norm = Norm::rms_norm(hidden);
+    let stack = Layers::from_pattern(kinds, |&attends| {
+        let mixer = match (attends, &attention, &mamba) {
+            (true, Some(a), _) => Mixer::Attention(a.clone()),
+            (false, _, Some((e, s))) => Mixer::Ssm(e.clone(), *s),
+            _ => Mixer::None,
+        };
+        let mut l = layer(mixer, ffn.clone(), vec![norm; 2]);
+        l.extras.extend(shared_extras.iter().cloned());
+        l
+    });
+    Ok(Decoder::new(
+        family.model_type,
+        architecture(r.raw, family.architecture),
+        hidden,
+        vocab,
+        stack,
+        Some(norm),
+        tie,
+    )
+    .into_spec())
+}
+
+/// `NemotronHConfig._pattern_to_list`: `M` Mamba-2, `E` MoE, `*` attention, `-` MLP.
+fn nemotron_pattern(raw: &RawConfig<'_>, key: &str) -> Result<Option<Vec<String>>, ConfigError> {
+    let Some(v) = raw.value(key) else {
+        return Ok(None);
+    };
+    let p = v
+        .as_str()
+        .ok_or_else(|| raw.invalid(key, v, "a string of `M`, `E`, `*` and `-`"))?;
+    p.chars()
+        .map(|c| match c {
+            'M' => Ok("linear_attention".to_owned()),
+            'E' => Ok("moe".to_owned()),
+            '*' => Ok("full_attention".to_owned()),
+            '-' => Ok("mlp".to_owned()),
+            _ => Err(raw.invalid(key, v, "a string of `M`, `E`, `*` and `-`")),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+/// Nemotron-H's attention: no biases whatever `attention_bias` says, 8 KV heads, `head_dim`
+/// 128.
+const NEMOTRON_H: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(PLAIN_ATTENTION),
+    ..LLAMA
+};
+
+/// A Nemotron-H layer kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NemotronBlock {
+    Mamba,
+    Attention,
+    Mlp,
+    Moe,
+}
+
+/// Nemotron-H (`modeling_nemotron_h.py`): the layers are `layers_block_type` (or
+/// `layer_types`, else `hybrid_override_pattern`, else the class default `M E * -`), whose
+/// length is the layer count (`num_hidden_layers` is ignored). Each block is one `RMSNorm`
+/// and one mixer: a Mamba-2 mixer with I = `mamba_num_heads·mamba_head_dim`, attention, an
+/// ungated MLP of `intermediate_size`, or a MoE of ungated experts with an ungated shared
+/// expert. `norm_f`, untied head.
+pub(super) fn nemotron_h(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+) -> Result<ModelSpec, ConfigError> {
+    let mut r = Reader {
+        raw,
+        class: family.config_class,
+    };
+    let hidden = r.size(key_or(&["hidden_size"], 4096), Sym::Hidden)?;
+    let vocab = r.size(key_or(&["vocab_size"], 131_072), Sym::Vocab)?;
+    let types = match layer_list(r.raw, "layers_block_type")? {
+        Some(t) => t,
+        None => match layer_list(r.raw, "layer_types")? {
+            Some(t) => t,
+            None => match nemotron_pattern(r.raw, "hybrid_override_pattern")? {
+                Some(t) => t,
+                None => {
+                    let reason = format!("absent; `{}` default", r.class);
+                    r.raw.assume("layers_block_type", "[M, E, *, -]", &reason);
+                    ["linear_attention", "moe", "full_attention", "mlp"]
+                        .map(str::to_owned)
+                        .to_vec()
+                }
+            },
+        },
+    };
+    let kinds = types
+        .iter()
+        .map(|t| match t.as_str() {
+            "linear_attention" => Ok(NemotronBlock::Mamba),
+            "full_attention" => Ok(NemotronBlock::Attention),
+            "mlp" => Ok(NemotronBlock::Mlp),
+            "moe" => Ok(NemotronBlock::Moe),
+            other => Err(r.raw.invalid(
+                "layers_block_type",
+                &other.into(),
+                "`linear_attention`, `full_attention`, `mlp` or `moe`",
+            )),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    r.raw.layer_count("layers_block_type", kinds.len() as u64)?;
+    r.raw.source(Sym::Layers, "len(layers_block_type)");
+    let has = |k: NemotronBlock| kinds.contains(&k);
+    let mlp_bias = r.switch(Switch::Key("mlp_bias", false))?;
+    let attention = if has(NemotronBlock::Attention) {
+        let block = Block {
+            heads: key_or(&["num_attention_heads"], 32),
+            ..NEMOTRON_H
+        };
+        Some(block_attention(&mut r, &block, hidden)?)
+    } else {
+        None
+    };
+    let mamba = if has(NemotronBlock::Mamba) {
+        let heads = r.size(key_or(&["mamba_num_heads"], 128), Sym::Named("n_ssm_heads"))?;
+        let head_dim = r.size(key_or(&["mamba_head_dim"], 64), Sym::Named("d_ssm_head"))?;
+        let bias = r.switch(Switch::Key("use_bias", false))?;
+        // `__post_init__` lets the `mamba_*` spellings override.
+        let conv_bias = match r.raw.flag("mamba_conv_bias")? {
+            Some(b) => b,
+            None => r.switch(Switch::Key("use_conv_bias", true))?,
+        };
+        let m = Mamba2 {
+            hidden,
+            inner: r
+                .raw
+                .mul(heads, head_dim, "mamba_num_heads·mamba_head_dim")?,
+            heads,
+            head_dim,
+            groups: r.size(
+                key_or(&["mamba_n_groups", "n_groups"], 8),
+                Sym::Named("n_groups"),
+            )?,
+            state: r.size(key_or(&["ssm_state_size"], 128), Sym::Named("d_state"))?,
+            kernel: r.size(
+                key_or(&["mamba_d_conv", "conv_kernel"], 4),
+                Sym::Named("d_conv"),
+            )?,
+            in_bias: bias,
+            out_bias: bias,
+            conv_bias,
+            norm: true,
+        };
+        Some((m.extras("mixer"), m.state(r.raw)?))
+    } else {
+        None
+    };
+    let mlp = if has(NemotronBlock::Mlp) {
+        let width = r.size(key_or(&["intermediate_size"], 21504), Sym::Ffn)?;
+        Some(Mlp {
+            gated: false,
+            ..gated(hidden, width, mlp_bias)
+        })
+    } else {
+        None
+    };
+    let moe = if has(NemotronBlock::Moe) {
+        if r.raw.value("moe_latent_size").is_some() {
+            return Err(r.raw.invalid(
+                "moe_latent_size",
+                r.raw
+                    .value("moe_latent_size")
+                    .unwrap_or(&serde_json::Value::Null),
+                "null (llmsize does not count latent MoE projections yet)",
+            ));
+        }
+        let experts = r.size(
+            key_or(&["n_routed_experts", "num_local_experts"], 8),
+            Sym::Experts,
+        )?;
+        let top_k = r.size(key_or(&["num_experts_per_tok"], 2), Sym::TopK)?;
+        if top_k > experts {
+            return Err(r.raw.invalid(
+                "num_experts_per_tok",
+                &top_k.into(),
+                &format!("at most the number of experts ({experts})"),
+            ));
+        }
+        let width = r.size(key_or(&["moe_intermediate_size"], 7688), Sym::ExpertFfn)?;
+        let shared = r.size(
+            key_or(&["moe_shared_expert_intermediate_size"], 7688),
+            Sym::SharedFfn,
+        )?;
+        Some(Moe {
+            num_experts: experts,
+            experts_per_token: top_k,
+            expert: Mlp {
+                gated: false,
+                ..gated(hidden, width, false)
+            },
+            router_bias: false,
+            shared: Some(Mlp {
+                gated: false,
+                ..gated(hidden, shared, mlp_bias)
+            }),
+            shared_gate: false,
+        })
+    } else {
+        None
+    };
+    let tie = tied(&mut r, false)?;
+    let norm = Norm::rms_norm(hidden);
+    let stack = Layers::from_pattern(kinds, |k| {
+        let (mixer, ffn) = match (k, &attention, &mamba, &mlp, &moe) {
+            (NemotronBlock::Mamba, _, Some((e, s)), _, _) => {
+                (Mixer::Ssm(e.clone(), *s), Ffn::Absent)
+            }
+            (NemotronBlock::Attention, Some(a), _, _, _) => {
+                (Mixer::Attention(a.clone()), Ffn::Absent)
+            }
+            (NemotronBlock::Mlp, _, _, Some(m), _) => (Mixer::None, Ffn::Dense(*m)),
+            (NemotronBlock::Moe, _, _, _, Some(m)) => (Mixer::None, Ffn::Moe(m.clone())),
+            _ => (Mixer::None, Ffn::Absent),
+        };
+        layer(mixer, ffn, vec![norm])
     });
     Ok(Decoder::new(
         family.model_type,

@@ -178,7 +178,11 @@ pub(crate) struct Mamba2 {
     pub state: u64,
     /// `conv_kernel` K.
     pub kernel: u64,
-    pub proj_bias: bool,
+    /// Bias on `in_proj`.
+    pub in_bias: bool,
+    /// Bias on `out_proj` (Falcon-H1 reads it from `projectors_bias`, the others with
+    /// `in_proj`'s).
+    pub out_bias: bool,
     pub conv_bias: bool,
     /// The gated `RMSNorm` of I before `out_proj`.
     pub norm: bool,
@@ -215,7 +219,7 @@ impl Mamba2 {
             d(self.hidden),
             Expr::sum(vec![i.clone(), conv.clone(), h.clone()]),
         )];
-        if self.proj_bias {
+        if self.in_bias {
             out.push(Extra::vector(
                 name(prefix, "in_proj.bias"),
                 PART,
@@ -251,7 +255,7 @@ impl Mamba2 {
             i,
             d(self.hidden),
         ));
-        if self.proj_bias {
+        if self.out_bias {
             out.push(Extra::vector(
                 name(prefix, "out_proj.bias"),
                 PART,
@@ -286,5 +290,121 @@ pub(crate) fn mixer_layer(extras: Vec<Extra>, state: RecurrentState, norms: Vec<
         sliding_window: None,
         extras,
         state: Some(state),
+    }
+}
+
+/// The gated `DeltaNet` of Qwen3.5 as `LaraMini` builds it (`LaraMiniGatedDeltaNet`):
+/// `in_proj_qkv` d → 2·K + V (K = key heads·key width, V = value heads·value width),
+/// `in_proj_z` d → V, `in_proj_b` and `in_proj_a` d → H_v, a depthwise `conv1d` of 2·K + V
+/// channels without bias, `dt_bias` and `A_log` of H_v, a gated `RMSNorm` of the value width,
+/// `out_proj` V → d, no biases.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GatedDeltaNet {
+    pub hidden: u64,
+    pub key_heads: u64,
+    pub value_heads: u64,
+    pub key_dim: u64,
+    pub value_dim: u64,
+    pub kernel: u64,
+}
+
+impl GatedDeltaNet {
+    /// The mixer's tensors, named under `prefix`.
+    pub(crate) fn extras(&self, prefix: Prefix) -> Vec<Extra> {
+        const PART: &str = "gated deltanet";
+        let c = Category::Ssm;
+        let k = Expr::product(vec![
+            s("n_k_heads", self.key_heads),
+            s("d_k_head", self.key_dim),
+        ]);
+        let v = Expr::product(vec![
+            s("n_v_heads", self.value_heads),
+            s("d_v_head", self.value_dim),
+        ]);
+        let hv = s("n_v_heads", self.value_heads);
+        let conv = Expr::sum(vec![Expr::product(vec![Expr::Lit(2), k]), v.clone()]);
+        vec![
+            Extra::linear(
+                name(prefix, "in_proj_qkv.weight"),
+                PART,
+                c,
+                d(self.hidden),
+                conv.clone(),
+            ),
+            Extra::linear(
+                name(prefix, "in_proj_z.weight"),
+                PART,
+                c,
+                d(self.hidden),
+                v.clone(),
+            ),
+            Extra::linear(
+                name(prefix, "in_proj_b.weight"),
+                PART,
+                c,
+                d(self.hidden),
+                hv.clone(),
+            ),
+            Extra::linear(
+                name(prefix, "in_proj_a.weight"),
+                PART,
+                c,
+                d(self.hidden),
+                hv.clone(),
+            ),
+            Extra::table(
+                name(prefix, "conv1d.weight"),
+                PART,
+                c,
+                conv,
+                s("d_conv", self.kernel),
+            ),
+            Extra::vector(name(prefix, "dt_bias"), PART, c, hv.clone()),
+            Extra::vector(name(prefix, "A_log"), PART, c, hv),
+            Extra::vector(
+                name(prefix, "norm.weight"),
+                PART,
+                c,
+                s("d_v_head", self.value_dim),
+            ),
+            Extra::linear(name(prefix, "out_proj.weight"), PART, c, v, d(self.hidden)),
+        ]
+    }
+
+    /// What the cache keeps: `conv_states` (2·K + V) × kernel in the model's dtype, the
+    /// recurrent state H_v × key width × value width in float32 (the chunked delta rule
+    /// returns it in float32).
+    pub(crate) fn state(&self, raw: &RawConfig<'_>) -> Result<RecurrentState, ConfigError> {
+        let k = raw.mul(
+            self.key_heads,
+            self.key_dim,
+            "linear_num_key_heads·linear_key_head_dim",
+        )?;
+        let v = raw.mul(
+            self.value_heads,
+            self.value_dim,
+            "linear_num_value_heads·linear_value_head_dim",
+        )?;
+        let conv = raw
+            .mul(2, k, "2·key width")?
+            .checked_add(v)
+            .ok_or_else(|| {
+                raw.invalid(
+                    "linear_value_head_dim",
+                    &v.into(),
+                    "sizes that fit in 64 bits",
+                )
+            })?;
+        let per_head = raw.mul(
+            self.key_dim,
+            self.value_dim,
+            "linear_key_head_dim·linear_value_head_dim",
+        )?;
+        Ok(RecurrentState {
+            conv: raw.mul(conv, self.kernel, "conv_dim·linear_conv_kernel_dim")?,
+            recurrent: raw.mul(self.value_heads, per_head, "recurrent state")?,
+            recurrent_f32: true,
+            conv_f32: false,
+        })
     }
 }

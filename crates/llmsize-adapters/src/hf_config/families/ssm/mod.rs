@@ -120,6 +120,7 @@ fn mamba2(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigE
             &format!("num_heads·head_dim equal to hidden_size·expand ({inner}), as `Mamba2Config` requires"),
         ));
     }
+    let bias = r.switch(Switch::Key("use_bias", false))?;
     let m = Mamba2 {
         hidden,
         inner,
@@ -128,7 +129,8 @@ fn mamba2(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigE
         groups,
         state,
         kernel,
-        proj_bias: r.switch(Switch::Key("use_bias", false))?,
+        in_bias: bias,
+        out_bias: bias,
         conv_bias: r.switch(Switch::Key("use_conv_bias", true))?,
         norm: true,
     };
@@ -174,4 +176,16 @@ pub(crate) const FAMILIES: &[Family] = &[
     code!("mamba2", "Mamba2Config", "Mamba2ForCausalLM", mamba2),
     code!("jamba", "JambaConfig", "JambaForCausalLM", hybrid::jamba),
     code!("bamba", "BambaConfig", "BambaForCausalLM", hybrid::bamba),
+    code!(
+        "granitemoehybrid",
+        "GraniteMoeHybridConfig",
+        "GraniteMoeHybridForCausalLM",
+        hybrid::granitemoehybrid
+    ),
+    code!(
+        "nemotron_h",
+        "NemotronHConfig",
+        "NemotronHForCausalLM",
+        hybrid::nemotron_h
+    ),
 ];
