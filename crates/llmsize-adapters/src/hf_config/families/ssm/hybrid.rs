@@ -7,14 +7,15 @@ use llmsize_core::spec::{
     Attention, Extra, Ffn, Layer, Layers, Mlp, ModelSpec, Moe, Norm, RecurrentState,
 };
 
-use super::mixer::{Mamba1, Mamba2};
+use super::mixer::{GatedDeltaNet, Mamba1, Mamba2};
 use super::{dt_rank, tied};
 use crate::error::ConfigError;
 use crate::hf_config::architecture;
 use crate::hf_config::decoder::Decoder;
 use crate::hf_config::family::{
     ALL_SPARSE, AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, MoeRule, NO,
-    PLAIN_ATTENTION, Reader, Shared, Switch, block_attention, block_moe, index_list, key_or,
+    PLAIN_ATTENTION, QkNorm, Reader, Shared, StandardRule, Switch, block_attention, block_moe,
+    index_list, key_or,
 };
 use crate::hf_config::raw::RawConfig;
 
@@ -480,7 +481,7 @@ enum NemotronBlock {
 /// length is the layer count (`num_hidden_layers` is ignored). Each block is one `RMSNorm`
 /// and one mixer: a Mamba-2 mixer with I = `mamba_num_heads·mamba_head_dim`, attention, an
 /// ungated MLP of `intermediate_size`, or a MoE of ungated experts with an ungated shared
-/// expert. `norm_f`, untied head.
+/// expert. `norm_f`, a head never tied (`_tied_weights_keys` is empty).
 pub(super) fn nemotron_h(
     raw: &mut RawConfig<'_>,
     family: &Family,
@@ -621,7 +622,9 @@ pub(super) fn nemotron_h(
     } else {
         None
     };
-    let tie = tied(&mut r, false)?;
+    // `NemotronHForCausalLM._tied_weights_keys` is empty: the head is never tied, whatever
+    // `tie_word_embeddings` says.
+    let tie = false;
     let norm = Norm::rms_norm(hidden);
     let stack = Layers::from_pattern(kinds, |k| {
         let (mixer, ffn) = match (k, &attention, &mamba, &mlp, &moe) {
@@ -636,6 +639,218 @@ pub(super) fn nemotron_h(
             _ => (Mixer::None, Ffn::Absent),
         };
         layer(mixer, ffn, vec![norm])
+    });
+    Ok(Decoder::new(
+        family.model_type,
+        architecture(r.raw, family.architecture),
+        hidden,
+        vocab,
+        stack,
+        Some(norm),
+        tie,
+    )
+    .into_spec())
+}
+
+/// Falcon-H1's attention: biases with `attention_bias`, 8 KV heads.
+const FALCON_H1: Block = BAMBA;
+
+/// Falcon-H1 (`modeling_falcon_h1.py`): every layer runs attention and a Mamba-2 mixer side
+/// by side (I = `mamba_d_ssm`, or `mamba_expand·d` when it is null; `out_proj` biased by
+/// `projectors_bias`; the gated norm only with `mamba_rms_norm`), then the gated MLP of
+/// `intermediate_size` (biases with `mlp_bias`); `input_layernorm` and `pre_ff_layernorm`,
+/// `final_layernorm`, untied head.
+pub(super) fn falcon_h1(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+) -> Result<ModelSpec, ConfigError> {
+    let mut r = Reader {
+        raw,
+        class: family.config_class,
+    };
+    let hidden = r.size(key_or(&["hidden_size"], 4096), Sym::Hidden)?;
+    let layers = r.size(key_or(&["num_hidden_layers"], 32), Sym::Layers)?;
+    let vocab = r.size(key_or(&["vocab_size"], 128_000), Sym::Vocab)?;
+    let width = r.size(key_or(&["intermediate_size"], 14336), Sym::Ffn)?;
+    let mlp_bias = r.switch(Switch::Key("mlp_bias", false))?;
+    let block = Block {
+        heads: key_or(&["num_attention_heads"], 32),
+        ..FALCON_H1
+    };
+    let attention = block_attention(&mut r, &block, hidden)?;
+    // `mamba_d_ssm`: absent → the class default 1024; null → `mamba_expand·d`.
+    let inner = if r.raw.has("mamba_d_ssm") {
+        match r.raw.size_opt("mamba_d_ssm")? {
+            Some(i) => {
+                r.raw.source(Sym::Named("d_inner"), "mamba_d_ssm");
+                Some(i)
+            }
+            None => None,
+        }
+    } else {
+        let reason = format!("absent; `{}` default", r.class);
+        r.raw.assume("mamba_d_ssm", 1024, &reason);
+        Some(1024)
+    };
+    let mut m = mamba2_keys(&mut r, hidden, inner, [128, 1, 256, 4, 2])?;
+    m.out_bias = r.switch(Switch::Key("projectors_bias", false))?;
+    m.norm = r.switch(Switch::Key("mamba_rms_norm", false))?;
+    let tie = tied(&mut r, false)?;
+    let norm = Norm::rms_norm(hidden);
+    let mut l = layer(
+        Mixer::Attention(attention),
+        Ffn::Dense(gated(hidden, width, mlp_bias)),
+        vec![norm; 2],
+    );
+    l.extras = m.extras("mamba");
+    l.state = Some(m.state(r.raw)?);
+    let n = r.raw.layer_count("num_hidden_layers", layers)?;
+    Ok(Decoder::new(
+        family.model_type,
+        architecture(r.raw, family.architecture),
+        hidden,
+        vocab,
+        Layers::repeat(l, n as u64),
+        Some(norm),
+        tie,
+    )
+    .into_spec())
+}
+
+/// `LaraMini`'s attention: Qwen3's, per-head q/k norms, biases with `attention_bias`, 4 KV
+/// heads, `head_dim` 128.
+const LARA_MINI: Block = Block {
+    kv_default: Some(4),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..LLAMA_ATTENTION
+    }),
+    ..LLAMA
+};
+
+/// `LaraMini` (`modeling_lara_mini.py`): `layer_types` (default: `linear_attention`,
+/// `sliding_attention`, `linear_attention`, `full_attention`, `sliding_attention` repeated)
+/// picks a gated `DeltaNet` or attention (a window of `sliding_window` on the sliding
+/// layers); every layer then has the MoE of `num_experts` experts of
+/// `moe_intermediate_size` with an ungated-sum shared expert of
+/// `shared_expert_intermediate_size`. Two `RMSNorm`s per layer, final `norm`, tied head.
+pub(super) fn lara_mini(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+) -> Result<ModelSpec, ConfigError> {
+    let mut r = Reader {
+        raw,
+        class: family.config_class,
+    };
+    let hidden = r.size(key_or(&["hidden_size"], 1024), Sym::Hidden)?;
+    let layers = r.size(key_or(&["num_hidden_layers"], 34), Sym::Layers)?;
+    let vocab = r.size(key_or(&["vocab_size"], 151_936), Sym::Vocab)?;
+    let n = r.raw.layer_count("num_hidden_layers", layers)?;
+    let types = match layer_list(r.raw, "layer_types")? {
+        Some(t) => t,
+        None => {
+            const PATTERN: [&str; 5] = [
+                "linear_attention",
+                "sliding_attention",
+                "linear_attention",
+                "full_attention",
+                "sliding_attention",
+            ];
+            let reason = format!("absent; `{}` default (period 5: L S L F S)", r.class);
+            r.raw.assume("layer_types", "L S L F S …", &reason);
+            PATTERN
+                .iter()
+                .cycle()
+                .take(n)
+                .map(|s| (*s).to_owned())
+                .collect()
+        }
+    };
+    if types.len() != n {
+        let v = r
+            .raw
+            .value("layer_types")
+            .unwrap_or(&serde_json::Value::Null);
+        return Err(r
+            .raw
+            .invalid("layer_types", v, &format!("one entry per layer ({n})")));
+    }
+    let window = r.size(key_or(&["sliding_window"], 512), Sym::Named("window"))?;
+    // (linear?, window)
+    let kinds: Vec<(bool, Option<u64>)> = types
+        .iter()
+        .map(|t| match t.as_str() {
+            "linear_attention" => (true, None),
+            "sliding_attention" => (false, Some(window)),
+            _ => (false, None),
+        })
+        .collect();
+    let attention = if kinds.iter().any(|k| !k.0) {
+        let block = Block {
+            heads: key_or(&["num_attention_heads"], 16),
+            ..LARA_MINI
+        };
+        Some(block_attention(&mut r, &block, hidden)?)
+    } else {
+        None
+    };
+    let delta = if kinds.iter().any(|k| k.0) {
+        let key_heads = r.size(
+            key_or(&["linear_num_key_heads"], 8),
+            Sym::Named("n_k_heads"),
+        )?;
+        let value_heads = r.size(
+            key_or(&["linear_num_value_heads"], 16),
+            Sym::Named("n_v_heads"),
+        )?;
+        if !value_heads.is_multiple_of(key_heads) {
+            return Err(r.raw.invalid(
+                "linear_num_value_heads",
+                &value_heads.into(),
+                "a multiple of `linear_num_key_heads`",
+            ));
+        }
+        let m = GatedDeltaNet {
+            hidden,
+            key_heads,
+            value_heads,
+            key_dim: r.size(
+                key_or(&["linear_key_head_dim"], 128),
+                Sym::Named("d_k_head"),
+            )?,
+            value_dim: r.size(
+                key_or(&["linear_value_head_dim"], 128),
+                Sym::Named("d_v_head"),
+            )?,
+            kernel: r.size(key_or(&["linear_conv_kernel_dim"], 4), Sym::Named("d_conv"))?,
+        };
+        Some((m.extras("linear_attn"), m.state(r.raw)?))
+    } else {
+        None
+    };
+    let rule = MoeRule {
+        experts: key_or(&["num_experts"], 128),
+        top_k: key_or(&["num_experts_per_tok"], 4),
+        expert_width: key_or(&["moe_intermediate_size"], 512),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Width(key_or(&["shared_expert_intermediate_size"], 512)),
+        shared_gate: false,
+        sparsity: ALL_SPARSE,
+    };
+    let moe = block_moe(&mut r, &rule, hidden, layers)?.1;
+    let tie = tied(&mut r, true)?;
+    let norm = Norm::rms_norm(hidden);
+    let stack = Layers::from_pattern(kinds, |&(linear, window)| {
+        let mixer = match (linear, &attention, &delta) {
+            (false, Some(a), _) => Mixer::Attention(a.clone()),
+            (true, _, Some((e, s))) => Mixer::Ssm(e.clone(), *s),
+            _ => Mixer::None,
+        };
+        let mut l = layer(mixer, Ffn::Moe(moe.clone()), vec![norm; 2]);
+        l.sliding_window = window;
+        l
     });
     Ok(Decoder::new(
         family.model_type,

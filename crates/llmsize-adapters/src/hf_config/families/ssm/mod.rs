@@ -188,4 +188,16 @@ pub(crate) const FAMILIES: &[Family] = &[
         "NemotronHForCausalLM",
         hybrid::nemotron_h
     ),
+    code!(
+        "falcon_h1",
+        "FalconH1Config",
+        "FalconH1ForCausalLM",
+        hybrid::falcon_h1
+    ),
+    code!(
+        "lara_mini",
+        "LaraMiniConfig",
+        "LaraMiniForCausalLM",
+        hybrid::lara_mini
+    ),
 ];
