@@ -192,12 +192,11 @@ pub(super) fn mamba2_keys(
     )?;
     let state = r.size(key_or(&["mamba_d_state"], state_d), Sym::Named("d_state"))?;
     let kernel = r.size(key_or(&["mamba_d_conv"], kernel_d), Sym::Named("d_conv"))?;
-    let inner = match inner {
-        Some(i) => i,
-        None => {
-            let expand = r.size(key_or(&["mamba_expand"], expand_d), Sym::Named("expand"))?;
-            r.raw.mul(expand, hidden, "mamba_expand·hidden_size")?
-        }
+    let inner = if let Some(i) = inner {
+        i
+    } else {
+        let expand = r.size(key_or(&["mamba_expand"], expand_d), Sym::Named("expand"))?;
+        r.raw.mul(expand, hidden, "mamba_expand·hidden_size")?
     };
     let head_dim = match r.raw.value("mamba_d_head") {
         Some(serde_json::Value::String(s)) if s == "auto" => inner / heads,
@@ -370,13 +369,12 @@ pub(super) fn granitemoehybrid(
         None
     };
     let shared_width = r.size(key_or(&["shared_intermediate_size"], 1024), Sym::SharedFfn)?;
-    let experts = match r.raw.uint("num_local_experts")? {
-        Some(e) => e,
-        None => {
-            let reason = format!("absent; `{}` default", r.class);
-            r.raw.assume("num_local_experts", 8, &reason);
-            8
-        }
+    let experts = if let Some(e) = r.raw.uint("num_local_experts")? {
+        e
+    } else {
+        let reason = format!("absent; `{}` default", r.class);
+        r.raw.assume("num_local_experts", 8, &reason);
+        8
     };
     let (ffn, shared_extras) = if experts > 0 {
         let rule = MoeRule {
@@ -492,21 +490,18 @@ pub(super) fn nemotron_h(
     };
     let hidden = r.size(key_or(&["hidden_size"], 4096), Sym::Hidden)?;
     let vocab = r.size(key_or(&["vocab_size"], 131_072), Sym::Vocab)?;
-    let types = match layer_list(r.raw, "layers_block_type")? {
-        Some(t) => t,
-        None => match layer_list(r.raw, "layer_types")? {
-            Some(t) => t,
-            None => match nemotron_pattern(r.raw, "hybrid_override_pattern")? {
-                Some(t) => t,
-                None => {
-                    let reason = format!("absent; `{}` default", r.class);
-                    r.raw.assume("layers_block_type", "[M, E, *, -]", &reason);
-                    ["linear_attention", "moe", "full_attention", "mlp"]
-                        .map(str::to_owned)
-                        .to_vec()
-                }
-            },
-        },
+    let types = if let Some(t) = layer_list(r.raw, "layers_block_type")? {
+        t
+    } else if let Some(t) = layer_list(r.raw, "layer_types")? {
+        t
+    } else if let Some(t) = nemotron_pattern(r.raw, "hybrid_override_pattern")? {
+        t
+    } else {
+        let reason = format!("absent; `{}` default", r.class);
+        r.raw.assume("layers_block_type", "[M, E, *, -]", &reason);
+        ["linear_attention", "moe", "full_attention", "mlp"]
+            .map(str::to_owned)
+            .to_vec()
     };
     let kinds = types
         .iter()
@@ -747,25 +742,24 @@ pub(super) fn lara_mini(
     let layers = r.size(key_or(&["num_hidden_layers"], 34), Sym::Layers)?;
     let vocab = r.size(key_or(&["vocab_size"], 151_936), Sym::Vocab)?;
     let n = r.raw.layer_count("num_hidden_layers", layers)?;
-    let types = match layer_list(r.raw, "layer_types")? {
-        Some(t) => t,
-        None => {
-            const PATTERN: [&str; 5] = [
-                "linear_attention",
-                "sliding_attention",
-                "linear_attention",
-                "full_attention",
-                "sliding_attention",
-            ];
-            let reason = format!("absent; `{}` default (period 5: L S L F S)", r.class);
-            r.raw.assume("layer_types", "L S L F S …", &reason);
-            PATTERN
-                .iter()
-                .cycle()
-                .take(n)
-                .map(|s| (*s).to_owned())
-                .collect()
-        }
+    let types = if let Some(t) = layer_list(r.raw, "layer_types")? {
+        t
+    } else {
+        const PATTERN: [&str; 5] = [
+            "linear_attention",
+            "sliding_attention",
+            "linear_attention",
+            "full_attention",
+            "sliding_attention",
+        ];
+        let reason = format!("absent; `{}` default (period 5: L S L F S)", r.class);
+        r.raw.assume("layer_types", "L S L F S …", &reason);
+        PATTERN
+            .iter()
+            .cycle()
+            .take(n)
+            .map(|s| (*s).to_owned())
+            .collect()
     };
     if types.len() != n {
         let v = r

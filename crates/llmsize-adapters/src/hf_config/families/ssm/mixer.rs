@@ -163,6 +163,10 @@ impl Mamba1 {
 /// d → I + C + H with C = I + 2·G·N the convolved width, a depthwise `conv1d` of C channels,
 /// `dt_bias`, `A_log` and `D` of H, a gated `RMSNorm` of I (absent in some hybrids),
 /// `out_proj` I → d.
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is a switch of the real module, as the config names them"
+)]
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Mamba2 {
     pub hidden: u64,
@@ -295,8 +299,8 @@ pub(crate) fn mixer_layer(extras: Vec<Extra>, state: RecurrentState, norms: Vec<
 
 /// The gated `DeltaNet` of Qwen3.5 as `LaraMini` builds it (`LaraMiniGatedDeltaNet`):
 /// `in_proj_qkv` d → 2·K + V (K = key heads·key width, V = value heads·value width),
-/// `in_proj_z` d → V, `in_proj_b` and `in_proj_a` d → H_v, a depthwise `conv1d` of 2·K + V
-/// channels without bias, `dt_bias` and `A_log` of H_v, a gated `RMSNorm` of the value width,
+/// `in_proj_z` d → V, `in_proj_b` and `in_proj_a` d → `H_v`, a depthwise `conv1d` of 2·K + V
+/// channels without bias, `dt_bias` and `A_log` of `H_v`, a gated `RMSNorm` of the value width,
 /// `out_proj` V → d, no biases.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct GatedDeltaNet {
@@ -372,7 +376,7 @@ impl GatedDeltaNet {
     }
 
     /// What the cache keeps: `conv_states` (2·K + V) × kernel in the model's dtype, the
-    /// recurrent state H_v × key width × value width in float32 (the chunked delta rule
+    /// recurrent state `H_v` × key width × value width in float32 (the chunked delta rule
     /// returns it in float32).
     pub(crate) fn state(&self, raw: &RawConfig<'_>) -> Result<RecurrentState, ConfigError> {
         let k = raw.mul(

@@ -59,15 +59,12 @@ fn mamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigEr
     let vocab = r.size(key_or(&["vocab_size"], 50280), Sym::Vocab)?;
     let state = r.size(key_or(&["state_size"], 16), Sym::Named("d_state"))?;
     let kernel = r.size(key_or(&["conv_kernel"], 4), Sym::Named("d_conv"))?;
-    let inner = match r.raw.size_opt("intermediate_size")? {
-        Some(n) => {
-            r.raw.source(Sym::Named("d_inner"), "intermediate_size");
-            n
-        }
-        None => {
-            let expand = r.size(key_or(&["expand"], 2), Sym::Named("expand"))?;
-            r.raw.mul(expand, hidden, "expand·hidden_size")?
-        }
+    let inner = if let Some(n) = r.raw.size_opt("intermediate_size")? {
+        r.raw.source(Sym::Named("d_inner"), "intermediate_size");
+        n
+    } else {
+        let expand = r.size(key_or(&["expand"], 2), Sym::Named("expand"))?;
+        r.raw.mul(expand, hidden, "expand·hidden_size")?
     };
     let dt = dt_rank(&mut r, "time_step_rank", hidden)?;
     let m = Mamba1 {

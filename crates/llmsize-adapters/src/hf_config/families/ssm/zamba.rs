@@ -6,7 +6,7 @@
 //! The spec has no notion of weights shared between layers, so the shared block's tensors
 //! are model-level extras (counted once, in their own categories: exact), and each hybrid
 //! layer needs an attention that holds no weights and gives the layer its own KV cache
-//! (n_kv·d_h keys and values per token, as transformers caches them per layer). The layout
+//! (`n_kv·d_h` keys and values per token, as transformers caches them per layer). The layout
 //! builds a standard attention's q/k/v/o from the model width whatever its `hidden`, so
 //! [`Shared::cache_only`] still counts weights per hybrid layer: these two types are NOT
 //! registered until the core has such an attention (`Attention::CacheOnly { heads,
@@ -157,19 +157,17 @@ fn block_types(
     class: &str,
     default: impl FnOnce() -> Vec<String>,
 ) -> Result<Vec<bool>, ConfigError> {
-    let list = match layer_list(raw, "layers_block_type")? {
-        Some(l) => l,
-        None => match layer_list(raw, "layer_types")? {
-            Some(l) => l,
-            None => {
-                raw.assume(
-                    "layers_block_type",
-                    "computed",
-                    &format!("absent; `{class}` default"),
-                );
-                default()
-            }
-        },
+    let list = if let Some(l) = layer_list(raw, "layers_block_type")? {
+        l
+    } else if let Some(l) = layer_list(raw, "layer_types")? {
+        l
+    } else {
+        raw.assume(
+            "layers_block_type",
+            "computed",
+            &format!("absent; `{class}` default"),
+        );
+        default()
     };
     raw.layer_count("layers_block_type", list.len() as u64)?;
     raw.source(Sym::Layers, "len(layers_block_type)");
