@@ -8,7 +8,7 @@ use llmsize_core::spec::{
 };
 
 use super::mixer::{GatedDeltaNet, Mamba1, Mamba2};
-use super::{dt_rank, tied};
+use super::{dt_rank, expanded, tied};
 use crate::error::ConfigError;
 use crate::hf_config::architecture;
 use crate::hf_config::decoder::Decoder;
@@ -90,10 +90,21 @@ pub(super) fn jamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpe
         Sym::Named("expert_period"),
     )?;
     let expert_offset = r.count(key_or(&["expert_layer_offset"], 1))?;
-    let experts = r.size(
-        key_or(&["num_experts", "num_local_experts"], 16),
-        Sym::Experts,
-    )?;
+    // `JambaConfig.validate_architecture`: each offset below its period.
+    for (key, offset, period) in [
+        ("attn_layer_offset", attn_offset, attn_period),
+        ("expert_layer_offset", expert_offset, expert_period),
+    ] {
+        if offset >= period {
+            return Err(r.raw.invalid(
+                key,
+                &offset.into(),
+                &format!("an offset below its period ({period})"),
+            ));
+        }
+    }
+    // 0 or 1 expert: every layer has the dense MLP (`layers_num_experts` > 1 builds a MoE).
+    let experts = r.count(key_or(&["num_experts", "num_local_experts"], 16))?;
     let n = r.raw.layer_count("num_hidden_layers", layers)?;
     let kinds: Vec<(bool, bool)> = (0..n as u64)
         .map(|i| {
@@ -127,7 +138,7 @@ pub(super) fn jamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpe
         let expand = r.size(key_or(&["mamba_expand"], 2), Sym::Named("expand"))?;
         let m = Mamba1 {
             hidden,
-            inner: r.raw.mul(expand, hidden, "mamba_expand·hidden_size")?,
+            inner: expanded(&mut r, expand, hidden, "mamba_expand·hidden_size")?,
             state: r.size(key_or(&["mamba_d_state"], 16), Sym::Named("d_state"))?,
             kernel: r.size(key_or(&["mamba_d_conv"], 4), Sym::Named("d_conv"))?,
             dt_rank: dt_rank(&mut r, "mamba_dt_rank", hidden)?,
@@ -196,7 +207,7 @@ pub(super) fn mamba2_keys(
         i
     } else {
         let expand = r.size(key_or(&["mamba_expand"], expand_d), Sym::Named("expand"))?;
-        r.raw.mul(expand, hidden, "mamba_expand·hidden_size")?
+        expanded(r, expand, hidden, "mamba_expand·hidden_size")?
     };
     let head_dim = match r.raw.value("mamba_d_head") {
         Some(serde_json::Value::String(s)) if s == "auto" => inner / heads,

@@ -40,6 +40,18 @@ pub(super) fn dt_rank(r: &mut Reader<'_, '_>, key: &str, hidden: u64) -> Result<
     }
 }
 
+/// The mixer's inner width `expand·d`, its source recorded (`what` names the keys).
+pub(super) fn expanded(
+    r: &mut Reader<'_, '_>,
+    expand: u64,
+    hidden: u64,
+    what: &str,
+) -> Result<u64, ConfigError> {
+    let inner = r.raw.mul(expand, hidden, what)?;
+    r.raw.source(Sym::Named("d_inner"), what);
+    Ok(inner)
+}
+
 /// `tie_word_embeddings` with the class default.
 pub(super) fn tied(r: &mut Reader<'_, '_>, default: bool) -> Result<bool, ConfigError> {
     r.switch(Switch::Key("tie_word_embeddings", default))
@@ -64,7 +76,7 @@ fn mamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigEr
         n
     } else {
         let expand = r.size(key_or(&["expand"], 2), Sym::Named("expand"))?;
-        r.raw.mul(expand, hidden, "expand·hidden_size")?
+        expanded(&mut r, expand, hidden, "expand·hidden_size")?
     };
     let dt = dt_rank(&mut r, "time_step_rank", hidden)?;
     let m = Mamba1 {
@@ -112,7 +124,7 @@ fn mamba2(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigE
     let kernel = r.size(key_or(&["conv_kernel"], 4), Sym::Named("d_conv"))?;
     let groups = r.size(key_or(&["n_groups"], 8), Sym::Named("n_groups"))?;
     let expand = r.size(key_or(&["expand"], 2), Sym::Named("expand"))?;
-    let inner = r.raw.mul(expand, hidden, "expand·hidden_size")?;
+    let inner = expanded(&mut r, expand, hidden, "expand·hidden_size")?;
     let width = r.raw.mul(heads, head_dim, "num_heads·head_dim")?;
     if inner != width {
         return Err(r.raw.invalid(

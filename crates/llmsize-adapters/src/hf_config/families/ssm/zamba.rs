@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use super::hybrid::layer_list;
 use super::mixer::{Mamba1, Mamba2, mixer_layer};
-use super::{dt_rank, tied};
+use super::{dt_rank, expanded, tied};
 use crate::error::ConfigError;
 use crate::hf_config::architecture;
 use crate::hf_config::decoder::{Decoder, kv_heads, mha};
@@ -227,7 +227,7 @@ pub(super) fn zamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpe
     })?;
     let two_d = r.raw.mul(2, hidden, "2·hidden_size")?;
     let expand = r.size(key_or(&["mamba_expand"], 2), Sym::Named("expand"))?;
-    let inner = r.raw.mul(expand, hidden, "mamba_expand·hidden_size")?;
+    let inner = expanded(&mut r, expand, hidden, "mamba_expand·hidden_size")?;
     let mamba_heads = r.size(key_or(&["n_mamba_heads"], 2), Sym::Named("n_ssm_heads"))?;
     if !inner.is_multiple_of(mamba_heads) {
         return Err(r.raw.invalid(
@@ -332,7 +332,7 @@ pub(super) fn zamba2(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSp
     let hybrids = kinds.iter().filter(|&&h| h).count() as u64;
     let two_d = r.raw.mul(2, hidden, "2·hidden_size")?;
     let expand = r.size(key_or(&["mamba_expand"], 2), Sym::Named("expand"))?;
-    let inner = r.raw.mul(expand, hidden, "mamba_expand·hidden_size")?;
+    let inner = expanded(&mut r, expand, hidden, "mamba_expand·hidden_size")?;
     let mamba_heads = r.size(key_or(&["n_mamba_heads"], 8), Sym::Named("n_ssm_heads"))?;
     let head_dim = size_or_else(
         &mut r,
