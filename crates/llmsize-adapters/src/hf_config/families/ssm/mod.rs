@@ -1,6 +1,9 @@
-//! State-space mixers and the hybrids built on them: Mamba, Falcon-Mamba, Mamba-2, and the
-//! hybrids that interleave Mamba layers with attention, MLP and MoE layers. The two mixers
-//! are written once ([`mixer`]); each family is its layer pattern (transformers 5.24).
+//! State-space mixers and the hybrids built on them (transformers 5.24): Mamba,
+//! Falcon-Mamba, Mamba-2, and the hybrids that interleave such layers with attention, MLP and
+//! MoE layers: Jamba, Bamba, `GraniteMoeHybrid`, Nemotron-H, Falcon-H1 and `LaraMini` (gated
+//! `DeltaNet`). The mixers are written once ([`mixer`]: extra tensors of category `ssm` and
+//! the conv / recurrent state transformers' cache keeps, recurrent in float32); each hybrid
+//! is its layer pattern ([`hybrid`]) with attention and MoE from the block machinery.
 
 mod hybrid;
 mod mixer;
