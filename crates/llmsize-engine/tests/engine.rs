@@ -96,10 +96,10 @@ fn errors_have_a_kind_a_message_naming_the_input_and_a_hint() {
         "{e}"
     );
 
-    let mamba = dir.path().join("mamba.json");
-    std::fs::write(&mamba, r#"{"model_type":"mamba","d_model":768}"#).unwrap();
+    let unknown = dir.path().join("unknown.json");
+    std::fs::write(&unknown, r#"{"model_type":"not_a_model","d_model":768}"#).unwrap();
     let e = engine()
-        .params(&ParamsRequest::models([mamba.to_str().unwrap()]))
+        .params(&ParamsRequest::models([unknown.to_str().unwrap()]))
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Unsupported);
 

@@ -7,9 +7,6 @@
 
 mod hybrid;
 mod mixer;
-// Zamba/Zamba2 are read exactly but for one thing the spec cannot say yet (see the module's
-// doc); they are left out of `FAMILIES` until it can.
-#[allow(dead_code, reason = "zamba and zamba2 are not registered yet")]
 mod zamba;
 
 use llmsize_core::expr::Sym;
@@ -216,6 +213,6 @@ pub(crate) const FAMILIES: &[Family] = &[
         "LaraMiniForCausalLM",
         hybrid::lara_mini
     ),
-    // Not registered: zamba and zamba2 (see `zamba.rs`) wait for an attention that caches
-    // keys and values but holds no weights of its own (the shared block's).
+    code!("zamba", "ZambaConfig", "ZambaForCausalLM", zamba::zamba),
+    code!("zamba2", "Zamba2Config", "Zamba2ForCausalLM", zamba::zamba2),
 ];

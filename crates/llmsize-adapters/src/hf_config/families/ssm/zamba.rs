@@ -3,16 +3,11 @@
 //! fed the concatenation of the hidden state and the embeddings (width A = 2·d) and followed
 //! by a per-layer `linear` d → d.
 //!
-//! The spec has no notion of weights shared between layers, so the shared block's tensors
-//! are model-level extras (counted once, in their own categories: exact), and each hybrid
-//! layer needs an attention that holds no weights and gives the layer its own KV cache
-//! (`n_kv·d_h` keys and values per token, as transformers caches them per layer). The layout
-//! builds a standard attention's q/k/v/o from the model width whatever its `hidden`, so
-//! [`Shared::cache_only`] still counts weights per hybrid layer: these two types are NOT
-//! registered until the core has such an attention (`Attention::CacheOnly { heads,
-//! kv_heads, head_dim }`: no tensors, the KV geometry of a standard attention). With it,
-//! `cache_only` returns that and both types are exact on the default configs (checked:
-//! every category but attention matches, KV and states match).
+//! The shared block's tensors are model-level extras (counted once, in their own
+//! categories), and each hybrid layer carries an [`Attention::CacheOnly`]: no weights, its
+//! own KV cache (`n_kv·d_h` keys and values per token, as transformers caches them per
+//! layer). FLOPs count the shared block's projections once per token, not once per hybrid
+//! layer that runs it (an undercount, said in the closing notes of issue 9).
 
 use llmsize_core::Category;
 use llmsize_core::expr::{Expr, Sym};
@@ -129,10 +124,9 @@ impl Shared {
     }
 
     /// The attention a hybrid layer carries for its KV cache: `n_kv·d_h` keys and values per
-    /// token, and (once the core can say so) no weights, the shared block's being counted
-    /// once, model-level.
+    /// token, and no weights, the shared block's being counted once, model-level.
     fn cache_only(&self) -> Attention {
-        Attention::Standard(mha(0, self.heads, self.kv, self.head_dim, false))
+        Attention::CacheOnly(mha(self.hidden, self.heads, self.kv, self.head_dim, false))
     }
 }
 
