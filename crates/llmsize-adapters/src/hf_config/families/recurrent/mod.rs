@@ -6,6 +6,7 @@
 //! it; everything else (attention, MLP, MoE, norms) is the generic block of `family.rs`.
 
 mod delta_net;
+mod lfm;
 
 use llmsize_core::expr::{Expr, Sym};
 use llmsize_core::spec::{Layer, Layers, ModelSpec};
@@ -19,6 +20,8 @@ pub(crate) const FAMILIES: &[Family] = &[
     delta_net::QWEN3_NEXT,
     delta_net::QWEN3_5_TEXT,
     delta_net::QWEN3_5_MOE_TEXT,
+    lfm::LFM2,
+    lfm::LFM3,
 ];
 
 /// A family's own quantity as a formula symbol.
