@@ -7,6 +7,7 @@
 
 mod delta_net;
 mod lfm;
+mod minimax;
 
 use llmsize_core::expr::{Expr, Sym};
 use llmsize_core::spec::{Layer, Layers, ModelSpec};
@@ -22,6 +23,7 @@ pub(crate) const FAMILIES: &[Family] = &[
     delta_net::QWEN3_5_MOE_TEXT,
     lfm::LFM2,
     lfm::LFM3,
+    minimax::MINIMAX,
 ];
 
 /// A family's own quantity as a formula symbol.
