@@ -115,6 +115,29 @@ const QWEN3_5_MOE_TEXT_BLOCK: Block = Block {
     ..LLAMA
 };
 
+/// `OlmoHybridConfig`: 32 layers of 3840, 30 heads (KV heads: the heads), `OLMo2`'s
+/// attention (q/k norms over the full widths, `attention_bias`) and its two norms per layer
+/// (`post_attention_layernorm`, `post_feedforward_layernorm`; the `DeltaNet` layers have
+/// `input_layernorm` and `post_attention_layernorm`: as many), MLP 11008.
+const OLMO_HYBRID_BLOCK: Block = Block {
+    hidden: key_or(&["hidden_size"], 3840),
+    layers: key_or(&["num_hidden_layers"], 32),
+    heads: key_or(&["num_attention_heads"], 30),
+    vocab: key_or(&["vocab_size"], 100_352),
+    kv_default: None,
+    head_dim: HeadDim::KeyOrSplit,
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::FullWidth,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 11_008),
+        ..MLP
+    },
+    tie: false,
+    ..LLAMA
+};
+
 /// How a model names its `DeltaNet` input projections.
 #[derive(Clone, Copy)]
 enum Projections {
@@ -122,27 +145,62 @@ enum Projections {
     Fused,
     /// `in_proj_qkv`, `in_proj_z`, `in_proj_b`, `in_proj_a` (Qwen3.5).
     Split,
+    /// `q_proj`, `k_proj`, `v_proj`, `g_proj`, `b_proj`, `a_proj` (`OLMo` Hybrid).
+    Separate,
+}
+
+/// Where the defaults of the `DeltaNet` sizes and layer kinds come from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Defaults {
+    /// Fixed class defaults (16 key heads, 32 value heads of 128, 4 taps); without
+    /// `layer_types`, every `full_attention_interval`-th layer (4) attends.
+    Qwen,
+    /// `OlmoHybridConfig.__post_init__`: key and value heads default to the attention heads,
+    /// `d_k` to `int(0.75·d / n_k)`, `d_v` to `2·d_k`; without `layer_types`, layers with
+    /// `i % 4 == 3` attend (the last one when none does). At least one layer of each kind.
+    Olmo,
 }
 
 /// A gated-`DeltaNet` hybrid's own switches.
 struct Hybrid {
     block: &'static Block,
     projections: Projections,
+    /// `q_proj` also makes a sigmoid output gate (`d → 2·n_h·d_h`, Qwen).
+    gated_attention: bool,
+    defaults: Defaults,
 }
 
 const QWEN3_NEXT_HYBRID: Hybrid = Hybrid {
     block: &QWEN3_NEXT_BLOCK,
     projections: Projections::Fused,
+    gated_attention: true,
+    defaults: Defaults::Qwen,
 };
 const QWEN3_5_TEXT_HYBRID: Hybrid = Hybrid {
     block: &QWEN3_5_TEXT_BLOCK,
     projections: Projections::Split,
+    gated_attention: true,
+    defaults: Defaults::Qwen,
 };
 const QWEN3_5_MOE_TEXT_HYBRID: Hybrid = Hybrid {
     block: &QWEN3_5_MOE_TEXT_BLOCK,
     projections: Projections::Split,
+    gated_attention: true,
+    defaults: Defaults::Qwen,
+};
+const OLMO_HYBRID_HYBRID: Hybrid = Hybrid {
+    block: &OLMO_HYBRID_BLOCK,
+    projections: Projections::Separate,
+    gated_attention: false,
+    defaults: Defaults::Olmo,
 };
 
+pub(super) const OLMO_HYBRID: Family = Family {
+    model_type: "olmo_hybrid",
+    config_class: "OlmoHybridConfig",
+    architecture: "OlmoHybridForCausalLM",
+    read: Read::Code(|r, f, h| read(r, f, h, &OLMO_HYBRID_HYBRID)),
+};
 pub(super) const QWEN3_NEXT: Family = Family {
     model_type: "qwen3_next",
     config_class: "Qwen3NextConfig",
@@ -179,12 +237,15 @@ fn read(
 ) -> Result<ModelSpec, ConfigError> {
     let class = family.config_class;
     let mut spec = read_block(raw, family, hybrid.block)?;
-    let net = DeltaNet {
-        kernel: mixer_size(raw, class, key_or(&["linear_conv_kernel_dim"], 4), "d_conv")?,
-        key_dim: mixer_size(raw, class, key_or(&["linear_key_head_dim"], 128), "d_k")?,
-        value_dim: mixer_size(raw, class, key_or(&["linear_value_head_dim"], 128), "d_v")?,
-        key_heads: mixer_size(raw, class, key_or(&["linear_num_key_heads"], 16), "n_k")?,
-        value_heads: mixer_size(raw, class, key_or(&["linear_num_value_heads"], 32), "n_v")?,
+    let net = match hybrid.defaults {
+        Defaults::Qwen => DeltaNet {
+            kernel: mixer_size(raw, class, key_or(&["linear_conv_kernel_dim"], 4), "d_conv")?,
+            key_dim: mixer_size(raw, class, key_or(&["linear_key_head_dim"], 128), "d_k")?,
+            value_dim: mixer_size(raw, class, key_or(&["linear_value_head_dim"], 128), "d_v")?,
+            key_heads: mixer_size(raw, class, key_or(&["linear_num_key_heads"], 16), "n_k")?,
+            value_heads: mixer_size(raw, class, key_or(&["linear_num_value_heads"], 32), "n_v")?,
+        },
+        Defaults::Olmo => olmo_sizes(raw, class, &spec)?,
     };
     let n = usize::try_from(spec.num_layers())
         .map_err(|_| raw.invalid("num_hidden_layers", &spec.num_layers().into(), "a layer count"))?;
@@ -202,6 +263,14 @@ fn read(
                 )),
             })
             .collect::<Result<_, _>>()?
+    } else if hybrid.defaults == Defaults::Olmo {
+        let mut kinds: Vec<bool> = (0..n).map(|i| i % 4 != 3).collect();
+        if let Some(last) = kinds.last_mut()
+            && n < 4
+        {
+            *last = false;
+        }
+        kinds
     } else {
         let interval = {
             let reason = format!("absent; `{class}` default");
@@ -216,6 +285,14 @@ fn read(
             .map(|i| !i.is_multiple_of(interval))
             .collect()
     };
+    if hybrid.defaults == Defaults::Olmo && (linear.iter().all(|l| *l) || !linear.contains(&true))
+    {
+        // `OlmoHybridConfig.validate_architecture`.
+        return Err(raw.missing(
+            "layer_types",
+            "at least one `linear_attention` and one `full_attention` layer",
+        ));
+    }
     let hidden = spec.hidden_size;
     let state = state(raw, &net)?;
     let mixer = mixer(hidden, &net, hybrid.projections);
@@ -234,7 +311,7 @@ fn read(
             }
         } else {
             let mut l = layer.clone();
-            if let Attention::Standard(a) = &l.attention {
+            if let (true, Attention::Standard(a)) = (hybrid.gated_attention, &l.attention) {
                 // `q_proj` also makes the output gate: `n_h·d_h` more outputs (and biases).
                 let width = Expr::product(vec![
                     Expr::sym(llmsize_core::expr::Sym::Heads, a.num_heads),
@@ -260,6 +337,57 @@ fn read(
         })
     })?;
     Ok(spec)
+}
+
+/// `OlmoHybridConfig`'s `DeltaNet` sizes, whose defaults follow the attention heads and width.
+fn olmo_sizes(
+    raw: &mut RawConfig<'_>,
+    class: &'static str,
+    spec: &ModelSpec,
+) -> Result<DeltaNet, ConfigError> {
+    let reason = "absent or null; `OlmoHybridConfig` follows the attention";
+    let heads = spec
+        .layer_kinds()
+        .find_map(|l| match &l.attention {
+            Attention::Standard(a) => Some(a.num_heads),
+            _ => None,
+        })
+        .unwrap_or(1);
+    let hidden = spec.hidden_size;
+    let or = |raw: &mut RawConfig<'_>, key: &str, name: &'static str, default: u64| {
+        if let Some(v) = raw.size_opt(key)? {
+            raw.source(llmsize_core::expr::Sym::Named(name), key);
+            Ok::<u64, ConfigError>(v)
+        } else {
+            raw.assume(key, default, reason);
+            Ok(default)
+        }
+    };
+    let key_heads = or(raw, "linear_num_key_heads", "n_k", heads)?;
+    let value_heads = or(raw, "linear_num_value_heads", "n_v", heads)?;
+    // `int(0.75 * hidden_size / linear_num_key_heads)`: float arithmetic, truncated.
+    if hidden >= 1 << 52 {
+        return Err(raw.invalid("hidden_size", &hidden.into(), "a size below 2^52"));
+    }
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "Python's float arithmetic on a size below 2^52"
+    )]
+    let derived = (0.75 * hidden as f64 / key_heads as f64) as u64;
+    let key_dim = or(raw, "linear_key_head_dim", "d_k", derived)?;
+    let value_dim = or(raw, "linear_value_head_dim", "d_v", raw.mul(2, key_dim, "2·linear_key_head_dim")?)?;
+    if key_dim == 0 {
+        return Err(raw.invalid("linear_key_head_dim", &key_dim.into(), "a positive integer"));
+    }
+    Ok(DeltaNet {
+        kernel: mixer_size(raw, class, key_or(&["linear_conv_kernel_dim"], 4), "d_conv")?,
+        key_dim,
+        value_dim,
+        key_heads,
+        value_heads,
+    })
 }
 
 /// The conv window (`conv_dim × kernel`) and float32 recurrent state (`n_v × d_k × d_v`).
@@ -291,8 +419,8 @@ fn mixer(hidden: u64, net: &DeltaNet, projections: Projections) -> Vec<Extra> {
     let n_v = named("n_v", net.value_heads);
     let d_v = named("d_v", net.value_dim);
     let key = Expr::product(vec![n_k, d_k]);
+    let two_keys = Expr::product(vec![Expr::Lit(2), key.clone()]);
     let value = Expr::product(vec![n_v.clone(), d_v.clone()]);
-    let two_keys = Expr::product(vec![Expr::Lit(2), key]);
     let conv_dim = Expr::sum(vec![two_keys.clone(), value.clone()]);
     let ssm = Category::Ssm;
     let mut out = match projections {
@@ -314,6 +442,14 @@ fn mixer(hidden: u64, net: &DeltaNet, projections: Projections) -> Vec<Extra> {
                 d.clone(),
                 Expr::product(vec![Expr::Lit(2), n_v.clone()]),
             ),
+        ],
+        Projections::Separate => vec![
+            Extra::linear("ssm_q.weight", PART, ssm, d.clone(), key.clone()),
+            Extra::linear("ssm_k.weight", PART, ssm, d.clone(), key),
+            Extra::linear("ssm_v.weight", PART, ssm, d.clone(), value.clone()),
+            Extra::linear("ssm_a.weight", PART, ssm, d.clone(), n_v.clone()),
+            Extra::linear("ssm_b.weight", PART, ssm, d.clone(), n_v.clone()),
+            Extra::linear("ssm_gate.weight", PART, ssm, d.clone(), value.clone()),
         ],
         Projections::Split => vec![
             Extra::linear("ssm_in_qkv.weight", PART, ssm, d.clone(), conv_dim.clone()),

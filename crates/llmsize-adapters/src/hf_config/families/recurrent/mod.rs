@@ -21,6 +21,7 @@ pub(crate) const FAMILIES: &[Family] = &[
     delta_net::QWEN3_NEXT,
     delta_net::QWEN3_5_TEXT,
     delta_net::QWEN3_5_MOE_TEXT,
+    delta_net::OLMO_HYBRID,
     lfm::LFM2,
     lfm::LFM3,
     minimax::MINIMAX,
