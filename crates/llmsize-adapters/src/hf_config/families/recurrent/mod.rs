@@ -6,6 +6,7 @@
 //! it; everything else (attention, MLP, MoE, norms) is the generic block of `family.rs`.
 
 mod delta_net;
+mod kda;
 mod lfm;
 mod minimax;
 
@@ -25,6 +26,7 @@ pub(crate) const FAMILIES: &[Family] = &[
     lfm::LFM2,
     lfm::LFM3,
     minimax::MINIMAX,
+    kda::BAILING_HYBRID,
 ];
 
 /// A family's own quantity as a formula symbol.
