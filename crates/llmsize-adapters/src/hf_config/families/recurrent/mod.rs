@@ -9,6 +9,7 @@ mod delta_net;
 mod kda;
 mod lfm;
 mod minimax;
+mod rglru;
 
 use llmsize_core::expr::{Expr, Sym};
 use llmsize_core::spec::{Layer, Layers, ModelSpec};
@@ -27,6 +28,7 @@ pub(crate) const FAMILIES: &[Family] = &[
     lfm::LFM3,
     minimax::MINIMAX,
     kda::BAILING_HYBRID,
+    rglru::RECURRENT_GEMMA,
 ];
 
 /// A family's own quantity as a formula symbol.
