@@ -10,6 +10,7 @@ mod kda;
 mod lfm;
 mod minimax;
 mod rglru;
+mod rwkv;
 
 use llmsize_core::expr::{Expr, Sym};
 use llmsize_core::spec::{Layer, Layers, ModelSpec};
@@ -29,6 +30,7 @@ pub(crate) const FAMILIES: &[Family] = &[
     minimax::MINIMAX,
     kda::BAILING_HYBRID,
     rglru::RECURRENT_GEMMA,
+    rwkv::RWKV,
 ];
 
 /// A family's own quantity as a formula symbol.
