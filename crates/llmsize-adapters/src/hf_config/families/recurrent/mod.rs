@@ -11,6 +11,7 @@ mod lfm;
 mod minimax;
 mod rglru;
 mod rwkv;
+mod xlstm;
 
 use llmsize_core::expr::{Expr, Sym};
 use llmsize_core::spec::{Layer, Layers, ModelSpec};
@@ -31,6 +32,7 @@ pub(crate) const FAMILIES: &[Family] = &[
     kda::BAILING_HYBRID,
     rglru::RECURRENT_GEMMA,
     rwkv::RWKV,
+    xlstm::XLSTM,
 ];
 
 /// A family's own quantity as a formula symbol.
