@@ -247,8 +247,13 @@ fn read(
         },
         Defaults::Olmo => olmo_sizes(raw, class, &spec)?,
     };
-    let n = usize::try_from(spec.num_layers())
-        .map_err(|_| raw.invalid("num_hidden_layers", &spec.num_layers().into(), "a layer count"))?;
+    let n = usize::try_from(spec.num_layers()).map_err(|_| {
+        raw.invalid(
+            "num_hidden_layers",
+            &spec.num_layers().into(),
+            "a layer count",
+        )
+    })?;
     // `layer_types`, else every `full_attention_interval`-th layer (default 4) attends.
     let linear: Vec<bool> = if let Some(types) = layer_types(raw, n)? {
         types
@@ -285,8 +290,7 @@ fn read(
             .map(|i| !i.is_multiple_of(interval))
             .collect()
     };
-    if hybrid.defaults == Defaults::Olmo && (linear.iter().all(|l| *l) || !linear.contains(&true))
-    {
+    if hybrid.defaults == Defaults::Olmo && (linear.iter().all(|l| *l) || !linear.contains(&true)) {
         // `OlmoHybridConfig.validate_architecture`.
         return Err(raw.missing(
             "layer_types",
@@ -377,7 +381,12 @@ fn olmo_sizes(
     )]
     let derived = (0.75 * hidden as f64 / key_heads as f64) as u64;
     let key_dim = or(raw, "linear_key_head_dim", "d_k", derived)?;
-    let value_dim = or(raw, "linear_value_head_dim", "d_v", raw.mul(2, key_dim, "2·linear_key_head_dim")?)?;
+    let value_dim = or(
+        raw,
+        "linear_value_head_dim",
+        "d_v",
+        raw.mul(2, key_dim, "2·linear_key_head_dim")?,
+    )?;
     if key_dim == 0 {
         return Err(raw.invalid("linear_key_head_dim", &key_dim.into(), "a positive integer"));
     }
@@ -392,7 +401,11 @@ fn olmo_sizes(
 
 /// The conv window (`conv_dim × kernel`) and float32 recurrent state (`n_v × d_k × d_v`).
 fn state(raw: &RawConfig<'_>, net: &DeltaNet) -> Result<RecurrentState, ConfigError> {
-    let key = raw.mul(net.key_heads, net.key_dim, "linear_num_key_heads·linear_key_head_dim")?;
+    let key = raw.mul(
+        net.key_heads,
+        net.key_dim,
+        "linear_num_key_heads·linear_key_head_dim",
+    )?;
     let value = raw.mul(
         net.value_heads,
         net.value_dim,
@@ -401,7 +414,13 @@ fn state(raw: &RawConfig<'_>, net: &DeltaNet) -> Result<RecurrentState, ConfigEr
     let conv_dim = raw
         .mul(key, 2, "2·key_dim")?
         .checked_add(value)
-        .ok_or_else(|| raw.invalid("linear_value_head_dim", &net.value_dim.into(), "a size whose products fit in 64 bits"))?;
+        .ok_or_else(|| {
+            raw.invalid(
+                "linear_value_head_dim",
+                &net.value_dim.into(),
+                "a size whose products fit in 64 bits",
+            )
+        })?;
     Ok(RecurrentState {
         conv: raw.mul(conv_dim, net.kernel, "conv_dim·linear_conv_kernel_dim")?,
         recurrent: raw.mul(value, net.key_dim, "n_v·d_v·d_k")?,

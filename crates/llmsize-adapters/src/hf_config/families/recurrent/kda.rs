@@ -26,6 +26,7 @@ use llmsize_core::spec::{Attention, Extra, Ffn, Layer, Layers, ModelSpec, Norm, 
 
 use super::{layer_types, named};
 use crate::error::ConfigError;
+use crate::hf_config::HeadChoice;
 use crate::hf_config::architecture;
 use crate::hf_config::decoder::{Decoder, mlp};
 use crate::hf_config::family::{
@@ -33,7 +34,6 @@ use crate::hf_config::family::{
     block_attention, block_moe, key_or,
 };
 use crate::hf_config::raw::RawConfig;
-use crate::hf_config::HeadChoice;
 
 /// The sizes of `BailingHybridConfig` the generic readers take (MLA and the MoE).
 const BAILING_BLOCK: Block = Block {
@@ -104,22 +104,23 @@ fn read(
     )?;
     // `layer_types`: `full_attention` is MLA, anything else KDA; default every
     // `layer_group_size`-th layer.
-    let full: Vec<bool> = match layer_types(raw, n)? {
-        Some(t) => t.iter().map(|t| t == "full_attention").collect(),
-        None => {
+    let full: Vec<bool> = if let Some(t) = layer_types(raw, n)? {
+        t.iter().map(|t| t == "full_attention").collect()
+    } else {
+        {
             let group = raw.size_or(&["layer_group_size"], Sym::Named("group"), 6, &reason)?;
             (1..=n as u64).map(|i| i.is_multiple_of(group)).collect()
         }
     };
-    let sparse: Vec<bool> = match layer_types_key(raw, "mlp_layer_types", n)? {
-        Some(t) => t.iter().map(|t| t == "sparse").collect(),
-        None => {
-            let first = match raw.uint("first_k_dense_replace")? {
-                Some(k) => k,
-                None => {
-                    raw.assume("first_k_dense_replace", 2, &reason);
-                    2
-                }
+    let sparse: Vec<bool> = if let Some(t) = layer_types_key(raw, "mlp_layer_types", n)? {
+        t.iter().map(|t| t == "sparse").collect()
+    } else {
+        {
+            let first = if let Some(k) = raw.uint("first_k_dense_replace")? {
+                k
+            } else {
+                raw.assume("first_k_dense_replace", 2, &reason);
+                2
             };
             (0..n as u64).map(|i| i >= first).collect()
         }
@@ -143,7 +144,11 @@ fn read(
     let norm = Norm::rms_norm(hidden);
     let keys = full.iter().copied().zip(sparse.iter().copied());
     let stack = Layers::from_pattern(keys, |&(is_full, is_sparse)| Layer {
-        attention: if is_full { mla.clone() } else { Attention::Absent },
+        attention: if is_full {
+            mla.clone()
+        } else {
+            Attention::Absent
+        },
         cross_attention: None,
         ffn: match (&moe, is_sparse) {
             (Some(m), true) => Ffn::Moe(m.clone()),
@@ -151,7 +156,11 @@ fn read(
         },
         norms: vec![norm; 2],
         sliding_window: None,
-        extras: if is_full { vec![gate.clone()] } else { kda.clone() },
+        extras: if is_full {
+            vec![gate.clone()]
+        } else {
+            kda.clone()
+        },
         state: (!is_full).then_some(state),
     });
     Ok(Decoder::new(

@@ -1,6 +1,6 @@
 //! LFM2 and LFM3 (`modeling_lfm2.py`, `modeling_lfm3.py`, transformers 5.24): layers whose
 //! `layer_types` entry is `conv` hold a gated short convolution (`Lfm2ShortConv`), every other
-//! layer attention; each layer has a SwiGLU `feed_forward` (`w1`, `w3`, `w2`) and
+//! layer attention; each layer has a gated (`SiLU`) `feed_forward` (`w1`, `w3`, `w2`) and
 //! `operator_norm` + `ffn_norm` (LFM3 adds `post_operator_norm` and `post_ffn_norm` with
 //! `use_sandwich_norm`). The model's last norm is `embedding_norm`, applied after the layers.
 //!
@@ -121,8 +121,13 @@ fn read(
     };
     let mut spec = read_block(raw, family, block)?;
     let hidden = spec.hidden_size;
-    let n = usize::try_from(spec.num_layers())
-        .map_err(|_| raw.invalid("num_hidden_layers", &spec.num_layers().into(), "a layer count"))?;
+    let n = usize::try_from(spec.num_layers()).map_err(|_| {
+        raw.invalid(
+            "num_hidden_layers",
+            &spec.num_layers().into(),
+            "a layer count",
+        )
+    })?;
     let kinds = kinds(raw, version, n, &reason)?;
     let kernel = raw.size_or(
         &["conv_L_cache"],
@@ -228,7 +233,9 @@ fn kinds(
                 Some(v) => Some(
                     v.as_array()
                         .and_then(|a| a.iter().map(serde_json::Value::as_u64).collect())
-                        .ok_or_else(|| raw.invalid("full_attn_idxs", v, "a list of layer indices"))?,
+                        .ok_or_else(|| {
+                            raw.invalid("full_attn_idxs", v, "a list of layer indices")
+                        })?,
                 ),
             };
             (0..n as u64)
@@ -273,9 +280,17 @@ fn lfm2_width(raw: &mut RawConfig<'_>, reason: &str) -> Result<u64, ConfigError>
     let multiplier = if raw.has("block_ffn_dim_multiplier") {
         match raw.value("block_ffn_dim_multiplier") {
             None => None,
-            Some(v) => Some(v.as_f64().filter(|m| m.is_finite() && *m >= 0.0).ok_or_else(
-                || raw.invalid("block_ffn_dim_multiplier", v, "a non-negative number or null"),
-            )?),
+            Some(v) => Some(
+                v.as_f64()
+                    .filter(|m| m.is_finite() && *m >= 0.0)
+                    .ok_or_else(|| {
+                        raw.invalid(
+                            "block_ffn_dim_multiplier",
+                            v,
+                            "a non-negative number or null",
+                        )
+                    })?,
+            ),
         }
     } else {
         raw.assume("block_ffn_dim_multiplier", 1.0, reason);
@@ -289,14 +304,26 @@ fn lfm2_width(raw: &mut RawConfig<'_>, reason: &str) -> Result<u64, ConfigError>
             reason = "Python's `int(multiplier * size)`"
         )]
         let scaled = (m * w as f64) as u64;
-        let of = raw.size_or(&["block_multiple_of"], Sym::Named("multiple_of"), 256, reason)?;
-        w = scaled
-            .div_ceil(of)
-            .checked_mul(of)
-            .ok_or_else(|| raw.invalid("block_multiple_of", &of.into(), "a size whose multiples fit in 64 bits"))?;
+        let of = raw.size_or(
+            &["block_multiple_of"],
+            Sym::Named("multiple_of"),
+            256,
+            reason,
+        )?;
+        w = scaled.div_ceil(of).checked_mul(of).ok_or_else(|| {
+            raw.invalid(
+                "block_multiple_of",
+                &of.into(),
+                "a size whose multiples fit in 64 bits",
+            )
+        })?;
     }
     if w == 0 {
-        return Err(raw.invalid("intermediate_size", &ff.into(), "a size whose adjusted MLP width is positive"));
+        return Err(raw.invalid(
+            "intermediate_size",
+            &ff.into(),
+            "a size whose adjusted MLP width is positive",
+        ));
     }
     Ok(w)
 }
@@ -308,8 +335,20 @@ fn short_conv(hidden: u64, kernel: u64, bias: bool) -> Vec<Extra> {
     let three_d = Expr::product(vec![Expr::Lit(3), d.clone()]);
     let ssm = Category::Ssm;
     let mut out = vec![
-        Extra::table("shortconv.conv.weight", PART, ssm, d.clone(), named("d_conv", kernel)),
-        Extra::linear("shortconv.in_proj.weight", PART, ssm, d.clone(), three_d.clone()),
+        Extra::table(
+            "shortconv.conv.weight",
+            PART,
+            ssm,
+            d.clone(),
+            named("d_conv", kernel),
+        ),
+        Extra::linear(
+            "shortconv.in_proj.weight",
+            PART,
+            ssm,
+            d.clone(),
+            three_d.clone(),
+        ),
         Extra::linear("shortconv.out_proj.weight", PART, ssm, d.clone(), d.clone()),
     ];
     if bias {

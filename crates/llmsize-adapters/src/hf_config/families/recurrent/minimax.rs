@@ -65,8 +65,13 @@ fn read(
 ) -> Result<ModelSpec, ConfigError> {
     let mut spec = read_block(raw, family, &MINIMAX_BLOCK)?;
     let hidden = spec.hidden_size;
-    let n = usize::try_from(spec.num_layers())
-        .map_err(|_| raw.invalid("num_hidden_layers", &spec.num_layers().into(), "a layer count"))?;
+    let n = usize::try_from(spec.num_layers()).map_err(|_| {
+        raw.invalid(
+            "num_hidden_layers",
+            &spec.num_layers().into(),
+            "a layer count",
+        )
+    })?;
     // `layer_types`, else even layers attend and odd layers are lightning attention.
     let linear: Vec<bool> = match layer_types(raw, n)? {
         Some(types) => types.iter().map(|t| t == "linear_attention").collect(),
@@ -97,7 +102,10 @@ fn read(
 fn lightning(hidden: u64, heads: u64, head_dim: u64) -> Vec<Extra> {
     const PART: &str = "lightning attention";
     let d = Expr::sym(Sym::Hidden, hidden);
-    let width = Expr::product(vec![Expr::sym(Sym::Heads, heads), Expr::sym(Sym::HeadDim, head_dim)]);
+    let width = Expr::product(vec![
+        Expr::sym(Sym::Heads, heads),
+        Expr::sym(Sym::HeadDim, head_dim),
+    ]);
     let ssm = Category::Ssm;
     vec![
         Extra::linear(
@@ -108,7 +116,13 @@ fn lightning(hidden: u64, heads: u64, head_dim: u64) -> Vec<Extra> {
             Expr::product(vec![Expr::Lit(3), width.clone()]),
         ),
         Extra::vector("lightning.norm.weight", PART, ssm, width.clone()),
-        Extra::linear("lightning.output_gate.weight", PART, ssm, d.clone(), width.clone()),
+        Extra::linear(
+            "lightning.output_gate.weight",
+            PART,
+            ssm,
+            d.clone(),
+            width.clone(),
+        ),
         Extra::linear("lightning.out_proj.weight", PART, ssm, width, d),
     ]
 }

@@ -59,11 +59,7 @@ fn layer_types(raw: &RawConfig<'_>, layers: usize) -> Result<Option<Vec<String>>
         .as_array()
         .ok_or_else(|| raw.invalid("layer_types", v, "a list of layer kinds"))?;
     if list.len() != layers {
-        return Err(raw.invalid(
-            "layer_types",
-            v,
-            &format!("one entry per layer ({layers})"),
-        ));
+        return Err(raw.invalid("layer_types", v, &format!("one entry per layer ({layers})")));
     }
     list.iter()
         .map(|t| {

@@ -46,21 +46,25 @@ fn read(
     let layers = r.size(key_or(&["num_hidden_layers"], 26), Sym::Layers)?;
     let vocab = r.size(key_or(&["vocab_size"], 256_000), Sym::Vocab)?;
     let heads = r.size(key_or(&["num_attention_heads"], 10), Sym::Heads)?;
-    let ff = r.size(key_or(&["intermediate_size"], 7680), Sym::Named("intermediate_size"))?;
+    let ff = r.size(
+        key_or(&["intermediate_size"], 7680),
+        Sym::Named("intermediate_size"),
+    )?;
     let kernel = r.size(key_or(&["conv1d_width"], 4), Sym::Named("d_conv"))?;
     let window = r.size(
         key_or(&["attention_window_size", "sliding_window"], 2048),
         Sym::Named("window"),
     )?;
-    let lru = match raw.size_opt("lru_width")? {
-        Some(w) => {
-            raw.source(Sym::Named("lru"), "lru_width");
-            w
-        }
-        None => {
-            raw.assume("lru_width", hidden, "absent or null; `RecurrentGemmaConfig` uses `hidden_size`");
-            hidden
-        }
+    let lru = if let Some(w) = raw.size_opt("lru_width")? {
+        raw.source(Sym::Named("lru"), "lru_width");
+        w
+    } else {
+        raw.assume(
+            "lru_width",
+            hidden,
+            "absent or null; `RecurrentGemmaConfig` uses `hidden_size`",
+        );
+        hidden
     };
     let kv = kv_heads(raw, heads, class, None)?;
     if kv > heads {
@@ -70,7 +74,13 @@ fn read(
             "at most `num_attention_heads`",
         ));
     }
-    let head_dim = raw.head_dim(&["head_dim"], hidden, "hidden_size", heads, "num_attention_heads")?;
+    let head_dim = raw.head_dim(
+        &["head_dim"],
+        hidden,
+        "hidden_size",
+        heads,
+        "num_attention_heads",
+    )?;
     let bias = raw.flag_or("attention_bias", false, &reason)?;
     let tied = raw.flag_or("tie_word_embeddings", true, &reason)?;
     if !lru.is_multiple_of(heads) {
@@ -95,7 +105,9 @@ fn read(
                     })
                     .collect()
             })
-            .ok_or_else(|| raw.invalid("block_types", v, "a list of `recurrent` and `attention`"))?,
+            .ok_or_else(|| {
+                raw.invalid("block_types", v, "a list of `recurrent` and `attention`")
+            })?,
     };
     let n = raw.layer_count("num_hidden_layers", layers)?;
     if n > types.len().saturating_mul(100) {
@@ -109,17 +121,54 @@ fn read(
     attention.o_bias = true;
     let d = Expr::sym(Sym::Hidden, hidden);
     let ssm = Category::Ssm;
-    let norm = |name: &'static str| Extra::vector(name, "norms (RecurrentGemmaRMSNorm)", ssm, d.clone());
+    let norm =
+        |name: &'static str| Extra::vector(name, "norms (RecurrentGemmaRMSNorm)", ssm, d.clone());
     let inner = named("d_ff/2", ff / 2);
     let mlp = vec![
-        Extra::linear("mlp.gate_proj.weight", "mlp (RecurrentGemmaMlp)", ssm, d.clone(), inner.clone()),
-        Extra::vector("mlp.gate_proj.bias", "mlp (RecurrentGemmaMlp)", ssm, inner.clone()),
-        Extra::linear("mlp.up_proj.weight", "mlp (RecurrentGemmaMlp)", ssm, d.clone(), inner.clone()),
-        Extra::vector("mlp.up_proj.bias", "mlp (RecurrentGemmaMlp)", ssm, inner.clone()),
-        Extra::linear("mlp.down_proj.weight", "mlp (RecurrentGemmaMlp)", ssm, inner, d.clone()),
-        Extra::vector("mlp.down_proj.bias", "mlp (RecurrentGemmaMlp)", ssm, d.clone()),
+        Extra::linear(
+            "mlp.gate_proj.weight",
+            "mlp (RecurrentGemmaMlp)",
+            ssm,
+            d.clone(),
+            inner.clone(),
+        ),
+        Extra::vector(
+            "mlp.gate_proj.bias",
+            "mlp (RecurrentGemmaMlp)",
+            ssm,
+            inner.clone(),
+        ),
+        Extra::linear(
+            "mlp.up_proj.weight",
+            "mlp (RecurrentGemmaMlp)",
+            ssm,
+            d.clone(),
+            inner.clone(),
+        ),
+        Extra::vector(
+            "mlp.up_proj.bias",
+            "mlp (RecurrentGemmaMlp)",
+            ssm,
+            inner.clone(),
+        ),
+        Extra::linear(
+            "mlp.down_proj.weight",
+            "mlp (RecurrentGemmaMlp)",
+            ssm,
+            inner,
+            d.clone(),
+        ),
+        Extra::vector(
+            "mlp.down_proj.bias",
+            "mlp (RecurrentGemmaMlp)",
+            ssm,
+            d.clone(),
+        ),
     ];
-    let mut common = vec![norm("temporal_pre_norm.weight"), norm("channel_pre_norm.weight")];
+    let mut common = vec![
+        norm("temporal_pre_norm.weight"),
+        norm("channel_pre_norm.weight"),
+    ];
     common.extend(mlp);
     let recurrent = {
         let mut e = common.clone();
@@ -143,7 +192,11 @@ fn read(
         ffn: Ffn::Absent,
         norms: Vec::new(),
         sliding_window: is_attention.then_some(window),
-        extras: if is_attention { common.clone() } else { recurrent.clone() },
+        extras: if is_attention {
+            common.clone()
+        } else {
+            recurrent.clone()
+        },
         state: (!is_attention).then_some(state),
     });
     let mut spec = Decoder::new(
@@ -156,7 +209,12 @@ fn read(
         tied,
     )
     .into_spec();
-    spec.extras.push(Extra::vector("final_norm.weight", "final norm (RecurrentGemmaRMSNorm)", ssm, d));
+    spec.extras.push(Extra::vector(
+        "final_norm.weight",
+        "final norm (RecurrentGemmaRMSNorm)",
+        ssm,
+        d,
+    ));
     Ok(spec)
 }
 
@@ -173,14 +231,38 @@ fn recurrent_block(hidden: u64, lru: u64, heads: u64, kernel: u64) -> Vec<Extra>
         Extra::vector("temporal.linear_y.bias", PART, ssm, w.clone()),
         Extra::linear("temporal.linear_x.weight", PART, ssm, d.clone(), w.clone()),
         Extra::vector("temporal.linear_x.bias", PART, ssm, w.clone()),
-        Extra::linear("temporal.linear_out.weight", PART, ssm, w.clone(), d.clone()),
+        Extra::linear(
+            "temporal.linear_out.weight",
+            PART,
+            ssm,
+            w.clone(),
+            d.clone(),
+        ),
         Extra::vector("temporal.linear_out.bias", PART, ssm, d),
-        Extra::table("temporal.conv_1d.weight", PART, ssm, w.clone(), named("d_conv", kernel)),
+        Extra::table(
+            "temporal.conv_1d.weight",
+            PART,
+            ssm,
+            w.clone(),
+            named("d_conv", kernel),
+        ),
         Extra::vector("temporal.conv_1d.bias", PART, ssm, w.clone()),
         Extra::vector("temporal.rg_lru.recurrent_param", PART, ssm, w.clone()),
-        Extra::table("temporal.rg_lru.input_gate_weight", PART, ssm, Expr::Lit(1), gate.clone()),
+        Extra::table(
+            "temporal.rg_lru.input_gate_weight",
+            PART,
+            ssm,
+            Expr::Lit(1),
+            gate.clone(),
+        ),
         Extra::vector("temporal.rg_lru.input_gate_bias", PART, ssm, w.clone()),
-        Extra::table("temporal.rg_lru.recurrent_gate_weight", PART, ssm, Expr::Lit(1), gate),
+        Extra::table(
+            "temporal.rg_lru.recurrent_gate_weight",
+            PART,
+            ssm,
+            Expr::Lit(1),
+            gate,
+        ),
         Extra::vector("temporal.rg_lru.recurrent_gate_bias", PART, ssm, w),
     ]
 }

@@ -30,6 +30,9 @@ pub(super) const RWKV: Family = Family {
     read: Read::Code(read),
 };
 
+const TIME: &str = "time mixing";
+const CHANNEL: &str = "channel mixing";
+
 fn read(
     raw: &mut RawConfig<'_>,
     family: &Family,
@@ -46,20 +49,34 @@ fn read(
             raw.source(sym, key);
             Ok::<u64, ConfigError>(v)
         } else {
-            raw.assume(key, default, &format!("absent or null; `RwkvConfig` uses {why}"));
+            raw.assume(
+                key,
+                default,
+                &format!("absent or null; `RwkvConfig` uses {why}"),
+            );
             Ok(default)
         }
     };
-    let attention = follow(raw, "attention_hidden_size", Sym::Named("A"), hidden, "`hidden_size`")?;
+    let attention = follow(
+        raw,
+        "attention_hidden_size",
+        Sym::Named("A"),
+        hidden,
+        "`hidden_size`",
+    )?;
     let four_d = raw.mul(4, hidden, "4·hidden_size")?;
-    let inner = follow(raw, "intermediate_size", Sym::Ffn, four_d, "4·`hidden_size`")?;
+    let inner = follow(
+        raw,
+        "intermediate_size",
+        Sym::Ffn,
+        four_d,
+        "4·`hidden_size`",
+    )?;
     let tied = raw.flag_or("tie_word_embeddings", false, &reason)?;
     let n = raw.layer_count("num_hidden_layers", layers)?;
     let d = Expr::sym(Sym::Hidden, hidden);
     let a = named("A", attention);
     let ssm = Category::Ssm;
-    const TIME: &str = "time mixing";
-    const CHANNEL: &str = "channel mixing";
     let mut extras = vec![
         Extra::vector("time_mix.time_decay", TIME, ssm, a.clone()),
         Extra::vector("time_mix.time_first", TIME, ssm, a.clone()),
@@ -68,13 +85,35 @@ fn read(
         Extra::vector("time_mix.time_mix_receptance", TIME, ssm, d.clone()),
         Extra::linear("time_mix.key.weight", TIME, ssm, d.clone(), a.clone()),
         Extra::linear("time_mix.value.weight", TIME, ssm, d.clone(), a.clone()),
-        Extra::linear("time_mix.receptance.weight", TIME, ssm, d.clone(), a.clone()),
+        Extra::linear(
+            "time_mix.receptance.weight",
+            TIME,
+            ssm,
+            d.clone(),
+            a.clone(),
+        ),
         Extra::linear("time_mix.output.weight", TIME, ssm, a, d.clone()),
     ];
     extras.extend([
-        Extra::vector("channel_mix.time_mix_key", CHANNEL, Category::Ffn, d.clone()),
-        Extra::vector("channel_mix.time_mix_receptance", CHANNEL, Category::Ffn, d.clone()),
-        Extra::linear("channel_mix.receptance.weight", CHANNEL, Category::Ffn, d.clone(), d),
+        Extra::vector(
+            "channel_mix.time_mix_key",
+            CHANNEL,
+            Category::Ffn,
+            d.clone(),
+        ),
+        Extra::vector(
+            "channel_mix.time_mix_receptance",
+            CHANNEL,
+            Category::Ffn,
+            d.clone(),
+        ),
+        Extra::linear(
+            "channel_mix.receptance.weight",
+            CHANNEL,
+            Category::Ffn,
+            d.clone(),
+            d,
+        ),
     ]);
     let state = RecurrentState {
         conv: raw.mul(2, hidden, "2·hidden_size")?,

@@ -35,7 +35,12 @@ pub(super) const XLSTM: Family = Family {
 };
 
 /// A float field with the class default.
-fn float_or(raw: &mut RawConfig<'_>, key: &str, default: f64, reason: &str) -> Result<f64, ConfigError> {
+fn float_or(
+    raw: &mut RawConfig<'_>,
+    key: &str,
+    default: f64,
+    reason: &str,
+) -> Result<f64, ConfigError> {
     match raw.value(key) {
         None => {
             raw.assume(key, default, reason);
@@ -64,7 +69,10 @@ fn trunc(raw: &RawConfig<'_>, key: &str, x: f64) -> Result<u64, ConfigError> {
 
 /// `round_up_to_next_multiple_of(x, m)`: `int(((x + m − 1) // m) · m)` on floats.
 fn round_up(raw: &RawConfig<'_>, key: &str, x: f64, m: u64) -> Result<u64, ConfigError> {
-    #[allow(clippy::cast_precision_loss, reason = "a small multiple, as Python's float")]
+    #[allow(
+        clippy::cast_precision_loss,
+        reason = "a small multiple, as Python's float"
+    )]
     let m = m as f64;
     trunc(raw, key, ((x + m - 1.0) / m).floor() * m)
 }
@@ -78,14 +86,23 @@ fn read(
     let reason = format!("absent; `{class}` default");
     let mut r = Reader { raw, class };
     let hidden = r.size(key_or(&["hidden_size", "embedding_dim"], 4096), Sym::Hidden)?;
-    let layers = r.size(key_or(&["num_blocks", "num_hidden_layers"], 32), Sym::Layers)?;
+    let layers = r.size(
+        key_or(&["num_blocks", "num_hidden_layers"], 32),
+        Sym::Layers,
+    )?;
     let vocab = r.size(key_or(&["vocab_size"], 50_304), Sym::Vocab)?;
     let heads = r.size(key_or(&["num_heads"], 8), Sym::Heads)?;
     let embedding = raw.size_opt("embedding_dim")?.unwrap_or(hidden);
-    if let (Some(a), Some(b)) = (raw.size_opt("num_blocks")?, raw.size_opt("num_hidden_layers")?)
-        && a != b
+    if let (Some(a), Some(b)) = (
+        raw.size_opt("num_blocks")?,
+        raw.size_opt("num_hidden_layers")?,
+    ) && a != b
     {
-        return Err(raw.invalid("num_blocks", &a.into(), "`num_hidden_layers` when both are given"));
+        return Err(raw.invalid(
+            "num_blocks",
+            &a.into(),
+            "`num_hidden_layers` when both are given",
+        ));
     }
     let bias = raw.flag_or("use_bias", false, &reason)?;
     let qk_factor = float_or(raw, "qk_dim_factor", 0.5, &reason)?;
@@ -97,7 +114,10 @@ fn read(
         64,
         &reason,
     )?;
-    #[allow(clippy::cast_precision_loss, reason = "Python's `hidden_size * factor` on floats")]
+    #[allow(
+        clippy::cast_precision_loss,
+        reason = "Python's `hidden_size * factor` on floats"
+    )]
     let d = hidden as f64;
     if hidden >= 1 << 52 {
         return Err(raw.invalid("hidden_size", &hidden.into(), "a size below 2^52"));
@@ -111,7 +131,11 @@ fn read(
     let per_head = raw.mul(qk_head, v_head, "qk_head_dim·v_head_dim")?;
     let state = RecurrentState {
         conv: 0,
-        recurrent: raw.mul(heads, per_head + qk_head + 1, "num_heads·(d_qk·d_v + d_qk + 1)")?,
+        recurrent: raw.mul(
+            heads,
+            per_head + qk_head + 1,
+            "num_heads·(d_qk·d_v + d_qk + 1)",
+        )?,
         recurrent_f32: false,
         conv_f32: false,
     };
@@ -166,7 +190,13 @@ fn mlstm(hidden: u64, heads: u64, qk: u64, v: u64, bias: bool) -> Vec<Extra> {
         Extra::linear("mlstm.q.weight", PART, ssm, d.clone(), qk.clone()),
         Extra::linear("mlstm.k.weight", PART, ssm, d.clone(), qk.clone()),
         Extra::linear("mlstm.v.weight", PART, ssm, d.clone(), v_dim.clone()),
-        Extra::linear("mlstm.ogate_preact.weight", PART, ssm, d.clone(), v_dim.clone()),
+        Extra::linear(
+            "mlstm.ogate_preact.weight",
+            PART,
+            ssm,
+            d.clone(),
+            v_dim.clone(),
+        ),
         Extra::linear("mlstm.igate_preact.weight", PART, ssm, d.clone(), h.clone()),
         Extra::vector("mlstm.igate_preact.bias", PART, ssm, h.clone()),
         Extra::linear("mlstm.fgate_preact.weight", PART, ssm, d.clone(), h.clone()),
@@ -174,7 +204,12 @@ fn mlstm(hidden: u64, heads: u64, qk: u64, v: u64, bias: bool) -> Vec<Extra> {
         Extra::linear("mlstm.out_proj.weight", PART, ssm, v_dim.clone(), d.clone()),
     ];
     let norm_width = Expr::product(vec![h, named("d_v/n_h", v / heads)]);
-    out.push(Extra::vector("mlstm.multihead_norm.weight", PART, ssm, norm_width.clone()));
+    out.push(Extra::vector(
+        "mlstm.multihead_norm.weight",
+        PART,
+        ssm,
+        norm_width.clone(),
+    ));
     if bias {
         out.extend([
             Extra::vector("mlstm.q.bias", PART, ssm, qk.clone()),
