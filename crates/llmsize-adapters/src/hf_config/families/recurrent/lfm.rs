@@ -277,26 +277,25 @@ fn lfm2_width(raw: &mut RawConfig<'_>, reason: &str) -> Result<u64, ConfigError>
         reason = "Python's float arithmetic on a size below 2^52"
     )]
     let mut w = ((2 * ff) as f64 / 3.0) as u64;
-    let multiplier = if raw.has("block_ffn_dim_multiplier") {
-        match raw.value("block_ffn_dim_multiplier") {
-            None => None,
-            Some(v) => Some(
-                v.as_f64()
-                    .filter(|m| m.is_finite() && *m >= 0.0)
-                    .ok_or_else(|| {
-                        raw.invalid(
-                            "block_ffn_dim_multiplier",
-                            v,
-                            "a non-negative number or null",
-                        )
-                    })?,
-            ),
+    // `block_ffn_dim_multiplier: float | int` (the strict class refuses `null`).
+    let m = match raw.value("block_ffn_dim_multiplier") {
+        None if !raw.has("block_ffn_dim_multiplier") => {
+            raw.assume("block_ffn_dim_multiplier", 1.0, reason);
+            1.0
         }
-    } else {
-        raw.assume("block_ffn_dim_multiplier", 1.0, reason);
-        Some(1.0)
+        None => {
+            return Err(raw.invalid(
+                "block_ffn_dim_multiplier",
+                &serde_json::Value::Null,
+                "a non-negative number",
+            ));
+        }
+        Some(v) => v
+            .as_f64()
+            .filter(|m| m.is_finite() && *m >= 0.0)
+            .ok_or_else(|| raw.invalid("block_ffn_dim_multiplier", v, "a non-negative number"))?,
     };
-    if let Some(m) = multiplier {
+    {
         #[allow(
             clippy::cast_precision_loss,
             clippy::cast_possible_truncation,
