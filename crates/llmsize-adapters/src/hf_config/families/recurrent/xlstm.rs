@@ -9,6 +9,7 @@
 //!   `ifgate_preact`: the same counts.
 //! - Feed-forward (`Ffn`): gated, `d → round_up(d·ffn_proj_factor, ffn_round_up_to_multiple_of)`.
 //! - Norms: `norm_mlstm`, `norm_ffn` (bias with `use_bias`), `out_norm` (never a bias).
+//! - Blocks: `num_blocks`; states: `num_hidden_layers` (each defaults to the other).
 //! - State (`xLSTMCache`, in the model's dtype): per layer `C` (`n_h × d_qk × d_v`), `n`
 //!   (`n_h × d_qk`) and `m` (`n_h`), where `d_qk = round_up(d·qk_dim_factor, 64) / n_h` and
 //!   `d_v = round_up(d·v_dim_factor, 64) / n_h` (`xLSTMConfig.qk_head_dim`, `.v_head_dim`).
@@ -93,17 +94,9 @@ fn read(
     let vocab = r.size(key_or(&["vocab_size"], 50_304), Sym::Vocab)?;
     let heads = r.size(key_or(&["num_heads"], 8), Sym::Heads)?;
     let embedding = raw.size_opt("embedding_dim")?.unwrap_or(hidden);
-    if let (Some(a), Some(b)) = (
-        raw.size_opt("num_blocks")?,
-        raw.size_opt("num_hidden_layers")?,
-    ) && a != b
-    {
-        return Err(raw.invalid(
-            "num_blocks",
-            &a.into(),
-            "`num_hidden_layers` when both are given",
-        ));
-    }
+    // `xLSTMModel` builds `num_blocks` blocks; `xLSTMCache` keeps `num_hidden_layers` states
+    // (each defaults to the other). They differ only in a hand-edited config.
+    let cached = raw.size_opt("num_hidden_layers")?.unwrap_or(layers);
     let bias = raw.flag_or("use_bias", false, &reason)?;
     let qk_factor = float_or(raw, "qk_dim_factor", 0.5, &reason)?;
     let v_factor = float_or(raw, "v_dim_factor", 1.0, &reason)?;
@@ -133,13 +126,20 @@ fn read(
         conv: 0,
         recurrent: raw.mul(
             heads,
-            per_head + qk_head + 1,
+            per_head.checked_add(qk_head + 1).ok_or_else(|| {
+                raw.invalid(
+                    "hidden_size",
+                    &hidden.into(),
+                    "a size whose state fits in 64 bits",
+                )
+            })?,
             "num_heads·(d_qk·d_v + d_qk + 1)",
         )?,
         recurrent_f32: false,
         conv_f32: false,
     };
-    let n = raw.layer_count("num_hidden_layers", layers)?;
+    raw.layer_count("num_blocks", layers)?;
+    raw.layer_count("num_hidden_layers", cached)?;
     let norm = if bias {
         Norm {
             kind: NormKind::LayerNorm,
@@ -170,12 +170,36 @@ fn read(
         architecture(raw, family.architecture),
         hidden,
         vocab,
-        Layers::repeat(layer, n as u64),
+        stack(layer, layers, cached),
         Some(Norm::rms_norm(hidden)),
         false,
     );
     decoder.embedding_dim = embedding;
     Ok(decoder.into_spec())
+}
+
+/// `blocks` blocks, the first `cached` of them with their state; cache entries beyond the
+/// blocks (`num_hidden_layers > num_blocks`) are states without a block.
+fn stack(block: Layer, blocks: u64, cached: u64) -> Layers {
+    let mut layers = Layers::new();
+    layers.push_run(block.clone(), blocks.min(cached));
+    layers.push_run(
+        Layer {
+            state: None,
+            ..block.clone()
+        },
+        blocks.saturating_sub(cached),
+    );
+    layers.push_run(
+        Layer {
+            ffn: Ffn::Absent,
+            norms: Vec::new(),
+            extras: Vec::new(),
+            ..block
+        },
+        cached.saturating_sub(blocks),
+    );
+    layers
 }
 
 /// `xLSTMLayer`'s tensors.
