@@ -643,7 +643,7 @@ fn standard_attention(
 }
 
 fn latent_attention(b: &mut Builder, a: &LatentAttention, w: &Widths) -> Result<(), Overflow> {
-    let c = Category::Attention;
+    let c = a.category;
     let d = w.d();
     let n_h = Expr::sym(Sym::Heads, a.num_heads);
     let d_nope = Expr::sym(Sym::NopeDim, a.qk_nope_head_dim);

@@ -525,6 +525,10 @@ pub struct LatentAttention {
     /// DeepSeek Sparse Attention (V3.2, GLM-MoE-DSA): the lightning indexer caches one key of
     /// this width per token beside the latent (its weights are the layer's extras).
     pub indexer_key_dim: Option<u64>,
+    /// The category its tensors count in: [`Category::Attention`], except where the ground
+    /// truth's rules file the module elsewhere (Kimi-Linear's MLA class is named
+    /// `KimiLinearAttention`, which the coverage truth's documented rule puts under `ssm`).
+    pub category: Category,
 }
 
 /// Feed-forward part of a layer.

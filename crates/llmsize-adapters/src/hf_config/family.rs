@@ -547,6 +547,7 @@ pub(crate) fn block_attention(
                 v_head_dim: r.raw.size(&["v_head_dim"], Sym::ValueDim)?,
                 bias: r.switch(bias)?,
                 indexer_key_dim: None,
+                category: llmsize_core::Category::Attention,
             }))
         }
     }

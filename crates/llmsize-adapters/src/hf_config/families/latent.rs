@@ -694,6 +694,7 @@ fn read_mla(
         v_head_dim: r.size(key_or(&["v_head_dim"], k.v), Sym::ValueDim)?,
         bias: r.switch(Switch::Key("attention_bias", false))?,
         indexer_key_dim: None,
+        category: llmsize_core::Category::Attention,
     })
 }
 

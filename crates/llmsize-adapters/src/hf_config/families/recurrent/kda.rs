@@ -97,13 +97,8 @@ pub(super) const BAILING_HYBRID: Family = Family {
     read: Read::Code(|r, f, _| read(r, f, Variant::Bailing)),
 };
 
-/// Not registered: the coverage truth files `KimiLinearAttention` (an MLA module whose class
-/// name contains `LinearAttention`) under `ssm`, while this reader counts it as attention with
-/// its latent KV cache. Every figure else was checked against the oracle.
-#[allow(
-    dead_code,
-    reason = "registered once the truth files MLA under attention"
-)]
+/// Kimi-Linear: KDA layers and MLA layers whose tensors the truth files under `ssm` (the
+/// class is `KimiLinearAttention`).
 pub(super) const KIMI_LINEAR: Family = Family {
     model_type: "kimi_linear",
     config_class: "KimiLinearConfig",
@@ -126,7 +121,13 @@ fn read(
     let hidden = r.size(b.hidden, Sym::Hidden)?;
     let layers = r.size(b.layers, Sym::Layers)?;
     let vocab = r.size(b.vocab, Sym::Vocab)?;
-    let mla = block_attention(&mut r, b, hidden)?;
+    let mut mla = block_attention(&mut r, b, hidden)?;
+    // The coverage truth's rule files any module whose class matches `LinearAttention` under
+    // `ssm`; Kimi-Linear names its MLA class `KimiLinearAttention`, so its tensors count there
+    // (the cache is still the MLA latent).
+    if let (Variant::Kimi, Attention::Latent(a)) = (variant, &mut mla) {
+        a.category = Category::Ssm;
+    }
     let heads = match &mla {
         Attention::Latent(a) => a.num_heads,
         _ => 1,

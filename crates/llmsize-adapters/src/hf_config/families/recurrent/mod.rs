@@ -30,7 +30,7 @@ pub(crate) const FAMILIES: &[Family] = &[
     lfm::LFM3,
     minimax::MINIMAX,
     kda::BAILING_HYBRID,
-    // `kda::KIMI_LINEAR` waits for the truth to file its MLA under attention (see kda.rs).
+    kda::KIMI_LINEAR,
     rglru::RECURRENT_GEMMA,
     rwkv::RWKV,
     xlstm::XLSTM,
