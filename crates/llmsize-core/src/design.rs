@@ -200,6 +200,7 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
             k_norm: None,
             sinks: false,
             transformers_cache_heads: None,
+            v_from_k: false,
         }),
         cross_attention: None,
         ffn: Ffn::Dense(Mlp {

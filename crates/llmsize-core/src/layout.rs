@@ -615,6 +615,9 @@ fn standard_attention(
             ("attn_k", "k_proj", TensorKind::AttnK, &kv_out, a.k_bias),
             ("attn_v", "v_proj", TensorKind::AttnV, &kv_out, a.v_bias),
         ] {
+            if kind == TensorKind::AttnV && a.v_from_k {
+                continue;
+            }
             b.linear(n, p, kind, c, (d.clone(), out.clone()), bias)?;
         }
     }

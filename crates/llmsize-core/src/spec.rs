@@ -497,6 +497,9 @@ pub struct StandardAttention {
     pub k_norm: Option<Norm>,
     /// One learned attention-sink logit per head (gpt-oss).
     pub sinks: bool,
+    /// Values are the key projection's output (Gemma 4's `attention_k_eq_v` on full
+    /// layers): no `v_proj`, but the cache still holds keys and values.
+    pub v_from_k: bool,
     /// Key/value heads transformers' implementation actually caches when it differs from
     /// `num_kv_heads` (Falcon's new decoder layout broadcasts K and V to every query head
     /// before caching); runtimes that cache the grouped heads use `num_kv_heads`.
@@ -767,6 +770,7 @@ mod tests {
                 k_norm: None,
                 sinks: false,
                 transformers_cache_heads: None,
+                v_from_k: false,
             }),
             cross_attention: None,
             ffn: Ffn::Dense(Mlp {

@@ -124,6 +124,7 @@ pub(crate) fn mha(
         k_norm: None,
         sinks: false,
         transformers_cache_heads: None,
+        v_from_k: false,
     }
 }
 

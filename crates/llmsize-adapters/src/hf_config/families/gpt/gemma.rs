@@ -86,6 +86,8 @@ struct Plan {
     head_dim: u64,
     kv: u64,
     ffn: u64,
+    /// `attention_k_eq_v` on a full layer: values from `k_proj`, no `v_proj`.
+    v_from_k: bool,
 }
 
 /// The per-layer sizes a family's layers need besides the plan.
@@ -346,6 +348,7 @@ fn build_layer(c: &Common, p: &Plan) -> Layer {
         Attention::Absent
     } else {
         let mut a = mha(c.hidden, c.heads, p.kv, p.head_dim, c.bias);
+        a.v_from_k = p.v_from_k;
         a.q_norm = Some(Norm::rms_norm(p.head_dim));
         a.k_norm = Some(Norm::rms_norm(p.head_dim));
         Attention::Standard(a)
@@ -593,20 +596,6 @@ fn text_model(
     } else {
         per_layer_overrides(&mut r, &sliding, k_eq_v)?
     };
-    if k_eq_v
-        && sliding
-            .iter()
-            .zip(&is_shared)
-            .any(|(slides, reuses)| !slides && !reuses)
-    {
-        // Full layers then take their values from `k_proj` (no `v_proj`) but still cache
-        // both: a layout llmsize's attention cannot state yet.
-        return Err(r.raw.invalid(
-            "attention_k_eq_v",
-            &true.into(),
-            "`false` (values computed by the key projection are not modelled yet)",
-        ));
-    }
     let (ple, ple_vocab) = if kind == Kind::Gemma4Unified {
         (0, 0)
     } else {
@@ -666,6 +655,8 @@ fn text_model(
             head_dim: hd.unwrap_or(head_dim),
             kv: kvo.unwrap_or(kv),
             ffn,
+            // Full layers then take their values from `k_proj` and still cache both.
+            v_from_k: k_eq_v && !*s && !*sh,
         };
         if !heads.is_multiple_of(plan.kv) {
             return Err(r.raw.invalid(
