@@ -1,6 +1,725 @@
-//! (to be written: see the registry in `mod.rs`)
+//! Dense decoders that are Llama with switches: Cohere 1/2, GLM 1/4, Granite (and its sliding
+//! variant), EXAONE 3/4, `OLMo` 3, `SmolLM3`, Ministral 3, Seed-OSS, Helium, Arcee, Apertus,
+//! ERNIE 4.5, `InternLM3`, `IQuest-Coder`, CWM, `VaultGemma`, `HyperCLOVA X`, Jais 2, `BitNet`.
+//! Each entry is the configuration class's defaults (transformers 5.24, `configuration_*.py`)
+//! and the switches of its `modeling_*.py`; a `tweak` adds what the switches do not say (a
+//! window pattern of its own, extra norms, an activation with parameters).
 
-use crate::hf_config::family::Family;
+use llmsize_core::Category;
+use llmsize_core::expr::Expr;
+use llmsize_core::spec::{Attention, Extra, Ffn, Layer, Layers, ModelSpec, Norm, NormKind};
+
+use crate::error::ConfigError;
+use crate::hf_config::family::{
+    AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule, NO,
+    NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Read, StandardRule, Switch, Windows, YES, key_or,
+};
+use crate::hf_config::raw::RawConfig;
+
+// ---------------------------------------------------------------------------------------------
+// Helpers for the tweaks: rebuild a spec's layers kind by kind (never layer by layer).
+// ---------------------------------------------------------------------------------------------
+
+/// `base` with the configuration class's defaults for the five sizes every entry reads.
+const fn sized(base: &Block, d: u64, l: u64, n_h: u64, v: u64, d_ff: u64) -> Block {
+    Block {
+        hidden: key_or(&["hidden_size"], d),
+        layers: key_or(&["num_hidden_layers"], l),
+        heads: key_or(&["num_attention_heads"], n_h),
+        vocab: key_or(&["vocab_size"], v),
+        mlp: MlpRule {
+            width: key_or(&["intermediate_size"], d_ff),
+            ..base.mlp
+        },
+        ..*base
+    }
+}
+
+/// Every layer kind of every stack rewritten by `f`; the runs stay as they are.
+fn map_layers(spec: &mut ModelSpec, mut f: impl FnMut(&mut Layer)) {
+    for stack in &mut spec.stacks {
+        let kinds: Vec<Layer> = stack
+            .layers
+            .kinds()
+            .iter()
+            .map(|k| {
+                let mut k = k.clone();
+                f(&mut k);
+                k
+            })
+            .collect();
+        let mut layers = Layers::new();
+        for run in stack.layers.runs() {
+            if let Some(k) = kinds.get(run.kind) {
+                layers.push_run(k.clone(), run.count);
+            }
+        }
+        stack.layers = layers;
+    }
+}
+
+/// The decoder's sliding windows set layer by layer (`windows[i]`: `None` is global).
+fn set_windows(spec: &mut ModelSpec, windows: &[Option<u64>]) {
+    for stack in &mut spec.stacks {
+        let kinds = stack.layers.kinds();
+        let keys = stack.layers.runs().iter().flat_map(|r| {
+            r.range().map(move |i| {
+                let w = usize::try_from(i)
+                    .ok()
+                    .and_then(|i| windows.get(i))
+                    .copied()
+                    .flatten();
+                (r.kind, w)
+            })
+        });
+        stack.layers = Layers::from_pattern(keys, |&(kind, window)| {
+            let mut layer = kinds.get(kind).cloned().unwrap_or_else(|| Layer {
+                attention: Attention::Absent,
+                cross_attention: None,
+                ffn: Ffn::Absent,
+                norms: Vec::new(),
+                sliding_window: None,
+                extras: Vec::new(),
+                state: None,
+            });
+            layer.sliding_window = window;
+            layer
+        });
+    }
+}
+
+/// The decoder's layer count.
+fn layer_count(spec: &ModelSpec) -> u64 {
+    spec.stacks.first().map_or(0, |s| s.layers.len())
+}
+
+/// `head_dim: null` in a class whose default is a number: `__post_init__` (or the attention's
+/// `getattr(…) or hidden // heads`) falls back to `hidden_size // num_attention_heads`.
+fn null_head_dim_splits(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    if !raw.has("head_dim") || raw.value("head_dim").is_some() {
+        return Ok(());
+    }
+    let hidden = spec.hidden_size;
+    let mut heads = None;
+    for layer in spec.layer_kinds() {
+        if let Attention::Standard(a) = &layer.attention {
+            heads = Some(a.num_heads);
+        }
+    }
+    let Some(heads) = heads else {
+        return Ok(());
+    };
+    let d_h = raw.derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?;
+    raw.assume(
+        "head_dim",
+        d_h,
+        "null; the class uses hidden_size // num_attention_heads",
+    );
+    map_layers(spec, |layer| {
+        if let Attention::Standard(a) = &mut layer.attention {
+            let old = a.head_dim;
+            a.head_dim = d_h;
+            // Per-head q/k norms follow the head width; full-width ones the projection width.
+            for n in [&mut a.q_norm, &mut a.k_norm].into_iter().flatten() {
+                if n.dim == old {
+                    n.dim = d_h;
+                }
+            }
+        }
+    });
+    Ok(())
+}
+
+/// When `layer_types` is absent, `layer_types[i]` = full attention where `i % every == 0`,
+/// sliding elsewhere (`CwmConfig`, `GraniteSWAConfig`); `layer_types` itself wins.
+fn full_every(
+    raw: &mut RawConfig<'_>,
+    spec: &mut ModelSpec,
+    every: u64,
+    class: &str,
+) -> Result<(), ConfigError> {
+    if raw.value("layer_types").is_some() {
+        return Ok(());
+    }
+    raw.assume(
+        "layer_types",
+        format!("full attention every {every} layers from layer 0, sliding between"),
+        &format!("absent; `{class}` default"),
+    );
+    let Some(window) = raw.uint("sliding_window")?.filter(|w| *w > 0) else {
+        return Ok(());
+    };
+    let n = raw.layer_count("num_hidden_layers", layer_count(spec))?;
+    let windows: Vec<Option<u64>> = (0..n as u64)
+        .map(|i| (!i.is_multiple_of(every)).then_some(window))
+        .collect();
+    set_windows(spec, &windows);
+    Ok(())
+}
+
+/// Norms added to every layer's block norms (`BitNet`'s sub-norms, `HyperCLOVA X`'s post-norms).
+fn add_norms(spec: &mut ModelSpec, norms: &[Norm]) {
+    map_layers(spec, |layer| layer.norms.extend_from_slice(norms));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The blocks.
+// ---------------------------------------------------------------------------------------------
+
+/// An MLP without biases, gated.
+const NO_BIAS_MLP: MlpRule = MlpRule {
+    up_bias: NO,
+    down_bias: NO,
+    ..LLAMA_MLP
+};
+
+/// An ungated `up_proj` → `down_proj` MLP with `mlp_bias` (`ArceeMLP`, `Jais2MLP`).
+const UNGATED_MLP: MlpRule = MlpRule {
+    gated: false,
+    ..LLAMA_MLP
+};
+
+/// Cohere (`modeling_cohere.py`): one `input_layernorm` per layer (attention and MLP in
+/// parallel), `CohereLayerNorm` with a weight only, optional q/k norms of shape
+/// `(heads, head_dim)` (`use_qk_norm`), q/k/v/o biased by `attention_bias`, an MLP without
+/// biases, tied.
+const COHERE: Block = Block {
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::FullWidth,
+        qk_norm_on: Switch::Key("use_qk_norm", false),
+        ..LLAMA_ATTENTION
+    }),
+    mlp: NO_BIAS_MLP,
+    norm: NormRule {
+        kind: NormKind::LayerNorm,
+        bias: NO,
+        per_layer: 1,
+    },
+    tie: true,
+    ..sized(&LLAMA, 8192, 40, 64, 256_000, 22528)
+};
+
+/// Cohere 2: Cohere without q/k norms, `head_dim` always `hidden // heads`
+/// (`Cohere2Config.__post_init__`), 3 sliding layers per global one (`sliding_window_pattern`).
+const COHERE2: Block = Block {
+    head_dim: HeadDim::Split,
+    attention: AttentionRule::Standard(LLAMA_ATTENTION),
+    windows: Windows::Pattern(4),
+    ..COHERE
+};
+
+/// GLM: q/k/v biased by `attention_bias` (default true), `o_proj` never; fused `gate_up_proj`
+/// without biases; 2 KV heads, `head_dim` 128.
+const GLM: Block = Block {
+    kv_default: Some(2),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qkv_bias: Switch::Key("attention_bias", true),
+        o_bias: NO,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: NO_BIAS_MLP,
+    tweak: Some(null_head_dim_splits),
+    ..sized(&LLAMA, 4096, 40, 32, 151_552, 13696)
+};
+
+/// GLM-4: GLM with sandwich norms (`post_self_attn_layernorm`, `post_mlp_layernorm`).
+const GLM4: Block = Block {
+    norm: NormRule {
+        per_layer: 4,
+        ..RMS2
+    },
+    ..GLM
+};
+
+/// Granite: Llama with multipliers (no parameters).
+const GRANITE: Block = sized(&LLAMA, 4096, 32, 32, 32000, 11008);
+
+/// Granite-SWA: Granite with a learned sink logit per head (`self.sinks`), 4 KV heads, tied,
+/// full attention on every 4th layer from layer 0.
+const GRANITE_SWA: Block = Block {
+    kv_default: Some(4),
+    attention: AttentionRule::Standard(StandardRule {
+        sinks: YES,
+        ..LLAMA_ATTENTION
+    }),
+    tie: true,
+    tweak: Some(granite_swa),
+    ..sized(&LLAMA, 2560, 24, 20, 100_352, 8192)
+};
+
+fn granite_swa(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    full_every(raw, spec, 4, "GraniteSWAConfig")
+}
+
+/// EXAONE 4: per-head q/k norms always, norms after attention and after the MLP (no
+/// pre-norms), no biases, 32 KV heads, 3 sliding layers per global one.
+const EXAONE4: Block = Block {
+    kv_default: Some(32),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..PLAIN_ATTENTION
+    }),
+    mlp: NO_BIAS_MLP,
+    windows: Windows::Pattern(4),
+    ..sized(&LLAMA, 4096, 32, 32, 102_400, 16384)
+};
+
+/// `OLMo` 3: `OLMo` 2's full-width q/k norms, `post_attention` and `post_feedforward` norms,
+/// q/k/v/o biased by `attention_bias`, 3 sliding layers per global one.
+const OLMO3: Block = Block {
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::FullWidth,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: NO_BIAS_MLP,
+    windows: Windows::Pattern(4),
+    ..sized(&LLAMA, 4096, 32, 32, 50304, 11008)
+};
+
+/// `SmolLM3`: Llama with 4 KV heads, tied; sliding layers only from `layer_types` (or, when
+/// absent, `use_sliding_window` on the layers without rotary embedding).
+const SMOLLM3: Block = Block {
+    kv_default: Some(4),
+    tie: true,
+    tweak: Some(smollm3),
+    ..sized(&LLAMA, 2048, 36, 16, 128_256, 11008)
+};
+
+/// `SmolLM3Config.__post_init__`: without `layer_types`, a layer slides when
+/// `use_sliding_window`, `sliding_window` is set and `no_rope_layers[i]` is 0 (the default
+/// `no_rope_layers[i]` = `(i + 1) % no_rope_layer_interval != 0`, interval 4).
+fn smollm3(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    if raw.value("layer_types").is_some() {
+        return Ok(());
+    }
+    let reason = "absent; `SmolLM3Config` default";
+    let on = raw.flag_or("use_sliding_window", false, reason)?;
+    let window = raw.uint("sliding_window")?;
+    let (true, Some(window)) = (on, window) else {
+        return Ok(());
+    };
+    let n = raw.layer_count("num_hidden_layers", layer_count(spec))?;
+    let rope: Vec<bool> = if let Some(v) = raw.value("no_rope_layers") {
+        let list = v
+            .as_array()
+            .filter(|l| l.len() == n)
+            .ok_or_else(|| raw.invalid("no_rope_layers", v, "one 0 or 1 per layer"))?;
+        list.iter()
+            .map(|x| match x.as_u64() {
+                Some(0) => Ok(false),
+                Some(1) => Ok(true),
+                _ => Err(raw.invalid("no_rope_layers", x, "0 or 1")),
+            })
+            .collect::<Result<_, _>>()?
+    } else {
+        let interval = if let Some(i) = raw.size_opt("no_rope_layer_interval")? {
+            i
+        } else {
+            raw.assume("no_rope_layer_interval", 4, reason);
+            4
+        };
+        (0..n as u64)
+            .map(|i| !(i + 1).is_multiple_of(interval))
+            .collect()
+    };
+    let windows: Vec<Option<u64>> = rope.iter().map(|r| (!r).then_some(window)).collect();
+    set_windows(spec, &windows);
+    Ok(())
+}
+
+/// Ministral 3: Mistral's block (no biases, 8 KV heads, every layer slides when
+/// `sliding_window` is set), `head_dim` 128.
+const MINISTRAL3: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(PLAIN_ATTENTION),
+    mlp: NO_BIAS_MLP,
+    windows: Windows::All,
+    tweak: Some(null_head_dim_splits),
+    ..sized(&LLAMA, 4096, 34, 32, 131_072, 14336)
+};
+
+/// Seed-OSS: q/k/v biased by `attention_bias` (default true), `o_proj` by
+/// `attention_out_bias`, the MLP by `mlp_bias`; 8 KV heads, `head_dim` 128.
+const SEED_OSS: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qkv_bias: Switch::Key("attention_bias", true),
+        o_bias: Switch::Key("attention_out_bias", false),
+        ..LLAMA_ATTENTION
+    }),
+    tweak: Some(null_head_dim_splits),
+    ..sized(&LLAMA, 4096, 64, 80, 155_136, 27648)
+};
+
+/// Helium: q/k/v biased by `attention_bias`, `o_proj` `hidden → hidden` without bias; 20 KV
+/// heads, `head_dim` 128.
+const HELIUM: Block = Block {
+    kv_default: Some(20),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        o_bias: NO,
+        ..LLAMA_ATTENTION
+    }),
+    tweak: Some(helium),
+    ..sized(&LLAMA, 2560, 24, 20, 48000, 7040)
+};
+
+/// `HeliumAttention.o_proj` is `nn.Linear(hidden_size, hidden_size)`: it only fits (and only
+/// runs) when `num_attention_heads · head_dim` is `hidden_size`.
+fn helium(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    null_head_dim_splits(raw, spec)?;
+    for layer in spec.layer_kinds() {
+        if let Attention::Standard(a) = &layer.attention
+            && a.num_heads.checked_mul(a.head_dim) != Some(spec.hidden_size)
+        {
+            let found = raw
+                .value("head_dim")
+                .cloned()
+                .unwrap_or_else(|| a.head_dim.into());
+            return Err(raw.invalid(
+                "head_dim",
+                &found,
+                &format!(
+                    "num_attention_heads · head_dim = hidden_size ({}): Helium's o_proj is \
+                     hidden_size × hidden_size",
+                    spec.hidden_size
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Arcee: Llama with an ungated `up_proj` → `ReLU²` → `down_proj` MLP.
+const ARCEE: Block = Block {
+    mlp: UNGATED_MLP,
+    ..sized(&LLAMA, 2560, 32, 32, 32000, 18432)
+};
+
+/// Apertus: per-head q/k norms always, an ungated MLP without biases whose `xielu`
+/// activation (the default `hidden_act`) has two scalar parameters (`alpha_p`, `alpha_n`),
+/// `attention_layernorm` and `feedforward_layernorm`.
+const APERTUS: Block = Block {
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MlpRule {
+        gated: false,
+        ..NO_BIAS_MLP
+    },
+    tweak: Some(apertus),
+    ..sized(&LLAMA, 4096, 32, 32, 131_072, 14336)
+};
+
+/// `ApertusMLP`: `ACT2CLS["xielu"]` holds `alpha_p` and `alpha_n`, one value each.
+fn apertus(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    let act = if let Some(v) = raw.value("hidden_act") {
+        v.as_str()
+            .ok_or_else(|| raw.invalid("hidden_act", v, "an activation name"))?
+    } else {
+        raw.assume("hidden_act", "xielu", "absent; `ApertusConfig` default");
+        "xielu"
+    };
+    if act == "xielu" {
+        let alphas = [
+            Extra::vector("mlp.act_fn.alpha_p", "xIELU", Category::Ffn, Expr::Lit(1)),
+            Extra::vector("mlp.act_fn.alpha_n", "xIELU", Category::Ffn, Expr::Lit(1)),
+        ];
+        map_layers(spec, |layer| layer.extras.extend(alphas.iter().cloned()));
+    }
+    Ok(())
+}
+
+/// ERNIE 4.5: every projection biased by `use_bias`; 2 KV heads, `head_dim` 128, tied.
+const ERNIE4_5: Block = Block {
+    kv_default: Some(2),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qkv_bias: Switch::Key("use_bias", false),
+        o_bias: Switch::Key("use_bias", false),
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MlpRule {
+        up_bias: Switch::Key("use_bias", false),
+        down_bias: Switch::Key("use_bias", false),
+        ..LLAMA_MLP
+    },
+    tie: true,
+    tweak: Some(null_head_dim_splits),
+    ..sized(&LLAMA, 1024, 18, 16, 103_424, 3072)
+};
+
+/// `InternLM3` (built as `LlamaForCausalLM`): 2 KV heads, `head_dim` 128; `qkv_bias` and
+/// `bias` are aliases of `attention_bias` and `mlp_bias` (`attribute_map`).
+const INTERNLM3: Block = Block {
+    kv_default: Some(2),
+    head_dim: HeadDim::KeyOr(128),
+    tweak: Some(internlm3),
+    ..sized(&LLAMA, 4096, 48, 32, 128_512, 10240)
+};
+
+/// `InternLM3Config.attribute_map`: an alias in the JSON sets the field it names.
+fn internlm3(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    null_head_dim_splits(raw, spec)?;
+    let qkv = raw.flag("qkv_bias")?;
+    let mlp = raw.flag("bias")?;
+    map_layers(spec, |layer| {
+        if let (Some(b), Attention::Standard(a)) = (qkv, &mut layer.attention) {
+            a.q_bias = b;
+            a.k_bias = b;
+            a.v_bias = b;
+            a.o_bias = b;
+        }
+        if let (Some(b), Ffn::Dense(m)) = (mlp, &mut layer.ffn) {
+            m.up_bias = b;
+            m.down_bias = b;
+        }
+    });
+    Ok(())
+}
+
+/// EXAONE 3 (built as `LlamaForCausalLM`): 8 KV heads; `num_layers` is an alias of
+/// `num_hidden_layers`.
+const EXAONE: Block = Block {
+    layers: key_or(&["num_layers", "num_hidden_layers"], 32),
+    kv_default: Some(8),
+    ..sized(&LLAMA, 4096, 32, 32, 102_400, 14336)
+};
+
+/// `IQuest-Coder` (built as `LlamaForCausalLM`): 8 KV heads, `head_dim` 128.
+const IQUESTCODER: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    tweak: Some(null_head_dim_splits),
+    ..sized(&LLAMA, 5120, 80, 40, 76800, 27648)
+};
+
+/// CWM: no attention biases, the MLP biased by `mlp_bias`, 8 KV heads, `head_dim` 128; full
+/// attention on every 4th layer from layer 0, sliding (8192) between.
+const CWM: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(PLAIN_ATTENTION),
+    tweak: Some(cwm),
+    ..sized(&LLAMA, 6144, 64, 48, 128_256, 21504)
+};
+
+fn cwm(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    null_head_dim_splits(raw, spec)?;
+    full_every(raw, spec, 4, "CwmConfig")
+}
+
+/// `VaultGemma`: Gemma 2 without the post-norms (`input_layernorm` and
+/// `pre_feedforward_layernorm`), `head_dim` 256, 4 KV heads, even layers slide, tied.
+const VAULTGEMMA: Block = Block {
+    kv_default: Some(4),
+    head_dim: HeadDim::KeyOr(256),
+    mlp: NO_BIAS_MLP,
+    tie: true,
+    windows: Windows::Alternate,
+    tweak: Some(null_head_dim_splits),
+    ..sized(&LLAMA, 2304, 26, 8, 256_000, 9216)
+};
+
+/// `HyperCLOVA X`: Granite with `post_norm1` and `post_norm2` when `use_post_norm`
+/// (default true).
+const HYPERCLOVAX: Block = Block {
+    tweak: Some(hyperclovax),
+    ..sized(&LLAMA, 4096, 32, 32, 32000, 11008)
+};
+
+fn hyperclovax(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    if raw.flag_or("use_post_norm", true, "absent; `HyperCLOVAXConfig` default")? {
+        add_norms(spec, &[Norm::rms_norm(spec.hidden_size); 2]);
+    }
+    Ok(())
+}
+
+/// Jais 2: `nn.LayerNorm`s with biases, an ungated MLP biased by `mlp_bias` (default true),
+/// q/k/v/o biased by `attention_bias` (default true).
+const JAIS2: Block = Block {
+    attention: AttentionRule::Standard(StandardRule {
+        qkv_bias: Switch::Key("attention_bias", true),
+        o_bias: Switch::Key("attention_bias", true),
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MlpRule {
+        gated: false,
+        up_bias: Switch::Key("mlp_bias", true),
+        down_bias: Switch::Key("mlp_bias", true),
+        ..LLAMA_MLP
+    },
+    norm: NormRule {
+        kind: NormKind::LayerNorm,
+        bias: YES,
+        per_layer: 2,
+    },
+    ..sized(&LLAMA, 3328, 32, 26, 150_272, 26624)
+};
+
+/// `BitNet`: Llama with `attn_sub_norm` (over `hidden_size`) before `o_proj` and
+/// `ffn_sub_norm` (over `intermediate_size`) before `down_proj`; 5 KV heads, no MLP biases.
+const BITNET: Block = Block {
+    kv_default: Some(5),
+    mlp: NO_BIAS_MLP,
+    tweak: Some(bitnet),
+    ..sized(&LLAMA, 2560, 30, 20, 128_256, 6912)
+};
+
+#[allow(clippy::unnecessary_wraps, reason = "a tweak's signature")]
+fn bitnet(_raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    let d = spec.hidden_size;
+    map_layers(spec, |layer| {
+        if let Ffn::Dense(m) = &layer.ffn {
+            let sub = [Norm::rms_norm(d), Norm::rms_norm(m.intermediate)];
+            layer.norms.extend_from_slice(&sub);
+        }
+    });
+    Ok(())
+}
 
 /// The entries of this file.
-pub(crate) const FAMILIES: &[Family] = &[];
+pub(crate) const FAMILIES: &[Family] = &[
+    Family {
+        model_type: "cohere",
+        config_class: "CohereConfig",
+        architecture: "CohereForCausalLM",
+        read: Read::Block(&COHERE),
+    },
+    Family {
+        model_type: "cohere2",
+        config_class: "Cohere2Config",
+        architecture: "Cohere2ForCausalLM",
+        read: Read::Block(&COHERE2),
+    },
+    Family {
+        model_type: "glm",
+        config_class: "GlmConfig",
+        architecture: "GlmForCausalLM",
+        read: Read::Block(&GLM),
+    },
+    Family {
+        model_type: "glm4",
+        config_class: "Glm4Config",
+        architecture: "Glm4ForCausalLM",
+        read: Read::Block(&GLM4),
+    },
+    Family {
+        model_type: "granite",
+        config_class: "GraniteConfig",
+        architecture: "GraniteForCausalLM",
+        read: Read::Block(&GRANITE),
+    },
+    Family {
+        model_type: "granite_swa",
+        config_class: "GraniteSWAConfig",
+        architecture: "GraniteSWAForCausalLM",
+        read: Read::Block(&GRANITE_SWA),
+    },
+    Family {
+        model_type: "exaone4",
+        config_class: "Exaone4Config",
+        architecture: "Exaone4ForCausalLM",
+        read: Read::Block(&EXAONE4),
+    },
+    Family {
+        model_type: "olmo3",
+        config_class: "Olmo3Config",
+        architecture: "Olmo3ForCausalLM",
+        read: Read::Block(&OLMO3),
+    },
+    Family {
+        model_type: "smollm3",
+        config_class: "SmolLM3Config",
+        architecture: "SmolLM3ForCausalLM",
+        read: Read::Block(&SMOLLM3),
+    },
+    Family {
+        model_type: "ministral3",
+        config_class: "Ministral3Config",
+        architecture: "Ministral3ForCausalLM",
+        read: Read::Block(&MINISTRAL3),
+    },
+    Family {
+        model_type: "seed_oss",
+        config_class: "SeedOssConfig",
+        architecture: "SeedOssForCausalLM",
+        read: Read::Block(&SEED_OSS),
+    },
+    Family {
+        model_type: "helium",
+        config_class: "HeliumConfig",
+        architecture: "HeliumForCausalLM",
+        read: Read::Block(&HELIUM),
+    },
+    Family {
+        model_type: "arcee",
+        config_class: "ArceeConfig",
+        architecture: "ArceeForCausalLM",
+        read: Read::Block(&ARCEE),
+    },
+    Family {
+        model_type: "apertus",
+        config_class: "ApertusConfig",
+        architecture: "ApertusForCausalLM",
+        read: Read::Block(&APERTUS),
+    },
+    Family {
+        model_type: "ernie4_5",
+        config_class: "Ernie4_5Config",
+        architecture: "Ernie4_5ForCausalLM",
+        read: Read::Block(&ERNIE4_5),
+    },
+    Family {
+        model_type: "internlm3",
+        config_class: "InternLM3Config",
+        architecture: "LlamaForCausalLM",
+        read: Read::Block(&INTERNLM3),
+    },
+    Family {
+        model_type: "exaone",
+        config_class: "ExaoneConfig",
+        architecture: "LlamaForCausalLM",
+        read: Read::Block(&EXAONE),
+    },
+    Family {
+        model_type: "iquestcoder",
+        config_class: "IQuestCoderConfig",
+        architecture: "LlamaForCausalLM",
+        read: Read::Block(&IQUESTCODER),
+    },
+    Family {
+        model_type: "cwm",
+        config_class: "CwmConfig",
+        architecture: "CwmForCausalLM",
+        read: Read::Block(&CWM),
+    },
+    Family {
+        model_type: "vaultgemma",
+        config_class: "VaultGemmaConfig",
+        architecture: "VaultGemmaForCausalLM",
+        read: Read::Block(&VAULTGEMMA),
+    },
+    Family {
+        model_type: "hyperclovax",
+        config_class: "HyperCLOVAXConfig",
+        architecture: "HyperCLOVAXForCausalLM",
+        read: Read::Block(&HYPERCLOVAX),
+    },
+    Family {
+        model_type: "jais2",
+        config_class: "Jais2Config",
+        architecture: "Jais2ForCausalLM",
+        read: Read::Block(&JAIS2),
+    },
+    Family {
+        model_type: "bitnet",
+        config_class: "BitNetConfig",
+        architecture: "BitNetForCausalLM",
+        read: Read::Block(&BITNET),
+    },
+];
