@@ -7,12 +7,16 @@
 
 use llmsize_core::Category;
 use llmsize_core::expr::Expr;
-use llmsize_core::spec::{Attention, Extra, Ffn, Layer, Layers, ModelSpec, Norm, NormKind};
+use llmsize_core::spec::{
+    Attention, Extra, Ffn, Layer, Layers, ModelSpec, Norm, NormKind, OutputHead,
+};
 
 use crate::error::ConfigError;
+use crate::hf_config::decoder::mlp;
 use crate::hf_config::family::{
-    AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule, NO,
-    NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Read, StandardRule, Switch, Windows, YES, key_or,
+    ALL_SPARSE, AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule,
+    MoeRule, NO, NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Read, Shared, StandardRule, Switch,
+    Windows, YES, key_or,
 };
 use crate::hf_config::raw::RawConfig;
 
@@ -73,18 +77,23 @@ fn set_windows(spec: &mut ModelSpec, windows: &[Option<u64>]) {
             })
         });
         stack.layers = Layers::from_pattern(keys, |&(kind, window)| {
-            let mut layer = kinds.get(kind).cloned().unwrap_or_else(|| Layer {
-                attention: Attention::Absent,
-                cross_attention: None,
-                ffn: Ffn::Absent,
-                norms: Vec::new(),
-                sliding_window: None,
-                extras: Vec::new(),
-                state: None,
-            });
+            let mut layer = kinds.get(kind).cloned().unwrap_or_else(empty_layer);
             layer.sliding_window = window;
             layer
         });
+    }
+}
+
+/// A layer with nothing in it (never reached: run kinds always exist).
+fn empty_layer() -> Layer {
+    Layer {
+        attention: Attention::Absent,
+        cross_attention: None,
+        ffn: Ffn::Absent,
+        norms: Vec::new(),
+        sliding_window: None,
+        extras: Vec::new(),
+        state: None,
     }
 }
 
@@ -199,10 +208,10 @@ const COHERE: Block = Block {
     ..sized(&LLAMA, 8192, 40, 64, 256_000, 22528)
 };
 
-/// Cohere 2: Cohere without q/k norms, `head_dim` always `hidden // heads`
-/// (`Cohere2Config.__post_init__`), 3 sliding layers per global one (`sliding_window_pattern`).
+/// Cohere 2: Cohere without q/k norms, 3 sliding layers per global one
+/// (`sliding_window_pattern`). `Cohere2Config.__post_init__` sets `head_dim` to
+/// `hidden // heads`, but a `head_dim` in the JSON is set after it and wins.
 const COHERE2: Block = Block {
-    head_dim: HeadDim::Split,
     attention: AttentionRule::Standard(LLAMA_ATTENTION),
     windows: Windows::Pattern(4),
     ..COHERE
@@ -582,6 +591,338 @@ fn bitnet(_raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigEr
     Ok(())
 }
 
+/// Apertus 1.5's text model: Apertus whose `lm_head` may be narrower than the input table
+/// (`output_vocab_size`, the text-only prefix of the vocabulary).
+const APERTUS1P5_TEXT: Block = Block {
+    tweak: Some(apertus1p5_text),
+    ..sized(&APERTUS, 4096, 32, 32, 266_752, 14336)
+};
+
+/// `Apertus1p5TextForCausalLM.lm_head` is `hidden → output_vocab_size or vocab_size`
+/// (`__post_init__` drops an `output_vocab_size` equal to `vocab_size`).
+fn apertus1p5_text(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    apertus(raw, spec)?;
+    let Some(out) = raw.size_opt("output_vocab_size")? else {
+        return Ok(());
+    };
+    if out > spec.vocab_size {
+        return Err(raw.invalid(
+            "output_vocab_size",
+            &out.into(),
+            &format!("at most vocab_size ({})", spec.vocab_size),
+        ));
+    }
+    if let OutputHead::Lm { tied: false, .. } = spec.head
+        && out != spec.vocab_size
+    {
+        spec.head = OutputHead::None;
+        spec.extras.push(Extra::linear(
+            "lm_head.weight",
+            "output head",
+            Category::LmHead,
+            Expr::sym(llmsize_core::expr::Sym::Hidden, spec.hidden_size),
+            Expr::sym(llmsize_core::expr::Sym::Named("V_out"), out),
+        ));
+    }
+    Ok(())
+}
+
+/// `DiffLlama`: Llama whose differential attention adds `lambda_q1`, `lambda_k1`, `lambda_q2`,
+/// `lambda_k2` (one `head_dim` vector each; its `groupnorm` has no weight); KV heads must be
+/// even.
+const DIFFLLAMA: Block = Block {
+    mlp: NO_BIAS_MLP,
+    tweak: Some(diffllama),
+    ..sized(&LLAMA, 2048, 16, 32, 32000, 8192)
+};
+
+fn diffllama(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    let mut bad = None;
+    map_layers(spec, |layer| {
+        if let Attention::Standard(a) = &layer.attention {
+            if !a.num_kv_heads.is_multiple_of(2) {
+                bad = Some(a.num_kv_heads);
+            }
+            let d_h = Expr::sym(llmsize_core::expr::Sym::HeadDim, a.head_dim);
+            for name in ["lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2"] {
+                layer.extras.push(Extra::vector(
+                    format!("self_attn.{name}"),
+                    "differential attention",
+                    Category::Attention,
+                    d_h.clone(),
+                ));
+            }
+        }
+    });
+    if let Some(n) = bad {
+        return Err(raw.invalid(
+            "num_key_value_heads",
+            &n.into(),
+            "an even number (DiffLlama splits the values in two along the KV heads)",
+        ));
+    }
+    Ok(())
+}
+
+/// `NanoChat`: weightless RMS norms everywhere (blocks, q/k, final), an ungated
+/// `fc1` → `ReLU²` → `fc2` MLP without biases, q/k/v/o biased by `attention_bias`.
+const NANOCHAT: Block = Block {
+    mlp: MlpRule {
+        gated: false,
+        ..NO_BIAS_MLP
+    },
+    norm: NormRule {
+        per_layer: 0,
+        ..RMS2
+    },
+    tweak: Some(no_final_norm),
+    ..sized(&LLAMA, 768, 12, 6, 50304, 8192)
+};
+
+#[allow(clippy::unnecessary_wraps, reason = "a tweak's signature")]
+fn no_final_norm(_raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    for stack in &mut spec.stacks {
+        stack.final_norm = None;
+    }
+    Ok(())
+}
+
+/// Doge: Llama with per-head q/k norms and dynamic-mask attention (`A`, one value per KV
+/// head, and `dt_proj` `n_kv·d_h → n_kv`, biased by `attention_bias`), learned residual
+/// weights `input_residual` and `post_attention_residual`; every layer slides when
+/// `sliding_window` is set. The cross-domain MoE (`is_moe`) is not read.
+const DOGE: Block = Block {
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..LLAMA_ATTENTION
+    }),
+    windows: Windows::All,
+    tweak: Some(doge),
+    ..sized(&LLAMA, 1024, 32, 8, 32768, 2048)
+};
+
+fn doge(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    if raw.flag_or("is_moe", false, "absent; `DogeConfig` default")? {
+        return Err(raw.invalid(
+            "is_moe",
+            &true.into(),
+            "`false`: llmsize does not count Doge's cross-domain MoE yet",
+        ));
+    }
+    let bias = raw.flag_or("attention_bias", false, "absent; `DogeConfig` default")?;
+    let d = Expr::sym(llmsize_core::expr::Sym::Hidden, spec.hidden_size);
+    map_layers(spec, |layer| {
+        if let Attention::Standard(a) = &layer.attention {
+            let kv = Expr::sym(llmsize_core::expr::Sym::KvHeads, a.num_kv_heads);
+            let kv_width = Expr::product(vec![
+                kv.clone(),
+                Expr::sym(llmsize_core::expr::Sym::HeadDim, a.head_dim),
+            ]);
+            layer.extras.push(Extra::vector(
+                "self_attn.A",
+                "dynamic mask",
+                Category::Attention,
+                kv.clone(),
+            ));
+            layer.extras.push(Extra::linear(
+                "self_attn.dt_proj.weight",
+                "dynamic mask",
+                Category::Attention,
+                kv_width,
+                kv.clone(),
+            ));
+            if bias {
+                layer.extras.push(Extra::vector(
+                    "self_attn.dt_proj.bias",
+                    "dynamic mask",
+                    Category::Attention,
+                    kv,
+                ));
+            }
+        }
+        for name in ["input_residual", "post_attention_residual"] {
+            layer.extras.push(Extra::vector(
+                name,
+                "residual weights",
+                Category::LayerExtras,
+                d.clone(),
+            ));
+        }
+    });
+    Ok(())
+}
+
+/// Mellum: per-head q/k norms always, q/k/v/o biased by `attention_bias`, 4 KV heads,
+/// `head_dim` 128; a top-k router without bias over `num_experts` (alias of
+/// `num_local_experts`) gated experts on the layers `mlp_layer_types` calls `sparse` (all by
+/// default), a dense MLP of `intermediate_size` on the others. MTP layers are not built.
+const MELLUM: Block = Block {
+    kv_default: Some(4),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: NO_BIAS_MLP,
+    moe: Some(MoeRule {
+        experts: key_or(&["num_experts", "num_local_experts"], 64),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 896),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::None,
+        shared_gate: false,
+        sparsity: ALL_SPARSE,
+    }),
+    tweak: Some(mellum),
+    ..sized(&LLAMA, 2304, 28, 32, 98304, 7168)
+};
+
+/// `MellumDecoderLayer`: `mlp_layer_types[i] == "sparse"` → MoE, anything else → a dense MLP.
+fn mellum(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    null_head_dim_splits(raw, spec)?;
+    let Some(v) = raw.value("mlp_layer_types") else {
+        return Ok(());
+    };
+    let n = usize::try_from(layer_count(spec)).unwrap_or(usize::MAX);
+    let list = v
+        .as_array()
+        .filter(|l| l.len() == n)
+        .ok_or_else(|| raw.invalid("mlp_layer_types", v, "one `sparse` or `dense` per layer"))?;
+    let sparse: Vec<bool> = list
+        .iter()
+        .map(|t| {
+            t.as_str()
+                .map(|t| t == "sparse")
+                .ok_or_else(|| raw.invalid("mlp_layer_types", t, "strings such as `sparse`"))
+        })
+        .collect::<Result<_, _>>()?;
+    if sparse.iter().all(|s| *s) {
+        return Ok(());
+    }
+    let reason = "absent; `MellumConfig` default";
+    let width = raw.size_or(
+        &["intermediate_size"],
+        llmsize_core::expr::Sym::Ffn,
+        7168,
+        reason,
+    )?;
+    let dense = Ffn::Dense(mlp(spec.hidden_size, width, true, false));
+    for stack in &mut spec.stacks {
+        let kinds = stack.layers.kinds();
+        let keys = stack.layers.runs().iter().flat_map(|r| {
+            let sparse = &sparse;
+            r.range().map(move |i| {
+                let s = usize::try_from(i)
+                    .ok()
+                    .and_then(|i| sparse.get(i))
+                    .copied()
+                    .unwrap_or(true);
+                (r.kind, s)
+            })
+        });
+        stack.layers = Layers::from_pattern(keys, |&(kind, s)| {
+            let mut layer = kinds.get(kind).cloned().unwrap_or_else(empty_layer);
+            if !s {
+                layer.ffn = dense.clone();
+            }
+            layer
+        });
+    }
+    Ok(())
+}
+
+/// HRM-Text: two stacks of `num_layers_per_stack` layers (`L_module`, `H_module`) run
+/// `H_cycles · L_cycles` and `H_cycles` times; each run of a layer caches its own keys and
+/// values (`num_hidden_layers` = `num_layers_per_stack · H_cycles · (L_cycles + 1)` cache
+/// slots). Attention has no KV grouping (k and v have `num_attention_heads` heads) and a
+/// `gate_proj` `d → n_h·d_h`; norms have no weights; `z_L_init` is a learned start state.
+const HRM_TEXT: Block = Block {
+    layers: key_or(&["num_layers_per_stack", "num_hidden_layers"], 16),
+    head_dim: HeadDim::KeyOr(128),
+    mlp: LLAMA_MLP,
+    norm: NormRule {
+        per_layer: 0,
+        ..RMS2
+    },
+    tweak: Some(hrm_text),
+    ..sized(&LLAMA, 1536, 16, 12, 151_808, 4096)
+};
+
+fn hrm_text(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    null_head_dim_splits(raw, spec)?;
+    let reason = "absent; `HrmTextConfig` default";
+    let h = raw.size_or(
+        &["H_cycles"],
+        llmsize_core::expr::Sym::Named("H"),
+        2,
+        reason,
+    )?;
+    let l = raw.size_or(
+        &["L_cycles"],
+        llmsize_core::expr::Sym::Named("L_c"),
+        3,
+        reason,
+    )?;
+    let bias = raw.flag_or("attention_bias", false, reason)?;
+    let low_runs = raw.mul(h, l, "H_cycles·L_cycles")?;
+    let mut err = None;
+    for stack in &mut spec.stacks {
+        stack.final_norm = None;
+        let mut layers = Layers::new();
+        for runs in [low_runs, h] {
+            for run in stack.layers.runs() {
+                let Some(kind) = stack.layers.kinds().get(run.kind) else {
+                    continue;
+                };
+                let mut kind = kind.clone();
+                if let Attention::Standard(a) = &mut kind.attention {
+                    a.num_kv_heads = a.num_heads;
+                    match a.num_heads.checked_mul(runs) {
+                        Some(c) => a.transformers_cache_heads = Some(c),
+                        None => err = Some(runs),
+                    }
+                    let width = Expr::product(vec![
+                        Expr::sym(llmsize_core::expr::Sym::Heads, a.num_heads),
+                        Expr::sym(llmsize_core::expr::Sym::HeadDim, a.head_dim),
+                    ]);
+                    kind.extras.push(Extra::linear(
+                        "self_attn.gate_proj.weight",
+                        "attention gate",
+                        Category::Attention,
+                        Expr::sym(llmsize_core::expr::Sym::Hidden, a.hidden),
+                        width.clone(),
+                    ));
+                    if bias {
+                        kind.extras.push(Extra::vector(
+                            "self_attn.gate_proj.bias",
+                            "attention gate",
+                            Category::Attention,
+                            width,
+                        ));
+                    }
+                }
+                layers.push_run(kind, run.count);
+            }
+        }
+        stack.layers = layers;
+    }
+    if let Some(runs) = err {
+        return Err(raw.invalid(
+            "H_cycles",
+            &runs.into(),
+            "cycles whose cache fits in 64 bits",
+        ));
+    }
+    spec.extras.push(Extra::vector(
+        "model.z_L_init",
+        "start state",
+        Category::LayerExtras,
+        Expr::sym(llmsize_core::expr::Sym::Hidden, spec.hidden_size),
+    ));
+    Ok(())
+}
+
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
     Family {
@@ -721,5 +1062,41 @@ pub(crate) const FAMILIES: &[Family] = &[
         config_class: "BitNetConfig",
         architecture: "BitNetForCausalLM",
         read: Read::Block(&BITNET),
+    },
+    Family {
+        model_type: "apertus1p5_text",
+        config_class: "Apertus1p5TextConfig",
+        architecture: "Apertus1p5TextForCausalLM",
+        read: Read::Block(&APERTUS1P5_TEXT),
+    },
+    Family {
+        model_type: "diffllama",
+        config_class: "DiffLlamaConfig",
+        architecture: "DiffLlamaForCausalLM",
+        read: Read::Block(&DIFFLLAMA),
+    },
+    Family {
+        model_type: "nanochat",
+        config_class: "NanoChatConfig",
+        architecture: "NanoChatForCausalLM",
+        read: Read::Block(&NANOCHAT),
+    },
+    Family {
+        model_type: "doge",
+        config_class: "DogeConfig",
+        architecture: "DogeForCausalLM",
+        read: Read::Block(&DOGE),
+    },
+    Family {
+        model_type: "mellum",
+        config_class: "MellumConfig",
+        architecture: "MellumForCausalLM",
+        read: Read::Block(&MELLUM),
+    },
+    Family {
+        model_type: "hrm_text",
+        config_class: "HrmTextConfig",
+        architecture: "HrmTextForCausalLM",
+        read: Read::Block(&HRM_TEXT),
     },
 ];
