@@ -3,7 +3,9 @@
 //! ERNIE 4.5, `InternLM3`, `IQuest-Coder`, CWM, `VaultGemma`, `HyperCLOVA X`, Jais 2, `BitNet`.
 //! Each entry is the configuration class's defaults (transformers 5.24, `configuration_*.py`)
 //! and the switches of its `modeling_*.py`; a `tweak` adds what the switches do not say (a
-//! window pattern of its own, extra norms, an activation with parameters).
+//! window pattern of its own, extra norms, an activation with parameters). Extras of different
+//! categories carry different `part` labels: counting groups a layer's consecutive tensors of
+//! one part under the first one's category.
 
 use llmsize_core::Category;
 use llmsize_core::expr::Expr;
@@ -690,7 +692,8 @@ fn no_final_norm(_raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), C
 /// Doge: Llama with per-head q/k norms and dynamic-mask attention (`A`, one value per KV
 /// head, and `dt_proj` `n_kv·d_h → n_kv`, biased by `attention_bias`), learned residual
 /// weights `input_residual` and `post_attention_residual`; every layer slides when
-/// `sliding_window` is set. The cross-domain MoE (`is_moe`) is not read.
+/// `sliding_window` is set; with `is_moe`, the MLP becomes the shared expert of a
+/// cross-domain MoE of `num_experts` one-row experts.
 const DOGE: Block = Block {
     attention: AttentionRule::Standard(StandardRule {
         qk_norm: QkNorm::PerHead,
@@ -702,13 +705,17 @@ const DOGE: Block = Block {
 };
 
 fn doge(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
-    if raw.flag_or("is_moe", false, "absent; `DogeConfig` default")? {
-        return Err(raw.invalid(
-            "is_moe",
-            &true.into(),
-            "`false`: llmsize does not count Doge's cross-domain MoE yet",
-        ));
-    }
+    let reason = "absent; `DogeConfig` default";
+    let moe = if raw.flag_or("is_moe", false, reason)? {
+        Some(raw.size_or(
+            &["num_experts"],
+            llmsize_core::expr::Sym::Experts,
+            16384,
+            reason,
+        )?)
+    } else {
+        None
+    };
     let bias = raw.flag_or("attention_bias", false, "absent; `DogeConfig` default")?;
     let d = Expr::sym(llmsize_core::expr::Sym::Hidden, spec.hidden_size);
     map_layers(spec, |layer| {
@@ -747,6 +754,31 @@ fn doge(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError
                 Category::LayerExtras,
                 d.clone(),
             ));
+        }
+        if let Some(experts) = moe {
+            // `DogeCDMoE`: the gated MLP stays as the shared expert; `router_gate` scores
+            // `2·⌊√E⌋` product keys; each expert is a row of `down_embed` and of `up_embed`
+            // (`nn.Embedding`s, counted with the token tables as transformers' split does).
+            let keys = Expr::product(vec![
+                Expr::Lit(2),
+                Expr::sym(llmsize_core::expr::Sym::Named("⌊√E⌋"), experts.isqrt()),
+            ]);
+            layer.extras.push(Extra::linear(
+                "mlp.router_gate.weight",
+                "cross-domain router",
+                Category::Ffn,
+                d.clone(),
+                keys,
+            ));
+            for name in ["mlp.down_embed.weight", "mlp.up_embed.weight"] {
+                layer.extras.push(Extra::table(
+                    name,
+                    "cross-domain experts",
+                    Category::TokenEmbedding,
+                    Expr::sym(llmsize_core::expr::Sym::Experts, experts),
+                    d.clone(),
+                ));
+            }
         }
     });
     Ok(())
