@@ -955,6 +955,183 @@ fn hrm_text(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigE
     Ok(())
 }
 
+/// Dory (`modeling_dory.py`): an nGPT-style decoder whose norms are weightless L2 norms, with
+/// learned scales instead: `sqk` and `s_gate` (`n_h·d_h` each) and a `gate_proj`
+/// `d → n_h·d_h` in attention, `suv_gate` and `suv_up` (`d_ff` each) in the gated MLP,
+/// `lambda_1` and `lambda_2` (`d` each) on the residual stream, `logit_scale` (`V`) on the
+/// head. The middle `n_recurrent_layers` run `n_recurrent_loops` times; with
+/// `recurrent_kv_cache_mode` `per_loop` each loop caches its own keys and values.
+const DORY: Block = Block {
+    kv_default: Some(4),
+    head_dim: HeadDim::KeyOr(256),
+    norm: NormRule {
+        per_layer: 0,
+        ..RMS2
+    },
+    windows: Windows::Pattern(4),
+    ..sized(&LLAMA, 2560, 36, 16, 131_072, 7168)
+};
+
+/// `DoryConfig.__post_init__`: a released `config.json` lists attention and MLP as separate
+/// blocks (`layer_types` with `"mlp"` entries, every count doubled); each pair is one layer.
+fn dory(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    _head: crate::hf_config::HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let reason = "absent; `DoryConfig` default";
+    let mut map = raw.map.clone();
+    let paired = raw
+        .value("layer_types")
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|l| l.iter().any(|t| t.as_str() == Some("mlp")));
+    let count = |raw: &mut RawConfig<'_>, key: &str, default: u64| -> Result<u64, ConfigError> {
+        let n = if let Some(n) = raw.uint(key)? {
+            n
+        } else {
+            raw.assume(key, default, reason);
+            default
+        };
+        Ok(if paired { n / 2 } else { n })
+    };
+    let layers = count(raw, "num_hidden_layers", 36)?;
+    let input = count(raw, "n_input_layers", 8)?;
+    let output = count(raw, "n_output_layers", 8)?;
+    let recurrent = match raw.uint("n_recurrent_layers")? {
+        Some(n) => {
+            if paired {
+                n / 2
+            } else {
+                n
+            }
+        }
+        None => layers
+            .checked_sub(input)
+            .and_then(|r| r.checked_sub(output))
+            .ok_or_else(|| {
+                raw.invalid(
+                    "n_input_layers",
+                    &input.into(),
+                    "input and output layers within num_hidden_layers",
+                )
+            })?,
+    };
+    if input
+        .checked_add(recurrent)
+        .and_then(|n| n.checked_add(output))
+        != Some(layers)
+    {
+        return Err(raw.invalid(
+            "n_recurrent_layers",
+            &recurrent.into(),
+            &format!("n_input_layers + n_recurrent_layers + n_output_layers = num_hidden_layers ({layers})"),
+        ));
+    }
+    if paired {
+        map.insert("num_hidden_layers".into(), layers.into());
+        if let Some(serde_json::Value::Array(l)) = map.get_mut("layer_types") {
+            *l = l.iter().step_by(2).cloned().collect();
+        }
+    }
+    let loops = raw.size_or(
+        &["n_recurrent_loops"],
+        llmsize_core::expr::Sym::Named("loops"),
+        2,
+        reason,
+    )?;
+    let per_loop = match raw.value("recurrent_kv_cache_mode") {
+        None => {
+            raw.assume("recurrent_kv_cache_mode", "per_loop", reason);
+            true
+        }
+        Some(v) => match v.as_str() {
+            Some("per_loop") => true,
+            Some("last_loop") => false,
+            _ => {
+                return Err(raw.invalid("recurrent_kv_cache_mode", v, "`per_loop` or `last_loop`"));
+            }
+        },
+    };
+    let mut inner = RawConfig::new(raw.file, &map);
+    let mut spec = crate::hf_config::family::read_block(&mut inner, family, &DORY)?;
+    for a in inner.assumptions {
+        raw.assume(&a.field, a.value, &a.reason);
+    }
+    for (symbol, source) in inner.sources {
+        raw.source(symbol, &source);
+    }
+    let d = Expr::sym(llmsize_core::expr::Sym::Hidden, spec.hidden_size);
+    for stack in &mut spec.stacks {
+        stack.final_norm = None;
+        let kinds = stack.layers.kinds();
+        let keys = stack.layers.runs().iter().flat_map(|r| {
+            r.range()
+                .map(move |i| (r.kind, per_loop && i >= input && i < input + recurrent))
+        });
+        let mut overflow = false;
+        stack.layers = Layers::from_pattern(keys, |&(kind, looped)| {
+            let mut layer = kinds.get(kind).cloned().unwrap_or_else(empty_layer);
+            if let Attention::Standard(a) = &mut layer.attention {
+                if looped {
+                    a.transformers_cache_heads = a.num_kv_heads.checked_mul(loops);
+                    overflow |= a.transformers_cache_heads.is_none();
+                }
+                let width = Expr::product(vec![
+                    Expr::sym(llmsize_core::expr::Sym::Heads, a.num_heads),
+                    Expr::sym(llmsize_core::expr::Sym::HeadDim, a.head_dim),
+                ]);
+                layer.extras.push(Extra::linear(
+                    "self_attn.gate_proj.weight",
+                    "attention gate and scales",
+                    Category::Attention,
+                    d.clone(),
+                    width.clone(),
+                ));
+                for name in ["self_attn.sqk", "self_attn.s_gate"] {
+                    layer.extras.push(Extra::vector(
+                        name,
+                        "attention gate and scales",
+                        Category::Attention,
+                        width.clone(),
+                    ));
+                }
+            }
+            if let Ffn::Dense(m) = &layer.ffn {
+                let d_ff = Expr::sym(llmsize_core::expr::Sym::Ffn, m.intermediate);
+                for name in ["mlp.suv_gate", "mlp.suv_up"] {
+                    layer.extras.push(Extra::vector(
+                        name,
+                        "MLP scales",
+                        Category::Ffn,
+                        d_ff.clone(),
+                    ));
+                }
+            }
+            for name in ["lambda_1", "lambda_2"] {
+                layer.extras.push(Extra::vector(
+                    name,
+                    "residual scales",
+                    Category::LayerExtras,
+                    d.clone(),
+                ));
+            }
+            layer
+        });
+        if overflow {
+            return Err(raw.invalid(
+                "n_recurrent_loops",
+                &loops.into(),
+                "loops whose cache fits in 64 bits",
+            ));
+        }
+    }
+    if let OutputHead::Lm { biases, .. } = &mut spec.head {
+        // `DoryLMHead.logit_scale`: one value per vocabulary entry, kept when tied.
+        *biases = 1;
+    }
+    Ok(spec)
+}
+
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
     Family {
@@ -1130,5 +1307,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         config_class: "HrmTextConfig",
         architecture: "HrmTextForCausalLM",
         read: Read::Block(&HRM_TEXT),
+    },
+    Family {
+        model_type: "dory",
+        config_class: "DoryConfig",
+        architecture: "DoryForCausalLM",
+        read: Read::Code(dory),
     },
 ];
