@@ -1,6 +1,9 @@
 //! Dense decoders that are Llama with switches: Cohere 1/2, GLM 1/4, Granite (and its sliding
-//! variant), EXAONE 3/4, `OLMo` 3, `SmolLM3`, Ministral 3, Seed-OSS, Helium, Arcee, Apertus,
-//! ERNIE 4.5, `InternLM3`, `IQuest-Coder`, CWM, `VaultGemma`, `HyperCLOVA X`, Jais 2, `BitNet`.
+//! variant), EXAONE 3/4, `OLMo` 3, `SmolLM3`, Ministral 3, Seed-OSS, Helium, Arcee, Apertus
+//! (and Apertus 1.5's text model), ERNIE 4.5, `InternLM3`, `IQuest-Coder`, CWM, `VaultGemma`,
+//! `HyperCLOVA X`, Jais 2, `BitNet`, `DiffLlama`, `NanoChat`, Doge, Mellum; and the odd ones
+//! built on the same block: HRM-Text (two stacks run in cycles) and Dory (nGPT scales, looped
+//! middle layers).
 //! Each entry is the configuration class's defaults (transformers 5.24, `configuration_*.py`)
 //! and the switches of its `modeling_*.py`; a `tweak` adds what the switches do not say (a
 //! window pattern of its own, extra norms, an activation with parameters). Extras of different
