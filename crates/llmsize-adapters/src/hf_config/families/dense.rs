@@ -949,6 +949,10 @@ fn hrm_text(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigE
             "cycles whose cache fits in 64 bits",
         ));
     }
+    raw.sources.insert(
+        llmsize_core::expr::Sym::Layers,
+        "2·num_layers_per_stack (L_module and H_module)".to_owned(),
+    );
     spec.extras.push(Extra::vector(
         "model.z_L_init",
         "start state",
@@ -1062,6 +1066,12 @@ fn dory(
     }
     for (symbol, source) in inner.sources {
         raw.source(symbol, &source);
+    }
+    if paired {
+        raw.sources.insert(
+            llmsize_core::expr::Sym::Layers,
+            "num_hidden_layers / 2 (attention and MLP blocks listed apart)".to_owned(),
+        );
     }
     let d = Expr::sym(llmsize_core::expr::Sym::Hidden, spec.hidden_size);
     for stack in &mut spec.stacks {
