@@ -1,6 +1,357 @@
-//! (to be written: see the registry in `mod.rs`)
+//! Mixture-of-experts decoders with standard attention: GLM-4-MoE and its kin (Sarvam,
+//! Solar-Open), MiniMax-M2, ERNIE-4.5-MoE, … Each entry is the configuration class's
+//! defaults and the switches of its `modeling_*.py` (transformers 5.24).
+//!
+//! transformers 5 stores routed experts as fused 3-D tensors (`gate_up_proj` `[E, 2f, d]`,
+//! `down_proj` `[E, d, f]`): the count is that of `E` gated MLPs. An
+//! `e_score_correction_bias` registered as a buffer is not a parameter; where a family makes
+//! it an `nn.Parameter` (ERNIE's `moe_statics`) it counts as a router bias of `E`.
 
-use crate::hf_config::family::Family;
+use llmsize_core::expr::Sym;
+use llmsize_core::spec::{Ffn, Layer, Layers, ModelSpec, OutputHead};
+use serde_json::{Map, Value};
+
+use crate::error::ConfigError;
+use crate::hf_config::family::{
+    AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule, MoeRule, NO,
+    PLAIN_ATTENTION, QkNorm, Read, Shared, Sparsity, StandardRule, Switch, YES, key_or, read_block,
+};
+use crate::hf_config::raw::RawConfig;
+
+// ---------------------------------------------------------------------------------------------
+// Helpers for tweaks.
+
+/// Rebuild the decoder stack layer by layer: `f(i, layer)` gives layer `i`'s new kind.
+/// Layers are visited once each, and equal results join one kind, so the stack stays runs.
+fn map_layers(
+    spec: &mut ModelSpec,
+    mut f: impl FnMut(u64, &Layer) -> Result<Layer, ConfigError>,
+) -> Result<(), ConfigError> {
+    for stack in &mut spec.stacks {
+        let mut out = Layers::new();
+        let kinds = stack.layers.kinds();
+        for run in stack.layers.runs() {
+            let Some(kind) = kinds.get(run.kind) else {
+                continue;
+            };
+            for i in run.range() {
+                out.push(f(i, kind)?);
+            }
+        }
+        stack.layers = out;
+    }
+    Ok(())
+}
+
+/// Change every MoE block of the spec.
+fn map_moe(spec: &mut ModelSpec, mut f: impl FnMut(&mut llmsize_core::spec::Moe)) {
+    for stack in &mut spec.stacks {
+        let kinds: Vec<Layer> = stack.layers.kinds().to_vec();
+        let mut out = Layers::new();
+        for run in stack.layers.runs() {
+            if let Some(kind) = kinds.get(run.kind) {
+                let mut layer = kind.clone();
+                if let Ffn::Moe(m) = &mut layer.ffn {
+                    f(m);
+                }
+                out.push_run(layer, run.count);
+            }
+        }
+        stack.layers = out;
+    }
+}
+
+/// Read `block` from a copy of the config that `patch` changed (a key the modeling code
+/// derives in a way the block does not, written in), keeping the assumptions and sources.
+fn read_patched(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    block: &Block,
+    patch: impl FnOnce(&mut RawConfig<'_>, &mut Map<String, Value>) -> Result<(), ConfigError>,
+) -> Result<ModelSpec, ConfigError> {
+    let mut map = raw.map.clone();
+    patch(raw, &mut map)?;
+    let mut inner = RawConfig::new(raw.file, &map);
+    let spec = read_block(&mut inner, family, block)?;
+    for a in inner.assumptions {
+        raw.assume(&a.field, a.value, &a.reason);
+    }
+    for (symbol, source) in inner.sources {
+        raw.source(symbol, &source);
+    }
+    raw.read.borrow_mut().extend(inner.read.into_inner());
+    Ok(spec)
+}
+
+/// `head_dim` absent: `hidden_size // num_attention_heads`, rounded down as
+/// `getattr(config, "head_dim", config.hidden_size // config.num_attention_heads)` does.
+fn floor_head_dim(
+    raw: &mut RawConfig<'_>,
+    map: &mut Map<String, Value>,
+) -> Result<(), ConfigError> {
+    if raw.size_opt("head_dim")?.is_none() {
+        let hidden = raw.size(&["hidden_size"], Sym::Hidden)?;
+        let heads = raw.size(&["num_attention_heads"], Sym::Heads)?;
+        let d = hidden / heads;
+        if d == 0 {
+            return Err(raw.invalid(
+                "num_attention_heads",
+                &heads.into(),
+                &format!("at most `hidden_size` ({hidden})"),
+            ));
+        }
+        raw.source(Sym::HeadDim, "hidden_size // num_attention_heads");
+        map.insert("head_dim".to_owned(), Value::from(d));
+    }
+    Ok(())
+}
+
+/// A block whose `head_dim` defaults to `hidden_size // num_attention_heads`, rounded down.
+fn floor_head_dim_block(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    block: &Block,
+) -> Result<ModelSpec, ConfigError> {
+    read_patched(raw, family, block, floor_head_dim)
+}
+
+// ---------------------------------------------------------------------------------------------
+// GLM-4-MoE and the families built on its modeling code.
+
+/// GLM-4-MoE (`modeling_glm4_moe.py`): q/k/v biased by `attention_bias` (never `o_proj`),
+/// per-head q/k norms with `use_qk_norm`, `n_shared_experts` experts of
+/// `moe_intermediate_size` as one shared MLP, the first `first_k_dense_replace` layers dense
+/// (`intermediate_size`); the router has no bias (`e_score_correction_bias` is a buffer).
+const GLM4_MOE: Block = Block {
+    kv_default: Some(8),
+    attention: AttentionRule::Standard(StandardRule {
+        qkv_bias: Switch::Key("attention_bias", false),
+        o_bias: NO,
+        qk_norm: QkNorm::PerHead,
+        qk_norm_on: Switch::Key("use_qk_norm", false),
+        ..PLAIN_ATTENTION
+    }),
+    mlp: MlpRule {
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["n_routed_experts"], 128),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 1408),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["n_shared_experts"], 1)),
+        shared_gate: false,
+        sparsity: Sparsity {
+            first_dense: Some(key_or(&["first_k_dense_replace"], 1)),
+            step: None,
+            dense_list: None,
+        },
+    }),
+    ..LLAMA
+};
+
+/// Sarvam-MoE (`modular_sarvam_moe.py`: GLM-4-MoE's modeling): `head_dim` 64, q/k norms on
+/// by default, 4 KV heads.
+const SARVAM_MOE: Block = Block {
+    kv_default: Some(4),
+    head_dim: HeadDim::KeyOr(64),
+    attention: AttentionRule::Standard(StandardRule {
+        qkv_bias: Switch::Key("attention_bias", false),
+        o_bias: NO,
+        qk_norm: QkNorm::PerHead,
+        qk_norm_on: Switch::Key("use_qk_norm", true),
+        ..PLAIN_ATTENTION
+    }),
+    moe: Some(MoeRule {
+        top_k: key_or(&["num_experts_per_tok"], 6),
+        expert_width: key_or(&["moe_intermediate_size"], 1024),
+        ..GLM4_MOE_RULE
+    }),
+    ..GLM4_MOE
+};
+
+/// GLM-4-MoE's expert rule, for the entries that change a field of it.
+const GLM4_MOE_RULE: MoeRule = MoeRule {
+    experts: key_or(&["n_routed_experts"], 128),
+    top_k: key_or(&["num_experts_per_tok"], 8),
+    expert_width: key_or(&["moe_intermediate_size"], 1408),
+    router_bias: NO,
+    expert_bias: NO,
+    shared: Shared::Count(key_or(&["n_shared_experts"], 1)),
+    shared_gate: false,
+    sparsity: Sparsity {
+        first_dense: Some(key_or(&["first_k_dense_replace"], 1)),
+        step: None,
+        dense_list: None,
+    },
+};
+
+/// Solar-Open (`modeling_solar_open.py`): GLM-4-MoE without q/k norms or dense layers,
+/// `head_dim` 128.
+const SOLAR_OPEN: Block = Block {
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qkv_bias: Switch::Key("attention_bias", false),
+        o_bias: NO,
+        ..PLAIN_ATTENTION
+    }),
+    moe: Some(MoeRule {
+        expert_width: key_or(&["moe_intermediate_size"], 1280),
+        sparsity: crate::hf_config::family::ALL_SPARSE,
+        ..GLM4_MOE_RULE
+    }),
+    ..GLM4_MOE
+};
+
+// ---------------------------------------------------------------------------------------------
+// MiniMax-M2.
+
+/// MiniMax-M2 (`modeling_minimax_m2.py`): no biases, q/k norms over the full projection
+/// widths, every layer MoE with experts of `intermediate_size`; `e_score_correction_bias` is
+/// a buffer.
+const MINIMAX_M2: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::FullWidth,
+        ..PLAIN_ATTENTION
+    }),
+    mlp: GLM4_MOE.mlp,
+    moe: Some(MoeRule {
+        experts: key_or(&["num_local_experts"], 256),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["intermediate_size"], 1536),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::None,
+        shared_gate: false,
+        sparsity: crate::hf_config::family::ALL_SPARSE,
+    }),
+    ..LLAMA
+};
+
+// ---------------------------------------------------------------------------------------------
+// ERNIE-4.5-MoE.
+
+/// ERNIE-4.5-MoE (`modeling_ernie4_5_moe.py`): every projection (attention, dense and shared
+/// MLPs, `lm_head`) biased by `use_bias`; layer `i` is MoE when `(i + 1) %
+/// moe_layer_interval == 0` and `moe_layer_start_index ≤ i ≤ moe_layer_end_index` (−1: the
+/// last layer); `moe_num_shared_experts` experts of `moe_intermediate_size` as one shared MLP;
+/// `moe_statics.e_score_correction_bias` is a parameter of `E` (counted as the router's bias).
+const ERNIE4_5_MOE: Block = Block {
+    kv_default: Some(4),
+    attention: AttentionRule::Standard(StandardRule {
+        qkv_bias: Switch::Key("use_bias", false),
+        o_bias: Switch::Key("use_bias", false),
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 12288),
+        up_bias: Switch::Key("use_bias", false),
+        down_bias: Switch::Key("use_bias", false),
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["moe_num_experts", "num_experts"], 64),
+        top_k: key_or(&["moe_k", "num_experts_per_tok"], 6),
+        expert_width: key_or(&["moe_intermediate_size"], 1536),
+        router_bias: YES,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["moe_num_shared_experts"], 2)),
+        shared_gate: false,
+        sparsity: Sparsity {
+            first_dense: Some(key_or(&["moe_layer_start_index"], 1)),
+            step: Some("moe_layer_interval"),
+            dense_list: None,
+        },
+    }),
+    tie: true,
+    tweak: Some(ernie_tweak),
+    ..LLAMA
+};
+
+/// ERNIE: layers past `moe_layer_end_index` are dense; the shared MLP and `lm_head` carry
+/// biases with `use_bias`.
+fn ernie_tweak(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    let reason = "absent; `Ernie4_5_MoeConfig` default";
+    let bias = raw.flag_or("use_bias", false, reason)?;
+    let end = match raw.value("moe_layer_end_index") {
+        None => None,
+        Some(v) => match v.as_i64() {
+            Some(-1) => None,
+            Some(n) if n >= 0 => Some(n.cast_unsigned()),
+            _ => {
+                return Err(raw.invalid(
+                    "moe_layer_end_index",
+                    v,
+                    "a layer index, or -1 for the last layer",
+                ));
+            }
+        },
+    };
+    if let Some(end) = end {
+        let dense = crate::hf_config::decoder::mlp(
+            spec.hidden_size,
+            raw.size_or(&["intermediate_size"], Sym::Ffn, 12288, reason)?,
+            true,
+            bias,
+        );
+        map_layers(spec, |i, layer| {
+            let mut l = layer.clone();
+            if i > end && matches!(l.ffn, Ffn::Moe(_)) {
+                l.ffn = Ffn::Dense(dense);
+            }
+            Ok(l)
+        })?;
+    }
+    if bias {
+        map_moe(spec, |m| {
+            if let Some(s) = &mut m.shared {
+                s.up_bias = true;
+                s.down_bias = true;
+            }
+        });
+        if let OutputHead::Lm { biases, .. } = &mut spec.head {
+            *biases = 1;
+        }
+    }
+    Ok(())
+}
 
 /// The entries of this file.
-pub(crate) const FAMILIES: &[Family] = &[];
+pub(crate) const FAMILIES: &[Family] = &[
+    Family {
+        model_type: "glm4_moe",
+        config_class: "Glm4MoeConfig",
+        architecture: "Glm4MoeForCausalLM",
+        // `head_dim` = `hidden_size // num_attention_heads` (4096 // 96 = 42 by default).
+        read: Read::Code(|r, f, _| floor_head_dim_block(r, f, &GLM4_MOE)),
+    },
+    Family {
+        model_type: "sarvam_moe",
+        config_class: "SarvamMoEConfig",
+        architecture: "Glm4MoeForCausalLM",
+        read: Read::Block(&SARVAM_MOE),
+    },
+    Family {
+        model_type: "solar_open",
+        config_class: "SolarOpenConfig",
+        architecture: "SolarOpenForCausalLM",
+        read: Read::Block(&SOLAR_OPEN),
+    },
+    Family {
+        model_type: "minimax_m2",
+        config_class: "MiniMaxM2Config",
+        architecture: "MiniMaxM2ForCausalLM",
+        read: Read::Block(&MINIMAX_M2),
+    },
+    Family {
+        model_type: "ernie4_5_moe",
+        config_class: "Ernie4_5_MoeConfig",
+        architecture: "Ernie4_5_MoeForCausalLM",
+        read: Read::Block(&ERNIE4_5_MOE),
+    },
+];
