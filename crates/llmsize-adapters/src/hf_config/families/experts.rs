@@ -8,13 +8,14 @@
 //! it an `nn.Parameter` (ERNIE's `moe_statics`) it counts as a router bias of `E`.
 
 use llmsize_core::expr::Sym;
-use llmsize_core::spec::{Ffn, Layer, Layers, ModelSpec, OutputHead};
+use llmsize_core::spec::{Ffn, Layer, Layers, ModelSpec, NormKind, OutputHead};
 use serde_json::{Map, Value};
 
 use crate::error::ConfigError;
 use crate::hf_config::family::{
     AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule, MoeRule, NO,
-    PLAIN_ATTENTION, QkNorm, Read, Shared, Sparsity, StandardRule, Switch, YES, key_or, read_block,
+    NormRule, PLAIN_ATTENTION, QkNorm, Read, Shared, Sparsity, StandardRule, Switch, Windows, YES,
+    key_or, read_block,
 };
 use crate::hf_config::raw::RawConfig;
 
@@ -113,6 +114,38 @@ fn floor_head_dim_block(
     block: &Block,
 ) -> Result<ModelSpec, ConfigError> {
     read_patched(raw, family, block, floor_head_dim)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-layer lists the block cannot read directly.
+
+/// The key of the patched config copy listing the dense layers (`Sparsity::dense_list`); it
+/// is never a key of a real config.
+const DENSE_KEY: &str = "llmsize:dense_layers";
+
+/// `mlp_layer_types` (`"dense"`/`"sparse"` per layer), when present, replaces
+/// `first_k_dense_replace`: its dense entries are written as [`DENSE_KEY`].
+fn mlp_layer_types(
+    raw: &mut RawConfig<'_>,
+    map: &mut Map<String, Value>,
+) -> Result<(), ConfigError> {
+    let Some(v) = raw.value("mlp_layer_types") else {
+        return Ok(());
+    };
+    let list = v
+        .as_array()
+        .ok_or_else(|| raw.invalid("mlp_layer_types", v, "a list of `dense`/`sparse`"))?;
+    let mut dense = Vec::new();
+    for (i, t) in list.iter().enumerate() {
+        match t.as_str() {
+            Some("dense") => dense.push(Value::from(i)),
+            Some("sparse" | "moe") => {}
+            _ => return Err(raw.invalid("mlp_layer_types", t, "`dense` or `sparse`")),
+        }
+    }
+    map.insert("first_k_dense_replace".to_owned(), Value::from(0));
+    map.insert(DENSE_KEY.to_owned(), Value::Array(dense));
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -321,6 +354,286 @@ fn ernie_tweak(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), Conf
     Ok(())
 }
 
+// ---------------------------------------------------------------------------------------------
+// Llama 4 (text).
+
+/// Llama 4's text model (`modeling_llama4.py`): q/k/v/o biased by `attention_bias`, its q/k
+/// norm an L2 norm without weights; MoE layers (`moe_layers`, else every
+/// `interleave_moe_layer_step`-th) have 16 experts of `intermediate_size`, a bias-free router
+/// and one shared expert of `intermediate_size`; the other layers a dense MLP of
+/// `intermediate_size_mlp`. RoPE layers (`no_rope_layers`, else all but every
+/// `no_rope_layer_interval`-th) attend in chunks of `attention_chunk_size`, which the cache
+/// keeps as a sliding window of that size.
+const LLAMA4_TEXT: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size_mlp"], 16384),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["num_local_experts"], 16),
+        top_k: key_or(&["num_experts_per_tok"], 1),
+        expert_width: key_or(&["intermediate_size"], 8192),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Width(key_or(&["intermediate_size"], 8192)),
+        shared_gate: false,
+        sparsity: Sparsity {
+            first_dense: None,
+            step: Some("interleave_moe_layer_step"),
+            dense_list: Some(DENSE_KEY),
+        },
+    }),
+    ..LLAMA
+};
+
+/// `Llama4TextConfig.__post_init__`: `moe_layers` and `layer_types` (chunked attention as a
+/// sliding window of `attention_chunk_size`).
+fn llama4_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+    let reason = "absent; `Llama4TextConfig` default";
+    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    let count = raw.layer_count("num_hidden_layers", n)?;
+    if let Some(v) = raw.value("moe_layers") {
+        let list = v
+            .as_array()
+            .ok_or_else(|| raw.invalid("moe_layers", v, "a list of layer indices"))?;
+        let mut moe = std::collections::HashSet::new();
+        for x in list {
+            moe.insert(
+                x.as_u64()
+                    .ok_or_else(|| raw.invalid("moe_layers", x, "layer indices"))?,
+            );
+        }
+        let dense: Vec<Value> = (0..n)
+            .filter(|i| !moe.contains(i))
+            .map(Value::from)
+            .collect();
+        map.insert(DENSE_KEY.to_owned(), Value::Array(dense));
+        map.insert("interleave_moe_layer_step".to_owned(), Value::from(1));
+    } else if !raw.has("interleave_moe_layer_step") {
+        raw.assume("interleave_moe_layer_step", 1, reason);
+    }
+    let chunk = if raw.has("attention_chunk_size") {
+        raw.size_opt("attention_chunk_size")?
+    } else {
+        raw.assume("attention_chunk_size", 8192, reason);
+        Some(8192)
+    };
+    let types: Vec<String> = if let Some(v) = raw.value("layer_types") {
+        let list = v
+            .as_array()
+            .ok_or_else(|| raw.invalid("layer_types", v, "a list of layer kinds"))?;
+        list.iter()
+            .map(|t| {
+                t.as_str().map(str::to_owned).ok_or_else(|| {
+                    raw.invalid("layer_types", t, "strings such as `full_attention`")
+                })
+            })
+            .collect::<Result<_, _>>()?
+    } else {
+        let rope: Vec<bool> = match raw.value("no_rope_layers") {
+            Some(Value::Array(list)) if !list.is_empty() => {
+                if list.len() < count {
+                    return Err(raw.invalid(
+                        "no_rope_layers",
+                        &Value::from(list.len()),
+                        &format!("one entry per layer ({n})"),
+                    ));
+                }
+                list.iter()
+                    .take(count)
+                    .map(|x| match x.as_u64() {
+                        Some(b) => Ok(b != 0),
+                        None => match x.as_bool() {
+                            Some(b) => Ok(b),
+                            None => Err(raw.invalid("no_rope_layers", x, "1 (RoPE) or 0 (NoPE)")),
+                        },
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            _ => {
+                let interval = if raw.has("no_rope_layer_interval") {
+                    raw.size(
+                        &["no_rope_layer_interval"],
+                        Sym::Named("no_rope_layer_interval"),
+                    )?
+                } else {
+                    raw.assume("no_rope_layer_interval", 4, reason);
+                    4
+                };
+                (0..n).map(|i| !(i + 1).is_multiple_of(interval)).collect()
+            }
+        };
+        rope.into_iter()
+            .map(|r| {
+                if r && chunk.is_some() {
+                    "chunked_attention".to_owned()
+                } else {
+                    "full_attention".to_owned()
+                }
+            })
+            .collect()
+    };
+    let types: Vec<Value> = types
+        .into_iter()
+        .map(|t| {
+            Value::from(if t == "chunked_attention" {
+                "sliding_attention".to_owned()
+            } else {
+                t
+            })
+        })
+        .collect();
+    let sliding = types.iter().any(|t| t == "sliding_attention");
+    match chunk {
+        Some(c) => {
+            map.insert("sliding_window".to_owned(), Value::from(c));
+        }
+        None if sliding => {
+            return Err(raw.missing("attention_chunk_size", "the chunk size of chunked layers"));
+        }
+        None => {}
+    }
+    map.insert("layer_types".to_owned(), Value::Array(types));
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phi-3.5-MoE, Granite-MoE-shared, EXAONE-MoE, FlexOlmo.
+
+/// Phi-MoE (`modeling_phimoe.py`): `LayerNorm`s with biases, q/k/v/o biased by
+/// `attention_bias`, 16 experts of `intermediate_size` behind a bias-free router, every layer
+/// sliding when `sliding_window` is set, `lm_head` biased by `lm_head_bias`.
+const PHIMOE: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOrSplit,
+    mlp: GLM4_MOE.mlp,
+    moe: Some(MoeRule {
+        experts: key_or(&["num_local_experts"], 16),
+        top_k: key_or(&["num_experts_per_tok"], 2),
+        expert_width: key_or(&["intermediate_size"], 6400),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::None,
+        shared_gate: false,
+        sparsity: crate::hf_config::family::ALL_SPARSE,
+    }),
+    norm: NormRule {
+        kind: NormKind::LayerNorm,
+        bias: YES,
+        per_layer: 2,
+    },
+    windows: Windows::All,
+    tweak: Some(phimoe_tweak),
+    ..LLAMA
+};
+
+/// Phi-MoE's `lm_head` bias.
+fn phimoe_tweak(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    if raw.flag_or("lm_head_bias", false, "absent; `PhimoeConfig` default")?
+        && let OutputHead::Lm { biases, .. } = &mut spec.head
+    {
+        *biases = 1;
+    }
+    Ok(())
+}
+
+/// Granite-MoE-shared (`modeling_granitemoeshared.py`): Granite-MoE (q/k/v/o biased by
+/// `attention_bias`, experts of `intermediate_size`, bias-free router) plus, when
+/// `shared_intermediate_size` is not 0, a shared gated MLP of that width.
+const GRANITEMOESHARED: Block = Block {
+    kv_default: None,
+    mlp: GLM4_MOE.mlp,
+    moe: Some(MoeRule {
+        experts: key_or(&["num_local_experts"], 8),
+        top_k: key_or(&["num_experts_per_tok"], 2),
+        expert_width: key_or(&["intermediate_size"], 11008),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::None,
+        shared_gate: false,
+        sparsity: crate::hf_config::family::ALL_SPARSE,
+    }),
+    tweak: Some(granite_shared_tweak),
+    ..LLAMA
+};
+
+/// Granite's shared MLP (`input_linear` `d → 2·s`, `output_linear` `s → d`), absent at 0.
+fn granite_shared_tweak(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    let width = match raw.uint("shared_intermediate_size")? {
+        Some(w) => w,
+        None => {
+            raw.assume(
+                "shared_intermediate_size",
+                0,
+                "absent; `GraniteMoeSharedConfig` default",
+            );
+            0
+        }
+    };
+    if width > 0 {
+        raw.source(Sym::SharedFfn, "shared_intermediate_size");
+        let shared = crate::hf_config::decoder::mlp(spec.hidden_size, width, true, false);
+        map_moe(spec, |m| m.shared = Some(shared));
+    }
+    Ok(())
+}
+
+/// EXAONE-MoE (`modeling_exaone_moe.py`): no biases, per-head q/k norms, `num_experts` of
+/// `moe_intermediate_size` with `num_shared_experts` of that width as one shared MLP; dense
+/// layers from `mlp_layer_types`, else the first `first_k_dense_replace`; sliding layers from
+/// `layer_types`, else all but every `sliding_window_pattern`-th.
+const EXAONE_MOE: Block = Block {
+    kv_default: Some(32),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..PLAIN_ATTENTION
+    }),
+    mlp: GLM4_MOE.mlp,
+    moe: Some(MoeRule {
+        experts: key_or(&["num_experts"], 64),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 1024),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["num_shared_experts"], 1)),
+        shared_gate: false,
+        sparsity: Sparsity {
+            first_dense: Some(key_or(&["first_k_dense_replace"], 1)),
+            step: None,
+            dense_list: Some(DENSE_KEY),
+        },
+    }),
+    windows: Windows::Pattern(4),
+    ..LLAMA
+};
+
+/// `FlexOlmo` (`modeling_flex_olmo.py`): `OLMo2`'s block (q/k norms over the full projection
+/// widths, post-attention and post-MLP norms) with every MLP a mixture of `num_experts`
+/// experts of `intermediate_size`.
+const FLEX_OLMO: Block = Block {
+    kv_default: None,
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::FullWidth,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: GLM4_MOE.mlp,
+    moe: Some(MoeRule {
+        experts: key_or(&["num_experts", "num_local_experts"], 7),
+        top_k: key_or(&["num_experts_per_tok"], 5),
+        expert_width: key_or(&["intermediate_size"], 11008),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::None,
+        shared_gate: false,
+        sparsity: crate::hf_config::family::ALL_SPARSE,
+    }),
+    ..LLAMA
+};
+
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
     Family {
@@ -353,5 +666,35 @@ pub(crate) const FAMILIES: &[Family] = &[
         config_class: "Ernie4_5_MoeConfig",
         architecture: "Ernie4_5_MoeForCausalLM",
         read: Read::Block(&ERNIE4_5_MOE),
+    },
+    Family {
+        model_type: "llama4_text",
+        config_class: "Llama4TextConfig",
+        architecture: "Llama4ForCausalLM",
+        read: Read::Code(|r, f, _| read_patched(r, f, &LLAMA4_TEXT, llama4_patch)),
+    },
+    Family {
+        model_type: "phimoe",
+        config_class: "PhimoeConfig",
+        architecture: "PhimoeForCausalLM",
+        read: Read::Block(&PHIMOE),
+    },
+    Family {
+        model_type: "granitemoeshared",
+        config_class: "GraniteMoeSharedConfig",
+        architecture: "GraniteMoeSharedForCausalLM",
+        read: Read::Block(&GRANITEMOESHARED),
+    },
+    Family {
+        model_type: "exaone_moe",
+        config_class: "ExaoneMoeConfig",
+        architecture: "ExaoneMoeForCausalLM",
+        read: Read::Code(|r, f, _| read_patched(r, f, &EXAONE_MOE, mlp_layer_types)),
+    },
+    Family {
+        model_type: "flex_olmo",
+        config_class: "FlexOlmoConfig",
+        architecture: "FlexOlmoForCausalLM",
+        read: Read::Block(&FLEX_OLMO),
     },
 ];
