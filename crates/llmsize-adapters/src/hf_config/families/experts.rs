@@ -634,6 +634,130 @@ const FLEX_OLMO: Block = Block {
     ..LLAMA
 };
 
+// ---------------------------------------------------------------------------------------------
+// Aria (text), Cohere2-MoE.
+
+/// Aria's text model (`modeling_aria.py`): Llama's attention, every layer a mixture of
+/// `moe_num_experts` experts of `intermediate_size` (bias-free router) plus
+/// `moe_num_shared_experts` of that width as one shared MLP biased by `mlp_bias`; `head_dim`
+/// `hidden_size // num_attention_heads` when absent.
+const ARIA_TEXT: Block = Block {
+    kv_default: None,
+    mlp: GLM4_MOE.mlp,
+    moe: Some(MoeRule {
+        experts: key_or(&["moe_num_experts"], 8),
+        top_k: key_or(&["moe_topk"], 2),
+        expert_width: key_or(&["intermediate_size"], 4096),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["moe_num_shared_experts"], 2)),
+        shared_gate: false,
+        sparsity: crate::hf_config::family::ALL_SPARSE,
+    }),
+    tweak: Some(aria_tweak),
+    ..LLAMA
+};
+
+/// Aria's shared experts carry biases with `mlp_bias`.
+fn aria_tweak(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    if raw.flag_or("mlp_bias", false, "absent; `AriaTextConfig` default")? {
+        map_moe(spec, |m| {
+            if let Some(s) = &mut m.shared {
+                s.up_bias = true;
+                s.down_bias = true;
+            }
+        });
+    }
+    Ok(())
+}
+
+/// Cohere2-MoE (`modeling_cohere2_moe.py`): a parallel block (one norm, weight only), q/k/v/o
+/// biased by `attention_bias`, no q/k norms, tied; MoE layers have `num_experts` experts of
+/// `intermediate_size` (bias-free router) and `num_shared_experts` of that width as one shared
+/// MLP; dense layers (`mlp_layer_types`, else the first `first_k_dense_replace`) an MLP of
+/// `prefix_dense_intermediate_size` (else `intermediate_size`). Sliding layers from
+/// `layer_types`, else by `prefix_dense_sliding_window_pattern` over the dense prefix and
+/// `sliding_window_pattern` over the rest.
+const COHERE2_MOE: Block = Block {
+    kv_default: None,
+    head_dim: HeadDim::KeyOr(128),
+    mlp: MlpRule {
+        width: key_or(
+            &["prefix_dense_intermediate_size", "intermediate_size"],
+            22528,
+        ),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["num_experts"], 8),
+        top_k: key_or(&["num_experts_per_tok"], 2),
+        expert_width: key_or(&["intermediate_size"], 22528),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["num_shared_experts"], 0)),
+        shared_gate: false,
+        sparsity: Sparsity {
+            first_dense: None,
+            step: None,
+            dense_list: Some(DENSE_KEY),
+        },
+    }),
+    norm: NormRule {
+        per_layer: 1,
+        ..crate::hf_config::family::RMS2
+    },
+    tie: true,
+    ..LLAMA
+};
+
+/// `Cohere2MoeConfig.__post_init__`: `layer_types` and `mlp_layer_types` from
+/// `first_k_dense_replace` when absent.
+fn cohere2_moe_patch(
+    raw: &mut RawConfig<'_>,
+    map: &mut Map<String, Value>,
+) -> Result<(), ConfigError> {
+    let reason = "absent; `Cohere2MoeConfig` default";
+    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    raw.layer_count("num_hidden_layers", n)?;
+    let first = raw.uint("first_k_dense_replace")?.unwrap_or(0);
+    if raw.value("layer_types").is_none() {
+        let pattern = |raw: &mut RawConfig<'_>, k: &str, d: u64| -> Result<u64, ConfigError> {
+            if raw.has(k) {
+                raw.size(&[k], Sym::Named("sliding_window_pattern"))
+            } else {
+                raw.assume(k, d, reason);
+                Ok(d)
+            }
+        };
+        let prefix = pattern(raw, "prefix_dense_sliding_window_pattern", 1)?;
+        let rest = pattern(raw, "sliding_window_pattern", 4)?;
+        let types: Vec<Value> = (0..n)
+            .map(|i| {
+                let slides = if i < first {
+                    !(i + 1).is_multiple_of(prefix)
+                } else {
+                    !(i - first + 1).is_multiple_of(rest)
+                };
+                Value::from(if slides {
+                    "sliding_attention"
+                } else {
+                    "full_attention"
+                })
+            })
+            .collect();
+        map.insert("layer_types".to_owned(), Value::Array(types));
+    }
+    if raw.value("mlp_layer_types").is_none() {
+        let dense: Vec<Value> = (0..n.min(first)).map(Value::from).collect();
+        map.insert(DENSE_KEY.to_owned(), Value::Array(dense));
+        Ok(())
+    } else {
+        mlp_layer_types(raw, map)
+    }
+}
+
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
     Family {
@@ -696,5 +820,17 @@ pub(crate) const FAMILIES: &[Family] = &[
         config_class: "FlexOlmoConfig",
         architecture: "FlexOlmoForCausalLM",
         read: Read::Block(&FLEX_OLMO),
+    },
+    Family {
+        model_type: "aria_text",
+        config_class: "AriaTextConfig",
+        architecture: "AriaTextForCausalLM",
+        read: Read::Code(|r, f, _| floor_head_dim_block(r, f, &ARIA_TEXT)),
+    },
+    Family {
+        model_type: "cohere2_moe",
+        config_class: "Cohere2MoeConfig",
+        architecture: "Cohere2MoeForCausalLM",
+        read: Read::Code(|r, f, _| read_patched(r, f, &COHERE2_MOE, cohere2_moe_patch)),
     },
 ];
