@@ -7,8 +7,9 @@
 //! `e_score_correction_bias` registered as a buffer is not a parameter; where a family makes
 //! it an `nn.Parameter` (ERNIE's `moe_statics`) it counts as a router bias of `E`.
 
-use llmsize_core::expr::Sym;
-use llmsize_core::spec::{Ffn, Layer, Layers, ModelSpec, NormKind, OutputHead};
+use llmsize_core::Category;
+use llmsize_core::expr::{Expr, Sym};
+use llmsize_core::spec::{Extra, Ffn, Layer, Layers, ModelSpec, NormKind, OutputHead};
 use serde_json::{Map, Value};
 
 use crate::error::ConfigError;
@@ -146,6 +147,46 @@ fn mlp_layer_types(
     map.insert("first_k_dense_replace".to_owned(), Value::from(0));
     map.insert(DENSE_KEY.to_owned(), Value::Array(dense));
     Ok(())
+}
+
+/// `mlp_layer_types` when present, else the first `first` layers dense (a `__post_init__`
+/// default such as `["dense"] + ["sparse"] * (num_hidden_layers - 1)`).
+fn dense_types_or_first(
+    raw: &mut RawConfig<'_>,
+    map: &mut Map<String, Value>,
+    first: u64,
+) -> Result<(), ConfigError> {
+    if raw.value("mlp_layer_types").is_some() {
+        return mlp_layer_types(raw, map);
+    }
+    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    raw.layer_count("num_hidden_layers", n)?;
+    let dense: Vec<Value> = (0..n.min(first)).map(Value::from).collect();
+    map.insert(DENSE_KEY.to_owned(), Value::Array(dense));
+    Ok(())
+}
+
+/// Dense layers from `mlp_layer_types`, else the first layer only.
+fn dense_first_layer(
+    raw: &mut RawConfig<'_>,
+    map: &mut Map<String, Value>,
+) -> Result<(), ConfigError> {
+    dense_types_or_first(raw, map, 1)
+}
+
+/// Dense layers only where `mlp_layer_types` says so.
+const LISTED_DENSE: Sparsity = Sparsity {
+    first_dense: None,
+    step: None,
+    dense_list: Some(DENSE_KEY),
+};
+
+/// The standard attention of a layer, to change.
+fn standard(layer: &mut Layer) -> Option<&mut llmsize_core::spec::StandardAttention> {
+    match &mut layer.attention {
+        llmsize_core::spec::Attention::Standard(a) => Some(a),
+        _ => None,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -758,6 +799,275 @@ fn cohere2_moe_patch(
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// HY-V3, MiMo-V2-Flash, Laguna: per-layer lists of attention and MLP kinds.
+
+/// HY-V3 (`modeling_hy_v3.py`): q/k/v/o biased by `attention_bias`, per-head q/k norms, MLPs
+/// biased by `mlp_bias`; MoE layers (`mlp_layer_types`, else all but the first) have
+/// `num_experts` experts of `moe_intermediate_size`, a bias-free router (its
+/// `e_score_correction_bias` is a buffer) and `num_shared_experts` of that width as one
+/// shared MLP.
+const HY_V3: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 13312),
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["num_experts", "num_local_experts"], 192),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 1536),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["num_shared_experts"], 1)),
+        shared_gate: false,
+        sparsity: LISTED_DENSE,
+    }),
+    tweak: Some(shared_mlp_bias),
+    ..LLAMA
+};
+
+/// The shared experts carry biases with `mlp_bias`.
+fn shared_mlp_bias(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    if raw.flag("mlp_bias")? == Some(true) {
+        map_moe(spec, |m| {
+            if let Some(s) = &mut m.shared {
+                s.up_bias = true;
+                s.down_bias = true;
+            }
+        });
+    }
+    Ok(())
+}
+
+/// MiMo-V2-Flash (`modeling_mimo_v2_flash.py`): q/k of `head_dim` (192), v/o of `v_head_dim`
+/// (128); sliding layers (`layer_types`, else all but the first and every 6th) have twice
+/// `num_key_value_heads` and a learned sink per head; q/k/v biased by `attention_bias`, never
+/// `o_proj`; MoE layers (`mlp_layer_types`, else all but the first) have `n_routed_experts`
+/// experts of `moe_intermediate_size` behind a bias-free router, no shared expert.
+const MIMO_V2_FLASH: Block = Block {
+    kv_default: Some(4),
+    head_dim: HeadDim::KeyOr(192),
+    attention: AttentionRule::Standard(StandardRule {
+        qkv_bias: Switch::Key("attention_bias", false),
+        o_bias: NO,
+        ..PLAIN_ATTENTION
+    }),
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 16384),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["n_routed_experts"], 256),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 2048),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::None,
+        shared_gate: false,
+        sparsity: LISTED_DENSE,
+    }),
+    ..LLAMA
+};
+
+/// `MiMoV2FlashConfig.__post_init__`: `layer_types`, `mlp_layer_types`, and
+/// `sliding_window_size + 1` as the window.
+fn mimo_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    raw.layer_count("num_hidden_layers", n)?;
+    if raw.value("layer_types").is_none() {
+        let types: Vec<Value> = (0..n)
+            .map(|i| {
+                Value::from(if i == 0 || (i + 1).is_multiple_of(6) {
+                    "full_attention"
+                } else {
+                    "sliding_attention"
+                })
+            })
+            .collect();
+        map.insert("layer_types".to_owned(), Value::Array(types));
+    }
+    if let Some(w) = raw.uint("sliding_window_size")? {
+        map.insert(
+            "sliding_window".to_owned(),
+            Value::from(w.saturating_add(1)),
+        );
+    } else if !raw.has("sliding_window") {
+        raw.assume("sliding_window", 129, "absent; `MiMoV2FlashConfig` default");
+        map.insert("sliding_window".to_owned(), Value::from(129));
+    }
+    dense_first_layer(raw, map)
+}
+
+/// MiMo-V2-Flash: q and k are `head_dim` wide per head, v and o `v_head_dim`. Every count
+/// (projections, the cache's keys plus values, the score and value products) is that of a
+/// head of the mean width `(head_dim + v_head_dim) / 2`, which the spec holds; `q_proj`'s bias
+/// (`n_h·head_dim`) is an extra. Sliding layers double the KV heads and carry sinks.
+fn read_mimo(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    _: crate::hf_config::HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let mut spec = read_patched(raw, family, &MIMO_V2_FLASH, mimo_patch)?;
+    let reason = "absent; `MiMoV2FlashConfig` default";
+    let qk = raw.size_or(&["head_dim"], Sym::HeadDim, 192, reason)?;
+    let v = raw.size_or(&["v_head_dim"], Sym::Named("v_head_dim"), 128, reason)?;
+    let sum = qk
+        .checked_add(v)
+        .ok_or_else(|| raw.invalid("v_head_dim", &v.into(), "a width below 2^63"))?;
+    if !sum.is_multiple_of(2) {
+        return Err(raw.invalid(
+            "v_head_dim",
+            &v.into(),
+            "a width of the same parity as `head_dim` (llmsize holds the mean head width)",
+        ));
+    }
+    let mean = sum / 2;
+    let bias = raw.flag_or("attention_bias", false, reason)?;
+    let mut err = None;
+    map_layers(&mut spec, |_, layer| {
+        let mut l = layer.clone();
+        let sliding = l.sliding_window.is_some();
+        if let Some(a) = standard(&mut l) {
+            a.head_dim = mean;
+            a.q_bias = false;
+            if sliding {
+                match a.num_kv_heads.checked_mul(2) {
+                    Some(k) => a.num_kv_heads = k,
+                    None => err = Some(()),
+                }
+                a.sinks = true;
+            }
+            if bias {
+                let n = a.num_heads;
+                l.extras.push(Extra::vector(
+                    "self_attn.q_proj.bias",
+                    "attention",
+                    Category::Attention,
+                    Expr::product(vec![Expr::sym(Sym::Heads, n), Expr::sym(Sym::HeadDim, qk)]),
+                ));
+            }
+        }
+        Ok(l)
+    })?;
+    if err.is_some() {
+        return Err(raw.invalid(
+            "num_key_value_heads",
+            &Value::Null,
+            "a count whose double fits",
+        ));
+    }
+    Ok(spec)
+}
+
+/// Laguna (`modeling_laguna.py`): per-layer query heads (`num_attention_heads_per_layer`),
+/// per-head q/k norms, a softplus output gate `g_proj` (`d → n_h`, or `n_h·d_h` unless
+/// `gating` is `true`/`"per-head"`), q/k/v/o biased by `attention_bias`; MoE layers
+/// (`mlp_layer_types`, else all but the first) have `num_experts` experts of
+/// `moe_intermediate_size`, a router whose `e_score_correction_bias` is a parameter of `E`,
+/// and a shared MLP of `shared_expert_intermediate_size`.
+const LAGUNA: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 8192),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["num_experts"], 256),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 512),
+        router_bias: YES,
+        expert_bias: NO,
+        shared: Shared::Width(key_or(&["shared_expert_intermediate_size"], 512)),
+        shared_gate: false,
+        sparsity: LISTED_DENSE,
+    }),
+    ..LLAMA
+};
+
+/// Laguna: per-layer heads and the output gate.
+fn read_laguna(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    _: crate::hf_config::HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let mut spec = read_patched(raw, family, &LAGUNA, dense_first_layer)?;
+    let per_head = match raw.value("gating") {
+        None | Some(Value::Bool(true)) => true,
+        Some(Value::Bool(false)) => false,
+        Some(Value::String(s)) if s == "per-head" => true,
+        Some(Value::String(s)) if s == "per-element" => false,
+        Some(v) => {
+            return Err(raw.invalid("gating", v, "true, false, `per-head` or `per-element`"));
+        }
+    };
+    let heads: Option<Vec<u64>> = match raw.value("num_attention_heads_per_layer") {
+        None => None,
+        Some(v) => {
+            let list = v.as_array().ok_or_else(|| {
+                raw.invalid("num_attention_heads_per_layer", v, "a head count per layer")
+            })?;
+            let counts = list
+                .iter()
+                .map(|x| match x.as_u64() {
+                    Some(n) if n > 0 => Ok(n),
+                    _ => {
+                        Err(raw.invalid("num_attention_heads_per_layer", x, "positive head counts"))
+                    }
+                })
+                .collect::<Result<Vec<u64>, _>>()?;
+            if (counts.len() as u64) < spec.num_layers() {
+                return Err(raw.invalid(
+                    "num_attention_heads_per_layer",
+                    v,
+                    &format!("one entry per layer ({})", spec.num_layers()),
+                ));
+            }
+            Some(counts)
+        }
+    };
+    map_layers(&mut spec, |i, layer| {
+        let mut l = layer.clone();
+        if let Some(a) = standard(&mut l) {
+            if let Some(n) = heads
+                .as_ref()
+                .and_then(|h| usize::try_from(i).ok().and_then(|i| h.get(i)))
+            {
+                a.num_heads = *n;
+            }
+            let (n, d, hidden) = (a.num_heads, a.head_dim, a.hidden);
+            let out = if per_head {
+                Expr::sym(Sym::Heads, n)
+            } else {
+                Expr::product(vec![Expr::sym(Sym::Heads, n), Expr::sym(Sym::HeadDim, d)])
+            };
+            l.extras.push(Extra::linear(
+                "self_attn.g_proj.weight",
+                "attention",
+                Category::Attention,
+                Expr::sym(Sym::Hidden, hidden),
+                out,
+            ));
+        }
+        Ok(l)
+    })?;
+    Ok(spec)
+}
+
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
     Family {
@@ -832,5 +1142,23 @@ pub(crate) const FAMILIES: &[Family] = &[
         config_class: "Cohere2MoeConfig",
         architecture: "Cohere2MoeForCausalLM",
         read: Read::Code(|r, f, _| read_patched(r, f, &COHERE2_MOE, cohere2_moe_patch)),
+    },
+    Family {
+        model_type: "hy_v3",
+        config_class: "HYV3Config",
+        architecture: "HYV3ForCausalLM",
+        read: Read::Code(|r, f, _| read_patched(r, f, &HY_V3, dense_first_layer)),
+    },
+    Family {
+        model_type: "mimo_v2_flash",
+        config_class: "MiMoV2FlashConfig",
+        architecture: "MiMoV2FlashForCausalLM",
+        read: Read::Code(read_mimo),
+    },
+    Family {
+        model_type: "laguna",
+        config_class: "LagunaConfig",
+        architecture: "LagunaForCausalLM",
+        read: Read::Code(read_laguna),
     },
 ];
