@@ -1068,6 +1068,93 @@ fn read_laguna(
     Ok(spec)
 }
 
+// ---------------------------------------------------------------------------------------------
+// AFMoE.
+
+/// AFMoE (`modeling_afmoe.py`): per-head q/k norms, a sigmoid output gate `gate_proj`
+/// (`d → n_h·d_h`), q/k/v/o biased by `attention_bias`, four norms per layer; the first
+/// `num_dense_layers` layers dense, the others `num_experts` experts of
+/// `moe_intermediate_size` with a router whose `expert_bias` is a parameter of `E`, and
+/// `num_shared_experts` of that width as one shared MLP. Sliding layers from `layer_types`,
+/// else all but every `global_attn_every_n_layers`-th.
+const AFMOE: Block = Block {
+    kv_default: None,
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 6144),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["num_experts"], 64),
+        top_k: key_or(&["num_experts_per_tok"], 6),
+        expert_width: key_or(&["moe_intermediate_size"], 1408),
+        router_bias: YES,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["num_shared_experts"], 2)),
+        shared_gate: false,
+        sparsity: Sparsity {
+            first_dense: Some(key_or(&["num_dense_layers"], 1)),
+            step: None,
+            dense_list: None,
+        },
+    }),
+    norm: NormRule {
+        per_layer: 4,
+        ..crate::hf_config::family::RMS2
+    },
+    tweak: Some(output_gate_full),
+    ..LLAMA
+};
+
+/// `AfmoeConfig.__post_init__`: `layer_types` from `global_attn_every_n_layers`.
+fn afmoe_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+    if raw.value("layer_types").is_none() {
+        let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+        raw.layer_count("num_hidden_layers", n)?;
+        let every = raw.size_or(
+            &["global_attn_every_n_layers"],
+            Sym::Named("global_attn_every_n_layers"),
+            4,
+            "absent; `AfmoeConfig` default",
+        )?;
+        let types: Vec<Value> = (0..n)
+            .map(|i| {
+                Value::from(if (i + 1).is_multiple_of(every) {
+                    "full_attention"
+                } else {
+                    "sliding_attention"
+                })
+            })
+            .collect();
+        map.insert("layer_types".to_owned(), Value::Array(types));
+    }
+    Ok(())
+}
+
+/// A gate `d → n_h·d_h` on the attention output (`self_attn.gate_proj`), in every layer.
+fn output_gate_full(_: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    map_layers(spec, |_, layer| {
+        let mut l = layer.clone();
+        if let Some(a) = standard(&mut l) {
+            let (n, d, hidden) = (a.num_heads, a.head_dim, a.hidden);
+            l.extras.push(Extra::linear(
+                "self_attn.gate_proj.weight",
+                "attention",
+                Category::Attention,
+                Expr::sym(Sym::Hidden, hidden),
+                Expr::product(vec![Expr::sym(Sym::Heads, n), Expr::sym(Sym::HeadDim, d)]),
+            ));
+        }
+        Ok(l)
+    })
+}
+
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
     Family {
@@ -1160,5 +1247,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         config_class: "LagunaConfig",
         architecture: "LagunaForCausalLM",
         read: Read::Code(read_laguna),
+    },
+    Family {
+        model_type: "afmoe",
+        config_class: "AfmoeConfig",
+        architecture: "AfmoeForCausalLM",
+        read: Read::Code(|r, f, _| read_patched(r, f, &AFMOE, afmoe_patch)),
     },
 ];
