@@ -610,7 +610,7 @@ fn granite_shared_tweak(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result
             raw.assume(
                 "shared_intermediate_size",
                 0,
-                "absent; `GraniteMoeSharedConfig` default",
+                "absent; the config class default (no shared MLP)",
             );
             0
         }
@@ -619,6 +619,39 @@ fn granite_shared_tweak(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result
         raw.source(Sym::SharedFfn, "shared_intermediate_size");
         let shared = crate::hf_config::decoder::mlp(spec.hidden_size, width, true, false);
         map_moe(spec, |m| m.shared = Some(shared));
+    }
+    Ok(())
+}
+
+/// Granite-MoE-SWA (`modeling_granitemoe_swa.py`): Granite-MoE-shared with a learned sink per
+/// head in every layer; sliding layers from `layer_types`, else all but every 4th from the
+/// first.
+const GRANITEMOE_SWA: Block = Block {
+    attention: AttentionRule::Standard(StandardRule {
+        sinks: YES,
+        ..LLAMA_ATTENTION
+    }),
+    ..GRANITEMOESHARED
+};
+
+/// `GraniteMoeSWAConfig.__post_init__`: layer `i` is global when `i % 4 == 0`.
+fn granite_swa_patch(
+    raw: &mut RawConfig<'_>,
+    map: &mut Map<String, Value>,
+) -> Result<(), ConfigError> {
+    if raw.value("layer_types").is_none() {
+        let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+        raw.layer_count("num_hidden_layers", n)?;
+        let types: Vec<Value> = (0..n)
+            .map(|i| {
+                Value::from(if i.is_multiple_of(4) {
+                    "full_attention"
+                } else {
+                    "sliding_attention"
+                })
+            })
+            .collect();
+        map.insert("layer_types".to_owned(), Value::Array(types));
     }
     Ok(())
 }
@@ -1253,5 +1286,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         config_class: "AfmoeConfig",
         architecture: "AfmoeForCausalLM",
         read: Read::Code(|r, f, _| read_patched(r, f, &AFMOE, afmoe_patch)),
+    },
+    Family {
+        model_type: "granitemoe_swa",
+        config_class: "GraniteMoeSWAConfig",
+        architecture: "GraniteMoeSWAForCausalLM",
+        read: Read::Code(|r, f, _| read_patched(r, f, &GRANITEMOE_SWA, granite_swa_patch)),
     },
 ];
