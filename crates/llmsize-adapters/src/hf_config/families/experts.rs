@@ -181,6 +181,29 @@ const LISTED_DENSE: Sparsity = Sparsity {
     dense_list: Some(DENSE_KEY),
 };
 
+/// `layer_types` when present, else `sliding(i)` for each layer (a `__post_init__` rule).
+fn layer_types_or(
+    raw: &mut RawConfig<'_>,
+    map: &mut Map<String, Value>,
+    sliding: impl Fn(u64) -> bool,
+) -> Result<(), ConfigError> {
+    if raw.value("layer_types").is_none() {
+        let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+        raw.layer_count("num_hidden_layers", n)?;
+        let types: Vec<Value> = (0..n)
+            .map(|i| {
+                Value::from(if sliding(i) {
+                    "sliding_attention"
+                } else {
+                    "full_attention"
+                })
+            })
+            .collect();
+        map.insert("layer_types".to_owned(), Value::Array(types));
+    }
+    Ok(())
+}
+
 /// The standard attention of a layer, to change.
 fn standard(layer: &mut Layer) -> Option<&mut llmsize_core::spec::StandardAttention> {
     match &mut layer.attention {
@@ -1188,6 +1211,39 @@ fn output_gate_full(_: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), C
     })
 }
 
+// ---------------------------------------------------------------------------------------------
+// Kolibri-1.
+
+/// Kolibri-1 (`modeling_kolibri1.py`): no biases, per-head q/k norms, four norms per layer;
+/// every layer `num_experts` experts of `moe_intermediate_size` (bias-free router; its
+/// `e_score_correction_bias` is a buffer) plus a shared MLP of
+/// `shared_expert_intermediate_size`. Sliding layers from `layer_types`, else all but every
+/// 5th.
+const KOLIBRI1: Block = Block {
+    kv_default: Some(4),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..PLAIN_ATTENTION
+    }),
+    mlp: GLM4_MOE.mlp,
+    moe: Some(MoeRule {
+        experts: key_or(&["num_experts"], 384),
+        top_k: key_or(&["num_experts_per_tok"], 6),
+        expert_width: key_or(&["moe_intermediate_size"], 512),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Width(key_or(&["shared_expert_intermediate_size"], 512)),
+        shared_gate: false,
+        sparsity: crate::hf_config::family::ALL_SPARSE,
+    }),
+    norm: NormRule {
+        per_layer: 4,
+        ..crate::hf_config::family::RMS2
+    },
+    ..LLAMA
+};
+
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
     Family {
@@ -1292,5 +1348,15 @@ pub(crate) const FAMILIES: &[Family] = &[
         config_class: "GraniteMoeSWAConfig",
         architecture: "GraniteMoeSWAForCausalLM",
         read: Read::Code(|r, f, _| read_patched(r, f, &GRANITEMOE_SWA, granite_swa_patch)),
+    },
+    Family {
+        model_type: "kolibri1",
+        config_class: "Kolibri1Config",
+        architecture: "Kolibri1ForCausalLM",
+        read: Read::Code(|r, f, _| {
+            read_patched(r, f, &KOLIBRI1, |r, m| {
+                layer_types_or(r, m, |i| !(i + 1).is_multiple_of(5))
+            })
+        }),
     },
 ];
