@@ -1244,6 +1244,71 @@ const KOLIBRI1: Block = Block {
     ..LLAMA
 };
 
+// ---------------------------------------------------------------------------------------------
+// A.X-K1: DeepSeek-V3 with a norm after each MoE block.
+
+/// A.X-K1 (`modeling_axk1.py`): DeepSeek-V3's latent attention (`q_a_proj`,
+/// `kv_a_proj_with_mqa` and `o_proj` biased by `attention_bias`) and MoE (`n_routed_experts`
+/// of `moe_intermediate_size`, bias-free router whose `e_score_correction_bias` is a buffer,
+/// `n_shared_experts` of that width as one shared MLP), plus a `post_mlp_layernorm` in each
+/// MoE block. Dense layers from `mlp_layer_types`, else those below `first_k_dense_replace`
+/// or off `moe_layer_freq`.
+const AXK1: Block = Block {
+    kv_default: None,
+    attention: AttentionRule::Latent {
+        q_lora_default: Some(1536),
+        bias: Switch::Key("attention_bias", false),
+    },
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 18432),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["n_routed_experts"], 192),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 2048),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["n_shared_experts"], 1)),
+        shared_gate: false,
+        sparsity: LISTED_DENSE,
+    }),
+    tweak: Some(post_moe_norm),
+    ..LLAMA
+};
+
+/// `AXK1Config.__post_init__`: `mlp_layer_types` from `first_k_dense_replace` (1) and
+/// `moe_layer_freq` (1) when absent.
+fn axk1_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+    if raw.value("mlp_layer_types").is_some() {
+        return mlp_layer_types(raw, map);
+    }
+    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    raw.layer_count("num_hidden_layers", n)?;
+    let first = raw.uint("first_k_dense_replace")?.unwrap_or(1);
+    let freq = raw.size_opt("moe_layer_freq")?.unwrap_or(1);
+    let dense: Vec<Value> = (0..n)
+        .filter(|i| !(*i >= first && i.is_multiple_of(freq)))
+        .map(Value::from)
+        .collect();
+    map.insert(DENSE_KEY.to_owned(), Value::Array(dense));
+    Ok(())
+}
+
+/// An `RMSNorm` of `d` after every MoE block (`mlp.post_mlp_layernorm`).
+fn post_moe_norm(_: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    let d = spec.hidden_size;
+    map_layers(spec, |_, layer| {
+        let mut l = layer.clone();
+        if matches!(l.ffn, Ffn::Moe(_)) {
+            l.norms.push(llmsize_core::spec::Norm::rms_norm(d));
+        }
+        Ok(l)
+    })
+}
+
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
     Family {
@@ -1358,5 +1423,11 @@ pub(crate) const FAMILIES: &[Family] = &[
                 layer_types_or(r, m, |i| !(i + 1).is_multiple_of(5))
             })
         }),
+    },
+    Family {
+        model_type: "axk1",
+        config_class: "AXK1Config",
+        architecture: "AXK1ForCausalLM",
+        read: Read::Code(|r, f, _| read_patched(r, f, &AXK1, axk1_patch)),
     },
 ];
