@@ -1195,6 +1195,12 @@ fn afmoe_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<
 
 /// A gate `d → n_h·d_h` on the attention output (`self_attn.gate_proj`), in every layer.
 fn output_gate_full(_: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    output_gate(spec, false)
+}
+
+/// The output gate `self_attn.gate_proj` (`d → n_h·d_h`) of every layer, with a bias of one
+/// per head (`gate_bias`) when `head_bias`.
+fn output_gate(spec: &mut ModelSpec, head_bias: bool) -> Result<(), ConfigError> {
     map_layers(spec, |_, layer| {
         let mut l = layer.clone();
         if let Some(a) = standard(&mut l) {
@@ -1206,9 +1212,63 @@ fn output_gate_full(_: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), C
                 Expr::sym(Sym::Hidden, hidden),
                 Expr::product(vec![Expr::sym(Sym::Heads, n), Expr::sym(Sym::HeadDim, d)]),
             ));
+            if head_bias {
+                l.extras.push(Extra::vector(
+                    "self_attn.gate_bias",
+                    "attention",
+                    Category::Attention,
+                    Expr::sym(Sym::Heads, n),
+                ));
+            }
         }
         Ok(l)
     })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Beam.
+
+/// Beam (`modeling_beam.py`): per-head q/k norms, an output gate `gate_proj` (`d → n_h·d_h`)
+/// with a bias per head, q/k/v/o biased by `attention_bias`, four norms per layer; MoE layers
+/// (`mlp_layer_types`, else all but the first 3) have `num_experts` experts of
+/// `moe_intermediate_size` behind a bias-free router, no shared expert. Sliding layers from
+/// `layer_types`, else all but every 6th and the last.
+const BEAM: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 20480),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["num_experts"], 256),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 2560),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::None,
+        shared_gate: false,
+        sparsity: LISTED_DENSE,
+    }),
+    norm: NormRule {
+        per_layer: 4,
+        ..crate::hf_config::family::RMS2
+    },
+    tweak: Some(|_, spec| output_gate(spec, true)),
+    ..LLAMA
+};
+
+/// `BeamConfig.__post_init__`: `layer_types` and `mlp_layer_types` when absent.
+fn beam_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    layer_types_or(raw, map, |i| (i + 1) < n && !(i + 1).is_multiple_of(6))?;
+    dense_types_or_first(raw, map, 3)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1429,5 +1489,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         config_class: "AXK1Config",
         architecture: "AXK1ForCausalLM",
         read: Read::Code(|r, f, _| read_patched(r, f, &AXK1, axk1_patch)),
+    },
+    Family {
+        model_type: "beam",
+        config_class: "BeamConfig",
+        architecture: "BeamForCausalLM",
+        read: Read::Code(|r, f, _| read_patched(r, f, &BEAM, beam_patch)),
     },
 ];
