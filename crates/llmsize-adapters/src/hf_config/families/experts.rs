@@ -1369,6 +1369,60 @@ fn post_moe_norm(_: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), Conf
     })
 }
 
+// ---------------------------------------------------------------------------------------------
+// Flint.
+
+/// Flint (`modeling_flint.py`): per-head q/k norms, a learned sink per head, q/k/v/o biased
+/// by `attention_bias`; layers off `mlp_only_layers` (else `[0, 1]`) and on
+/// `decoder_sparse_step` have `num_experts` experts of `moe_intermediate_size` (bias-free
+/// router) plus a shared MLP of `shared_expert_intermediate_size`. Global layers from
+/// `layer_types`, else the first two, every 4th from layer 1, and the last.
+const FLINT: Block = Block {
+    kv_default: Some(4),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        sinks: YES,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 6144),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["num_experts"], 256),
+        top_k: key_or(&["num_experts_per_tok"], 6),
+        expert_width: key_or(&["moe_intermediate_size"], 512),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Width(key_or(&["shared_expert_intermediate_size"], 1024)),
+        shared_gate: false,
+        sparsity: Sparsity {
+            first_dense: None,
+            step: Some("decoder_sparse_step"),
+            dense_list: Some(DENSE_KEY),
+        },
+    }),
+    ..LLAMA
+};
+
+/// `FlintConfig.__post_init__`: `layer_types`, and `mlp_only_layers` `[0, 1]` when absent.
+fn flint_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    layer_types_or(raw, map, |i| !(i < 2 || i % 4 == 1 || i + 1 == n))?;
+    let only = match raw.value("mlp_only_layers") {
+        Some(v) => v.clone(),
+        None => {
+            raw.assume("mlp_only_layers", "[0, 1]", "absent; `FlintConfig` default");
+            Value::Array((0..n.min(2)).map(Value::from).collect())
+        }
+    };
+    map.insert(DENSE_KEY.to_owned(), only);
+    Ok(())
+}
+
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
     Family {
@@ -1495,5 +1549,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         config_class: "BeamConfig",
         architecture: "BeamForCausalLM",
         read: Read::Code(|r, f, _| read_patched(r, f, &BEAM, beam_patch)),
+    },
+    Family {
+        model_type: "flint",
+        config_class: "FlintConfig",
+        architecture: "FlintForCausalLM",
+        read: Read::Code(|r, f, _| read_patched(r, f, &FLINT, flint_patch)),
     },
 ];
