@@ -1423,6 +1423,83 @@ fn flint_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<
     Ok(())
 }
 
+// ---------------------------------------------------------------------------------------------
+// MiniMax-M3 (text).
+
+/// MiniMax-M3's text model (`modeling_minimax_m3_vl.py`): no biases, per-head q/k norms;
+/// MoE layers (`mlp_layer_types`, else `moe_layer_freq`, else all) have `num_local_experts`
+/// experts of `intermediate_size` (bias-free router; `e_score_correction_bias` is a buffer)
+/// and a shared MLP of `shared_intermediate_size`; dense layers an MLP of
+/// `dense_intermediate_size`. Layers with the sparse "lightning indexer"
+/// (`minimax_m3_sparse`) also cache index keys, which llmsize does not hold: such configs
+/// are refused.
+const MINIMAX_M3_TEXT: Block = Block {
+    kv_default: Some(4),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..PLAIN_ATTENTION
+    }),
+    mlp: MlpRule {
+        width: key_or(&["dense_intermediate_size"], 12288),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["num_local_experts"], 128),
+        top_k: key_or(&["num_experts_per_tok"], 4),
+        expert_width: key_or(&["intermediate_size"], 3072),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Width(key_or(&["shared_intermediate_size"], 3072)),
+        shared_gate: false,
+        sparsity: LISTED_DENSE,
+    }),
+    ..LLAMA
+};
+
+/// `MiniMaxM3VLTextConfig.__post_init__`: `mlp_layer_types` from `moe_layer_freq`, else all
+/// sparse; sparse-attention layers refused.
+fn minimax_m3_patch(
+    raw: &mut RawConfig<'_>,
+    map: &mut Map<String, Value>,
+) -> Result<(), ConfigError> {
+    // A per-layer flag list entry as Python reads it (`if f`).
+    let truthy = |f: &Value| f.as_bool() == Some(true) || f.as_u64().is_some_and(|n| n > 0);
+    let types = raw.value("layer_types");
+    let types_sparse = types
+        .and_then(Value::as_array)
+        .is_some_and(|l| l.iter().any(|t| t.as_str() == Some("minimax_m3_sparse")));
+    let freq_sparse = types.is_none()
+        && raw
+            .value("sparse_attention_config")
+            .and_then(|c| c.get("sparse_attention_freq"))
+            .and_then(Value::as_array)
+            .is_some_and(|l| l.iter().any(truthy));
+    if types_sparse || freq_sparse {
+        return Err(raw.invalid(
+            "layer_types",
+            types.unwrap_or(&Value::Null),
+            "full-attention layers only: llmsize does not hold the index keys that sparse-attention (`minimax_m3_sparse`) layers cache",
+        ));
+    }
+    if raw.value("mlp_layer_types").is_some() {
+        return mlp_layer_types(raw, map);
+    }
+    let dense: Vec<Value> = match raw.value("moe_layer_freq").and_then(Value::as_array) {
+        Some(list) => list
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| !truthy(f))
+            .map(|(i, _)| Value::from(i))
+            .collect(),
+        None => Vec::new(),
+    };
+    map.insert(DENSE_KEY.to_owned(), Value::Array(dense));
+    Ok(())
+}
+
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
     Family {
@@ -1555,5 +1632,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         config_class: "FlintConfig",
         architecture: "FlintForCausalLM",
         read: Read::Code(|r, f, _| read_patched(r, f, &FLINT, flint_patch)),
+    },
+    Family {
+        model_type: "minimax_m3_vl_text",
+        config_class: "MiniMaxM3VLTextConfig",
+        architecture: "MiniMaxM3VLForCausalLM",
+        read: Read::Code(|r, f, _| read_patched(r, f, &MINIMAX_M3_TEXT, minimax_m3_patch)),
     },
 ];
