@@ -425,7 +425,7 @@ fn ernie_tweak(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), Conf
 /// norm an L2 norm without weights; MoE layers (`moe_layers`, else every
 /// `interleave_moe_layer_step`-th) have 16 experts of `intermediate_size`, a bias-free router
 /// and one shared expert of `intermediate_size`; the other layers a dense MLP of
-/// `intermediate_size_mlp`. RoPE layers (`no_rope_layers`, else all but every
+/// `intermediate_size_mlp`. `RoPE` layers (`no_rope_layers`, else all but every
 /// `no_rope_layer_interval`-th) attend in chunks of `attention_chunk_size`, which the cache
 /// keeps as a sliding window of that size.
 const LLAMA4_TEXT: Block = Block {
@@ -627,16 +627,15 @@ const GRANITEMOESHARED: Block = Block {
 
 /// Granite's shared MLP (`input_linear` `d → 2·s`, `output_linear` `s → d`), absent at 0.
 fn granite_shared_tweak(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
-    let width = match raw.uint("shared_intermediate_size")? {
-        Some(w) => w,
-        None => {
-            raw.assume(
-                "shared_intermediate_size",
-                0,
-                "absent; the config class default (no shared MLP)",
-            );
-            0
-        }
+    let width = if let Some(w) = raw.uint("shared_intermediate_size")? {
+        w
+    } else {
+        raw.assume(
+            "shared_intermediate_size",
+            0,
+            "absent; the config class default (no shared MLP)",
+        );
+        0
     };
     if width > 0 {
         raw.source(Sym::SharedFfn, "shared_intermediate_size");
@@ -1127,7 +1126,7 @@ fn read_laguna(
 // ---------------------------------------------------------------------------------------------
 // AFMoE.
 
-/// AFMoE (`modeling_afmoe.py`): per-head q/k norms, a sigmoid output gate `gate_proj`
+/// `AFMoE` (`modeling_afmoe.py`): per-head q/k norms, a sigmoid output gate `gate_proj`
 /// (`d → n_h·d_h`), q/k/v/o biased by `attention_bias`, four norms per layer; the first
 /// `num_dense_layers` layers dense, the others `num_experts` experts of
 /// `moe_intermediate_size` with a router whose `expert_bias` is a parameter of `E`, and
@@ -1412,12 +1411,11 @@ const FLINT: Block = Block {
 fn flint_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
     let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
     layer_types_or(raw, map, |i| !(i < 2 || i % 4 == 1 || i + 1 == n))?;
-    let only = match raw.value("mlp_only_layers") {
-        Some(v) => v.clone(),
-        None => {
-            raw.assume("mlp_only_layers", "[0, 1]", "absent; `FlintConfig` default");
-            Value::Array((0..n.min(2)).map(Value::from).collect())
-        }
+    let only = if let Some(v) = raw.value("mlp_only_layers") {
+        v.clone()
+    } else {
+        raw.assume("mlp_only_layers", "[0, 1]", "absent; `FlintConfig` default");
+        Value::Array((0..n.min(2)).map(Value::from).collect())
     };
     map.insert(DENSE_KEY.to_owned(), only);
     Ok(())
