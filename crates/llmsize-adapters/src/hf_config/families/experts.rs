@@ -234,7 +234,7 @@ const GLM4_MOE: Block = Block {
         ..LLAMA_MLP
     },
     moe: Some(MoeRule {
-        experts: key_or(&["n_routed_experts"], 128),
+        experts: key_or(&["n_routed_experts", "num_local_experts"], 128),
         top_k: key_or(&["num_experts_per_tok"], 8),
         expert_width: key_or(&["moe_intermediate_size"], 1408),
         router_bias: NO,
@@ -251,7 +251,8 @@ const GLM4_MOE: Block = Block {
 };
 
 /// Sarvam-MoE (`modular_sarvam_moe.py`: GLM-4-MoE's modeling): `head_dim` 64, q/k norms on
-/// by default, 4 KV heads.
+/// by default, 4 KV heads; `use_qkv_bias`, `num_experts` and `num_shared_experts` are
+/// aliases of `attention_bias`, `n_routed_experts` and `n_shared_experts`.
 const SARVAM_MOE: Block = Block {
     kv_default: Some(4),
     head_dim: HeadDim::KeyOr(64),
@@ -263,8 +264,13 @@ const SARVAM_MOE: Block = Block {
         ..PLAIN_ATTENTION
     }),
     moe: Some(MoeRule {
+        experts: key_or(
+            &["n_routed_experts", "num_local_experts", "num_experts"],
+            128,
+        ),
         top_k: key_or(&["num_experts_per_tok"], 6),
         expert_width: key_or(&["moe_intermediate_size"], 1024),
+        shared: Shared::Count(key_or(&["n_shared_experts", "num_shared_experts"], 1)),
         ..GLM4_MOE_RULE
     }),
     ..GLM4_MOE
@@ -272,7 +278,7 @@ const SARVAM_MOE: Block = Block {
 
 /// GLM-4-MoE's expert rule, for the entries that change a field of it.
 const GLM4_MOE_RULE: MoeRule = MoeRule {
-    experts: key_or(&["n_routed_experts"], 128),
+    experts: key_or(&["n_routed_experts", "num_local_experts"], 128),
     top_k: key_or(&["num_experts_per_tok"], 8),
     expert_width: key_or(&["moe_intermediate_size"], 1408),
     router_bias: NO,
@@ -285,6 +291,16 @@ const GLM4_MOE_RULE: MoeRule = MoeRule {
         dense_list: None,
     },
 };
+
+/// Sarvam's alias `use_qkv_bias` of `attention_bias`.
+fn sarvam_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+    if raw.value("attention_bias").is_none()
+        && let Some(v) = raw.value("use_qkv_bias")
+    {
+        map.insert("attention_bias".to_owned(), v.clone());
+    }
+    Ok(())
+}
 
 /// Solar-Open (`modeling_solar_open.py`): GLM-4-MoE without q/k norms or dense layers,
 /// `head_dim` 128.
@@ -318,7 +334,7 @@ const MINIMAX_M2: Block = Block {
     }),
     mlp: GLM4_MOE.mlp,
     moe: Some(MoeRule {
-        experts: key_or(&["num_local_experts"], 256),
+        experts: key_or(&["num_local_experts", "num_experts"], 256),
         top_k: key_or(&["num_experts_per_tok"], 8),
         expert_width: key_or(&["intermediate_size"], 1536),
         router_bias: NO,
@@ -920,7 +936,7 @@ const MIMO_V2_FLASH: Block = Block {
         ..LLAMA_MLP
     },
     moe: Some(MoeRule {
-        experts: key_or(&["n_routed_experts"], 256),
+        experts: key_or(&["n_routed_experts", "num_local_experts"], 256),
         top_k: key_or(&["num_experts_per_tok"], 8),
         expert_width: key_or(&["moe_intermediate_size"], 2048),
         router_bias: NO,
@@ -1287,7 +1303,7 @@ const KOLIBRI1: Block = Block {
     }),
     mlp: GLM4_MOE.mlp,
     moe: Some(MoeRule {
-        experts: key_or(&["num_experts"], 384),
+        experts: key_or(&["num_local_experts", "num_experts"], 384),
         top_k: key_or(&["num_experts_per_tok"], 6),
         expert_width: key_or(&["moe_intermediate_size"], 512),
         router_bias: NO,
@@ -1325,7 +1341,7 @@ const AXK1: Block = Block {
         ..LLAMA_MLP
     },
     moe: Some(MoeRule {
-        experts: key_or(&["n_routed_experts"], 192),
+        experts: key_or(&["n_routed_experts", "num_local_experts"], 192),
         top_k: key_or(&["num_experts_per_tok"], 8),
         expert_width: key_or(&["moe_intermediate_size"], 2048),
         router_bias: NO,
@@ -1445,7 +1461,7 @@ const MINIMAX_M3_TEXT: Block = Block {
         ..LLAMA_MLP
     },
     moe: Some(MoeRule {
-        experts: key_or(&["num_local_experts"], 128),
+        experts: key_or(&["num_local_experts", "num_experts"], 128),
         top_k: key_or(&["num_experts_per_tok"], 4),
         expert_width: key_or(&["intermediate_size"], 3072),
         router_bias: NO,
@@ -1511,7 +1527,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         model_type: "sarvam_moe",
         config_class: "SarvamMoEConfig",
         architecture: "Glm4MoeForCausalLM",
-        read: Read::Block(&SARVAM_MOE),
+        read: Read::Code(|r, f, _| read_patched(r, f, &SARVAM_MOE, sarvam_patch)),
     },
     Family {
         model_type: "solar_open",
