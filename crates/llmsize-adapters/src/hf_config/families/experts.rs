@@ -1514,6 +1514,282 @@ fn minimax_m3_patch(
     Ok(())
 }
 
+// ---------------------------------------------------------------------------------------------
+// Inkling (text).
+
+/// Inkling's text model (`modeling_inkling.py`): per-head q/k norms, no biases; sliding layers
+/// (`hybrid_sliding`: `layer_types`, else `local_layer_ids`, else all but every 6th) use the
+/// `swa_*` head counts and width; every attention adds `r_proj` (`d → n_h·d_rel`), a
+/// relative-logit bank `d_rel × rel_extent` (`sliding_window_size` on sliding layers) and
+/// depthwise short convolutions of `conv_kernel_size` on k and v; each layer adds two more
+/// on the residual stream (`attn_sconv`, `mlp_sconv`). MoE layers (`mlp_layer_types`, else
+/// from `dense_mlp_idx`) have `n_routed_experts` experts of `moe_intermediate_size`, a router
+/// over the routed and the `n_shared_experts` shared experts with a global scale, and the
+/// shared experts as one MLP; dense MLPs carry a global scale. The token table is followed by
+/// an `RMSNorm`; `lm_head` is never tied. The four convolutions keep float32 states of
+/// `channels × conv_kernel_size`.
+const INKLING_TEXT: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..PLAIN_ATTENTION
+    }),
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 24576),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["n_routed_experts"], 256),
+        top_k: key_or(&["num_experts_per_tok"], 6),
+        expert_width: key_or(&["moe_intermediate_size"], 3072),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["n_shared_experts"], 2)),
+        shared_gate: false,
+        sparsity: LISTED_DENSE,
+    }),
+    ..LLAMA
+};
+
+/// `InklingTextConfig.__post_init__`: `layer_types` (as sliding/full with
+/// `sliding_window_size`), `mlp_layer_types` from `dense_mlp_idx`, and
+/// `dense_intermediate_size` (then `intermediate_size` is the experts' width).
+fn inkling_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+    let reason = "absent; `InklingTextConfig` default";
+    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    let count = raw.layer_count("num_hidden_layers", n)?;
+    let sliding: Vec<bool> = if let Some(v) = raw.value("layer_types") {
+        let list = v
+            .as_array()
+            .ok_or_else(|| raw.invalid("layer_types", v, "a list of layer kinds"))?;
+        if list.len() != count {
+            return Err(raw.invalid("layer_types", v, &format!("one entry per layer ({n})")));
+        }
+        list.iter()
+            .map(|t| t.as_str() == Some("hybrid_sliding"))
+            .collect()
+    } else if let Some(v) = raw.value("local_layer_ids") {
+        let ids = index_list_of(raw, "local_layer_ids", v, n)?;
+        (0..n).map(|i| ids.contains(&i)).collect()
+    } else {
+        (0..n).map(|i| !(i + 1).is_multiple_of(6)).collect()
+    };
+    let window = raw.size_or(
+        &["sliding_window_size"],
+        Sym::Named("sliding_window_size"),
+        512,
+        reason,
+    )?;
+    let types: Vec<Value> = sliding
+        .iter()
+        .map(|s| {
+            Value::from(if *s {
+                "sliding_attention"
+            } else {
+                "full_attention"
+            })
+        })
+        .collect();
+    map.insert("layer_types".to_owned(), Value::Array(types));
+    map.insert("sliding_window".to_owned(), Value::from(window));
+    if let Some(dense) = raw.size_opt("dense_intermediate_size")? {
+        let experts = raw.size_or(&["intermediate_size"], Sym::ExpertFfn, 24576, reason)?;
+        map.insert("moe_intermediate_size".to_owned(), Value::from(experts));
+        map.insert("intermediate_size".to_owned(), Value::from(dense));
+    }
+    let first = raw.uint("dense_mlp_idx")?.unwrap_or(0);
+    dense_types_or_first(raw, map, first)
+}
+
+/// A list of layer indices below `layers`, as a set.
+fn index_list_of(
+    raw: &RawConfig<'_>,
+    key: &str,
+    v: &Value,
+    layers: u64,
+) -> Result<std::collections::HashSet<u64>, ConfigError> {
+    let list = v
+        .as_array()
+        .ok_or_else(|| raw.invalid(key, v, "a list of layer indices"))?;
+    list.iter()
+        .map(|x| match x.as_u64() {
+            Some(i) if i < layers => Ok(i),
+            _ => Err(raw.invalid(key, x, &format!("layer indices below {layers}"))),
+        })
+        .collect()
+}
+
+/// Inkling's text model: the block, then per-layer heads, the extra tensors and states.
+fn read_inkling_text(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    _: crate::hf_config::HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let mut spec = read_patched(raw, family, &INKLING_TEXT, inkling_patch)?;
+    inkling_layers(raw, &mut spec, "InklingTextConfig")?;
+    Ok(spec)
+}
+
+/// The parts every Inkling text model shares beyond the block: sliding layers' `swa_*`
+/// heads, `r_proj` and the relative-logit bank, the four short convolutions and their float32
+/// states, the router's shared-expert rows and global scale, dense MLPs' global scale, the
+/// embedding norm and the never-tied head.
+fn inkling_layers(
+    raw: &mut RawConfig<'_>,
+    spec: &mut ModelSpec,
+    class: &str,
+) -> Result<(), ConfigError> {
+    let reason = format!("absent; `{class}` default");
+    let swa_heads = raw.size_or(&["swa_num_attention_heads"], Sym::Heads, 64, &reason)?;
+    let swa_kv = raw.size_or(&["swa_num_key_value_heads"], Sym::KvHeads, 16, &reason)?;
+    let swa_dim = raw.size_or(&["swa_head_dim"], Sym::HeadDim, 128, &reason)?;
+    let d_rel = raw.size_or(&["d_rel"], Sym::Named("d_rel"), 16, &reason)?;
+    let extent = raw.size_or(&["rel_extent"], Sym::Named("rel_extent"), 1024, &reason)?;
+    let kernel = raw.size_or(
+        &["conv_kernel_size", "sconv_kernel_size"],
+        Sym::Named("conv_kernel_size"),
+        4,
+        &reason,
+    )?;
+    let shared = raw.size_or(
+        &["n_shared_experts"],
+        Sym::Named("n_shared_experts"),
+        2,
+        &reason,
+    )?;
+    if swa_heads % swa_kv != 0 {
+        return Err(raw.invalid(
+            "swa_num_key_value_heads",
+            &swa_kv.into(),
+            &format!("a divisor of `swa_num_attention_heads` ({swa_heads})"),
+        ));
+    }
+    let d = spec.hidden_size;
+    let mut overflow = false;
+    map_layers(spec, |_, layer| {
+        let mut l = layer.clone();
+        let window = l.sliding_window;
+        let ffn_dense = matches!(l.ffn, Ffn::Dense(_));
+        let ffn_moe = matches!(l.ffn, Ffn::Moe(_));
+        if let Some(a) = standard(&mut l) {
+            if let Some(w) = window {
+                a.num_heads = swa_heads;
+                a.num_kv_heads = swa_kv;
+                a.head_dim = swa_dim;
+                a.q_norm = Some(llmsize_core::spec::Norm::rms_norm(swa_dim));
+                a.k_norm = Some(llmsize_core::spec::Norm::rms_norm(swa_dim));
+                let _ = w;
+            }
+            let (n, kv, hd) = (a.num_heads, a.num_kv_heads, a.head_dim);
+            let kv_width = Expr::product(vec![
+                Expr::sym(Sym::KvHeads, kv),
+                Expr::sym(Sym::HeadDim, hd),
+            ]);
+            let bank = window.unwrap_or(extent);
+            let mut extras = vec![
+                Extra::linear(
+                    "self_attn.r_proj.weight",
+                    "attention",
+                    Category::Attention,
+                    Expr::sym(Sym::Hidden, d),
+                    Expr::product(vec![
+                        Expr::sym(Sym::Heads, n),
+                        Expr::sym(Sym::Named("d_rel"), d_rel),
+                    ]),
+                ),
+                Extra::table(
+                    "self_attn.relative_logits.proj",
+                    "attention",
+                    Category::Attention,
+                    Expr::sym(Sym::Named("d_rel"), d_rel),
+                    Expr::sym(Sym::Named("rel_extent"), bank),
+                ),
+                Extra::table(
+                    "self_attn.k_sconv.conv1d.weight",
+                    "attention",
+                    Category::Attention,
+                    kv_width.clone(),
+                    Expr::sym(Sym::Named("conv_kernel_size"), kernel),
+                ),
+                Extra::table(
+                    "self_attn.v_sconv.conv1d.weight",
+                    "attention",
+                    Category::Attention,
+                    kv_width,
+                    Expr::sym(Sym::Named("conv_kernel_size"), kernel),
+                ),
+            ];
+            for name in ["attn_sconv.conv1d.weight", "mlp_sconv.conv1d.weight"] {
+                extras.push(Extra::table(
+                    name,
+                    "short convolution",
+                    Category::LayerExtras,
+                    Expr::sym(Sym::Hidden, d),
+                    Expr::sym(Sym::Named("conv_kernel_size"), kernel),
+                ));
+            }
+            if ffn_moe {
+                extras.push(Extra::linear(
+                    "mlp.gate.weight (shared rows)",
+                    "router",
+                    Category::MoeRouter,
+                    Expr::sym(Sym::Hidden, d),
+                    Expr::sym(Sym::Named("n_shared_experts"), shared),
+                ));
+                extras.push(Extra::vector(
+                    "mlp.gate.global_scale",
+                    "router",
+                    Category::MoeRouter,
+                    Expr::Lit(1),
+                ));
+            }
+            if ffn_dense {
+                extras.push(Extra::vector(
+                    "mlp.global_scale",
+                    "mlp",
+                    Category::Ffn,
+                    Expr::Lit(1),
+                ));
+            }
+            // Conv states: k and v (`n_kv·d_h` channels each) and the two on the stream (`d`).
+            let channels = kv
+                .checked_mul(hd)
+                .and_then(|c| c.checked_mul(2))
+                .and_then(|c| c.checked_add(d.checked_mul(2)?));
+            match channels.and_then(|c| c.checked_mul(kernel)) {
+                Some(conv) => {
+                    l.state = Some(llmsize_core::spec::RecurrentState {
+                        conv,
+                        recurrent: 0,
+                        recurrent_f32: false,
+                        conv_f32: true,
+                    });
+                }
+                None => overflow = true,
+            }
+            l.extras.extend(extras);
+        }
+        Ok(l)
+    })?;
+    if overflow {
+        return Err(raw.invalid(
+            "conv_kernel_size",
+            &kernel.into(),
+            "sizes whose conv states fit in 64 bits",
+        ));
+    }
+    if let Some(stack) = spec.stacks.first_mut() {
+        stack.embedding_norm = Some(llmsize_core::spec::Norm::rms_norm(d));
+    }
+    if let OutputHead::Lm { tied, .. } = &mut spec.head {
+        *tied = false;
+    }
+    Ok(())
+}
+
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
     Family {
@@ -1652,5 +1928,17 @@ pub(crate) const FAMILIES: &[Family] = &[
         config_class: "MiniMaxM3VLTextConfig",
         architecture: "MiniMaxM3VLForCausalLM",
         read: Read::Code(|r, f, _| read_patched(r, f, &MINIMAX_M3_TEXT, minimax_m3_patch)),
+    },
+    Family {
+        model_type: "inkling_text",
+        config_class: "InklingTextConfig",
+        architecture: "InklingForCausalLM",
+        read: Read::Code(read_inkling_text),
+    },
+    Family {
+        model_type: "inkling_text",
+        config_class: "InklingTextConfig",
+        architecture: "InklingForCausalLM",
+        read: Read::Code(read_inkling_text),
     },
 ];
