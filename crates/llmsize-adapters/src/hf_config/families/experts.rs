@@ -293,13 +293,12 @@ const GLM4_MOE_RULE: MoeRule = MoeRule {
 };
 
 /// Sarvam's alias `use_qkv_bias` of `attention_bias`.
-fn sarvam_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+fn sarvam_patch(raw: &RawConfig<'_>, map: &mut Map<String, Value>) {
     if raw.value("attention_bias").is_none()
         && let Some(v) = raw.value("use_qkv_bias")
     {
         map.insert("attention_bias".to_owned(), v.clone());
     }
-    Ok(())
 }
 
 /// Solar-Open (`modeling_solar_open.py`): GLM-4-MoE without q/k norms or dense layers,
@@ -1675,13 +1674,12 @@ fn inkling_layers(
         let ffn_dense = matches!(l.ffn, Ffn::Dense(_));
         let ffn_moe = matches!(l.ffn, Ffn::Moe(_));
         if let Some(a) = standard(&mut l) {
-            if let Some(w) = window {
+            if window.is_some() {
                 a.num_heads = swa_heads;
                 a.num_kv_heads = swa_kv;
                 a.head_dim = swa_dim;
                 a.q_norm = Some(llmsize_core::spec::Norm::rms_norm(swa_dim));
                 a.k_norm = Some(llmsize_core::spec::Norm::rms_norm(swa_dim));
-                let _ = w;
             }
             let (n, kv, hd) = (a.num_heads, a.num_kv_heads, a.head_dim);
             let kv_width = Expr::product(vec![
@@ -1803,7 +1801,12 @@ pub(crate) const FAMILIES: &[Family] = &[
         model_type: "sarvam_moe",
         config_class: "SarvamMoEConfig",
         architecture: "Glm4MoeForCausalLM",
-        read: Read::Code(|r, f, _| read_patched(r, f, &SARVAM_MOE, sarvam_patch)),
+        read: Read::Code(|r, f, _| {
+            read_patched(r, f, &SARVAM_MOE, |r, m| {
+                sarvam_patch(r, m);
+                Ok(())
+            })
+        }),
     },
     Family {
         model_type: "solar_open",
