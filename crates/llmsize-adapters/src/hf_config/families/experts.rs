@@ -1,11 +1,18 @@
-//! Mixture-of-experts decoders with standard attention: GLM-4-MoE and its kin (Sarvam,
-//! Solar-Open), MiniMax-M2, ERNIE-4.5-MoE, … Each entry is the configuration class's
-//! defaults and the switches of its `modeling_*.py` (transformers 5.24).
+//! Mixture-of-experts decoders: GLM-4-MoE and its kin (Sarvam, Solar-Open), MiniMax-M2/M3
+//! (text), ERNIE-4.5-MoE, Llama 4 (text), Phi-MoE, Granite-MoE-shared/-SWA, EXAONE-MoE,
+//! `FlexOlmo`, Aria (text), Cohere2-MoE, HY-V3, MiMo-V2-Flash, Laguna, `AFMoE`, Kolibri-1,
+//! A.X-K1, Beam, Flint and Inkling (text). Each entry is the configuration class's defaults
+//! and the switches of its `modeling_*.py` (transformers 5.24).
 //!
 //! transformers 5 stores routed experts as fused 3-D tensors (`gate_up_proj` `[E, 2f, d]`,
 //! `down_proj` `[E, d, f]`): the count is that of `E` gated MLPs. An
 //! `e_score_correction_bias` registered as a buffer is not a parameter; where a family makes
-//! it an `nn.Parameter` (ERNIE's `moe_statics`) it counts as a router bias of `E`.
+//! it an `nn.Parameter` (ERNIE's `moe_statics`, Laguna's router, `AFMoE`'s `expert_bias`) it
+//! counts as a router bias of `E`.
+//!
+//! Per-layer lists a `__post_init__` derives (`layer_types`, `mlp_layer_types`, `moe_layers`)
+//! are computed here and written into a copy of the config ([`read_patched`]), which the
+//! generic block then reads.
 
 use llmsize_core::Category;
 use llmsize_core::expr::{Expr, Sym};
