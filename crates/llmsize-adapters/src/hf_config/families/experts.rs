@@ -1795,6 +1795,283 @@ fn inkling_layers(
     Ok(())
 }
 
+// ---------------------------------------------------------------------------------------------
+// Inkling 2 (text).
+
+/// Inkling 2's text model (`modeling_inkling2.py`): every layer MoE (`n_routed_experts` of
+/// `moe_intermediate_size`, bias-free router, no shared expert), no biases. Each attention
+/// has `q_proj.linear` with a learned per-head scale, k/v linears followed by short
+/// convolutions (static on sliding layers; on full layers static taps plus a projection
+/// `d → n_kv·K` of the hidden state), a gated output (`gate_proj` and `linear`), `sink_proj`
+/// (`d → n_h`) and a relative position bias (`linear` `d → n_h·d_rel`, a per-head scale, a
+/// bank `d_rel × rel_extent`, `sliding_window_size` on sliding layers). Blocks read their
+/// inputs through attention residual queries (`attention_input`: `d`, or `3·d` on full
+/// layers, none on layer 0; `mlp_input`: `d`; `final_input`: `d`). Full layers have separate
+/// q/k/v input norms. Sliding layers (`layer_types`, else all but every 6th) use the `swa_*`
+/// heads. Two short convolutions sit on the residual stream; the four convolutions keep
+/// float32 states of `channels × conv_kernel_size`. The token table (`vocab_size` rows) has an
+/// `RMSNorm`; `lm_head` has `unpadded_vocab_size` rows and is never tied.
+const INKLING2_TEXT: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(PLAIN_ATTENTION),
+    mlp: GLM4_MOE.mlp,
+    moe: Some(MoeRule {
+        experts: key_or(&["n_routed_experts", "num_local_experts"], 384),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size", "intermediate_size"], 2304),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::None,
+        shared_gate: false,
+        sparsity: crate::hf_config::family::ALL_SPARSE,
+    }),
+    ..LLAMA
+};
+
+/// `Inkling2TextConfig.__post_init__`: `layer_types` (as sliding/full with
+/// `sliding_window_size`).
+fn inkling2_patch(
+    raw: &mut RawConfig<'_>,
+    map: &mut Map<String, Value>,
+) -> Result<(), ConfigError> {
+    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    let count = raw.layer_count("num_hidden_layers", n)?;
+    let sliding: Vec<bool> = if let Some(v) = raw.value("layer_types") {
+        let list = v
+            .as_array()
+            .ok_or_else(|| raw.invalid("layer_types", v, "a list of layer kinds"))?;
+        if list.len() != count {
+            return Err(raw.invalid("layer_types", v, &format!("one entry per layer ({n})")));
+        }
+        list.iter()
+            .map(|t| t.as_str() == Some("hybrid_sliding"))
+            .collect()
+    } else {
+        (0..n).map(|i| !(i + 1).is_multiple_of(6)).collect()
+    };
+    let window = raw.size_or(
+        &["sliding_window_size", "sliding_window"],
+        Sym::Named("sliding_window_size"),
+        1024,
+        "absent; `Inkling2TextConfig` default",
+    )?;
+    let types: Vec<Value> = sliding
+        .iter()
+        .map(|s| {
+            Value::from(if *s {
+                "sliding_attention"
+            } else {
+                "full_attention"
+            })
+        })
+        .collect();
+    map.insert("layer_types".to_owned(), Value::Array(types));
+    map.insert("sliding_window".to_owned(), Value::from(window));
+    Ok(())
+}
+
+/// Inkling 2's text model: the block, then per-layer heads, the extra tensors and states.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one list of the tensors `modeling_inkling2.py` builds per layer"
+)]
+fn read_inkling2_text(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    _: crate::hf_config::HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let mut spec = read_patched(raw, family, &INKLING2_TEXT, inkling2_patch)?;
+    let reason = "absent; `Inkling2TextConfig` default";
+    let swa_heads = raw.size_or(&["swa_num_attention_heads"], Sym::Heads, 48, reason)?;
+    let swa_kv = raw.size_or(&["swa_num_key_value_heads"], Sym::KvHeads, 8, reason)?;
+    let swa_dim = raw.size_or(&["swa_head_dim"], Sym::HeadDim, 128, reason)?;
+    let d_rel = raw.size_or(&["d_rel"], Sym::Named("d_rel"), 16, reason)?;
+    let extent = raw.size_or(&["rel_extent"], Sym::Named("rel_extent"), 1024, reason)?;
+    let kernel = raw.size_or(
+        &["conv_kernel_size", "sconv_kernel_size"],
+        Sym::Named("conv_kernel_size"),
+        4,
+        reason,
+    )?;
+    let unpadded = raw.size_or(
+        &["unpadded_vocab_size"],
+        Sym::Named("unpadded_vocab_size"),
+        200_058,
+        reason,
+    )?;
+    if swa_heads % swa_kv != 0 {
+        return Err(raw.invalid(
+            "swa_num_key_value_heads",
+            &swa_kv.into(),
+            &format!("a divisor of `swa_num_attention_heads` ({swa_heads})"),
+        ));
+    }
+    let d = spec.hidden_size;
+    let k = || Expr::sym(Sym::Named("conv_kernel_size"), kernel);
+    let hidden = || Expr::sym(Sym::Hidden, d);
+    let mut overflow = false;
+    map_layers(&mut spec, |i, layer| {
+        let mut l = layer.clone();
+        let window = l.sliding_window;
+        let Some(a) = standard(&mut l) else {
+            return Ok(l);
+        };
+        if window.is_some() {
+            a.num_heads = swa_heads;
+            a.num_kv_heads = swa_kv;
+            a.head_dim = swa_dim;
+        }
+        let (n, kv, hd) = (a.num_heads, a.num_kv_heads, a.head_dim);
+        let heads = || Expr::sym(Sym::Heads, n);
+        let q_width = || Expr::product(vec![heads(), Expr::sym(Sym::HeadDim, hd)]);
+        let kv_width = || {
+            Expr::product(vec![
+                Expr::sym(Sym::KvHeads, kv),
+                Expr::sym(Sym::HeadDim, hd),
+            ])
+        };
+        let rel_width = || Expr::product(vec![heads(), Expr::sym(Sym::Named("d_rel"), d_rel)]);
+        let part = "attention";
+        let mut extras = vec![
+            Extra::vector(
+                "self_attn.q_proj.norm.scale",
+                "attention scales",
+                Category::Norm,
+                q_width(),
+            ),
+            Extra::linear(
+                "self_attn.o_proj.gate_proj.weight",
+                part,
+                Category::Attention,
+                hidden(),
+                q_width(),
+            ),
+            Extra::linear(
+                "self_attn.sink_proj.weight",
+                part,
+                Category::Attention,
+                hidden(),
+                heads(),
+            ),
+            Extra::linear(
+                "self_attn.relative_position_bias.linear.weight",
+                part,
+                Category::Attention,
+                hidden(),
+                rel_width(),
+            ),
+            Extra::vector(
+                "self_attn.relative_position_bias.norm.scale",
+                "attention scales",
+                Category::Norm,
+                rel_width(),
+            ),
+            Extra::table(
+                "self_attn.relative_position_bias.proj",
+                part,
+                Category::Attention,
+                Expr::sym(Sym::Named("d_rel"), d_rel),
+                Expr::sym(Sym::Named("rel_extent"), window.unwrap_or(extent)),
+            ),
+            Extra::vector("mlp_input.query", part, Category::Attention, hidden()),
+        ];
+        for proj in ["k_proj", "v_proj"] {
+            if window.is_some() {
+                extras.push(Extra::table(
+                    format!("self_attn.{proj}.sconv.conv1d.weight"),
+                    part,
+                    Category::Attention,
+                    kv_width(),
+                    k(),
+                ));
+            } else {
+                extras.push(Extra::table(
+                    format!("self_attn.{proj}.sconv.static_weight"),
+                    part,
+                    Category::Attention,
+                    k(),
+                    kv_width(),
+                ));
+                extras.push(Extra::linear(
+                    format!("self_attn.{proj}.sconv.weight_proj.weight"),
+                    part,
+                    Category::Attention,
+                    hidden(),
+                    Expr::product(vec![Expr::sym(Sym::KvHeads, kv), k()]),
+                ));
+            }
+        }
+        if i > 0 {
+            let rows = if window.is_some() { 1 } else { 3 };
+            extras.push(Extra::table(
+                "attention_input.query",
+                part,
+                Category::Attention,
+                Expr::Lit(rows),
+                hidden(),
+            ));
+        }
+        for name in [
+            "post_attention_convolution.conv1d.weight",
+            "post_mlp_convolution.conv1d.weight",
+        ] {
+            extras.push(Extra::table(
+                name,
+                "short convolution",
+                Category::LayerExtras,
+                hidden(),
+                k(),
+            ));
+        }
+        if window.is_none() {
+            // q/k/v input norms replace the input norm: four norms in all.
+            l.norms.push(llmsize_core::spec::Norm::rms_norm(d));
+            l.norms.push(llmsize_core::spec::Norm::rms_norm(d));
+        }
+        let channels = kv
+            .checked_mul(hd)
+            .and_then(|c| c.checked_mul(2))
+            .and_then(|c| c.checked_add(d.checked_mul(2)?));
+        match channels.and_then(|c| c.checked_mul(kernel)) {
+            Some(conv) => {
+                l.state = Some(llmsize_core::spec::RecurrentState {
+                    conv,
+                    recurrent: 0,
+                    recurrent_f32: false,
+                    conv_f32: true,
+                });
+            }
+            None => overflow = true,
+        }
+        l.extras.extend(extras);
+        Ok(l)
+    })?;
+    if overflow {
+        return Err(raw.invalid(
+            "conv_kernel_size",
+            &kernel.into(),
+            "sizes whose conv states fit in 64 bits",
+        ));
+    }
+    if let Some(stack) = spec.stacks.first_mut() {
+        stack.embedding_norm = Some(llmsize_core::spec::Norm::rms_norm(d));
+    }
+    spec.extras.push(Extra::vector(
+        "model.final_input.query",
+        "attention",
+        Category::Attention,
+        Expr::sym(Sym::Hidden, d),
+    ));
+    // The table keeps `vocab_size` rows; the head (and the logits) `unpadded_vocab_size`.
+    spec.vocab_size = unpadded;
+    raw.source(Sym::Vocab, "unpadded_vocab_size");
+    if let OutputHead::Lm { tied, .. } = &mut spec.head {
+        *tied = false;
+    }
+    Ok(spec)
+}
+
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
     Family {
@@ -1950,5 +2227,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         config_class: "InklingTextConfig",
         architecture: "InklingForCausalLM",
         read: Read::Code(read_inkling_text),
+    },
+    Family {
+        model_type: "inkling2_text",
+        config_class: "Inkling2TextConfig",
+        architecture: "Inkling2ForCausalLM",
+        read: Read::Code(read_inkling2_text),
     },
 ];
