@@ -1,0 +1,1 @@
+//! (bart-like decoders: to come)
