@@ -12,6 +12,7 @@
 mod bart;
 mod bert;
 
+use bart::{BART, Dec, On};
 use bert::{BERT, Bert, Head, Positions, Width};
 
 use crate::hf_config::family::{Family, Read};
@@ -23,6 +24,17 @@ macro_rules! bert {
             config_class: $class,
             architecture: $arch,
             read: Read::Code(|r, f, h| bert::read(r, f, h, &$b)),
+        }
+    };
+}
+
+macro_rules! dec {
+    ($t:literal, $class:literal, $arch:literal, $d:expr) => {
+        Family {
+            model_type: $t,
+            config_class: $class,
+            architecture: $arch,
+            read: Read::Code(|r, f, h| bart::read(r, f, h, &$d)),
         }
     };
 }
@@ -275,6 +287,163 @@ pub(crate) const FAMILIES: &[Family] = &[
             base: "XmodModel",
             tweak: Some(bert::xmod),
             ..BERT
+        }
+    ),
+    dec!(
+        "bart",
+        "BartConfig",
+        "BartForConditionalGeneration",
+        Dec {
+            classic: Some("BartForConditionalGeneration"),
+            ..BART
+        }
+    ),
+    dec!(
+        "mbart",
+        "MBartConfig",
+        "MBartForCausalLM",
+        Dec {
+            class: "MBartConfig",
+            causal: "MBartForCausalLM",
+            final_norm: true,
+            ..BART
+        }
+    ),
+    dec!(
+        "marian",
+        "MarianConfig",
+        "MarianForCausalLM",
+        Dec {
+            class: "MarianConfig",
+            causal: "MarianForCausalLM",
+            vocab: 58101,
+            position: bart::Positions::Rows("max_position_embeddings"),
+            embedding_norm: On::Fixed(false),
+            table_key: Some("decoder_vocab_size"),
+            ..BART
+        }
+    ),
+    dec!(
+        "blenderbot",
+        "BlenderbotConfig",
+        "BlenderbotForCausalLM",
+        Dec {
+            class: "BlenderbotConfig",
+            causal: "BlenderbotForCausalLM",
+            vocab: 8008,
+            d_model: 2560,
+            layers: 24,
+            heads: 32,
+            ffn: 10240,
+            positions: 128,
+            position: bart::Positions::Rows("max_position_embeddings"),
+            embedding_norm: On::Fixed(false),
+            final_norm: true,
+            ..BART
+        }
+    ),
+    dec!(
+        "blenderbot-small",
+        "BlenderbotSmallConfig",
+        "BlenderbotSmallForCausalLM",
+        Dec {
+            class: "BlenderbotSmallConfig",
+            causal: "BlenderbotSmallForCausalLM",
+            d_model: 512,
+            layers: 8,
+            ffn: 2048,
+            positions: 512,
+            position: bart::Positions::Rows("max_position_embeddings"),
+            ..BART
+        }
+    ),
+    dec!(
+        "pegasus",
+        "PegasusConfig",
+        "PegasusForCausalLM",
+        Dec {
+            class: "PegasusConfig",
+            causal: "PegasusForCausalLM",
+            position: bart::Positions::Rows("max_position_embeddings"),
+            embedding_norm: On::Fixed(false),
+            final_norm: true,
+            ..BART
+        }
+    ),
+    dec!(
+        "plbart",
+        "PLBartConfig",
+        "PLBartForCausalLM",
+        Dec {
+            class: "PLBartConfig",
+            causal: "PLBartForCausalLM",
+            vocab: 50005,
+            d_model: 768,
+            layers: 6,
+            heads: 12,
+            ffn: 3072,
+            ..BART
+        }
+    ),
+    dec!(
+        "trocr",
+        "TrOCRConfig",
+        "TrOCRForCausalLM",
+        Dec {
+            class: "TrOCRConfig",
+            causal: "TrOCRForCausalLM",
+            positions: 512,
+            position: bart::Positions::TrOcr,
+            embedding_norm: On::Key("layernorm_embedding", true),
+            ..BART
+        }
+    ),
+    dec!(
+        "whisper",
+        "WhisperConfig",
+        "WhisperForCausalLM",
+        Dec {
+            class: "WhisperConfig",
+            causal: "WhisperForCausalLM",
+            vocab: 51865,
+            d_model: 384,
+            layers: 4,
+            heads: 6,
+            ffn: 1536,
+            positions: 448,
+            position: bart::Positions::Rows("max_target_positions"),
+            embedding_norm: On::Fixed(false),
+            final_norm: true,
+            k_bias: false,
+            ..BART
+        }
+    ),
+    dec!(
+        "bigbird_pegasus",
+        "BigBirdPegasusConfig",
+        "BigBirdPegasusForCausalLM",
+        Dec {
+            class: "BigBirdPegasusConfig",
+            causal: "BigBirdPegasusForCausalLM",
+            vocab: 96103,
+            d_model: 1024,
+            layers: 16,
+            positions: 4096,
+            position: bart::Positions::Rows("max_position_embeddings"),
+            bias_key: Some(("use_bias", false)),
+            never_tied: true,
+            ..BART
+        }
+    ),
+    dec!(
+        "mvp",
+        "MvpConfig",
+        "MvpForCausalLM",
+        Dec {
+            class: "MvpConfig",
+            causal: "MvpForCausalLM",
+            vocab: 50267,
+            ..BART
         }
     ),
 ];
