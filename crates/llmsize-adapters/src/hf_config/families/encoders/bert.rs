@@ -121,8 +121,8 @@ pub(super) struct Bert {
     /// `XLMRobertaForCausalLM`), so the tied table is first named `lm_head.decoder.weight`
     /// and counted as the output head, not the token table.
     pub table_in_head: bool,
-    /// The head's class matches the norm rule (`RobertaPreLayerNormLMHead`), so its bias
-    /// vectors count as norm parameters.
+    /// The head's class matches the norm rule (`RobertaPreLayerNormLMHead`), so its own
+    /// `bias` counts as a norm parameter.
     pub head_bias_is_norm: bool,
     /// The type's own additions.
     pub tweak: Option<Tweak>,
@@ -346,20 +346,17 @@ fn build(
         }
         if b.head_bias_is_norm
             && let OutputHead::Lm { biases, .. } = &mut output
+            && *biases > 0
         {
-            for i in 0..*biases {
-                parts.extras.push(Extra::vector(
-                    if i == 0 {
-                        "lm_head.bias"
-                    } else {
-                        "lm_head.decoder.bias"
-                    },
-                    "output biases",
-                    Category::Norm,
-                    Expr::sym(Sym::Vocab, vocab),
-                ));
-            }
-            *biases = 0;
+            // Only the head's own `lm_head.bias` is a parameter of the head class; an
+            // untied decoder's bias belongs to its `nn.Linear` and stays the head's.
+            parts.extras.push(Extra::vector(
+                "lm_head.bias",
+                "output bias",
+                Category::Norm,
+                Expr::sym(Sym::Vocab, vocab),
+            ));
+            *biases -= 1;
         }
         if b.causal_pooler {
             pooler = Some(Linear {
@@ -715,7 +712,7 @@ pub(super) fn ernie(
         parts.extras.push(Extra::table(
             "embeddings.task_type_embeddings.weight",
             "task-type table",
-            Category::TokenTypeEmbedding,
+            Category::TokenEmbedding,
             Expr::sym(Sym::Named("task_types"), rows),
             Expr::sym(Sym::Hidden, parts.hidden),
         ));

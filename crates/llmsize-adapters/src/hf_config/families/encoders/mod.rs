@@ -11,6 +11,7 @@
 
 mod bart;
 mod bert;
+mod misc;
 
 use bart::{BART, Dec, On};
 use bert::{BERT, Bert, Head, Positions, Width};
@@ -446,4 +447,22 @@ pub(crate) const FAMILIES: &[Family] = &[
             ..BART
         }
     ),
+    Family {
+        model_type: "xlm",
+        config_class: "XLMConfig",
+        architecture: "XLMWithLMHeadModel",
+        read: Read::Code(misc::xlm),
+    },
+    Family {
+        model_type: "xlnet",
+        config_class: "XLNetConfig",
+        architecture: "XLNetLMHeadModel",
+        read: Read::Code(misc::xlnet),
+    },
+    Family {
+        model_type: "prophetnet",
+        config_class: "ProphetNetConfig",
+        architecture: "ProphetNetForCausalLM",
+        read: Read::Code(misc::prophetnet),
+    },
 ];

@@ -1,0 +1,379 @@
+//! Language models of their own kind: XLM (`XLMWithLMHeadModel`), XLNet (`XLNetLMHeadModel`)
+//! and `ProphetNet`'s decoder (`ProphetNetForCausalLM`).
+
+use std::collections::BTreeMap;
+
+use llmsize_core::Category;
+use llmsize_core::expr::{Expr, Sym};
+use llmsize_core::spec::{
+    Attention, Extra, Ffn, Layer, Layers, ModelSpec, Norm, OutputHead, PositionEmbedding,
+    RecurrentState, Stack, StackRole, Table,
+};
+use serde_json::Value;
+
+use super::bert::{cross_attention_extras, norm_extras};
+use crate::error::ConfigError;
+use crate::hf_config::decoder::{mha, mlp};
+use crate::hf_config::family::Family;
+use crate::hf_config::raw::RawConfig;
+use crate::hf_config::{HeadChoice, architecture};
+
+/// A spec with one stack and a head, the parts every reader here fills.
+struct One {
+    model_type: String,
+    architecture: String,
+    hidden: u64,
+    vocab: u64,
+    stack: Stack,
+    tied: bool,
+    biases: u64,
+    extras: Vec<Extra>,
+}
+
+impl One {
+    fn into_spec(self) -> ModelSpec {
+        ModelSpec {
+            name: String::new(),
+            model_type: self.model_type,
+            architecture: self.architecture,
+            hidden_size: self.hidden,
+            vocab_size: self.vocab,
+            context_length: None,
+            token_embedding: Some(Table {
+                rows: self.vocab,
+                dim: self.hidden,
+            }),
+            extra_token_tables: 0,
+            embedding_projections: Vec::new(),
+            stacks: vec![self.stack],
+            head: OutputHead::Lm {
+                tied: self.tied,
+                biases: self.biases,
+                transform: None,
+            },
+            pooler: None,
+            assumptions: Vec::new(),
+            warnings: Vec::new(),
+            symbol_sources: BTreeMap::new(),
+            extras: self.extras,
+            estimate: None,
+        }
+    }
+}
+
+/// The class must be the one read, else an error naming it.
+fn only_class(
+    raw: &RawConfig<'_>,
+    family: &Family,
+    head: HeadChoice,
+) -> Result<String, ConfigError> {
+    let arch = architecture(raw, family.architecture);
+    if arch == family.architecture || head == HeadChoice::Lm {
+        return Ok(family.architecture.to_owned());
+    }
+    let found = raw.value("architectures").cloned().unwrap_or(Value::Null);
+    Err(raw.invalid(
+        "architectures",
+        &found,
+        &format!(
+            "`{}` (llmsize reads `{}` only as this class)",
+            family.architecture, family.model_type
+        ),
+    ))
+}
+
+/// XLM (`modeling_xlm.py`, `XLMWithLMHeadModel`): word and position tables (and a language
+/// table when `n_langs > 1` and `use_lang_emb`), `layer_norm_emb`, post-LN layers with biased
+/// `q/k/v/out_lin` and a `4·emb_dim` FFN, and `pred_layer.proj` tied to the word table with
+/// a bias. The model returns no cache (its `cache` argument is only filled when the caller
+/// passes one), so nothing is counted for it. `asm` (adaptive softmax) is not read.
+pub(super) fn xlm(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let architecture = only_class(raw, family, head)?;
+    let reason = "absent; `XLMConfig` default";
+    if raw.flag_or("asm", false, reason)? {
+        return Err(raw.invalid(
+            "asm",
+            &Value::Bool(true),
+            "`false` (llmsize does not read XLM's adaptive-softmax head)",
+        ));
+    }
+    if !raw.flag_or("is_encoder", true, reason)? {
+        return Err(raw.invalid(
+            "is_encoder",
+            &Value::Bool(false),
+            "`true` (transformers builds XLM only as an encoder)",
+        ));
+    }
+    let hidden = raw.size_or(&["emb_dim", "hidden_size"], Sym::Hidden, 2048, reason)?;
+    let layers = raw.size_or(&["n_layers", "num_hidden_layers"], Sym::Layers, 12, reason)?;
+    let heads = raw.size_or(&["n_heads", "num_attention_heads"], Sym::Heads, 16, reason)?;
+    let vocab = raw.size_or(&["vocab_size", "n_words"], Sym::Vocab, 30145, reason)?;
+    let positions = raw.size_or(&["max_position_embeddings"], Sym::Context, 512, reason)?;
+    let langs = raw.size_or(&["n_langs"], Sym::Named("languages"), 1, reason)?;
+    let lang_emb = raw.flag_or("use_lang_emb", true, reason)?;
+    let tied = raw.flag_or("tie_word_embeddings", true, reason)?;
+    let head_dim = raw.derived_head_dim(hidden, "emb_dim", heads, "n_heads")?;
+    let inner = raw.mul(hidden, 4, "4 · emb_dim")?;
+    let n = raw.layer_count("n_layers", layers)?;
+    let mut extras = Vec::new();
+    if langs > 1 && lang_emb {
+        extras.push(Extra::table(
+            "transformer.lang_embeddings.weight",
+            "language table",
+            Category::TokenEmbedding,
+            Expr::sym(Sym::Named("languages"), langs),
+            Expr::sym(Sym::Hidden, hidden),
+        ));
+    }
+    let norm = Norm::layer_norm(hidden);
+    let layer = Layer {
+        attention: Attention::Standard(mha(hidden, heads, heads, head_dim, true)),
+        cross_attention: None,
+        ffn: Ffn::Dense(mlp(hidden, inner, false, true)),
+        norms: vec![norm; 2],
+        sliding_window: None,
+        extras: Vec::new(),
+        state: None,
+    };
+    Ok(One {
+        model_type: family.model_type.to_owned(),
+        architecture,
+        hidden,
+        vocab,
+        stack: Stack {
+            role: StackRole::Encoder,
+            position: Some(PositionEmbedding::Learned {
+                table: Table {
+                    rows: positions,
+                    dim: hidden,
+                },
+                offset: 0,
+            }),
+            token_type: None,
+            embedding_norm: Some(norm),
+            layers: Layers::repeat(layer, n as u64),
+            final_norm: None,
+        },
+        tied,
+        biases: 1,
+        extras,
+    }
+    .into_spec())
+}
+
+/// XLNet (`modeling_xlnet.py`, `XLNetLMHeadModel`): a word table and `mask_emb` (`d`);
+/// relative attention with `q/k/v/o/r` (`d × n_head × d_head`, no biases), the
+/// `r_w/r_r/r_s` biases (`n_head × d_head` each) and `seg_embed` (`2 × n_head × d_head`), a
+/// `LayerNorm` after attention and one in the FFN; `lm_loss` tied to the word table with a
+/// bias. It keeps no keys and values: its cache is `mems`, each layer's hidden states of the
+/// last `mem_len` tokens (of the first `reuse_len` when set), returned in inference when
+/// `use_mems_eval`; counted once the prompt is at least that long.
+pub(super) fn xlnet(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let architecture = only_class(raw, family, head)?;
+    let reason = "absent; `XLNetConfig` default";
+    let hidden = raw.size_or(&["d_model", "hidden_size"], Sym::Hidden, 1024, reason)?;
+    let layers = raw.size_or(&["n_layer", "num_hidden_layers"], Sym::Layers, 24, reason)?;
+    let heads = raw.size_or(&["n_head", "num_attention_heads"], Sym::Heads, 16, reason)?;
+    let inner = raw.size_or(&["d_inner"], Sym::Ffn, 4096, reason)?;
+    let vocab = raw.size_or(&["vocab_size"], Sym::Vocab, 32000, reason)?;
+    let tied = raw.flag_or("tie_word_embeddings", true, reason)?;
+    // `XLNetConfig` sets `d_head = d_model // n_head` (and rejects another `d_head`).
+    let head_dim = raw.derived_head_dim(hidden, "d_model", heads, "n_head")?;
+    let mems = raw.flag_or("use_mems_eval", true, reason)?;
+    let mem_len = match raw.value("mem_len") {
+        None => {
+            raw.assume("mem_len", 512, reason);
+            Some(512)
+        }
+        Some(Value::Null) => None,
+        Some(_) => raw.uint("mem_len")?,
+    };
+    let reuse_len = raw.uint("reuse_len")?.filter(|n| *n > 0);
+    let kept = match (mem_len.filter(|n| *n > 0), reuse_len) {
+        (Some(m), Some(r)) => m.min(r),
+        (Some(m), None) => m,
+        (None, _) if !mems => 0,
+        (None, _) => {
+            let found = raw.value("mem_len").cloned().unwrap_or(Value::Null);
+            return Err(raw.invalid(
+                "mem_len",
+                &found,
+                "a positive number of tokens (without one XLNet keeps every token's hidden state, a cache llmsize does not model)",
+            ));
+        }
+    };
+    let n = raw.layer_count("n_layer", layers)?;
+    let part = "relative attention";
+    let heads_e = || Expr::sym(Sym::Heads, heads);
+    let dh = || Expr::sym(Sym::HeadDim, head_dim);
+    let mut extras = vec![Extra::linear(
+        "rel_attn.r",
+        part,
+        Category::Attention,
+        Expr::sym(Sym::Hidden, hidden),
+        Expr::product(vec![heads_e(), dh()]),
+    )];
+    for name in [
+        "rel_attn.r_r_bias",
+        "rel_attn.r_s_bias",
+        "rel_attn.r_w_bias",
+    ] {
+        extras.push(Extra::table(
+            name,
+            part,
+            Category::Attention,
+            heads_e(),
+            dh(),
+        ));
+    }
+    extras.push(Extra::table(
+        "rel_attn.seg_embed",
+        part,
+        Category::Attention,
+        Expr::Lit(2),
+        Expr::product(vec![heads_e(), dh()]),
+    ));
+    let norm = Norm::layer_norm(hidden);
+    let recurrent = if mems {
+        raw.mul(kept, hidden, "mem_len · d_model")?
+    } else {
+        0
+    };
+    let layer = Layer {
+        attention: Attention::Standard(mha(hidden, heads, heads, head_dim, false)),
+        cross_attention: None,
+        ffn: Ffn::Dense(mlp(hidden, inner, false, true)),
+        norms: vec![norm; 2],
+        sliding_window: None,
+        extras,
+        state: (recurrent > 0).then_some(RecurrentState {
+            conv: 0,
+            recurrent,
+            recurrent_f32: false,
+            conv_f32: false,
+        }),
+    };
+    Ok(One {
+        model_type: family.model_type.to_owned(),
+        architecture,
+        hidden,
+        vocab,
+        stack: Stack {
+            role: StackRole::Encoder,
+            position: None,
+            token_type: None,
+            embedding_norm: None,
+            layers: Layers::repeat(layer, n as u64),
+            final_norm: None,
+        },
+        tied,
+        biases: 1,
+        extras: vec![Extra::vector(
+            "transformer.mask_emb",
+            "mask embedding",
+            Category::TokenEmbedding,
+            Expr::sym(Sym::Hidden, hidden),
+        )],
+    }
+    .into_spec())
+}
+
+/// `ProphetNet`'s decoder (`modeling_prophetnet.py`, `ProphetNetForCausalLM`): the word table
+/// (shared with the decoder), `position_embeddings` (`max_position_embeddings × d`),
+/// `ngram_embeddings` (`ngram × d`) and `embeddings_layer_norm`; layers with the n-gram
+/// self-attention (biased `query/key/value/out_proj` and `relative_pos_embeddings`
+/// `d → num_buckets · heads`), a cross-attention with its norm when `add_cross_attention`
+/// (built, never run without an encoder), and a biased FFN; `lm_head` tied, no bias.
+pub(super) fn prophetnet(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let architecture = only_class(raw, family, head)?;
+    let reason = "absent; `ProphetNetConfig` default";
+    let hidden = raw.size_or(&["hidden_size"], Sym::Hidden, 1024, reason)?;
+    let layers = raw.size_or(&["num_decoder_layers"], Sym::Layers, 12, reason)?;
+    let heads = raw.size_or(&["num_decoder_attention_heads"], Sym::Heads, 16, reason)?;
+    let inner = raw.size_or(&["decoder_ffn_dim"], Sym::Ffn, 4096, reason)?;
+    let vocab = raw.size_or(&["vocab_size"], Sym::Vocab, 30522, reason)?;
+    let positions = raw.size_or(&["max_position_embeddings"], Sym::Context, 512, reason)?;
+    let ngram = raw.size_or(&["ngram"], Sym::Named("ngram"), 2, reason)?;
+    let buckets = raw.size_or(&["num_buckets"], Sym::Buckets, 32, reason)?;
+    let cross = raw.flag_or("add_cross_attention", true, reason)?;
+    let tied = raw.flag_or("tie_word_embeddings", true, reason)?;
+    let head_dim =
+        raw.derived_head_dim(hidden, "hidden_size", heads, "num_decoder_attention_heads")?;
+    let n = raw.layer_count("num_decoder_layers", layers)?;
+    let part = "n-gram self-attention";
+    let rel = Expr::product(vec![
+        Expr::sym(Sym::Buckets, buckets),
+        Expr::sym(Sym::Heads, heads),
+    ]);
+    let mut extras = vec![
+        Extra::linear(
+            "self_attn.relative_pos_embeddings.weight",
+            part,
+            Category::Attention,
+            Expr::sym(Sym::Hidden, hidden),
+            rel.clone(),
+        ),
+        Extra::vector(
+            "self_attn.relative_pos_embeddings.bias",
+            part,
+            Category::Attention,
+            rel,
+        ),
+    ];
+    if cross {
+        extras.extend(cross_attention_extras(hidden, true, true, "cross_attn"));
+        extras.extend(norm_extras(hidden, "cross_attn_layer_norm"));
+    }
+    let norm = Norm::layer_norm(hidden);
+    let layer = Layer {
+        attention: Attention::Standard(mha(hidden, heads, heads, head_dim, true)),
+        cross_attention: None,
+        ffn: Ffn::Dense(mlp(hidden, inner, false, true)),
+        norms: vec![norm; 2],
+        sliding_window: None,
+        extras,
+        state: None,
+    };
+    Ok(One {
+        model_type: family.model_type.to_owned(),
+        architecture,
+        hidden,
+        vocab,
+        stack: Stack {
+            role: StackRole::Decoder,
+            position: Some(PositionEmbedding::Learned {
+                table: Table {
+                    rows: positions,
+                    dim: hidden,
+                },
+                offset: 0,
+            }),
+            token_type: None,
+            embedding_norm: Some(norm),
+            layers: Layers::repeat(layer, n as u64),
+            final_norm: None,
+        },
+        tied,
+        biases: 0,
+        extras: vec![Extra::table(
+            "decoder.ngram_embeddings.weight",
+            "n-gram table",
+            Category::TokenEmbedding,
+            Expr::sym(Sym::Named("ngram"), ngram),
+            Expr::sym(Sym::Hidden, hidden),
+        )],
+    }
+    .into_spec())
+}
