@@ -377,3 +377,176 @@ pub(super) fn prophetnet(
     }
     .into_spec())
 }
+
+/// A size of the audio sub-config: the first present key, else the class default.
+fn audio_size(
+    audio: Option<&serde_json::Map<String, Value>>,
+    raw: &mut RawConfig<'_>,
+    keys: &[&str],
+    default: u64,
+) -> Result<u64, ConfigError> {
+    for k in keys {
+        match audio.and_then(|a| a.get(*k)) {
+            None | Some(Value::Null) => {}
+            Some(v) => {
+                return v.as_u64().filter(|n| *n > 0).ok_or_else(|| {
+                    raw.invalid(&format!("audio_config.{k}"), v, "a positive integer")
+                });
+            }
+        }
+    }
+    let key = keys.first().copied().unwrap_or_default();
+    raw.assume(
+        &format!("audio_config.{key}"),
+        default,
+        "absent; `MossTranscribeDiarizeAudioConfig` default",
+    );
+    Ok(default)
+}
+
+/// MOSS Transcribe-Diarize (`modeling_moss_transcribe_diarize.py`): the Qwen3 text model of
+/// `text_config`, a Whisper-style audio encoder (`conv1` mel → d and `conv2` d → d, kernel 3,
+/// a learned table of `max_source_positions`, layers with q/v/o biased and k unbiased, a
+/// biased FFN, two `LayerNorms` each, a final `layer_norm`) and the projector
+/// (`linear_1` `d_audio · audio_merge_size → d`, `linear_2` `d → d`, biases with
+/// `projector_bias`, a `LayerNorm`). The output head ties by the top-level
+/// `tie_word_embeddings`.
+pub(super) fn moss_transcribe_diarize(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let architecture = only_class(raw, family, head)?;
+    let reason = "absent; `MossTranscribeDiarizeConfig` default";
+    let mut spec = crate::hf_config::family::read_sub_config(raw, "text_config", "qwen3", head)?;
+    let tied = raw.flag_or("tie_word_embeddings", true, reason)?;
+    let merge = raw.size_or(
+        &["audio_merge_size"],
+        Sym::Named("audio_merge_size"),
+        4,
+        reason,
+    )?;
+    let bias = raw.flag_or("projector_bias", true, reason)?;
+    let audio = match raw.value("audio_config") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) => Some(m),
+        Some(v) => return Err(raw.invalid("audio_config", v, "an object")),
+    };
+    let d = audio_size(audio, raw, &["hidden_size", "d_model"], 1024)?;
+    let layers = audio_size(audio, raw, &["num_hidden_layers", "encoder_layers"], 24)?;
+    let ffn = audio_size(audio, raw, &["intermediate_size", "encoder_ffn_dim"], 4096)?;
+    let mel = audio_size(audio, raw, &["num_mel_bins"], 80)?;
+    let positions = audio_size(audio, raw, &["max_source_positions"], 1500)?;
+    let text = spec.hidden_size;
+    let part = "audio tower";
+    let a = Category::Audio;
+    let dd = || Expr::sym(Sym::Named("d_audio"), d);
+    let l = || Expr::sym(Sym::Named("L_audio"), layers);
+    let mut e = vec![
+        Extra::table(
+            "audio_tower.conv1.weight",
+            part,
+            a,
+            dd(),
+            Expr::product(vec![Expr::sym(Sym::Named("mel_bins"), mel), Expr::Lit(3)]),
+        ),
+        Extra::vector("audio_tower.conv1.bias", part, a, dd()),
+        Extra::table(
+            "audio_tower.conv2.weight",
+            part,
+            a,
+            dd(),
+            Expr::product(vec![dd(), Expr::Lit(3)]),
+        ),
+        Extra::vector("audio_tower.conv2.bias", part, a, dd()),
+        Extra::table(
+            "audio_tower.embed_positions.weight",
+            part,
+            a,
+            Expr::sym(Sym::Named("audio_positions"), positions),
+            dd(),
+        ),
+        Extra::vector("audio_tower.layer_norm.weight", part, a, dd()),
+        Extra::vector("audio_tower.layer_norm.bias", part, a, dd()),
+    ];
+    for name in ["q_proj", "k_proj", "v_proj", "out_proj"] {
+        e.push(
+            Extra::linear(
+                format!("audio_tower.layers.self_attn.{name}.weight"),
+                part,
+                a,
+                dd(),
+                dd(),
+            )
+            .times(l()),
+        );
+        if name != "k_proj" {
+            e.push(
+                Extra::vector(
+                    format!("audio_tower.layers.self_attn.{name}.bias"),
+                    part,
+                    a,
+                    dd(),
+                )
+                .times(l()),
+            );
+        }
+    }
+    let ff = || Expr::sym(Sym::Named("ffn_audio"), ffn);
+    e.extend([
+        Extra::linear("audio_tower.layers.fc1.weight", part, a, dd(), ff()).times(l()),
+        Extra::vector("audio_tower.layers.fc1.bias", part, a, ff()).times(l()),
+        Extra::linear("audio_tower.layers.fc2.weight", part, a, ff(), dd()).times(l()),
+        Extra::vector("audio_tower.layers.fc2.bias", part, a, dd()).times(l()),
+        Extra::vector(
+            "audio_tower.layers.norms",
+            part,
+            a,
+            Expr::product(vec![Expr::Lit(4), dd()]),
+        )
+        .times(l()),
+    ]);
+    let t = || Expr::sym(Sym::Hidden, text);
+    let proj = "audio projector";
+    e.push(Extra::linear(
+        "multi_modal_projector.linear_1.weight",
+        proj,
+        a,
+        Expr::product(vec![dd(), Expr::sym(Sym::Named("audio_merge_size"), merge)]),
+        t(),
+    ));
+    e.push(Extra::linear(
+        "multi_modal_projector.linear_2.weight",
+        proj,
+        a,
+        t(),
+        t(),
+    ));
+    if bias {
+        e.push(Extra::vector(
+            "multi_modal_projector.linear_1.bias",
+            proj,
+            a,
+            t(),
+        ));
+        e.push(Extra::vector(
+            "multi_modal_projector.linear_2.bias",
+            proj,
+            a,
+            t(),
+        ));
+    }
+    e.push(Extra::vector(
+        "multi_modal_projector.norm",
+        proj,
+        a,
+        Expr::product(vec![Expr::Lit(2), t()]),
+    ));
+    spec.extras.extend(e);
+    if let OutputHead::Lm { tied: t, .. } = &mut spec.head {
+        *t = tied;
+    }
+    family.model_type.clone_into(&mut spec.model_type);
+    spec.architecture = architecture;
+    Ok(spec)
+}

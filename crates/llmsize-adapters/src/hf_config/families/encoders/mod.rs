@@ -465,4 +465,10 @@ pub(crate) const FAMILIES: &[Family] = &[
         architecture: "ProphetNetForCausalLM",
         read: Read::Code(misc::prophetnet),
     },
+    Family {
+        model_type: "moss_transcribe_diarize",
+        config_class: "MossTranscribeDiarizeConfig",
+        architecture: "MossTranscribeDiarizeForConditionalGeneration",
+        read: Read::Code(misc::moss_transcribe_diarize),
+    },
 ];
