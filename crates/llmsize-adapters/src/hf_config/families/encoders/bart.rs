@@ -127,20 +127,18 @@ pub(super) fn read(
     let heads = raw.size_or(&["decoder_attention_heads"], Sym::Heads, d.heads, &reason)?;
     let ffn = raw.size_or(&["decoder_ffn_dim"], Sym::Ffn, d.ffn, &reason)?;
     let vocab = raw.size_or(&["vocab_size"], Sym::Vocab, d.vocab, &reason)?;
-    let rows = match d.table_key {
-        Some(k) => match raw.size_opt(k)? {
-            Some(n) => n,
-            None => {
-                raw.assume(
-                    k,
-                    vocab,
-                    &format!("absent or null; `{}` uses vocab_size", d.class),
-                );
-                vocab
-            }
-        },
-        None => vocab,
-    };
+    let mut rows = vocab;
+    if let Some(k) = d.table_key {
+        if let Some(n) = raw.size_opt(k)? {
+            rows = n;
+        } else {
+            raw.assume(
+                k,
+                vocab,
+                &format!("absent or null; `{}` uses vocab_size", d.class),
+            );
+        }
+    }
     let head_dim = raw.derived_head_dim(hidden, "d_model", heads, "decoder_attention_heads")?;
     let tied = !d.never_tied && raw.flag_or("tie_word_embeddings", true, &reason)?;
     let bias = match d.bias_key {

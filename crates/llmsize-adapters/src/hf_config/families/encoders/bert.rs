@@ -1,7 +1,7 @@
 //! BERT-like encoders as transformers builds them from a causal-LM class
 //! (`BertLMHeadModel`, `RobertaForCausalLM`, `ElectraForCausalLM`, …) or as the bare model.
 //!
-//! The causal class is the encoder without its pooler (BigBird keeps it), its layers causal
+//! The causal class is the encoder without its pooler (`BigBird` keeps it), its layers causal
 //! and cached, plus the MLM-style head of `modeling_bert.py`'s `BertLMPredictionHead`: a
 //! transform (`dense` + `LayerNorm`), a decoder tied to the token table and an output bias
 //! (`cls.predictions.bias`, one tensor with the decoder's bias while tied, two once
@@ -78,6 +78,10 @@ pub(super) type Tweak = fn(&mut RawConfig<'_>, &Bert, &mut Parts) -> Result<(), 
 
 /// One BERT-like model type: its configuration class defaults and where it departs from
 /// `modeling_bert.py`.
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "each switch is one departure of a modeling file, named"
+)]
 pub(super) struct Bert {
     /// The configuration class.
     pub class: &'static str,
@@ -372,9 +376,11 @@ fn build(
             bias: true,
         });
     }
-    // A causal class caches keys and values (transformers does once `is_decoder` is set);
-    // `BigBird`'s block-sparse attention never writes the cache.
-    let cached = causal && !block_sparse_only(raw, b, positions)?;
+    // A causal class caches keys and values (it is meant to run with `is_decoder`, which
+    // transformers asks for), the bare model only with `is_decoder`; `BigBird`'s
+    // block-sparse attention never writes the cache.
+    let decoder = raw.flag_or("is_decoder", false, &reason)?;
+    let cached = (causal || decoder) && !block_sparse_only(raw, b, positions)?;
     let stack = Stack {
         role: if cached {
             StackRole::Decoder

@@ -1,4 +1,4 @@
-//! Language models of their own kind: XLM (`XLMWithLMHeadModel`), XLNet (`XLNetLMHeadModel`)
+//! Language models of their own kind: XLM (`XLMWithLMHeadModel`), `XLNet` (`XLNetLMHeadModel`)
 //! and `ProphetNet`'s decoder (`ProphetNetForCausalLM`).
 
 use std::collections::BTreeMap;
@@ -165,7 +165,7 @@ pub(super) fn xlm(
     .into_spec())
 }
 
-/// XLNet (`modeling_xlnet.py`, `XLNetLMHeadModel`): a word table and `mask_emb` (`d`);
+/// `XLNet` (`modeling_xlnet.py`, `XLNetLMHeadModel`): a word table and `mask_emb` (`d`);
 /// relative attention with `q/k/v/o/r` (`d × n_head × d_head`, no biases), the
 /// `r_w/r_r/r_s` biases (`n_head × d_head` each) and `seg_embed` (`2 × n_head × d_head`), a
 /// `LayerNorm` after attention and one in the FFN; `lm_loss` tied to the word table with a
