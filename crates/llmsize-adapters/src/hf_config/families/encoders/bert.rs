@@ -164,6 +164,8 @@ pub(super) const BERT: Bert = Bert {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Built {
     Causal,
+    /// `…ForMaskedLM`: the causal class's modules (pooler likewise), run bidirectionally.
+    Masked,
     Base,
 }
 
@@ -181,10 +183,17 @@ pub(super) fn read(
     let arch = architecture(raw, b.classic.unwrap_or(b.causal));
     let causal = is_causal(&arch, b);
     if b.classic.is_some() && (!causal || head == HeadChoice::Base) {
-        return encoder::encoder(raw, family.model_type, head);
+        let mut spec = encoder::encoder(raw, family.model_type, head)?;
+        if causal {
+            // `--head base` of a causal config: the bare class, as `encoder.rs` counts it.
+            b.base.clone_into(&mut spec.architecture);
+        }
+        return Ok(spec);
     }
+    let masked = arch.ends_with("ForMaskedLM") && b.head != Head::Plain;
     let built = match head {
         HeadChoice::Base => Built::Base,
+        HeadChoice::Lm | HeadChoice::Config if masked => Built::Masked,
         HeadChoice::Lm => Built::Causal,
         HeadChoice::Config if causal => Built::Causal,
         HeadChoice::Config if arch == b.base || (is_bare(&arch) && !arch.contains("For")) => {
@@ -196,15 +205,15 @@ pub(super) fn read(
                 "architectures",
                 &found,
                 &format!(
-                    "`{}` or `{}` (llmsize reads these `{}` classes exactly; `--head base` counts the bare model)",
+                    "`{}`, its masked-LM class or `{}` (llmsize reads these `{}` classes exactly; `--head base` counts the bare model)",
                     b.causal, b.base, family.model_type
                 ),
             ));
         }
     };
-    let architecture = match (built, causal) {
-        (Built::Causal, true) | (Built::Base, false) => arch,
-        (Built::Causal, false) => b.causal.to_owned(),
+    let architecture = match (built, causal || masked) {
+        (Built::Causal | Built::Masked, true) | (Built::Base, false) => arch,
+        (Built::Causal | Built::Masked, false) => b.causal.to_owned(),
         (Built::Base, true) => b.base.to_owned(),
     };
     build(raw, family, b, built, architecture)
@@ -256,7 +265,7 @@ fn build(
         None => true,
     };
     let n = raw.layer_count("num_hidden_layers", layers)?;
-    let causal = built == Built::Causal;
+    let with_head = built != Built::Base;
 
     let mut attention = mha(hidden, heads, heads, head_dim, true);
     attention.q_bias = qkv_bias;
@@ -314,7 +323,7 @@ fn build(
     });
     let mut output = OutputHead::None;
     let mut pooler = None;
-    if causal {
+    if with_head {
         let biases = if tied || !b.separate_bias { 1 } else { 2 };
         let transform = HeadTransform {
             dense: Linear {
@@ -380,7 +389,11 @@ fn build(
     // transformers asks for), the bare model only with `is_decoder`; `BigBird`'s
     // block-sparse attention never writes the cache.
     let decoder = raw.flag_or("is_decoder", false, &reason)?;
-    let cached = (causal || decoder) && !block_sparse_only(raw, b, positions)?;
+    let cached = match built {
+        Built::Causal => true,
+        Built::Masked => false,
+        Built::Base => decoder,
+    } && !block_sparse_only(raw, b, positions)?;
     let stack = Stack {
         role: if cached {
             StackRole::Decoder
