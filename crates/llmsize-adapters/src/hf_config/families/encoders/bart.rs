@@ -16,7 +16,7 @@ use llmsize_core::spec::{
 };
 use serde_json::Value;
 
-use super::bert::{cross_attention_extras, norm_extras};
+use super::bert::{cross_attention_from, norm_extras};
 use crate::error::ConfigError;
 use crate::hf_config::decoder::{mha, mlp};
 use crate::hf_config::family::Family;
@@ -76,6 +76,8 @@ pub(super) struct Dec {
     pub table_key: Option<&'static str>,
     /// The causal class never ties its head (`BigBirdPegasusForCausalLM`).
     pub never_tied: bool,
+    /// The key of the cross-attention's k/v input width, when not `d_model`.
+    pub cross_width_key: Option<&'static str>,
 }
 
 /// `modeling_bart.py` with the `BartConfig` defaults.
@@ -96,6 +98,7 @@ pub(super) const BART: Dec = Dec {
     k_bias: true,
     table_key: None,
     never_tied: false,
+    cross_width_key: None,
 };
 
 /// Read an encoder-decoder config as its causal-LM class.
@@ -188,7 +191,13 @@ pub(super) fn read(
     let mut attention = mha(hidden, heads, heads, head_dim, bias);
     attention.k_bias = bias && d.k_bias;
     let norm = Norm::layer_norm(hidden);
-    let mut extras = cross_attention_extras(hidden, bias, bias, "encoder_attn");
+    // `TrOCR`'s cross-attention k/v read `cross_attention_hidden_size` features (the
+    // encoder's width) when set.
+    let kv_input = match d.cross_width_key {
+        Some(k) => raw.size_opt(k)?.unwrap_or(hidden),
+        None => hidden,
+    };
+    let mut extras = cross_attention_from(hidden, kv_input, bias, bias, "encoder_attn");
     if !d.k_bias
         && let Some(i) = extras.iter().position(|e| e.name == "encoder_attn.k.bias")
     {

@@ -481,25 +481,39 @@ pub(super) fn cross_attention_extras(
     o_bias: bool,
     prefix: &'static str,
 ) -> Vec<Extra> {
+    cross_attention_from(hidden, hidden, qkv_bias, o_bias, prefix)
+}
+
+/// [`cross_attention_extras`] whose k/v read `kv_input` features (`TrOCR`'s
+/// `cross_attention_hidden_size`, the encoder's width).
+pub(super) fn cross_attention_from(
+    hidden: u64,
+    kv_input: u64,
+    qkv_bias: bool,
+    o_bias: bool,
+    prefix: &'static str,
+) -> Vec<Extra> {
     let d = || Expr::sym(Sym::Hidden, hidden);
+    let part = "cross-attention (not run without an encoder)";
     let mut out = Vec::new();
-    for (name, bias) in [
-        ("q", qkv_bias),
-        ("k", qkv_bias),
-        ("v", qkv_bias),
-        ("o", o_bias),
+    for (name, bias, input) in [
+        ("q", qkv_bias, d()),
+        ("k", qkv_bias, Expr::Lit(kv_input)),
+        ("v", qkv_bias, Expr::Lit(kv_input)),
+        ("o", o_bias, d()),
     ] {
+        let input = if kv_input == hidden { d() } else { input };
         out.push(Extra::linear(
             format!("{prefix}.{name}.weight"),
-            "cross-attention (not run without an encoder)",
+            part,
             Category::Attention,
-            d(),
+            input,
             d(),
         ));
         if bias {
             out.push(Extra::vector(
                 format!("{prefix}.{name}.bias"),
-                "cross-attention (not run without an encoder)",
+                part,
                 Category::Attention,
                 d(),
             ));

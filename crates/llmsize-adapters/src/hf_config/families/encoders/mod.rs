@@ -396,6 +396,7 @@ pub(crate) const FAMILIES: &[Family] = &[
             positions: 512,
             position: bart::Positions::TrOcr,
             embedding_norm: On::Key("layernorm_embedding", true),
+            cross_width_key: Some("cross_attention_hidden_size"),
             ..BART
         }
     ),
