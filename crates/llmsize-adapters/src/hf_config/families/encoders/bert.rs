@@ -128,6 +128,8 @@ pub(super) struct Bert {
     /// The head's class matches the norm rule (`RobertaPreLayerNormLMHead`), so its own
     /// `bias` counts as a norm parameter.
     pub head_bias_is_norm: bool,
+    /// `BigBird`'s `attention_type` (`block_sparse` caches nothing).
+    pub block_sparse: bool,
     /// The type's own additions.
     pub tweak: Option<Tweak>,
 }
@@ -157,6 +159,7 @@ pub(super) const BERT: Bert = Bert {
     base_pooler: true,
     table_in_head: false,
     head_bias_is_norm: false,
+    block_sparse: false,
     tweak: None,
 };
 
@@ -444,7 +447,7 @@ fn block_sparse_only(
     b: &Bert,
     positions: u64,
 ) -> Result<bool, ConfigError> {
-    if b.qkv_bias_key.is_none() {
+    if !b.block_sparse {
         return Ok(false);
     }
     let reason = format!("absent; `{}` default", b.class);

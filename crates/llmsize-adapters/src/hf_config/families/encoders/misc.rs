@@ -188,13 +188,14 @@ pub(super) fn xlnet(
     // `XLNetConfig` sets `d_head = d_model // n_head` (and rejects another `d_head`).
     let head_dim = raw.derived_head_dim(hidden, "d_model", heads, "n_head")?;
     let mems = raw.flag_or("use_mems_eval", true, reason)?;
-    let mem_len = match raw.value("mem_len") {
-        None => {
-            raw.assume("mem_len", 512, reason);
-            Some(512)
-        }
-        Some(Value::Null) => None,
-        Some(_) => raw.uint("mem_len")?,
+    // An explicit `null` is no memory length (every token kept), unlike an absent key.
+    let mem_len = if raw.value("mem_len").is_some() {
+        raw.uint("mem_len")?
+    } else if raw.has("mem_len") {
+        None
+    } else {
+        raw.assume("mem_len", 512, reason);
+        Some(512)
     };
     let reuse_len = raw.uint("reuse_len")?.filter(|n| *n > 0);
     let kept = match (mem_len.filter(|n| *n > 0), reuse_len) {

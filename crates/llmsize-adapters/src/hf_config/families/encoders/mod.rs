@@ -101,6 +101,7 @@ pub(crate) const FAMILIES: &[Family] = &[
             positions: 4096,
             qkv_bias_key: Some(("use_bias", true)),
             causal_pooler: true,
+            block_sparse: true,
             ..BERT
         }
     ),
