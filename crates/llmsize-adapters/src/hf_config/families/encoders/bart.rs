@@ -78,6 +78,10 @@ pub(super) struct Dec {
     pub never_tied: bool,
     /// The key of the cross-attention's k/v input width, when not `d_model`.
     pub cross_width_key: Option<&'static str>,
+    /// `encoder_layers` default when the encoder-decoder classes (`…ForConditionalGeneration`,
+    /// the bare `…Model`) are read too: a BART-shaped encoder with the decoder's position
+    /// table, embedding norm and final norm; `None`: only the causal class is read.
+    pub encoder_layers: Option<u64>,
 }
 
 /// `modeling_bart.py` with the `BartConfig` defaults.
@@ -99,6 +103,7 @@ pub(super) const BART: Dec = Dec {
     table_key: None,
     never_tied: false,
     cross_width_key: None,
+    encoder_layers: None,
 };
 
 /// Read an encoder-decoder config as its causal-LM class.
@@ -112,6 +117,9 @@ pub(super) fn read(
     let causal = arch == d.causal || arch.ends_with("ForCausalLM");
     if d.classic.is_some() && !causal {
         return seq2seq::bart(raw, head);
+    }
+    if !causal && let Some(enc_default) = d.encoder_layers {
+        return encoder_decoder(raw, family, head, d, arch, enc_default);
     }
     if !causal {
         let found = raw.value("architectures").cloned().unwrap_or(Value::Null);
@@ -236,6 +244,162 @@ pub(super) fn read(
             tied,
             biases: 0,
             transform: None,
+        },
+        pooler: None,
+        assumptions: Vec::new(),
+        warnings: Vec::new(),
+        symbol_sources: BTreeMap::new(),
+        extras: Vec::new(),
+        estimate: None,
+    })
+}
+
+/// The encoder-decoder classes of a BART-shaped type (`modeling_bart.py`'s
+/// `BartForConditionalGeneration` and `BartModel`): a `shared` table that the encoder's and
+/// decoder's `embed_tokens` and the `lm_head` tie to while `tie_word_embeddings` (two more
+/// tables once untied); each stack with the type's position table, embedding norm and final
+/// norm; encoder layers with self-attention and the FFN (two `LayerNorms`), decoder layers
+/// with cross-attention too (three), cached over the encoder output. `final_logits_bias` is
+/// a buffer.
+fn encoder_decoder(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    head: HeadChoice,
+    d: &Dec,
+    arch: String,
+    enc_default: u64,
+) -> Result<ModelSpec, ConfigError> {
+    let reason = format!("absent; `{}` default", d.class);
+    let bare = crate::hf_config::is_bare(&arch);
+    let lm = match head {
+        HeadChoice::Base => false,
+        HeadChoice::Lm => true,
+        HeadChoice::Config => !bare,
+    };
+    let stem = d.causal.trim_end_matches("ForCausalLM");
+    let architecture = match (lm, bare) {
+        (true, false) | (false, true) => arch,
+        (true, true) => format!("{stem}ForConditionalGeneration"),
+        (false, false) => format!("{stem}Model"),
+    };
+    // MVP's `use_prompt` (default false) adds prompt modules llmsize does not read.
+    if raw.flag("use_prompt")? == Some(true) {
+        return Err(raw.invalid(
+            "use_prompt",
+            &Value::Bool(true),
+            "`false` (llmsize does not read MVP's prompt modules)",
+        ));
+    }
+    let hidden = raw.size_or(&["d_model", "hidden_size"], Sym::Hidden, d.d_model, &reason)?;
+    let enc_layers = raw.size_or(
+        &["encoder_layers"],
+        Sym::EncoderLayers,
+        enc_default,
+        &reason,
+    )?;
+    let dec_layers = raw.size_or(&["decoder_layers"], Sym::DecoderLayers, d.layers, &reason)?;
+    let enc_heads = raw.size_or(&["encoder_attention_heads"], Sym::Heads, d.heads, &reason)?;
+    let dec_heads = raw.size_or(
+        &["decoder_attention_heads"],
+        Sym::DecoderHeads,
+        d.heads,
+        &reason,
+    )?;
+    let enc_ffn = raw.size_or(&["encoder_ffn_dim"], Sym::Ffn, d.ffn, &reason)?;
+    let dec_ffn = raw.size_or(&["decoder_ffn_dim"], Sym::DecoderFfn, d.ffn, &reason)?;
+    let vocab = raw.size_or(&["vocab_size"], Sym::Vocab, d.vocab, &reason)?;
+    let enc_head_dim =
+        raw.derived_head_dim(hidden, "d_model", enc_heads, "encoder_attention_heads")?;
+    let dec_head_dim =
+        raw.derived_head_dim(hidden, "d_model", dec_heads, "decoder_attention_heads")?;
+    let tied = raw.flag_or("tie_word_embeddings", true, &reason)?;
+    let embedding_norm = match d.embedding_norm {
+        On::Fixed(b) => b,
+        On::Key(k, default) => raw.flag_or(k, default, &reason)?,
+    };
+    let position = match d.position {
+        Positions::Rows(k) => {
+            let rows = raw.size_or(&[k], Sym::Context, d.positions, &reason)?;
+            Some(PositionEmbedding::Learned {
+                table: Table { rows, dim: hidden },
+                offset: 0,
+            })
+        }
+        Positions::Offset2 | Positions::TrOcr => {
+            let p = raw.size_or(
+                &["max_position_embeddings"],
+                Sym::Context,
+                d.positions,
+                &reason,
+            )?;
+            let rows = p.checked_add(2).ok_or_else(|| {
+                raw.invalid(
+                    "max_position_embeddings",
+                    &p.into(),
+                    "a size below 2^64 − 2",
+                )
+            })?;
+            Some(PositionEmbedding::Learned {
+                table: Table { rows, dim: hidden },
+                offset: 2,
+            })
+        }
+    };
+    let norm = Norm::layer_norm(hidden);
+    let enc_layer = Layer {
+        attention: Attention::Standard(mha(hidden, enc_heads, enc_heads, enc_head_dim, true)),
+        cross_attention: None,
+        ffn: Ffn::Dense(mlp(hidden, enc_ffn, false, true)),
+        norms: vec![norm; 2],
+        sliding_window: None,
+        extras: Vec::new(),
+        state: None,
+    };
+    let dec_attention = Attention::Standard(mha(hidden, dec_heads, dec_heads, dec_head_dim, true));
+    let dec_layer = Layer {
+        attention: dec_attention.clone(),
+        cross_attention: Some(dec_attention),
+        ffn: Ffn::Dense(mlp(hidden, dec_ffn, false, true)),
+        norms: vec![norm; 3],
+        sliding_window: None,
+        extras: Vec::new(),
+        state: None,
+    };
+    let enc_n = raw.layer_count("encoder_layers", enc_layers)?;
+    let dec_n = raw.layer_count("decoder_layers", dec_layers)?;
+    let stack = |role, layer: Layer, n: usize| Stack {
+        role,
+        position,
+        token_type: None,
+        embedding_norm: embedding_norm.then_some(norm),
+        layers: Layers::repeat(layer, n as u64),
+        final_norm: d.final_norm.then_some(norm),
+    };
+    Ok(ModelSpec {
+        name: String::new(),
+        model_type: family.model_type.to_owned(),
+        architecture,
+        hidden_size: hidden,
+        vocab_size: vocab,
+        context_length: None,
+        token_embedding: Some(Table {
+            rows: vocab,
+            dim: hidden,
+        }),
+        extra_token_tables: if tied { 0 } else { 2 },
+        embedding_projections: Vec::new(),
+        stacks: vec![
+            stack(StackRole::Encoder, enc_layer, enc_n),
+            stack(StackRole::CrossDecoder, dec_layer, dec_n),
+        ],
+        head: if lm {
+            OutputHead::Lm {
+                tied,
+                biases: 0,
+                transform: None,
+            }
+        } else {
+            OutputHead::None
         },
         pooler: None,
         assumptions: Vec::new(),

@@ -308,6 +308,7 @@ pub(crate) const FAMILIES: &[Family] = &[
             class: "MBartConfig",
             causal: "MBartForCausalLM",
             final_norm: true,
+            encoder_layers: Some(12),
             ..BART
         }
     ),
@@ -332,6 +333,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         Dec {
             class: "BlenderbotConfig",
             causal: "BlenderbotForCausalLM",
+            encoder_layers: Some(2),
             vocab: 8008,
             d_model: 2560,
             layers: 24,
@@ -351,6 +353,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         Dec {
             class: "BlenderbotSmallConfig",
             causal: "BlenderbotSmallForCausalLM",
+            encoder_layers: Some(8),
             d_model: 512,
             layers: 8,
             ffn: 2048,
@@ -366,6 +369,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         Dec {
             class: "PegasusConfig",
             causal: "PegasusForCausalLM",
+            encoder_layers: Some(12),
             position: bart::Positions::Rows("max_position_embeddings"),
             embedding_norm: On::Fixed(false),
             final_norm: true,
@@ -379,6 +383,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         Dec {
             class: "PLBartConfig",
             causal: "PLBartForCausalLM",
+            encoder_layers: Some(6),
             vocab: 50005,
             d_model: 768,
             layers: 6,
@@ -445,6 +450,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         Dec {
             class: "MvpConfig",
             causal: "MvpForCausalLM",
+            encoder_layers: Some(12),
             vocab: 50267,
             ..BART
         }
