@@ -82,6 +82,8 @@ pub(super) struct Dec {
     /// the bare `…Model`) are read too: a BART-shaped encoder with the decoder's position
     /// table, embedding norm and final norm; `None`: only the causal class is read.
     pub encoder_layers: Option<u64>,
+    /// The encoder-decoder LM class when not `…ForConditionalGeneration` (`MarianMTModel`).
+    pub lm_class: Option<&'static str>,
 }
 
 /// `modeling_bart.py` with the `BartConfig` defaults.
@@ -104,6 +106,7 @@ pub(super) const BART: Dec = Dec {
     never_tied: false,
     cross_width_key: None,
     encoder_layers: None,
+    lm_class: None,
 };
 
 /// Read an encoder-decoder config as its causal-LM class.
@@ -270,16 +273,19 @@ fn encoder_decoder(
     enc_default: u64,
 ) -> Result<ModelSpec, ConfigError> {
     let reason = format!("absent; `{}` default", d.class);
-    let bare = crate::hf_config::is_bare(&arch);
+    let stem = d.causal.trim_end_matches("ForCausalLM");
+    let lm_class = d
+        .lm_class
+        .map_or_else(|| format!("{stem}ForConditionalGeneration"), str::to_owned);
+    let bare = arch != lm_class && crate::hf_config::is_bare(&arch);
     let lm = match head {
         HeadChoice::Base => false,
         HeadChoice::Lm => true,
         HeadChoice::Config => !bare,
     };
-    let stem = d.causal.trim_end_matches("ForCausalLM");
     let architecture = match (lm, bare) {
         (true, false) | (false, true) => arch,
-        (true, true) => format!("{stem}ForConditionalGeneration"),
+        (true, true) => lm_class,
         (false, false) => format!("{stem}Model"),
     };
     // MVP's `use_prompt` (default false) adds prompt modules llmsize does not read.
@@ -289,6 +295,21 @@ fn encoder_decoder(
             &Value::Bool(true),
             "`false` (llmsize does not read MVP's prompt modules)",
         ));
+    }
+    if let Some(k) = d.table_key {
+        // Marian: read when the encoder and decoder share one table of `vocab_size` rows
+        // (the default); separate vocabularies build other tables and head widths.
+        let shared = raw.flag_or("share_encoder_decoder_embeddings", true, &reason)?;
+        let own = raw.size_opt(k)?;
+        let vocab = raw.size_opt("vocab_size")?;
+        if !shared || (own.is_some() && own != vocab) {
+            let found = raw.value(k).cloned().unwrap_or(Value::Null);
+            return Err(raw.invalid(
+                k,
+                &found,
+                "`vocab_size`, with `share_encoder_decoder_embeddings` (llmsize reads Marian's encoder-decoder classes with one shared vocabulary)",
+            ));
+        }
     }
     let hidden = raw.size_or(&["d_model", "hidden_size"], Sym::Hidden, d.d_model, &reason)?;
     let enc_layers = raw.size_or(

@@ -319,6 +319,8 @@ pub(crate) const FAMILIES: &[Family] = &[
         Dec {
             class: "MarianConfig",
             causal: "MarianForCausalLM",
+            encoder_layers: Some(12),
+            lm_class: Some("MarianMTModel"),
             vocab: 58101,
             position: bart::Positions::Rows("max_position_embeddings"),
             embedding_norm: On::Fixed(false),
