@@ -194,14 +194,13 @@ pub(super) fn read(
         return Ok(spec);
     }
     let masked = arch.ends_with("ForMaskedLM") && b.head != Head::Plain;
+    let bare = arch == b.base || (is_bare(&arch) && !arch.contains("For"));
     let built = match head {
         HeadChoice::Base => Built::Base,
         HeadChoice::Lm | HeadChoice::Config if masked => Built::Masked,
         HeadChoice::Lm => Built::Causal,
         HeadChoice::Config if causal => Built::Causal,
-        HeadChoice::Config if arch == b.base || (is_bare(&arch) && !arch.contains("For")) => {
-            Built::Base
-        }
+        HeadChoice::Config if bare => Built::Base,
         HeadChoice::Config => {
             let found = raw.value("architectures").cloned().unwrap_or(Value::Null);
             return Err(raw.invalid(
@@ -214,10 +213,10 @@ pub(super) fn read(
             ));
         }
     };
-    let architecture = match (built, causal || masked) {
-        (Built::Causal | Built::Masked, true) | (Built::Base, false) => arch,
-        (Built::Causal | Built::Masked, false) => b.causal.to_owned(),
-        (Built::Base, true) => b.base.to_owned(),
+    let architecture = match built {
+        Built::Causal if !causal => b.causal.to_owned(),
+        Built::Base if !bare => b.base.to_owned(),
+        Built::Causal | Built::Masked | Built::Base => arch,
     };
     build(raw, family, b, built, architecture)
 }
