@@ -1,5 +1,5 @@
 //! The families read by code of their own since llmsize began: GPT-2, GPT-J, GPT-NeoX, OPT,
-//! BLOOM, Falcon, Phi, the first MoE families, the encoders and T5/BART. Their
+//! BLOOM, Falcon, Phi, the first MoE families, DistilBERT, ModernBERT and T5. Their
 //! readers live in `decoder.rs`, `moe.rs`, `encoder.rs` and `seq2seq.rs`.
 
 use crate::hf_config::family::{Family, Read};
@@ -78,15 +78,6 @@ pub(crate) const FAMILIES: &[Family] = &[
     code!("gpt_oss", "GptOssConfig", "GptOssForCausalLM", |r, f, _| {
         moe::moe(r, f.model_type)
     }),
-    code!("bert", "BertConfig", "BertForMaskedLM", |r, f, h| {
-        encoder::encoder(r, f.model_type, h)
-    }),
-    code!(
-        "roberta",
-        "RobertaConfig",
-        "RobertaForMaskedLM",
-        |r, f, h| encoder::encoder(r, f.model_type, h)
-    ),
     code!(
         "distilbert",
         "DistilBertConfig",
@@ -102,10 +93,4 @@ pub(crate) const FAMILIES: &[Family] = &[
     code!("t5", "T5Config", "T5ForConditionalGeneration", |r, _, h| {
         seq2seq::t5(r, h)
     }),
-    code!(
-        "bart",
-        "BartConfig",
-        "BartForConditionalGeneration",
-        |r, _, h| seq2seq::bart(r, h)
-    ),
 ];
