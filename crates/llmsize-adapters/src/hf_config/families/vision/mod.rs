@@ -1,0 +1,148 @@
+//! Vision-language models: a text model read through the registry from `text_config`, and a
+//! vision tower with its projector as model-level extras in the `vision` category (audio
+//! towers in `audio`). The towers are written once each (`vit.rs`: CLIP, SigLIP; …) and the
+//! entries of this file combine them as each `modeling_*.py` does. The KV cache is the text
+//! model's.
+
+mod llava;
+mod parts;
+mod vit;
+
+use llmsize_core::Category;
+use llmsize_core::spec::{ModelSpec, OutputHead};
+
+use crate::error::ConfigError;
+use crate::hf_config::family::{Family, Read, read_sub_config};
+use crate::hf_config::raw::RawConfig;
+use crate::hf_config::{HeadChoice, architecture};
+use parts::{Parts, sub_type};
+use vit::Tower;
+
+/// How the composite decides tying the LM head to the token table.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Tie {
+    /// The top-level `tie_word_embeddings` (class default given) or the text config's
+    /// (`LlavaConfig.__post_init__`: `if not self.tie and text.tie: self.tie = text.tie`).
+    Either(bool),
+    /// The text config's alone.
+    Text,
+    /// The top-level key alone, with the class default.
+    Top(bool),
+}
+
+/// The text model under `text_config` (of `default_type` when it names none), renamed as
+/// the composite, with the composite's tying rule.
+pub(crate) fn text(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    default_type: &str,
+    head: HeadChoice,
+    tie: Tie,
+) -> Result<ModelSpec, ConfigError> {
+    text_at(raw, family, "text_config", default_type, head, tie)
+}
+
+/// [`text`] under another key.
+pub(crate) fn text_at(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    key: &str,
+    default_type: &str,
+    head: HeadChoice,
+    tie: Tie,
+) -> Result<ModelSpec, ConfigError> {
+    let mut spec = read_sub_config(raw, key, default_type, head)?;
+    let text_tied = matches!(spec.head, OutputHead::Lm { tied: true, .. });
+    let reason = format!("absent; `{}` default", family.config_class);
+    let tied = match tie {
+        Tie::Text => text_tied,
+        Tie::Either(d) => raw.flag_or("tie_word_embeddings", d, &reason)? || text_tied,
+        Tie::Top(d) => raw.flag_or("tie_word_embeddings", d, &reason)?,
+    };
+    if let OutputHead::Lm { tied: t, .. } = &mut spec.head {
+        *t = tied;
+    }
+    family.model_type.clone_into(&mut spec.model_type);
+    spec.architecture = architecture(raw, family.architecture);
+    Ok(spec)
+}
+
+/// The vision tower under `key` (`default_type` when it names none), by its `model_type`.
+pub(crate) fn vision_tower(
+    raw: &mut RawConfig<'_>,
+    key: &str,
+    default_type: &str,
+    p: &mut Parts,
+) -> Result<Tower, ConfigError> {
+    let t = sub_type(raw, key, default_type)?;
+    match t {
+        "clip_vision_model" => vit::clip(raw, key, p),
+        "siglip_vision_model" => vit::siglip(raw, key, p),
+        other => Err(crate::hf_config::unsupported(
+            &format!("{} ({key})", raw.file),
+            other,
+        )),
+    }
+}
+
+/// A spec with the vision parts appended.
+pub(crate) fn with_parts(mut spec: ModelSpec, p: Parts) -> ModelSpec {
+    spec.extras.extend(p.out);
+    spec
+}
+
+/// A new vision parts list.
+pub(crate) fn vision() -> Parts {
+    Parts::new(Category::Vision)
+}
+
+macro_rules! code {
+    ($t:literal, $class:literal, $arch:literal, $f:expr) => {
+        Family {
+            model_type: $t,
+            config_class: $class,
+            architecture: $arch,
+            read: Read::Code($f),
+        }
+    };
+}
+
+/// The entries of this file.
+pub(crate) const FAMILIES: &[Family] = &[
+    code!(
+        "llava",
+        "LlavaConfig",
+        "LlavaForConditionalGeneration",
+        llava::llava
+    ),
+    code!(
+        "llava_next",
+        "LlavaNextConfig",
+        "LlavaNextForConditionalGeneration",
+        llava::llava_next
+    ),
+    code!(
+        "llava_next_video",
+        "LlavaNextVideoConfig",
+        "LlavaNextVideoForConditionalGeneration",
+        llava::llava_next
+    ),
+    code!(
+        "llava_onevision",
+        "LlavaOnevisionConfig",
+        "LlavaOnevisionForConditionalGeneration",
+        llava::llava_onevision
+    ),
+    code!(
+        "vipllava",
+        "VipLlavaConfig",
+        "VipLlavaForConditionalGeneration",
+        llava::vipllava
+    ),
+    code!(
+        "video_llava",
+        "VideoLlavaConfig",
+        "VideoLlavaForConditionalGeneration",
+        llava::video_llava
+    ),
+];
