@@ -4,8 +4,10 @@
 //! entries of this file combine them as each `modeling_*.py` does. The KV cache is the text
 //! model's.
 
+mod gemma;
 mod llava;
 mod parts;
+mod pixtral;
 mod vit;
 
 use llmsize_core::Category;
@@ -78,6 +80,7 @@ pub(crate) fn vision_tower(
     match t {
         "clip_vision_model" => vit::clip(raw, key, p),
         "siglip_vision_model" => vit::siglip(raw, key, p),
+        "pixtral" => pixtral::pixtral(raw, key, p),
         other => Err(crate::hf_config::unsupported(
             &format!("{} ({key})", raw.file),
             other,
@@ -144,5 +147,36 @@ pub(crate) const FAMILIES: &[Family] = &[
         "VideoLlavaConfig",
         "VideoLlavaForConditionalGeneration",
         llava::video_llava
+    ),
+
+    code!(
+        "paligemma",
+        "PaliGemmaConfig",
+        "PaliGemmaForConditionalGeneration",
+        gemma::paligemma
+    ),
+    code!(
+        "gemma3",
+        "Gemma3Config",
+        "Gemma3ForConditionalGeneration",
+        gemma::gemma3
+    ),
+    code!(
+        "shieldgemma2",
+        "ShieldGemma2Config",
+        "Gemma3ForConditionalGeneration",
+        gemma::gemma3
+    ),
+    code!(
+        "mistral3",
+        "Mistral3Config",
+        "Mistral3ForConditionalGeneration",
+        pixtral::mistral3
+    ),
+    code!(
+        "lighton_ocr",
+        "LightOnOcrConfig",
+        "LightOnOcrForConditionalGeneration",
+        pixtral::lighton_ocr
     ),
 ];
