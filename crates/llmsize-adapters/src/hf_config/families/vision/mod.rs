@@ -5,6 +5,7 @@
 //! model's.
 
 mod gemma;
+mod intern;
 mod llava;
 mod parts;
 mod pixtral;
@@ -178,5 +179,18 @@ pub(crate) const FAMILIES: &[Family] = &[
         "LightOnOcrConfig",
         "LightOnOcrForConditionalGeneration",
         pixtral::lighton_ocr
+    ),
+
+    code!(
+        "internvl",
+        "InternVLConfig",
+        "InternVLForConditionalGeneration",
+        intern::internvl
+    ),
+    code!(
+        "qianfan_ocr",
+        "QianfanOCRConfig",
+        "QianfanOCRForConditionalGeneration",
+        intern::internvl
     ),
 ];

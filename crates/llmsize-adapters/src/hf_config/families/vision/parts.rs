@@ -203,6 +203,43 @@ impl Sub<'_, '_> {
         }
     }
 
+    /// A side given as one integer or a pair (`image_size: [448, 448]`), `default` when
+    /// absent: `(height, width)`.
+    pub(crate) fn pair(
+        &mut self,
+        key: &'static str,
+        default: u64,
+    ) -> Result<(u64, u64), ConfigError> {
+        match self.r.raw.value(key) {
+            Some(Value::Array(a)) => match a.as_slice() {
+                [h, w] => match (h.as_u64(), w.as_u64()) {
+                    (Some(h), Some(w)) if h > 0 && w > 0 => Ok((h, w)),
+                    _ => Err(self.r.raw.invalid(key, &Value::Array(a.clone()), "two positive integers")),
+                },
+                _ => Err(self.r.raw.invalid(key, &Value::Array(a.clone()), "two positive integers")),
+            },
+            _ => {
+                let n = self.size(key, default)?;
+                Ok((n, n))
+            }
+        }
+    }
+
+    /// A float, `default` when absent.
+    pub(crate) fn float(&mut self, key: &'static str, default: f64) -> Result<f64, ConfigError> {
+        match self.r.raw.value(key) {
+            None => {
+                let reason = self.reason();
+                self.r.raw.assume(key, default, &reason);
+                Ok(default)
+            }
+            Some(v) => v
+                .as_f64()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| self.r.raw.invalid(key, v, "a number")),
+        }
+    }
+
     /// The length of a list (`vision_feature_layer` given as layers), 1 for a single value.
     pub(crate) fn list_len_or_one(&mut self, key: &'static str) -> Result<u64, ConfigError> {
         match self.r.raw.value(key) {

@@ -23,13 +23,7 @@ pub(crate) fn pixtral(
         let k = vit_keys(s, (1024, 4096, 24, 1024, 16))?;
         let one = lit(1);
         let pre = "vision_tower";
-        p.conv(
-            format!("{pre}.patch_conv"),
-            "vision embeddings",
-            (lit(k.channels), lit(k.patch.saturating_mul(k.patch)), k.d()),
-            false,
-            &one,
-        );
+        k.patch_conv(p, format!("{pre}.patch_conv"), false);
         p.norm(format!("{pre}.ln_pre"), "vision norms", &k.d(), false, &one);
         let layer = VitLayer {
             qkv_bias: false,

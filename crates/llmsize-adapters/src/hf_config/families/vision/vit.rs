@@ -192,8 +192,10 @@ pub(crate) struct VitKeys {
     pub ffn: u64,
     pub layers: u64,
     pub channels: u64,
-    pub image: u64,
-    pub patch: u64,
+    /// Image side(s).
+    pub image: (u64, u64),
+    /// Patch side(s).
+    pub patch: (u64, u64),
 }
 
 /// ViT defaults of a configuration class: `(hidden, intermediate, layers, image, patch)`.
@@ -206,8 +208,8 @@ pub(crate) fn vit_keys(
         ffn: s.size("intermediate_size", ffn)?,
         layers: s.count("num_hidden_layers", layers)?,
         channels: s.size("num_channels", 3)?,
-        image: s.size("image_size", image)?,
-        patch: s.size("patch_size", patch)?,
+        image: s.pair("image_size", image)?,
+        patch: s.pair("patch_size", patch)?,
     })
 }
 
@@ -217,15 +219,19 @@ impl VitKeys {
             hidden: self.hidden,
             ffn: self.ffn,
             layers: self.layers,
-            patch: self.patch,
-            image: self.image,
+            patch: self.patch.0,
+            image: self.image.0,
         }
     }
 
     /// `(image / patch)²`.
     pub(crate) fn patches(&self) -> u64 {
-        let side = self.image / self.patch;
-        side.saturating_mul(side)
+        (self.image.0 / self.patch.0).saturating_mul(self.image.1 / self.patch.1)
+    }
+
+    /// The pixels of one patch, `p_h·p_w`.
+    pub(crate) fn kernel(&self) -> u64 {
+        self.patch.0.saturating_mul(self.patch.1)
     }
 
     pub(crate) fn d(&self) -> Expr {
@@ -240,11 +246,15 @@ impl VitKeys {
         sym("L_vis", self.layers)
     }
 
-    pub(crate) fn patch_in(&self) -> Expr {
-        mul(
-            lit(self.channels),
-            lit(self.patch.saturating_mul(self.patch)),
-        )
+    /// The patch convolution `c·p² → d_vis` (a linear over each patch).
+    pub(crate) fn patch_conv(&self, p: &mut Parts, name: String, bias: bool) {
+        p.conv(
+            name,
+            "vision embeddings",
+            (lit(self.channels), lit(self.kernel()), self.d()),
+            bias,
+            &lit(1),
+        );
     }
 }
 
@@ -256,13 +266,7 @@ pub(crate) fn clip(raw: &mut RawConfig<'_>, key: &str, p: &mut Parts) -> Result<
         let one = lit(1);
         let pre = "vision_tower";
         p.vector(format!("{pre}.embeddings.class_embedding"), "vision embeddings", k.d(), &one);
-        p.conv(
-            format!("{pre}.embeddings.patch_embedding"),
-            "vision embeddings",
-            (lit(k.channels), lit(k.patch * k.patch), k.d()),
-            false,
-            &one,
-        );
+        k.patch_conv(p, format!("{pre}.embeddings.patch_embedding"), false);
         p.table(
             format!("{pre}.embeddings.position_embedding"),
             "vision embeddings",
@@ -295,13 +299,7 @@ pub(crate) fn siglip(
 /// SigLIP's embeddings, encoder, post norm (when `post_norm`) and optional pooling head.
 pub(crate) fn siglip_body(p: &mut Parts, pre: &str, k: &VitKeys, head: bool, post_norm: bool) {
     let one = lit(1);
-    p.conv(
-        format!("{pre}.embeddings.patch_embedding"),
-        "vision embeddings",
-        (lit(k.channels), lit(k.patch * k.patch), k.d()),
-        true,
-        &one,
-    );
+    k.patch_conv(p, format!("{pre}.embeddings.patch_embedding"), true);
     p.table(
         format!("{pre}.embeddings.position_embedding"),
         "vision embeddings",
