@@ -5,6 +5,7 @@
 //! model's.
 
 mod gemma;
+mod idefics;
 mod intern;
 mod llava;
 mod parts;
@@ -192,5 +193,24 @@ pub(crate) const FAMILIES: &[Family] = &[
         "QianfanOCRConfig",
         "QianfanOCRForConditionalGeneration",
         intern::internvl
+    ),
+
+    code!(
+        "idefics2",
+        "Idefics2Config",
+        "Idefics2ForConditionalGeneration",
+        idefics::idefics2
+    ),
+    code!(
+        "idefics3",
+        "Idefics3Config",
+        "Idefics3ForConditionalGeneration",
+        idefics::idefics3
+    ),
+    code!(
+        "smolvlm",
+        "SmolVLMConfig",
+        "SmolVLMForConditionalGeneration",
+        idefics::idefics3
     ),
 ];
