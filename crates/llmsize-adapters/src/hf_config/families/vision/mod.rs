@@ -10,6 +10,7 @@ mod intern;
 mod llava;
 mod parts;
 mod pixtral;
+mod sam;
 mod vit;
 
 use llmsize_core::Category;
@@ -212,5 +213,18 @@ pub(crate) const FAMILIES: &[Family] = &[
         "SmolVLMConfig",
         "SmolVLMForConditionalGeneration",
         idefics::idefics3
+    ),
+
+    code!(
+        "got_ocr2",
+        "GotOcr2Config",
+        "GotOcr2ForConditionalGeneration",
+        sam::got_ocr2
+    ),
+    code!(
+        "pp_chart2table",
+        "PPChart2TableConfig",
+        "GotOcr2ForConditionalGeneration",
+        sam::got_ocr2
     ),
 ];

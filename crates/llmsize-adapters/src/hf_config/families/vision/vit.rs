@@ -203,9 +203,21 @@ pub(crate) fn vit_keys(
     s: &mut Sub<'_, '_>,
     (hidden, ffn, layers, image, patch): (u64, u64, u64, u64, u64),
 ) -> Result<VitKeys, ConfigError> {
+    let ffn = s.size("intermediate_size", ffn)?;
+    Ok(VitKeys {
+        ffn,
+        ..vit_keys_without_ffn(s, (hidden, layers, image, patch))?
+    })
+}
+
+/// [`vit_keys`] of a class whose MLP width has another key (`mlp_dim`): `ffn` is 0.
+pub(crate) fn vit_keys_without_ffn(
+    s: &mut Sub<'_, '_>,
+    (hidden, layers, image, patch): (u64, u64, u64, u64),
+) -> Result<VitKeys, ConfigError> {
     Ok(VitKeys {
         hidden: s.size("hidden_size", hidden)?,
-        ffn: s.size("intermediate_size", ffn)?,
+        ffn: 0,
         layers: s.count("num_hidden_layers", layers)?,
         channels: s.size("num_channels", 3)?,
         image: s.pair("image_size", image)?,
