@@ -4,6 +4,7 @@
 //! entries of this file combine them as each `modeling_*.py` does. The KV cache is the text
 //! model's.
 
+mod deepseek;
 mod gemma;
 mod idefics;
 mod intern;
@@ -226,5 +227,18 @@ pub(crate) const FAMILIES: &[Family] = &[
         "PPChart2TableConfig",
         "GotOcr2ForConditionalGeneration",
         sam::got_ocr2
+    ),
+
+    code!(
+        "deepseek_vl",
+        "DeepseekVLConfig",
+        "DeepseekVLForConditionalGeneration",
+        deepseek::deepseek_vl
+    ),
+    code!(
+        "deepseek_vl_hybrid",
+        "DeepseekVLHybridConfig",
+        "DeepseekVLHybridForConditionalGeneration",
+        deepseek::deepseek_vl_hybrid
     ),
 ];

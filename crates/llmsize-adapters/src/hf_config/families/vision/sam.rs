@@ -15,9 +15,33 @@ use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
 
 /// The encoder's output width (`output_channels`).
-pub(crate) fn sam_encoder(s: &mut Sub<'_, '_>, p: &mut Parts, pre: &str) -> Result<u64, ConfigError> {
+/// `SamVisionConfig` has no `mlp_dim` default but `int(hidden_size·mlp_ratio)` (`ratio`);
+/// `GotOcr2VisionConfig`'s is 3072.
+pub(crate) fn sam_encoder(
+    s: &mut Sub<'_, '_>,
+    p: &mut Parts,
+    pre: &str,
+    ratio: bool,
+) -> Result<u64, ConfigError> {
     let k = vit_keys_without_ffn(s, (768, 12, 1024, 16))?;
-    let ffn = s.size("mlp_dim", 3072)?;
+    let ffn = if ratio {
+        match s.size_opt("mlp_dim")? {
+            Some(n) => n,
+            None => {
+                let r = s.float("mlp_ratio", 4.0)?;
+                #[allow(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss,
+                    clippy::cast_precision_loss,
+                    reason = "Python's `int(hidden_size * mlp_ratio)` of sizes far below 2^52"
+                )]
+                let n = (k.hidden as f64 * r).trunc() as u64;
+                n
+            }
+        }
+    } else {
+        s.size("mlp_dim", 3072)?
+    };
     let heads = s.size("num_attention_heads", 12)?;
     let out = s.size("output_channels", 256)?;
     let qkv_bias = s.flag("qkv_bias", true)?;
@@ -102,7 +126,7 @@ pub(crate) fn got_ocr2(
     };
     let mut p = vision();
     let out = with_sub(raw, "vision_config", class, |s| {
-        sam_encoder(s, &mut p, "model.vision_tower")
+        sam_encoder(s, &mut p, "model.vision_tower", false)
     })?;
     let one = lit(1);
     let part = "multimodal projector";
