@@ -4,6 +4,7 @@
 //! entries of this file combine them as each `modeling_*.py` does. The KV cache is the text
 //! model's.
 
+mod blip;
 mod deepseek;
 mod gemma;
 mod idefics;
@@ -240,5 +241,24 @@ pub(crate) const FAMILIES: &[Family] = &[
         "DeepseekVLHybridConfig",
         "DeepseekVLHybridForConditionalGeneration",
         deepseek::deepseek_vl_hybrid
+    ),
+
+    code!(
+        "blip-2",
+        "Blip2Config",
+        "Blip2ForConditionalGeneration",
+        blip::blip2
+    ),
+    code!(
+        "instructblip",
+        "InstructBlipConfig",
+        "InstructBlipForConditionalGeneration",
+        blip::blip2
+    ),
+    code!(
+        "instructblipvideo",
+        "InstructBlipVideoConfig",
+        "InstructBlipVideoForConditionalGeneration",
+        blip::blip2
     ),
 ];
