@@ -10,6 +10,7 @@ mod gemma;
 mod idefics;
 mod intern;
 mod llava;
+mod ovis;
 mod parts;
 mod pixtral;
 mod sam;
@@ -260,5 +261,12 @@ pub(crate) const FAMILIES: &[Family] = &[
         "InstructBlipVideoConfig",
         "InstructBlipVideoForConditionalGeneration",
         blip::blip2
+    ),
+
+    code!(
+        "ovis2",
+        "Ovis2Config",
+        "Ovis2ForConditionalGeneration",
+        ovis::ovis2
     ),
 ];
