@@ -14,6 +14,7 @@ mod ovis;
 mod parts;
 mod pixtral;
 mod sam;
+mod shuffle;
 mod vit;
 
 use llmsize_core::Category;
@@ -86,6 +87,7 @@ pub(crate) fn vision_tower(
     match t {
         "clip_vision_model" => vit::clip(raw, key, p),
         "siglip_vision_model" => vit::siglip(raw, key, p),
+        "siglip2_vision_model" => vit::siglip2(raw, key, p),
         "pixtral" => pixtral::pixtral(raw, key, p),
         other => Err(crate::hf_config::unsupported(
             &format!("{} ({key})", raw.file),
@@ -269,4 +271,18 @@ pub(crate) const FAMILIES: &[Family] = &[
         "Ovis2ForConditionalGeneration",
         ovis::ovis2
     ),
+
+    code!(
+        "cohere2_vision",
+        "Cohere2VisionConfig",
+        "Cohere2VisionForConditionalGeneration",
+        shuffle::cohere2_vision
+    ),
+    code!(
+        "lfm2_vl",
+        "Lfm2VlConfig",
+        "Lfm2VlForConditionalGeneration",
+        shuffle::lfm2_vl
+    ),
+    code!("fuyu", "FuyuConfig", "FuyuForCausalLM", shuffle::fuyu),
 ];

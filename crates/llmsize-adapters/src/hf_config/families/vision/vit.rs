@@ -349,3 +349,53 @@ pub(crate) fn pooling_head(p: &mut Parts, pre: &str, d: &Expr, ff: &Expr) {
     p.norm(format!("{pre}.layernorm"), part, d, true, &one);
     mlp(p, &format!("{pre}.mlp"), (d, ff), false, true, &one);
 }
+
+/// `Siglip2VisionModel`: a linear patch embedding `c·p² → d_vis` (biased), `num_patches`
+/// positions, SigLIP's encoder, `post_layernorm` and the optional pooling head.
+pub(crate) fn siglip2(
+    raw: &mut RawConfig<'_>,
+    key: &str,
+    p: &mut Parts,
+) -> Result<Tower, ConfigError> {
+    with_sub(raw, key, "Siglip2VisionConfig", |s| {
+        let hidden = s.size("hidden_size", 768)?;
+        let ffn = s.size("intermediate_size", 3072)?;
+        let layers_n = s.count("num_hidden_layers", 12)?;
+        let channels = s.size("num_channels", 3)?;
+        let patch = s.size("patch_size", 16)?;
+        let patches = s.size("num_patches", 256)?;
+        let head = s.flag("vision_use_head", true)?;
+        let (d, ff, l) = (
+            sym("d_vis", hidden),
+            sym("d_ff_vis", ffn),
+            sym("L_vis", layers_n),
+        );
+        let one = lit(1);
+        let pre = "vision_tower.vision_model";
+        p.linear(
+            format!("{pre}.embeddings.patch_embedding"),
+            "vision embeddings",
+            (mul(lit(channels), lit(patch.saturating_mul(patch))), d.clone()),
+            true,
+            &one,
+        );
+        p.table(
+            format!("{pre}.embeddings.position_embedding"),
+            "vision embeddings",
+            (lit(patches), d.clone()),
+            &one,
+        );
+        layers(p, &format!("{pre}.encoder.layers"), &l, &VitLayer::clip(d.clone(), ff.clone()));
+        p.norm(format!("{pre}.post_layernorm"), "vision norms", &d, true, &one);
+        if head {
+            pooling_head(p, &format!("{pre}.head"), &d, &ff);
+        }
+        Ok(Tower {
+            hidden,
+            ffn,
+            layers: layers_n,
+            patch,
+            image: 0,
+        })
+    })
+}
