@@ -68,6 +68,15 @@ pub(crate) fn text_at(
         Tie::Either(d) => raw.flag_or("tie_word_embeddings", d, &reason)? || text_tied,
         Tie::Top(d) => raw.flag_or("tie_word_embeddings", d, &reason)?,
     };
+    // An explicit `tie_word_embeddings: false` (at the top, or in `text_config` when the top
+    // does not say) unties the loaded model whatever the class rule ties.
+    let explicit = match raw.flag("tie_word_embeddings")? {
+        Some(b) => Some(b),
+        None => parts::object(raw, key)?
+            .get("tie_word_embeddings")
+            .and_then(serde_json::Value::as_bool),
+    };
+    let tied = tied && explicit != Some(false);
     if let OutputHead::Lm { tied: t, .. } = &mut spec.head {
         *t = tied;
     }
