@@ -16,6 +16,7 @@ mod pixtral;
 mod sam;
 mod shuffle;
 mod vit;
+mod vq;
 
 use llmsize_core::Category;
 use llmsize_core::spec::{ModelSpec, OutputHead};
@@ -294,4 +295,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         shuffle::lfm2_vl
     ),
     code!("fuyu", "FuyuConfig", "FuyuForCausalLM", shuffle::fuyu),
+
+    code!(
+        "janus",
+        "JanusConfig",
+        "JanusForConditionalGeneration",
+        vq::janus
+    ),
 ];

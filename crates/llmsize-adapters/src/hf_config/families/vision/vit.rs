@@ -310,6 +310,26 @@ pub(crate) fn siglip(
 
 /// SigLIP's embeddings, encoder, post norm (when `post_norm`) and optional pooling head.
 pub(crate) fn siglip_body(p: &mut Parts, pre: &str, k: &VitKeys, head: bool, post_norm: bool) {
+    siglip_embeddings(p, pre, k);
+    layers(p, &format!("{pre}.encoder.layers"), &k.l(), &VitLayer::clip(k.d(), k.ff()));
+    let one = lit(1);
+    if post_norm {
+        p.norm(format!("{pre}.post_layernorm"), "vision norms", &k.d(), true, &one);
+    }
+    if head {
+        pooling_head(p, &format!("{pre}.head"), &k.d(), &k.ff());
+    }
+}
+
+/// SigLIP's embeddings, encoder layers `layer` and `post_layernorm`.
+pub(crate) fn siglip_body_with(p: &mut Parts, pre: &str, k: &VitKeys, layer: &VitLayer) {
+    siglip_embeddings(p, pre, k);
+    layers(p, &format!("{pre}.encoder.layers"), &k.l(), layer);
+    p.norm(format!("{pre}.post_layernorm"), "vision norms", &k.d(), true, &lit(1));
+}
+
+/// SigLIP's embeddings: a biased patch convolution, a position per patch.
+pub(crate) fn siglip_embeddings(p: &mut Parts, pre: &str, k: &VitKeys) {
     let one = lit(1);
     k.patch_conv(p, format!("{pre}.embeddings.patch_embedding"), true);
     p.table(
@@ -318,13 +338,6 @@ pub(crate) fn siglip_body(p: &mut Parts, pre: &str, k: &VitKeys, head: bool, pos
         (lit(k.patches()), k.d()),
         &one,
     );
-    layers(p, &format!("{pre}.encoder.layers"), &k.l(), &VitLayer::clip(k.d(), k.ff()));
-    if post_norm {
-        p.norm(format!("{pre}.post_layernorm"), "vision norms", &k.d(), true, &one);
-    }
-    if head {
-        pooling_head(p, &format!("{pre}.head"), &k.d(), &k.ff());
-    }
 }
 
 /// SigLIP's `MultiheadAttentionPoolingHead`.
