@@ -9,6 +9,7 @@ mod deepseek;
 mod gemma;
 mod idefics;
 mod intern;
+mod llama4;
 mod llava;
 mod ovis;
 mod parts;
@@ -301,5 +302,12 @@ pub(crate) const FAMILIES: &[Family] = &[
         "JanusConfig",
         "JanusForConditionalGeneration",
         vq::janus
+    ),
+
+    code!(
+        "llama4",
+        "Llama4Config",
+        "Llama4ForConditionalGeneration",
+        llama4::llama4
     ),
 ];
