@@ -11,6 +11,7 @@ mod idefics;
 mod intern;
 mod llama4;
 mod llava;
+mod mllama;
 mod ovis;
 mod parts;
 mod pixtral;
@@ -309,5 +310,12 @@ pub(crate) const FAMILIES: &[Family] = &[
         "Llama4Config",
         "Llama4ForConditionalGeneration",
         llama4::llama4
+    ),
+
+    code!(
+        "mllama",
+        "MllamaConfig",
+        "MllamaForConditionalGeneration",
+        mllama::mllama
     ),
 ];
