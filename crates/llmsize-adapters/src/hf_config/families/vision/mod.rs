@@ -6,6 +6,7 @@
 
 mod blip;
 mod deepseek;
+mod emu3;
 mod gemma;
 mod idefics;
 mod intern;
@@ -318,4 +319,6 @@ pub(crate) const FAMILIES: &[Family] = &[
         "MllamaForConditionalGeneration",
         mllama::mllama
     ),
+
+    code!("emu3", "Emu3Config", "Emu3ForCausalLM", emu3::emu3),
 ];
