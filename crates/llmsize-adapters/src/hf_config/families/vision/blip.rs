@@ -168,3 +168,81 @@ pub(crate) fn blip2(
     );
     Ok(with_parts(spec, p))
 }
+
+/// `BlipForConditionalGeneration`: `BlipVisionModel` (class token, biased patch convolution
+/// over 3 channels, positions, layers of a fused biased `qkv` and `projection`,
+/// `post_layernorm`) and `BlipTextLMHeadModel`, BERT with cross-attention to the image and an
+/// MLM-style head. Tying (of the decoder's weight and bias) follows either
+/// `tie_word_embeddings` (both default true); an explicit false unties the loaded weight.
+pub(crate) fn blip(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    _head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let arch = crate::hf_config::architecture(raw, f.architecture);
+    let mut p = vision();
+    let d_vis = with_sub(raw, "vision_config", "BlipVisionConfig", |s| {
+        let k = vit_keys(s, (768, 3072, 12, 384, 16))?;
+        let one = lit(1);
+        let pre = "vision_model";
+        let part = "vision embeddings";
+        let d = k.d();
+        p.vector(format!("{pre}.embeddings.class_embedding"), part, d.clone(), &one);
+        p.conv(
+            format!("{pre}.embeddings.patch_embedding"),
+            part,
+            (lit(3), lit(k.kernel()), d.clone()),
+            true,
+            &one,
+        );
+        p.table(
+            format!("{pre}.embeddings.position_embedding"),
+            part,
+            (lit(k.patches().saturating_add(1)), d.clone()),
+            &one,
+        );
+        let layer = super::vit::VitLayer {
+            fused: true,
+            ..super::vit::VitLayer::clip(d.clone(), k.ff())
+        };
+        super::vit::layers(&mut p, &format!("{pre}.encoder.layers"), &k.l(), &layer);
+        p.norm(format!("{pre}.post_layernorm"), "vision norms", &d, true, &one);
+        Ok(k.hidden)
+    })?;
+    let top = raw.flag("tie_word_embeddings")?;
+    let (mut spec, text_tie, text_explicit) =
+        with_sub(raw, "text_config", "BlipTextConfig", |s| {
+            let explicit = s.r.raw.flag("tie_word_embeddings")?;
+            let text_tie = s.flag("tie_word_embeddings", true)?;
+            let b = super::bert::BertText {
+                defaults: (30_524, 768, 12, 8, 3072, 512),
+                token_types: None,
+                cross: Some(d_vis),
+                transform: true,
+                tied: true,
+            };
+            // `is_decoder` (default true) gives every layer its cross-attention.
+            let decoder = s.flag("is_decoder", true)?;
+            let b = super::bert::BertText {
+                cross: decoder.then_some(d_vis),
+                ..b
+            };
+            Ok((
+                super::bert::bert_text(s, f.model_type, arch, &b)?,
+                text_tie,
+                explicit,
+            ))
+        })?;
+    let top_tie = top.unwrap_or(true);
+    if top.is_none() {
+        raw.assume("tie_word_embeddings", true, "absent; `BlipConfig` default");
+    }
+    let tied_by_class = top_tie || text_tie;
+    let explicit_false = top.or(text_explicit) == Some(false);
+    if let llmsize_core::spec::OutputHead::Lm { tied, biases, .. } = &mut spec.head {
+        *tied = tied_by_class && !explicit_false;
+        *biases = if tied_by_class { 1 } else { 2 };
+    }
+    spec.extras.extend(p.out);
+    Ok(spec)
+}

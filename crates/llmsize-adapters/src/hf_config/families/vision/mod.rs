@@ -4,10 +4,12 @@
 //! entries of this file combine them as each `modeling_*.py` does. The KV cache is the text
 //! model's.
 
+mod bert;
 mod blip;
 mod deepseek;
 mod emu3;
 mod gemma;
+mod git;
 mod idefics;
 mod intern;
 mod llama4;
@@ -321,4 +323,13 @@ pub(crate) const FAMILIES: &[Family] = &[
     ),
 
     code!("emu3", "Emu3Config", "Emu3ForCausalLM", emu3::emu3),
+
+    code!("git", "GitConfig", "GitForCausalLM", git::git),
+
+    code!(
+        "blip",
+        "BlipConfig",
+        "BlipForConditionalGeneration",
+        blip::blip
+    ),
 ];

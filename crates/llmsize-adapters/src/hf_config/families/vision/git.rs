@@ -1,0 +1,82 @@
+//! GIT (`modeling_git.py`): a CLIP-style image encoder (class token, patch convolution
+//! without bias, positions, `pre_layrnorm`, `post_layernorm`), `visual_projection` (a biased
+//! linear `d_vis → d` and a `LayerNorm`), optional per-image temporal embeddings, and the
+//! BERT-style text decoder of the top-level keys with a biased `output` head.
+
+use llmsize_core::spec::ModelSpec;
+
+use super::bert::{BertText, bert_text};
+use super::parts::{lit, sym, with_sub, with_top};
+use super::vit::{VitLayer, layers, vit_keys};
+use super::vision;
+use crate::error::ConfigError;
+use crate::hf_config::HeadChoice;
+use crate::hf_config::architecture;
+use crate::hf_config::family::Family;
+use crate::hf_config::raw::RawConfig;
+
+/// `GitForCausalLM`, tied by `tie_word_embeddings` (default false; the bias stays).
+pub(crate) fn git(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    _head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let arch = architecture(raw, f.architecture);
+    let (mut spec, temporal) = with_top(raw, f.config_class, |s| {
+        let tied = s.flag("tie_word_embeddings", false)?;
+        let temporal = s.r.raw.uint("num_image_with_embedding")?;
+        let b = BertText {
+            defaults: (30_522, 768, 6, 12, 3072, 1024),
+            token_types: None,
+            cross: None,
+            transform: false,
+            tied,
+        };
+        Ok((bert_text(s, f.model_type, arch, &b)?, temporal))
+    })?;
+    let mut p = vision();
+    let d_vis = with_sub(raw, "vision_config", "GitVisionConfig", |s| {
+        let k = vit_keys(s, (768, 3072, 12, 224, 16))?;
+        let one = lit(1);
+        let pre = "git.image_encoder.vision_model";
+        let part = "vision embeddings";
+        p.vector(format!("{pre}.embeddings.class_embedding"), part, k.d(), &one);
+        k.patch_conv(&mut p, format!("{pre}.embeddings.patch_embedding"), false);
+        p.table(
+            format!("{pre}.embeddings.position_embedding"),
+            part,
+            (lit(k.patches().saturating_add(1)), k.d()),
+            &one,
+        );
+        p.norm(format!("{pre}.pre_layrnorm"), "vision norms", &k.d(), true, &one);
+        layers(
+            &mut p,
+            &format!("{pre}.encoder.layers"),
+            &k.l(),
+            &VitLayer::clip(k.d(), k.ff()),
+        );
+        p.norm(format!("{pre}.post_layernorm"), "vision norms", &k.d(), true, &one);
+        Ok(k.hidden)
+    })?;
+    let one = lit(1);
+    let d = sym("d", spec.hidden_size);
+    let part = "visual projection";
+    p.linear(
+        "git.visual_projection.visual_projection.0",
+        part,
+        (sym("d_vis", d_vis), d.clone()),
+        true,
+        &one,
+    );
+    p.norm("git.visual_projection.visual_projection.1", part, &d, true, &one);
+    if let Some(n) = temporal.filter(|n| *n > 0) {
+        p.vector(
+            "git.img_temporal_embedding",
+            "vision embeddings",
+            sym("d_vis", d_vis),
+            &lit(n),
+        );
+    }
+    spec.extras.extend(p.out);
+    Ok(spec)
+}
