@@ -20,6 +20,7 @@ mod parts;
 mod pixtral;
 mod sam;
 mod shuffle;
+mod ved;
 mod vit;
 mod vq;
 
@@ -331,5 +332,12 @@ pub(crate) const FAMILIES: &[Family] = &[
         "BlipConfig",
         "BlipForConditionalGeneration",
         blip::blip
+    ),
+
+    code!(
+        "vision-encoder-decoder",
+        "VisionEncoderDecoderConfig",
+        "VisionEncoderDecoderModel",
+        ved::vision_encoder_decoder
     ),
 ];
