@@ -6,8 +6,8 @@
 use llmsize_core::spec::ModelSpec;
 
 use super::bert::{BertText, bert_text};
-use super::parts::{lit, sym, with_sub, with_top};
-use super::vit::{VitLayer, layers, vit_keys};
+use super::parts::{lit, sym, with_top};
+use super::vit::clip_with;
 use super::vision;
 use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
@@ -35,29 +35,15 @@ pub(crate) fn git(
         Ok((bert_text(s, f.model_type, arch, &b)?, temporal))
     })?;
     let mut p = vision();
-    let d_vis = with_sub(raw, "vision_config", "GitVisionConfig", |s| {
-        let k = vit_keys(s, (768, 3072, 12, 224, 16))?;
-        let one = lit(1);
-        let pre = "git.image_encoder.vision_model";
-        let part = "vision embeddings";
-        p.vector(format!("{pre}.embeddings.class_embedding"), part, k.d(), &one);
-        k.patch_conv(&mut p, format!("{pre}.embeddings.patch_embedding"), false);
-        p.table(
-            format!("{pre}.embeddings.position_embedding"),
-            part,
-            (lit(k.patches().saturating_add(1)), k.d()),
-            &one,
-        );
-        p.norm(format!("{pre}.pre_layrnorm"), "vision norms", &k.d(), true, &one);
-        layers(
-            &mut p,
-            &format!("{pre}.encoder.layers"),
-            &k.l(),
-            &VitLayer::clip(k.d(), k.ff()),
-        );
-        p.norm(format!("{pre}.post_layernorm"), "vision norms", &k.d(), true, &one);
-        Ok(k.hidden)
-    })?;
+    let d_vis = clip_with(
+        raw,
+        "vision_config",
+        "GitVisionConfig",
+        (768, 3072, 12, 224, 16),
+        &mut p,
+        "git.image_encoder.vision_model",
+    )?
+    .hidden;
     let one = lit(1);
     let d = sym("d", spec.hidden_size);
     let part = "visual projection";

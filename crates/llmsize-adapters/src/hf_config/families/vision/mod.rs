@@ -12,6 +12,7 @@ mod gemma;
 mod git;
 mod idefics;
 mod intern;
+mod kosmos;
 mod llama4;
 mod llava;
 mod mllama;
@@ -339,5 +340,12 @@ pub(crate) const FAMILIES: &[Family] = &[
         "VisionEncoderDecoderConfig",
         "VisionEncoderDecoderModel",
         ved::vision_encoder_decoder
+    ),
+
+    code!(
+        "kosmos-2",
+        "Kosmos2Config",
+        "Kosmos2ForConditionalGeneration",
+        kosmos::kosmos2
     ),
 ];

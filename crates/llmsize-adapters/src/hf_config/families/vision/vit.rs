@@ -273,10 +273,22 @@ impl VitKeys {
 /// `CLIPVisionModel`: class token, patch convolution (no bias), positions for every patch
 /// and the class token, `pre_layrnorm`, the encoder, `post_layernorm`.
 pub(crate) fn clip(raw: &mut RawConfig<'_>, key: &str, p: &mut Parts) -> Result<Tower, ConfigError> {
-    with_sub(raw, key, "CLIPVisionConfig", |s| {
-        let k = vit_keys(s, (768, 3072, 12, 224, 32))?;
+    clip_with(raw, key, "CLIPVisionConfig", (768, 3072, 12, 224, 32), p, "vision_tower")
+}
+
+/// The CLIP tower under `key` with another class's defaults
+/// `(hidden, intermediate, layers, image, patch)` (Kosmos-2's, GIT's).
+pub(crate) fn clip_with(
+    raw: &mut RawConfig<'_>,
+    key: &str,
+    class: &'static str,
+    defaults: (u64, u64, u64, u64, u64),
+    p: &mut Parts,
+    pre: &str,
+) -> Result<Tower, ConfigError> {
+    with_sub(raw, key, class, |s| {
+        let k = vit_keys(s, defaults)?;
         let one = lit(1);
-        let pre = "vision_tower";
         p.vector(format!("{pre}.embeddings.class_embedding"), "vision embeddings", k.d(), &one);
         k.patch_conv(p, format!("{pre}.embeddings.patch_embedding"), false);
         p.table(
