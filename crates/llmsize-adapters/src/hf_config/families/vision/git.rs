@@ -1,6 +1,6 @@
 //! GIT (`modeling_git.py`): a CLIP-style image encoder (class token, patch convolution
 //! without bias, positions, `pre_layrnorm`, `post_layernorm`), `visual_projection` (a biased
-//! linear `d_vis → d` and a `LayerNorm`), optional per-image temporal embeddings, and the
+//! linear `d_vis → d` and a `LayerNorm`), and the
 //! BERT-style text decoder of the top-level keys with a biased `output` head.
 
 use llmsize_core::spec::ModelSpec;
@@ -55,13 +55,15 @@ pub(crate) fn git(
         &one,
     );
     p.norm("git.visual_projection.visual_projection.1", part, &d, true, &one);
-    if let Some(n) = temporal.filter(|n| *n > 0) {
-        p.vector(
-            "git.img_temporal_embedding",
-            "vision embeddings",
-            sym("d_vis", d_vis),
-            &lit(n),
-        );
+    if temporal.is_some_and(|n| n > 0) {
+        // `img_temporal_embedding` (a `ParameterList` of `n` vectors of `d_vis`) is filed
+        // under no category, so the total cannot be split exactly.
+        return Err(super::not_read(
+            raw,
+            f.model_type,
+            "num_image_with_embedding",
+            "GIT without per-image temporal embeddings (`num_image_with_embedding: null`)",
+        ));
     }
     spec.extras.extend(p.out);
     Ok(spec)

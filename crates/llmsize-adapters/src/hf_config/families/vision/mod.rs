@@ -113,6 +113,16 @@ pub(crate) fn vision_tower(
     }
 }
 
+/// The refusal of a switch whose tensors the ground truth cannot file under a category
+/// (it lists them as `other`), so no exact figure exists: `what` names the switch.
+pub(crate) fn not_read(raw: &RawConfig<'_>, model_type: &str, what: &str, why: &str) -> ConfigError {
+    ConfigError::Unsupported {
+        file: raw.file.to_owned(),
+        found: format!("{model_type}` with `{what}"),
+        supported: why.to_owned(),
+    }
+}
+
 /// A spec with the vision parts appended.
 pub(crate) fn with_parts(mut spec: ModelSpec, p: Parts) -> ModelSpec {
     spec.extras.extend(p.out);
