@@ -15,6 +15,7 @@ mod intern;
 mod kosmos;
 mod llama4;
 mod llava;
+mod minicpm;
 mod mllama;
 mod ovis;
 mod parts;
@@ -357,5 +358,24 @@ pub(crate) const FAMILIES: &[Family] = &[
         "Kosmos2Config",
         "Kosmos2ForConditionalGeneration",
         kosmos::kosmos2
+    ),
+
+    code!(
+        "minicpmv4_6",
+        "MiniCPMV4_6Config",
+        "MiniCPMV4_6ForConditionalGeneration",
+        minicpm::minicpm
+    ),
+    code!(
+        "minicpmv4_7",
+        "MiniCPMV4_7Config",
+        "MiniCPMV4_7ForConditionalGeneration",
+        minicpm::minicpm
+    ),
+    code!(
+        "minicpm_ocr",
+        "MiniCPMOcrConfig",
+        "MiniCPMOcrForConditionalGeneration",
+        minicpm::minicpm
     ),
 ];
