@@ -13,6 +13,7 @@ mod git;
 mod idefics;
 mod intern;
 mod kosmos;
+mod lfm3;
 mod llama4;
 mod llava;
 mod minicpm;
@@ -377,5 +378,12 @@ pub(crate) const FAMILIES: &[Family] = &[
         "MiniCPMOcrConfig",
         "MiniCPMOcrForConditionalGeneration",
         minicpm::minicpm
+    ),
+
+    code!(
+        "lfm3_vl",
+        "Lfm3VlConfig",
+        "Lfm3VlForConditionalGeneration",
+        lfm3::lfm3_vl
     ),
 ];
