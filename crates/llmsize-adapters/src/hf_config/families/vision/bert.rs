@@ -50,10 +50,9 @@ pub(crate) fn bert_text(
     };
     s.r.raw.source(Sym::Hidden, "hidden_size");
     s.r.raw.source(Sym::Vocab, "vocab_size");
-    let head_dim = s
-        .r
-        .raw
-        .derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?;
+    let head_dim =
+        s.r.raw
+            .derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?;
     let ln = Norm::layer_norm(hidden);
     let mut extras = Vec::new();
     let mut norms = vec![ln; 2];
@@ -62,7 +61,12 @@ pub(crate) fn bert_text(
         let a = Category::Attention;
         let d = sym("d", hidden);
         let e = sym("d_enc", enc);
-        for (name, input) in [("query", &d), ("key", &e), ("value", &e), ("output.dense", &d)] {
+        for (name, input) in [
+            ("query", &d),
+            ("key", &e),
+            ("value", &e),
+            ("output.dense", &d),
+        ] {
             extras.push(Extra::linear(
                 format!("crossattention.{name}.weight"),
                 part,

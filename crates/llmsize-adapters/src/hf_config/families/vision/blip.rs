@@ -28,7 +28,12 @@ pub(crate) fn blip2_vision(
     let one = lit(1);
     let d = k.d();
     let part = "vision embeddings";
-    p.vector(format!("{pre}.embeddings.class_embedding"), part, d.clone(), &one);
+    p.vector(
+        format!("{pre}.embeddings.class_embedding"),
+        part,
+        d.clone(),
+        &one,
+    );
     // `in_channels=3` is fixed by the module, whatever `num_channels` says.
     p.conv(
         format!("{pre}.embeddings.patch_embedding"),
@@ -64,7 +69,13 @@ pub(crate) fn blip2_vision(
     p.norm(format!("{lp}.layer_norm1"), part, &d, true, &l);
     p.norm(format!("{lp}.layer_norm2"), part, &d, true, &l);
     mlp(p, &format!("{lp}.mlp"), (&d, &k.ff()), false, true, &l);
-    p.norm(format!("{pre}.post_layernorm"), "vision norms", &d, true, &one);
+    p.norm(
+        format!("{pre}.post_layernorm"),
+        "vision norms",
+        &d,
+        true,
+        &one,
+    );
     Ok(k.hidden)
 }
 
@@ -72,10 +83,34 @@ pub(crate) fn blip2_vision(
 /// `LayerNorm`), keys and values from `kv_in`.
 fn qformer_attention(p: &mut Parts, pre: &str, h: &Expr, kv_in: &Expr, copies: &Expr) {
     let part = "q-former";
-    p.linear(format!("{pre}.attention.query"), part, (h.clone(), h.clone()), true, copies);
-    p.linear(format!("{pre}.attention.key"), part, (kv_in.clone(), h.clone()), true, copies);
-    p.linear(format!("{pre}.attention.value"), part, (kv_in.clone(), h.clone()), true, copies);
-    p.linear(format!("{pre}.output.dense"), part, (h.clone(), h.clone()), true, copies);
+    p.linear(
+        format!("{pre}.attention.query"),
+        part,
+        (h.clone(), h.clone()),
+        true,
+        copies,
+    );
+    p.linear(
+        format!("{pre}.attention.key"),
+        part,
+        (kv_in.clone(), h.clone()),
+        true,
+        copies,
+    );
+    p.linear(
+        format!("{pre}.attention.value"),
+        part,
+        (kv_in.clone(), h.clone()),
+        true,
+        copies,
+    );
+    p.linear(
+        format!("{pre}.output.dense"),
+        part,
+        (h.clone(), h.clone()),
+        true,
+        copies,
+    );
     p.norm(format!("{pre}.output.LayerNorm"), part, h, true, copies);
 }
 
@@ -99,7 +134,12 @@ fn qformer(
     if instruct {
         let vocab = s.size("vocab_size", 30522)?;
         let positions = s.size("max_position_embeddings", 512)?;
-        p.table(format!("{pre}.embeddings.word_embeddings"), part, (lit(vocab), hs.clone()), &one);
+        p.table(
+            format!("{pre}.embeddings.word_embeddings"),
+            part,
+            (lit(vocab), hs.clone()),
+            &one,
+        );
         p.table(
             format!("{pre}.embeddings.position_embeddings"),
             part,
@@ -117,7 +157,13 @@ fn qformer(
     let cross = layers.div_ceil(freq);
     if cross > 0 {
         let c = sym("L_cross", cross);
-        qformer_attention(p, &format!("{lp}.crossattention"), &hs, &sym("d_vis", d_vis), &c);
+        qformer_attention(
+            p,
+            &format!("{lp}.crossattention"),
+            &hs,
+            &sym("d_vis", d_vis),
+            &c,
+        );
     }
     let ff = sym("d_ff_q", ffn);
     let mlps: &[&str] = if text_mlp {
@@ -127,8 +173,20 @@ fn qformer(
     };
     for m in mlps {
         let out = m.replace("intermediate", "output");
-        p.linear(format!("{lp}.{m}.dense"), part, (hs.clone(), ff.clone()), true, &l);
-        p.linear(format!("{lp}.{out}.dense"), part, (ff.clone(), hs.clone()), true, &l);
+        p.linear(
+            format!("{lp}.{m}.dense"),
+            part,
+            (hs.clone(), ff.clone()),
+            true,
+            &l,
+        );
+        p.linear(
+            format!("{lp}.{out}.dense"),
+            part,
+            (ff.clone(), hs.clone()),
+            true,
+            &l,
+        );
         p.norm(format!("{lp}.{out}.LayerNorm"), part, &hs, true, &l);
     }
     Ok(h)
@@ -146,7 +204,10 @@ pub(crate) fn blip2(
     let (vis_class, q_class) = match f.model_type {
         "blip-2" => ("Blip2VisionConfig", "Blip2QFormerConfig"),
         "instructblip" => ("InstructBlipVisionConfig", "InstructBlipQFormerConfig"),
-        _ => ("InstructBlipVideoVisionConfig", "InstructBlipVideoQFormerConfig"),
+        _ => (
+            "InstructBlipVideoVisionConfig",
+            "InstructBlipVideoQFormerConfig",
+        ),
     };
     let mut p = vision();
     let d_vis = with_sub(raw, "vision_config", vis_class, |s| {
@@ -187,7 +248,12 @@ pub(crate) fn blip(
         let pre = "vision_model";
         let part = "vision embeddings";
         let d = k.d();
-        p.vector(format!("{pre}.embeddings.class_embedding"), part, d.clone(), &one);
+        p.vector(
+            format!("{pre}.embeddings.class_embedding"),
+            part,
+            d.clone(),
+            &one,
+        );
         p.conv(
             format!("{pre}.embeddings.patch_embedding"),
             part,
@@ -206,7 +272,13 @@ pub(crate) fn blip(
             ..super::vit::VitLayer::clip(d.clone(), k.ff())
         };
         super::vit::layers(&mut p, &format!("{pre}.encoder.layers"), &k.l(), &layer);
-        p.norm(format!("{pre}.post_layernorm"), "vision norms", &d, true, &one);
+        p.norm(
+            format!("{pre}.post_layernorm"),
+            "vision norms",
+            &d,
+            true,
+            &one,
+        );
         Ok(k.hidden)
     })?;
     let top = raw.flag("tie_word_embeddings")?;

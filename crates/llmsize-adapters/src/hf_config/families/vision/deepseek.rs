@@ -1,5 +1,5 @@
 //! `DeepSeek`-VL (`modeling_deepseek_vl.py`) and its hybrid (`modeling_deepseek_vl_hybrid.py`):
-//! a SigLIP tower (`AutoModel` of `vision_config`), the hybrid's high-resolution SAM encoder
+//! a `SigLIP` tower (`AutoModel` of `vision_config`), the hybrid's high-resolution SAM encoder
 //! with a second neck and two convolutions, and the aligner; Llama text, tied by the
 //! top-level key (default true).
 
@@ -26,12 +26,18 @@ pub(crate) fn deepseek_vl(
     let one = lit(1);
     let d = sym("d", spec.hidden_size);
     let part = "aligner";
-    p.linear("model.aligner.linear1", part, (sym("d_vis", t.hidden), d.clone()), true, &one);
+    p.linear(
+        "model.aligner.linear1",
+        part,
+        (sym("d_vis", t.hidden), d.clone()),
+        true,
+        &one,
+    );
     p.linear("model.aligner.linear2", part, (d.clone(), d), true, &one);
     Ok(with_parts(spec, p))
 }
 
-/// `DeepseekVLHybridForConditionalGeneration`: the SigLIP tower, a `SamVisionModel` of
+/// `DeepseekVLHybridForConditionalGeneration`: the `SigLIP` tower, a `SamVisionModel` of
 /// `high_res_vision_config` with another neck (`high_res_vision_neck`), two stride-2 3×3
 /// convolutions `c → 2c → 4c` without bias, the scalar `high_res_vision_alpha`, and the
 /// aligner (`vision_proj` `d_vis → d/2`, `high_res_vision_proj` `4c → d/2`, `proj` `d → d`,
@@ -53,28 +59,69 @@ pub(crate) fn deepseek_vl_hybrid(
         ));
     }
     let (c, hidden) = with_sub(raw, key, "SamVisionConfig", |s| {
-        let c = sam_encoder(s, &mut p, "model.high_res_vision_model.vision_encoder", true)?;
+        let c = sam_encoder(
+            s,
+            &mut p,
+            "model.high_res_vision_model.vision_encoder",
+            true,
+        )?;
         Ok((c, s.size("hidden_size", 768)?))
     })?;
     let one = lit(1);
     let oc = sym("c_out", c);
     let part = "vision neck";
     let pre = "model.high_res_vision_neck";
-    p.conv(format!("{pre}.conv1"), part, (sym("d_sam", hidden), lit(1), oc.clone()), false, &one);
+    p.conv(
+        format!("{pre}.conv1"),
+        part,
+        (sym("d_sam", hidden), lit(1), oc.clone()),
+        false,
+        &one,
+    );
     p.norm(format!("{pre}.layer_norm1"), part, &oc, true, &one);
-    p.conv(format!("{pre}.conv2"), part, (oc.clone(), lit(9), oc.clone()), false, &one);
+    p.conv(
+        format!("{pre}.conv2"),
+        part,
+        (oc.clone(), lit(9), oc.clone()),
+        false,
+        &one,
+    );
     p.norm(format!("{pre}.layer_norm2"), part, &oc, true, &one);
     let two = mul(lit(2), oc.clone());
     let four = mul(lit(4), oc.clone());
     let pre = "model.high_res_vision_proj";
-    p.conv(format!("{pre}.conv1"), part, (oc, lit(9), two.clone()), false, &one);
-    p.conv(format!("{pre}.conv2"), part, (two, lit(9), four.clone()), false, &one);
+    p.conv(
+        format!("{pre}.conv1"),
+        part,
+        (oc, lit(9), two.clone()),
+        false,
+        &one,
+    );
+    p.conv(
+        format!("{pre}.conv2"),
+        part,
+        (two, lit(9), four.clone()),
+        false,
+        &one,
+    );
     p.vector("model.high_res_vision_alpha", part, lit(1), &one);
     let d = sym("d", spec.hidden_size);
     let half = lit(spec.hidden_size / 2);
     let part = "aligner";
-    p.linear("model.aligner.vision_proj", part, (sym("d_vis", t.hidden), half.clone()), true, &one);
-    p.linear("model.aligner.high_res_vision_proj", part, (four, half), true, &one);
+    p.linear(
+        "model.aligner.vision_proj",
+        part,
+        (sym("d_vis", t.hidden), half.clone()),
+        true,
+        &one,
+    );
+    p.linear(
+        "model.aligner.high_res_vision_proj",
+        part,
+        (four, half),
+        true,
+        &one,
+    );
     p.linear("model.aligner.proj", part, (d.clone(), d), true, &one);
     Ok(with_parts(spec, p))
 }

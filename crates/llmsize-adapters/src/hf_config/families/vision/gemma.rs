@@ -1,4 +1,4 @@
-//! Gemma's vision-language models over a SigLIP tower: PaliGemma (`modeling_paligemma.py`),
+//! Gemma's vision-language models over a `SigLIP` tower: `PaliGemma` (`modeling_paligemma.py`),
 //! Gemma 3 and `ShieldGemma` 2 (`modeling_gemma3.py`).
 
 use llmsize_core::spec::ModelSpec;
@@ -10,7 +10,7 @@ use crate::hf_config::HeadChoice;
 use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
 
-/// `PaliGemmaForConditionalGeneration`: SigLIP, one biased `linear` `d_vis → projection_dim`
+/// `PaliGemmaForConditionalGeneration`: `SigLIP`, one biased `linear` `d_vis → projection_dim`
 /// (the top-level key, default 2048), Gemma text; tied by the top-level key (default true).
 pub(crate) fn paligemma(
     raw: &mut RawConfig<'_>,
@@ -31,7 +31,7 @@ pub(crate) fn paligemma(
     Ok(with_parts(spec, p))
 }
 
-/// `Gemma3ForConditionalGeneration`: SigLIP, `mm_soft_emb_norm` (`RMSNorm(d_vis)`) and
+/// `Gemma3ForConditionalGeneration`: `SigLIP`, `mm_soft_emb_norm` (`RMSNorm(d_vis)`) and
 /// `mm_input_projection_weight` `d_vis × d`. `Gemma3Config` ties by its own key (default
 /// true); `ShieldGemma2Config` (default false) also when the text config ties.
 pub(crate) fn gemma3(
@@ -50,7 +50,13 @@ pub(crate) fn gemma3(
     let one = lit(1);
     let part = "multimodal projector";
     let dv = sym("d_vis", t.hidden);
-    p.norm("multi_modal_projector.mm_soft_emb_norm", part, &dv, false, &one);
+    p.norm(
+        "multi_modal_projector.mm_soft_emb_norm",
+        part,
+        &dv,
+        false,
+        &one,
+    );
     p.linear(
         "multi_modal_projector.mm_input_projection",
         part,

@@ -7,8 +7,8 @@ use llmsize_core::spec::ModelSpec;
 
 use super::bert::{BertText, bert_text};
 use super::parts::{lit, sym, with_top};
-use super::vit::clip_with;
 use super::vision;
+use super::vit::clip_with;
 use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
 use crate::hf_config::architecture;
@@ -54,7 +54,13 @@ pub(crate) fn git(
         true,
         &one,
     );
-    p.norm("git.visual_projection.visual_projection.1", part, &d, true, &one);
+    p.norm(
+        "git.visual_projection.visual_projection.1",
+        part,
+        &d,
+        true,
+        &one,
+    );
     if temporal.is_some_and(|n| n > 0) {
         // `img_temporal_embedding` (a `ParameterList` of `n` vectors of `d_vis`) is filed
         // under no category, so the total cannot be split exactly.

@@ -41,15 +41,30 @@ pub(crate) fn text_ffn(raw: &RawConfig<'_>, spec: &ModelSpec) -> Result<u64, Con
 }
 
 /// A gated MLP without biases `input → inner → output` (`Idefics2MLP`).
-pub(crate) fn gated(p: &mut Parts, prefix: &str, (input, inner, output): (&Expr, &Expr, &Expr), copies: &Expr) {
+pub(crate) fn gated(
+    p: &mut Parts,
+    prefix: &str,
+    (input, inner, output): (&Expr, &Expr, &Expr),
+    copies: &Expr,
+) {
     let part = "vision connector";
     for name in ["gate_proj", "up_proj"] {
-        p.linear(format!("{prefix}.{name}"), part, (input.clone(), inner.clone()), false, copies);
+        p.linear(
+            format!("{prefix}.{name}"),
+            part,
+            (input.clone(), inner.clone()),
+            false,
+            copies,
+        );
     }
-    p.linear(format!("{prefix}.down_proj"), part, (inner.clone(), output.clone()), false, copies);
+    p.linear(
+        format!("{prefix}.down_proj"),
+        part,
+        (inner.clone(), output.clone()),
+        false,
+        copies,
+    );
 }
-
-
 
 /// `Idefics2ForConditionalGeneration`: the tower, `modality_projection` (gated
 /// `d_vis → text intermediate → d`), and the perceiver resampler at the text width:
@@ -64,7 +79,12 @@ pub(crate) fn idefics2(
     let spec = text(raw, f, "mistral", head, Tie::Top(false))?;
     let ffn = text_ffn(raw, &spec)?;
     let mut p = vision();
-    let t = tower(raw, "Idefics2VisionConfig", (768, 3072, 12, 224, 32), &mut p)?;
+    let t = tower(
+        raw,
+        "Idefics2VisionConfig",
+        (768, 3072, 12, 224, 32),
+        &mut p,
+    )?;
     let d = sym("d", spec.hidden_size);
     let one = lit(1);
     let pre = "model.connector";
@@ -86,18 +106,56 @@ pub(crate) fn idefics2(
         })?;
     let pre = format!("{pre}.perceiver_resampler");
     let part = "perceiver resampler";
-    p.table(format!("{pre}.latents"), part, (lit(latents), d.clone()), &one);
+    p.table(
+        format!("{pre}.latents"),
+        part,
+        (lit(latents), d.clone()),
+        &one,
+    );
     let l = sym("L_resampler", depth);
-    for n in ["input_latents_norm", "input_context_norm", "post_attention_layernorm"] {
+    for n in [
+        "input_latents_norm",
+        "input_context_norm",
+        "post_attention_layernorm",
+    ] {
         p.norm(format!("{pre}.layers.{n}"), part, &d, false, &l);
     }
     let q = mul(lit(heads), lit(head_dim));
     let kvw = mul(lit(kv), lit(head_dim));
-    p.linear(format!("{pre}.layers.self_attn.q_proj"), part, (d.clone(), q.clone()), false, &l);
-    p.linear(format!("{pre}.layers.self_attn.k_proj"), part, (d.clone(), kvw.clone()), false, &l);
-    p.linear(format!("{pre}.layers.self_attn.v_proj"), part, (d.clone(), kvw), false, &l);
-    p.linear(format!("{pre}.layers.self_attn.o_proj"), part, (q, d.clone()), false, &l);
-    gated(&mut p, &format!("{pre}.layers.mlp"), (&d, &mul(lit(4), d.clone()), &d), &l);
+    p.linear(
+        format!("{pre}.layers.self_attn.q_proj"),
+        part,
+        (d.clone(), q.clone()),
+        false,
+        &l,
+    );
+    p.linear(
+        format!("{pre}.layers.self_attn.k_proj"),
+        part,
+        (d.clone(), kvw.clone()),
+        false,
+        &l,
+    );
+    p.linear(
+        format!("{pre}.layers.self_attn.v_proj"),
+        part,
+        (d.clone(), kvw),
+        false,
+        &l,
+    );
+    p.linear(
+        format!("{pre}.layers.self_attn.o_proj"),
+        part,
+        (q, d.clone()),
+        false,
+        &l,
+    );
+    gated(
+        &mut p,
+        &format!("{pre}.layers.mlp"),
+        (&d, &mul(lit(4), d.clone()), &d),
+        &l,
+    );
     p.norm(format!("{pre}.norm"), part, &d, false, &one);
     Ok(with_parts(spec, p))
 }

@@ -48,7 +48,11 @@ pub(crate) fn intern_vit(
         if mask {
             p.vector(format!("{pre}.embeddings.mask_token"), part, k.d(), &one);
         }
-        k.patch_conv(p, format!("{pre}.embeddings.patch_embeddings.projection"), true);
+        k.patch_conv(
+            p,
+            format!("{pre}.embeddings.patch_embeddings.projection"),
+            true,
+        );
         if absolute {
             p.table(
                 format!("{pre}.embeddings.position_embeddings"),
@@ -66,7 +70,13 @@ pub(crate) fn intern_vit(
         };
         layers(p, &format!("{pre}.encoder.layer"), &k.l(), &layer);
         if !mean_pooling {
-            p.norm(format!("{pre}.layernorm"), "vision norms", &k.d(), true, &one);
+            p.norm(
+                format!("{pre}.layernorm"),
+                "vision norms",
+                &k.d(),
+                true,
+                &one,
+            );
         }
         Ok(k.tower())
     })
@@ -115,7 +125,19 @@ pub(crate) fn internvl(
     let wide = mul(sym("d_vis", t.hidden), lit(n));
     let d = sym("d", spec.hidden_size);
     p.norm("multi_modal_projector.layer_norm", part, &wide, true, &one);
-    p.linear("multi_modal_projector.linear_1", part, (wide, d.clone()), true, &one);
-    p.linear("multi_modal_projector.linear_2", part, (d.clone(), d), true, &one);
+    p.linear(
+        "multi_modal_projector.linear_1",
+        part,
+        (wide, d.clone()),
+        true,
+        &one,
+    );
+    p.linear(
+        "multi_modal_projector.linear_2",
+        part,
+        (d.clone(), d),
+        true,
+        &one,
+    );
     Ok(with_parts(spec, p))
 }

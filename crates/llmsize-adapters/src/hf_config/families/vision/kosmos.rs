@@ -9,8 +9,8 @@ use llmsize_core::expr::Sym;
 use llmsize_core::spec::{Attention, Extra, Ffn, Layer, Layers, ModelSpec, Norm, OutputHead};
 
 use super::parts::{lit, sym, with_sub};
-use super::vit::clip_with;
 use super::vision;
+use super::vit::clip_with;
 use crate::error::ConfigError;
 use crate::hf_config::decoder::{Decoder, mha, mlp};
 use crate::hf_config::family::Family;
@@ -37,16 +37,32 @@ pub(crate) fn kosmos2(
         let cross = s.flag("add_cross_attention", false)?;
         s.r.raw.source(Sym::Hidden, "embed_dim");
         s.r.raw.source(Sym::Vocab, "vocab_size");
-        let head_dim = s.r.raw.derived_head_dim(e, "embed_dim", heads, "attention_heads")?;
+        let head_dim =
+            s.r.raw
+                .derived_head_dim(e, "embed_dim", heads, "attention_heads")?;
         let ln = Norm::layer_norm(e);
         let mut norms = vec![ln, ln, Norm::layer_norm(ffn), ln];
         let mut extras = Vec::new();
         if cross {
             let d = sym("E", e);
             for name in ["q_proj", "k_proj", "v_proj", "out_proj"] {
-                let (w, b) = (format!("encoder_attn.{name}.weight"), format!("encoder_attn.{name}.bias"));
-                extras.push(Extra::linear(w, "cross-attention", Category::Attention, d.clone(), d.clone()));
-                extras.push(Extra::vector(b, "cross-attention", Category::Attention, d.clone()));
+                let (w, b) = (
+                    format!("encoder_attn.{name}.weight"),
+                    format!("encoder_attn.{name}.bias"),
+                );
+                extras.push(Extra::linear(
+                    w,
+                    "cross-attention",
+                    Category::Attention,
+                    d.clone(),
+                    d.clone(),
+                ));
+                extras.push(Extra::vector(
+                    b,
+                    "cross-attention",
+                    Category::Attention,
+                    d.clone(),
+                ));
             }
             norms.push(ln);
         }
@@ -73,7 +89,11 @@ pub(crate) fn kosmos2(
     })?;
     let top = raw.flag("tie_word_embeddings")?;
     if top.is_none() {
-        raw.assume("tie_word_embeddings", true, "absent; `Kosmos2Config` default");
+        raw.assume(
+            "tie_word_embeddings",
+            true,
+            "absent; `Kosmos2Config` default",
+        );
     }
     let text_tie = text_explicit.unwrap_or(true);
     let explicit_false = top.or(text_explicit) == Some(false);
@@ -91,16 +111,38 @@ pub(crate) fn kosmos2(
     )?;
     let latents = {
         let reason = "absent; `Kosmos2Config` default";
-        raw.size_or(&["latent_query_num"], Sym::Named("latent_query_num"), 64, reason)?
+        raw.size_or(
+            &["latent_query_num"],
+            Sym::Named("latent_query_num"),
+            64,
+            reason,
+        )?
     };
     let one = lit(1);
     let d = sym("E", embed);
     let pre = "image_to_text_projection";
     let part = "image-to-text projection";
-    p.linear(format!("{pre}.dense"), part, (sym("d_vis", t.hidden), d.clone()), true, &one);
-    p.table(format!("{pre}.latent_query"), part, (lit(latents), d.clone()), &one);
+    p.linear(
+        format!("{pre}.dense"),
+        part,
+        (sym("d_vis", t.hidden), d.clone()),
+        true,
+        &one,
+    );
+    p.table(
+        format!("{pre}.latent_query"),
+        part,
+        (lit(latents), d.clone()),
+        &one,
+    );
     for name in ["q_proj", "k_proj", "v_proj", "out_proj"] {
-        p.linear(format!("{pre}.x_attn.{name}"), part, (d.clone(), d.clone()), true, &one);
+        p.linear(
+            format!("{pre}.x_attn.{name}"),
+            part,
+            (d.clone(), d.clone()),
+            true,
+            &one,
+        );
     }
     spec.extras.extend(p.out);
     Ok(spec)

@@ -58,7 +58,13 @@ pub(crate) fn lfm3_vl(
             false,
             &one,
         );
-        p.norm(format!("{pre}.embedding_norm"), "vision norms", &d, false, &one);
+        p.norm(
+            format!("{pre}.embedding_norm"),
+            "vision norms",
+            &d,
+            false,
+            &one,
+        );
         let all = sym("L_vis", n);
         let part = "vision encoder layers";
         p.norm(format!("{pre}.layers.operator_norm"), part, &d, false, &all);
@@ -79,8 +85,20 @@ pub(crate) fn lfm3_vl(
             let q = lit(heads * head_dim);
             let k = lit(kv * head_dim);
             let a = format!("{pre}.layers.self_attn");
-            p.linear(format!("{a}.q_proj"), part, (d.clone(), q.clone()), false, &la);
-            p.linear(format!("{a}.k_proj"), part, (d.clone(), k.clone()), false, &la);
+            p.linear(
+                format!("{a}.q_proj"),
+                part,
+                (d.clone(), q.clone()),
+                false,
+                &la,
+            );
+            p.linear(
+                format!("{a}.k_proj"),
+                part,
+                (d.clone(), k.clone()),
+                false,
+                &la,
+            );
             p.linear(format!("{a}.v_proj"), part, (d.clone(), k), false, &la);
             p.linear(format!("{a}.out_proj"), part, (q, d.clone()), false, &la);
             p.norm(format!("{a}.q_norm"), part, &lit(head_dim), false, &la);
@@ -89,14 +107,26 @@ pub(crate) fn lfm3_vl(
         if n_conv > 0 {
             let lc = sym("L_conv", n_conv);
             let c = format!("{pre}.layers.conv");
-            p.linear(format!("{c}.in_proj"), part, (d.clone(), mul(lit(3), d.clone())), false, &lc);
+            p.linear(
+                format!("{c}.in_proj"),
+                part,
+                (d.clone(), mul(lit(3), d.clone())),
+                false,
+                &lc,
+            );
             p.table(
                 format!("{c}.spatial_conv.weight"),
                 part,
                 (d.clone(), lit(kernel * kernel)),
                 &lc,
             );
-            p.linear(format!("{c}.out_proj"), part, (d.clone(), d.clone()), false, &lc);
+            p.linear(
+                format!("{c}.out_proj"),
+                part,
+                (d.clone(), d.clone()),
+                false,
+                &lc,
+            );
         }
         Ok((hidden, merge))
     })?;
@@ -113,7 +143,13 @@ pub(crate) fn lfm3_vl(
     p.norm(format!("{pre}.layer_norm"), part, &dv, true, &one);
     let wide = mul(dv, lit(merge.saturating_mul(merge)));
     let inner = sym("d_proj", inner);
-    p.linear(format!("{pre}.linear_1"), part, (wide, inner.clone()), bias, &one);
+    p.linear(
+        format!("{pre}.linear_1"),
+        part,
+        (wide, inner.clone()),
+        bias,
+        &one,
+    );
     p.linear(
         format!("{pre}.linear_2"),
         part,

@@ -48,8 +48,20 @@ pub(crate) fn llama4(
             (lit(k.patches().saturating_add(1)), k.d()),
             &one,
         );
-        p.norm(format!("{pre}.layernorm_pre"), "vision norms", &k.d(), true, &one);
-        p.norm(format!("{pre}.layernorm_post"), "vision norms", &k.d(), true, &one);
+        p.norm(
+            format!("{pre}.layernorm_pre"),
+            "vision norms",
+            &k.d(),
+            true,
+            &one,
+        );
+        p.norm(
+            format!("{pre}.layernorm_post"),
+            "vision norms",
+            &k.d(),
+            true,
+            &one,
+        );
         layers(
             &mut p,
             &format!("{pre}.model.layers"),

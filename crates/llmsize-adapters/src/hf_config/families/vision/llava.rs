@@ -1,4 +1,4 @@
-//! LLaVA and its descendants (`modeling_llava*.py`, `modeling_vipllava.py`,
+//! `LLaVA` and its descendants (`modeling_llava*.py`, `modeling_vipllava.py`,
 //! `modeling_video_llava.py`): `AutoModel` of `vision_config` (CLIP by default), a two-layer
 //! projector `d_vis·n_layers → d → d`, and the text model of `text_config`.
 
@@ -58,7 +58,7 @@ pub(crate) fn llava(
     Ok(with_parts(spec, p))
 }
 
-/// `LlavaNextForConditionalGeneration` (and `LlavaNextVideo…`): LLaVA with an
+/// `LlavaNextForConditionalGeneration` (and `LlavaNextVideo…`): `LLaVA` with an
 /// `image_newline` vector of `d`. `LlavaNextConfig` keeps its own `tie_word_embeddings`;
 /// `LlavaNextVideoConfig` also takes the text config's.
 pub(crate) fn llava_next(
@@ -75,11 +75,16 @@ pub(crate) fn llava_next(
     let mut p = vision();
     let t = vision_tower(raw, "vision_config", "clip_vision_model", &mut p)?;
     projector(raw, f.config_class, &mut p, t.hidden, spec.hidden_size)?;
-    p.vector("image_newline", "multimodal projector", sym("d", spec.hidden_size), &lit(1));
+    p.vector(
+        "image_newline",
+        "multimodal projector",
+        sym("d", spec.hidden_size),
+        &lit(1),
+    );
     Ok(with_parts(spec, p))
 }
 
-/// `LlavaOnevisionForConditionalGeneration`: LLaVA-NeXT over a SigLIP tower and Qwen2.
+/// `LlavaOnevisionForConditionalGeneration`: LLaVA-NeXT over a `SigLIP` tower and Qwen2.
 pub(crate) fn llava_onevision(
     raw: &mut RawConfig<'_>,
     f: &Family,
@@ -89,7 +94,12 @@ pub(crate) fn llava_onevision(
     let mut p = vision();
     let t = vision_tower(raw, "vision_config", "siglip_vision_model", &mut p)?;
     projector(raw, f.config_class, &mut p, t.hidden, spec.hidden_size)?;
-    p.vector("image_newline", "multimodal projector", sym("d", spec.hidden_size), &lit(1));
+    p.vector(
+        "image_newline",
+        "multimodal projector",
+        sym("d", spec.hidden_size),
+        &lit(1),
+    );
     Ok(with_parts(spec, p))
 }
 
@@ -105,7 +115,9 @@ pub(crate) fn vipllava(
     let t = vision_tower(raw, "vision_config", "clip_vision_model", &mut p)?;
     // `VipLlavaConfig.vision_feature_layer` defaults to five layers.
     let n = if raw.has("vision_feature_layer") {
-        with_top(raw, f.config_class, |s| s.list_len_or_one("vision_feature_layer"))?
+        with_top(raw, f.config_class, |s| {
+            s.list_len_or_one("vision_feature_layer")
+        })?
     } else {
         raw.assume(
             "vision_feature_layer",
@@ -118,14 +130,32 @@ pub(crate) fn vipllava(
     let wide = mul(sym("d_vis", t.hidden), lit(n));
     let d = sym("d", spec.hidden_size);
     let part = "multimodal projector";
-    p.norm("multi_modal_projector.projector_layernorm", part, &wide, true, &one);
-    p.linear("multi_modal_projector.linear_1", part, (wide, d.clone()), true, &one);
-    p.linear("multi_modal_projector.linear_2", part, (d.clone(), d), true, &one);
+    p.norm(
+        "multi_modal_projector.projector_layernorm",
+        part,
+        &wide,
+        true,
+        &one,
+    );
+    p.linear(
+        "multi_modal_projector.linear_1",
+        part,
+        (wide, d.clone()),
+        true,
+        &one,
+    );
+    p.linear(
+        "multi_modal_projector.linear_2",
+        part,
+        (d.clone(), d),
+        true,
+        &one,
+    );
     Ok(with_parts(spec, p))
 }
 
 /// `VideoLlavaForConditionalGeneration`: two towers of `vision_config`, `image_tower` and
-/// `video_tower`, and LLaVA's projector.
+/// `video_tower`, and `LLaVA`'s projector.
 pub(crate) fn video_llava(
     raw: &mut RawConfig<'_>,
     f: &Family,

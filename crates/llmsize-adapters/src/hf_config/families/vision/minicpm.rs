@@ -37,17 +37,35 @@ pub(crate) fn minicpm(
         let layer = VitLayer::clip(k.d(), k.ff());
         layers(&mut p, &format!("{pre}.encoder.layers"), &k.l(), &layer);
         let one = lit(1);
-        p.norm(format!("{pre}.post_layernorm"), "vision norms", &k.d(), true, &one);
+        p.norm(
+            format!("{pre}.post_layernorm"),
+            "vision norms",
+            &k.d(),
+            true,
+            &one,
+        );
         let m = format!("{pre}.vit_merger");
         let part = "window attention merger";
         for n in ["q_proj", "k_proj", "v_proj", "out_proj"] {
-            p.linear(format!("{m}.self_attn.{n}"), part, (k.d(), k.d()), true, &one);
+            p.linear(
+                format!("{m}.self_attn.{n}"),
+                part,
+                (k.d(), k.d()),
+                true,
+                &one,
+            );
         }
         p.norm(format!("{m}.layer_norm1"), part, &k.d(), true, &one);
         let wide = mul(k.d(), lit(w));
         let inner = mul(k.ff(), lit(w));
         p.norm(format!("{m}.pre_norm"), part, &wide, true, &one);
-        p.linear(format!("{m}.linear_1"), part, (wide, inner.clone()), true, &one);
+        p.linear(
+            format!("{m}.linear_1"),
+            part,
+            (wide, inner.clone()),
+            true,
+            &one,
+        );
         p.linear(format!("{m}.linear_2"), part, (inner, k.d()), true, &one);
         Ok(k.hidden)
     })?;
@@ -65,8 +83,20 @@ pub(crate) fn minicpm(
     }) {
         let pre = format!("model.merger.mlp.{i}");
         p.norm(format!("{pre}.pre_norm"), part, &four, true, &one);
-        p.linear(format!("{pre}.linear_1"), part, (four.clone(), four.clone()), true, &one);
-        p.linear(format!("{pre}.linear_2"), part, (four.clone(), out), true, &one);
+        p.linear(
+            format!("{pre}.linear_1"),
+            part,
+            (four.clone(), four.clone()),
+            true,
+            &one,
+        );
+        p.linear(
+            format!("{pre}.linear_2"),
+            part,
+            (four.clone(), out),
+            true,
+            &one,
+        );
     }
     Ok(with_parts(spec, p))
 }

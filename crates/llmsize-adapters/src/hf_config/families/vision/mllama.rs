@@ -9,14 +9,14 @@ use llmsize_core::expr::{Expr, Sym};
 use llmsize_core::spec::{Attention, Extra, Ffn, Layer, Layers, ModelSpec, Norm, Table};
 
 use super::parts::{Parts, Sub, lit, mul, sym, with_sub};
-use super::vit::{VitLayer, layers};
 use super::vision;
+use super::vit::{VitLayer, layers};
 use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
+use crate::hf_config::architecture;
 use crate::hf_config::decoder::{Decoder, mha, mlp};
 use crate::hf_config::family::{Family, index_list};
 use crate::hf_config::raw::RawConfig;
-use crate::hf_config::architecture;
 
 /// `MllamaTextModel` with an untied `lm_head`: `embed_tokens` has `vocab_size + 8` rows.
 fn text_model(s: &mut Sub<'_, '_>, arch: String) -> Result<ModelSpec, ConfigError> {
@@ -28,10 +28,9 @@ fn text_model(s: &mut Sub<'_, '_>, arch: String) -> Result<ModelSpec, ConfigErro
     let ffn = s.size("intermediate_size", 14_336)?;
     s.r.raw.source(Sym::Hidden, "hidden_size");
     s.r.raw.source(Sym::Vocab, "vocab_size");
-    let head_dim = s
-        .r
-        .raw
-        .derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?;
+    let head_dim =
+        s.r.raw
+            .derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?;
     let cross: Vec<u64> = if s.r.raw.value("cross_attention_layers").is_some() {
         index_list(s.r.raw, "cross_attention_layers", n)?
     } else {
@@ -88,15 +87,14 @@ fn text_model(s: &mut Sub<'_, '_>, arch: String) -> Result<ModelSpec, ConfigErro
             }
         }
     });
-    let mut spec = Decoder::new("mllama", arch, hidden, vocab, stack, Some(norm), false).into_spec();
+    let mut spec =
+        Decoder::new("mllama", arch, hidden, vocab, stack, Some(norm), false).into_spec();
     spec.token_embedding = Some(Table {
         rows: vocab.saturating_add(8),
         dim: hidden,
     });
     Ok(spec)
 }
-
-
 
 /// `MllamaVisionModel`; returns `vision_output_dim`.
 fn vision_model(s: &mut Sub<'_, '_>, p: &mut Parts) -> Result<u64, ConfigError> {
@@ -143,7 +141,12 @@ fn vision_model(s: &mut Sub<'_, '_>, p: &mut Parts) -> Result<u64, ConfigError> 
     p.vector(format!("{pre}.class_embedding"), part, d.clone(), &one);
     let g = format!("{pre}.gated_positional_embedding");
     p.vector(format!("{g}.gate"), part, lit(1), &one);
-    p.table(format!("{g}.embedding"), part, (lit(patches), d.clone()), &one);
+    p.table(
+        format!("{g}.embedding"),
+        part,
+        (lit(patches), d.clone()),
+        &one,
+    );
     p.table(
         format!("{g}.tile_embedding"),
         part,
@@ -153,7 +156,10 @@ fn vision_model(s: &mut Sub<'_, '_>, p: &mut Parts) -> Result<u64, ConfigError> 
         ),
         &one,
     );
-    for t in ["pre_tile_positional_embedding", "post_tile_positional_embedding"] {
+    for t in [
+        "pre_tile_positional_embedding",
+        "post_tile_positional_embedding",
+    ] {
         p.table(
             format!("{pre}.{t}.embedding"),
             part,
@@ -162,18 +168,45 @@ fn vision_model(s: &mut Sub<'_, '_>, p: &mut Parts) -> Result<u64, ConfigError> 
         );
         p.vector(format!("{pre}.{t}.gate"), part, lit(1), &one);
     }
-    p.norm(format!("{pre}.layernorm_pre"), "vision norms", &d, true, &one);
-    p.norm(format!("{pre}.layernorm_post"), "vision norms", &d, true, &one);
+    p.norm(
+        format!("{pre}.layernorm_pre"),
+        "vision norms",
+        &d,
+        true,
+        &one,
+    );
+    p.norm(
+        format!("{pre}.layernorm_post"),
+        "vision norms",
+        &d,
+        true,
+        &one,
+    );
     let layer = VitLayer {
         qkv_bias: false,
         o_bias: false,
         ..VitLayer::clip(d.clone(), sym("d_ff_vis", ffn))
     };
-    layers(p, &format!("{pre}.transformer.layers"), &sym("L_vis", n), &layer);
+    layers(
+        p,
+        &format!("{pre}.transformer.layers"),
+        &sym("L_vis", n),
+        &layer,
+    );
     let lg = sym("L_global", global);
     layers(p, &format!("{pre}.global_transformer.layers"), &lg, &layer);
-    p.vector(format!("{pre}.global_transformer.layers.gate_attn"), part, lit(1), &lg);
-    p.vector(format!("{pre}.global_transformer.layers.gate_ffn"), part, lit(1), &lg);
+    p.vector(
+        format!("{pre}.global_transformer.layers.gate_attn"),
+        part,
+        lit(1),
+        &lg,
+    );
+    p.vector(
+        format!("{pre}.global_transformer.layers.gate_ffn"),
+        part,
+        lit(1),
+        &lg,
+    );
     Ok(out)
 }
 

@@ -1,6 +1,6 @@
 //! Vision-language models: a text model read through the registry from `text_config`, and a
 //! vision tower with its projector as model-level extras in the `vision` category (audio
-//! towers in `audio`). The towers are written once each (`vit.rs`: CLIP, SigLIP; …) and the
+//! towers in `audio`). The towers are written once each (`vit.rs`: CLIP, `SigLIP`; …) and the
 //! entries of this file combine them as each `modeling_*.py` does. The KV cache is the text
 //! model's.
 
@@ -117,7 +117,12 @@ pub(crate) fn vision_tower(
 
 /// The refusal of a switch whose tensors the ground truth cannot file under a category
 /// (it lists them as `other`), so no exact figure exists: `what` names the switch.
-pub(crate) fn not_read(raw: &RawConfig<'_>, model_type: &str, what: &str, why: &str) -> ConfigError {
+pub(crate) fn not_read(
+    raw: &RawConfig<'_>,
+    model_type: &str,
+    what: &str,
+    why: &str,
+) -> ConfigError {
     ConfigError::Unsupported {
         file: raw.file.to_owned(),
         found: format!("{model_type}` with `{what}"),
@@ -185,7 +190,6 @@ pub(crate) const FAMILIES: &[Family] = &[
         "VideoLlavaForConditionalGeneration",
         llava::video_llava
     ),
-
     code!(
         "paligemma",
         "PaliGemmaConfig",
@@ -216,7 +220,6 @@ pub(crate) const FAMILIES: &[Family] = &[
         "LightOnOcrForConditionalGeneration",
         pixtral::lighton_ocr
     ),
-
     code!(
         "internvl",
         "InternVLConfig",
@@ -229,7 +232,6 @@ pub(crate) const FAMILIES: &[Family] = &[
         "QianfanOCRForConditionalGeneration",
         intern::internvl
     ),
-
     code!(
         "idefics2",
         "Idefics2Config",
@@ -248,7 +250,6 @@ pub(crate) const FAMILIES: &[Family] = &[
         "SmolVLMForConditionalGeneration",
         idefics::idefics3
     ),
-
     code!(
         "got_ocr2",
         "GotOcr2Config",
@@ -261,7 +262,6 @@ pub(crate) const FAMILIES: &[Family] = &[
         "GotOcr2ForConditionalGeneration",
         sam::got_ocr2
     ),
-
     code!(
         "deepseek_vl",
         "DeepseekVLConfig",
@@ -274,7 +274,6 @@ pub(crate) const FAMILIES: &[Family] = &[
         "DeepseekVLHybridForConditionalGeneration",
         deepseek::deepseek_vl_hybrid
     ),
-
     code!(
         "blip-2",
         "Blip2Config",
@@ -293,14 +292,12 @@ pub(crate) const FAMILIES: &[Family] = &[
         "InstructBlipVideoForConditionalGeneration",
         blip::blip2
     ),
-
     code!(
         "ovis2",
         "Ovis2Config",
         "Ovis2ForConditionalGeneration",
         ovis::ovis2
     ),
-
     code!(
         "cohere2_vision",
         "Cohere2VisionConfig",
@@ -314,53 +311,44 @@ pub(crate) const FAMILIES: &[Family] = &[
         shuffle::lfm2_vl
     ),
     code!("fuyu", "FuyuConfig", "FuyuForCausalLM", shuffle::fuyu),
-
     code!(
         "janus",
         "JanusConfig",
         "JanusForConditionalGeneration",
         vq::janus
     ),
-
     code!(
         "llama4",
         "Llama4Config",
         "Llama4ForConditionalGeneration",
         llama4::llama4
     ),
-
     code!(
         "mllama",
         "MllamaConfig",
         "MllamaForConditionalGeneration",
         mllama::mllama
     ),
-
     code!("emu3", "Emu3Config", "Emu3ForCausalLM", emu3::emu3),
-
     code!("git", "GitConfig", "GitForCausalLM", git::git),
-
     code!(
         "blip",
         "BlipConfig",
         "BlipForConditionalGeneration",
         blip::blip
     ),
-
     code!(
         "vision-encoder-decoder",
         "VisionEncoderDecoderConfig",
         "VisionEncoderDecoderModel",
         ved::vision_encoder_decoder
     ),
-
     code!(
         "kosmos-2",
         "Kosmos2Config",
         "Kosmos2ForConditionalGeneration",
         kosmos::kosmos2
     ),
-
     code!(
         "minicpmv4_6",
         "MiniCPMV4_6Config",
@@ -379,7 +367,6 @@ pub(crate) const FAMILIES: &[Family] = &[
         "MiniCPMOcrForConditionalGeneration",
         minicpm::minicpm
     ),
-
     code!(
         "lfm3_vl",
         "Lfm3VlConfig",

@@ -31,10 +31,11 @@ pub(crate) fn ovis2(
         && !*tied
     {
         *tied = true;
-        spec.token_embedding.get_or_insert(llmsize_core::spec::Table {
-            rows: spec.vocab_size,
-            dim: spec.hidden_size,
-        });
+        spec.token_embedding
+            .get_or_insert(llmsize_core::spec::Table {
+                rows: spec.vocab_size,
+                dim: spec.hidden_size,
+            });
         spec.extras.push(Extra::linear(
             "lm_head.weight",
             "lm head",
@@ -61,7 +62,13 @@ pub(crate) fn ovis2(
             (lit(k.patches()), k.d()),
             &one,
         );
-        p.norm(format!("{pre}.embeddings.rms_norm"), part, &k.d(), false, &one);
+        p.norm(
+            format!("{pre}.embeddings.rms_norm"),
+            part,
+            &k.d(),
+            false,
+            &one,
+        );
         let layer = VitLayer {
             qkv_bias,
             o_bias: qkv_bias,
@@ -71,14 +78,23 @@ pub(crate) fn ovis2(
             ..VitLayer::clip(k.d(), k.ff())
         };
         layers(&mut p, &format!("{pre}.encoder.layers"), &k.l(), &layer);
-        p.norm(format!("{pre}.rms_norm"), "vision norms", &k.d(), false, &one);
-        let classes = vocab.checked_sub(indicators).filter(|n| *n > 0).ok_or_else(|| {
-            s.r.raw.invalid(
-                "vocab_size",
-                &vocab.into(),
-                "more than `num_visual_indicator_tokens`",
-            )
-        })?;
+        p.norm(
+            format!("{pre}.rms_norm"),
+            "vision norms",
+            &k.d(),
+            false,
+            &one,
+        );
+        let classes = vocab
+            .checked_sub(indicators)
+            .filter(|n| *n > 0)
+            .ok_or_else(|| {
+                s.r.raw.invalid(
+                    "vocab_size",
+                    &vocab.into(),
+                    "more than `num_visual_indicator_tokens`",
+                )
+            })?;
         let part = "visual tokenizer head";
         p.linear(
             "model.vision_tower.head_linear",
@@ -87,7 +103,13 @@ pub(crate) fn ovis2(
             false,
             &one,
         );
-        p.norm("model.vision_tower.head_norm", part, &lit(classes), true, &one);
+        p.norm(
+            "model.vision_tower.head_norm",
+            part,
+            &lit(classes),
+            true,
+            &one,
+        );
         p.table(
             "model.visual_embeddings_table",
             "visual embeddings",

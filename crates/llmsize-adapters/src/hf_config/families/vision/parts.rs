@@ -66,23 +66,11 @@ impl Parts {
         let name: Cow<'static, str> = name.into();
         if bias {
             let b = Extra::vector(format!("{name}.bias"), part, self.category, output.clone());
-            let w = Extra::linear(
-                format!("{name}.weight"),
-                part,
-                self.category,
-                input,
-                output,
-            );
+            let w = Extra::linear(format!("{name}.weight"), part, self.category, input, output);
             self.push(w, copies);
             self.push(b, copies);
         } else {
-            let w = Extra::linear(
-                format!("{name}.weight"),
-                part,
-                self.category,
-                input,
-                output,
-            );
+            let w = Extra::linear(format!("{name}.weight"), part, self.category, input, output);
             self.push(w, copies);
         }
     }
@@ -161,11 +149,6 @@ impl Sub<'_, '_> {
             .size_or(&[key], Sym::Named(key), default, &reason)
     }
 
-    /// A size that must be present.
-    pub(crate) fn required(&mut self, key: &'static str) -> Result<u64, ConfigError> {
-        self.r.raw.size(&[key], Sym::Named(key))
-    }
-
     /// A positive size if present.
     pub(crate) fn size_opt(&mut self, key: &'static str) -> Result<Option<u64>, ConfigError> {
         self.r.raw.size_opt(key)
@@ -210,19 +193,19 @@ impl Sub<'_, '_> {
         key: &'static str,
         default: u64,
     ) -> Result<(u64, u64), ConfigError> {
-        match self.r.raw.value(key) {
-            Some(Value::Array(a)) => match a.as_slice() {
-                [h, w] => match (h.as_u64(), w.as_u64()) {
-                    (Some(h), Some(w)) if h > 0 && w > 0 => Ok((h, w)),
-                    _ => Err(self.r.raw.invalid(key, &Value::Array(a.clone()), "two positive integers")),
-                },
-                _ => Err(self.r.raw.invalid(key, &Value::Array(a.clone()), "two positive integers")),
-            },
-            _ => {
-                let n = self.size(key, default)?;
-                Ok((n, n))
+        if let Some(Value::Array(a)) = self.r.raw.value(key) {
+            if let [h, w] = a.as_slice()
+                && let (Some(h), Some(w)) = (h.as_u64(), w.as_u64())
+                && h > 0
+                && w > 0
+            {
+                return Ok((h, w));
             }
+            let v = Value::Array(a.clone());
+            return Err(self.r.raw.invalid(key, &v, "two positive integers"));
         }
+        let n = self.size(key, default)?;
+        Ok((n, n))
     }
 
     /// A float, `default` when absent.
@@ -243,12 +226,11 @@ impl Sub<'_, '_> {
     /// The length of a list (`vision_feature_layer` given as layers), 1 for a single value.
     pub(crate) fn list_len_or_one(&mut self, key: &'static str) -> Result<u64, ConfigError> {
         match self.r.raw.value(key) {
-            Some(Value::Array(a)) if a.is_empty() => {
-                Err(self
-                    .r
-                    .raw
-                    .invalid(key, &Value::Array(Vec::new()), "a non-empty list of layers"))
-            }
+            Some(Value::Array(a)) if a.is_empty() => Err(self.r.raw.invalid(
+                key,
+                &Value::Array(Vec::new()),
+                "a non-empty list of layers",
+            )),
             Some(Value::Array(a)) => Ok(a.len() as u64),
             _ => Ok(1),
         }
@@ -269,11 +251,17 @@ impl Sub<'_, '_> {
             Some(Value::Array(a)) => a
                 .iter()
                 .map(|x| {
-                    x.as_u64()
-                        .ok_or_else(|| self.r.raw.invalid(key, x, "a list of non-negative integers"))
+                    x.as_u64().ok_or_else(|| {
+                        self.r
+                            .raw
+                            .invalid(key, x, "a list of non-negative integers")
+                    })
                 })
                 .collect(),
-            Some(v) => Err(self.r.raw.invalid(key, v, "a list of non-negative integers")),
+            Some(v) => Err(self
+                .r
+                .raw
+                .invalid(key, v, "a list of non-negative integers")),
         }
     }
 }

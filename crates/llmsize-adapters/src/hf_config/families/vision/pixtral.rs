@@ -80,7 +80,11 @@ pub(crate) fn mistral3(
             s.flag("multimodal_projector_bias", false)?,
         ))
     })?;
-    two_layers(&mut p, (mul(sym("d_vis", t.hidden), lit(n)), spec.hidden_size), bias);
+    two_layers(
+        &mut p,
+        (mul(sym("d_vis", t.hidden), lit(n)), spec.hidden_size),
+        bias,
+    );
     Ok(with_parts(spec, p))
 }
 
@@ -104,6 +108,18 @@ pub(crate) fn two_layers(p: &mut Parts, (input, d): (Expr, u64), bias: bool) {
     let one = lit(1);
     let d = sym("d", d);
     let part = "multimodal projector";
-    p.linear("multi_modal_projector.linear_1", part, (input, d.clone()), bias, &one);
-    p.linear("multi_modal_projector.linear_2", part, (d.clone(), d), bias, &one);
+    p.linear(
+        "multi_modal_projector.linear_1",
+        part,
+        (input, d.clone()),
+        bias,
+        &one,
+    );
+    p.linear(
+        "multi_modal_projector.linear_2",
+        part,
+        (d.clone(), d),
+        bias,
+        &one,
+    );
 }

@@ -25,19 +25,18 @@ pub(crate) fn sam_encoder(
 ) -> Result<u64, ConfigError> {
     let k = vit_keys_without_ffn(s, (768, 12, 1024, 16))?;
     let ffn = if ratio {
-        match s.size_opt("mlp_dim")? {
-            Some(n) => n,
-            None => {
-                let r = s.float("mlp_ratio", 4.0)?;
-                #[allow(
-                    clippy::cast_possible_truncation,
-                    clippy::cast_sign_loss,
-                    clippy::cast_precision_loss,
-                    reason = "Python's `int(hidden_size * mlp_ratio)` of sizes far below 2^52"
-                )]
-                let n = (k.hidden as f64 * r).trunc() as u64;
-                n
-            }
+        if let Some(n) = s.size_opt("mlp_dim")? {
+            n
+        } else {
+            let r = s.float("mlp_ratio", 4.0)?;
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                clippy::cast_precision_loss,
+                reason = "Python's `int(hidden_size * mlp_ratio)` of sizes far below 2^52"
+            )]
+            let n = (k.hidden as f64 * r).trunc() as u64;
+            n
         }
     } else {
         s.size("mlp_dim", 3072)?
@@ -72,9 +71,22 @@ pub(crate) fn sam_encoder(
         qkv_bias,
         &l,
     );
-    p.linear(format!("{pre}.layers.attn.proj"), part, (d.clone(), d.clone()), true, &l);
+    p.linear(
+        format!("{pre}.layers.attn.proj"),
+        part,
+        (d.clone(), d.clone()),
+        true,
+        &l,
+    );
     p.norm(format!("{pre}.layers.layer_norm2"), part, &d, true, &l);
-    mlp(p, &format!("{pre}.layers.mlp"), (&d, &sym("d_ff_vis", ffn)), false, true, &l);
+    mlp(
+        p,
+        &format!("{pre}.layers.mlp"),
+        (&d, &sym("d_ff_vis", ffn)),
+        false,
+        true,
+        &l,
+    );
     if rel_pos {
         let n_global = (0..k.layers).filter(|i| global.contains(i)).count() as u64;
         // `window_size` 0 makes every layer global.
@@ -90,7 +102,14 @@ pub(crate) fn sam_encoder(
             if count == 0 {
                 continue;
             }
-            let c = sym(if what == "global" { "L_global" } else { "L_window" }, count);
+            let c = sym(
+                if what == "global" {
+                    "L_global"
+                } else {
+                    "L_window"
+                },
+                count,
+            );
             for (axis, side) in [("h", h), ("w", w)] {
                 p.table(
                     format!("{pre}.layers.attn.rel_pos_{axis} ({what})"),
@@ -103,9 +122,21 @@ pub(crate) fn sam_encoder(
     }
     let oc = sym("c_out", out);
     let part = "vision neck";
-    p.conv(format!("{pre}.neck.conv1"), part, (d, lit(1), oc.clone()), false, &one);
+    p.conv(
+        format!("{pre}.neck.conv1"),
+        part,
+        (d, lit(1), oc.clone()),
+        false,
+        &one,
+    );
     p.norm(format!("{pre}.neck.layer_norm1"), part, &oc, true, &one);
-    p.conv(format!("{pre}.neck.conv2"), part, (oc.clone(), lit(9), oc.clone()), false, &one);
+    p.conv(
+        format!("{pre}.neck.conv2"),
+        part,
+        (oc.clone(), lit(9), oc.clone()),
+        false,
+        &one,
+    );
     p.norm(format!("{pre}.neck.layer_norm2"), part, &oc, true, &one);
     Ok(out)
 }
@@ -134,8 +165,26 @@ pub(crate) fn got_ocr2(
     let two = mul(lit(2), oc.clone());
     let d = sym("d", spec.hidden_size);
     let pre = "model.multi_modal_projector";
-    p.conv(format!("{pre}.conv_upsampler1"), part, (oc, lit(9), two.clone()), false, &one);
-    p.conv(format!("{pre}.conv_upsampler2"), part, (two, lit(9), d.clone()), false, &one);
-    p.linear(format!("{pre}.multimodal_projector"), part, (d.clone(), d), true, &one);
+    p.conv(
+        format!("{pre}.conv_upsampler1"),
+        part,
+        (oc, lit(9), two.clone()),
+        false,
+        &one,
+    );
+    p.conv(
+        format!("{pre}.conv_upsampler2"),
+        part,
+        (two, lit(9), d.clone()),
+        false,
+        &one,
+    );
+    p.linear(
+        format!("{pre}.multimodal_projector"),
+        part,
+        (d.clone(), d),
+        true,
+        &one,
+    );
     Ok(with_parts(spec, p))
 }

@@ -11,7 +11,7 @@ use crate::hf_config::HeadChoice;
 use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
 
-/// `Cohere2VisionForConditionalGeneration`: SigLIP, `linear_1` `d_vis·f² → d_align`
+/// `Cohere2VisionForConditionalGeneration`: `SigLIP`, `linear_1` `d_vis·f² → d_align`
 /// (`alignment_intermediate_size`), `SwiGLU` halving it, `linear_2` `d_align/2 → d`, both
 /// biased; Cohere 2 text, tied by the top-level key (default true).
 pub(crate) fn cohere2_vision(
@@ -34,7 +34,10 @@ pub(crate) fn cohere2_vision(
     p.linear(
         "model.multi_modal_projector.linear_1",
         part,
-        (mul(sym("d_vis", t.hidden), lit(factor.saturating_mul(factor))), inner_e),
+        (
+            mul(sym("d_vis", t.hidden), lit(factor.saturating_mul(factor))),
+            inner_e,
+        ),
         true,
         &one,
     );
@@ -48,7 +51,7 @@ pub(crate) fn cohere2_vision(
     Ok(with_parts(spec, p))
 }
 
-/// `Lfm2VlForConditionalGeneration`: SigLIP 2, with `projector_use_layernorm` a `LayerNorm`
+/// `Lfm2VlForConditionalGeneration`: `SigLIP` 2, with `projector_use_layernorm` a `LayerNorm`
 /// of `d_vis·f²`, `linear_1` `d_vis·f² → projector_hidden_size`, `linear_2` `… → d`, biased by
 /// `projector_bias`; LFM2 text; tied by `tie_embedding` when given, else
 /// `tie_word_embeddings` (default true).
@@ -81,7 +84,13 @@ pub(crate) fn lfm2_vl(
     if norm {
         p.norm(format!("{pre}.layer_norm"), part, &wide, true, &one);
     }
-    p.linear(format!("{pre}.linear_1"), part, (wide, inner.clone()), bias, &one);
+    p.linear(
+        format!("{pre}.linear_1"),
+        part,
+        (wide, inner.clone()),
+        bias,
+        &one,
+    );
     p.linear(
         format!("{pre}.linear_2"),
         part,

@@ -1,5 +1,5 @@
 //! `VisionEncoderDecoderModel` (`modeling_vision_encoder_decoder.py`): `AutoModel` of
-//! `encoder` (a ViT, with its pooler) and `AutoModelForCausalLM` of `decoder` (BERT with
+//! `encoder` (a `ViT`, with its pooler) and `AutoModelForCausalLM` of `decoder` (BERT with
 //! cross-attention, `BertLMHeadModel`), with `enc_to_dec_proj` when the widths differ. Other
 //! encoder or decoder types are not read.
 
@@ -7,14 +7,14 @@ use llmsize_core::spec::{ModelSpec, OutputHead};
 
 use super::bert::{BertText, bert_text};
 use super::parts::{lit, sub_type, sym, with_sub};
-use super::vit::{VitLayer, layers, vit_keys};
 use super::vision;
+use super::vit::{VitLayer, layers, vit_keys};
 use crate::error::ConfigError;
 use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::{HeadChoice, architecture, unsupported};
 
-/// `VisionEncoderDecoderModel` of a ViT encoder and a BERT decoder.
+/// `VisionEncoderDecoderModel` of a `ViT` encoder and a BERT decoder.
 pub(crate) fn vision_encoder_decoder(
     raw: &mut RawConfig<'_>,
     f: &Family,
@@ -38,7 +38,11 @@ pub(crate) fn vision_encoder_decoder(
         let pre = "encoder";
         let part = "vision embeddings";
         p.vector(format!("{pre}.embeddings.cls_token"), part, k.d(), &one);
-        k.patch_conv(&mut p, format!("{pre}.embeddings.patch_embeddings.projection"), true);
+        k.patch_conv(
+            &mut p,
+            format!("{pre}.embeddings.patch_embeddings.projection"),
+            true,
+        );
         p.table(
             format!("{pre}.embeddings.position_embeddings"),
             part,
@@ -50,7 +54,13 @@ pub(crate) fn vision_encoder_decoder(
             ..VitLayer::clip(k.d(), k.ff())
         };
         layers(&mut p, &format!("{pre}.layers"), &k.l(), &layer);
-        p.norm(format!("{pre}.layernorm"), "vision norms", &k.d(), true, &one);
+        p.norm(
+            format!("{pre}.layernorm"),
+            "vision norms",
+            &k.d(),
+            true,
+            &one,
+        );
         p.linear(
             format!("{pre}.pooler.dense"),
             "vision pooler",

@@ -1,4 +1,4 @@
-//! The plain ViT towers: CLIP's and SigLIP's vision transformers (`modeling_clip.py`,
+//! The plain `ViT` towers: CLIP's and `SigLIP`'s vision transformers (`modeling_clip.py`,
 //! `modeling_siglip.py`), and the pre-norm encoder layer most towers share.
 
 use llmsize_core::expr::Expr;
@@ -102,8 +102,20 @@ pub(crate) fn layers(p: &mut Parts, prefix: &str, layers: &Expr, l: &VitLayer) {
         layers,
     );
     if let Some((dim, bias)) = &l.qk_norm {
-        p.norm(format!("{prefix}.self_attn.q_norm"), part, dim, *bias, layers);
-        p.norm(format!("{prefix}.self_attn.k_norm"), part, dim, *bias, layers);
+        p.norm(
+            format!("{prefix}.self_attn.q_norm"),
+            part,
+            dim,
+            *bias,
+            layers,
+        );
+        p.norm(
+            format!("{prefix}.self_attn.k_norm"),
+            part,
+            dim,
+            *bias,
+            layers,
+        );
     }
     p.norm(
         format!("{prefix}.layer_norm2"),
@@ -176,17 +188,9 @@ pub(crate) fn mlp(
 pub(crate) struct Tower {
     /// `d_vis`.
     pub hidden: u64,
-    /// `d_ff_vis`.
-    pub ffn: u64,
-    /// Encoder layers.
-    pub layers: u64,
-    /// Patch side.
-    pub patch: u64,
-    /// Image side.
-    pub image: u64,
 }
 
-/// The common ViT keys of a vision sub-config.
+/// The common `ViT` keys of a vision sub-config.
 pub(crate) struct VitKeys {
     pub hidden: u64,
     pub ffn: u64,
@@ -198,7 +202,7 @@ pub(crate) struct VitKeys {
     pub patch: (u64, u64),
 }
 
-/// ViT defaults of a configuration class: `(hidden, intermediate, layers, image, patch)`.
+/// `ViT` defaults of a configuration class: `(hidden, intermediate, layers, image, patch)`.
 pub(crate) fn vit_keys(
     s: &mut Sub<'_, '_>,
     (hidden, ffn, layers, image, patch): (u64, u64, u64, u64, u64),
@@ -229,10 +233,6 @@ impl VitKeys {
     pub(crate) fn tower(&self) -> Tower {
         Tower {
             hidden: self.hidden,
-            ffn: self.ffn,
-            layers: self.layers,
-            patch: self.patch.0,
-            image: self.image.0,
         }
     }
 
@@ -272,8 +272,19 @@ impl VitKeys {
 
 /// `CLIPVisionModel`: class token, patch convolution (no bias), positions for every patch
 /// and the class token, `pre_layrnorm`, the encoder, `post_layernorm`.
-pub(crate) fn clip(raw: &mut RawConfig<'_>, key: &str, p: &mut Parts) -> Result<Tower, ConfigError> {
-    clip_with(raw, key, "CLIPVisionConfig", (768, 3072, 12, 224, 32), p, "vision_tower")
+pub(crate) fn clip(
+    raw: &mut RawConfig<'_>,
+    key: &str,
+    p: &mut Parts,
+) -> Result<Tower, ConfigError> {
+    clip_with(
+        raw,
+        key,
+        "CLIPVisionConfig",
+        (768, 3072, 12, 224, 32),
+        p,
+        "vision_tower",
+    )
 }
 
 /// The CLIP tower under `key` with another class's defaults
@@ -289,7 +300,12 @@ pub(crate) fn clip_with(
     with_sub(raw, key, class, |s| {
         let k = vit_keys(s, defaults)?;
         let one = lit(1);
-        p.vector(format!("{pre}.embeddings.class_embedding"), "vision embeddings", k.d(), &one);
+        p.vector(
+            format!("{pre}.embeddings.class_embedding"),
+            "vision embeddings",
+            k.d(),
+            &one,
+        );
         k.patch_conv(p, format!("{pre}.embeddings.patch_embedding"), false);
         p.table(
             format!("{pre}.embeddings.position_embedding"),
@@ -297,9 +313,26 @@ pub(crate) fn clip_with(
             (lit(k.patches() + 1), k.d()),
             &one,
         );
-        p.norm(format!("{pre}.pre_layrnorm"), "vision norms", &k.d(), true, &one);
-        layers(p, &format!("{pre}.encoder.layers"), &k.l(), &VitLayer::clip(k.d(), k.ff()));
-        p.norm(format!("{pre}.post_layernorm"), "vision norms", &k.d(), true, &one);
+        p.norm(
+            format!("{pre}.pre_layrnorm"),
+            "vision norms",
+            &k.d(),
+            true,
+            &one,
+        );
+        layers(
+            p,
+            &format!("{pre}.encoder.layers"),
+            &k.l(),
+            &VitLayer::clip(k.d(), k.ff()),
+        );
+        p.norm(
+            format!("{pre}.post_layernorm"),
+            "vision norms",
+            &k.d(),
+            true,
+            &one,
+        );
         Ok(k.tower())
     })
 }
@@ -320,27 +353,44 @@ pub(crate) fn siglip(
     })
 }
 
-/// SigLIP's embeddings, encoder, post norm (when `post_norm`) and optional pooling head.
+/// `SigLIP`'s embeddings, encoder, post norm (when `post_norm`) and optional pooling head.
 pub(crate) fn siglip_body(p: &mut Parts, pre: &str, k: &VitKeys, head: bool, post_norm: bool) {
     siglip_embeddings(p, pre, k);
-    layers(p, &format!("{pre}.encoder.layers"), &k.l(), &VitLayer::clip(k.d(), k.ff()));
+    layers(
+        p,
+        &format!("{pre}.encoder.layers"),
+        &k.l(),
+        &VitLayer::clip(k.d(), k.ff()),
+    );
     let one = lit(1);
     if post_norm {
-        p.norm(format!("{pre}.post_layernorm"), "vision norms", &k.d(), true, &one);
+        p.norm(
+            format!("{pre}.post_layernorm"),
+            "vision norms",
+            &k.d(),
+            true,
+            &one,
+        );
     }
     if head {
         pooling_head(p, &format!("{pre}.head"), &k.d(), &k.ff());
     }
 }
 
-/// SigLIP's embeddings, encoder layers `layer` and `post_layernorm`.
+/// `SigLIP`'s embeddings, encoder layers `layer` and `post_layernorm`.
 pub(crate) fn siglip_body_with(p: &mut Parts, pre: &str, k: &VitKeys, layer: &VitLayer) {
     siglip_embeddings(p, pre, k);
     layers(p, &format!("{pre}.encoder.layers"), &k.l(), layer);
-    p.norm(format!("{pre}.post_layernorm"), "vision norms", &k.d(), true, &lit(1));
+    p.norm(
+        format!("{pre}.post_layernorm"),
+        "vision norms",
+        &k.d(),
+        true,
+        &lit(1),
+    );
 }
 
-/// SigLIP's embeddings: a biased patch convolution, a position per patch.
+/// `SigLIP`'s embeddings: a biased patch convolution, a position per patch.
 pub(crate) fn siglip_embeddings(p: &mut Parts, pre: &str, k: &VitKeys) {
     let one = lit(1);
     k.patch_conv(p, format!("{pre}.embeddings.patch_embedding"), true);
@@ -352,7 +402,7 @@ pub(crate) fn siglip_embeddings(p: &mut Parts, pre: &str, k: &VitKeys) {
     );
 }
 
-/// SigLIP's `MultiheadAttentionPoolingHead`.
+/// `SigLIP`'s `MultiheadAttentionPoolingHead`.
 pub(crate) fn pooling_head(p: &mut Parts, pre: &str, d: &Expr, ff: &Expr) {
     let one = lit(1);
     let part = "vision pooling head";
@@ -376,7 +426,7 @@ pub(crate) fn pooling_head(p: &mut Parts, pre: &str, d: &Expr, ff: &Expr) {
 }
 
 /// `Siglip2VisionModel`: a linear patch embedding `c·p² → d_vis` (biased), `num_patches`
-/// positions, SigLIP's encoder, `post_layernorm` and the optional pooling head.
+/// positions, `SigLIP`'s encoder, `post_layernorm` and the optional pooling head.
 pub(crate) fn siglip2(
     raw: &mut RawConfig<'_>,
     key: &str,
@@ -400,7 +450,10 @@ pub(crate) fn siglip2(
         p.linear(
             format!("{pre}.embeddings.patch_embedding"),
             "vision embeddings",
-            (mul(lit(channels), lit(patch.saturating_mul(patch))), d.clone()),
+            (
+                mul(lit(channels), lit(patch.saturating_mul(patch))),
+                d.clone(),
+            ),
             true,
             &one,
         );
@@ -410,17 +463,22 @@ pub(crate) fn siglip2(
             (lit(patches), d.clone()),
             &one,
         );
-        layers(p, &format!("{pre}.encoder.layers"), &l, &VitLayer::clip(d.clone(), ff.clone()));
-        p.norm(format!("{pre}.post_layernorm"), "vision norms", &d, true, &one);
+        layers(
+            p,
+            &format!("{pre}.encoder.layers"),
+            &l,
+            &VitLayer::clip(d.clone(), ff.clone()),
+        );
+        p.norm(
+            format!("{pre}.post_layernorm"),
+            "vision norms",
+            &d,
+            true,
+            &one,
+        );
         if head {
             pooling_head(p, &format!("{pre}.head"), &d, &ff);
         }
-        Ok(Tower {
-            hidden,
-            ffn,
-            layers: layers_n,
-            patch,
-            image: 0,
-        })
+        Ok(Tower { hidden })
     })
 }

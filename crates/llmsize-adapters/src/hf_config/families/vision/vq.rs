@@ -81,7 +81,11 @@ pub(crate) fn vqvae(s: &mut Sub<'_, '_>, p: &mut Parts, pre: &str) -> Result<VqK
     conv(p, format!("{e}.conv_in"), (in_ch, 3, base));
     let mut block_in = base;
     for (i, &m) in mult.iter().enumerate() {
-        let in_mult = if i == 0 { 1 } else { mult[i - 1] };
+        let in_mult = i
+            .checked_sub(1)
+            .and_then(|j| mult.get(j))
+            .copied()
+            .unwrap_or(1);
         block_in = base * in_mult;
         let block_out = base * m;
         for b in 0..blocks {
@@ -92,7 +96,11 @@ pub(crate) fn vqvae(s: &mut Sub<'_, '_>, p: &mut Parts, pre: &str) -> Result<VqK
             }
         }
         if i != r - 1 {
-            conv(p, format!("{e}.down.{i}.downsample.conv"), (block_in, 3, block_in));
+            conv(
+                p,
+                format!("{e}.down.{i}.downsample.conv"),
+                (block_in, 3, block_in),
+            );
         }
     }
     mid(p, &format!("{e}.mid"), block_in);
@@ -113,8 +121,8 @@ pub(crate) fn vqvae(s: &mut Sub<'_, '_>, p: &mut Parts, pre: &str) -> Result<VqK
     let mut block_in = base * last;
     conv(p, format!("{d}.conv_in"), (latent, 3, block_in));
     mid(p, &format!("{d}.mid"), block_in);
-    for i in (0..r).rev() {
-        let block_out = base * mult[i];
+    for (i, &m) in mult.iter().enumerate().rev() {
+        let block_out = base * m;
         for b in 0..=blocks {
             resnet(p, &format!("{d}.up.{i}.block.{b}"), block_in, block_out);
             block_in = block_out;
@@ -123,7 +131,11 @@ pub(crate) fn vqvae(s: &mut Sub<'_, '_>, p: &mut Parts, pre: &str) -> Result<VqK
             }
         }
         if i != 0 {
-            conv(p, format!("{d}.up.{i}.upsample.conv"), (block_in, 3, block_in));
+            conv(
+                p,
+                format!("{d}.up.{i}.upsample.conv"),
+                (block_in, 3, block_in),
+            );
         }
     }
     group_norm(p, format!("{d}.norm_out"), block_in);
@@ -134,7 +146,13 @@ pub(crate) fn vqvae(s: &mut Sub<'_, '_>, p: &mut Parts, pre: &str) -> Result<VqK
 /// An MLP `fc1` `i → h` then `n − 1` layers `h → h`, all biased (Janus's aligners).
 fn aligner(p: &mut Parts, pre: &str, (i, h): (u64, u64), n: u64) {
     let one = lit(1);
-    p.linear(format!("{pre}.fc1"), "aligner", (lit(i), lit(h)), true, &one);
+    p.linear(
+        format!("{pre}.fc1"),
+        "aligner",
+        (lit(i), lit(h)),
+        true,
+        &one,
+    );
     if n > 1 {
         p.linear(
             format!("{pre}.hidden_layers"),
@@ -159,7 +177,7 @@ fn ratio_width(s: &mut Sub<'_, '_>, hidden: u64) -> Result<u64, ConfigError> {
     Ok(n)
 }
 
-/// `JanusForConditionalGeneration`: the understanding tower (`JanusVisionModel`: SigLIP
+/// `JanusForConditionalGeneration`: the understanding tower (`JanusVisionModel`: `SigLIP`
 /// embeddings, attention with a biased `projection_layer` and optional `LayerNorm` q/k
 /// norms, an `int(d·mlp_ratio)` MLP, `post_layernorm`) and its aligner, the VQ-VAE, the
 /// generation embeddings (a token table), aligner and head; Llama text, tied by default.
