@@ -20,6 +20,7 @@ mod minicpm;
 mod mllama;
 mod ovis;
 mod parts;
+mod pix2struct;
 mod pixtral;
 mod sam;
 mod shuffle;
@@ -372,5 +373,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         "Lfm3VlConfig",
         "Lfm3VlForConditionalGeneration",
         lfm3::lfm3_vl
+    ),
+    code!(
+        "pix2struct",
+        "Pix2StructConfig",
+        "Pix2StructForConditionalGeneration",
+        pix2struct::pix2struct
     ),
 ];
