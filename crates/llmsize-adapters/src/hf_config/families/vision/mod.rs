@@ -11,6 +11,7 @@ mod emu3;
 mod gemma;
 mod git;
 mod idefics;
+mod idefics1;
 mod intern;
 mod kosmos;
 mod lfm3;
@@ -379,5 +380,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         "Pix2StructConfig",
         "Pix2StructForConditionalGeneration",
         pix2struct::pix2struct
+    ),
+    code!(
+        "idefics",
+        "IdeficsConfig",
+        "IdeficsForVisionText2Text",
+        idefics1::idefics
     ),
 ];

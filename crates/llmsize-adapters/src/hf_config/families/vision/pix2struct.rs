@@ -1,4 +1,4 @@
-//! Pix2Struct (`modeling_pix2struct.py`): the vision encoder (a biased linear patch
+//! `Pix2Struct` (`modeling_pix2struct.py`): the vision encoder (a biased linear patch
 //! projection, row and column embeddings of `seq_len`, T5-style `RMSNorm` layers of unbiased
 //! attention over `num_attention_heads·d_kv` and a gated MLP, a final norm) and the T5-style
 //! text decoder (`d → d` attention, cross-attention to the image in every block, relative
