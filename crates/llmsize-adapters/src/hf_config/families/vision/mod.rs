@@ -8,6 +8,7 @@ mod bert;
 mod blip;
 mod deepseek;
 mod emu3;
+mod formulanet;
 mod gemma;
 mod git;
 mod idefics;
@@ -386,5 +387,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         "IdeficsConfig",
         "IdeficsForVisionText2Text",
         idefics1::idefics
+    ),
+    code!(
+        "pp_formulanet",
+        "PPFormulaNetConfig",
+        "PPFormulaNetForConditionalGeneration",
+        formulanet::pp_formulanet
     ),
 ];
