@@ -394,4 +394,10 @@ pub(crate) const FAMILIES: &[Family] = &[
         "PPFormulaNetForConditionalGeneration",
         formulanet::pp_formulanet
     ),
+    code!(
+        "kosmos-2.5",
+        "Kosmos2_5Config",
+        "Kosmos2_5ForConditionalGeneration",
+        kosmos::kosmos2_5
+    ),
 ];

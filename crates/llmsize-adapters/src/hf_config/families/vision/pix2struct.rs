@@ -83,69 +83,99 @@ pub(crate) fn pix2struct(
     })?;
     let mut p = vision();
     with_sub(raw, "vision_config", "Pix2StructVisionConfig", |s| {
-        let hidden = s.size("hidden_size", 768)?;
-        let patch = s.size("patch_embed_hidden_size", 768)?;
-        let ffn = s.size("d_ff", 2048)?;
-        let kv = s.size("d_kv", 64)?;
-        let n = s.count("num_hidden_layers", 12)?;
-        let heads = s.size("num_attention_heads", 12)?;
-        let seq = s.size("seq_len", 4096)?;
-        let (d, l, one) = (sym("d_vis", hidden), sym("L_vis", n), lit(1));
-        let pre = "encoder";
-        let part = "vision embeddings";
-        p.linear(
-            format!("{pre}.embeddings.patch_projection"),
-            part,
-            (sym("patch_embed_hidden_size", patch), d.clone()),
-            true,
-            &one,
-        );
-        for e in ["row_embedder", "column_embedder"] {
-            p.table(
-                format!("{pre}.embeddings.{e}"),
-                part,
-                (lit(seq), d.clone()),
-                &one,
-            );
-        }
-        let inner = mul(lit(heads), lit(kv));
-        let part = "vision encoder layers";
-        let lp = format!("{pre}.encoder.layer");
-        for q in ["query", "key", "value"] {
-            p.linear(
-                format!("{lp}.attention.{q}"),
-                part,
-                (d.clone(), inner.clone()),
-                false,
-                &l,
-            );
-        }
-        p.linear(
-            format!("{lp}.attention.output"),
-            part,
-            (inner, d.clone()),
-            false,
-            &l,
-        );
-        p.norm(
-            format!("{lp}.pre_attention_layer_norm"),
-            part,
-            &d,
-            false,
-            &l,
-        );
-        p.norm(format!("{lp}.pre_mlp_layer_norm"), part, &d, false, &l);
-        mlp(
+        t5_vision(
+            s,
             &mut p,
-            &format!("{lp}.mlp"),
-            (&d, &sym("d_ff_vis", ffn)),
-            true,
-            false,
-            &l,
-        );
-        p.norm(format!("{pre}.layernorm"), "vision norms", &d, false, &one);
-        Ok(())
+            &T5Vision {
+                ffn: ("d_ff", 2048),
+                head_dim: ("d_kv", 64),
+                positions: ("seq_len", 4096),
+                defaults: (768, 768, 12, 12),
+            },
+        )
+        .map(|_| ())
     })?;
     spec.extras.extend(p.out);
     Ok(spec)
+}
+
+/// The keys and defaults of a Pix2Struct-style vision encoder: `(key, default)` of the MLP
+/// width, the head width and the row/column tables, and `(hidden_size,
+/// patch_embed_hidden_size, num_hidden_layers, num_attention_heads)`.
+pub(crate) struct T5Vision {
+    pub ffn: (&'static str, u64),
+    pub head_dim: (&'static str, u64),
+    pub positions: (&'static str, u64),
+    pub defaults: (u64, u64, u64, u64),
+}
+
+/// The Pix2Struct-style encoder (Kosmos-2.5's too); returns its width.
+pub(crate) fn t5_vision(
+    s: &mut super::parts::Sub<'_, '_>,
+    p: &mut super::parts::Parts,
+    v: &T5Vision,
+) -> Result<u64, ConfigError> {
+    let (h, pe, nl, nh) = v.defaults;
+    let hidden = s.size("hidden_size", h)?;
+    let patch = s.size("patch_embed_hidden_size", pe)?;
+    let ffn = s.size(v.ffn.0, v.ffn.1)?;
+    let kv = s.size(v.head_dim.0, v.head_dim.1)?;
+    let n = s.count("num_hidden_layers", nl)?;
+    let heads = s.size("num_attention_heads", nh)?;
+    let seq = s.size(v.positions.0, v.positions.1)?;
+    let (d, l, one) = (sym("d_vis", hidden), sym("L_vis", n), lit(1));
+    let pre = "encoder";
+    let part = "vision embeddings";
+    p.linear(
+        format!("{pre}.embeddings.patch_projection"),
+        part,
+        (sym("patch_embed_hidden_size", patch), d.clone()),
+        true,
+        &one,
+    );
+    for e in ["row_embedder", "column_embedder"] {
+        p.table(
+            format!("{pre}.embeddings.{e}"),
+            part,
+            (lit(seq), d.clone()),
+            &one,
+        );
+    }
+    let inner = mul(lit(heads), lit(kv));
+    let part = "vision encoder layers";
+    let lp = format!("{pre}.encoder.layer");
+    for q in ["query", "key", "value"] {
+        p.linear(
+            format!("{lp}.attention.{q}"),
+            part,
+            (d.clone(), inner.clone()),
+            false,
+            &l,
+        );
+    }
+    p.linear(
+        format!("{lp}.attention.output"),
+        part,
+        (inner, d.clone()),
+        false,
+        &l,
+    );
+    p.norm(
+        format!("{lp}.pre_attention_layer_norm"),
+        part,
+        &d,
+        false,
+        &l,
+    );
+    p.norm(format!("{lp}.pre_mlp_layer_norm"), part, &d, false, &l);
+    mlp(
+        p,
+        &format!("{lp}.mlp"),
+        (&d, &sym("d_ff_vis", ffn)),
+        true,
+        false,
+        &l,
+    );
+    p.norm(format!("{pre}.layernorm"), "vision norms", &d, false, &one);
+    Ok(hidden)
 }
