@@ -20,6 +20,7 @@ mod llama4;
 mod llava;
 mod minicpm;
 mod mllama;
+mod molmo;
 mod ovis;
 mod parts;
 mod pix2struct;
@@ -399,5 +400,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         "Kosmos2_5Config",
         "Kosmos2_5ForConditionalGeneration",
         kosmos::kosmos2_5
+    ),
+    code!(
+        "molmo2",
+        "Molmo2Config",
+        "Molmo2ForConditionalGeneration",
+        molmo::molmo2
     ),
 ];
