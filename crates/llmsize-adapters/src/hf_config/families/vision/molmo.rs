@@ -138,15 +138,14 @@ pub(crate) fn molmo2(
         let patch = s.size("patch_size", 14)?;
         let channels = s.size("num_channels", 3)?;
         let bias = s.flag("attention_bias", true)?;
-        let positions = match s.size_opt("num_position_embeddings")? {
-            Some(n) => n,
-            None => match image.as_slice() {
-                [h, w] => (h / patch).saturating_mul(w / patch),
-                _ => {
-                    let v = serde_json::Value::from(image.clone());
-                    return Err(s.r.raw.invalid("image_size", &v, "two integers"));
-                }
-            },
+        // `Molmo2VisionConfig.__post_init__`: one position per patch of `image_size`.
+        let positions = if let Some(n) = s.size_opt("num_position_embeddings")? {
+            n
+        } else if let [h, w] = image.as_slice() {
+            (h / patch).saturating_mul(w / patch)
+        } else {
+            let v = serde_json::Value::from(image.clone());
+            return Err(s.r.raw.invalid("image_size", &v, "two integers"));
         };
         let (d, l, one) = (sym("d_vis", hidden), sym("L_vis", n), lit(1));
         let pre = "model.vision_tower";
