@@ -11,6 +11,7 @@ mod emu3;
 mod formulanet;
 mod gemma;
 mod git;
+mod granite;
 mod idefics;
 mod idefics1;
 mod intern;
@@ -406,5 +407,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         "Molmo2Config",
         "Molmo2ForConditionalGeneration",
         molmo::molmo2
+    ),
+    code!(
+        "granite_docling",
+        "GraniteDoclingConfig",
+        "GraniteDoclingForConditionalGeneration",
+        granite::granite_docling
     ),
 ];
