@@ -8,6 +8,7 @@ mod bert;
 mod blip;
 mod deepseek;
 mod emu3;
+mod florence;
 mod formulanet;
 mod gemma;
 mod git;
@@ -413,5 +414,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         "GraniteDoclingConfig",
         "GraniteDoclingForConditionalGeneration",
         granite::granite_docling
+    ),
+    code!(
+        "florence2",
+        "Florence2Config",
+        "Florence2ForConditionalGeneration",
+        florence::florence2
     ),
 ];
