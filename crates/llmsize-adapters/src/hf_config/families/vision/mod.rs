@@ -11,6 +11,7 @@ mod emu3;
 mod florence;
 mod formulanet;
 mod gemma;
+mod gemma4;
 mod git;
 mod granite;
 mod idefics;
@@ -420,5 +421,17 @@ pub(crate) const FAMILIES: &[Family] = &[
         "Florence2Config",
         "Florence2ForConditionalGeneration",
         florence::florence2
+    ),
+    code!(
+        "gemma4",
+        "Gemma4Config",
+        "Gemma4ForConditionalGeneration",
+        gemma4::gemma4
+    ),
+    code!(
+        "gemma4_unified",
+        "Gemma4UnifiedConfig",
+        "Gemma4UnifiedForConditionalGeneration",
+        gemma4::gemma4
     ),
 ];
