@@ -28,6 +28,7 @@ mod ovis;
 mod parts;
 mod pix2struct;
 mod pixtral;
+mod radio;
 mod sam;
 mod shuffle;
 mod ved;
@@ -433,5 +434,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         "Gemma4UnifiedConfig",
         "Gemma4UnifiedForConditionalGeneration",
         gemma4::gemma4
+    ),
+    code!(
+        "nemotron_h_omni",
+        "NemotronH_Omni_Reasoning_V3_Config",
+        "NemotronH_Omni_Reasoning_V3",
+        radio::nemotron_h_omni
     ),
 ];

@@ -39,6 +39,8 @@ pub(crate) struct VitLayer {
     pub qk_norm: Option<(Expr, bool)>,
     /// Learned per-channel scales on both residual branches (`lambda_1`, `lambda_2`).
     pub layer_scale: bool,
+    /// The MLP is part of the layer (false: the caller writes its own).
+    pub with_mlp: bool,
 }
 
 impl VitLayer {
@@ -57,6 +59,7 @@ impl VitLayer {
             norm_bias: true,
             qk_norm: None,
             layer_scale: false,
+            with_mlp: true,
         }
     }
 }
@@ -124,14 +127,16 @@ pub(crate) fn layers(p: &mut Parts, prefix: &str, layers: &Expr, l: &VitLayer) {
         l.norm_bias,
         layers,
     );
-    mlp(
-        p,
-        &format!("{prefix}.mlp"),
-        (&l.hidden, &l.ffn),
-        l.gated,
-        l.mlp_bias,
-        layers,
-    );
+    if l.with_mlp {
+        mlp(
+            p,
+            &format!("{prefix}.mlp"),
+            (&l.hidden, &l.ffn),
+            l.gated,
+            l.mlp_bias,
+            layers,
+        );
+    }
     if l.layer_scale {
         p.vector(format!("{prefix}.lambda_1"), part, l.hidden.clone(), layers);
         p.vector(format!("{prefix}.lambda_2"), part, l.hidden.clone(), layers);
