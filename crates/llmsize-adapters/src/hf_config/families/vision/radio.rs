@@ -94,7 +94,7 @@ pub(crate) fn nemotron_h_omni(
         );
         let lp = format!("{pre}.encoder.layer");
         let (gated, ff) = if swiglu {
-            (true, (width * 2 / 3 + 7) / 8 * 8)
+            (true, (width * 2 / 3).div_ceil(8) * 8)
         } else {
             (false, width)
         };
