@@ -1,8 +1,20 @@
-//! Vision-language models: a text model read through the registry from `text_config`, and a
-//! vision tower with its projector as model-level extras in the `vision` category (audio
-//! towers in `audio`). The towers are written once each (`vit.rs`: CLIP, `SigLIP`; …) and the
-//! entries of this file combine them as each `modeling_*.py` does. The KV cache is the text
-//! model's.
+//! Vision-language models: a text model read through the registry from `text_config` (or
+//! a text model of its own), and the vision tower with its projector as model-level extras in
+//! the `vision` category (audio towers would go in `audio`). The KV cache is the text
+//! model's. `parts.rs` is the vocabulary (extras builder, sub-config reader); the towers are
+//! written once each and combined as each `modeling_*.py` does:
+//!
+//! | file | towers and composites |
+//! |---|---|
+//! | `vit.rs` | CLIP, `SigLIP`, `SigLIP` 2 towers; the pre-norm ViT layer most towers share |
+//! | `pixtral.rs` | Pixtral; Mistral 3, LightOnOCR |
+//! | `intern.rs` | `InternViT`; `InternVL`, Qianfan-OCR |
+//! | `sam.rs` | the SAM-style encoder; GOT-OCR 2, PP-Chart2Table |
+//! | `vq.rs` | the VQ-GAN tokenizer; Janus |
+//! | `blip.rs`, `bert.rs` | BLIP-2's EVA tower and Q-Former, BLIP; BERT-style text decoders |
+//! | `pix2struct.rs` | the Pix2Struct encoder (Kosmos-2.5's too) |
+//! | `radio.rs` | RADIO; Nemotron-H Omni |
+//! | others | one composite each (`llava.rs` holds the `LLaVA` family) |
 
 mod bert;
 mod blip;
