@@ -453,4 +453,10 @@ pub(crate) const FAMILIES: &[Family] = &[
         "NemotronH_Omni_Reasoning_V3",
         radio::nemotron_h_omni
     ),
+    code!(
+        "aya_vision",
+        "AyaVisionConfig",
+        "AyaVisionForConditionalGeneration",
+        shuffle::aya_vision
+    ),
 ];

@@ -125,3 +125,43 @@ pub(crate) fn fuyu(
     );
     Ok(with_parts(spec, p))
 }
+
+/// `AyaVisionForConditionalGeneration`: `SigLIP`, a `LayerNorm` of `d_vis·f²`, `linear_1`
+/// `d_vis·f² → A` (`alignment_intermediate_size` when the config sets it, else the text
+/// width), `SwiGLU` halving it, `linear_2` `A/2 → d`, all biased; Cohere 2 text, tied by the
+/// top-level key (default true).
+pub(crate) fn aya_vision(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let spec = text(raw, f, "cohere2", head, Tie::Top(true))?;
+    let mut p = vision();
+    let t = vision_tower(raw, "vision_config", "siglip_vision_model", &mut p)?;
+    let factor = with_top(raw, f.config_class, |s| s.size("downsample_factor", 2))?;
+    // `getattr(config, "alignment_intermediate_size", text hidden)`: not a field of the class.
+    let inner = match raw.size_opt("alignment_intermediate_size")? {
+        Some(n) => n,
+        None => spec.hidden_size,
+    };
+    let one = lit(1);
+    let part = "multimodal projector";
+    let wide = mul(sym("d_vis", t.hidden), lit(factor.saturating_mul(factor)));
+    let pre = "model.multi_modal_projector";
+    p.norm(format!("{pre}.layernorm"), part, &wide, true, &one);
+    p.linear(
+        format!("{pre}.linear_1"),
+        part,
+        (wide, sym("d_align", inner)),
+        true,
+        &one,
+    );
+    p.linear(
+        format!("{pre}.linear_2"),
+        part,
+        (lit(inner / 2), sym("d", spec.hidden_size)),
+        true,
+        &one,
+    );
+    Ok(with_parts(spec, p))
+}
