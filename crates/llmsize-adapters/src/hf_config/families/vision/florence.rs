@@ -28,7 +28,7 @@ fn block(p: &mut Parts, pre: &str, (c, ratio_width): (u64, u64), qkv_bias: bool,
     p.linear(
         format!("{pre}.attn.qkv"),
         part,
-        (d.clone(), lit(3 * c)),
+        (d.clone(), lit(c.saturating_mul(3))),
         qkv_bias,
         n,
     );

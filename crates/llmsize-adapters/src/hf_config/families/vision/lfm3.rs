@@ -41,7 +41,8 @@ pub(crate) fn lfm3_vl(
                 a.iter().filter(|t| t.as_str() != Some("conv")).count() as u64
             }
             Some(v) => return Err(s.r.raw.invalid("layer_types", v, "a list of layer kinds")),
-            None => (0..n).filter(|i| !(*i < 2 || i % 2 == 1)).count() as u64,
+            // `conv` for the first two and the odd layers: the even layers from 2 attend.
+            None => n.saturating_sub(1) / 2,
         };
         let n_conv = n - n_attn;
         let head_dim = hidden / heads;
@@ -52,7 +53,9 @@ pub(crate) fn lfm3_vl(
             format!("{pre}.patch_embed"),
             "vision embeddings",
             (
-                lit(channels * temporal * patch.saturating_mul(patch)),
+                lit(channels
+                    .saturating_mul(temporal)
+                    .saturating_mul(patch.saturating_mul(patch))),
                 d.clone(),
             ),
             false,
@@ -82,8 +85,8 @@ pub(crate) fn lfm3_vl(
         }
         if n_attn > 0 {
             let la = sym("L_attn", n_attn);
-            let q = lit(heads * head_dim);
-            let k = lit(kv * head_dim);
+            let q = lit(heads.saturating_mul(head_dim));
+            let k = lit(kv.saturating_mul(head_dim));
             let a = format!("{pre}.layers.self_attn");
             p.linear(
                 format!("{a}.q_proj"),
@@ -117,7 +120,7 @@ pub(crate) fn lfm3_vl(
             p.table(
                 format!("{c}.spatial_conv.weight"),
                 part,
-                (d.clone(), lit(kernel * kernel)),
+                (d.clone(), lit(kernel.saturating_mul(kernel))),
                 &lc,
             );
             p.linear(

@@ -151,7 +151,7 @@ fn vision_model(s: &mut Sub<'_, '_>, p: &mut Parts) -> Result<u64, ConfigError> 
         format!("{g}.tile_embedding"),
         part,
         (
-            lit(ratios + 1),
+            lit(ratios.saturating_add(1)),
             Expr::product(vec![lit(tiles), lit(patches), d.clone()]),
         ),
         &one,
@@ -163,7 +163,7 @@ fn vision_model(s: &mut Sub<'_, '_>, p: &mut Parts) -> Result<u64, ConfigError> 
         p.table(
             format!("{pre}.{t}.embedding"),
             part,
-            (lit(ratios + 1), mul(lit(tiles), d.clone())),
+            (lit(ratios.saturating_add(1)), mul(lit(tiles), d.clone())),
             &one,
         );
         p.vector(format!("{pre}.{t}.gate"), part, lit(1), &one);

@@ -33,7 +33,7 @@ fn text_model(s: &mut Sub<'_, '_>, arch: String) -> Result<ModelSpec, ConfigErro
     s.r.raw.source(Sym::Vocab, "vocab_size");
     let (q_norm, k_norm) = match qk.as_str() {
         "qwen3" => (head_dim, head_dim),
-        "olmo" => (heads * head_dim, kv * head_dim),
+        "olmo" => (heads.saturating_mul(head_dim), kv.saturating_mul(head_dim)),
         _ => {
             return Err(s
                 .r

@@ -89,12 +89,15 @@ pub(crate) fn nemotron_h_omni(
         p.table(
             format!("{e}.cls_register_token"),
             part,
-            (lit(cls + registers), d.clone()),
+            (lit(cls.saturating_add(registers)), d.clone()),
             &one,
         );
         let lp = format!("{pre}.encoder.layer");
         let (gated, ff) = if swiglu {
-            (true, (width * 2 / 3).div_ceil(8) * 8)
+            (
+                true,
+                (width.saturating_mul(2) / 3).div_ceil(8).saturating_mul(8),
+            )
         } else {
             (false, width)
         };

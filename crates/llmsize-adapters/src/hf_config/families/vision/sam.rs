@@ -88,7 +88,11 @@ pub(crate) fn sam_encoder(
         &l,
     );
     if rel_pos {
-        let n_global = (0..k.layers).filter(|i| global.contains(i)).count() as u64;
+        let n_global = global
+            .iter()
+            .filter(|i| **i < k.layers)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len() as u64;
         // `window_size` 0 makes every layer global.
         let (n_window, n_global) = if window == 0 {
             (0, k.layers)
@@ -114,7 +118,7 @@ pub(crate) fn sam_encoder(
                 p.table(
                     format!("{pre}.layers.attn.rel_pos_{axis} ({what})"),
                     part,
-                    (lit((2 * side).saturating_sub(1)), lit(head_dim)),
+                    (lit(side.saturating_mul(2).saturating_sub(1)), lit(head_dim)),
                     &c,
                 );
             }

@@ -315,7 +315,7 @@ pub(crate) fn clip_with(
         p.table(
             format!("{pre}.embeddings.position_embedding"),
             "vision embeddings",
-            (lit(k.patches() + 1), k.d()),
+            (lit(k.patches().saturating_add(1)), k.d()),
             &one,
         );
         p.norm(

@@ -75,6 +75,15 @@ pub(crate) fn vqvae(s: &mut Sub<'_, '_>, p: &mut Parts, pre: &str) -> Result<VqK
             "a non-empty list",
         ));
     };
+    // Each block is written out (they differ in width), so absurd counts are refused
+    // rather than built.
+    if blocks > 1024 || mult.len() > 64 {
+        return Err(s.r.raw.invalid(
+            "num_res_blocks",
+            &blocks.into(),
+            "at most 1024 blocks per level and 64 levels",
+        ));
+    }
     let r = mult.len();
     // Encoder.
     let e = format!("{pre}.encoder");
@@ -86,8 +95,8 @@ pub(crate) fn vqvae(s: &mut Sub<'_, '_>, p: &mut Parts, pre: &str) -> Result<VqK
             .and_then(|j| mult.get(j))
             .copied()
             .unwrap_or(1);
-        block_in = base * in_mult;
-        let block_out = base * m;
+        block_in = base.saturating_mul(in_mult);
+        let block_out = base.saturating_mul(m);
         for b in 0..blocks {
             resnet(p, &format!("{e}.down.{i}.block.{b}"), block_in, block_out);
             block_in = block_out;
@@ -105,7 +114,11 @@ pub(crate) fn vqvae(s: &mut Sub<'_, '_>, p: &mut Parts, pre: &str) -> Result<VqK
     }
     mid(p, &format!("{e}.mid"), block_in);
     group_norm(p, format!("{e}.norm_out"), block_in);
-    let z = if double { 2 * latent } else { latent };
+    let z = if double {
+        latent.saturating_mul(2)
+    } else {
+        latent
+    };
     conv(p, format!("{e}.conv_out"), (block_in, 3, z));
     // Quantizer and the 1×1 convolutions around it.
     p.table(
@@ -118,11 +131,11 @@ pub(crate) fn vqvae(s: &mut Sub<'_, '_>, p: &mut Parts, pre: &str) -> Result<VqK
     conv(p, format!("{pre}.post_quant_conv"), (embed_dim, 1, latent));
     // Decoder.
     let d = format!("{pre}.decoder");
-    let mut block_in = base * last;
+    let mut block_in = base.saturating_mul(last);
     conv(p, format!("{d}.conv_in"), (latent, 3, block_in));
     mid(p, &format!("{d}.mid"), block_in);
     for (i, &m) in mult.iter().enumerate().rev() {
-        let block_out = base * m;
+        let block_out = base.saturating_mul(m);
         for b in 0..=blocks {
             resnet(p, &format!("{d}.up.{i}.block.{b}"), block_in, block_out);
             block_in = block_out;
