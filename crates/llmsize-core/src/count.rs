@@ -115,16 +115,20 @@ impl ParamCount {
     }
 }
 
-/// The parts of a run of tensors: consecutive tensors of the same part are one formula, as
+/// The parts of a run of tensors: consecutive tensors of the same part (and category) are one
+/// formula, as
 /// a person writes a block (`d·3d + 3d`, `3·d·d_ff`, `2·d` for a `LayerNorm`). Routed experts'
 /// matrices share the `E` factor: `E·(3·d·d_e + 2·d_e + d)`. Returns the parts and, for
 /// routed experts, what one token uses (`k·(3·d·d_e)`).
 fn parts_of(tensors: &[&Tensor]) -> Result<(Vec<Part>, Option<Expr>), Overflow> {
     let mut parts: Vec<Part> = Vec::new();
     let mut active = None;
-    for run in tensors
-        .chunk_by(|a, b| a.part == b.part && a.name.cross == b.name.cross && a.place == b.place)
-    {
+    for run in tensors.chunk_by(|a, b| {
+        a.part == b.part
+            && a.category == b.category
+            && a.name.cross == b.name.cross
+            && a.place == b.place
+    }) {
         let Some(first) = run.first() else { continue };
         let shared_copies = run
             .iter()

@@ -8,9 +8,6 @@
 //! vision tower), a function of its own. Each family file under `families/` is a reviewable
 //! page of such entries; `families::REGISTRY` dispatches.
 
-// The switches are the vocabulary family files use; some serve families still to come.
-#![allow(dead_code)]
-
 use llmsize_core::expr::Sym;
 use llmsize_core::spec::{
     Attention, Ffn, LatentAttention, Layer, Layers, Mlp, ModelSpec, Moe, Norm, NormKind,

@@ -1,4 +1,4 @@
-//! Mixture-of-experts families read by code (Mixtral, Qwen-MoE, OLMoE, GraniteMoE, gpt-oss).
+//! Mixture-of-experts families read by code (Mixtral, Qwen-MoE, `OLMoE`, `GraniteMoE`, gpt-oss).
 //!
 //! transformers 5.24 stores routed experts as fused 3-D tensors (`gate_up_proj` [E, 2f, h],
 //! `down_proj` [E, h, f]); the count is the same as per-expert modules. Routers have no bias
