@@ -311,7 +311,13 @@ impl Layers {
 
     /// The index of a layer kind, added if new.
     fn add_kind(&mut self, layer: Layer) -> usize {
-        if let Some(&k) = self.index.get(&layer) {
+        // Real models have a handful of kinds: comparing stops at the first field that
+        // differs, where hashing walks the whole layer (extras included) every time.
+        if self.kinds.len() <= 8 {
+            if let Some(k) = self.kinds.iter().position(|k| *k == layer) {
+                return k;
+            }
+        } else if let Some(&k) = self.index.get(&layer) {
             return k;
         }
         self.kinds.push(layer.clone());

@@ -32,7 +32,7 @@ pub struct Seed {
 }
 
 /// The directories and patterns of the seeds, relative to the repository root.
-const SEED_DIRS: [(&str, &str, Kind); 6] = [
+const SEED_DIRS: [(&str, &str, Kind); 8] = [
     (
         "crates/llmsize-weights/fixtures",
         ".safetensors.header",
@@ -42,6 +42,9 @@ const SEED_DIRS: [(&str, &str, Kind); 6] = [
     ("tests/fixtures/gguf", ".header", Kind::Gguf),
     ("tests/fixtures/truth/configs", ".json", Kind::Json),
     ("tests/fixtures/holdout/configs", ".json", Kind::Json),
+    // Every model type transformers builds, and their further configs (issue 9).
+    ("tests/fixtures/coverage/configs", ".json", Kind::Json),
+    ("tests/fixtures/coverage/extra/configs", ".json", Kind::Json),
     (
         "crates/llmsize-weights/fixtures/all-minilm-l6-v2",
         "config.json",

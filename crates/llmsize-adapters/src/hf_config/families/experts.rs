@@ -1911,7 +1911,9 @@ fn read_inkling2_text(
     let k = || Expr::sym(Sym::Named("conv_kernel_size"), kernel);
     let hidden = || Expr::sym(Sym::Hidden, d);
     let mut overflow = false;
-    map_layers(&mut spec, |i, layer| {
+    // A layer's tensors depend on its kind and on whether it is the first: each distinct
+    // (kind, first) is built once, so a million layers cost a million run entries, not builds.
+    let mut build = |i: u64, layer: &Layer| -> Result<Layer, ConfigError> {
         let mut l = layer.clone();
         let window = l.sliding_window;
         let Some(a) = standard(&mut l) else {
@@ -2046,7 +2048,36 @@ fn read_inkling2_text(
         }
         l.extras.extend(extras);
         Ok(l)
-    })?;
+    };
+    for stack in &mut spec.stacks {
+        let kinds = stack.layers.kinds().to_vec();
+        // (kind, first) → the built layer, each built once.
+        let mut built: Vec<((usize, bool), Layer)> = Vec::new();
+        let mut out = Layers::new();
+        for run in stack.layers.runs() {
+            let Some(layer) = kinds.get(run.kind) else {
+                continue;
+            };
+            let mut get = |first: bool| -> Result<Layer, ConfigError> {
+                if let Some((_, l)) = built.iter().find(|(k, _)| *k == (run.kind, first)) {
+                    return Ok(l.clone());
+                }
+                let l = build(u64::from(!first), layer)?;
+                built.push(((run.kind, first), l.clone()));
+                Ok(l)
+            };
+            let rest = if run.start == 0 {
+                out.push(get(true)?);
+                run.count - 1
+            } else {
+                run.count
+            };
+            if rest > 0 {
+                out.push_run(get(false)?, rest);
+            }
+        }
+        stack.layers = out;
+    }
     if overflow {
         return Err(raw.invalid(
             "conv_kernel_size",

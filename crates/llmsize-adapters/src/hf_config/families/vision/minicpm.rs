@@ -31,7 +31,16 @@ pub(crate) fn minicpm(
     let hidden = with_sub(raw, "vision_config", class, |s| {
         let k = vit_keys(s, (768, 3072, 12, 224, 16))?;
         let window = s.list("window_kernel_size", &[2, 2])?;
-        let w: u64 = window.iter().product();
+        let w = window
+            .iter()
+            .try_fold(1u64, |a, b| a.checked_mul(*b))
+            .ok_or_else(|| {
+                s.r.raw.invalid(
+                    "window_kernel_size",
+                    &format!("{window:?}").into(),
+                    "sizes whose product fits in 64 bits",
+                )
+            })?;
         let pre = "model.vision_tower";
         siglip_embeddings(&mut p, pre, &k);
         let layer = VitLayer::clip(k.d(), k.ff());
