@@ -1,6 +1,1317 @@
-//! (to be written: see the registry in `mod.rs`)
+//! Dense decoders that are Llama with switches: Cohere 1/2, GLM 1/4, Granite (and its sliding
+//! variant), EXAONE 3/4, `OLMo` 3, `SmolLM3`, Ministral 3, Seed-OSS, Helium, Arcee, Apertus,
+//! ERNIE 4.5, `InternLM3`, `IQuest-Coder`, CWM, `VaultGemma`, `HyperCLOVA X`, Jais 2, `BitNet`.
+//! Each entry is the configuration class's defaults (transformers 5.24, `configuration_*.py`)
+//! and the switches of its `modeling_*.py`; a `tweak` adds what the switches do not say (a
+//! window pattern of its own, extra norms, an activation with parameters). Extras of different
+//! categories carry different `part` labels: counting groups a layer's consecutive tensors of
+//! one part under the first one's category.
 
-use crate::hf_config::family::Family;
+use llmsize_core::Category;
+use llmsize_core::expr::Expr;
+use llmsize_core::spec::{
+    Attention, Extra, Ffn, Layer, Layers, ModelSpec, Norm, NormKind, OutputHead,
+};
+
+use crate::error::ConfigError;
+use crate::hf_config::decoder::mlp;
+use crate::hf_config::family::{
+    ALL_SPARSE, AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule,
+    MoeRule, NO, NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Read, Shared, StandardRule, Switch,
+    Windows, YES, key_or,
+};
+use crate::hf_config::raw::RawConfig;
+
+// ---------------------------------------------------------------------------------------------
+// Helpers for the tweaks: rebuild a spec's layers kind by kind (never layer by layer).
+// ---------------------------------------------------------------------------------------------
+
+/// `base` with the configuration class's defaults for the five sizes every entry reads.
+const fn sized(base: &Block, d: u64, l: u64, n_h: u64, v: u64, d_ff: u64) -> Block {
+    Block {
+        hidden: key_or(&["hidden_size"], d),
+        layers: key_or(&["num_hidden_layers"], l),
+        heads: key_or(&["num_attention_heads"], n_h),
+        vocab: key_or(&["vocab_size"], v),
+        mlp: MlpRule {
+            width: key_or(&["intermediate_size"], d_ff),
+            ..base.mlp
+        },
+        ..*base
+    }
+}
+
+/// Every layer kind of every stack rewritten by `f`; the runs stay as they are.
+fn map_layers(spec: &mut ModelSpec, mut f: impl FnMut(&mut Layer)) {
+    for stack in &mut spec.stacks {
+        let kinds: Vec<Layer> = stack
+            .layers
+            .kinds()
+            .iter()
+            .map(|k| {
+                let mut k = k.clone();
+                f(&mut k);
+                k
+            })
+            .collect();
+        let mut layers = Layers::new();
+        for run in stack.layers.runs() {
+            if let Some(k) = kinds.get(run.kind) {
+                layers.push_run(k.clone(), run.count);
+            }
+        }
+        stack.layers = layers;
+    }
+}
+
+/// The decoder's sliding windows set layer by layer (`windows[i]`: `None` is global).
+fn set_windows(spec: &mut ModelSpec, windows: &[Option<u64>]) {
+    for stack in &mut spec.stacks {
+        let kinds = stack.layers.kinds();
+        let keys = stack.layers.runs().iter().flat_map(|r| {
+            r.range().map(move |i| {
+                let w = usize::try_from(i)
+                    .ok()
+                    .and_then(|i| windows.get(i))
+                    .copied()
+                    .flatten();
+                (r.kind, w)
+            })
+        });
+        stack.layers = Layers::from_pattern(keys, |&(kind, window)| {
+            let mut layer = kinds.get(kind).cloned().unwrap_or_else(empty_layer);
+            layer.sliding_window = window;
+            layer
+        });
+    }
+}
+
+/// A layer with nothing in it (never reached: run kinds always exist).
+fn empty_layer() -> Layer {
+    Layer {
+        attention: Attention::Absent,
+        cross_attention: None,
+        ffn: Ffn::Absent,
+        norms: Vec::new(),
+        sliding_window: None,
+        extras: Vec::new(),
+        state: None,
+    }
+}
+
+/// The decoder's layer count.
+fn layer_count(spec: &ModelSpec) -> u64 {
+    spec.stacks.first().map_or(0, |s| s.layers.len())
+}
+
+/// `head_dim: null` in a class whose default is a number: `__post_init__` (or the attention's
+/// `getattr(…) or hidden // heads`) falls back to `hidden_size // num_attention_heads`.
+fn null_head_dim_splits(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    if !raw.has("head_dim") || raw.value("head_dim").is_some() {
+        return Ok(());
+    }
+    let hidden = spec.hidden_size;
+    let mut heads = None;
+    for layer in spec.layer_kinds() {
+        if let Attention::Standard(a) = &layer.attention {
+            heads = Some(a.num_heads);
+        }
+    }
+    let Some(heads) = heads else {
+        return Ok(());
+    };
+    let d_h = raw.derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?;
+    raw.assume(
+        "head_dim",
+        d_h,
+        "null; the class uses hidden_size // num_attention_heads",
+    );
+    map_layers(spec, |layer| {
+        if let Attention::Standard(a) = &mut layer.attention {
+            let old = a.head_dim;
+            a.head_dim = d_h;
+            // Per-head q/k norms follow the head width; full-width ones the projection width.
+            for n in [&mut a.q_norm, &mut a.k_norm].into_iter().flatten() {
+                if n.dim == old {
+                    n.dim = d_h;
+                }
+            }
+        }
+    });
+    Ok(())
+}
+
+/// When `layer_types` is absent, `layer_types[i]` = full attention where `i % every == 0`,
+/// sliding elsewhere (`CwmConfig`, `GraniteSWAConfig`); `layer_types` itself wins.
+fn full_every(
+    raw: &mut RawConfig<'_>,
+    spec: &mut ModelSpec,
+    every: u64,
+    class: &str,
+) -> Result<(), ConfigError> {
+    if raw.value("layer_types").is_some() {
+        return Ok(());
+    }
+    raw.assume(
+        "layer_types",
+        format!("full attention every {every} layers from layer 0, sliding between"),
+        &format!("absent; `{class}` default"),
+    );
+    let Some(window) = raw.uint("sliding_window")?.filter(|w| *w > 0) else {
+        return Ok(());
+    };
+    let n = raw.layer_count("num_hidden_layers", layer_count(spec))?;
+    let windows: Vec<Option<u64>> = (0..n as u64)
+        .map(|i| (!i.is_multiple_of(every)).then_some(window))
+        .collect();
+    set_windows(spec, &windows);
+    Ok(())
+}
+
+/// Norms added to every layer's block norms (`BitNet`'s sub-norms, `HyperCLOVA X`'s post-norms).
+fn add_norms(spec: &mut ModelSpec, norms: &[Norm]) {
+    map_layers(spec, |layer| layer.norms.extend_from_slice(norms));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The blocks.
+// ---------------------------------------------------------------------------------------------
+
+/// An MLP without biases, gated.
+const NO_BIAS_MLP: MlpRule = MlpRule {
+    up_bias: NO,
+    down_bias: NO,
+    ..LLAMA_MLP
+};
+
+/// An ungated `up_proj` → `down_proj` MLP with `mlp_bias` (`ArceeMLP`, `Jais2MLP`).
+const UNGATED_MLP: MlpRule = MlpRule {
+    gated: false,
+    ..LLAMA_MLP
+};
+
+/// Cohere (`modeling_cohere.py`): one `input_layernorm` per layer (attention and MLP in
+/// parallel), `CohereLayerNorm` with a weight only, optional q/k norms of shape
+/// `(heads, head_dim)` (`use_qk_norm`), q/k/v/o biased by `attention_bias`, an MLP without
+/// biases, tied.
+const COHERE: Block = Block {
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::FullWidth,
+        qk_norm_on: Switch::Key("use_qk_norm", false),
+        ..LLAMA_ATTENTION
+    }),
+    mlp: NO_BIAS_MLP,
+    norm: NormRule {
+        kind: NormKind::LayerNorm,
+        bias: NO,
+        per_layer: 1,
+    },
+    tie: true,
+    ..sized(&LLAMA, 8192, 40, 64, 256_000, 22528)
+};
+
+/// Cohere 2: Cohere without q/k norms, 3 sliding layers per global one
+/// (`sliding_window_pattern`). `Cohere2Config.__post_init__` sets `head_dim` to
+/// `hidden // heads`, but a `head_dim` in the JSON is set after it and wins.
+const COHERE2: Block = Block {
+    attention: AttentionRule::Standard(LLAMA_ATTENTION),
+    windows: Windows::Pattern(4),
+    ..COHERE
+};
+
+/// GLM: q/k/v biased by `attention_bias` (default true), `o_proj` never; fused `gate_up_proj`
+/// without biases; 2 KV heads, `head_dim` 128.
+const GLM: Block = Block {
+    kv_default: Some(2),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qkv_bias: Switch::Key("attention_bias", true),
+        o_bias: NO,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: NO_BIAS_MLP,
+    tweak: Some(null_head_dim_splits),
+    ..sized(&LLAMA, 4096, 40, 32, 151_552, 13696)
+};
+
+/// GLM-4: GLM with sandwich norms (`post_self_attn_layernorm`, `post_mlp_layernorm`).
+const GLM4: Block = Block {
+    norm: NormRule {
+        per_layer: 4,
+        ..RMS2
+    },
+    ..GLM
+};
+
+/// Granite: Llama with multipliers (no parameters).
+const GRANITE: Block = sized(&LLAMA, 4096, 32, 32, 32000, 11008);
+
+/// Granite-SWA: Granite with a learned sink logit per head (`self.sinks`), 4 KV heads, tied,
+/// full attention on every 4th layer from layer 0.
+const GRANITE_SWA: Block = Block {
+    kv_default: Some(4),
+    attention: AttentionRule::Standard(StandardRule {
+        sinks: YES,
+        ..LLAMA_ATTENTION
+    }),
+    tie: true,
+    tweak: Some(granite_swa),
+    ..sized(&LLAMA, 2560, 24, 20, 100_352, 8192)
+};
+
+fn granite_swa(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    full_every(raw, spec, 4, "GraniteSWAConfig")
+}
+
+/// EXAONE 4: per-head q/k norms always, norms after attention and after the MLP (no
+/// pre-norms), no biases, 32 KV heads, 3 sliding layers per global one.
+const EXAONE4: Block = Block {
+    kv_default: Some(32),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..PLAIN_ATTENTION
+    }),
+    mlp: NO_BIAS_MLP,
+    windows: Windows::Pattern(4),
+    ..sized(&LLAMA, 4096, 32, 32, 102_400, 16384)
+};
+
+/// `OLMo` 3: `OLMo` 2's full-width q/k norms, `post_attention` and `post_feedforward` norms,
+/// q/k/v/o biased by `attention_bias`, 3 sliding layers per global one.
+const OLMO3: Block = Block {
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::FullWidth,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: NO_BIAS_MLP,
+    windows: Windows::Pattern(4),
+    ..sized(&LLAMA, 4096, 32, 32, 50304, 11008)
+};
+
+/// `SmolLM3`: Llama with 4 KV heads, tied; sliding layers only from `layer_types` (or, when
+/// absent, `use_sliding_window` on the layers without rotary embedding).
+const SMOLLM3: Block = Block {
+    kv_default: Some(4),
+    tie: true,
+    tweak: Some(smollm3),
+    ..sized(&LLAMA, 2048, 36, 16, 128_256, 11008)
+};
+
+/// `SmolLM3Config.__post_init__`: without `layer_types`, a layer slides when
+/// `use_sliding_window`, `sliding_window` is set and `no_rope_layers[i]` is 0 (the default
+/// `no_rope_layers[i]` = `(i + 1) % no_rope_layer_interval != 0`, interval 4).
+fn smollm3(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    if raw.value("layer_types").is_some() {
+        return Ok(());
+    }
+    let reason = "absent; `SmolLM3Config` default";
+    let on = raw.flag_or("use_sliding_window", false, reason)?;
+    let window = raw.uint("sliding_window")?;
+    let (true, Some(window)) = (on, window) else {
+        return Ok(());
+    };
+    let n = raw.layer_count("num_hidden_layers", layer_count(spec))?;
+    let rope: Vec<bool> = if let Some(v) = raw.value("no_rope_layers") {
+        let list = v
+            .as_array()
+            .filter(|l| l.len() == n)
+            .ok_or_else(|| raw.invalid("no_rope_layers", v, "one 0 or 1 per layer"))?;
+        list.iter()
+            .map(|x| match x.as_u64() {
+                Some(0) => Ok(false),
+                Some(1) => Ok(true),
+                _ => Err(raw.invalid("no_rope_layers", x, "0 or 1")),
+            })
+            .collect::<Result<_, _>>()?
+    } else {
+        let interval = if let Some(i) = raw.size_opt("no_rope_layer_interval")? {
+            i
+        } else {
+            raw.assume("no_rope_layer_interval", 4, reason);
+            4
+        };
+        (0..n as u64)
+            .map(|i| !(i + 1).is_multiple_of(interval))
+            .collect()
+    };
+    let windows: Vec<Option<u64>> = rope.iter().map(|r| (!r).then_some(window)).collect();
+    set_windows(spec, &windows);
+    Ok(())
+}
+
+/// Ministral 3: Mistral's block (no biases, 8 KV heads, every layer slides when
+/// `sliding_window` is set), `head_dim` 128.
+const MINISTRAL3: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(PLAIN_ATTENTION),
+    mlp: NO_BIAS_MLP,
+    windows: Windows::All,
+    tweak: Some(null_head_dim_splits),
+    ..sized(&LLAMA, 4096, 34, 32, 131_072, 14336)
+};
+
+/// Seed-OSS: q/k/v biased by `attention_bias` (default true), `o_proj` by
+/// `attention_out_bias`, the MLP by `mlp_bias`; 8 KV heads, `head_dim` 128.
+const SEED_OSS: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qkv_bias: Switch::Key("attention_bias", true),
+        o_bias: Switch::Key("attention_out_bias", false),
+        ..LLAMA_ATTENTION
+    }),
+    tweak: Some(null_head_dim_splits),
+    ..sized(&LLAMA, 4096, 64, 80, 155_136, 27648)
+};
+
+/// Helium: q/k/v biased by `attention_bias`, `o_proj` `hidden → hidden` without bias; 20 KV
+/// heads, `head_dim` 128.
+const HELIUM: Block = Block {
+    kv_default: Some(20),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        o_bias: NO,
+        ..LLAMA_ATTENTION
+    }),
+    tweak: Some(helium),
+    ..sized(&LLAMA, 2560, 24, 20, 48000, 7040)
+};
+
+/// `HeliumAttention.o_proj` is `nn.Linear(hidden_size, hidden_size)`: it only fits (and only
+/// runs) when `num_attention_heads · head_dim` is `hidden_size`.
+fn helium(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    null_head_dim_splits(raw, spec)?;
+    for layer in spec.layer_kinds() {
+        if let Attention::Standard(a) = &layer.attention
+            && a.num_heads.checked_mul(a.head_dim) != Some(spec.hidden_size)
+        {
+            let found = raw
+                .value("head_dim")
+                .cloned()
+                .unwrap_or_else(|| a.head_dim.into());
+            return Err(raw.invalid(
+                "head_dim",
+                &found,
+                &format!(
+                    "num_attention_heads · head_dim = hidden_size ({}): Helium's o_proj is \
+                     hidden_size × hidden_size",
+                    spec.hidden_size
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Arcee: Llama with an ungated `up_proj` → `ReLU²` → `down_proj` MLP.
+const ARCEE: Block = Block {
+    mlp: UNGATED_MLP,
+    ..sized(&LLAMA, 2560, 32, 32, 32000, 18432)
+};
+
+/// Apertus: per-head q/k norms always, an ungated MLP without biases whose `xielu`
+/// activation (the default `hidden_act`) has two scalar parameters (`alpha_p`, `alpha_n`),
+/// `attention_layernorm` and `feedforward_layernorm`.
+const APERTUS: Block = Block {
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MlpRule {
+        gated: false,
+        ..NO_BIAS_MLP
+    },
+    tweak: Some(apertus),
+    ..sized(&LLAMA, 4096, 32, 32, 131_072, 14336)
+};
+
+/// `ApertusMLP`: `ACT2CLS["xielu"]` holds `alpha_p` and `alpha_n`, one value each.
+fn apertus(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    let act = if let Some(v) = raw.value("hidden_act") {
+        v.as_str()
+            .ok_or_else(|| raw.invalid("hidden_act", v, "an activation name"))?
+    } else {
+        raw.assume("hidden_act", "xielu", "absent; `ApertusConfig` default");
+        "xielu"
+    };
+    if act == "xielu" {
+        let alphas = [
+            Extra::vector("mlp.act_fn.alpha_p", "xIELU", Category::Ffn, Expr::Lit(1)),
+            Extra::vector("mlp.act_fn.alpha_n", "xIELU", Category::Ffn, Expr::Lit(1)),
+        ];
+        map_layers(spec, |layer| layer.extras.extend(alphas.iter().cloned()));
+    }
+    Ok(())
+}
+
+/// ERNIE 4.5: every projection biased by `use_bias`; 2 KV heads, `head_dim` 128, tied.
+const ERNIE4_5: Block = Block {
+    kv_default: Some(2),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qkv_bias: Switch::Key("use_bias", false),
+        o_bias: Switch::Key("use_bias", false),
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MlpRule {
+        up_bias: Switch::Key("use_bias", false),
+        down_bias: Switch::Key("use_bias", false),
+        ..LLAMA_MLP
+    },
+    tie: true,
+    tweak: Some(null_head_dim_splits),
+    ..sized(&LLAMA, 1024, 18, 16, 103_424, 3072)
+};
+
+/// `InternLM3` (built as `LlamaForCausalLM`): 2 KV heads, `head_dim` 128; `qkv_bias` and
+/// `bias` are aliases of `attention_bias` and `mlp_bias` (`attribute_map`).
+const INTERNLM3: Block = Block {
+    kv_default: Some(2),
+    head_dim: HeadDim::KeyOr(128),
+    tweak: Some(internlm3),
+    ..sized(&LLAMA, 4096, 48, 32, 128_512, 10240)
+};
+
+/// `InternLM3Config.attribute_map`: an alias in the JSON sets the field it names.
+fn internlm3(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    null_head_dim_splits(raw, spec)?;
+    let qkv = raw.flag("qkv_bias")?;
+    let mlp = raw.flag("bias")?;
+    map_layers(spec, |layer| {
+        if let (Some(b), Attention::Standard(a)) = (qkv, &mut layer.attention) {
+            a.q_bias = b;
+            a.k_bias = b;
+            a.v_bias = b;
+            a.o_bias = b;
+        }
+        if let (Some(b), Ffn::Dense(m)) = (mlp, &mut layer.ffn) {
+            m.up_bias = b;
+            m.down_bias = b;
+        }
+    });
+    Ok(())
+}
+
+/// EXAONE 3 (built as `LlamaForCausalLM`): 8 KV heads; `num_layers` is an alias of
+/// `num_hidden_layers`.
+const EXAONE: Block = Block {
+    layers: key_or(&["num_layers", "num_hidden_layers"], 32),
+    kv_default: Some(8),
+    ..sized(&LLAMA, 4096, 32, 32, 102_400, 14336)
+};
+
+/// `IQuest-Coder` (built as `LlamaForCausalLM`): 8 KV heads, `head_dim` 128.
+const IQUESTCODER: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    tweak: Some(null_head_dim_splits),
+    ..sized(&LLAMA, 5120, 80, 40, 76800, 27648)
+};
+
+/// CWM: no attention biases, the MLP biased by `mlp_bias`, 8 KV heads, `head_dim` 128; full
+/// attention on every 4th layer from layer 0, sliding (8192) between.
+const CWM: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(PLAIN_ATTENTION),
+    tweak: Some(cwm),
+    ..sized(&LLAMA, 6144, 64, 48, 128_256, 21504)
+};
+
+fn cwm(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    null_head_dim_splits(raw, spec)?;
+    full_every(raw, spec, 4, "CwmConfig")
+}
+
+/// `VaultGemma`: Gemma 2 without the post-norms (`input_layernorm` and
+/// `pre_feedforward_layernorm`), `head_dim` 256, 4 KV heads, even layers slide, tied.
+const VAULTGEMMA: Block = Block {
+    kv_default: Some(4),
+    head_dim: HeadDim::KeyOr(256),
+    mlp: NO_BIAS_MLP,
+    tie: true,
+    windows: Windows::Alternate,
+    tweak: Some(null_head_dim_splits),
+    ..sized(&LLAMA, 2304, 26, 8, 256_000, 9216)
+};
+
+/// `HyperCLOVA X`: Granite with `post_norm1` and `post_norm2` when `use_post_norm`
+/// (default true).
+const HYPERCLOVAX: Block = Block {
+    tweak: Some(hyperclovax),
+    ..sized(&LLAMA, 4096, 32, 32, 32000, 11008)
+};
+
+fn hyperclovax(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    if raw.flag_or("use_post_norm", true, "absent; `HyperCLOVAXConfig` default")? {
+        add_norms(spec, &[Norm::rms_norm(spec.hidden_size); 2]);
+    }
+    Ok(())
+}
+
+/// Jais 2: `nn.LayerNorm`s with biases, an ungated MLP biased by `mlp_bias` (default true),
+/// q/k/v/o biased by `attention_bias` (default true).
+const JAIS2: Block = Block {
+    attention: AttentionRule::Standard(StandardRule {
+        qkv_bias: Switch::Key("attention_bias", true),
+        o_bias: Switch::Key("attention_bias", true),
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MlpRule {
+        gated: false,
+        up_bias: Switch::Key("mlp_bias", true),
+        down_bias: Switch::Key("mlp_bias", true),
+        ..LLAMA_MLP
+    },
+    norm: NormRule {
+        kind: NormKind::LayerNorm,
+        bias: YES,
+        per_layer: 2,
+    },
+    ..sized(&LLAMA, 3328, 32, 26, 150_272, 26624)
+};
+
+/// `BitNet`: Llama with `attn_sub_norm` (over `hidden_size`) before `o_proj` and
+/// `ffn_sub_norm` (over `intermediate_size`) before `down_proj`; 5 KV heads, no MLP biases.
+const BITNET: Block = Block {
+    kv_default: Some(5),
+    mlp: NO_BIAS_MLP,
+    tweak: Some(bitnet),
+    ..sized(&LLAMA, 2560, 30, 20, 128_256, 6912)
+};
+
+#[allow(clippy::unnecessary_wraps, reason = "a tweak's signature")]
+fn bitnet(_raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    let d = spec.hidden_size;
+    map_layers(spec, |layer| {
+        if let Ffn::Dense(m) = &layer.ffn {
+            let sub = [Norm::rms_norm(d), Norm::rms_norm(m.intermediate)];
+            layer.norms.extend_from_slice(&sub);
+        }
+    });
+    Ok(())
+}
+
+/// Apertus 1.5's text model: Apertus whose `lm_head` may be narrower than the input table
+/// (`output_vocab_size`, the text-only prefix of the vocabulary).
+const APERTUS1P5_TEXT: Block = Block {
+    tweak: Some(apertus1p5_text),
+    ..sized(&APERTUS, 4096, 32, 32, 266_752, 14336)
+};
+
+/// `Apertus1p5TextForCausalLM.lm_head` is `hidden → output_vocab_size or vocab_size`
+/// (`__post_init__` drops an `output_vocab_size` equal to `vocab_size`).
+fn apertus1p5_text(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    apertus(raw, spec)?;
+    let Some(out) = raw.size_opt("output_vocab_size")? else {
+        return Ok(());
+    };
+    if out > spec.vocab_size {
+        return Err(raw.invalid(
+            "output_vocab_size",
+            &out.into(),
+            &format!("at most vocab_size ({})", spec.vocab_size),
+        ));
+    }
+    if let OutputHead::Lm { tied: false, .. } = spec.head
+        && out != spec.vocab_size
+    {
+        spec.head = OutputHead::None;
+        spec.extras.push(Extra::linear(
+            "lm_head.weight",
+            "output head",
+            Category::LmHead,
+            Expr::sym(llmsize_core::expr::Sym::Hidden, spec.hidden_size),
+            Expr::sym(llmsize_core::expr::Sym::Named("V_out"), out),
+        ));
+    }
+    Ok(())
+}
+
+/// `DiffLlama`: Llama whose differential attention adds `lambda_q1`, `lambda_k1`, `lambda_q2`,
+/// `lambda_k2` (one `head_dim` vector each; its `groupnorm` has no weight); KV heads must be
+/// even.
+const DIFFLLAMA: Block = Block {
+    mlp: NO_BIAS_MLP,
+    tweak: Some(diffllama),
+    ..sized(&LLAMA, 2048, 16, 32, 32000, 8192)
+};
+
+fn diffllama(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    let mut bad = None;
+    map_layers(spec, |layer| {
+        if let Attention::Standard(a) = &layer.attention {
+            if !a.num_kv_heads.is_multiple_of(2) {
+                bad = Some(a.num_kv_heads);
+            }
+            let d_h = Expr::sym(llmsize_core::expr::Sym::HeadDim, a.head_dim);
+            for name in ["lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2"] {
+                layer.extras.push(Extra::vector(
+                    format!("self_attn.{name}"),
+                    "differential attention",
+                    Category::Attention,
+                    d_h.clone(),
+                ));
+            }
+        }
+    });
+    if let Some(n) = bad {
+        return Err(raw.invalid(
+            "num_key_value_heads",
+            &n.into(),
+            "an even number (DiffLlama splits the values in two along the KV heads)",
+        ));
+    }
+    Ok(())
+}
+
+/// `NanoChat`: weightless RMS norms everywhere (blocks, q/k, final), an ungated
+/// `fc1` → `ReLU²` → `fc2` MLP without biases, q/k/v/o biased by `attention_bias`.
+const NANOCHAT: Block = Block {
+    mlp: MlpRule {
+        gated: false,
+        ..NO_BIAS_MLP
+    },
+    norm: NormRule {
+        per_layer: 0,
+        ..RMS2
+    },
+    tweak: Some(no_final_norm),
+    ..sized(&LLAMA, 768, 12, 6, 50304, 8192)
+};
+
+#[allow(clippy::unnecessary_wraps, reason = "a tweak's signature")]
+fn no_final_norm(_raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    for stack in &mut spec.stacks {
+        stack.final_norm = None;
+    }
+    Ok(())
+}
+
+/// Doge: Llama with per-head q/k norms and dynamic-mask attention (`A`, one value per KV
+/// head, and `dt_proj` `n_kv·d_h → n_kv`, biased by `attention_bias`), learned residual
+/// weights `input_residual` and `post_attention_residual`; every layer slides when
+/// `sliding_window` is set; with `is_moe`, the MLP becomes the shared expert of a
+/// cross-domain MoE of `num_experts` one-row experts.
+const DOGE: Block = Block {
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..LLAMA_ATTENTION
+    }),
+    windows: Windows::All,
+    tweak: Some(doge),
+    ..sized(&LLAMA, 1024, 32, 8, 32768, 2048)
+};
+
+fn doge(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    let reason = "absent; `DogeConfig` default";
+    let moe = if raw.flag_or("is_moe", false, reason)? {
+        Some(raw.size_or(
+            &["num_experts"],
+            llmsize_core::expr::Sym::Experts,
+            16384,
+            reason,
+        )?)
+    } else {
+        None
+    };
+    let bias = raw.flag_or("attention_bias", false, "absent; `DogeConfig` default")?;
+    let d = Expr::sym(llmsize_core::expr::Sym::Hidden, spec.hidden_size);
+    map_layers(spec, |layer| {
+        if let Attention::Standard(a) = &layer.attention {
+            let kv = Expr::sym(llmsize_core::expr::Sym::KvHeads, a.num_kv_heads);
+            let kv_width = Expr::product(vec![
+                kv.clone(),
+                Expr::sym(llmsize_core::expr::Sym::HeadDim, a.head_dim),
+            ]);
+            layer.extras.push(Extra::vector(
+                "self_attn.A",
+                "dynamic mask",
+                Category::Attention,
+                kv.clone(),
+            ));
+            layer.extras.push(Extra::linear(
+                "self_attn.dt_proj.weight",
+                "dynamic mask",
+                Category::Attention,
+                kv_width,
+                kv.clone(),
+            ));
+            if bias {
+                layer.extras.push(Extra::vector(
+                    "self_attn.dt_proj.bias",
+                    "dynamic mask",
+                    Category::Attention,
+                    kv,
+                ));
+            }
+        }
+        for name in ["input_residual", "post_attention_residual"] {
+            layer.extras.push(Extra::vector(
+                name,
+                "residual weights",
+                Category::LayerExtras,
+                d.clone(),
+            ));
+        }
+        if let Some(experts) = moe {
+            // `DogeCDMoE`: the gated MLP stays as the shared expert; `router_gate` scores
+            // `2·⌊√E⌋` product keys; each expert is a row of `down_embed` and of `up_embed`
+            // (`nn.Embedding`s, counted with the token tables as transformers' split does).
+            let keys = Expr::product(vec![
+                Expr::Lit(2),
+                Expr::sym(llmsize_core::expr::Sym::Named("⌊√E⌋"), experts.isqrt()),
+            ]);
+            layer.extras.push(Extra::linear(
+                "mlp.router_gate.weight",
+                "cross-domain router",
+                Category::Ffn,
+                d.clone(),
+                keys,
+            ));
+            for name in ["mlp.down_embed.weight", "mlp.up_embed.weight"] {
+                layer.extras.push(Extra::table(
+                    name,
+                    "cross-domain experts",
+                    Category::TokenEmbedding,
+                    Expr::sym(llmsize_core::expr::Sym::Experts, experts),
+                    d.clone(),
+                ));
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Mellum: per-head q/k norms always, q/k/v/o biased by `attention_bias`, 4 KV heads,
+/// `head_dim` 128; a top-k router without bias over `num_experts` (alias of
+/// `num_local_experts`) gated experts on the layers `mlp_layer_types` calls `sparse` (all by
+/// default), a dense MLP of `intermediate_size` on the others. MTP layers are not built.
+const MELLUM: Block = Block {
+    kv_default: Some(4),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: NO_BIAS_MLP,
+    moe: Some(MoeRule {
+        experts: key_or(&["num_experts", "num_local_experts"], 64),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 896),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::None,
+        shared_gate: false,
+        sparsity: ALL_SPARSE,
+    }),
+    tweak: Some(mellum),
+    ..sized(&LLAMA, 2304, 28, 32, 98304, 7168)
+};
+
+/// `MellumDecoderLayer`: `mlp_layer_types[i] == "sparse"` → MoE, anything else → a dense MLP.
+fn mellum(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    null_head_dim_splits(raw, spec)?;
+    let Some(v) = raw.value("mlp_layer_types") else {
+        return Ok(());
+    };
+    let n = usize::try_from(layer_count(spec)).unwrap_or(usize::MAX);
+    let list = v
+        .as_array()
+        .filter(|l| l.len() == n)
+        .ok_or_else(|| raw.invalid("mlp_layer_types", v, "one `sparse` or `dense` per layer"))?;
+    let sparse: Vec<bool> = list
+        .iter()
+        .map(|t| {
+            t.as_str()
+                .map(|t| t == "sparse")
+                .ok_or_else(|| raw.invalid("mlp_layer_types", t, "strings such as `sparse`"))
+        })
+        .collect::<Result<_, _>>()?;
+    if sparse.iter().all(|s| *s) {
+        return Ok(());
+    }
+    let reason = "absent; `MellumConfig` default";
+    let width = raw.size_or(
+        &["intermediate_size"],
+        llmsize_core::expr::Sym::Ffn,
+        7168,
+        reason,
+    )?;
+    let dense = Ffn::Dense(mlp(spec.hidden_size, width, true, false));
+    for stack in &mut spec.stacks {
+        let kinds = stack.layers.kinds();
+        let keys = stack.layers.runs().iter().flat_map(|r| {
+            let sparse = &sparse;
+            r.range().map(move |i| {
+                let s = usize::try_from(i)
+                    .ok()
+                    .and_then(|i| sparse.get(i))
+                    .copied()
+                    .unwrap_or(true);
+                (r.kind, s)
+            })
+        });
+        stack.layers = Layers::from_pattern(keys, |&(kind, s)| {
+            let mut layer = kinds.get(kind).cloned().unwrap_or_else(empty_layer);
+            if !s {
+                layer.ffn = dense.clone();
+            }
+            layer
+        });
+    }
+    Ok(())
+}
+
+/// HRM-Text: two stacks of `num_layers_per_stack` layers (`L_module`, `H_module`) run
+/// `H_cycles · L_cycles` and `H_cycles` times; each run of a layer caches its own keys and
+/// values (`num_hidden_layers` = `num_layers_per_stack · H_cycles · (L_cycles + 1)` cache
+/// slots). Attention has no KV grouping (k and v have `num_attention_heads` heads) and a
+/// `gate_proj` `d → n_h·d_h`; norms have no weights; `z_L_init` is a learned start state.
+const HRM_TEXT: Block = Block {
+    layers: key_or(&["num_layers_per_stack", "num_hidden_layers"], 16),
+    head_dim: HeadDim::KeyOr(128),
+    mlp: LLAMA_MLP,
+    norm: NormRule {
+        per_layer: 0,
+        ..RMS2
+    },
+    tweak: Some(hrm_text),
+    ..sized(&LLAMA, 1536, 16, 12, 151_808, 4096)
+};
+
+fn hrm_text(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    null_head_dim_splits(raw, spec)?;
+    let reason = "absent; `HrmTextConfig` default";
+    let h = raw.size_or(
+        &["H_cycles"],
+        llmsize_core::expr::Sym::Named("H"),
+        2,
+        reason,
+    )?;
+    let l = raw.size_or(
+        &["L_cycles"],
+        llmsize_core::expr::Sym::Named("L_c"),
+        3,
+        reason,
+    )?;
+    let bias = raw.flag_or("attention_bias", false, reason)?;
+    let low_runs = raw.mul(h, l, "H_cycles·L_cycles")?;
+    let mut err = None;
+    for stack in &mut spec.stacks {
+        stack.final_norm = None;
+        let mut layers = Layers::new();
+        for runs in [low_runs, h] {
+            for run in stack.layers.runs() {
+                let Some(kind) = stack.layers.kinds().get(run.kind) else {
+                    continue;
+                };
+                let mut kind = kind.clone();
+                if let Attention::Standard(a) = &mut kind.attention {
+                    a.num_kv_heads = a.num_heads;
+                    match a.num_heads.checked_mul(runs) {
+                        Some(c) => a.transformers_cache_heads = Some(c),
+                        None => err = Some(runs),
+                    }
+                    let width = Expr::product(vec![
+                        Expr::sym(llmsize_core::expr::Sym::Heads, a.num_heads),
+                        Expr::sym(llmsize_core::expr::Sym::HeadDim, a.head_dim),
+                    ]);
+                    kind.extras.push(Extra::linear(
+                        "self_attn.gate_proj.weight",
+                        "attention gate",
+                        Category::Attention,
+                        Expr::sym(llmsize_core::expr::Sym::Hidden, a.hidden),
+                        width.clone(),
+                    ));
+                    if bias {
+                        kind.extras.push(Extra::vector(
+                            "self_attn.gate_proj.bias",
+                            "attention gate",
+                            Category::Attention,
+                            width,
+                        ));
+                    }
+                }
+                layers.push_run(kind, run.count);
+            }
+        }
+        stack.layers = layers;
+    }
+    if let Some(runs) = err {
+        return Err(raw.invalid(
+            "H_cycles",
+            &runs.into(),
+            "cycles whose cache fits in 64 bits",
+        ));
+    }
+    spec.extras.push(Extra::vector(
+        "model.z_L_init",
+        "start state",
+        Category::LayerExtras,
+        Expr::sym(llmsize_core::expr::Sym::Hidden, spec.hidden_size),
+    ));
+    Ok(())
+}
+
+/// Dory (`modeling_dory.py`): an nGPT-style decoder whose norms are weightless L2 norms, with
+/// learned scales instead: `sqk` and `s_gate` (`n_h·d_h` each) and a `gate_proj`
+/// `d → n_h·d_h` in attention, `suv_gate` and `suv_up` (`d_ff` each) in the gated MLP,
+/// `lambda_1` and `lambda_2` (`d` each) on the residual stream, `logit_scale` (`V`) on the
+/// head. The middle `n_recurrent_layers` run `n_recurrent_loops` times; with
+/// `recurrent_kv_cache_mode` `per_loop` each loop caches its own keys and values.
+const DORY: Block = Block {
+    kv_default: Some(4),
+    head_dim: HeadDim::KeyOr(256),
+    norm: NormRule {
+        per_layer: 0,
+        ..RMS2
+    },
+    windows: Windows::Pattern(4),
+    ..sized(&LLAMA, 2560, 36, 16, 131_072, 7168)
+};
+
+/// `DoryConfig.__post_init__`: a released `config.json` lists attention and MLP as separate
+/// blocks (`layer_types` with `"mlp"` entries, every count doubled); each pair is one layer.
+fn dory(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    _head: crate::hf_config::HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let reason = "absent; `DoryConfig` default";
+    let mut map = raw.map.clone();
+    let paired = raw
+        .value("layer_types")
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|l| l.iter().any(|t| t.as_str() == Some("mlp")));
+    let count = |raw: &mut RawConfig<'_>, key: &str, default: u64| -> Result<u64, ConfigError> {
+        let n = if let Some(n) = raw.uint(key)? {
+            n
+        } else {
+            raw.assume(key, default, reason);
+            default
+        };
+        Ok(if paired { n / 2 } else { n })
+    };
+    let layers = count(raw, "num_hidden_layers", 36)?;
+    let input = count(raw, "n_input_layers", 8)?;
+    let output = count(raw, "n_output_layers", 8)?;
+    let recurrent = match raw.uint("n_recurrent_layers")? {
+        Some(n) => {
+            if paired {
+                n / 2
+            } else {
+                n
+            }
+        }
+        None => layers
+            .checked_sub(input)
+            .and_then(|r| r.checked_sub(output))
+            .ok_or_else(|| {
+                raw.invalid(
+                    "n_input_layers",
+                    &input.into(),
+                    "input and output layers within num_hidden_layers",
+                )
+            })?,
+    };
+    if input
+        .checked_add(recurrent)
+        .and_then(|n| n.checked_add(output))
+        != Some(layers)
+    {
+        return Err(raw.invalid(
+            "n_recurrent_layers",
+            &recurrent.into(),
+            &format!("n_input_layers + n_recurrent_layers + n_output_layers = num_hidden_layers ({layers})"),
+        ));
+    }
+    if paired {
+        map.insert("num_hidden_layers".into(), layers.into());
+        if let Some(serde_json::Value::Array(l)) = map.get_mut("layer_types") {
+            *l = l.iter().step_by(2).cloned().collect();
+        }
+    }
+    let loops = raw.size_or(
+        &["n_recurrent_loops"],
+        llmsize_core::expr::Sym::Named("loops"),
+        2,
+        reason,
+    )?;
+    let per_loop = match raw.value("recurrent_kv_cache_mode") {
+        None => {
+            raw.assume("recurrent_kv_cache_mode", "per_loop", reason);
+            true
+        }
+        Some(v) => match v.as_str() {
+            Some("per_loop") => true,
+            Some("last_loop") => false,
+            _ => {
+                return Err(raw.invalid("recurrent_kv_cache_mode", v, "`per_loop` or `last_loop`"));
+            }
+        },
+    };
+    let mut inner = RawConfig::new(raw.file, &map);
+    let mut spec = crate::hf_config::family::read_block(&mut inner, family, &DORY)?;
+    for a in inner.assumptions {
+        raw.assume(&a.field, a.value, &a.reason);
+    }
+    for (symbol, source) in inner.sources {
+        raw.source(symbol, &source);
+    }
+    let d = Expr::sym(llmsize_core::expr::Sym::Hidden, spec.hidden_size);
+    for stack in &mut spec.stacks {
+        stack.final_norm = None;
+        let kinds = stack.layers.kinds();
+        let keys = stack.layers.runs().iter().flat_map(|r| {
+            r.range()
+                .map(move |i| (r.kind, per_loop && i >= input && i < input + recurrent))
+        });
+        let mut overflow = false;
+        stack.layers = Layers::from_pattern(keys, |&(kind, looped)| {
+            let mut layer = kinds.get(kind).cloned().unwrap_or_else(empty_layer);
+            if let Attention::Standard(a) = &mut layer.attention {
+                if looped {
+                    a.transformers_cache_heads = a.num_kv_heads.checked_mul(loops);
+                    overflow |= a.transformers_cache_heads.is_none();
+                }
+                let width = Expr::product(vec![
+                    Expr::sym(llmsize_core::expr::Sym::Heads, a.num_heads),
+                    Expr::sym(llmsize_core::expr::Sym::HeadDim, a.head_dim),
+                ]);
+                layer.extras.push(Extra::linear(
+                    "self_attn.gate_proj.weight",
+                    "attention gate and scales",
+                    Category::Attention,
+                    d.clone(),
+                    width.clone(),
+                ));
+                for name in ["self_attn.sqk", "self_attn.s_gate"] {
+                    layer.extras.push(Extra::vector(
+                        name,
+                        "attention gate and scales",
+                        Category::Attention,
+                        width.clone(),
+                    ));
+                }
+            }
+            if let Ffn::Dense(m) = &layer.ffn {
+                let d_ff = Expr::sym(llmsize_core::expr::Sym::Ffn, m.intermediate);
+                for name in ["mlp.suv_gate", "mlp.suv_up"] {
+                    layer.extras.push(Extra::vector(
+                        name,
+                        "MLP scales",
+                        Category::Ffn,
+                        d_ff.clone(),
+                    ));
+                }
+            }
+            for name in ["lambda_1", "lambda_2"] {
+                layer.extras.push(Extra::vector(
+                    name,
+                    "residual scales",
+                    Category::LayerExtras,
+                    d.clone(),
+                ));
+            }
+            layer
+        });
+        if overflow {
+            return Err(raw.invalid(
+                "n_recurrent_loops",
+                &loops.into(),
+                "loops whose cache fits in 64 bits",
+            ));
+        }
+    }
+    if let OutputHead::Lm { biases, .. } = &mut spec.head {
+        // `DoryLMHead.logit_scale`: one value per vocabulary entry, kept when tied.
+        *biases = 1;
+    }
+    Ok(spec)
+}
 
 /// The entries of this file.
-pub(crate) const FAMILIES: &[Family] = &[];
+pub(crate) const FAMILIES: &[Family] = &[
+    Family {
+        model_type: "cohere",
+        config_class: "CohereConfig",
+        architecture: "CohereForCausalLM",
+        read: Read::Block(&COHERE),
+    },
+    Family {
+        model_type: "cohere2",
+        config_class: "Cohere2Config",
+        architecture: "Cohere2ForCausalLM",
+        read: Read::Block(&COHERE2),
+    },
+    Family {
+        model_type: "glm",
+        config_class: "GlmConfig",
+        architecture: "GlmForCausalLM",
+        read: Read::Block(&GLM),
+    },
+    Family {
+        model_type: "glm4",
+        config_class: "Glm4Config",
+        architecture: "Glm4ForCausalLM",
+        read: Read::Block(&GLM4),
+    },
+    Family {
+        model_type: "granite",
+        config_class: "GraniteConfig",
+        architecture: "GraniteForCausalLM",
+        read: Read::Block(&GRANITE),
+    },
+    Family {
+        model_type: "granite_swa",
+        config_class: "GraniteSWAConfig",
+        architecture: "GraniteSWAForCausalLM",
+        read: Read::Block(&GRANITE_SWA),
+    },
+    Family {
+        model_type: "exaone4",
+        config_class: "Exaone4Config",
+        architecture: "Exaone4ForCausalLM",
+        read: Read::Block(&EXAONE4),
+    },
+    Family {
+        model_type: "olmo3",
+        config_class: "Olmo3Config",
+        architecture: "Olmo3ForCausalLM",
+        read: Read::Block(&OLMO3),
+    },
+    Family {
+        model_type: "smollm3",
+        config_class: "SmolLM3Config",
+        architecture: "SmolLM3ForCausalLM",
+        read: Read::Block(&SMOLLM3),
+    },
+    Family {
+        model_type: "ministral3",
+        config_class: "Ministral3Config",
+        architecture: "Ministral3ForCausalLM",
+        read: Read::Block(&MINISTRAL3),
+    },
+    Family {
+        model_type: "seed_oss",
+        config_class: "SeedOssConfig",
+        architecture: "SeedOssForCausalLM",
+        read: Read::Block(&SEED_OSS),
+    },
+    Family {
+        model_type: "helium",
+        config_class: "HeliumConfig",
+        architecture: "HeliumForCausalLM",
+        read: Read::Block(&HELIUM),
+    },
+    Family {
+        model_type: "arcee",
+        config_class: "ArceeConfig",
+        architecture: "ArceeForCausalLM",
+        read: Read::Block(&ARCEE),
+    },
+    Family {
+        model_type: "apertus",
+        config_class: "ApertusConfig",
+        architecture: "ApertusForCausalLM",
+        read: Read::Block(&APERTUS),
+    },
+    Family {
+        model_type: "ernie4_5",
+        config_class: "Ernie4_5Config",
+        architecture: "Ernie4_5ForCausalLM",
+        read: Read::Block(&ERNIE4_5),
+    },
+    Family {
+        model_type: "internlm3",
+        config_class: "InternLM3Config",
+        architecture: "LlamaForCausalLM",
+        read: Read::Block(&INTERNLM3),
+    },
+    Family {
+        model_type: "exaone",
+        config_class: "ExaoneConfig",
+        architecture: "LlamaForCausalLM",
+        read: Read::Block(&EXAONE),
+    },
+    Family {
+        model_type: "iquestcoder",
+        config_class: "IQuestCoderConfig",
+        architecture: "LlamaForCausalLM",
+        read: Read::Block(&IQUESTCODER),
+    },
+    Family {
+        model_type: "cwm",
+        config_class: "CwmConfig",
+        architecture: "CwmForCausalLM",
+        read: Read::Block(&CWM),
+    },
+    Family {
+        model_type: "vaultgemma",
+        config_class: "VaultGemmaConfig",
+        architecture: "VaultGemmaForCausalLM",
+        read: Read::Block(&VAULTGEMMA),
+    },
+    Family {
+        model_type: "hyperclovax",
+        config_class: "HyperCLOVAXConfig",
+        architecture: "HyperCLOVAXForCausalLM",
+        read: Read::Block(&HYPERCLOVAX),
+    },
+    Family {
+        model_type: "jais2",
+        config_class: "Jais2Config",
+        architecture: "Jais2ForCausalLM",
+        read: Read::Block(&JAIS2),
+    },
+    Family {
+        model_type: "bitnet",
+        config_class: "BitNetConfig",
+        architecture: "BitNetForCausalLM",
+        read: Read::Block(&BITNET),
+    },
+    Family {
+        model_type: "apertus1p5_text",
+        config_class: "Apertus1p5TextConfig",
+        architecture: "Apertus1p5TextForCausalLM",
+        read: Read::Block(&APERTUS1P5_TEXT),
+    },
+    Family {
+        model_type: "diffllama",
+        config_class: "DiffLlamaConfig",
+        architecture: "DiffLlamaForCausalLM",
+        read: Read::Block(&DIFFLLAMA),
+    },
+    Family {
+        model_type: "nanochat",
+        config_class: "NanoChatConfig",
+        architecture: "NanoChatForCausalLM",
+        read: Read::Block(&NANOCHAT),
+    },
+    Family {
+        model_type: "doge",
+        config_class: "DogeConfig",
+        architecture: "DogeForCausalLM",
+        read: Read::Block(&DOGE),
+    },
+    Family {
+        model_type: "mellum",
+        config_class: "MellumConfig",
+        architecture: "MellumForCausalLM",
+        read: Read::Block(&MELLUM),
+    },
+    Family {
+        model_type: "hrm_text",
+        config_class: "HrmTextConfig",
+        architecture: "HrmTextForCausalLM",
+        read: Read::Block(&HRM_TEXT),
+    },
+    Family {
+        model_type: "dory",
+        config_class: "DoryConfig",
+        architecture: "DoryForCausalLM",
+        read: Read::Code(dory),
+    },
+];
