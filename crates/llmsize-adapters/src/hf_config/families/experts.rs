@@ -1,6 +1,1954 @@
-//! (to be written: see the registry in `mod.rs`)
+//! Mixture-of-experts decoders: GLM-4-MoE and its kin (Sarvam, Solar-Open), MiniMax-M2/M3
+//! (text), ERNIE-4.5-MoE, Llama 4 (text), Phi-MoE, Granite-MoE-shared/-SWA, EXAONE-MoE,
+//! `FlexOlmo`, Aria (text), Cohere2-MoE, HY-V3, MiMo-V2-Flash, Laguna, `AFMoE`, Kolibri-1,
+//! A.X-K1, Beam, Flint and Inkling (text). Each entry is the configuration class's defaults
+//! and the switches of its `modeling_*.py` (transformers 5.24).
+//!
+//! transformers 5 stores routed experts as fused 3-D tensors (`gate_up_proj` `[E, 2f, d]`,
+//! `down_proj` `[E, d, f]`): the count is that of `E` gated MLPs. An
+//! `e_score_correction_bias` registered as a buffer is not a parameter; where a family makes
+//! it an `nn.Parameter` (ERNIE's `moe_statics`, Laguna's router, `AFMoE`'s `expert_bias`) it
+//! counts as a router bias of `E`.
+//!
+//! Per-layer lists a `__post_init__` derives (`layer_types`, `mlp_layer_types`, `moe_layers`)
+//! are computed here and written into a copy of the config ([`read_patched`]), which the
+//! generic block then reads.
 
-use crate::hf_config::family::Family;
+use llmsize_core::Category;
+use llmsize_core::expr::{Expr, Sym};
+use llmsize_core::spec::{Extra, Ffn, Layer, Layers, ModelSpec, NormKind, OutputHead};
+use serde_json::{Map, Value};
+
+use crate::error::ConfigError;
+use crate::hf_config::family::{
+    AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule, MoeRule, NO,
+    NormRule, PLAIN_ATTENTION, QkNorm, Read, Shared, Sparsity, StandardRule, Switch, Windows, YES,
+    key_or, read_block,
+};
+use crate::hf_config::raw::RawConfig;
+
+// ---------------------------------------------------------------------------------------------
+// Helpers for tweaks.
+
+/// Rebuild the decoder stack layer by layer: `f(i, layer)` gives layer `i`'s new kind.
+/// Layers are visited once each, and equal results join one kind, so the stack stays runs.
+fn map_layers(
+    spec: &mut ModelSpec,
+    mut f: impl FnMut(u64, &Layer) -> Result<Layer, ConfigError>,
+) -> Result<(), ConfigError> {
+    for stack in &mut spec.stacks {
+        let mut out = Layers::new();
+        let kinds = stack.layers.kinds();
+        for run in stack.layers.runs() {
+            let Some(kind) = kinds.get(run.kind) else {
+                continue;
+            };
+            for i in run.range() {
+                out.push(f(i, kind)?);
+            }
+        }
+        stack.layers = out;
+    }
+    Ok(())
+}
+
+/// Change every MoE block of the spec.
+fn map_moe(spec: &mut ModelSpec, mut f: impl FnMut(&mut llmsize_core::spec::Moe)) {
+    for stack in &mut spec.stacks {
+        let kinds: Vec<Layer> = stack.layers.kinds().to_vec();
+        let mut out = Layers::new();
+        for run in stack.layers.runs() {
+            if let Some(kind) = kinds.get(run.kind) {
+                let mut layer = kind.clone();
+                if let Ffn::Moe(m) = &mut layer.ffn {
+                    f(m);
+                }
+                out.push_run(layer, run.count);
+            }
+        }
+        stack.layers = out;
+    }
+}
+
+/// Read `block` from a copy of the config that `patch` changed (a key the modeling code
+/// derives in a way the block does not, written in), keeping the assumptions and sources.
+fn read_patched(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    block: &Block,
+    patch: impl FnOnce(&mut RawConfig<'_>, &mut Map<String, Value>) -> Result<(), ConfigError>,
+) -> Result<ModelSpec, ConfigError> {
+    let mut map = raw.map.clone();
+    patch(raw, &mut map)?;
+    let mut inner = RawConfig::new(raw.file, &map);
+    let spec = read_block(&mut inner, family, block)?;
+    for a in inner.assumptions {
+        raw.assume(&a.field, a.value, &a.reason);
+    }
+    for (symbol, source) in inner.sources {
+        raw.source(symbol, &source);
+    }
+    raw.read.borrow_mut().extend(inner.read.into_inner());
+    Ok(spec)
+}
+
+/// `head_dim` absent: `hidden_size // num_attention_heads`, rounded down as
+/// `getattr(config, "head_dim", config.hidden_size // config.num_attention_heads)` does.
+fn floor_head_dim(
+    raw: &mut RawConfig<'_>,
+    map: &mut Map<String, Value>,
+) -> Result<(), ConfigError> {
+    if raw.size_opt("head_dim")?.is_none() {
+        let hidden = raw.size(&["hidden_size"], Sym::Hidden)?;
+        let heads = raw.size(&["num_attention_heads"], Sym::Heads)?;
+        let d = hidden / heads;
+        if d == 0 {
+            return Err(raw.invalid(
+                "num_attention_heads",
+                &heads.into(),
+                &format!("at most `hidden_size` ({hidden})"),
+            ));
+        }
+        raw.source(Sym::HeadDim, "hidden_size // num_attention_heads");
+        map.insert("head_dim".to_owned(), Value::from(d));
+    }
+    Ok(())
+}
+
+/// A block whose `head_dim` defaults to `hidden_size // num_attention_heads`, rounded down.
+fn floor_head_dim_block(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    block: &Block,
+) -> Result<ModelSpec, ConfigError> {
+    read_patched(raw, family, block, floor_head_dim)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-layer lists the block cannot read directly.
+
+/// The key of the patched config copy listing the dense layers (`Sparsity::dense_list`); it
+/// is never a key of a real config.
+const DENSE_KEY: &str = "llmsize:dense_layers";
+
+/// `mlp_layer_types` (`"dense"`/`"sparse"` per layer), when present, replaces
+/// `first_k_dense_replace`: its dense entries are written as [`DENSE_KEY`].
+fn mlp_layer_types(
+    raw: &mut RawConfig<'_>,
+    map: &mut Map<String, Value>,
+) -> Result<(), ConfigError> {
+    let Some(v) = raw.value("mlp_layer_types") else {
+        return Ok(());
+    };
+    let list = v
+        .as_array()
+        .ok_or_else(|| raw.invalid("mlp_layer_types", v, "a list of `dense`/`sparse`"))?;
+    let mut dense = Vec::new();
+    for (i, t) in list.iter().enumerate() {
+        match t.as_str() {
+            Some("dense") => dense.push(Value::from(i)),
+            Some("sparse" | "moe") => {}
+            _ => return Err(raw.invalid("mlp_layer_types", t, "`dense` or `sparse`")),
+        }
+    }
+    map.insert("first_k_dense_replace".to_owned(), Value::from(0));
+    map.insert(DENSE_KEY.to_owned(), Value::Array(dense));
+    Ok(())
+}
+
+/// `mlp_layer_types` when present, else the first `first` layers dense (a `__post_init__`
+/// default such as `["dense"] + ["sparse"] * (num_hidden_layers - 1)`).
+fn dense_types_or_first(
+    raw: &mut RawConfig<'_>,
+    map: &mut Map<String, Value>,
+    first: u64,
+) -> Result<(), ConfigError> {
+    if raw.value("mlp_layer_types").is_some() {
+        return mlp_layer_types(raw, map);
+    }
+    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    raw.layer_count("num_hidden_layers", n)?;
+    let dense: Vec<Value> = (0..n.min(first)).map(Value::from).collect();
+    map.insert(DENSE_KEY.to_owned(), Value::Array(dense));
+    Ok(())
+}
+
+/// Dense layers from `mlp_layer_types`, else the first layer only.
+fn dense_first_layer(
+    raw: &mut RawConfig<'_>,
+    map: &mut Map<String, Value>,
+) -> Result<(), ConfigError> {
+    dense_types_or_first(raw, map, 1)
+}
+
+/// Dense layers only where `mlp_layer_types` says so.
+const LISTED_DENSE: Sparsity = Sparsity {
+    first_dense: None,
+    step: None,
+    dense_list: Some(DENSE_KEY),
+};
+
+/// `layer_types` when present, else `sliding(i)` for each layer (a `__post_init__` rule).
+fn layer_types_or(
+    raw: &mut RawConfig<'_>,
+    map: &mut Map<String, Value>,
+    sliding: impl Fn(u64) -> bool,
+) -> Result<(), ConfigError> {
+    if raw.value("layer_types").is_none() {
+        let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+        raw.layer_count("num_hidden_layers", n)?;
+        let types: Vec<Value> = (0..n)
+            .map(|i| {
+                Value::from(if sliding(i) {
+                    "sliding_attention"
+                } else {
+                    "full_attention"
+                })
+            })
+            .collect();
+        map.insert("layer_types".to_owned(), Value::Array(types));
+    }
+    Ok(())
+}
+
+/// The standard attention of a layer, to change.
+fn standard(layer: &mut Layer) -> Option<&mut llmsize_core::spec::StandardAttention> {
+    match &mut layer.attention {
+        llmsize_core::spec::Attention::Standard(a) => Some(a),
+        _ => None,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// GLM-4-MoE and the families built on its modeling code.
+
+/// GLM-4-MoE (`modeling_glm4_moe.py`): q/k/v biased by `attention_bias` (never `o_proj`),
+/// per-head q/k norms with `use_qk_norm`, `n_shared_experts` experts of
+/// `moe_intermediate_size` as one shared MLP, the first `first_k_dense_replace` layers dense
+/// (`intermediate_size`); the router has no bias (`e_score_correction_bias` is a buffer).
+const GLM4_MOE: Block = Block {
+    kv_default: Some(8),
+    attention: AttentionRule::Standard(StandardRule {
+        qkv_bias: Switch::Key("attention_bias", false),
+        o_bias: NO,
+        qk_norm: QkNorm::PerHead,
+        qk_norm_on: Switch::Key("use_qk_norm", false),
+        ..PLAIN_ATTENTION
+    }),
+    mlp: MlpRule {
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["n_routed_experts", "num_local_experts"], 128),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 1408),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["n_shared_experts"], 1)),
+        shared_gate: false,
+        sparsity: Sparsity {
+            first_dense: Some(key_or(&["first_k_dense_replace"], 1)),
+            step: None,
+            dense_list: None,
+        },
+    }),
+    ..LLAMA
+};
+
+/// Sarvam-MoE (`modular_sarvam_moe.py`: GLM-4-MoE's modeling): `head_dim` 64, q/k norms on
+/// by default, 4 KV heads; `use_qkv_bias`, `num_experts` and `num_shared_experts` are
+/// aliases of `attention_bias`, `n_routed_experts` and `n_shared_experts`.
+const SARVAM_MOE: Block = Block {
+    kv_default: Some(4),
+    head_dim: HeadDim::KeyOr(64),
+    attention: AttentionRule::Standard(StandardRule {
+        qkv_bias: Switch::Key("attention_bias", false),
+        o_bias: NO,
+        qk_norm: QkNorm::PerHead,
+        qk_norm_on: Switch::Key("use_qk_norm", true),
+        ..PLAIN_ATTENTION
+    }),
+    moe: Some(MoeRule {
+        experts: key_or(
+            &["n_routed_experts", "num_local_experts", "num_experts"],
+            128,
+        ),
+        top_k: key_or(&["num_experts_per_tok"], 6),
+        expert_width: key_or(&["moe_intermediate_size"], 1024),
+        shared: Shared::Count(key_or(&["n_shared_experts", "num_shared_experts"], 1)),
+        ..GLM4_MOE_RULE
+    }),
+    ..GLM4_MOE
+};
+
+/// GLM-4-MoE's expert rule, for the entries that change a field of it.
+const GLM4_MOE_RULE: MoeRule = MoeRule {
+    experts: key_or(&["n_routed_experts", "num_local_experts"], 128),
+    top_k: key_or(&["num_experts_per_tok"], 8),
+    expert_width: key_or(&["moe_intermediate_size"], 1408),
+    router_bias: NO,
+    expert_bias: NO,
+    shared: Shared::Count(key_or(&["n_shared_experts"], 1)),
+    shared_gate: false,
+    sparsity: Sparsity {
+        first_dense: Some(key_or(&["first_k_dense_replace"], 1)),
+        step: None,
+        dense_list: None,
+    },
+};
+
+/// Sarvam's alias `use_qkv_bias` of `attention_bias`.
+fn sarvam_patch(raw: &RawConfig<'_>, map: &mut Map<String, Value>) {
+    if raw.value("attention_bias").is_none()
+        && let Some(v) = raw.value("use_qkv_bias")
+    {
+        map.insert("attention_bias".to_owned(), v.clone());
+    }
+}
+
+/// Solar-Open (`modeling_solar_open.py`): GLM-4-MoE without q/k norms or dense layers,
+/// `head_dim` 128.
+const SOLAR_OPEN: Block = Block {
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qkv_bias: Switch::Key("attention_bias", false),
+        o_bias: NO,
+        ..PLAIN_ATTENTION
+    }),
+    moe: Some(MoeRule {
+        expert_width: key_or(&["moe_intermediate_size"], 1280),
+        sparsity: crate::hf_config::family::ALL_SPARSE,
+        ..GLM4_MOE_RULE
+    }),
+    ..GLM4_MOE
+};
+
+// ---------------------------------------------------------------------------------------------
+// MiniMax-M2.
+
+/// MiniMax-M2 (`modeling_minimax_m2.py`): no biases, q/k norms over the full projection
+/// widths, every layer MoE with experts of `intermediate_size`; `e_score_correction_bias` is
+/// a buffer.
+const MINIMAX_M2: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::FullWidth,
+        ..PLAIN_ATTENTION
+    }),
+    mlp: GLM4_MOE.mlp,
+    moe: Some(MoeRule {
+        experts: key_or(&["num_local_experts", "num_experts"], 256),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["intermediate_size"], 1536),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::None,
+        shared_gate: false,
+        sparsity: crate::hf_config::family::ALL_SPARSE,
+    }),
+    ..LLAMA
+};
+
+// ---------------------------------------------------------------------------------------------
+// ERNIE-4.5-MoE.
+
+/// ERNIE-4.5-MoE (`modeling_ernie4_5_moe.py`): every projection (attention, dense and shared
+/// MLPs, `lm_head`) biased by `use_bias`; layer `i` is MoE when `(i + 1) %
+/// moe_layer_interval == 0` and `moe_layer_start_index ≤ i ≤ moe_layer_end_index` (−1: the
+/// last layer); `moe_num_shared_experts` experts of `moe_intermediate_size` as one shared MLP;
+/// `moe_statics.e_score_correction_bias` is a parameter of `E` (counted as the router's bias).
+const ERNIE4_5_MOE: Block = Block {
+    kv_default: Some(4),
+    attention: AttentionRule::Standard(StandardRule {
+        qkv_bias: Switch::Key("use_bias", false),
+        o_bias: Switch::Key("use_bias", false),
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 12288),
+        up_bias: Switch::Key("use_bias", false),
+        down_bias: Switch::Key("use_bias", false),
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["moe_num_experts", "num_experts"], 64),
+        top_k: key_or(&["moe_k", "num_experts_per_tok"], 6),
+        expert_width: key_or(&["moe_intermediate_size"], 1536),
+        router_bias: YES,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["moe_num_shared_experts"], 2)),
+        shared_gate: false,
+        sparsity: Sparsity {
+            first_dense: Some(key_or(&["moe_layer_start_index"], 1)),
+            step: Some("moe_layer_interval"),
+            dense_list: None,
+        },
+    }),
+    tie: true,
+    tweak: Some(ernie_tweak),
+    ..LLAMA
+};
+
+/// ERNIE: layers past `moe_layer_end_index` are dense; the shared MLP and `lm_head` carry
+/// biases with `use_bias`.
+fn ernie_tweak(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    let reason = "absent; `Ernie4_5_MoeConfig` default";
+    let bias = raw.flag_or("use_bias", false, reason)?;
+    let end = match raw.value("moe_layer_end_index") {
+        None => None,
+        Some(v) => match v.as_i64() {
+            Some(-1) => None,
+            Some(n) if n >= 0 => Some(n.cast_unsigned()),
+            _ => {
+                return Err(raw.invalid(
+                    "moe_layer_end_index",
+                    v,
+                    "a layer index, or -1 for the last layer",
+                ));
+            }
+        },
+    };
+    if let Some(end) = end {
+        let dense = crate::hf_config::decoder::mlp(
+            spec.hidden_size,
+            raw.size_or(&["intermediate_size"], Sym::Ffn, 12288, reason)?,
+            true,
+            bias,
+        );
+        map_layers(spec, |i, layer| {
+            let mut l = layer.clone();
+            if i > end && matches!(l.ffn, Ffn::Moe(_)) {
+                l.ffn = Ffn::Dense(dense);
+            }
+            Ok(l)
+        })?;
+    }
+    if bias {
+        map_moe(spec, |m| {
+            if let Some(s) = &mut m.shared {
+                s.up_bias = true;
+                s.down_bias = true;
+            }
+        });
+        if let OutputHead::Lm { biases, .. } = &mut spec.head {
+            *biases = 1;
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Llama 4 (text).
+
+/// Llama 4's text model (`modeling_llama4.py`): q/k/v/o biased by `attention_bias`, its q/k
+/// norm an L2 norm without weights; MoE layers (`moe_layers`, else every
+/// `interleave_moe_layer_step`-th) have 16 experts of `intermediate_size`, a bias-free router
+/// and one shared expert of `intermediate_size`; the other layers a dense MLP of
+/// `intermediate_size_mlp`. `RoPE` layers (`no_rope_layers`, else all but every
+/// `no_rope_layer_interval`-th) attend in chunks of `attention_chunk_size`, which the cache
+/// keeps as a sliding window of that size.
+const LLAMA4_TEXT: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size_mlp"], 16384),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["num_local_experts"], 16),
+        top_k: key_or(&["num_experts_per_tok"], 1),
+        expert_width: key_or(&["intermediate_size"], 8192),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Width(key_or(&["intermediate_size"], 8192)),
+        shared_gate: false,
+        sparsity: Sparsity {
+            first_dense: None,
+            step: Some("interleave_moe_layer_step"),
+            dense_list: Some(DENSE_KEY),
+        },
+    }),
+    ..LLAMA
+};
+
+/// `Llama4TextConfig.__post_init__`: `moe_layers` and `layer_types` (chunked attention as a
+/// sliding window of `attention_chunk_size`).
+fn llama4_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+    let reason = "absent; `Llama4TextConfig` default";
+    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    let count = raw.layer_count("num_hidden_layers", n)?;
+    if let Some(v) = raw.value("moe_layers") {
+        let list = v
+            .as_array()
+            .ok_or_else(|| raw.invalid("moe_layers", v, "a list of layer indices"))?;
+        let mut moe = std::collections::HashSet::new();
+        for x in list {
+            moe.insert(
+                x.as_u64()
+                    .ok_or_else(|| raw.invalid("moe_layers", x, "layer indices"))?,
+            );
+        }
+        let dense: Vec<Value> = (0..n)
+            .filter(|i| !moe.contains(i))
+            .map(Value::from)
+            .collect();
+        map.insert(DENSE_KEY.to_owned(), Value::Array(dense));
+        map.insert("interleave_moe_layer_step".to_owned(), Value::from(1));
+    } else if !raw.has("interleave_moe_layer_step") {
+        raw.assume("interleave_moe_layer_step", 1, reason);
+    }
+    let chunk = if raw.has("attention_chunk_size") {
+        raw.size_opt("attention_chunk_size")?
+    } else {
+        raw.assume("attention_chunk_size", 8192, reason);
+        Some(8192)
+    };
+    let types: Vec<String> = if let Some(v) = raw.value("layer_types") {
+        let list = v
+            .as_array()
+            .ok_or_else(|| raw.invalid("layer_types", v, "a list of layer kinds"))?;
+        list.iter()
+            .map(|t| {
+                t.as_str().map(str::to_owned).ok_or_else(|| {
+                    raw.invalid("layer_types", t, "strings such as `full_attention`")
+                })
+            })
+            .collect::<Result<_, _>>()?
+    } else {
+        let rope: Vec<bool> = match raw.value("no_rope_layers") {
+            Some(Value::Array(list)) if !list.is_empty() => {
+                if list.len() < count {
+                    return Err(raw.invalid(
+                        "no_rope_layers",
+                        &Value::from(list.len()),
+                        &format!("one entry per layer ({n})"),
+                    ));
+                }
+                list.iter()
+                    .take(count)
+                    .map(|x| match x.as_u64() {
+                        Some(b) => Ok(b != 0),
+                        None => match x.as_bool() {
+                            Some(b) => Ok(b),
+                            None => Err(raw.invalid("no_rope_layers", x, "1 (RoPE) or 0 (NoPE)")),
+                        },
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            _ => {
+                let interval = if raw.has("no_rope_layer_interval") {
+                    raw.size(
+                        &["no_rope_layer_interval"],
+                        Sym::Named("no_rope_layer_interval"),
+                    )?
+                } else {
+                    raw.assume("no_rope_layer_interval", 4, reason);
+                    4
+                };
+                (0..n).map(|i| !(i + 1).is_multiple_of(interval)).collect()
+            }
+        };
+        rope.into_iter()
+            .map(|r| {
+                if r && chunk.is_some() {
+                    "chunked_attention".to_owned()
+                } else {
+                    "full_attention".to_owned()
+                }
+            })
+            .collect()
+    };
+    let types: Vec<Value> = types
+        .into_iter()
+        .map(|t| {
+            Value::from(if t == "chunked_attention" {
+                "sliding_attention".to_owned()
+            } else {
+                t
+            })
+        })
+        .collect();
+    let sliding = types.iter().any(|t| t == "sliding_attention");
+    match chunk {
+        Some(c) => {
+            map.insert("sliding_window".to_owned(), Value::from(c));
+        }
+        None if sliding => {
+            return Err(raw.missing("attention_chunk_size", "the chunk size of chunked layers"));
+        }
+        None => {}
+    }
+    map.insert("layer_types".to_owned(), Value::Array(types));
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phi-3.5-MoE, Granite-MoE-shared, EXAONE-MoE, FlexOlmo.
+
+/// Phi-MoE (`modeling_phimoe.py`): `LayerNorm`s with biases, q/k/v/o biased by
+/// `attention_bias`, 16 experts of `intermediate_size` behind a bias-free router, every layer
+/// sliding when `sliding_window` is set, `lm_head` biased by `lm_head_bias`.
+const PHIMOE: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOrSplit,
+    mlp: GLM4_MOE.mlp,
+    moe: Some(MoeRule {
+        experts: key_or(&["num_local_experts"], 16),
+        top_k: key_or(&["num_experts_per_tok"], 2),
+        expert_width: key_or(&["intermediate_size"], 6400),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::None,
+        shared_gate: false,
+        sparsity: crate::hf_config::family::ALL_SPARSE,
+    }),
+    norm: NormRule {
+        kind: NormKind::LayerNorm,
+        bias: YES,
+        per_layer: 2,
+    },
+    windows: Windows::All,
+    tweak: Some(phimoe_tweak),
+    ..LLAMA
+};
+
+/// Phi-MoE's `lm_head` bias.
+fn phimoe_tweak(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    if raw.flag_or("lm_head_bias", false, "absent; `PhimoeConfig` default")?
+        && let OutputHead::Lm { biases, .. } = &mut spec.head
+    {
+        *biases = 1;
+    }
+    Ok(())
+}
+
+/// Granite-MoE-shared (`modeling_granitemoeshared.py`): Granite-MoE (q/k/v/o biased by
+/// `attention_bias`, experts of `intermediate_size`, bias-free router) plus, when
+/// `shared_intermediate_size` is not 0, a shared gated MLP of that width.
+const GRANITEMOESHARED: Block = Block {
+    kv_default: None,
+    mlp: GLM4_MOE.mlp,
+    moe: Some(MoeRule {
+        experts: key_or(&["num_local_experts"], 8),
+        top_k: key_or(&["num_experts_per_tok"], 2),
+        expert_width: key_or(&["intermediate_size"], 11008),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::None,
+        shared_gate: false,
+        sparsity: crate::hf_config::family::ALL_SPARSE,
+    }),
+    tweak: Some(granite_shared_tweak),
+    ..LLAMA
+};
+
+/// Granite's shared MLP (`input_linear` `d → 2·s`, `output_linear` `s → d`), absent at 0.
+fn granite_shared_tweak(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    let width = if let Some(w) = raw.uint("shared_intermediate_size")? {
+        w
+    } else {
+        raw.assume(
+            "shared_intermediate_size",
+            0,
+            "absent; the config class default (no shared MLP)",
+        );
+        0
+    };
+    if width > 0 {
+        raw.source(Sym::SharedFfn, "shared_intermediate_size");
+        let shared = crate::hf_config::decoder::mlp(spec.hidden_size, width, true, false);
+        map_moe(spec, |m| m.shared = Some(shared));
+    }
+    Ok(())
+}
+
+/// Granite-MoE-SWA (`modeling_granitemoe_swa.py`): Granite-MoE-shared with a learned sink per
+/// head in every layer; sliding layers from `layer_types`, else all but every 4th from the
+/// first.
+const GRANITEMOE_SWA: Block = Block {
+    attention: AttentionRule::Standard(StandardRule {
+        sinks: YES,
+        ..LLAMA_ATTENTION
+    }),
+    ..GRANITEMOESHARED
+};
+
+/// `GraniteMoeSWAConfig.__post_init__`: layer `i` is global when `i % 4 == 0`.
+fn granite_swa_patch(
+    raw: &mut RawConfig<'_>,
+    map: &mut Map<String, Value>,
+) -> Result<(), ConfigError> {
+    if raw.value("layer_types").is_none() {
+        let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+        raw.layer_count("num_hidden_layers", n)?;
+        let types: Vec<Value> = (0..n)
+            .map(|i| {
+                Value::from(if i.is_multiple_of(4) {
+                    "full_attention"
+                } else {
+                    "sliding_attention"
+                })
+            })
+            .collect();
+        map.insert("layer_types".to_owned(), Value::Array(types));
+    }
+    Ok(())
+}
+
+/// EXAONE-MoE (`modeling_exaone_moe.py`): no biases, per-head q/k norms, `num_experts` of
+/// `moe_intermediate_size` with `num_shared_experts` of that width as one shared MLP; dense
+/// layers from `mlp_layer_types`, else the first `first_k_dense_replace`; sliding layers from
+/// `layer_types`, else all but every `sliding_window_pattern`-th.
+const EXAONE_MOE: Block = Block {
+    kv_default: Some(32),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..PLAIN_ATTENTION
+    }),
+    mlp: GLM4_MOE.mlp,
+    moe: Some(MoeRule {
+        experts: key_or(&["num_experts"], 64),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 1024),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["num_shared_experts"], 1)),
+        shared_gate: false,
+        sparsity: Sparsity {
+            first_dense: Some(key_or(&["first_k_dense_replace"], 1)),
+            step: None,
+            dense_list: Some(DENSE_KEY),
+        },
+    }),
+    windows: Windows::Pattern(4),
+    ..LLAMA
+};
+
+/// `FlexOlmo` (`modeling_flex_olmo.py`): `OLMo2`'s block (q/k norms over the full projection
+/// widths, post-attention and post-MLP norms) with every MLP a mixture of `num_experts`
+/// experts of `intermediate_size`.
+const FLEX_OLMO: Block = Block {
+    kv_default: None,
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::FullWidth,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: GLM4_MOE.mlp,
+    moe: Some(MoeRule {
+        experts: key_or(&["num_experts", "num_local_experts"], 7),
+        top_k: key_or(&["num_experts_per_tok"], 5),
+        expert_width: key_or(&["intermediate_size"], 11008),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::None,
+        shared_gate: false,
+        sparsity: crate::hf_config::family::ALL_SPARSE,
+    }),
+    ..LLAMA
+};
+
+// ---------------------------------------------------------------------------------------------
+// Aria (text), Cohere2-MoE.
+
+/// Aria's text model (`modeling_aria.py`): Llama's attention, every layer a mixture of
+/// `moe_num_experts` experts of `intermediate_size` (bias-free router) plus
+/// `moe_num_shared_experts` of that width as one shared MLP biased by `mlp_bias`; `head_dim`
+/// `hidden_size // num_attention_heads` when absent.
+const ARIA_TEXT: Block = Block {
+    kv_default: None,
+    mlp: GLM4_MOE.mlp,
+    moe: Some(MoeRule {
+        experts: key_or(&["moe_num_experts"], 8),
+        top_k: key_or(&["moe_topk"], 2),
+        expert_width: key_or(&["intermediate_size"], 4096),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["moe_num_shared_experts"], 2)),
+        shared_gate: false,
+        sparsity: crate::hf_config::family::ALL_SPARSE,
+    }),
+    tweak: Some(aria_tweak),
+    ..LLAMA
+};
+
+/// Aria's shared experts carry biases with `mlp_bias`.
+fn aria_tweak(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    if raw.flag_or("mlp_bias", false, "absent; `AriaTextConfig` default")? {
+        map_moe(spec, |m| {
+            if let Some(s) = &mut m.shared {
+                s.up_bias = true;
+                s.down_bias = true;
+            }
+        });
+    }
+    Ok(())
+}
+
+/// Cohere2-MoE (`modeling_cohere2_moe.py`): a parallel block (one norm, weight only), q/k/v/o
+/// biased by `attention_bias`, no q/k norms, tied; MoE layers have `num_experts` experts of
+/// `intermediate_size` (bias-free router) and `num_shared_experts` of that width as one shared
+/// MLP; dense layers (`mlp_layer_types`, else the first `first_k_dense_replace`) an MLP of
+/// `prefix_dense_intermediate_size` (else `intermediate_size`). Sliding layers from
+/// `layer_types`, else by `prefix_dense_sliding_window_pattern` over the dense prefix and
+/// `sliding_window_pattern` over the rest.
+const COHERE2_MOE: Block = Block {
+    kv_default: None,
+    head_dim: HeadDim::KeyOr(128),
+    mlp: MlpRule {
+        width: key_or(
+            &["prefix_dense_intermediate_size", "intermediate_size"],
+            22528,
+        ),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["num_experts"], 8),
+        top_k: key_or(&["num_experts_per_tok"], 2),
+        expert_width: key_or(&["intermediate_size"], 22528),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["num_shared_experts"], 0)),
+        shared_gate: false,
+        sparsity: Sparsity {
+            first_dense: None,
+            step: None,
+            dense_list: Some(DENSE_KEY),
+        },
+    }),
+    norm: NormRule {
+        per_layer: 1,
+        ..crate::hf_config::family::RMS2
+    },
+    tie: true,
+    ..LLAMA
+};
+
+/// `Cohere2MoeConfig.__post_init__`: `layer_types` and `mlp_layer_types` from
+/// `first_k_dense_replace` when absent.
+fn cohere2_moe_patch(
+    raw: &mut RawConfig<'_>,
+    map: &mut Map<String, Value>,
+) -> Result<(), ConfigError> {
+    let reason = "absent; `Cohere2MoeConfig` default";
+    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    raw.layer_count("num_hidden_layers", n)?;
+    let first = raw.uint("first_k_dense_replace")?.unwrap_or(0);
+    if raw.value("layer_types").is_none() {
+        let pattern = |raw: &mut RawConfig<'_>, k: &str, d: u64| -> Result<u64, ConfigError> {
+            if raw.has(k) {
+                raw.size(&[k], Sym::Named("sliding_window_pattern"))
+            } else {
+                raw.assume(k, d, reason);
+                Ok(d)
+            }
+        };
+        let prefix = pattern(raw, "prefix_dense_sliding_window_pattern", 1)?;
+        let rest = pattern(raw, "sliding_window_pattern", 4)?;
+        let types: Vec<Value> = (0..n)
+            .map(|i| {
+                let slides = if i < first {
+                    !(i + 1).is_multiple_of(prefix)
+                } else {
+                    !(i - first + 1).is_multiple_of(rest)
+                };
+                Value::from(if slides {
+                    "sliding_attention"
+                } else {
+                    "full_attention"
+                })
+            })
+            .collect();
+        map.insert("layer_types".to_owned(), Value::Array(types));
+    }
+    if raw.value("mlp_layer_types").is_none() {
+        let dense: Vec<Value> = (0..n.min(first)).map(Value::from).collect();
+        map.insert(DENSE_KEY.to_owned(), Value::Array(dense));
+        Ok(())
+    } else {
+        mlp_layer_types(raw, map)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// HY-V3, MiMo-V2-Flash, Laguna: per-layer lists of attention and MLP kinds.
+
+/// HY-V3 (`modeling_hy_v3.py`): q/k/v/o biased by `attention_bias`, per-head q/k norms, MLPs
+/// biased by `mlp_bias`; MoE layers (`mlp_layer_types`, else all but the first) have
+/// `num_experts` experts of `moe_intermediate_size`, a bias-free router (its
+/// `e_score_correction_bias` is a buffer) and `num_shared_experts` of that width as one
+/// shared MLP.
+const HY_V3: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 13312),
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["num_experts", "num_local_experts"], 192),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 1536),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["num_shared_experts"], 1)),
+        shared_gate: false,
+        sparsity: LISTED_DENSE,
+    }),
+    tweak: Some(shared_mlp_bias),
+    ..LLAMA
+};
+
+/// The shared experts carry biases with `mlp_bias`.
+fn shared_mlp_bias(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    if raw.flag("mlp_bias")? == Some(true) {
+        map_moe(spec, |m| {
+            if let Some(s) = &mut m.shared {
+                s.up_bias = true;
+                s.down_bias = true;
+            }
+        });
+    }
+    Ok(())
+}
+
+/// MiMo-V2-Flash (`modeling_mimo_v2_flash.py`): q/k of `head_dim` (192), v/o of `v_head_dim`
+/// (128); sliding layers (`layer_types`, else all but the first and every 6th) have twice
+/// `num_key_value_heads` and a learned sink per head; q/k/v biased by `attention_bias`, never
+/// `o_proj`; MoE layers (`mlp_layer_types`, else all but the first) have `n_routed_experts`
+/// experts of `moe_intermediate_size` behind a bias-free router, no shared expert.
+const MIMO_V2_FLASH: Block = Block {
+    kv_default: Some(4),
+    head_dim: HeadDim::KeyOr(192),
+    attention: AttentionRule::Standard(StandardRule {
+        qkv_bias: Switch::Key("attention_bias", false),
+        o_bias: NO,
+        ..PLAIN_ATTENTION
+    }),
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 16384),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["n_routed_experts", "num_local_experts"], 256),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 2048),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::None,
+        shared_gate: false,
+        sparsity: LISTED_DENSE,
+    }),
+    ..LLAMA
+};
+
+/// `MiMoV2FlashConfig.__post_init__`: `layer_types`, `mlp_layer_types`, and
+/// `sliding_window_size + 1` as the window.
+fn mimo_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    raw.layer_count("num_hidden_layers", n)?;
+    if raw.value("layer_types").is_none() {
+        let types: Vec<Value> = (0..n)
+            .map(|i| {
+                Value::from(if i == 0 || (i + 1).is_multiple_of(6) {
+                    "full_attention"
+                } else {
+                    "sliding_attention"
+                })
+            })
+            .collect();
+        map.insert("layer_types".to_owned(), Value::Array(types));
+    }
+    if let Some(w) = raw.uint("sliding_window_size")? {
+        map.insert(
+            "sliding_window".to_owned(),
+            Value::from(w.saturating_add(1)),
+        );
+    } else if !raw.has("sliding_window") {
+        raw.assume("sliding_window", 129, "absent; `MiMoV2FlashConfig` default");
+        map.insert("sliding_window".to_owned(), Value::from(129));
+    }
+    dense_first_layer(raw, map)
+}
+
+/// MiMo-V2-Flash: q and k are `head_dim` wide per head, v and o `v_head_dim`. Every count
+/// (projections, the cache's keys plus values, the score and value products) is that of a
+/// head of the mean width `(head_dim + v_head_dim) / 2`, which the spec holds; `q_proj`'s bias
+/// (`n_h·head_dim`) is an extra. Sliding layers double the KV heads and carry sinks.
+fn read_mimo(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    _: crate::hf_config::HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let mut spec = read_patched(raw, family, &MIMO_V2_FLASH, mimo_patch)?;
+    let reason = "absent; `MiMoV2FlashConfig` default";
+    let qk = raw.size_or(&["head_dim"], Sym::HeadDim, 192, reason)?;
+    let v = raw.size_or(&["v_head_dim"], Sym::Named("v_head_dim"), 128, reason)?;
+    let sum = qk
+        .checked_add(v)
+        .ok_or_else(|| raw.invalid("v_head_dim", &v.into(), "a width below 2^63"))?;
+    if !sum.is_multiple_of(2) {
+        return Err(raw.invalid(
+            "v_head_dim",
+            &v.into(),
+            "a width of the same parity as `head_dim` (llmsize holds the mean head width)",
+        ));
+    }
+    let mean = sum / 2;
+    let bias = raw.flag_or("attention_bias", false, reason)?;
+    let mut err = None;
+    map_layers(&mut spec, |_, layer| {
+        let mut l = layer.clone();
+        let sliding = l.sliding_window.is_some();
+        if let Some(a) = standard(&mut l) {
+            a.head_dim = mean;
+            a.q_bias = false;
+            if sliding {
+                match a.num_kv_heads.checked_mul(2) {
+                    Some(k) => a.num_kv_heads = k,
+                    None => err = Some(()),
+                }
+                a.sinks = true;
+            }
+            if bias {
+                let n = a.num_heads;
+                l.extras.push(Extra::vector(
+                    "self_attn.q_proj.bias",
+                    "attention",
+                    Category::Attention,
+                    Expr::product(vec![Expr::sym(Sym::Heads, n), Expr::sym(Sym::HeadDim, qk)]),
+                ));
+            }
+        }
+        Ok(l)
+    })?;
+    if err.is_some() {
+        return Err(raw.invalid(
+            "num_key_value_heads",
+            &Value::Null,
+            "a count whose double fits",
+        ));
+    }
+    Ok(spec)
+}
+
+/// Laguna (`modeling_laguna.py`): per-layer query heads (`num_attention_heads_per_layer`),
+/// per-head q/k norms, a softplus output gate `g_proj` (`d → n_h`, or `n_h·d_h` unless
+/// `gating` is `true`/`"per-head"`), q/k/v/o biased by `attention_bias`; MoE layers
+/// (`mlp_layer_types`, else all but the first) have `num_experts` experts of
+/// `moe_intermediate_size`, a router whose `e_score_correction_bias` is a parameter of `E`,
+/// and a shared MLP of `shared_expert_intermediate_size`.
+const LAGUNA: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 8192),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["num_experts"], 256),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 512),
+        router_bias: YES,
+        expert_bias: NO,
+        shared: Shared::Width(key_or(&["shared_expert_intermediate_size"], 512)),
+        shared_gate: false,
+        sparsity: LISTED_DENSE,
+    }),
+    ..LLAMA
+};
+
+/// Laguna: per-layer heads and the output gate.
+fn read_laguna(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    _: crate::hf_config::HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let mut spec = read_patched(raw, family, &LAGUNA, dense_first_layer)?;
+    let per_head = match raw.value("gating") {
+        None | Some(Value::Bool(true)) => true,
+        Some(Value::Bool(false)) => false,
+        Some(Value::String(s)) if s == "per-head" => true,
+        Some(Value::String(s)) if s == "per-element" => false,
+        Some(v) => {
+            return Err(raw.invalid("gating", v, "true, false, `per-head` or `per-element`"));
+        }
+    };
+    let heads: Option<Vec<u64>> = match raw.value("num_attention_heads_per_layer") {
+        None => None,
+        Some(v) => {
+            let list = v.as_array().ok_or_else(|| {
+                raw.invalid("num_attention_heads_per_layer", v, "a head count per layer")
+            })?;
+            let counts = list
+                .iter()
+                .map(|x| match x.as_u64() {
+                    Some(n) if n > 0 => Ok(n),
+                    _ => {
+                        Err(raw.invalid("num_attention_heads_per_layer", x, "positive head counts"))
+                    }
+                })
+                .collect::<Result<Vec<u64>, _>>()?;
+            if (counts.len() as u64) < spec.num_layers() {
+                return Err(raw.invalid(
+                    "num_attention_heads_per_layer",
+                    v,
+                    &format!("one entry per layer ({})", spec.num_layers()),
+                ));
+            }
+            Some(counts)
+        }
+    };
+    map_layers(&mut spec, |i, layer| {
+        let mut l = layer.clone();
+        if let Some(a) = standard(&mut l) {
+            if let Some(n) = heads
+                .as_ref()
+                .and_then(|h| usize::try_from(i).ok().and_then(|i| h.get(i)))
+            {
+                a.num_heads = *n;
+            }
+            let (n, d, hidden) = (a.num_heads, a.head_dim, a.hidden);
+            let out = if per_head {
+                Expr::sym(Sym::Heads, n)
+            } else {
+                Expr::product(vec![Expr::sym(Sym::Heads, n), Expr::sym(Sym::HeadDim, d)])
+            };
+            l.extras.push(Extra::linear(
+                "self_attn.g_proj.weight",
+                "attention",
+                Category::Attention,
+                Expr::sym(Sym::Hidden, hidden),
+                out,
+            ));
+        }
+        Ok(l)
+    })?;
+    Ok(spec)
+}
+
+// ---------------------------------------------------------------------------------------------
+// AFMoE.
+
+/// `AFMoE` (`modeling_afmoe.py`): per-head q/k norms, a sigmoid output gate `gate_proj`
+/// (`d → n_h·d_h`), q/k/v/o biased by `attention_bias`, four norms per layer; the first
+/// `num_dense_layers` layers dense, the others `num_experts` experts of
+/// `moe_intermediate_size` with a router whose `expert_bias` is a parameter of `E`, and
+/// `num_shared_experts` of that width as one shared MLP. Sliding layers from `layer_types`,
+/// else all but every `global_attn_every_n_layers`-th.
+const AFMOE: Block = Block {
+    kv_default: None,
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 6144),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["num_experts"], 64),
+        top_k: key_or(&["num_experts_per_tok"], 6),
+        expert_width: key_or(&["moe_intermediate_size"], 1408),
+        router_bias: YES,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["num_shared_experts"], 2)),
+        shared_gate: false,
+        sparsity: Sparsity {
+            first_dense: Some(key_or(&["num_dense_layers"], 1)),
+            step: None,
+            dense_list: None,
+        },
+    }),
+    norm: NormRule {
+        per_layer: 4,
+        ..crate::hf_config::family::RMS2
+    },
+    tweak: Some(output_gate_full),
+    ..LLAMA
+};
+
+/// `AfmoeConfig.__post_init__`: `layer_types` from `global_attn_every_n_layers`.
+fn afmoe_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+    if raw.value("layer_types").is_none() {
+        let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+        raw.layer_count("num_hidden_layers", n)?;
+        let every = raw.size_or(
+            &["global_attn_every_n_layers"],
+            Sym::Named("global_attn_every_n_layers"),
+            4,
+            "absent; `AfmoeConfig` default",
+        )?;
+        let types: Vec<Value> = (0..n)
+            .map(|i| {
+                Value::from(if (i + 1).is_multiple_of(every) {
+                    "full_attention"
+                } else {
+                    "sliding_attention"
+                })
+            })
+            .collect();
+        map.insert("layer_types".to_owned(), Value::Array(types));
+    }
+    Ok(())
+}
+
+/// A gate `d → n_h·d_h` on the attention output (`self_attn.gate_proj`), in every layer.
+fn output_gate_full(_: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    output_gate(spec, false)
+}
+
+/// The output gate `self_attn.gate_proj` (`d → n_h·d_h`) of every layer, with a bias of one
+/// per head (`gate_bias`) when `head_bias`.
+fn output_gate(spec: &mut ModelSpec, head_bias: bool) -> Result<(), ConfigError> {
+    map_layers(spec, |_, layer| {
+        let mut l = layer.clone();
+        if let Some(a) = standard(&mut l) {
+            let (n, d, hidden) = (a.num_heads, a.head_dim, a.hidden);
+            l.extras.push(Extra::linear(
+                "self_attn.gate_proj.weight",
+                "attention",
+                Category::Attention,
+                Expr::sym(Sym::Hidden, hidden),
+                Expr::product(vec![Expr::sym(Sym::Heads, n), Expr::sym(Sym::HeadDim, d)]),
+            ));
+            if head_bias {
+                l.extras.push(Extra::vector(
+                    "self_attn.gate_bias",
+                    "attention",
+                    Category::Attention,
+                    Expr::sym(Sym::Heads, n),
+                ));
+            }
+        }
+        Ok(l)
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Beam.
+
+/// Beam (`modeling_beam.py`): per-head q/k norms, an output gate `gate_proj` (`d → n_h·d_h`)
+/// with a bias per head, q/k/v/o biased by `attention_bias`, four norms per layer; MoE layers
+/// (`mlp_layer_types`, else all but the first 3) have `num_experts` experts of
+/// `moe_intermediate_size` behind a bias-free router, no shared expert. Sliding layers from
+/// `layer_types`, else all but every 6th and the last.
+const BEAM: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 20480),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["num_experts"], 256),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 2560),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::None,
+        shared_gate: false,
+        sparsity: LISTED_DENSE,
+    }),
+    norm: NormRule {
+        per_layer: 4,
+        ..crate::hf_config::family::RMS2
+    },
+    tweak: Some(|_, spec| output_gate(spec, true)),
+    ..LLAMA
+};
+
+/// `BeamConfig.__post_init__`: `layer_types` and `mlp_layer_types` when absent.
+fn beam_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    layer_types_or(raw, map, |i| (i + 1) < n && !(i + 1).is_multiple_of(6))?;
+    dense_types_or_first(raw, map, 3)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kolibri-1.
+
+/// Kolibri-1 (`modeling_kolibri1.py`): no biases, per-head q/k norms, four norms per layer;
+/// every layer `num_experts` experts of `moe_intermediate_size` (bias-free router; its
+/// `e_score_correction_bias` is a buffer) plus a shared MLP of
+/// `shared_expert_intermediate_size`. Sliding layers from `layer_types`, else all but every
+/// 5th.
+const KOLIBRI1: Block = Block {
+    kv_default: Some(4),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..PLAIN_ATTENTION
+    }),
+    mlp: GLM4_MOE.mlp,
+    moe: Some(MoeRule {
+        experts: key_or(&["num_local_experts", "num_experts"], 384),
+        top_k: key_or(&["num_experts_per_tok"], 6),
+        expert_width: key_or(&["moe_intermediate_size"], 512),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Width(key_or(&["shared_expert_intermediate_size"], 512)),
+        shared_gate: false,
+        sparsity: crate::hf_config::family::ALL_SPARSE,
+    }),
+    norm: NormRule {
+        per_layer: 4,
+        ..crate::hf_config::family::RMS2
+    },
+    ..LLAMA
+};
+
+// ---------------------------------------------------------------------------------------------
+// A.X-K1: DeepSeek-V3 with a norm after each MoE block.
+
+/// A.X-K1 (`modeling_axk1.py`): DeepSeek-V3's latent attention (`q_a_proj`,
+/// `kv_a_proj_with_mqa` and `o_proj` biased by `attention_bias`) and MoE (`n_routed_experts`
+/// of `moe_intermediate_size`, bias-free router whose `e_score_correction_bias` is a buffer,
+/// `n_shared_experts` of that width as one shared MLP), plus a `post_mlp_layernorm` in each
+/// MoE block. Dense layers from `mlp_layer_types`, else those below `first_k_dense_replace`
+/// or off `moe_layer_freq`.
+const AXK1: Block = Block {
+    kv_default: None,
+    attention: AttentionRule::Latent {
+        q_lora_default: Some(1536),
+        bias: Switch::Key("attention_bias", false),
+    },
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 18432),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["n_routed_experts", "num_local_experts"], 192),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 2048),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["n_shared_experts"], 1)),
+        shared_gate: false,
+        sparsity: LISTED_DENSE,
+    }),
+    tweak: Some(post_moe_norm),
+    ..LLAMA
+};
+
+/// `AXK1Config.__post_init__`: `mlp_layer_types` from `first_k_dense_replace` (1) and
+/// `moe_layer_freq` (1) when absent.
+fn axk1_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+    if raw.value("mlp_layer_types").is_some() {
+        return mlp_layer_types(raw, map);
+    }
+    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    raw.layer_count("num_hidden_layers", n)?;
+    let first = raw.uint("first_k_dense_replace")?.unwrap_or(1);
+    let freq = raw.size_opt("moe_layer_freq")?.unwrap_or(1);
+    let dense: Vec<Value> = (0..n)
+        .filter(|i| !(*i >= first && i.is_multiple_of(freq)))
+        .map(Value::from)
+        .collect();
+    map.insert(DENSE_KEY.to_owned(), Value::Array(dense));
+    Ok(())
+}
+
+/// An `RMSNorm` of `d` after every MoE block (`mlp.post_mlp_layernorm`).
+fn post_moe_norm(_: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+    let d = spec.hidden_size;
+    map_layers(spec, |_, layer| {
+        let mut l = layer.clone();
+        if matches!(l.ffn, Ffn::Moe(_)) {
+            l.norms.push(llmsize_core::spec::Norm::rms_norm(d));
+        }
+        Ok(l)
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Flint.
+
+/// Flint (`modeling_flint.py`): per-head q/k norms, a learned sink per head, q/k/v/o biased
+/// by `attention_bias`; layers off `mlp_only_layers` (else `[0, 1]`) and on
+/// `decoder_sparse_step` have `num_experts` experts of `moe_intermediate_size` (bias-free
+/// router) plus a shared MLP of `shared_expert_intermediate_size`. Global layers from
+/// `layer_types`, else the first two, every 4th from layer 1, and the last.
+const FLINT: Block = Block {
+    kv_default: Some(4),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        sinks: YES,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 6144),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["num_experts"], 256),
+        top_k: key_or(&["num_experts_per_tok"], 6),
+        expert_width: key_or(&["moe_intermediate_size"], 512),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Width(key_or(&["shared_expert_intermediate_size"], 1024)),
+        shared_gate: false,
+        sparsity: Sparsity {
+            first_dense: None,
+            step: Some("decoder_sparse_step"),
+            dense_list: Some(DENSE_KEY),
+        },
+    }),
+    ..LLAMA
+};
+
+/// `FlintConfig.__post_init__`: `layer_types`, and `mlp_only_layers` `[0, 1]` when absent.
+fn flint_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    layer_types_or(raw, map, |i| !(i < 2 || i % 4 == 1 || i + 1 == n))?;
+    let only = if let Some(v) = raw.value("mlp_only_layers") {
+        v.clone()
+    } else {
+        raw.assume("mlp_only_layers", "[0, 1]", "absent; `FlintConfig` default");
+        Value::Array((0..n.min(2)).map(Value::from).collect())
+    };
+    map.insert(DENSE_KEY.to_owned(), only);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// MiniMax-M3 (text).
+
+/// MiniMax-M3's text model (`modeling_minimax_m3_vl.py`): no biases, per-head q/k norms;
+/// MoE layers (`mlp_layer_types`, else `moe_layer_freq`, else all) have `num_local_experts`
+/// experts of `intermediate_size` (bias-free router; `e_score_correction_bias` is a buffer)
+/// and a shared MLP of `shared_intermediate_size`; dense layers an MLP of
+/// `dense_intermediate_size`. Layers with the sparse "lightning indexer"
+/// (`minimax_m3_sparse`) also cache index keys, which llmsize does not hold: such configs
+/// are refused.
+const MINIMAX_M3_TEXT: Block = Block {
+    kv_default: Some(4),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..PLAIN_ATTENTION
+    }),
+    mlp: MlpRule {
+        width: key_or(&["dense_intermediate_size"], 12288),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["num_local_experts", "num_experts"], 128),
+        top_k: key_or(&["num_experts_per_tok"], 4),
+        expert_width: key_or(&["intermediate_size"], 3072),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Width(key_or(&["shared_intermediate_size"], 3072)),
+        shared_gate: false,
+        sparsity: LISTED_DENSE,
+    }),
+    ..LLAMA
+};
+
+/// `MiniMaxM3VLTextConfig.__post_init__`: `mlp_layer_types` from `moe_layer_freq`, else all
+/// sparse; sparse-attention layers refused.
+fn minimax_m3_patch(
+    raw: &mut RawConfig<'_>,
+    map: &mut Map<String, Value>,
+) -> Result<(), ConfigError> {
+    // A per-layer flag list entry as Python reads it (`if f`).
+    let truthy = |f: &Value| f.as_bool() == Some(true) || f.as_u64().is_some_and(|n| n > 0);
+    let types = raw.value("layer_types");
+    let types_sparse = types
+        .and_then(Value::as_array)
+        .is_some_and(|l| l.iter().any(|t| t.as_str() == Some("minimax_m3_sparse")));
+    let freq_sparse = types.is_none()
+        && raw
+            .value("sparse_attention_config")
+            .and_then(|c| c.get("sparse_attention_freq"))
+            .and_then(Value::as_array)
+            .is_some_and(|l| l.iter().any(truthy));
+    if types_sparse || freq_sparse {
+        return Err(raw.invalid(
+            "layer_types",
+            types.unwrap_or(&Value::Null),
+            "full-attention layers only: llmsize does not hold the index keys that sparse-attention (`minimax_m3_sparse`) layers cache",
+        ));
+    }
+    if raw.value("mlp_layer_types").is_some() {
+        return mlp_layer_types(raw, map);
+    }
+    let dense: Vec<Value> = match raw.value("moe_layer_freq").and_then(Value::as_array) {
+        Some(list) => list
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| !truthy(f))
+            .map(|(i, _)| Value::from(i))
+            .collect(),
+        None => Vec::new(),
+    };
+    map.insert(DENSE_KEY.to_owned(), Value::Array(dense));
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inkling (text).
+
+/// Inkling's text model (`modeling_inkling.py`): per-head q/k norms, no biases; sliding layers
+/// (`hybrid_sliding`: `layer_types`, else `local_layer_ids`, else all but every 6th) use the
+/// `swa_*` head counts and width; every attention adds `r_proj` (`d → n_h·d_rel`), a
+/// relative-logit bank `d_rel × rel_extent` (`sliding_window_size` on sliding layers) and
+/// depthwise short convolutions of `conv_kernel_size` on k and v; each layer adds two more
+/// on the residual stream (`attn_sconv`, `mlp_sconv`). MoE layers (`mlp_layer_types`, else
+/// from `dense_mlp_idx`) have `n_routed_experts` experts of `moe_intermediate_size`, a router
+/// over the routed and the `n_shared_experts` shared experts with a global scale, and the
+/// shared experts as one MLP; dense MLPs carry a global scale. The token table is followed by
+/// an `RMSNorm`; `lm_head` is never tied. The four convolutions keep float32 states of
+/// `channels × conv_kernel_size`.
+const INKLING_TEXT: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..PLAIN_ATTENTION
+    }),
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 24576),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["n_routed_experts"], 256),
+        top_k: key_or(&["num_experts_per_tok"], 6),
+        expert_width: key_or(&["moe_intermediate_size"], 3072),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["n_shared_experts"], 2)),
+        shared_gate: false,
+        sparsity: LISTED_DENSE,
+    }),
+    ..LLAMA
+};
+
+/// `InklingTextConfig.__post_init__`: `layer_types` (as sliding/full with
+/// `sliding_window_size`), `mlp_layer_types` from `dense_mlp_idx`, and
+/// `dense_intermediate_size` (then `intermediate_size` is the experts' width).
+fn inkling_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+    let reason = "absent; `InklingTextConfig` default";
+    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    let count = raw.layer_count("num_hidden_layers", n)?;
+    let sliding: Vec<bool> = if let Some(v) = raw.value("layer_types") {
+        let list = v
+            .as_array()
+            .ok_or_else(|| raw.invalid("layer_types", v, "a list of layer kinds"))?;
+        if list.len() != count {
+            return Err(raw.invalid("layer_types", v, &format!("one entry per layer ({n})")));
+        }
+        list.iter()
+            .map(|t| t.as_str() == Some("hybrid_sliding"))
+            .collect()
+    } else if let Some(v) = raw.value("local_layer_ids") {
+        let ids = index_list_of(raw, "local_layer_ids", v, n)?;
+        (0..n).map(|i| ids.contains(&i)).collect()
+    } else {
+        (0..n).map(|i| !(i + 1).is_multiple_of(6)).collect()
+    };
+    let window = raw.size_or(
+        &["sliding_window_size"],
+        Sym::Named("sliding_window_size"),
+        512,
+        reason,
+    )?;
+    let types: Vec<Value> = sliding
+        .iter()
+        .map(|s| {
+            Value::from(if *s {
+                "sliding_attention"
+            } else {
+                "full_attention"
+            })
+        })
+        .collect();
+    map.insert("layer_types".to_owned(), Value::Array(types));
+    map.insert("sliding_window".to_owned(), Value::from(window));
+    if let Some(dense) = raw.size_opt("dense_intermediate_size")? {
+        let experts = raw.size_or(&["intermediate_size"], Sym::ExpertFfn, 24576, reason)?;
+        map.insert("moe_intermediate_size".to_owned(), Value::from(experts));
+        map.insert("intermediate_size".to_owned(), Value::from(dense));
+    }
+    let first = raw.uint("dense_mlp_idx")?.unwrap_or(0);
+    dense_types_or_first(raw, map, first)
+}
+
+/// A list of layer indices below `layers`, as a set.
+fn index_list_of(
+    raw: &RawConfig<'_>,
+    key: &str,
+    v: &Value,
+    layers: u64,
+) -> Result<std::collections::HashSet<u64>, ConfigError> {
+    let list = v
+        .as_array()
+        .ok_or_else(|| raw.invalid(key, v, "a list of layer indices"))?;
+    list.iter()
+        .map(|x| match x.as_u64() {
+            Some(i) if i < layers => Ok(i),
+            _ => Err(raw.invalid(key, x, &format!("layer indices below {layers}"))),
+        })
+        .collect()
+}
+
+/// Inkling's text model: the block, then per-layer heads, the extra tensors and states.
+fn read_inkling_text(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    _: crate::hf_config::HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let mut spec = read_patched(raw, family, &INKLING_TEXT, inkling_patch)?;
+    inkling_layers(raw, &mut spec, "InklingTextConfig")?;
+    Ok(spec)
+}
+
+/// The parts every Inkling text model shares beyond the block: sliding layers' `swa_*`
+/// heads, `r_proj` and the relative-logit bank, the four short convolutions and their float32
+/// states, the router's shared-expert rows and global scale, dense MLPs' global scale, the
+/// embedding norm and the never-tied head.
+fn inkling_layers(
+    raw: &mut RawConfig<'_>,
+    spec: &mut ModelSpec,
+    class: &str,
+) -> Result<(), ConfigError> {
+    let reason = format!("absent; `{class}` default");
+    let swa_heads = raw.size_or(&["swa_num_attention_heads"], Sym::Heads, 64, &reason)?;
+    let swa_kv = raw.size_or(&["swa_num_key_value_heads"], Sym::KvHeads, 16, &reason)?;
+    let swa_dim = raw.size_or(&["swa_head_dim"], Sym::HeadDim, 128, &reason)?;
+    let d_rel = raw.size_or(&["d_rel"], Sym::Named("d_rel"), 16, &reason)?;
+    let extent = raw.size_or(&["rel_extent"], Sym::Named("rel_extent"), 1024, &reason)?;
+    let kernel = raw.size_or(
+        &["conv_kernel_size", "sconv_kernel_size"],
+        Sym::Named("conv_kernel_size"),
+        4,
+        &reason,
+    )?;
+    let shared = raw.size_or(
+        &["n_shared_experts"],
+        Sym::Named("n_shared_experts"),
+        2,
+        &reason,
+    )?;
+    if swa_heads % swa_kv != 0 {
+        return Err(raw.invalid(
+            "swa_num_key_value_heads",
+            &swa_kv.into(),
+            &format!("a divisor of `swa_num_attention_heads` ({swa_heads})"),
+        ));
+    }
+    let d = spec.hidden_size;
+    let mut overflow = false;
+    map_layers(spec, |_, layer| {
+        let mut l = layer.clone();
+        let window = l.sliding_window;
+        let ffn_dense = matches!(l.ffn, Ffn::Dense(_));
+        let ffn_moe = matches!(l.ffn, Ffn::Moe(_));
+        if let Some(a) = standard(&mut l) {
+            if window.is_some() {
+                a.num_heads = swa_heads;
+                a.num_kv_heads = swa_kv;
+                a.head_dim = swa_dim;
+                a.q_norm = Some(llmsize_core::spec::Norm::rms_norm(swa_dim));
+                a.k_norm = Some(llmsize_core::spec::Norm::rms_norm(swa_dim));
+            }
+            let (n, kv, hd) = (a.num_heads, a.num_kv_heads, a.head_dim);
+            let kv_width = Expr::product(vec![
+                Expr::sym(Sym::KvHeads, kv),
+                Expr::sym(Sym::HeadDim, hd),
+            ]);
+            let bank = window.unwrap_or(extent);
+            let mut extras = vec![
+                Extra::linear(
+                    "self_attn.r_proj.weight",
+                    "attention",
+                    Category::Attention,
+                    Expr::sym(Sym::Hidden, d),
+                    Expr::product(vec![
+                        Expr::sym(Sym::Heads, n),
+                        Expr::sym(Sym::Named("d_rel"), d_rel),
+                    ]),
+                ),
+                Extra::table(
+                    "self_attn.relative_logits.proj",
+                    "attention",
+                    Category::Attention,
+                    Expr::sym(Sym::Named("d_rel"), d_rel),
+                    Expr::sym(Sym::Named("rel_extent"), bank),
+                ),
+                Extra::table(
+                    "self_attn.k_sconv.conv1d.weight",
+                    "attention",
+                    Category::Attention,
+                    kv_width.clone(),
+                    Expr::sym(Sym::Named("conv_kernel_size"), kernel),
+                ),
+                Extra::table(
+                    "self_attn.v_sconv.conv1d.weight",
+                    "attention",
+                    Category::Attention,
+                    kv_width,
+                    Expr::sym(Sym::Named("conv_kernel_size"), kernel),
+                ),
+            ];
+            for name in ["attn_sconv.conv1d.weight", "mlp_sconv.conv1d.weight"] {
+                extras.push(Extra::table(
+                    name,
+                    "short convolution",
+                    Category::LayerExtras,
+                    Expr::sym(Sym::Hidden, d),
+                    Expr::sym(Sym::Named("conv_kernel_size"), kernel),
+                ));
+            }
+            if ffn_moe {
+                extras.push(Extra::linear(
+                    "mlp.gate.weight (shared rows)",
+                    "router",
+                    Category::MoeRouter,
+                    Expr::sym(Sym::Hidden, d),
+                    Expr::sym(Sym::Named("n_shared_experts"), shared),
+                ));
+                extras.push(Extra::vector(
+                    "mlp.gate.global_scale",
+                    "router",
+                    Category::MoeRouter,
+                    Expr::Lit(1),
+                ));
+            }
+            if ffn_dense {
+                extras.push(Extra::vector(
+                    "mlp.global_scale",
+                    "mlp",
+                    Category::Ffn,
+                    Expr::Lit(1),
+                ));
+            }
+            // Conv states: k and v (`n_kv·d_h` channels each) and the two on the stream (`d`).
+            let channels = kv
+                .checked_mul(hd)
+                .and_then(|c| c.checked_mul(2))
+                .and_then(|c| c.checked_add(d.checked_mul(2)?));
+            match channels.and_then(|c| c.checked_mul(kernel)) {
+                Some(conv) => {
+                    l.state = Some(llmsize_core::spec::RecurrentState {
+                        conv,
+                        recurrent: 0,
+                        recurrent_f32: false,
+                        conv_f32: true,
+                    });
+                }
+                None => overflow = true,
+            }
+            l.extras.extend(extras);
+        }
+        Ok(l)
+    })?;
+    if overflow {
+        return Err(raw.invalid(
+            "conv_kernel_size",
+            &kernel.into(),
+            "sizes whose conv states fit in 64 bits",
+        ));
+    }
+    if let Some(stack) = spec.stacks.first_mut() {
+        stack.embedding_norm = Some(llmsize_core::spec::Norm::rms_norm(d));
+    }
+    if let OutputHead::Lm { tied, .. } = &mut spec.head {
+        *tied = false;
+    }
+    Ok(())
+}
 
 /// The entries of this file.
-pub(crate) const FAMILIES: &[Family] = &[];
+pub(crate) const FAMILIES: &[Family] = &[
+    Family {
+        model_type: "glm4_moe",
+        config_class: "Glm4MoeConfig",
+        architecture: "Glm4MoeForCausalLM",
+        // `head_dim` = `hidden_size // num_attention_heads` (4096 // 96 = 42 by default).
+        read: Read::Code(|r, f, _| floor_head_dim_block(r, f, &GLM4_MOE)),
+    },
+    Family {
+        model_type: "sarvam_moe",
+        config_class: "SarvamMoEConfig",
+        architecture: "Glm4MoeForCausalLM",
+        read: Read::Code(|r, f, _| {
+            read_patched(r, f, &SARVAM_MOE, |r, m| {
+                sarvam_patch(r, m);
+                Ok(())
+            })
+        }),
+    },
+    Family {
+        model_type: "solar_open",
+        config_class: "SolarOpenConfig",
+        architecture: "SolarOpenForCausalLM",
+        read: Read::Block(&SOLAR_OPEN),
+    },
+    Family {
+        model_type: "minimax_m2",
+        config_class: "MiniMaxM2Config",
+        architecture: "MiniMaxM2ForCausalLM",
+        read: Read::Block(&MINIMAX_M2),
+    },
+    Family {
+        model_type: "ernie4_5_moe",
+        config_class: "Ernie4_5_MoeConfig",
+        architecture: "Ernie4_5_MoeForCausalLM",
+        read: Read::Block(&ERNIE4_5_MOE),
+    },
+    Family {
+        model_type: "llama4_text",
+        config_class: "Llama4TextConfig",
+        architecture: "Llama4ForCausalLM",
+        read: Read::Code(|r, f, _| read_patched(r, f, &LLAMA4_TEXT, llama4_patch)),
+    },
+    Family {
+        model_type: "phimoe",
+        config_class: "PhimoeConfig",
+        architecture: "PhimoeForCausalLM",
+        read: Read::Block(&PHIMOE),
+    },
+    Family {
+        model_type: "granitemoeshared",
+        config_class: "GraniteMoeSharedConfig",
+        architecture: "GraniteMoeSharedForCausalLM",
+        read: Read::Block(&GRANITEMOESHARED),
+    },
+    Family {
+        model_type: "exaone_moe",
+        config_class: "ExaoneMoeConfig",
+        architecture: "ExaoneMoeForCausalLM",
+        read: Read::Code(|r, f, _| read_patched(r, f, &EXAONE_MOE, mlp_layer_types)),
+    },
+    Family {
+        model_type: "flex_olmo",
+        config_class: "FlexOlmoConfig",
+        architecture: "FlexOlmoForCausalLM",
+        read: Read::Block(&FLEX_OLMO),
+    },
+    Family {
+        model_type: "aria_text",
+        config_class: "AriaTextConfig",
+        architecture: "AriaTextForCausalLM",
+        read: Read::Code(|r, f, _| floor_head_dim_block(r, f, &ARIA_TEXT)),
+    },
+    Family {
+        model_type: "cohere2_moe",
+        config_class: "Cohere2MoeConfig",
+        architecture: "Cohere2MoeForCausalLM",
+        read: Read::Code(|r, f, _| read_patched(r, f, &COHERE2_MOE, cohere2_moe_patch)),
+    },
+    Family {
+        model_type: "hy_v3",
+        config_class: "HYV3Config",
+        architecture: "HYV3ForCausalLM",
+        read: Read::Code(|r, f, _| read_patched(r, f, &HY_V3, dense_first_layer)),
+    },
+    Family {
+        model_type: "mimo_v2_flash",
+        config_class: "MiMoV2FlashConfig",
+        architecture: "MiMoV2FlashForCausalLM",
+        read: Read::Code(read_mimo),
+    },
+    Family {
+        model_type: "laguna",
+        config_class: "LagunaConfig",
+        architecture: "LagunaForCausalLM",
+        read: Read::Code(read_laguna),
+    },
+    Family {
+        model_type: "afmoe",
+        config_class: "AfmoeConfig",
+        architecture: "AfmoeForCausalLM",
+        read: Read::Code(|r, f, _| read_patched(r, f, &AFMOE, afmoe_patch)),
+    },
+    Family {
+        model_type: "granitemoe_swa",
+        config_class: "GraniteMoeSWAConfig",
+        architecture: "GraniteMoeSWAForCausalLM",
+        read: Read::Code(|r, f, _| read_patched(r, f, &GRANITEMOE_SWA, granite_swa_patch)),
+    },
+    Family {
+        model_type: "kolibri1",
+        config_class: "Kolibri1Config",
+        architecture: "Kolibri1ForCausalLM",
+        read: Read::Code(|r, f, _| {
+            read_patched(r, f, &KOLIBRI1, |r, m| {
+                layer_types_or(r, m, |i| !(i + 1).is_multiple_of(5))
+            })
+        }),
+    },
+    Family {
+        model_type: "axk1",
+        config_class: "AXK1Config",
+        architecture: "AXK1ForCausalLM",
+        read: Read::Code(|r, f, _| read_patched(r, f, &AXK1, axk1_patch)),
+    },
+    Family {
+        model_type: "beam",
+        config_class: "BeamConfig",
+        architecture: "BeamForCausalLM",
+        read: Read::Code(|r, f, _| read_patched(r, f, &BEAM, beam_patch)),
+    },
+    Family {
+        model_type: "flint",
+        config_class: "FlintConfig",
+        architecture: "FlintForCausalLM",
+        read: Read::Code(|r, f, _| read_patched(r, f, &FLINT, flint_patch)),
+    },
+    Family {
+        model_type: "minimax_m3_vl_text",
+        config_class: "MiniMaxM3VLTextConfig",
+        architecture: "MiniMaxM3VLForCausalLM",
+        read: Read::Code(|r, f, _| read_patched(r, f, &MINIMAX_M3_TEXT, minimax_m3_patch)),
+    },
+    Family {
+        model_type: "inkling_text",
+        config_class: "InklingTextConfig",
+        architecture: "InklingForCausalLM",
+        read: Read::Code(read_inkling_text),
+    },
+    Family {
+        model_type: "inkling_text",
+        config_class: "InklingTextConfig",
+        architecture: "InklingForCausalLM",
+        read: Read::Code(read_inkling_text),
+    },
+];
