@@ -1,0 +1,383 @@
+//! Vision-language models: a text model read through the registry from `text_config`, and a
+//! vision tower with its projector as model-level extras in the `vision` category (audio
+//! towers in `audio`). The towers are written once each (`vit.rs`: CLIP, `SigLIP`; …) and the
+//! entries of this file combine them as each `modeling_*.py` does. The KV cache is the text
+//! model's.
+
+mod bert;
+mod blip;
+mod deepseek;
+mod emu3;
+mod gemma;
+mod git;
+mod idefics;
+mod intern;
+mod kosmos;
+mod lfm3;
+mod llama4;
+mod llava;
+mod minicpm;
+mod mllama;
+mod ovis;
+mod parts;
+mod pix2struct;
+mod pixtral;
+mod sam;
+mod shuffle;
+mod ved;
+mod vit;
+mod vq;
+
+use llmsize_core::Category;
+use llmsize_core::spec::{ModelSpec, OutputHead};
+
+use crate::error::ConfigError;
+use crate::hf_config::family::{Family, Read, read_sub_config};
+use crate::hf_config::raw::RawConfig;
+use crate::hf_config::{HeadChoice, architecture};
+use parts::{Parts, sub_type};
+use vit::Tower;
+
+/// How the composite decides tying the LM head to the token table.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Tie {
+    /// The top-level `tie_word_embeddings` (class default given) or the text config's
+    /// (`LlavaConfig.__post_init__`: `if not self.tie and text.tie: self.tie = text.tie`).
+    Either(bool),
+    /// The text config's alone.
+    Text,
+    /// The top-level key alone, with the class default.
+    Top(bool),
+}
+
+/// The text model under `text_config` (of `default_type` when it names none), renamed as
+/// the composite, with the composite's tying rule.
+pub(crate) fn text(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    default_type: &str,
+    head: HeadChoice,
+    tie: Tie,
+) -> Result<ModelSpec, ConfigError> {
+    text_at(raw, family, "text_config", default_type, head, tie)
+}
+
+/// [`text`] under another key.
+pub(crate) fn text_at(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    key: &str,
+    default_type: &str,
+    head: HeadChoice,
+    tie: Tie,
+) -> Result<ModelSpec, ConfigError> {
+    let mut spec = read_sub_config(raw, key, default_type, head)?;
+    let text_tied = matches!(spec.head, OutputHead::Lm { tied: true, .. });
+    let reason = format!("absent; `{}` default", family.config_class);
+    let tied = match tie {
+        Tie::Text => text_tied,
+        Tie::Either(d) => raw.flag_or("tie_word_embeddings", d, &reason)? || text_tied,
+        Tie::Top(d) => raw.flag_or("tie_word_embeddings", d, &reason)?,
+    };
+    // An explicit `tie_word_embeddings: false` (at the top, or in `text_config` when the top
+    // does not say) unties the loaded model whatever the class rule ties.
+    let explicit = match raw.flag("tie_word_embeddings")? {
+        Some(b) => Some(b),
+        None => parts::object(raw, key)?
+            .get("tie_word_embeddings")
+            .and_then(serde_json::Value::as_bool),
+    };
+    let tied = tied && explicit != Some(false);
+    if let OutputHead::Lm { tied: t, .. } = &mut spec.head {
+        *t = tied;
+    }
+    family.model_type.clone_into(&mut spec.model_type);
+    spec.architecture = architecture(raw, family.architecture);
+    Ok(spec)
+}
+
+/// The vision tower under `key` (`default_type` when it names none), by its `model_type`.
+pub(crate) fn vision_tower(
+    raw: &mut RawConfig<'_>,
+    key: &str,
+    default_type: &str,
+    p: &mut Parts,
+) -> Result<Tower, ConfigError> {
+    let t = sub_type(raw, key, default_type)?;
+    match t {
+        "clip_vision_model" => vit::clip(raw, key, p),
+        "siglip_vision_model" => vit::siglip(raw, key, p),
+        "siglip2_vision_model" => vit::siglip2(raw, key, p),
+        "pixtral" => pixtral::pixtral(raw, key, p),
+        other => Err(crate::hf_config::unsupported(
+            &format!("{} ({key})", raw.file),
+            other,
+        )),
+    }
+}
+
+/// The refusal of a switch whose tensors the ground truth cannot file under a category
+/// (it lists them as `other`), so no exact figure exists: `what` names the switch.
+pub(crate) fn not_read(
+    raw: &RawConfig<'_>,
+    model_type: &str,
+    what: &str,
+    why: &str,
+) -> ConfigError {
+    ConfigError::Unsupported {
+        file: raw.file.to_owned(),
+        found: format!("{model_type}` with `{what}"),
+        supported: why.to_owned(),
+    }
+}
+
+/// A spec with the vision parts appended.
+pub(crate) fn with_parts(mut spec: ModelSpec, p: Parts) -> ModelSpec {
+    spec.extras.extend(p.out);
+    spec
+}
+
+/// A new vision parts list.
+pub(crate) fn vision() -> Parts {
+    Parts::new(Category::Vision)
+}
+
+macro_rules! code {
+    ($t:literal, $class:literal, $arch:literal, $f:expr) => {
+        Family {
+            model_type: $t,
+            config_class: $class,
+            architecture: $arch,
+            read: Read::Code($f),
+        }
+    };
+}
+
+/// The entries of this file.
+pub(crate) const FAMILIES: &[Family] = &[
+    code!(
+        "llava",
+        "LlavaConfig",
+        "LlavaForConditionalGeneration",
+        llava::llava
+    ),
+    code!(
+        "llava_next",
+        "LlavaNextConfig",
+        "LlavaNextForConditionalGeneration",
+        llava::llava_next
+    ),
+    code!(
+        "llava_next_video",
+        "LlavaNextVideoConfig",
+        "LlavaNextVideoForConditionalGeneration",
+        llava::llava_next
+    ),
+    code!(
+        "llava_onevision",
+        "LlavaOnevisionConfig",
+        "LlavaOnevisionForConditionalGeneration",
+        llava::llava_onevision
+    ),
+    code!(
+        "vipllava",
+        "VipLlavaConfig",
+        "VipLlavaForConditionalGeneration",
+        llava::vipllava
+    ),
+    code!(
+        "video_llava",
+        "VideoLlavaConfig",
+        "VideoLlavaForConditionalGeneration",
+        llava::video_llava
+    ),
+    code!(
+        "paligemma",
+        "PaliGemmaConfig",
+        "PaliGemmaForConditionalGeneration",
+        gemma::paligemma
+    ),
+    code!(
+        "gemma3",
+        "Gemma3Config",
+        "Gemma3ForConditionalGeneration",
+        gemma::gemma3
+    ),
+    code!(
+        "shieldgemma2",
+        "ShieldGemma2Config",
+        "Gemma3ForConditionalGeneration",
+        gemma::gemma3
+    ),
+    code!(
+        "mistral3",
+        "Mistral3Config",
+        "Mistral3ForConditionalGeneration",
+        pixtral::mistral3
+    ),
+    code!(
+        "lighton_ocr",
+        "LightOnOcrConfig",
+        "LightOnOcrForConditionalGeneration",
+        pixtral::lighton_ocr
+    ),
+    code!(
+        "internvl",
+        "InternVLConfig",
+        "InternVLForConditionalGeneration",
+        intern::internvl
+    ),
+    code!(
+        "qianfan_ocr",
+        "QianfanOCRConfig",
+        "QianfanOCRForConditionalGeneration",
+        intern::internvl
+    ),
+    code!(
+        "idefics2",
+        "Idefics2Config",
+        "Idefics2ForConditionalGeneration",
+        idefics::idefics2
+    ),
+    code!(
+        "idefics3",
+        "Idefics3Config",
+        "Idefics3ForConditionalGeneration",
+        idefics::idefics3
+    ),
+    code!(
+        "smolvlm",
+        "SmolVLMConfig",
+        "SmolVLMForConditionalGeneration",
+        idefics::idefics3
+    ),
+    code!(
+        "got_ocr2",
+        "GotOcr2Config",
+        "GotOcr2ForConditionalGeneration",
+        sam::got_ocr2
+    ),
+    code!(
+        "pp_chart2table",
+        "PPChart2TableConfig",
+        "GotOcr2ForConditionalGeneration",
+        sam::got_ocr2
+    ),
+    code!(
+        "deepseek_vl",
+        "DeepseekVLConfig",
+        "DeepseekVLForConditionalGeneration",
+        deepseek::deepseek_vl
+    ),
+    code!(
+        "deepseek_vl_hybrid",
+        "DeepseekVLHybridConfig",
+        "DeepseekVLHybridForConditionalGeneration",
+        deepseek::deepseek_vl_hybrid
+    ),
+    code!(
+        "blip-2",
+        "Blip2Config",
+        "Blip2ForConditionalGeneration",
+        blip::blip2
+    ),
+    code!(
+        "instructblip",
+        "InstructBlipConfig",
+        "InstructBlipForConditionalGeneration",
+        blip::blip2
+    ),
+    code!(
+        "instructblipvideo",
+        "InstructBlipVideoConfig",
+        "InstructBlipVideoForConditionalGeneration",
+        blip::blip2
+    ),
+    code!(
+        "ovis2",
+        "Ovis2Config",
+        "Ovis2ForConditionalGeneration",
+        ovis::ovis2
+    ),
+    code!(
+        "cohere2_vision",
+        "Cohere2VisionConfig",
+        "Cohere2VisionForConditionalGeneration",
+        shuffle::cohere2_vision
+    ),
+    code!(
+        "lfm2_vl",
+        "Lfm2VlConfig",
+        "Lfm2VlForConditionalGeneration",
+        shuffle::lfm2_vl
+    ),
+    code!("fuyu", "FuyuConfig", "FuyuForCausalLM", shuffle::fuyu),
+    code!(
+        "janus",
+        "JanusConfig",
+        "JanusForConditionalGeneration",
+        vq::janus
+    ),
+    code!(
+        "llama4",
+        "Llama4Config",
+        "Llama4ForConditionalGeneration",
+        llama4::llama4
+    ),
+    code!(
+        "mllama",
+        "MllamaConfig",
+        "MllamaForConditionalGeneration",
+        mllama::mllama
+    ),
+    code!("emu3", "Emu3Config", "Emu3ForCausalLM", emu3::emu3),
+    code!("git", "GitConfig", "GitForCausalLM", git::git),
+    code!(
+        "blip",
+        "BlipConfig",
+        "BlipForConditionalGeneration",
+        blip::blip
+    ),
+    code!(
+        "vision-encoder-decoder",
+        "VisionEncoderDecoderConfig",
+        "VisionEncoderDecoderModel",
+        ved::vision_encoder_decoder
+    ),
+    code!(
+        "kosmos-2",
+        "Kosmos2Config",
+        "Kosmos2ForConditionalGeneration",
+        kosmos::kosmos2
+    ),
+    code!(
+        "minicpmv4_6",
+        "MiniCPMV4_6Config",
+        "MiniCPMV4_6ForConditionalGeneration",
+        minicpm::minicpm
+    ),
+    code!(
+        "minicpmv4_7",
+        "MiniCPMV4_7Config",
+        "MiniCPMV4_7ForConditionalGeneration",
+        minicpm::minicpm
+    ),
+    code!(
+        "minicpm_ocr",
+        "MiniCPMOcrConfig",
+        "MiniCPMOcrForConditionalGeneration",
+        minicpm::minicpm
+    ),
+    code!(
+        "lfm3_vl",
+        "Lfm3VlConfig",
+        "Lfm3VlForConditionalGeneration",
+        lfm3::lfm3_vl
+    ),
+    code!(
+        "pix2struct",
+        "Pix2StructConfig",
+        "Pix2StructForConditionalGeneration",
+        pix2struct::pix2struct
+    ),
+];
