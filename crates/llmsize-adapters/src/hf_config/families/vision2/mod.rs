@@ -1,0 +1,108 @@
+//! Vision-language (and omni) models with native-resolution or windowed towers: the Qwen-VL
+//! line (a 3-D patch convolution, rotary vision blocks, a patch merger gathering
+//! `spatial_merge_size²` patches), GLM-V, and their descendants. The text model is read
+//! through the registry from `text_config` (the composites' own text types are entries of
+//! this file when no other file has them); the towers and projectors are model-level extras in
+//! the `vision` (and `audio`) category. The KV cache is the text model's.
+
+// The tower vocabulary of `families/vision/parts.rs`, compiled here as well (that module is
+// private to the vision family).
+#[path = "../vision/parts.rs"]
+#[allow(dead_code)]
+mod parts;
+
+mod glm;
+mod qwen;
+mod text;
+
+use llmsize_core::Category;
+use llmsize_core::spec::ModelSpec;
+
+use crate::hf_config::family::{Family, Read};
+use parts::Parts;
+
+/// A new vision parts list.
+fn vision() -> Parts {
+    Parts::new(Category::Vision)
+}
+
+/// A spec with the parts appended.
+fn with_parts(mut spec: ModelSpec, p: Parts) -> ModelSpec {
+    spec.extras.extend(p.out);
+    spec
+}
+
+macro_rules! code {
+    ($t:literal, $class:literal, $arch:literal, $f:expr) => {
+        Family {
+            model_type: $t,
+            config_class: $class,
+            architecture: $arch,
+            read: Read::Code($f),
+        }
+    };
+}
+
+/// The entries of this file.
+pub(crate) const FAMILIES: &[Family] = &[
+    code!(
+        "qwen2_vl",
+        "Qwen2VLConfig",
+        "Qwen2VLForConditionalGeneration",
+        qwen::qwen2_vl
+    ),
+    code!(
+        "qwen2_5_vl",
+        "Qwen2_5_VLConfig",
+        "Qwen2_5_VLForConditionalGeneration",
+        qwen::qwen2_5_vl
+    ),
+    code!(
+        "qwen3_vl",
+        "Qwen3VLConfig",
+        "Qwen3VLForConditionalGeneration",
+        qwen::qwen3_vl
+    ),
+    code!(
+        "qwen3_vl_moe",
+        "Qwen3VLMoeConfig",
+        "Qwen3VLMoeForConditionalGeneration",
+        qwen::qwen3_vl
+    ),
+    code!(
+        "glm4v",
+        "Glm4vConfig",
+        "Glm4vForConditionalGeneration",
+        glm::glm4v
+    ),
+    Family {
+        model_type: "qwen2_vl_text",
+        config_class: "Qwen2VLTextConfig",
+        architecture: "Qwen2VLForConditionalGeneration",
+        read: Read::Block(&text::QWEN2_VL_TEXT),
+    },
+    Family {
+        model_type: "qwen2_5_vl_text",
+        config_class: "Qwen2_5_VLTextConfig",
+        architecture: "Qwen2_5_VLForConditionalGeneration",
+        read: Read::Block(&text::QWEN2_VL_TEXT),
+    },
+    Family {
+        model_type: "qwen3_vl_text",
+        config_class: "Qwen3VLTextConfig",
+        architecture: "Qwen3VLForConditionalGeneration",
+        read: Read::Block(&text::QWEN3_VL_TEXT),
+    },
+    Family {
+        model_type: "qwen3_vl_moe_text",
+        config_class: "Qwen3VLMoeTextConfig",
+        architecture: "Qwen3VLMoeForConditionalGeneration",
+        read: Read::Block(&text::QWEN3_VL_MOE_TEXT),
+    },
+    Family {
+        model_type: "glm4v_text",
+        config_class: "Glm4vTextConfig",
+        architecture: "Glm4vForConditionalGeneration",
+        read: Read::Block(&text::GLM4V_TEXT),
+    },
+];
