@@ -70,6 +70,18 @@ pub(crate) const FAMILIES: &[Family] = &[
         qwen::qwen3_vl
     ),
     code!(
+        "qwen3_5",
+        "Qwen3_5Config",
+        "Qwen3_5ForConditionalGeneration",
+        qwen::qwen3_5
+    ),
+    code!(
+        "qwen3_5_moe",
+        "Qwen3_5MoeConfig",
+        "Qwen3_5MoeForConditionalGeneration",
+        qwen::qwen3_5
+    ),
+    code!(
         "glm4v",
         "Glm4vConfig",
         "Glm4vForConditionalGeneration",

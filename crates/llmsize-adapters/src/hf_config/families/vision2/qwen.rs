@@ -7,7 +7,7 @@ use llmsize_core::spec::ModelSpec;
 use super::parts::{Parts, Sub, lit, mul, sym, with_sub};
 use super::{vision, with_parts};
 use crate::error::ConfigError;
-use crate::hf_config::HeadChoice;
+use crate::hf_config::{HeadChoice, architecture};
 use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::families::vision::{Tie, text};
@@ -125,12 +125,13 @@ pub(super) fn qwen2_5_vl_tower(
 
 /// Qwen3-VL's tower (`Qwen3VLVisionModel`): a biased patch convolution, learned positions
 /// (`num_position_embeddings`), `LayerNorm` blocks with a biased two-layer MLP, the merger
-/// (`LayerNorm` over `d`) and one deepstack merger (`LayerNorm` over `d·m²`) per
-/// `deepstack_visual_indexes` entry.
+/// (`LayerNorm` over `d`) and, with `deepstack`, one deepstack merger (`LayerNorm` over
+/// `d·m²`) per `deepstack_visual_indexes` entry (Qwen3.5's tower has none).
 pub(super) fn qwen3_vl_tower(
     raw: &mut RawConfig<'_>,
     key: &str,
     class: &'static str,
+    deepstack: bool,
     p: &mut Parts,
 ) -> Result<(), ConfigError> {
     with_sub(raw, key, class, |s| {
@@ -140,7 +141,11 @@ pub(super) fn qwen3_vl_tower(
         let l = sym("L_vis", s.size("depth", 27)?);
         let m = s.size("spatial_merge_size", 2)?;
         let positions = s.size("num_position_embeddings", 2304)?;
-        let deep = s.list("deepstack_visual_indexes", &[8, 16, 24])?.len() as u64;
+        let deep = if deepstack {
+            s.list("deepstack_visual_indexes", &[8, 16, 24])?.len() as u64
+        } else {
+            0
+        };
         let one = lit(1);
         patch_embed(s, p, "visual.patch_embed", &d, 16, true)?;
         p.table(
@@ -223,6 +228,28 @@ pub(super) fn qwen3_vl(
     };
     let spec = text(raw, f, text_type, head, Tie::Top(false))?;
     let mut p = vision();
-    qwen3_vl_tower(raw, "vision_config", vis_class, &mut p)?;
+    qwen3_vl_tower(raw, "vision_config", vis_class, true, &mut p)?;
+    Ok(with_parts(spec, p))
+}
+
+/// `Qwen3_5ForConditionalGeneration` and the MoE one: the Qwen3-VL tower without deepstack
+/// mergers, the hybrid text model of `text_config`, tied by the composite's
+/// `tie_word_embeddings` alone. `Qwen3_5ForCausalLM` (named in `architectures`) is the text
+/// model alone, tied by the text config.
+pub(super) fn qwen3_5(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let (text_type, vis_class) = match f.model_type {
+        "qwen3_5_moe" => ("qwen3_5_moe_text", "Qwen3_5MoeVisionConfig"),
+        _ => ("qwen3_5_text", "Qwen3_5VisionConfig"),
+    };
+    if architecture(raw, f.architecture).ends_with("ForCausalLM") {
+        return text(raw, f, text_type, head, Tie::Text);
+    }
+    let spec = text(raw, f, text_type, head, Tie::Top(false))?;
+    let mut p = vision();
+    qwen3_vl_tower(raw, "vision_config", vis_class, false, &mut p)?;
     Ok(with_parts(spec, p))
 }
