@@ -87,17 +87,41 @@ pub(crate) const FAMILIES: &[Family] = &[
         "Glm4vForConditionalGeneration",
         glm::glm4v
     ),
+    code!(
+        "glm4v_moe",
+        "Glm4vMoeConfig",
+        "Glm4vMoeForConditionalGeneration",
+        glm::glm4v
+    ),
+    code!(
+        "glm46v",
+        "Glm46VConfig",
+        "Glm46VForConditionalGeneration",
+        glm::glm46v
+    ),
+    code!(
+        "glmga",
+        "Glm46VConfig",
+        "Glm46VForConditionalGeneration",
+        glm::glm46v
+    ),
+    code!(
+        "glm_ocr",
+        "GlmOcrConfig",
+        "GlmOcrForConditionalGeneration",
+        glm::glm_ocr
+    ),
     Family {
         model_type: "qwen2_vl_text",
         config_class: "Qwen2VLTextConfig",
         architecture: "Qwen2VLForConditionalGeneration",
-        read: Read::Block(&text::QWEN2_VL_TEXT),
+        read: Read::Code(text::qwen2_vl_text),
     },
     Family {
         model_type: "qwen2_5_vl_text",
         config_class: "Qwen2_5_VLTextConfig",
         architecture: "Qwen2_5_VLForConditionalGeneration",
-        read: Read::Block(&text::QWEN2_VL_TEXT),
+        read: Read::Code(text::qwen2_vl_text),
     },
     Family {
         model_type: "qwen3_vl_text",
@@ -109,12 +133,25 @@ pub(crate) const FAMILIES: &[Family] = &[
         model_type: "qwen3_vl_moe_text",
         config_class: "Qwen3VLMoeTextConfig",
         architecture: "Qwen3VLMoeForConditionalGeneration",
-        read: Read::Block(&text::QWEN3_VL_MOE_TEXT),
+        read: Read::Code(text::qwen3_vl_moe_text),
     },
     Family {
         model_type: "glm4v_text",
         config_class: "Glm4vTextConfig",
         architecture: "Glm4vForConditionalGeneration",
-        read: Read::Block(&text::GLM4V_TEXT),
+        read: Read::Code(text::glm4v_text),
+    },
+
+    Family {
+        model_type: "glm4v_moe_text",
+        config_class: "Glm4vMoeTextConfig",
+        architecture: "Glm4vMoeForConditionalGeneration",
+        read: Read::Code(text::glm4v_moe_text),
+    },
+    Family {
+        model_type: "glm_ocr_text",
+        config_class: "GlmOcrTextConfig",
+        architecture: "GlmOcrForConditionalGeneration",
+        read: Read::Code(text::glm_ocr_text),
     },
 ];

@@ -1,9 +1,18 @@
 //! The composites' own text types as decoder blocks (`Qwen2VLTextConfig`, …), read through
 //! the registry from `text_config`.
 
+use llmsize_core::expr::Sym;
+use llmsize_core::spec::ModelSpec;
+use serde_json::Value;
+
+use crate::error::ConfigError;
+use crate::hf_config::HeadChoice;
+use crate::hf_config::family::{Family, read_block};
+use crate::hf_config::raw::RawConfig;
+
 use crate::hf_config::family::{
     ALL_SPARSE, AttentionRule, Block, HeadDim, LLAMA, LLAMA_ATTENTION, MlpRule, MoeRule,
-    NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Shared, Sparsity, StandardRule, Windows, NO, YES, key_or,
+    NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Shared, Sparsity, StandardRule, Switch, Windows, NO, YES, key_or,
 };
 
 /// Llama with these class defaults.
@@ -100,3 +109,118 @@ pub(super) const GLM4V_TEXT: Block = Block {
     },
     ..sized(&LLAMA, 4096, 40, 32, 151_552, 13696)
 };
+
+/// GLM-4V-MoE text (`Glm4vMoeTextAttention`, `Glm4vMoeTextMoE`): `attention_bias` on q, k,
+/// v (on by default); `head_dim` `hidden / heads` unless given; two norms per layer; the
+/// first `first_k_dense_replace` layers dense, the rest `n_routed_experts` experts with a
+/// bias-free router (`e_score_correction_bias` is a buffer) and `n_shared_experts` shared
+/// experts of `moe_intermediate_size`.
+pub(super) const GLM4V_MOE_TEXT: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOrSplit,
+    attention: AttentionRule::Standard(StandardRule {
+        qkv_bias: Switch::Key("attention_bias", true),
+        ..PLAIN_ATTENTION
+    }),
+    moe: Some(MoeRule {
+        experts: key_or(&["n_routed_experts", "num_local_experts"], 128),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 1408),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["n_shared_experts"], 1)),
+        shared_gate: false,
+        sparsity: Sparsity {
+            first_dense: Some(key_or(&["first_k_dense_replace"], 1)),
+            ..ALL_SPARSE
+        },
+    }),
+    windows: Windows::None,
+    ..sized(&QWEN2_VL_TEXT, 4096, 46, 96, 151_424, 10944)
+};
+
+/// GLM-OCR text (`GlmOcrTextAttention`): no biases; `head_dim` `hidden / heads` unless
+/// given; four norms per layer.
+pub(super) const GLM_OCR_TEXT: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOrSplit,
+    attention: AttentionRule::Standard(PLAIN_ATTENTION),
+    ..sized(&GLM4V_TEXT, 1024, 16, 16, 59392, 4096)
+};
+
+/// The block `b` with `head_dim` `hidden_size // num_attention_heads` (Python's floor
+/// division, as these attention classes compute it) when the config gives none: the
+/// generic reader refuses heads that do not divide the width.
+fn floored(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    b: &Block,
+    hidden_default: u64,
+    heads_default: u64,
+) -> Result<ModelSpec, ConfigError> {
+    if raw.size_opt("head_dim")?.is_some() {
+        return read_block(raw, family, b);
+    }
+    let reason = format!("absent; `{}` default", family.config_class);
+    let hidden = raw.size_or(&["hidden_size"], Sym::Hidden, hidden_default, &reason)?;
+    let heads = raw.size_or(&["num_attention_heads"], Sym::Heads, heads_default, &reason)?;
+    let mut map = raw.map.clone();
+    map.insert("head_dim".to_owned(), Value::from(hidden / heads));
+    let mut inner = RawConfig::new(raw.file, &map);
+    let spec = read_block(&mut inner, family, b)?;
+    raw.source(Sym::HeadDim, "hidden_size // num_attention_heads");
+    for a in inner.assumptions {
+        raw.assume(&a.field, a.value, &a.reason);
+    }
+    for (symbol, source) in inner.sources {
+        if symbol != Sym::HeadDim {
+            raw.source(symbol, &source);
+        }
+    }
+    Ok(spec)
+}
+
+/// [`QWEN2_VL_TEXT`] with a floored `head_dim`.
+pub(super) fn qwen2_vl_text(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    _head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    floored(raw, f, &QWEN2_VL_TEXT, 8192, 64)
+}
+
+/// [`QWEN3_VL_MOE_TEXT`] with a floored `head_dim` (`head_dim or hidden // heads`).
+pub(super) fn qwen3_vl_moe_text(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    _head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    floored(raw, f, &QWEN3_VL_MOE_TEXT, 2048, 16)
+}
+
+/// [`GLM4V_TEXT`] with a floored `head_dim`.
+pub(super) fn glm4v_text(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    _head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    floored(raw, f, &GLM4V_TEXT, 4096, 32)
+}
+
+/// [`GLM4V_MOE_TEXT`] with a floored `head_dim`.
+pub(super) fn glm4v_moe_text(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    _head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    floored(raw, f, &GLM4V_MOE_TEXT, 4096, 96)
+}
+
+/// [`GLM_OCR_TEXT`] with a floored `head_dim`.
+pub(super) fn glm_ocr_text(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    _head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    floored(raw, f, &GLM_OCR_TEXT, 1024, 16)
+}
