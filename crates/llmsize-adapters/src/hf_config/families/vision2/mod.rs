@@ -115,13 +115,13 @@ pub(crate) const FAMILIES: &[Family] = &[
         model_type: "qwen2_vl_text",
         config_class: "Qwen2VLTextConfig",
         architecture: "Qwen2VLForConditionalGeneration",
-        read: Read::Code(text::qwen2_vl_text),
+        read: Read::Block(&text::QWEN2_VL_TEXT),
     },
     Family {
         model_type: "qwen2_5_vl_text",
         config_class: "Qwen2_5_VLTextConfig",
         architecture: "Qwen2_5_VLForConditionalGeneration",
-        read: Read::Code(text::qwen2_vl_text),
+        read: Read::Block(&text::QWEN2_VL_TEXT),
     },
     Family {
         model_type: "qwen3_vl_text",

@@ -31,7 +31,7 @@ const fn sized(base: &Block, d: u64, l: u64, n_h: u64, v: u64, d_ff: u64) -> Blo
 }
 
 /// Qwen2-VL / Qwen2.5-VL text (`Qwen2VLAttention`): biases on q, k, v only; `head_dim` is
-/// `hidden / heads`; with `use_sliding_window`, layers from `max_window_layers` slide.
+/// `hidden / heads`, which must divide (the attention class raises otherwise); with `use_sliding_window`, layers from `max_window_layers` slide.
 pub(super) const QWEN2_VL_TEXT: Block = Block {
     kv_default: Some(8),
     head_dim: HeadDim::Split,
@@ -72,7 +72,7 @@ pub(super) const QWEN3_VL_MOE_TEXT: Block = Block {
     kv_default: Some(16),
     head_dim: HeadDim::KeyOrSplit,
     moe: Some(MoeRule {
-        experts: key_or(&["num_experts"], 60),
+        experts: key_or(&["num_local_experts", "num_experts"], 60),
         top_k: key_or(&["num_experts_per_tok"], 4),
         expert_width: key_or(&["moe_intermediate_size"], 1408),
         router_bias: NO,
@@ -90,10 +90,10 @@ pub(super) const QWEN3_VL_MOE_TEXT: Block = Block {
 };
 
 /// GLM-4V text (`Glm4vTextAttention`, `Glm4vTextDecoderLayer`): biases on q, k, v; `head_dim`
-/// `hidden / heads`; four norms per layer; a fused bias-free `gate_up_proj`.
+/// `hidden // heads` (set by [`glm4v_text`]); four norms per layer; a fused bias-free `gate_up_proj`.
 pub(super) const GLM4V_TEXT: Block = Block {
     kv_default: Some(2),
-    head_dim: HeadDim::Split,
+    head_dim: HeadDim::KeyOrSplit,
     attention: AttentionRule::Standard(StandardRule {
         qkv_bias: YES,
         ..PLAIN_ATTENTION
@@ -149,16 +149,17 @@ pub(super) const GLM_OCR_TEXT: Block = Block {
 };
 
 /// The block `b` with `head_dim` `hidden_size // num_attention_heads` (Python's floor
-/// division, as these attention classes compute it) when the config gives none: the
-/// generic reader refuses heads that do not divide the width.
+/// division, as these attention classes compute it) when the config gives none, or always
+/// when `ignore_key` (the class never reads `head_dim`): the generic reader refuses heads
+/// that do not divide the width.
 fn floored(
     raw: &mut RawConfig<'_>,
     family: &Family,
     b: &Block,
-    hidden_default: u64,
-    heads_default: u64,
+    (hidden_default, heads_default): (u64, u64),
+    ignore_key: bool,
 ) -> Result<ModelSpec, ConfigError> {
-    if raw.size_opt("head_dim")?.is_some() {
+    if !ignore_key && raw.size_opt("head_dim")?.is_some() {
         return read_block(raw, family, b);
     }
     let reason = format!("absent; `{}` default", family.config_class);
@@ -180,31 +181,22 @@ fn floored(
     Ok(spec)
 }
 
-/// [`QWEN2_VL_TEXT`] with a floored `head_dim`.
-pub(super) fn qwen2_vl_text(
-    raw: &mut RawConfig<'_>,
-    f: &Family,
-    _head: HeadChoice,
-) -> Result<ModelSpec, ConfigError> {
-    floored(raw, f, &QWEN2_VL_TEXT, 8192, 64)
-}
-
 /// [`QWEN3_VL_MOE_TEXT`] with a floored `head_dim` (`head_dim or hidden // heads`).
 pub(super) fn qwen3_vl_moe_text(
     raw: &mut RawConfig<'_>,
     f: &Family,
     _head: HeadChoice,
 ) -> Result<ModelSpec, ConfigError> {
-    floored(raw, f, &QWEN3_VL_MOE_TEXT, 2048, 16)
+    floored(raw, f, &QWEN3_VL_MOE_TEXT, (2048, 16), false)
 }
 
-/// [`GLM4V_TEXT`] with a floored `head_dim`.
+/// [`GLM4V_TEXT`] with `head_dim` `hidden // heads` whatever the config says.
 pub(super) fn glm4v_text(
     raw: &mut RawConfig<'_>,
     f: &Family,
     _head: HeadChoice,
 ) -> Result<ModelSpec, ConfigError> {
-    floored(raw, f, &GLM4V_TEXT, 4096, 32)
+    floored(raw, f, &GLM4V_TEXT, (4096, 32), true)
 }
 
 /// [`GLM4V_MOE_TEXT`] with a floored `head_dim`.
@@ -213,7 +205,7 @@ pub(super) fn glm4v_moe_text(
     f: &Family,
     _head: HeadChoice,
 ) -> Result<ModelSpec, ConfigError> {
-    floored(raw, f, &GLM4V_MOE_TEXT, 4096, 96)
+    floored(raw, f, &GLM4V_MOE_TEXT, (4096, 96), false)
 }
 
 /// [`GLM_OCR_TEXT`] with a floored `head_dim`.
@@ -222,5 +214,5 @@ pub(super) fn glm_ocr_text(
     f: &Family,
     _head: HeadChoice,
 ) -> Result<ModelSpec, ConfigError> {
-    floored(raw, f, &GLM_OCR_TEXT, 1024, 16)
+    floored(raw, f, &GLM_OCR_TEXT, (1024, 16), false)
 }
