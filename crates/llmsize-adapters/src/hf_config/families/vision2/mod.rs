@@ -111,6 +111,30 @@ pub(crate) const FAMILIES: &[Family] = &[
         "GlmOcrForConditionalGeneration",
         glm::glm_ocr
     ),
+    code!(
+        "cosmos3_omni",
+        "Cosmos3OmniConfig",
+        "Cosmos3OmniForConditionalGeneration",
+        qwen::cosmos3_omni
+    ),
+    code!(
+        "hyperclovax_vision_v2",
+        "HyperCLOVAXVisionV2Config",
+        "HyperCLOVAXVisionV2ForConditionalGeneration",
+        qwen::hyperclovax_vision_v2
+    ),
+    code!(
+        "exaone4_5",
+        "Exaone4_5_Config",
+        "Exaone4_5_ForConditionalGeneration",
+        qwen::exaone4_5
+    ),
+    Family {
+        model_type: "exaone4_5_text",
+        config_class: "Exaone4Config",
+        architecture: "Exaone4_5_ForConditionalGeneration",
+        read: Read::Code(text::exaone4_5_text),
+    },
     Family {
         model_type: "qwen2_vl_text",
         config_class: "Qwen2VLTextConfig",

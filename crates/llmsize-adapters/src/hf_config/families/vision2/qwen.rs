@@ -4,7 +4,7 @@
 use llmsize_core::expr::Expr;
 use llmsize_core::spec::ModelSpec;
 
-use super::parts::{Parts, Sub, lit, mul, sym, with_sub};
+use super::parts::{Parts, Sub, lit, mul, sub_type, sym, with_sub};
 use super::{vision, with_parts};
 use crate::error::ConfigError;
 use crate::hf_config::{HeadChoice, architecture};
@@ -99,15 +99,18 @@ pub(super) fn qwen2_vl_tower(
 
 /// Qwen2.5-VL's tower (`Qwen2_5_VisionTransformerPretrainedModel`): `RMSNorm`s, a biased
 /// `qkv`/`proj`, a biased gated MLP of `intermediate_size`, the merger (`RMSNorm`) to
-/// `out_hidden_size`.
+/// `out_hidden_size`. With `gqa` (EXAONE 4.5's copy), `qkv` yields `num_heads` queries and
+/// `num_key_value_heads` keys and values of `hidden_size // num_heads`.
 pub(super) fn qwen2_5_vl_tower(
     raw: &mut RawConfig<'_>,
     key: &str,
     class: &'static str,
+    gqa: bool,
     p: &mut Parts,
 ) -> Result<(), ConfigError> {
     with_sub(raw, key, class, |s| {
-        let d = sym("d_vis", s.size("hidden_size", 3584)?);
+        let dv = s.size("hidden_size", 3584)?;
+        let d = sym("d_vis", dv);
         let f = sym("d_ff_vis", s.size("intermediate_size", 3420)?);
         let out = sym("d_out", s.size("out_hidden_size", 3584)?);
         let l = sym("L_vis", s.size("depth", 32)?);
@@ -116,7 +119,19 @@ pub(super) fn qwen2_5_vl_tower(
         let pre = "visual.blocks";
         p.norm(format!("{pre}.norm1"), "vision norms", &d, false, &l);
         p.norm(format!("{pre}.norm2"), "vision norms", &d, false, &l);
-        attention(p, pre, &d, true, true, &l);
+        if gqa {
+            let heads = s.size("num_heads", 16)?;
+            let kv = s.size("num_key_value_heads", 8)?;
+            let dh = dv / heads;
+            let qkv = heads
+                .saturating_mul(dh)
+                .saturating_add(kv.saturating_mul(dh).saturating_mul(2));
+            let part = "vision attention";
+            p.linear(format!("{pre}.attn.qkv"), part, (d.clone(), lit(qkv)), true, &l);
+            p.linear(format!("{pre}.attn.proj"), part, (d.clone(), d.clone()), true, &l);
+        } else {
+            attention(p, pre, &d, true, true, &l);
+        }
         gated(p, &format!("{pre}.mlp"), &d, &f, true, &l);
         merger(p, "visual.merger", &d, m, &out, false);
         Ok(())
@@ -211,7 +226,7 @@ pub(super) fn qwen2_5_vl(
 ) -> Result<ModelSpec, ConfigError> {
     let spec = text(raw, f, "qwen2_5_vl_text", head, Tie::Either(false))?;
     let mut p = vision();
-    qwen2_5_vl_tower(raw, "vision_config", "Qwen2_5_VLVisionConfig", &mut p)?;
+    qwen2_5_vl_tower(raw, "vision_config", "Qwen2_5_VLVisionConfig", false, &mut p)?;
     Ok(with_parts(spec, p))
 }
 
@@ -251,5 +266,79 @@ pub(super) fn qwen3_5(
     let spec = text(raw, f, text_type, head, Tie::Top(false))?;
     let mut p = vision();
     qwen3_vl_tower(raw, "vision_config", vis_class, false, &mut p)?;
+    Ok(with_parts(spec, p))
+}
+
+/// A Qwen-VL tower built by `AutoModel` from the sub-config under `key` (`default_type` when
+/// it names none); the width it hands the text model (`out_hidden_size` or `hidden_size`).
+pub(super) fn auto_tower(
+    raw: &mut RawConfig<'_>,
+    key: &str,
+    default_type: &str,
+    p: &mut Parts,
+) -> Result<(), ConfigError> {
+    match sub_type(raw, key, default_type)? {
+        "qwen2_vl_vision" => qwen2_vl_tower(raw, key, p),
+        "qwen2_5_vl_vision" => qwen2_5_vl_tower(raw, key, "Qwen2_5_VLVisionConfig", false, p),
+        "qwen3_vl_vision" => qwen3_vl_tower(raw, key, "Qwen3VLVisionConfig", true, p),
+        "qwen3_vl_moe_vision" => qwen3_vl_tower(raw, key, "Qwen3VLMoeVisionConfig", true, p),
+        "qwen3_5_vision" => qwen3_vl_tower(raw, key, "Qwen3_5VisionConfig", false, p),
+        "qwen3_5_moe_vision" => qwen3_vl_tower(raw, key, "Qwen3_5MoeVisionConfig", false, p),
+        other => Err(crate::hf_config::unsupported(
+            &format!("{} ({key})", raw.file),
+            other,
+        )),
+    }
+}
+
+/// `Cosmos3OmniForConditionalGeneration`: a Qwen3-VL tower and text model, each built by
+/// `AutoModel` (the vision config is always read as `qwen3_vl_vision`); tied by the
+/// composite's `tie_word_embeddings` alone.
+pub(super) fn cosmos3_omni(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let spec = text(raw, f, "qwen3_vl_text", head, Tie::Top(false))?;
+    let mut p = vision();
+    qwen3_vl_tower(raw, "vision_config", "Qwen3VLVisionConfig", true, &mut p)?;
+    Ok(with_parts(spec, p))
+}
+
+/// `HyperCLOVAXVisionV2ForConditionalGeneration`: an `AutoModel` tower (Qwen2.5-VL's by
+/// default), a biased `projector` `out_hidden_size → d`, the text model (`hyperclovax` by
+/// default); tied by the composite's `tie_word_embeddings` (default true).
+pub(super) fn hyperclovax_vision_v2(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let spec = text(raw, f, "hyperclovax", head, Tie::Top(true))?;
+    let mut p = vision();
+    auto_tower(raw, "vision_config", "qwen2_5_vl_vision", &mut p)?;
+    let out = with_sub(raw, "vision_config", "Qwen2_5_VLVisionConfig", |s| {
+        s.size("out_hidden_size", 3584)
+    })?;
+    p.linear(
+        "model.projector",
+        "multimodal projector",
+        (sym("d_out", out), sym("d", spec.hidden_size)),
+        true,
+        &lit(1),
+    );
+    Ok(with_parts(spec, p))
+}
+
+/// `Exaone4_5_ForConditionalGeneration`: Qwen2.5-VL's tower with grouped keys and values,
+/// the text model (`exaone4`; the first releases' `exaone4_5_text` is read as it); tied by
+/// the composite's `tie_word_embeddings` alone.
+pub(super) fn exaone4_5(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let spec = text(raw, f, "exaone4", head, Tie::Top(false))?;
+    let mut p = vision();
+    qwen2_5_vl_tower(raw, "vision_config", "Exaone4_5_VisionConfig", true, &mut p)?;
     Ok(with_parts(spec, p))
 }
