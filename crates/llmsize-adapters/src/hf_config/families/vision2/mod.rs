@@ -12,6 +12,7 @@
 mod parts;
 
 mod glm;
+mod navit;
 mod qwen;
 mod text;
 
@@ -129,6 +130,24 @@ pub(crate) const FAMILIES: &[Family] = &[
         "Exaone4_5_ForConditionalGeneration",
         qwen::exaone4_5
     ),
+    code!(
+        "video_llama_3",
+        "VideoLlama3Config",
+        "VideoLlama3ForConditionalGeneration",
+        navit::video_llama_3
+    ),
+    code!(
+        "paddleocr_vl",
+        "PaddleOCRVLConfig",
+        "PaddleOCRVLForConditionalGeneration",
+        navit::paddleocr_vl
+    ),
+    Family {
+        model_type: "paddleocr_vl_text",
+        config_class: "PaddleOCRTextConfig",
+        architecture: "PaddleOCRVLForConditionalGeneration",
+        read: Read::Block(&text::PADDLEOCR_VL_TEXT),
+    },
     Family {
         model_type: "exaone4_5_text",
         config_class: "Exaone4Config",

@@ -231,3 +231,22 @@ pub(super) fn exaone4_5_text(
         crate::hf_config::family::Read::Code(g) => g(raw, f, head),
     }
 }
+
+/// PaddleOCR-VL text (`PaddleOCRAttention`, `PaddleOCRMLP`): `use_bias` on every projection
+/// of attention and MLP, `head_dim` 128, 2 KV heads, tied.
+pub(super) const PADDLEOCR_VL_TEXT: Block = Block {
+    kv_default: Some(2),
+    head_dim: HeadDim::KeyOr(128),
+    attention: AttentionRule::Standard(StandardRule {
+        qkv_bias: Switch::Key("use_bias", false),
+        o_bias: Switch::Key("use_bias", false),
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MlpRule {
+        up_bias: Switch::Key("use_bias", false),
+        down_bias: Switch::Key("use_bias", false),
+        ..LLAMA.mlp
+    },
+    tie: true,
+    ..sized(&LLAMA, 1024, 18, 16, 103_424, 3072)
+};

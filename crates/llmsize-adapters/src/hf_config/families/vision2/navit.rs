@@ -1,0 +1,151 @@
+//! SigLIP-style native-resolution towers (a 2-D patch convolution, pre-norm encoder layers
+//! with separate biased q/k/v/out projections and a biased two-layer MLP, a final
+//! `LayerNorm`): VideoLLaMA 3 (`modeling_video_llama_3.py`) and PaddleOCR-VL
+//! (`modeling_paddleocr_vl.py`).
+
+use llmsize_core::expr::Expr;
+use llmsize_core::spec::ModelSpec;
+
+use super::parts::{Parts, lit, mul, sym, with_sub};
+use super::{vision, with_parts};
+use crate::error::ConfigError;
+use crate::hf_config::HeadChoice;
+use crate::hf_config::families::vision::{Tie, text};
+use crate::hf_config::family::Family;
+use crate::hf_config::raw::RawConfig;
+
+/// `L` encoder layers of width `d` and MLP width `f`: two biased `LayerNorm`s, biased
+/// `q_proj`, `k_proj`, `v_proj`, `out_proj`, biased `fc1`, `fc2`.
+pub(super) fn encoder_layers(p: &mut Parts, pre: &str, d: &Expr, f: &Expr, l: &Expr) {
+    p.norm(format!("{pre}.layer_norm1"), "vision norms", d, true, l);
+    p.norm(format!("{pre}.layer_norm2"), "vision norms", d, true, l);
+    for name in ["q_proj", "k_proj", "v_proj", "out_proj"] {
+        p.linear(
+            format!("{pre}.self_attn.{name}"),
+            "vision attention",
+            (d.clone(), d.clone()),
+            true,
+            l,
+        );
+    }
+    p.linear(format!("{pre}.mlp.fc1"), "vision mlp", (d.clone(), f.clone()), true, l);
+    p.linear(format!("{pre}.mlp.fc2"), "vision mlp", (f.clone(), d.clone()), true, l);
+}
+
+/// The tower's sizes: `d_vis`, `d_ff_vis`, `L_vis`, channels, patch side.
+struct Sizes {
+    d: u64,
+    f: u64,
+    l: u64,
+    channels: u64,
+    patch: u64,
+}
+
+/// The encoder every tower of this file shares: the biased patch convolution and the
+/// layers, then the final `LayerNorm`.
+fn tower(p: &mut Parts, pre: &str, k: &Sizes, positions: Option<u64>) {
+    let one = lit(1);
+    let d = sym("d_vis", k.d);
+    let kernel = k.patch.saturating_mul(k.patch);
+    p.conv(
+        format!("{pre}.embeddings.patch_embedding"),
+        "vision embeddings",
+        (lit(k.channels), lit(kernel), d.clone()),
+        true,
+        &one,
+    );
+    if let Some(n) = positions {
+        p.table(
+            format!("{pre}.embeddings.position_embedding"),
+            "vision embeddings",
+            (lit(n), d.clone()),
+            &one,
+        );
+    }
+    encoder_layers(
+        p,
+        &format!("{pre}.encoder.layers"),
+        &d,
+        &sym("d_ff_vis", k.f),
+        &sym("L_vis", k.l),
+    );
+    p.norm(format!("{pre}.post_layernorm"), "vision norms", &d, true, &one);
+}
+
+/// `VideoLlama3ForConditionalGeneration`: the `VideoLlama3VisionModel` tower (no position
+/// table), the projector (`readout`: `d_vis → d → d`, biased), the text model (`qwen2` by
+/// default); the text config's `tie_word_embeddings` forwarded to the composite's.
+pub(super) fn video_llama_3(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let spec = text(raw, f, "qwen2", head, Tie::Either(false))?;
+    let mut p = vision();
+    let k = with_sub(raw, "vision_config", "VideoLlama3VisionConfig", |s| {
+        Ok(Sizes {
+            d: s.size("hidden_size", 768)?,
+            f: s.size("intermediate_size", 3072)?,
+            l: s.size("num_hidden_layers", 12)?,
+            channels: s.size("num_channels", 3)?,
+            patch: s.size("patch_size", 16)?,
+        })
+    })?;
+    tower(&mut p, "model.vision_model", &k, None);
+    let one = lit(1);
+    let d = sym("d", spec.hidden_size);
+    let part = "multimodal projector";
+    let pre = "model.projector.readout";
+    p.linear(format!("{pre}.0"), part, (sym("d_vis", k.d), d.clone()), true, &one);
+    p.linear(format!("{pre}.2"), part, (d.clone(), d), true, &one);
+    Ok(with_parts(spec, p))
+}
+
+/// `PaddleOCRVLForConditionalGeneration`: the `PaddleOCRVisionModel` tower (a position table
+/// of `(image_size / patch_size)²`), the projector (`pre_norm` over `d_vis`, `linear_1`
+/// `d_vis·m² → d_vis·m²`, `linear_2` `→ d`, biased), the text model; tied by default.
+pub(super) fn paddleocr_vl(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let spec = text(raw, f, "paddleocr_vl_text", head, Tie::Either(true))?;
+    let mut p = vision();
+    let (k, side, m) = with_sub(raw, "vision_config", "PaddleOCRVisionConfig", |s| {
+        let k = Sizes {
+            d: s.size("hidden_size", 1152)?,
+            f: s.size("intermediate_size", 4304)?,
+            l: s.size("num_hidden_layers", 27)?,
+            channels: s.size("num_channels", 3)?,
+            patch: s.size("patch_size", 14)?,
+        };
+        let side = s.size("image_size", 384)? / k.patch;
+        Ok((k, side, s.size("spatial_merge_size", 2)?))
+    })?;
+    tower(
+        &mut p,
+        "model.visual.vision_model",
+        &k,
+        Some(side.saturating_mul(side)),
+    );
+    let one = lit(1);
+    let dv = sym("d_vis", k.d);
+    let wide = mul(dv.clone(), lit(m.saturating_mul(m)));
+    let part = "multimodal projector";
+    p.norm("model.projector.pre_norm", part, &dv, true, &one);
+    p.linear(
+        "model.projector.linear_1",
+        part,
+        (wide.clone(), wide.clone()),
+        true,
+        &one,
+    );
+    p.linear(
+        "model.projector.linear_2",
+        part,
+        (wide, sym("d", spec.hidden_size)),
+        true,
+        &one,
+    );
+    Ok(with_parts(spec, p))
+}
