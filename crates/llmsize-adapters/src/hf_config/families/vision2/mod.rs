@@ -13,6 +13,7 @@ mod parts;
 
 mod glm;
 mod navit;
+mod omni;
 mod qwen;
 mod text;
 
@@ -142,6 +143,30 @@ pub(crate) const FAMILIES: &[Family] = &[
         "PaddleOCRVLForConditionalGeneration",
         navit::paddleocr_vl
     ),
+    code!(
+        "qwen2_5_omni_thinker",
+        "Qwen2_5OmniThinkerConfig",
+        "Qwen2_5OmniThinkerForConditionalGeneration",
+        omni::qwen2_5_omni_thinker
+    ),
+    code!(
+        "qwen3_omni_moe_thinker",
+        "Qwen3OmniMoeThinkerConfig",
+        "Qwen3OmniMoeThinkerForConditionalGeneration",
+        omni::qwen3_omni_moe_thinker
+    ),
+    Family {
+        model_type: "qwen2_5_omni_text",
+        config_class: "Qwen2_5OmniTextConfig",
+        architecture: "Qwen2_5OmniThinkerForConditionalGeneration",
+        read: Read::Code(text::qwen2_5_omni_text),
+    },
+    Family {
+        model_type: "qwen3_omni_moe_text",
+        config_class: "Qwen3OmniMoeTextConfig",
+        architecture: "Qwen3OmniMoeThinkerForConditionalGeneration",
+        read: Read::Code(text::qwen3_omni_moe_text),
+    },
     Family {
         model_type: "paddleocr_vl_text",
         config_class: "PaddleOCRTextConfig",

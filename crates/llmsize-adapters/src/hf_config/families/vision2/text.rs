@@ -250,3 +250,54 @@ pub(super) const PADDLEOCR_VL_TEXT: Block = Block {
     tie: true,
     ..sized(&LLAMA, 1024, 18, 16, 103_424, 3072)
 };
+
+/// Qwen2.5-Omni text (`Qwen2_5OmniAttention`): Qwen2-VL's text block with `head_dim` read
+/// when given (else `hidden // heads`), other defaults, tied by default.
+const QWEN2_5_OMNI_TEXT: Block = Block {
+    kv_default: Some(4),
+    head_dim: HeadDim::KeyOrSplit,
+    windows: Windows::FromLayer(28),
+    tie: true,
+    ..sized(&QWEN2_VL_TEXT, 3584, 28, 28, 152_064, 18944)
+};
+
+/// [`QWEN2_5_OMNI_TEXT`] with a floored `head_dim`.
+pub(super) fn qwen2_5_omni_text(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    _head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    floored(raw, f, &QWEN2_5_OMNI_TEXT, (3584, 28), false)
+}
+
+/// Qwen3-Omni-MoE thinker text (`Qwen3OmniMoeThinkerTextAttention`,
+/// `Qwen3OmniMoeThinkerTextDecoderLayer`): Qwen3-VL-MoE's block with `head_dim` `hidden //
+/// heads` unless given, `num_experts` experts, other defaults, untied.
+const QWEN3_OMNI_MOE_TEXT: Block = Block {
+    kv_default: Some(4),
+    moe: Some(MoeRule {
+        experts: key_or(&["num_experts"], 128),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 768),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::None,
+        shared_gate: false,
+        sparsity: Sparsity {
+            step: Some("decoder_sparse_step"),
+            dense_list: Some("mlp_only_layers"),
+            ..ALL_SPARSE
+        },
+    }),
+    tie: false,
+    ..sized(&QWEN3_VL_MOE_TEXT, 2048, 28, 28, 3584, 18944)
+};
+
+/// [`QWEN3_OMNI_MOE_TEXT`] with a floored `head_dim`.
+pub(super) fn qwen3_omni_moe_text(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    _head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    floored(raw, f, &QWEN3_OMNI_MOE_TEXT, (2048, 28), false)
+}
