@@ -167,6 +167,12 @@ pub(crate) const FAMILIES: &[Family] = &[
         architecture: "Qwen3OmniMoeThinkerForConditionalGeneration",
         read: Read::Code(text::qwen3_omni_moe_text),
     },
+    code!(
+        "kimi_k25",
+        "Kimi_K25Config",
+        "Kimi_K25ForConditionalGeneration",
+        navit::kimi_k25
+    ),
     Family {
         model_type: "paddleocr_vl_text",
         config_class: "PaddleOCRTextConfig",

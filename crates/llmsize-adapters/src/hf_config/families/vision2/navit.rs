@@ -6,7 +6,7 @@
 use llmsize_core::expr::Expr;
 use llmsize_core::spec::ModelSpec;
 
-use super::parts::{Parts, lit, mul, sym, with_sub};
+use super::parts::{Parts, lit, mul, sym, with_sub, with_top as with_sub_top};
 use super::{vision, with_parts};
 use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
@@ -142,6 +142,88 @@ pub(super) fn paddleocr_vl(
     );
     p.linear(
         "model.projector.linear_2",
+        part,
+        (wide, sym("d", spec.hidden_size)),
+        true,
+        &one,
+    );
+    Ok(with_parts(spec, p))
+}
+
+/// `Kimi_K25ForConditionalGeneration` (`modeling_kimi_k25.py`): `MoonViT` (a biased patch
+/// convolution from 3 channels, a learned `pos_emb_height × pos_emb_width` position grid,
+/// pre-norm layers with biased q/k/v/`proj` and `fc1`/`fc2`, `final_layernorm`), the
+/// projector (`pre_norm` over `projection_hidden_size`, `in_proj` `d_vis·k_h·k_w →
+/// d_vis·k_h·k_w`, `out_proj` `→ d`, biased), the text model (`deepseek_v3` by default);
+/// tied by the composite's `tie_word_embeddings` (default true).
+pub(super) fn kimi_k25(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let spec = text(raw, f, "deepseek_v3", head, Tie::Top(true))?;
+    let mut p = vision();
+    let (k, (ph, pw), (mh, mw)) = with_sub(raw, "vision_config", "Kimi_K25VisionConfig", |s| {
+        let k = Sizes {
+            d: s.size("hidden_size", 1152)?,
+            f: s.size("intermediate_size", 4304)?,
+            l: s.size("num_hidden_layers", 27)?,
+            channels: 3,
+            patch: s.size("patch_size", 14)?,
+        };
+        let grid = (s.size("pos_emb_height", 64)?, s.size("pos_emb_width", 64)?);
+        Ok((k, grid, s.pair("merge_kernel_size", 2)?))
+    })?;
+    let norm_width = with_sub_top(raw, f.config_class, |s| {
+        s.size("projection_hidden_size", 1152)
+    })?;
+    let one = lit(1);
+    let d = sym("d_vis", k.d);
+    let pre = "model.vision_tower";
+    let part = "vision embeddings";
+    p.conv(
+        format!("{pre}.patch_embed.proj"),
+        part,
+        (lit(k.channels), lit(k.patch.saturating_mul(k.patch)), d.clone()),
+        true,
+        &one,
+    );
+    p.table(
+        format!("{pre}.patch_embed.pos_emb.position_embeddings"),
+        part,
+        (lit(ph.saturating_mul(pw)), d.clone()),
+        &one,
+    );
+    let l = sym("L_vis", k.l);
+    let ff = sym("d_ff_vis", k.f);
+    let lp = format!("{pre}.layers");
+    p.norm(format!("{lp}.norm1"), "vision norms", &d, true, &l);
+    p.norm(format!("{lp}.norm2"), "vision norms", &d, true, &l);
+    for name in ["q_proj", "k_proj", "v_proj", "proj"] {
+        p.linear(
+            format!("{lp}.attn.{name}"),
+            "vision attention",
+            (d.clone(), d.clone()),
+            true,
+            &l,
+        );
+    }
+    p.linear(format!("{lp}.mlp.fc1"), "vision mlp", (d.clone(), ff.clone()), true, &l);
+    p.linear(format!("{lp}.mlp.fc2"), "vision mlp", (ff, d.clone()), true, &l);
+    p.norm(format!("{pre}.final_layernorm"), "vision norms", &d, true, &one);
+    let wide = mul(d, lit(mh.saturating_mul(mw)));
+    let part = "multimodal projector";
+    let pre = "model.mm_projector";
+    p.norm(format!("{pre}.pre_norm"), part, &lit(norm_width), true, &one);
+    p.linear(
+        format!("{pre}.in_proj"),
+        part,
+        (wide.clone(), wide.clone()),
+        true,
+        &one,
+    );
+    p.linear(
+        format!("{pre}.out_proj"),
         part,
         (wide, sym("d", spec.hidden_size)),
         true,
