@@ -173,6 +173,12 @@ pub(crate) const FAMILIES: &[Family] = &[
         "Kimi_K25ForConditionalGeneration",
         navit::kimi_k25
     ),
+    code!(
+        "minimax_m3_vl",
+        "MiniMaxM3VLConfig",
+        "MiniMaxM3SparseForConditionalGeneration",
+        navit::minimax_m3_vl
+    ),
     Family {
         model_type: "paddleocr_vl_text",
         config_class: "PaddleOCRTextConfig",

@@ -231,3 +231,63 @@ pub(super) fn kimi_k25(
     );
     Ok(with_parts(spec, p))
 }
+
+/// `MiniMaxM3VL…ForConditionalGeneration` (`modeling_minimax_m3_vl.py`): the CLIP-like tower
+/// (a bias-free 3-D patch convolution, `pre_layrnorm`, the encoder layers, no final norm),
+/// the projector (`linear_1` `d_vis → P`, `linear_2` `P → d`, then over `d·m²` gathered
+/// patches `merge_linear_1` `→ P`, `merge_linear_2` `P → d`, all biased; `P` =
+/// `projector_hidden_size`), the text model; the text config's `tie_word_embeddings`
+/// forwarded to the composite's.
+pub(super) fn minimax_m3_vl(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let spec = text(raw, f, "minimax_m3_vl_text", head, Tie::Either(false))?;
+    let mut p = vision();
+    let (k, t, m) = with_sub(raw, "vision_config", "MiniMaxM3VLVisionConfig", |s| {
+        let k = Sizes {
+            d: s.size("hidden_size", 1280)?,
+            f: s.size("intermediate_size", 5120)?,
+            l: s.size("num_hidden_layers", 32)?,
+            channels: s.size("num_channels", 3)?,
+            patch: s.size("patch_size", 14)?,
+        };
+        let t = s.size("temporal_patch_size", 2)?;
+        Ok((k, t, s.size("spatial_merge_size", 2)?))
+    })?;
+    let proj = with_sub_top(raw, f.config_class, |s| s.size("projector_hidden_size", 6144))?;
+    let one = lit(1);
+    let dv = sym("d_vis", k.d);
+    let pre = "model.vision_tower";
+    let kernel = t.saturating_mul(k.patch).saturating_mul(k.patch);
+    p.conv(
+        format!("{pre}.embeddings.proj"),
+        "vision embeddings",
+        (lit(k.channels), lit(kernel), dv.clone()),
+        false,
+        &one,
+    );
+    p.norm(format!("{pre}.pre_layrnorm"), "vision norms", &dv, true, &one);
+    encoder_layers(
+        &mut p,
+        &format!("{pre}.layers"),
+        &dv,
+        &sym("d_ff_vis", k.f),
+        &sym("L_vis", k.l),
+    );
+    let d = sym("d", spec.hidden_size);
+    let pp = sym("d_proj", proj);
+    let part = "multimodal projector";
+    let pre = "model.multi_modal_projector";
+    let wide = mul(d.clone(), lit(m.saturating_mul(m)));
+    for (name, io) in [
+        ("linear_1", (dv, pp.clone())),
+        ("linear_2", (pp.clone(), d.clone())),
+        ("merge_linear_1", (wide, pp.clone())),
+        ("merge_linear_2", (pp, d)),
+    ] {
+        p.linear(format!("{pre}.{name}"), part, io, true, &one);
+    }
+    Ok(with_parts(spec, p))
+}
