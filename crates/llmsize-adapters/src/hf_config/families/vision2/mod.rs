@@ -179,6 +179,18 @@ pub(crate) const FAMILIES: &[Family] = &[
         "MiniMaxM3SparseForConditionalGeneration",
         navit::minimax_m3_vl
     ),
+    code!(
+        "cosmos3_edge",
+        "Cosmos3EdgeConfig",
+        "Cosmos3EdgeForConditionalGeneration",
+        navit::cosmos3_edge
+    ),
+    Family {
+        model_type: "cosmos3_edge_text",
+        config_class: "Cosmos3EdgeTextConfig",
+        architecture: "Cosmos3EdgeForConditionalGeneration",
+        read: Read::Block(&text::COSMOS3_EDGE_TEXT),
+    },
     Family {
         model_type: "paddleocr_vl_text",
         config_class: "PaddleOCRTextConfig",

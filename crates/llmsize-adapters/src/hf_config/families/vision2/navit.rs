@@ -291,3 +291,50 @@ pub(super) fn minimax_m3_vl(
     }
     Ok(with_parts(spec, p))
 }
+
+/// `Cosmos3EdgeForConditionalGeneration` (`modeling_cosmos3_edge.py`): a SigLIP2-style tower
+/// (a biased linear patch embedding of `channels·patch²`, a position table of
+/// `num_patches`, the encoder layers, `post_layernorm`), the merger (a `LayerNorm` over
+/// `d_vis`, `linear_fc1` `d_vis·m² → P`, `linear_fc2` `P → d`, biased; `P` =
+/// `projector_hidden_size`), the text model; tied by the composite's `tie_word_embeddings`.
+pub(super) fn cosmos3_edge(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let spec = text(raw, f, "cosmos3_edge_text", head, Tie::Top(false))?;
+    let mut p = vision();
+    let (k, n, m) = with_sub(raw, "vision_config", "Cosmos3EdgeVisionConfig", |s| {
+        let k = Sizes {
+            d: s.size("hidden_size", 1152)?,
+            f: s.size("intermediate_size", 4304)?,
+            l: s.size("num_hidden_layers", 27)?,
+            channels: s.size("num_channels", 3)?,
+            patch: s.size("patch_size", 16)?,
+        };
+        let n = s.size("num_patches", 256)?;
+        Ok((k, n, s.size("spatial_merge_size", 2)?))
+    })?;
+    let proj = with_sub_top(raw, f.config_class, |s| s.size("projector_hidden_size", 11520))?;
+    tower(&mut p, "model.visual", &k, Some(n));
+    let one = lit(1);
+    let dv = sym("d_vis", k.d);
+    let pp = sym("d_proj", proj);
+    let part = "multimodal projector";
+    p.norm("model.merger.norm", part, &dv, true, &one);
+    p.linear(
+        "model.merger.linear_fc1",
+        part,
+        (mul(dv, lit(m.saturating_mul(m))), pp.clone()),
+        true,
+        &one,
+    );
+    p.linear(
+        "model.merger.linear_fc2",
+        part,
+        (pp, sym("d", spec.hidden_size)),
+        true,
+        &one,
+    );
+    Ok(with_parts(spec, p))
+}

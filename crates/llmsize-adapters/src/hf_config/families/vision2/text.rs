@@ -301,3 +301,16 @@ pub(super) fn qwen3_omni_moe_text(
 ) -> Result<ModelSpec, ConfigError> {
     floored(raw, f, &QWEN3_OMNI_MOE_TEXT, (2048, 28), false)
 }
+
+/// Cosmos3-Edge text (`Cosmos3EdgeTextAttention`, `Cosmos3EdgeTextMLP`): `attention_bias` on
+/// all four projections, `head_dim` 128, 8 KV heads, a plain `fc1`/`fc2` MLP biased by
+/// `mlp_bias`.
+pub(super) const COSMOS3_EDGE_TEXT: Block = Block {
+    kv_default: Some(8),
+    head_dim: HeadDim::KeyOr(128),
+    mlp: MlpRule {
+        gated: false,
+        ..LLAMA.mlp
+    },
+    ..sized(&LLAMA, 2048, 28, 16, 131_072, 9216)
+};
