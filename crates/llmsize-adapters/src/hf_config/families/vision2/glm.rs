@@ -64,19 +64,43 @@ fn tower(
         let merger_width = if g.glm4v {
             attention(p, pre, &d, bias, false, &l);
             gated(p, &format!("{pre}.mlp"), &d, &out, false, &l);
-            p.norm("model.visual.post_conv_layernorm", "vision norms", &d, false, &one);
+            p.norm(
+                "model.visual.post_conv_layernorm",
+                "vision norms",
+                &d,
+                false,
+                &one,
+            );
             f
         } else {
             let heads = s.size("num_heads", 16)?;
             let dh = dv / heads;
             attention(p, pre, &d, bias, bias, &l);
-            p.norm(format!("{pre}.attn.q_norm"), "vision attention", &lit(dh), false, &l);
-            p.norm(format!("{pre}.attn.k_norm"), "vision attention", &lit(dh), false, &l);
+            p.norm(
+                format!("{pre}.attn.q_norm"),
+                "vision attention",
+                &lit(dh),
+                false,
+                &l,
+            );
+            p.norm(
+                format!("{pre}.attn.k_norm"),
+                "vision attention",
+                &lit(dh),
+                false,
+                &l,
+            );
             gated(p, &format!("{pre}.mlp"), &d, &f, bias, &l);
             let c = s.size("in_channels", 3)?;
             mul(out.clone(), lit(c))
         };
-        p.norm("model.visual.post_layernorm", "vision norms", &d, false, &one);
+        p.norm(
+            "model.visual.post_layernorm",
+            "vision norms",
+            &d,
+            false,
+            &one,
+        );
         let part = "multimodal projector";
         p.conv(
             "model.visual.downsample",
@@ -86,8 +110,20 @@ fn tower(
             &one,
         );
         let pre = "model.visual.merger";
-        p.linear(format!("{pre}.proj"), part, (out.clone(), out.clone()), false, &one);
-        p.norm(format!("{pre}.post_projection_norm"), part, &out, true, &one);
+        p.linear(
+            format!("{pre}.proj"),
+            part,
+            (out.clone(), out.clone()),
+            false,
+            &one,
+        );
+        p.norm(
+            format!("{pre}.post_projection_norm"),
+            part,
+            &out,
+            true,
+            &one,
+        );
         gated(p, pre, &out, &merger_width, false, &one);
         Ok(())
     })

@@ -233,7 +233,6 @@ pub(crate) const FAMILIES: &[Family] = &[
         architecture: "Glm4vForConditionalGeneration",
         read: Read::Code(text::glm4v_text),
     },
-
     Family {
         model_type: "glm4v_moe_text",
         config_class: "Glm4vMoeTextConfig",

@@ -1,6 +1,6 @@
 //! SigLIP-style native-resolution towers (a 2-D patch convolution, pre-norm encoder layers
 //! with separate biased q/k/v/out projections and a biased two-layer MLP, a final
-//! `LayerNorm`): VideoLLaMA 3 (`modeling_video_llama_3.py`) and PaddleOCR-VL
+//! `LayerNorm`): `VideoLLaMA` 3 (`modeling_video_llama_3.py`) and PaddleOCR-VL
 //! (`modeling_paddleocr_vl.py`).
 
 use llmsize_core::expr::Expr;
@@ -28,8 +28,20 @@ pub(super) fn encoder_layers(p: &mut Parts, pre: &str, d: &Expr, f: &Expr, l: &E
             l,
         );
     }
-    p.linear(format!("{pre}.mlp.fc1"), "vision mlp", (d.clone(), f.clone()), true, l);
-    p.linear(format!("{pre}.mlp.fc2"), "vision mlp", (f.clone(), d.clone()), true, l);
+    p.linear(
+        format!("{pre}.mlp.fc1"),
+        "vision mlp",
+        (d.clone(), f.clone()),
+        true,
+        l,
+    );
+    p.linear(
+        format!("{pre}.mlp.fc2"),
+        "vision mlp",
+        (f.clone(), d.clone()),
+        true,
+        l,
+    );
 }
 
 /// The tower's sizes: `d_vis`, `d_ff_vis`, `L_vis`, channels, patch side.
@@ -69,7 +81,13 @@ fn tower(p: &mut Parts, pre: &str, k: &Sizes, positions: Option<u64>) {
         &sym("d_ff_vis", k.f),
         &sym("L_vis", k.l),
     );
-    p.norm(format!("{pre}.post_layernorm"), "vision norms", &d, true, &one);
+    p.norm(
+        format!("{pre}.post_layernorm"),
+        "vision norms",
+        &d,
+        true,
+        &one,
+    );
 }
 
 /// `VideoLlama3ForConditionalGeneration`: the `VideoLlama3VisionModel` tower (no position
@@ -96,7 +114,13 @@ pub(super) fn video_llama_3(
     let d = sym("d", spec.hidden_size);
     let part = "multimodal projector";
     let pre = "model.projector.readout";
-    p.linear(format!("{pre}.0"), part, (sym("d_vis", k.d), d.clone()), true, &one);
+    p.linear(
+        format!("{pre}.0"),
+        part,
+        (sym("d_vis", k.d), d.clone()),
+        true,
+        &one,
+    );
     p.linear(format!("{pre}.2"), part, (d.clone(), d), true, &one);
     Ok(with_parts(spec, p))
 }
@@ -184,7 +208,11 @@ pub(super) fn kimi_k25(
     p.conv(
         format!("{pre}.patch_embed.proj"),
         part,
-        (lit(k.channels), lit(k.patch.saturating_mul(k.patch)), d.clone()),
+        (
+            lit(k.channels),
+            lit(k.patch.saturating_mul(k.patch)),
+            d.clone(),
+        ),
         true,
         &one,
     );
@@ -208,13 +236,37 @@ pub(super) fn kimi_k25(
             &l,
         );
     }
-    p.linear(format!("{lp}.mlp.fc1"), "vision mlp", (d.clone(), ff.clone()), true, &l);
-    p.linear(format!("{lp}.mlp.fc2"), "vision mlp", (ff, d.clone()), true, &l);
-    p.norm(format!("{pre}.final_layernorm"), "vision norms", &d, true, &one);
+    p.linear(
+        format!("{lp}.mlp.fc1"),
+        "vision mlp",
+        (d.clone(), ff.clone()),
+        true,
+        &l,
+    );
+    p.linear(
+        format!("{lp}.mlp.fc2"),
+        "vision mlp",
+        (ff, d.clone()),
+        true,
+        &l,
+    );
+    p.norm(
+        format!("{pre}.final_layernorm"),
+        "vision norms",
+        &d,
+        true,
+        &one,
+    );
     let wide = mul(d, lit(mh.saturating_mul(mw)));
     let part = "multimodal projector";
     let pre = "model.mm_projector";
-    p.norm(format!("{pre}.pre_norm"), part, &lit(norm_width), true, &one);
+    p.norm(
+        format!("{pre}.pre_norm"),
+        part,
+        &lit(norm_width),
+        true,
+        &one,
+    );
     p.linear(
         format!("{pre}.in_proj"),
         part,
@@ -256,7 +308,9 @@ pub(super) fn minimax_m3_vl(
         let t = s.size("temporal_patch_size", 2)?;
         Ok((k, t, s.size("spatial_merge_size", 2)?))
     })?;
-    let proj = with_sub_top(raw, f.config_class, |s| s.size("projector_hidden_size", 6144))?;
+    let proj = with_sub_top(raw, f.config_class, |s| {
+        s.size("projector_hidden_size", 6144)
+    })?;
     let one = lit(1);
     let dv = sym("d_vis", k.d);
     let pre = "model.vision_tower";
@@ -268,7 +322,13 @@ pub(super) fn minimax_m3_vl(
         false,
         &one,
     );
-    p.norm(format!("{pre}.pre_layrnorm"), "vision norms", &dv, true, &one);
+    p.norm(
+        format!("{pre}.pre_layrnorm"),
+        "vision norms",
+        &dv,
+        true,
+        &one,
+    );
     encoder_layers(
         &mut p,
         &format!("{pre}.layers"),
@@ -315,7 +375,9 @@ pub(super) fn cosmos3_edge(
         let n = s.size("num_patches", 256)?;
         Ok((k, n, s.size("spatial_merge_size", 2)?))
     })?;
-    let proj = with_sub_top(raw, f.config_class, |s| s.size("projector_hidden_size", 11520))?;
+    let proj = with_sub_top(raw, f.config_class, |s| {
+        s.size("projector_hidden_size", 11520)
+    })?;
     tower(&mut p, "model.visual", &k, Some(n));
     let one = lit(1);
     let dv = sym("d_vis", k.d);

@@ -20,7 +20,13 @@ use crate::hf_config::raw::RawConfig;
 /// `fc2` (biased).
 fn audio_layers(p: &mut Parts, d: &Expr, f: &Expr, l: &Expr, k_bias: bool) {
     let pre = "audio_tower.layers";
-    p.norm(format!("{pre}.self_attn_layer_norm"), "audio norms", d, true, l);
+    p.norm(
+        format!("{pre}.self_attn_layer_norm"),
+        "audio norms",
+        d,
+        true,
+        l,
+    );
     p.norm(format!("{pre}.final_layer_norm"), "audio norms", d, true, l);
     for (name, bias) in [
         ("q_proj", true),
@@ -36,8 +42,20 @@ fn audio_layers(p: &mut Parts, d: &Expr, f: &Expr, l: &Expr, k_bias: bool) {
             l,
         );
     }
-    p.linear(format!("{pre}.fc1"), "audio mlp", (d.clone(), f.clone()), true, l);
-    p.linear(format!("{pre}.fc2"), "audio mlp", (f.clone(), d.clone()), true, l);
+    p.linear(
+        format!("{pre}.fc1"),
+        "audio mlp",
+        (d.clone(), f.clone()),
+        true,
+        l,
+    );
+    p.linear(
+        format!("{pre}.fc2"),
+        "audio mlp",
+        (f.clone(), d.clone()),
+        true,
+        l,
+    );
 }
 
 /// The sizes every audio encoder here reads: `d_model`, `encoder_ffn_dim`,
@@ -65,9 +83,26 @@ fn qwen2_5_omni_audio(raw: &mut RawConfig<'_>, p: &mut Parts) -> Result<(), Conf
     let one = lit(1);
     let (d, out) = (sym("d_audio", d), sym("d_out", out));
     let part = "audio embeddings";
-    p.conv("audio_tower.conv1", part, (lit(mel), lit(3), d.clone()), true, &one);
-    p.conv("audio_tower.conv2", part, (d.clone(), lit(3), d.clone()), true, &one);
-    p.table("audio_tower.audio_bos_eos_token", part, (lit(2), out.clone()), &one);
+    p.conv(
+        "audio_tower.conv1",
+        part,
+        (lit(mel), lit(3), d.clone()),
+        true,
+        &one,
+    );
+    p.conv(
+        "audio_tower.conv2",
+        part,
+        (d.clone(), lit(3), d.clone()),
+        true,
+        &one,
+    );
+    p.table(
+        "audio_tower.audio_bos_eos_token",
+        part,
+        (lit(2), out.clone()),
+        &one,
+    );
     audio_layers(p, &d, &sym("d_ff_audio", f), &sym("L_audio", l), false);
     p.norm("audio_tower.ln_post", "audio norms", &d, true, &one);
     p.linear("audio_tower.proj", "audio projector", (d, out), true, &one);
@@ -79,23 +114,51 @@ fn qwen2_5_omni_audio(raw: &mut RawConfig<'_>, p: &mut Parts) -> Result<(), Conf
 /// halved (`((((mel + 1) // 2 + 1) // 2 + 1) // 2`) to `d`, the layers (all biased),
 /// `ln_post`, biased `proj1` `d → d` and `proj2` `d → output_dim`.
 fn qwen3_omni_audio(raw: &mut RawConfig<'_>, p: &mut Parts) -> Result<(), ConfigError> {
-    let ([d, f, l, mel, out], h) = with_sub(
-        raw,
-        "audio_config",
-        "Qwen3OmniMoeAudioEncoderConfig",
-        |s| Ok((audio_sizes(s)?, s.size("downsample_hidden_size", 480)?)),
-    )?;
+    let ([d, f, l, mel, out], h) =
+        with_sub(raw, "audio_config", "Qwen3OmniMoeAudioEncoderConfig", |s| {
+            Ok((audio_sizes(s)?, s.size("downsample_hidden_size", 480)?))
+        })?;
     let one = lit(1);
-    let bins = ((mel.saturating_add(1) / 2 + 1) / 2 + 1) / 2;
+    let bins = mel.div_ceil(2).div_ceil(2).div_ceil(2);
     let (d, out, h) = (sym("d_audio", d), sym("d_out", out), sym("d_down", h));
     let part = "audio embeddings";
-    p.conv("audio_tower.conv2d1", part, (lit(1), lit(9), h.clone()), true, &one);
-    p.conv("audio_tower.conv2d2", part, (h.clone(), lit(9), h.clone()), true, &one);
-    p.conv("audio_tower.conv2d3", part, (h.clone(), lit(9), h.clone()), true, &one);
-    p.conv("audio_tower.conv_out", part, (h, lit(bins), d.clone()), false, &one);
+    p.conv(
+        "audio_tower.conv2d1",
+        part,
+        (lit(1), lit(9), h.clone()),
+        true,
+        &one,
+    );
+    p.conv(
+        "audio_tower.conv2d2",
+        part,
+        (h.clone(), lit(9), h.clone()),
+        true,
+        &one,
+    );
+    p.conv(
+        "audio_tower.conv2d3",
+        part,
+        (h.clone(), lit(9), h.clone()),
+        true,
+        &one,
+    );
+    p.conv(
+        "audio_tower.conv_out",
+        part,
+        (h, lit(bins), d.clone()),
+        false,
+        &one,
+    );
     audio_layers(p, &d, &sym("d_ff_audio", f), &sym("L_audio", l), true);
     p.norm("audio_tower.ln_post", "audio norms", &d, true, &one);
-    p.linear("audio_tower.proj1", "audio projector", (d.clone(), d.clone()), true, &one);
+    p.linear(
+        "audio_tower.proj1",
+        "audio projector",
+        (d.clone(), d.clone()),
+        true,
+        &one,
+    );
     p.linear("audio_tower.proj2", "audio projector", (d, out), true, &one);
     Ok(())
 }

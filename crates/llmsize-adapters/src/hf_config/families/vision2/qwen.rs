@@ -7,10 +7,10 @@ use llmsize_core::spec::ModelSpec;
 use super::parts::{Parts, Sub, lit, mul, sub_type, sym, with_sub};
 use super::{vision, with_parts};
 use crate::error::ConfigError;
-use crate::hf_config::{HeadChoice, architecture};
+use crate::hf_config::families::vision::{Tie, text};
 use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
-use crate::hf_config::families::vision::{Tie, text};
+use crate::hf_config::{HeadChoice, architecture};
 
 /// The 3-D patch convolution `PatchEmbed.proj`: `in_channels·temporal·patch² → d`.
 pub(super) fn patch_embed(
@@ -36,7 +36,14 @@ pub(super) fn patch_embed(
 }
 
 /// The attention of a vision block: a fused biased `qkv` and `proj` (bias `proj_bias`).
-pub(super) fn attention(p: &mut Parts, pre: &str, d: &Expr, qkv_bias: bool, proj_bias: bool, n: &Expr) {
+pub(super) fn attention(
+    p: &mut Parts,
+    pre: &str,
+    d: &Expr,
+    qkv_bias: bool,
+    proj_bias: bool,
+    n: &Expr,
+) {
     let part = "vision attention";
     p.linear(
         format!("{pre}.attn.qkv"),
@@ -45,22 +52,58 @@ pub(super) fn attention(p: &mut Parts, pre: &str, d: &Expr, qkv_bias: bool, proj
         qkv_bias,
         n,
     );
-    p.linear(format!("{pre}.attn.proj"), part, (d.clone(), d.clone()), proj_bias, n);
+    p.linear(
+        format!("{pre}.attn.proj"),
+        part,
+        (d.clone(), d.clone()),
+        proj_bias,
+        n,
+    );
 }
 
 /// A gated MLP `gate_proj`, `up_proj` `d → f`, `down_proj` `f → d`.
 pub(super) fn gated(p: &mut Parts, pre: &str, d: &Expr, f: &Expr, bias: bool, n: &Expr) {
     let part = "vision mlp";
-    p.linear(format!("{pre}.gate_proj"), part, (d.clone(), f.clone()), bias, n);
-    p.linear(format!("{pre}.up_proj"), part, (d.clone(), f.clone()), bias, n);
-    p.linear(format!("{pre}.down_proj"), part, (f.clone(), d.clone()), bias, n);
+    p.linear(
+        format!("{pre}.gate_proj"),
+        part,
+        (d.clone(), f.clone()),
+        bias,
+        n,
+    );
+    p.linear(
+        format!("{pre}.up_proj"),
+        part,
+        (d.clone(), f.clone()),
+        bias,
+        n,
+    );
+    p.linear(
+        format!("{pre}.down_proj"),
+        part,
+        (f.clone(), d.clone()),
+        bias,
+        n,
+    );
 }
 
 /// A two-layer MLP `a → b → c`, biased.
 fn two(p: &mut Parts, pre: &str, names: (&str, &str), (a, b, c): (&Expr, &Expr, &Expr), n: &Expr) {
     let part = "vision mlp";
-    p.linear(format!("{pre}.{}", names.0), part, (a.clone(), b.clone()), true, n);
-    p.linear(format!("{pre}.{}", names.1), part, (b.clone(), c.clone()), true, n);
+    p.linear(
+        format!("{pre}.{}", names.0),
+        part,
+        (a.clone(), b.clone()),
+        true,
+        n,
+    );
+    p.linear(
+        format!("{pre}.{}", names.1),
+        part,
+        (b.clone(), c.clone()),
+        true,
+        n,
+    );
 }
 
 /// The patch merger (`PatchMerger`): a norm over `d` (`LayerNorm` when `ln_bias`, else
@@ -68,8 +111,20 @@ fn two(p: &mut Parts, pre: &str, names: (&str, &str), (a, b, c): (&Expr, &Expr, 
 fn merger(p: &mut Parts, pre: &str, d: &Expr, m: u64, out: &Expr, ln_bias: bool) {
     let one = lit(1);
     let wide = mul(d.clone(), lit(m.saturating_mul(m)));
-    p.norm(format!("{pre}.ln_q"), "multimodal projector", d, ln_bias, &one);
-    two(p, &format!("{pre}.mlp"), ("0", "2"), (&wide, &wide, out), &one);
+    p.norm(
+        format!("{pre}.ln_q"),
+        "multimodal projector",
+        d,
+        ln_bias,
+        &one,
+    );
+    two(
+        p,
+        &format!("{pre}.mlp"),
+        ("0", "2"),
+        (&wide, &wide, out),
+        &one,
+    );
 }
 
 /// Qwen2-VL's tower (`Qwen2VisionTransformerPretrainedModel`): `LayerNorm`s, a biased
@@ -127,8 +182,20 @@ pub(super) fn qwen2_5_vl_tower(
                 .saturating_mul(dh)
                 .saturating_add(kv.saturating_mul(dh).saturating_mul(2));
             let part = "vision attention";
-            p.linear(format!("{pre}.attn.qkv"), part, (d.clone(), lit(qkv)), true, &l);
-            p.linear(format!("{pre}.attn.proj"), part, (d.clone(), d.clone()), true, &l);
+            p.linear(
+                format!("{pre}.attn.qkv"),
+                part,
+                (d.clone(), lit(qkv)),
+                true,
+                &l,
+            );
+            p.linear(
+                format!("{pre}.attn.proj"),
+                part,
+                (d.clone(), d.clone()),
+                true,
+                &l,
+            );
         } else {
             attention(p, pre, &d, true, true, &l);
         }
@@ -226,7 +293,13 @@ pub(super) fn qwen2_5_vl(
 ) -> Result<ModelSpec, ConfigError> {
     let spec = text(raw, f, "qwen2_5_vl_text", head, Tie::Either(false))?;
     let mut p = vision();
-    qwen2_5_vl_tower(raw, "vision_config", "Qwen2_5_VLVisionConfig", false, &mut p)?;
+    qwen2_5_vl_tower(
+        raw,
+        "vision_config",
+        "Qwen2_5_VLVisionConfig",
+        false,
+        &mut p,
+    )?;
     Ok(with_parts(spec, p))
 }
 

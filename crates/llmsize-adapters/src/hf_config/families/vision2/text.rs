@@ -11,8 +11,9 @@ use crate::hf_config::family::{Family, read_block};
 use crate::hf_config::raw::RawConfig;
 
 use crate::hf_config::family::{
-    ALL_SPARSE, AttentionRule, Block, HeadDim, LLAMA, LLAMA_ATTENTION, MlpRule, MoeRule,
-    NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Shared, Sparsity, StandardRule, Switch, Windows, NO, YES, key_or,
+    ALL_SPARSE, AttentionRule, Block, HeadDim, LLAMA, LLAMA_ATTENTION, MlpRule, MoeRule, NO,
+    NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Shared, Sparsity, StandardRule, Switch, Windows, YES,
+    key_or,
 };
 
 /// Llama with these class defaults.
