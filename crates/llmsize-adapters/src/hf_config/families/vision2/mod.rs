@@ -11,6 +11,7 @@
 #[allow(dead_code)]
 mod parts;
 
+mod ernie;
 mod glm;
 mod navit;
 mod omni;
@@ -190,6 +191,18 @@ pub(crate) const FAMILIES: &[Family] = &[
         config_class: "Cosmos3EdgeTextConfig",
         architecture: "Cosmos3EdgeForConditionalGeneration",
         read: Read::Block(&text::COSMOS3_EDGE_TEXT),
+    },
+    code!(
+        "ernie4_5_vl_moe",
+        "Ernie4_5_VLMoeConfig",
+        "Ernie4_5_VLMoeForConditionalGeneration",
+        ernie::ernie4_5_vl_moe
+    ),
+    Family {
+        model_type: "ernie4_5_vl_moe_text",
+        config_class: "Ernie4_5_VLMoeTextConfig",
+        architecture: "Ernie4_5_VLMoeForConditionalGeneration",
+        read: Read::Code(ernie::ernie4_5_vl_moe_text),
     },
     Family {
         model_type: "paddleocr_vl_text",
