@@ -13,6 +13,7 @@ mod parts;
 
 mod ernie;
 mod glm;
+mod inkling;
 mod navit;
 mod omni;
 mod qwen;
@@ -204,6 +205,12 @@ pub(crate) const FAMILIES: &[Family] = &[
         architecture: "Ernie4_5_VLMoeForConditionalGeneration",
         read: Read::Code(ernie::ernie4_5_vl_moe_text),
     },
+    code!(
+        "inkling_mm_model",
+        "InklingConfig",
+        "InklingForConditionalGeneration",
+        inkling::inkling_mm_model
+    ),
     Family {
         model_type: "paddleocr_vl_text",
         config_class: "PaddleOCRTextConfig",
