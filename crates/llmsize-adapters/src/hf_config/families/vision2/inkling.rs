@@ -63,7 +63,7 @@ type Scale = [u64; 4];
 /// `plan_out_scales(temporal_patch_size, patch_size, n_layers, n_channels)` for `n_layers` at
 /// least the number of candidate scales (each layer's nearest scale in log size; the first and
 /// last fixed); `None` when transformers would need `scipy`'s assignment (fewer layers) or
-/// cannot build it (a patch of 1).
+/// cannot build it (a patch or temporal patch of 1).
 #[allow(
     clippy::cast_precision_loss,
     clippy::cast_possible_truncation,
@@ -84,6 +84,11 @@ fn plan_out_scales(t_patch: u64, patch: u64, n_layers: u64, channels: u64) -> Op
     let h = cum(prime_factors(patch));
     let t = cum(prime_factors(t_patch));
     let h_last = *h.last()?;
+    // A temporal patch of 1 has no factors: torch then builds the scales as floats and the
+    // projections cannot be made.
+    if t.is_empty() {
+        return None;
+    }
     let mut scales: Vec<Scale> = vec![[1, 1, 1, channels]];
     for &x in &h {
         let ch = (x.saturating_mul(x).saturating_mul(channels) as f64 / 64.0).ceil() as u64;
@@ -104,7 +109,10 @@ fn plan_out_scales(t_patch: u64, patch: u64, n_layers: u64, channels: u64) -> Op
         .saturating_mul(patch)
         .saturating_mul(t_patch)
         .saturating_mul(channels);
-    let ideal = linspace((total as f32).ln(), usize::try_from(n_layers).ok()?.checked_add(1)?);
+    let ideal = linspace(
+        (total as f32).ln(),
+        usize::try_from(n_layers).ok()?.checked_add(1)?,
+    );
     let logs: Vec<f32> = scales
         .iter()
         .map(|s| (s[0].saturating_mul(s[1]).saturating_mul(s[2]) as f32).ln())
@@ -176,7 +184,7 @@ pub(super) fn inkling_mm_model(
         not_read(
             raw,
             f.model_type,
-            "fewer vision layers than scales (or a patch of 1)",
+            "fewer vision layers than scales (or a patch or temporal patch of 1)",
             "transformers plans such encoders with scipy's linear_sum_assignment",
         )
     })?;
@@ -199,10 +207,22 @@ pub(super) fn inkling_mm_model(
             &one,
         );
         if !last {
-            p.norm(format!("{pre}.{i}.layer_norm"), "vision norms", &output, false, &one);
+            p.norm(
+                format!("{pre}.{i}.layer_norm"),
+                "vision norms",
+                &output,
+                false,
+                &one,
+            );
         }
     }
-    p.norm("model.vision_tower.final_norm", "vision norms", &d, false, &one);
+    p.norm(
+        "model.vision_tower.final_norm",
+        "vision norms",
+        &d,
+        false,
+        &one,
+    );
     p.out.extend(a.out);
     Ok(with_parts(spec, p))
 }
