@@ -81,13 +81,11 @@ pub(super) fn ernie4_5_vl_moe_text(
             .collect::<Result<Vec<_>, _>>()?,
         Some(v) => return Err(raw.invalid("moe_intermediate_size", v, "a list of two widths")),
     };
-    let (&text_w, &vision_w) = match widths.as_slice() {
-        [a, b, ..] => (a, b),
-        _ => {
-            let v = Value::from(widths.clone());
-            return Err(raw.invalid("moe_intermediate_size", &v, "a list of two widths"));
-        }
+    let [text_w, vision_w, ..] = widths.as_slice() else {
+        let v = Value::from(widths.clone());
+        return Err(raw.invalid("moe_intermediate_size", &v, "a list of two widths"));
     };
+    let (text_w, vision_w) = (*text_w, *vision_w);
     let layers = raw.size_or(
         &["num_hidden_layers"],
         llmsize_core::expr::Sym::Layers,
