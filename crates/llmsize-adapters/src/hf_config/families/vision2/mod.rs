@@ -14,6 +14,7 @@ mod parts;
 mod ernie;
 mod glm;
 mod inkling;
+mod muse;
 mod navit;
 mod omni;
 mod qwen;
@@ -211,6 +212,18 @@ pub(crate) const FAMILIES: &[Family] = &[
         "InklingForConditionalGeneration",
         inkling::inkling_mm_model
     ),
+    code!(
+        "muse_glimmer",
+        "MuseGlimmerConfig",
+        "MuseGlimmerForConditionalGeneration",
+        muse::muse_glimmer
+    ),
+    Family {
+        model_type: "muse_glimmer_text",
+        config_class: "MuseGlimmerTextConfig",
+        architecture: "MuseGlimmerForConditionalGeneration",
+        read: Read::Code(muse::muse_glimmer_text),
+    },
     Family {
         model_type: "paddleocr_vl_text",
         config_class: "PaddleOCRTextConfig",
