@@ -387,6 +387,14 @@ pub(super) fn hyperclovax_vision_v2(
     head: HeadChoice,
 ) -> Result<ModelSpec, ConfigError> {
     let spec = text(raw, f, "hyperclovax", head, Tie::Top(true))?;
+    let tower = sub_type(raw, "vision_config", "qwen2_5_vl_vision")?;
+    if tower == "qwen2_vl_vision" {
+        // `Qwen2VLVisionConfig` has no `out_hidden_size` for the projector to read.
+        return Err(crate::hf_config::unsupported(
+            &format!("{} (vision_config)", raw.file),
+            tower,
+        ));
+    }
     let mut p = vision();
     auto_tower(raw, "vision_config", "qwen2_5_vl_vision", &mut p)?;
     let out = with_sub(raw, "vision_config", "Qwen2_5_VLVisionConfig", |s| {
