@@ -226,3 +226,152 @@ pub(super) fn inkling_mm_model(
     p.out.extend(a.out);
     Ok(with_parts(spec, p))
 }
+
+/// `Inkling2ForConditionalGeneration`: the `inkling2_text` model (never tied) and
+/// `Inkling2VisionModel` (a bias-free linear patch embedding of `channels·patch²`, a
+/// `posemb_grid_size²` position table, a class embedding and its position, `pre_layernorm`,
+/// layers of `LayerNorm`s, biased q/k/v/out and `fc1`/`fc2` (`intermediate_size`, else
+/// `int(d_vis·mlp_ratio)`) with per-channel scales `lambda_1`, `lambda_2`, and the merger
+/// `linear_1` `d_vis·m² → P`, `linear_2` `P → text_hidden_size`, biased by
+/// `projector_bias`). Not registered until `inkling2_text` is (see `mod.rs`).
+#[allow(
+    dead_code,
+    reason = "registered once the `inkling2_text` reader is merged"
+)]
+pub(super) fn inkling2(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let spec = text(raw, f, "inkling2_text", head, Tie::Text)?;
+    let mut p = vision();
+    let one = lit(1);
+    with_sub(raw, "vision_config", "Inkling2VisionConfig", |s| {
+        let dv = s.size("hidden_size", 1024)?;
+        let ff = if let Some(n) = s.size_opt("intermediate_size")? {
+            n
+        } else {
+            let ratio = s.float("mlp_ratio", 4.0)?;
+            #[allow(
+                clippy::cast_precision_loss,
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "Python's `int(hidden_size * mlp_ratio)` of positive sizes"
+            )]
+            let n = (dv as f64 * ratio).trunc().max(0.0) as u64;
+            n
+        };
+        let d = sym("d_vis", dv);
+        let ff = sym("d_ff_vis", ff);
+        let l = sym("L_vis", s.size("num_hidden_layers", 23)?);
+        let c = s.size("num_channels", 3)?;
+        let ps = s.size("patch_size", 20)?;
+        let grid = s.size("posemb_grid_size", 32)?;
+        let m = s.size("spatial_merge_size", 2)?;
+        let proj = sym("d_proj", s.size("projection_hidden_dim", 4096)?);
+        let out = sym("d", s.size("text_hidden_size", 4608)?);
+        let bias = s.flag("projector_bias", false)?;
+        let pre = "model.vision_tower";
+        let part = "vision embeddings";
+        p.linear(
+            format!("{pre}.embeddings.patch_embedding"),
+            part,
+            (lit(c.saturating_mul(ps).saturating_mul(ps)), d.clone()),
+            false,
+            &one,
+        );
+        p.table(
+            format!("{pre}.embeddings.position_embedding"),
+            part,
+            (lit(grid.saturating_mul(grid)), d.clone()),
+            &one,
+        );
+        p.vector(
+            format!("{pre}.embeddings.class_embedding"),
+            part,
+            d.clone(),
+            &one,
+        );
+        p.vector(
+            format!("{pre}.embeddings.cls_position_embedding"),
+            part,
+            d.clone(),
+            &one,
+        );
+        p.norm(
+            format!("{pre}.pre_layernorm"),
+            "vision norms",
+            &d,
+            true,
+            &one,
+        );
+        let lp = format!("{pre}.layers");
+        p.norm(
+            format!("{lp}.layernorm_before"),
+            "vision norms",
+            &d,
+            true,
+            &l,
+        );
+        p.norm(
+            format!("{lp}.layernorm_after"),
+            "vision norms",
+            &d,
+            true,
+            &l,
+        );
+        for name in ["q_proj", "k_proj", "v_proj", "out_proj"] {
+            p.linear(
+                format!("{lp}.self_attn.{name}"),
+                "vision attention",
+                (d.clone(), d.clone()),
+                true,
+                &l,
+            );
+        }
+        p.linear(
+            format!("{lp}.mlp.fc1"),
+            "vision mlp",
+            (d.clone(), ff.clone()),
+            true,
+            &l,
+        );
+        p.linear(
+            format!("{lp}.mlp.fc2"),
+            "vision mlp",
+            (ff, d.clone()),
+            true,
+            &l,
+        );
+        p.vector(
+            format!("{lp}.lambda_1"),
+            "vision layer scales",
+            d.clone(),
+            &l,
+        );
+        p.vector(
+            format!("{lp}.lambda_2"),
+            "vision layer scales",
+            d.clone(),
+            &l,
+        );
+        let part = "multimodal projector";
+        let wide = super::parts::mul(d, lit(m.saturating_mul(m)));
+        p.linear(
+            format!("{pre}.merger.linear_1"),
+            part,
+            (wide, proj.clone()),
+            bias,
+            &one,
+        );
+        p.linear(
+            format!("{pre}.merger.linear_2"),
+            part,
+            (proj, out),
+            bias,
+            &one,
+        );
+        Ok(())
+    })?;
+    Ok(with_parts(spec, p))
+}

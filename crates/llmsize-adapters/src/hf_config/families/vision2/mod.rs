@@ -206,6 +206,9 @@ pub(crate) const FAMILIES: &[Family] = &[
         architecture: "Ernie4_5_VLMoeForConditionalGeneration",
         read: Read::Code(ernie::ernie4_5_vl_moe_text),
     },
+    // `inkling2` (`inkling::inkling2`) is exact with the `inkling2_text` reader of the experts
+    // family; its entry joins once that type is registered:
+    // code!("inkling2", "Inkling2Config", "Inkling2ForConditionalGeneration", inkling::inkling2),
     code!(
         "inkling_mm_model",
         "InklingConfig",

@@ -76,7 +76,11 @@ pub(super) fn muse_glimmer_text(
         }
         let mut inner = RawConfig::new(raw.file, &map);
         let spec = read_block(&mut inner, f, &GLIMMER_TEXT)?;
-        raw.assume("layer_types", "every 4th from the last full, others sliding", &reason);
+        raw.assume(
+            "layer_types",
+            "every 4th from the last full, others sliding",
+            &reason,
+        );
         for a in inner.assumptions {
             raw.assume(&a.field, a.value, &a.reason);
         }
@@ -161,8 +165,20 @@ pub(super) fn muse_glimmer(
                 &l,
             );
         }
-        p.linear(format!("{lp}.mlp.fc1"), "vision mlp", (d.clone(), ff.clone()), true, &l);
-        p.linear(format!("{lp}.mlp.fc2"), "vision mlp", (ff, d.clone()), true, &l);
+        p.linear(
+            format!("{lp}.mlp.fc1"),
+            "vision mlp",
+            (d.clone(), ff.clone()),
+            true,
+            &l,
+        );
+        p.linear(
+            format!("{lp}.mlp.fc2"),
+            "vision mlp",
+            (ff, d.clone()),
+            true,
+            &l,
+        );
         p.norm(format!("{pre}.ln_post"), "vision norms", &d, true, &one);
         Ok(())
     })?;
@@ -174,7 +190,13 @@ pub(super) fn muse_glimmer(
     })?;
     let (out, pp) = (sym("d_out", out), sym("d_proj", proj));
     let part = "multimodal projector";
-    p.linear("model.vision_adapter.fc1", part, (out, pp.clone()), false, &one);
+    p.linear(
+        "model.vision_adapter.fc1",
+        part,
+        (out, pp.clone()),
+        false,
+        &one,
+    );
     p.linear(
         "model.vision_adapter.fc2",
         part,
