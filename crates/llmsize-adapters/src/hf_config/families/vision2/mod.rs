@@ -23,12 +23,51 @@ mod text;
 use llmsize_core::Category;
 use llmsize_core::spec::ModelSpec;
 
+use serde_json::Value;
+
+use crate::error::ConfigError;
+use crate::hf_config::HeadChoice;
+use crate::hf_config::families::vision::{Tie, text};
 use crate::hf_config::family::{Family, Read};
+use crate::hf_config::raw::RawConfig;
 use parts::Parts;
 
 /// A new vision parts list.
 fn vision() -> Parts {
     Parts::new(Category::Vision)
+}
+
+/// The text model under `text_config` (of `default_type` when it names none), read as
+/// [`text`] does, except that a `model_type` the composite's configuration class renames
+/// (`renames`: old → new, as its `__post_init__` does for first releases) is read as the new
+/// type.
+fn text_renamed(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    default_type: &str,
+    renames: &[(&str, &str)],
+    head: HeadChoice,
+    tie: Tie,
+) -> Result<ModelSpec, ConfigError> {
+    let found = parts::sub_type(raw, "text_config", default_type)?;
+    let Some((_, new)) = renames.iter().find(|(old, _)| *old == found) else {
+        return text(raw, family, default_type, head, tie);
+    };
+    let mut map = raw.map.clone();
+    if let Some(Value::Object(sub)) = map.get_mut("text_config") {
+        sub.insert("model_type".to_owned(), Value::from(*new));
+    }
+    let mut inner = RawConfig::new(raw.file, &map);
+    let spec = text(&mut inner, family, default_type, head, tie)?;
+    let reason = format!("`{}` reads `{found}` as `{new}`", family.config_class);
+    raw.assume("text_config.model_type", new, &reason);
+    for a in inner.assumptions {
+        raw.assume(&a.field, a.value, &a.reason);
+    }
+    for (symbol, source) in inner.sources {
+        raw.source(symbol, &source);
+    }
+    Ok(spec)
 }
 
 /// A spec with the parts appended.
@@ -232,12 +271,6 @@ pub(crate) const FAMILIES: &[Family] = &[
         config_class: "PaddleOCRTextConfig",
         architecture: "PaddleOCRVLForConditionalGeneration",
         read: Read::Block(&text::PADDLEOCR_VL_TEXT),
-    },
-    Family {
-        model_type: "exaone4_5_text",
-        config_class: "Exaone4Config",
-        architecture: "Exaone4_5_ForConditionalGeneration",
-        read: Read::Code(text::exaone4_5_text),
     },
     Family {
         model_type: "qwen2_vl_text",

@@ -178,14 +178,16 @@ pub(super) fn paddleocr_vl(
 /// convolution from 3 channels, a learned `pos_emb_height × pos_emb_width` position grid,
 /// pre-norm layers with biased q/k/v/`proj` and `fc1`/`fc2`, `final_layernorm`), the
 /// projector (`pre_norm` over `projection_hidden_size`, `in_proj` `d_vis·k_h·k_w →
-/// d_vis·k_h·k_w`, `out_proj` `→ d`, biased), the text model (`deepseek_v3` by default);
+/// d_vis·k_h·k_w`, `out_proj` `→ d`, biased), the text model (`deepseek_v3` by default, and
+/// for the hub's `kimi_k2`, as `Kimi_K25Config.__post_init__` renames it);
 /// tied by the composite's `tie_word_embeddings` (default true).
 pub(super) fn kimi_k25(
     raw: &mut RawConfig<'_>,
     f: &Family,
     head: HeadChoice,
 ) -> Result<ModelSpec, ConfigError> {
-    let spec = text(raw, f, "deepseek_v3", head, Tie::Top(true))?;
+    let renames = [("kimi_k2", "deepseek_v3")];
+    let spec = super::text_renamed(raw, f, "deepseek_v3", &renames, head, Tie::Top(true))?;
     let mut p = vision();
     let (k, (ph, pw), (mh, mw)) = with_sub(raw, "vision_config", "Kimi_K25VisionConfig", |s| {
         let k = Sizes {

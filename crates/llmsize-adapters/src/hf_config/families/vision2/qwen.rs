@@ -411,14 +411,16 @@ pub(super) fn hyperclovax_vision_v2(
 }
 
 /// `Exaone4_5_ForConditionalGeneration`: Qwen2.5-VL's tower with grouped keys and values,
-/// the text model (`exaone4`; the first releases' `exaone4_5_text` is read as it); tied by
+/// the text model (`exaone4`; the first releases' `exaone4_5_text` is read as it, as
+/// `Exaone4_5_Config.__post_init__` does); tied by
 /// the composite's `tie_word_embeddings` alone.
 pub(super) fn exaone4_5(
     raw: &mut RawConfig<'_>,
     f: &Family,
     head: HeadChoice,
 ) -> Result<ModelSpec, ConfigError> {
-    let spec = text(raw, f, "exaone4", head, Tie::Top(false))?;
+    let renames = [("exaone4_5_text", "exaone4")];
+    let spec = super::text_renamed(raw, f, "exaone4", &renames, head, Tie::Top(false))?;
     let mut p = vision();
     qwen2_5_vl_tower(raw, "vision_config", "Exaone4_5_VisionConfig", true, &mut p)?;
     Ok(with_parts(spec, p))

@@ -218,21 +218,6 @@ pub(super) fn glm_ocr_text(
     floored(raw, f, &GLM_OCR_TEXT, (1024, 16), false)
 }
 
-/// `exaone4_5_text`, the first EXAONE 4.5 releases' name of the text model:
-/// `Exaone4_5_Config.__post_init__` reads it as `exaone4`.
-pub(super) fn exaone4_5_text(
-    raw: &mut RawConfig<'_>,
-    _f: &Family,
-    head: HeadChoice,
-) -> Result<ModelSpec, ConfigError> {
-    let f = crate::hf_config::families::find("exaone4")
-        .ok_or_else(|| crate::hf_config::unsupported(raw.file, "exaone4"))?;
-    match &f.read {
-        crate::hf_config::family::Read::Block(b) => read_block(raw, f, b),
-        crate::hf_config::family::Read::Code(g) => g(raw, f, head),
-    }
-}
-
 /// PaddleOCR-VL text (`PaddleOCRAttention`, `PaddleOCRMLP`): `use_bias` on every projection
 /// of attention and MLP, `head_dim` 128, 2 KV heads, tied.
 pub(super) const PADDLEOCR_VL_TEXT: Block = Block {
