@@ -18,6 +18,7 @@ mod muse;
 mod navit;
 mod omni;
 mod qwen;
+mod step;
 mod text;
 
 use llmsize_core::Category;
@@ -266,6 +267,12 @@ pub(crate) const FAMILIES: &[Family] = &[
         architecture: "MuseGlimmerForConditionalGeneration",
         read: Read::Code(muse::muse_glimmer_text),
     },
+    code!(
+        "step3p7",
+        "Step3p7Config",
+        "Step3p7ForConditionalGeneration",
+        step::step3p7
+    ),
     Family {
         model_type: "paddleocr_vl_text",
         config_class: "PaddleOCRTextConfig",
