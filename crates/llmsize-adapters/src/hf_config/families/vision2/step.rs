@@ -1,6 +1,6 @@
 //! Step-3.7 (`modeling_step3p7.py`): a text model with per-head output gates (`g_proj`),
 //! per-layer head counts for sliding layers, dense-first MoE layers with a shared expert, and a
-//! ViT with per-channel layer scales and two stride-2 convolutional downsamplers.
+//! vision transformer with per-channel layer scales and two stride-2 convolutional downsamplers.
 
 use llmsize_core::Category;
 use llmsize_core::spec::{Attention, Extra, Ffn, Layers, ModelSpec};
