@@ -99,6 +99,14 @@ pub(super) fn video_llama_3(
     head: HeadChoice,
 ) -> Result<ModelSpec, ConfigError> {
     let spec = text(raw, f, "qwen2", head, Tie::Either(false))?;
+    // `AutoModel` builds the tower: only its own is read here.
+    let kind = super::parts::sub_type(raw, "vision_config", "video_llama_3_vision")?;
+    if kind != "video_llama_3_vision" {
+        return Err(crate::hf_config::unsupported(
+            &format!("{} (vision_config)", raw.file),
+            kind,
+        ));
+    }
     let mut p = vision();
     let k = with_sub(raw, "vision_config", "VideoLlama3VisionConfig", |s| {
         Ok(Sizes {
