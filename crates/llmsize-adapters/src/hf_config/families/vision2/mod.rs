@@ -4,6 +4,13 @@
 //! through the registry from `text_config` (the composites' own text types are entries of
 //! this file when no other file has them); the towers and projectors are model-level extras in
 //! the `vision` (and `audio`) category. The KV cache is the text model's.
+//!
+//! Files: `qwen.rs` (Qwen2-VL, Qwen2.5-VL, Qwen3-VL(-MoE), Qwen3.5(-MoE) towers; Cosmos3-Omni,
+//! HyperCLOVAX-Vision-V2, EXAONE 4.5), `glm.rs` (GLM-4V(-MoE), GLM-4.6V, GLM-OCR),
+//! `omni.rs` (the Qwen omni thinkers' audio encoders), `navit.rs` (SigLIP-style towers:
+//! `VideoLLaMA` 3, PaddleOCR-VL, Kimi-K2.5, MiniMax-M3-VL, Cosmos3-Edge), `ernie.rs`
+//! (ERNIE 4.5-VL-MoE), `muse.rs` (Muse-Glimmer), `step.rs` (Step-3.7), `inkling.rs`
+//! (Inkling, Inkling 2), `text.rs` (the composites' text types as blocks).
 
 // The tower vocabulary of `families/vision/parts.rs`, compiled here as well (that module is
 // private to the vision family).
