@@ -34,10 +34,7 @@ pub(crate) const REGISTRY: &[(&str, &[Family])] = &[
         encoders::FAMILIES,
     ),
     ("vision-language models", vision::FAMILIES),
-    (
-        "vision-language models with native-resolution towers",
-        vision2::FAMILIES,
-    ),
+    ("vision-language models with native-resolution towers", vision2::FAMILIES),
 ];
 
 /// Every entry with its group, in registry order.
