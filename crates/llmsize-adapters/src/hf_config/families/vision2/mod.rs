@@ -280,6 +280,18 @@ pub(crate) const FAMILIES: &[Family] = &[
         "Step3p7ForConditionalGeneration",
         step::step3p7
     ),
+    code!(
+        "muse_spark",
+        "MuseSparkConfig",
+        "MuseSparkForConditionalGeneration",
+        muse::muse_spark
+    ),
+    Family {
+        model_type: "muse_spark_text",
+        config_class: "MuseSparkTextConfig",
+        architecture: "MuseSparkForConditionalGeneration",
+        read: Read::Code(muse::muse_spark_text),
+    },
     Family {
         model_type: "paddleocr_vl_text",
         config_class: "PaddleOCRTextConfig",
