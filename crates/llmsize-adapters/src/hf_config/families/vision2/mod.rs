@@ -1,0 +1,343 @@
+//! Vision-language (and omni) models with native-resolution or windowed towers: the Qwen-VL
+//! line (a 3-D patch convolution, rotary vision blocks, a patch merger gathering
+//! `spatial_merge_size²` patches), GLM-V, and their descendants. The text model is read
+//! through the registry from `text_config` (the composites' own text types are entries of
+//! this file when no other file has them); the towers and projectors are model-level extras in
+//! the `vision` (and `audio`) category. The KV cache is the text model's.
+//!
+//! Files: `qwen.rs` (Qwen2-VL, Qwen2.5-VL, Qwen3-VL(-MoE), Qwen3.5(-MoE) towers; Cosmos3-Omni,
+//! HyperCLOVAX-Vision-V2, EXAONE 4.5), `glm.rs` (GLM-4V(-MoE), GLM-4.6V, GLM-OCR),
+//! `omni.rs` (the Qwen omni thinkers' audio encoders), `navit.rs` (SigLIP-style towers:
+//! `VideoLLaMA` 3, PaddleOCR-VL, Kimi-K2.5, MiniMax-M3-VL, Cosmos3-Edge), `ernie.rs`
+//! (ERNIE 4.5-VL-MoE), `muse.rs` (Muse-Glimmer), `step.rs` (Step-3.7), `inkling.rs`
+//! (Inkling, Inkling 2), `text.rs` (the composites' text types as blocks).
+
+// The tower vocabulary of `families/vision/parts.rs`, compiled here as well (that module is
+// private to the vision family).
+#[path = "../vision/parts.rs"]
+#[allow(dead_code)]
+mod parts;
+
+mod ernie;
+mod glm;
+mod inkling;
+mod muse;
+mod navit;
+mod omni;
+mod qwen;
+mod step;
+mod text;
+
+use llmsize_core::Category;
+use llmsize_core::spec::ModelSpec;
+
+use serde_json::Value;
+
+use crate::error::ConfigError;
+use crate::hf_config::HeadChoice;
+use crate::hf_config::families::vision::{Tie, text};
+use crate::hf_config::family::{Family, Read};
+use crate::hf_config::raw::RawConfig;
+use parts::Parts;
+
+/// A new vision parts list.
+fn vision() -> Parts {
+    Parts::new(Category::Vision)
+}
+
+/// The text model under `text_config` (of `default_type` when it names none), read as
+/// [`text`] does, except that a `model_type` the composite's configuration class renames
+/// (`renames`: old → new, as its `__post_init__` does for first releases) is read as the new
+/// type.
+fn text_renamed(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    default_type: &str,
+    renames: &[(&str, &str)],
+    head: HeadChoice,
+    tie: Tie,
+) -> Result<ModelSpec, ConfigError> {
+    let found = parts::sub_type(raw, "text_config", default_type)?;
+    let Some((_, new)) = renames.iter().find(|(old, _)| *old == found) else {
+        return text(raw, family, default_type, head, tie);
+    };
+    let mut map = raw.map.clone();
+    if let Some(Value::Object(sub)) = map.get_mut("text_config") {
+        sub.insert("model_type".to_owned(), Value::from(*new));
+    }
+    let mut inner = RawConfig::new(raw.file, &map);
+    let spec = text(&mut inner, family, default_type, head, tie)?;
+    let reason = format!("`{}` reads `{found}` as `{new}`", family.config_class);
+    raw.assume("text_config.model_type", new, &reason);
+    for a in inner.assumptions {
+        raw.assume(&a.field, a.value, &a.reason);
+    }
+    for (symbol, source) in inner.sources {
+        raw.source(symbol, &source);
+    }
+    Ok(spec)
+}
+
+/// A spec with the parts appended.
+fn with_parts(mut spec: ModelSpec, p: Parts) -> ModelSpec {
+    spec.extras.extend(p.out);
+    spec
+}
+
+macro_rules! code {
+    ($t:literal, $class:literal, $arch:literal, $f:expr) => {
+        Family {
+            model_type: $t,
+            config_class: $class,
+            architecture: $arch,
+            read: Read::Code($f),
+        }
+    };
+}
+
+/// The entries of this file.
+pub(crate) const FAMILIES: &[Family] = &[
+    code!(
+        "qwen2_vl",
+        "Qwen2VLConfig",
+        "Qwen2VLForConditionalGeneration",
+        qwen::qwen2_vl
+    ),
+    code!(
+        "qwen2_5_vl",
+        "Qwen2_5_VLConfig",
+        "Qwen2_5_VLForConditionalGeneration",
+        qwen::qwen2_5_vl
+    ),
+    code!(
+        "qwen3_vl",
+        "Qwen3VLConfig",
+        "Qwen3VLForConditionalGeneration",
+        qwen::qwen3_vl
+    ),
+    code!(
+        "qwen3_vl_moe",
+        "Qwen3VLMoeConfig",
+        "Qwen3VLMoeForConditionalGeneration",
+        qwen::qwen3_vl
+    ),
+    code!(
+        "qwen3_5",
+        "Qwen3_5Config",
+        "Qwen3_5ForConditionalGeneration",
+        qwen::qwen3_5
+    ),
+    code!(
+        "qwen3_5_moe",
+        "Qwen3_5MoeConfig",
+        "Qwen3_5MoeForConditionalGeneration",
+        qwen::qwen3_5
+    ),
+    code!(
+        "glm4v",
+        "Glm4vConfig",
+        "Glm4vForConditionalGeneration",
+        glm::glm4v
+    ),
+    code!(
+        "glm4v_moe",
+        "Glm4vMoeConfig",
+        "Glm4vMoeForConditionalGeneration",
+        glm::glm4v
+    ),
+    code!(
+        "glm46v",
+        "Glm46VConfig",
+        "Glm46VForConditionalGeneration",
+        glm::glm46v
+    ),
+    code!(
+        "glmga",
+        "Glm46VConfig",
+        "Glm46VForConditionalGeneration",
+        glm::glm46v
+    ),
+    code!(
+        "glm_ocr",
+        "GlmOcrConfig",
+        "GlmOcrForConditionalGeneration",
+        glm::glm_ocr
+    ),
+    code!(
+        "cosmos3_omni",
+        "Cosmos3OmniConfig",
+        "Cosmos3OmniForConditionalGeneration",
+        qwen::cosmos3_omni
+    ),
+    code!(
+        "hyperclovax_vision_v2",
+        "HyperCLOVAXVisionV2Config",
+        "HyperCLOVAXVisionV2ForConditionalGeneration",
+        qwen::hyperclovax_vision_v2
+    ),
+    code!(
+        "exaone4_5",
+        "Exaone4_5_Config",
+        "Exaone4_5_ForConditionalGeneration",
+        qwen::exaone4_5
+    ),
+    code!(
+        "video_llama_3",
+        "VideoLlama3Config",
+        "VideoLlama3ForConditionalGeneration",
+        navit::video_llama_3
+    ),
+    code!(
+        "paddleocr_vl",
+        "PaddleOCRVLConfig",
+        "PaddleOCRVLForConditionalGeneration",
+        navit::paddleocr_vl
+    ),
+    code!(
+        "qwen2_5_omni_thinker",
+        "Qwen2_5OmniThinkerConfig",
+        "Qwen2_5OmniThinkerForConditionalGeneration",
+        omni::qwen2_5_omni_thinker
+    ),
+    code!(
+        "qwen3_omni_moe_thinker",
+        "Qwen3OmniMoeThinkerConfig",
+        "Qwen3OmniMoeThinkerForConditionalGeneration",
+        omni::qwen3_omni_moe_thinker
+    ),
+    Family {
+        model_type: "qwen2_5_omni_text",
+        config_class: "Qwen2_5OmniTextConfig",
+        architecture: "Qwen2_5OmniThinkerForConditionalGeneration",
+        read: Read::Code(text::qwen2_5_omni_text),
+    },
+    Family {
+        model_type: "qwen3_omni_moe_text",
+        config_class: "Qwen3OmniMoeTextConfig",
+        architecture: "Qwen3OmniMoeThinkerForConditionalGeneration",
+        read: Read::Code(text::qwen3_omni_moe_text),
+    },
+    code!(
+        "kimi_k25",
+        "Kimi_K25Config",
+        "Kimi_K25ForConditionalGeneration",
+        navit::kimi_k25
+    ),
+    code!(
+        "minimax_m3_vl",
+        "MiniMaxM3VLConfig",
+        "MiniMaxM3SparseForConditionalGeneration",
+        navit::minimax_m3_vl
+    ),
+    code!(
+        "cosmos3_edge",
+        "Cosmos3EdgeConfig",
+        "Cosmos3EdgeForConditionalGeneration",
+        navit::cosmos3_edge
+    ),
+    Family {
+        model_type: "cosmos3_edge_text",
+        config_class: "Cosmos3EdgeTextConfig",
+        architecture: "Cosmos3EdgeForConditionalGeneration",
+        read: Read::Block(&text::COSMOS3_EDGE_TEXT),
+    },
+    code!(
+        "ernie4_5_vl_moe",
+        "Ernie4_5_VLMoeConfig",
+        "Ernie4_5_VLMoeForConditionalGeneration",
+        ernie::ernie4_5_vl_moe
+    ),
+    Family {
+        model_type: "ernie4_5_vl_moe_text",
+        config_class: "Ernie4_5_VLMoeTextConfig",
+        architecture: "Ernie4_5_VLMoeForConditionalGeneration",
+        read: Read::Code(ernie::ernie4_5_vl_moe_text),
+    },
+    // `inkling2` (`inkling::inkling2`) is exact with the `inkling2_text` reader of the experts
+    // family; its entry joins once that type is registered:
+    // code!("inkling2", "Inkling2Config", "Inkling2ForConditionalGeneration", inkling::inkling2),
+    code!(
+        "inkling_mm_model",
+        "InklingConfig",
+        "InklingForConditionalGeneration",
+        inkling::inkling_mm_model
+    ),
+    code!(
+        "muse_glimmer",
+        "MuseGlimmerConfig",
+        "MuseGlimmerForConditionalGeneration",
+        muse::muse_glimmer
+    ),
+    Family {
+        model_type: "muse_glimmer_text",
+        config_class: "MuseGlimmerTextConfig",
+        architecture: "MuseGlimmerForConditionalGeneration",
+        read: Read::Code(muse::muse_glimmer_text),
+    },
+    code!(
+        "step3p7",
+        "Step3p7Config",
+        "Step3p7ForConditionalGeneration",
+        step::step3p7
+    ),
+    code!(
+        "muse_spark",
+        "MuseSparkConfig",
+        "MuseSparkForConditionalGeneration",
+        muse::muse_spark
+    ),
+    Family {
+        model_type: "muse_spark_text",
+        config_class: "MuseSparkTextConfig",
+        architecture: "MuseSparkForConditionalGeneration",
+        read: Read::Code(muse::muse_spark_text),
+    },
+    Family {
+        model_type: "paddleocr_vl_text",
+        config_class: "PaddleOCRTextConfig",
+        architecture: "PaddleOCRVLForConditionalGeneration",
+        read: Read::Block(&text::PADDLEOCR_VL_TEXT),
+    },
+    Family {
+        model_type: "qwen2_vl_text",
+        config_class: "Qwen2VLTextConfig",
+        architecture: "Qwen2VLForConditionalGeneration",
+        read: Read::Block(&text::QWEN2_VL_TEXT),
+    },
+    Family {
+        model_type: "qwen2_5_vl_text",
+        config_class: "Qwen2_5_VLTextConfig",
+        architecture: "Qwen2_5_VLForConditionalGeneration",
+        read: Read::Block(&text::QWEN2_VL_TEXT),
+    },
+    Family {
+        model_type: "qwen3_vl_text",
+        config_class: "Qwen3VLTextConfig",
+        architecture: "Qwen3VLForConditionalGeneration",
+        read: Read::Block(&text::QWEN3_VL_TEXT),
+    },
+    Family {
+        model_type: "qwen3_vl_moe_text",
+        config_class: "Qwen3VLMoeTextConfig",
+        architecture: "Qwen3VLMoeForConditionalGeneration",
+        read: Read::Code(text::qwen3_vl_moe_text),
+    },
+    Family {
+        model_type: "glm4v_text",
+        config_class: "Glm4vTextConfig",
+        architecture: "Glm4vForConditionalGeneration",
+        read: Read::Code(text::glm4v_text),
+    },
+    Family {
+        model_type: "glm4v_moe_text",
+        config_class: "Glm4vMoeTextConfig",
+        architecture: "Glm4vMoeForConditionalGeneration",
+        read: Read::Code(text::glm4v_moe_text),
+    },
+    Family {
+        model_type: "glm_ocr_text",
+        config_class: "GlmOcrTextConfig",
+        architecture: "GlmOcrForConditionalGeneration",
+        read: Read::Code(text::glm_ocr_text),
+    },
+];
