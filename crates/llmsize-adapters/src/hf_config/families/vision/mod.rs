@@ -37,7 +37,7 @@ mod minicpm;
 mod mllama;
 mod molmo;
 mod ovis;
-mod parts;
+pub(crate) mod parts;
 mod pix2struct;
 mod pixtral;
 mod radio;

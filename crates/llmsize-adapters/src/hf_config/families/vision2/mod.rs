@@ -12,11 +12,8 @@
 //! (ERNIE 4.5-VL-MoE), `muse.rs` (Muse-Glimmer), `step.rs` (Step-3.7), `inkling.rs`
 //! (Inkling, Inkling 2), `text.rs` (the composites' text types as blocks).
 
-// The tower vocabulary of `families/vision/parts.rs`, compiled here as well (that module is
-// private to the vision family).
-#[path = "../vision/parts.rs"]
-#[allow(dead_code)]
-mod parts;
+// The tower vocabulary of the vision family (`families/vision/parts.rs`).
+use super::vision::parts;
 
 mod ernie;
 mod glm;
@@ -253,9 +250,12 @@ pub(crate) const FAMILIES: &[Family] = &[
         architecture: "Ernie4_5_VLMoeForConditionalGeneration",
         read: Read::Code(ernie::ernie4_5_vl_moe_text),
     },
-    // `inkling2` (`inkling::inkling2`) is exact with the `inkling2_text` reader of the experts
-    // family; its entry joins once that type is registered:
-    // code!("inkling2", "Inkling2Config", "Inkling2ForConditionalGeneration", inkling::inkling2),
+    code!(
+        "inkling2",
+        "Inkling2Config",
+        "Inkling2ForConditionalGeneration",
+        inkling::inkling2
+    ),
     code!(
         "inkling_mm_model",
         "InklingConfig",
