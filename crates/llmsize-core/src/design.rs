@@ -201,6 +201,7 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
             sinks: false,
             transformers_cache_heads: None,
             v_from_k: false,
+            indexer_key_dim: None,
         }),
         cross_attention: None,
         ffn: Ffn::Dense(Mlp {

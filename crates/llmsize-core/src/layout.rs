@@ -345,10 +345,13 @@ pub struct AttentionGeometry {
 /// Elements a KV cache holds per token and layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CacheShape {
-    /// K and V of `n_kv` heads: `2·n_kv·d_h`.
+    /// K and V of `n_kv` heads: `2·n_kv·d_h` (plus an indexer's key, `d_idx`).
     Heads {
         /// `2·n_kv·d_h`, as written.
         formula: Expr,
+        /// Elements of a sparse-attention indexer's key per token (0: none), held whole by
+        /// every rank.
+        indexer: u64,
         /// Key/value heads of the model.
         kv_heads: u64,
         /// Heads transformers' own cache holds (Falcon's new layout expands them).
@@ -896,11 +899,15 @@ fn geometry(
                 Expr::sym(Sym::Heads, a.num_heads),
                 Expr::sym(Sym::HeadDim, a.head_dim),
             ]))?;
-            let (formula, _) = checked(Expr::product(vec![
+            let kv = Expr::product(vec![
                 Expr::Lit(2),
                 Expr::sym(Sym::KvHeads, a.num_kv_heads),
                 Expr::sym(Sym::HeadDim, a.head_dim),
-            ]))?;
+            ]);
+            let (formula, _) = checked(match a.indexer_key_dim {
+                Some(d) => Expr::sum(vec![kv, Expr::sym(Sym::Named("d_idx"), d)]),
+                None => kv,
+            })?;
             AttentionGeometry {
                 stack,
                 layers,
@@ -910,6 +917,7 @@ fn geometry(
                 v_width: width,
                 cache: CacheShape::Heads {
                     formula,
+                    indexer: a.indexer_key_dim.unwrap_or(0),
                     kv_heads: a.num_kv_heads,
                     transformers_heads: a.transformers_cache_heads.unwrap_or(a.num_kv_heads),
                     head_dim: a.head_dim,

@@ -242,6 +242,7 @@ fn kv_groups_of(
         let (what, per, per_gpu, tokens) = match &g.cache {
             CacheShape::Heads {
                 formula,
+                indexer,
                 kv_heads,
                 transformers_heads,
                 head_dim,
@@ -253,10 +254,14 @@ fn kv_groups_of(
                     (false, CachePolicy::Transformers) => *transformers_heads,
                     _ => *kv_heads,
                 };
-                let per = mul(mul(2, cached, "kv")?, *head_dim, "kv")?;
+                let per = add(mul(mul(2, cached, "kv")?, *head_dim, "kv")?, *indexer, "kv")?;
                 // KV heads split across ranks; replicated when there are fewer than ranks.
                 let heads_per_gpu = cached.div_ceil(tp).max(1);
-                let per_gpu = mul(mul(2, heads_per_gpu, "kv")?, *head_dim, "kv")?;
+                let per_gpu = add(
+                    mul(mul(2, heads_per_gpu, "kv")?, *head_dim, "kv")?,
+                    *indexer,
+                    "kv",
+                )?;
                 if g.cross {
                     (
                         format!(

@@ -503,6 +503,10 @@ pub struct StandardAttention {
     pub k_norm: Option<Norm>,
     /// One learned attention-sink logit per head (gpt-oss).
     pub sinks: bool,
+    /// A sparse-attention indexer (DeepSeek's DSA on GQA layers: dots.llm3, Hunyuan-V4)
+    /// caches one key of this width per token beside K and V; its weights are the layer's
+    /// extras.
+    pub indexer_key_dim: Option<u64>,
     /// Values are the key projection's output (Gemma 4's `attention_k_eq_v` on full
     /// layers): no `v_proj`, but the cache still holds keys and values.
     pub v_from_k: bool,
@@ -777,6 +781,7 @@ mod tests {
                 sinks: false,
                 transformers_cache_heads: None,
                 v_from_k: false,
+                indexer_key_dim: None,
             }),
             cross_attention: None,
             ffn: Ffn::Dense(Mlp {

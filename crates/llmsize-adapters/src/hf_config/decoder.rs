@@ -125,6 +125,7 @@ pub(crate) fn mha(
         sinks: false,
         transformers_cache_heads: None,
         v_from_k: false,
+        indexer_key_dim: None,
     }
 }
 
