@@ -79,32 +79,33 @@ pub(crate) fn minicpm(
         Ok(k.hidden)
     })?;
     let times = with_top(raw, f.config_class, |s| s.size("merger_times", 1))?;
-    let one = lit(1);
     let part = "merger";
     let four = mul(lit(4), sym("d_vis", hidden));
-    for (i, out) in (0..times).map(|i| {
-        let out = if i + 1 == times {
-            sym("d", spec.hidden_size)
-        } else {
-            sym("d_vis", hidden)
-        };
-        (i, out)
-    }) {
-        let pre = format!("model.merger.mlp.{i}");
-        p.norm(format!("{pre}.pre_norm"), part, &four, true, &one);
+    // `merger_times` MLPs: the first `times − 1` end at the tower's width (identical, held as
+    // copies, so a hostile count costs nothing), the last at the text model's.
+    let last = sym("d", spec.hidden_size);
+    for (pre, copies, out) in [
+        ("model.merger.mlp.0", times - 1, sym("d_vis", hidden)),
+        ("model.merger.mlp.last", 1, last),
+    ] {
+        if copies == 0 {
+            continue;
+        }
+        let copies = lit(copies);
+        p.norm(format!("{pre}.pre_norm"), part, &four, true, &copies);
         p.linear(
             format!("{pre}.linear_1"),
             part,
             (four.clone(), four.clone()),
             true,
-            &one,
+            &copies,
         );
         p.linear(
             format!("{pre}.linear_2"),
             part,
             (four.clone(), out),
             true,
-            &one,
+            &copies,
         );
     }
     Ok(with_parts(spec, p))
