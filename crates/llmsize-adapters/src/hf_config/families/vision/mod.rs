@@ -16,6 +16,7 @@
 //! | `radio.rs` | RADIO; Nemotron-H Omni |
 //! | others | one composite each (`llava.rs` holds the `LLaVA` family) |
 
+mod aria;
 mod bert;
 mod blip;
 mod deepseek;
@@ -458,5 +459,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         "AyaVisionConfig",
         "AyaVisionForConditionalGeneration",
         shuffle::aya_vision
+    ),
+    code!(
+        "aria",
+        "AriaConfig",
+        "AriaForConditionalGeneration",
+        aria::aria
     ),
 ];
