@@ -24,7 +24,11 @@ fn max_queries(raw: &mut RawConfig<'_>) -> Result<u64, ConfigError> {
     let key = "projector_patch_to_query_dict";
     match raw.value(key) {
         None | Some(Value::Null) => {
-            raw.assume(key, "{1225: 128, 4900: 256}", "absent; `AriaConfig` default");
+            raw.assume(
+                key,
+                "{1225: 128, 4900: 256}",
+                "absent; `AriaConfig` default",
+            );
             Ok(256)
         }
         Some(v @ Value::Object(m)) => {
@@ -61,7 +65,12 @@ pub(crate) fn aria(
         ));
     }
     let mut p = vision();
-    let tower = idefics::tower(raw, "Idefics3VisionConfig", (1152, 3072, 12, 224, 32), &mut p)?;
+    let tower = idefics::tower(
+        raw,
+        "Idefics3VisionConfig",
+        (1152, 3072, 12, 224, 32),
+        &mut p,
+    )?;
     let q = max_queries(raw)?;
     let one = lit(1);
     let dv = sym("d_vis", tower.hidden);
@@ -96,7 +105,11 @@ pub(crate) fn aria(
             &one,
         );
     }
-    for n in ["cross_attn.layer_norm", "cross_attn.layer_norm_kv", "layer_norm"] {
+    for n in [
+        "cross_attn.layer_norm",
+        "cross_attn.layer_norm_kv",
+        "layer_norm",
+    ] {
         p.norm(format!("{pre}.{n}"), part, &dv, true, &one);
     }
     // `AriaProjectorMLP(d_vis, d, d)`: unbiased `linear_in`, `linear_out`.

@@ -31,6 +31,7 @@ mod idefics;
 mod idefics1;
 mod intern;
 mod kosmos;
+mod large4;
 mod lfm3;
 mod llama4;
 mod llava;
@@ -465,5 +466,17 @@ pub(crate) const FAMILIES: &[Family] = &[
         "AriaConfig",
         "AriaForConditionalGeneration",
         aria::aria
+    ),
+    code!(
+        "mistral_large4",
+        "MistralLarge4Config",
+        "MistralLarge4ForConditionalGeneration",
+        large4::mistral_large4
+    ),
+    code!(
+        "mistral_large4_text",
+        "MistralLarge4TextConfig",
+        "MistralLarge4TextModel",
+        large4::mistral_large4_text
     ),
 ];
