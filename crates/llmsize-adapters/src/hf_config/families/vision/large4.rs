@@ -5,7 +5,7 @@
 //! `q_proj` `d → H·(nope + rope)`, `kv_a_proj_with_mqa` `d → kv_lora + rope` and
 //! `kv_a_layernorm` (absent on a layer reading an earlier layer's cache, `kv_source_layers`),
 //! `kv_b_proj` `kv_lora → H·(nope + v)`, `o_proj`, and `softmax_scaling` (`scale`, `bias` of
-//! `H`). A NoPE layer (`no_rope_layers[i] == 0`) has no rotary part in `kv_a_proj_with_mqa`
+//! `H`). A `NoPE` layer (`no_rope_layers[i] == 0`) has no rotary part in `kv_a_proj_with_mqa`
 //! nor in its cache. Layers whose `indexer_types` is `"full"` build the indexer
 //! (`q_input_norm` `LayerNorm(d)`, `wq_b` `d → n_idx·d_idx`, `wk` `d → d_idx`, `k_norm`
 //! `LayerNorm(d_idx)`, `weights_proj` `d → n_idx`, its own `softmax_scaling` of `n_idx`) and
@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use super::parts::{lit, mul, sym, with_sub, with_top};
 use super::pixtral::{merger, two_layers};
-use super::{not_read, vision, vision_tower, with_parts};
+use super::{vision, vision_tower, with_parts};
 use crate::error::ConfigError;
 use crate::hf_config::decoder::{Decoder, mha, mlp};
 use crate::hf_config::family::Family;
@@ -124,21 +124,19 @@ fn text_model(
     let top_k = size(raw, "num_experts_per_tok", Sym::Named("k"), 4)?;
     let n_idx = size(raw, "index_n_heads", Sym::Named("n_idx"), 32)?;
     let d_idx = size(raw, "index_head_dim", Sym::Named("d_idx"), 128)?;
-    let shared = match raw.uint("n_shared_experts")? {
-        Some(s) => s,
-        None => {
-            raw.assume("n_shared_experts", 1, &reason);
-            1
-        }
+    let shared = if let Some(x) = raw.uint("n_shared_experts")? {
+        x
+    } else {
+        raw.assume("n_shared_experts", 1, &reason);
+        1
     };
     let bias = raw.flag_or("attention_bias", false, &reason)?;
     let tied = raw.flag_or("tie_word_embeddings", false, &reason)?;
-    let first_dense = match raw.uint("first_k_dense_replace")? {
-        Some(k) => k,
-        None => {
-            raw.assume("first_k_dense_replace", 1, &reason);
-            1
-        }
+    let first_dense = if let Some(x) = raw.uint("first_k_dense_replace")? {
+        x
+    } else {
+        raw.assume("first_k_dense_replace", 1, &reason);
+        1
     };
     let sparse = per_layer(
         raw,
@@ -179,12 +177,21 @@ fn text_model(
         Value::as_u64,
         || ((0..n).collect(), "every layer its own".to_owned()),
     )?;
-    if sources.iter().enumerate().any(|(i, s)| *s != i as u64) {
-        return Err(not_read(
-            raw,
-            model_type,
+    // `validate_architecture`: a layer reads its own cache or an earlier layer's that does.
+    let owns = |s: u64| sources.get(usize::try_from(s).unwrap_or(usize::MAX)) == Some(&s);
+    if sources
+        .iter()
+        .enumerate()
+        .any(|(i, s)| *s > i as u64 || !owns(*s))
+    {
+        let v = raw
+            .value("kv_source_layers")
+            .cloned()
+            .unwrap_or(Value::Null);
+        return Err(raw.invalid(
             "kv_source_layers",
-            "layers sharing another layer's latent cache are not read yet",
+            &v,
+            "for each layer itself or an earlier layer that is its own source",
         ));
     }
     let full = indexer_types(raw, n)?;
@@ -262,7 +269,8 @@ fn text_model(
         if indexed {
             extras.extend(indexer.iter().cloned());
         }
-        let attention = if with_rope {
+        let own_kv = sources.get(at) == Some(&i);
+        let attention = if with_rope && own_kv {
             Attention::Latent(LatentAttention {
                 hidden: d,
                 num_heads: heads,
@@ -276,13 +284,28 @@ fn text_model(
                 category: c,
             })
         } else {
-            extras.extend(nope_attention(d, heads, (kv_lora, nope, rope, v), bias));
-            let per_token = if indexed {
-                kv_lora.saturating_add(d_idx)
+            let rot = if with_rope { rope } else { 0 };
+            extras.extend(mla_extras(
+                d,
+                heads,
+                (kv_lora, nope, rope, v),
+                bias,
+                with_rope,
+                own_kv,
+            ));
+            // `kv_sharing_modes`: a layer reading another's cache stores nothing ("reuse", a
+            // `DummyLayer`) or only its indexer's key ("reuse_but_indexer").
+            let latent = if own_kv {
+                kv_lora.saturating_add(rot)
             } else {
-                kv_lora
+                0
             };
-            cache_only(raw, d, heads, per_token)?
+            let per_token = latent.saturating_add(if indexed { d_idx } else { 0 });
+            if per_token == 0 {
+                Attention::Absent
+            } else {
+                cache_only(raw, d, heads, per_token)?
+            }
         };
         let layer = Layer {
             attention,
@@ -319,56 +342,73 @@ fn text_model(
     Ok(spec)
 }
 
-/// A NoPE layer's MLA weights (`kv_a_proj_with_mqa` without the rotary part), as extras:
-/// the spec's latent attention needs a rotary part.
-fn nope_attention(
+/// The MLA weights of a layer the spec's latent attention cannot describe, as extras: a `NoPE`
+/// layer (no rotary part in `kv_a_proj_with_mqa`; `kv_b_proj` is built after the layer widened
+/// `qk_nope_head_dim` by the rotary part) or one reading an earlier layer's cache (no
+/// `kv_a_proj_with_mqa`, no `kv_a_layernorm`).
+fn mla_extras(
     d: u64,
     heads: u64,
     (kv_lora, nope, rope, v): (u64, u64, u64, u64),
     bias: bool,
+    with_rope: bool,
+    own_kv: bool,
 ) -> Vec<Extra> {
     let c = Category::Attention;
     let hid = || Expr::sym(Sym::Hidden, d);
     let h = || Expr::sym(Sym::Heads, heads);
     let r = || Expr::sym(Sym::KvRank, kv_lora);
+    let rot = || Expr::sym(Sym::RopeDim, rope);
     let q = Expr::product(vec![
         h(),
-        Expr::sum(vec![
-            Expr::sym(Sym::NopeDim, nope),
-            Expr::sym(Sym::RopeDim, rope),
-        ]),
+        Expr::sum(vec![Expr::sym(Sym::NopeDim, nope), rot()]),
     ]);
-    // `kv_b_proj` is built after the NoPE layer widened `qk_nope_head_dim` by the rotary part.
-    let kv_b = Expr::product(vec![
-        h(),
-        Expr::sum(vec![
-            Expr::sym(Sym::NopeDim, nope),
-            Expr::sym(Sym::RopeDim, rope),
-            Expr::sym(Sym::ValueDim, v),
-        ]),
-    ]);
+    let mut kv_b_head = vec![Expr::sym(Sym::NopeDim, nope), Expr::sym(Sym::ValueDim, v)];
+    let mut kv_a = vec![r()];
+    if with_rope {
+        kv_a.push(rot());
+    } else {
+        kv_b_head.push(rot());
+    }
+    let kv_a = Expr::sum(kv_a);
+    let kv_b = Expr::product(vec![h(), Expr::sum(kv_b_head)]);
     let o_in = Expr::product(vec![h(), Expr::sym(Sym::ValueDim, v)]);
     let part = "attention";
     let mut out = vec![
         Extra::linear("self_attn.q_proj.weight", part, c, hid(), q),
-        Extra::linear("self_attn.kv_a_proj_with_mqa.weight", part, c, hid(), r()),
-        Extra::vector("self_attn.kv_a_layernorm.weight", part, c, r()),
         Extra::linear("self_attn.kv_b_proj.weight", part, c, r(), kv_b),
         Extra::linear("self_attn.o_proj.weight", part, c, o_in, hid()),
     ];
     if bias {
+        out.push(Extra::vector("self_attn.o_proj.bias", part, c, hid()));
+    }
+    if own_kv {
+        out.push(Extra::linear(
+            "self_attn.kv_a_proj_with_mqa.weight",
+            part,
+            c,
+            hid(),
+            kv_a.clone(),
+        ));
         out.push(Extra::vector(
-            "self_attn.kv_a_proj_with_mqa.bias",
+            "self_attn.kv_a_layernorm.weight",
             part,
             c,
             r(),
         ));
-        out.push(Extra::vector("self_attn.o_proj.bias", part, c, hid()));
+        if bias {
+            out.push(Extra::vector(
+                "self_attn.kv_a_proj_with_mqa.bias",
+                part,
+                c,
+                kv_a,
+            ));
+        }
     }
     out
 }
 
-/// The cache of a NoPE layer, `per_token` elements (the latent, and the indexer's key when
+/// The cache of such a layer, `per_token` elements (its latent, and the indexer's key when
 /// it has one), carried as one K/V head of `per_token / 2` (and an odd element as an
 /// indexer key): the layer's weights are its extras.
 fn cache_only(
@@ -382,7 +422,7 @@ fn cache_only(
         return Err(raw.invalid(
             "kv_lora_rank",
             &Value::from(per_token),
-            "at least 2 cached elements per token on a NoPE layer",
+            "at least 2 cached elements per token on this layer",
         ));
     }
     let odd = per_token % 2;
