@@ -40,6 +40,7 @@ mod mllama;
 mod molmo;
 mod ovis;
 pub(crate) mod parts;
+mod phi4;
 mod pix2struct;
 mod pixtral;
 mod radio;
@@ -478,5 +479,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         "MistralLarge4TextConfig",
         "MistralLarge4TextModel",
         large4::mistral_large4_text
+    ),
+    code!(
+        "phi4_multimodal",
+        "Phi4MultimodalConfig",
+        "Phi4MultimodalForCausalLM",
+        phi4::phi4_multimodal
     ),
 ];
