@@ -16,6 +16,7 @@
 //! | `radio.rs` | RADIO; Nemotron-H Omni |
 //! | others | one composite each (`llava.rs` holds the `LLaVA` family) |
 
+mod apertus;
 mod aria;
 mod bert;
 mod blip;
@@ -485,5 +486,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         "Phi4MultimodalConfig",
         "Phi4MultimodalForCausalLM",
         phi4::phi4_multimodal
+    ),
+    code!(
+        "apertus1p5",
+        "Apertus1p5Config",
+        "Apertus1p5ForConditionalGeneration",
+        apertus::apertus1p5
     ),
 ];
