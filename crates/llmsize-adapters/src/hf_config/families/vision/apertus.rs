@@ -1,6 +1,6 @@
 //! Apertus 1.5 (`modeling_apertus1p5.py`, `Apertus1p5ForConditionalGeneration`): the
 //! `apertus1p5_text` model with its own LM head, an image tokenizer (EMU3.5's VQ-GAN encoder,
-//! `vision`) and an audio tokenizer (`AutoModel` of `audio_config`, WavTokenizer's encoder,
+//! `vision`) and an audio tokenizer (`AutoModel` of `audio_config`, `WavTokenizer`'s encoder,
 //! `audio`). Images and audio become token ids of the shared vocabulary: no projector.
 
 use llmsize_core::Category;
@@ -180,7 +180,7 @@ fn vq_encoder(s: &mut Sub<'_, '_>, p: &mut Parts) -> Result<(), ConfigError> {
 /// beside the direction) or followed by `GroupNorm(1, out)` (`time_group_norm`).
 fn wt_conv(
     p: &mut Parts,
-    name: String,
+    name: &str,
     (input, k, output): (u64, u64, u64),
     weight_norm: bool,
     copies: &Expr,
@@ -188,7 +188,7 @@ fn wt_conv(
     let part = "audio tokenizer";
     let o = lit(output);
     p.conv(
-        name.clone(),
+        name.to_owned(),
         part,
         (lit(input), lit(k), o.clone()),
         true,
@@ -201,7 +201,7 @@ fn wt_conv(
     }
 }
 
-/// `WavTokenizerEncoderModel`: the SEANet encoder (a first conv `audio_channels → F`, then
+/// `WavTokenizerEncoderModel`: the `SEANet` encoder (a first conv `audio_channels → F`, then
 /// per ratio of `reversed(upsampling_ratios)` at width `w`: `num_residual_layers` residual
 /// blocks (conv `w → w / compress` of `residual_kernel_size`, conv `→ w` of 1, a 1×1
 /// shortcut when `use_conv_shortcut`) and a downsampling conv `w → 2w` of `2·ratio`; an LSTM
@@ -239,7 +239,7 @@ pub(crate) fn wavtokenizer_encoder(
     let enc = format!("{pre}.encoder.layers");
     wt_conv(
         p,
-        format!("{enc}.conv_in"),
+        &format!("{enc}.conv_in"),
         (channels, kernel, filters),
         wn,
         &one,
@@ -250,16 +250,16 @@ pub(crate) fn wavtokenizer_encoder(
             let n = lit(residual);
             let inner = width / compress;
             let b = format!("{enc}.stage{i}.block");
-            wt_conv(p, format!("{b}.conv1"), (width, res_kernel, inner), wn, &n);
-            wt_conv(p, format!("{b}.conv2"), (inner, 1, width), wn, &n);
+            wt_conv(p, &format!("{b}.conv1"), (width, res_kernel, inner), wn, &n);
+            wt_conv(p, &format!("{b}.conv2"), (inner, 1, width), wn, &n);
             if shortcut {
-                wt_conv(p, format!("{b}.shortcut"), (width, 1, width), wn, &n);
+                wt_conv(p, &format!("{b}.shortcut"), (width, 1, width), wn, &n);
             }
         }
         let wider = width.saturating_mul(2);
         wt_conv(
             p,
-            format!("{enc}.stage{i}.downsample"),
+            &format!("{enc}.stage{i}.downsample"),
             (width, r.saturating_mul(2), wider),
             wn,
             &one,
@@ -286,7 +286,7 @@ pub(crate) fn wavtokenizer_encoder(
     }
     wt_conv(
         p,
-        format!("{enc}.conv_out"),
+        &format!("{enc}.conv_out"),
         (width, last_kernel, hidden),
         wn,
         &one,
