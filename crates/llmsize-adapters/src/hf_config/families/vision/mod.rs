@@ -47,6 +47,7 @@ mod pixtral;
 mod radio;
 mod sam;
 mod shuffle;
+mod t5gemma2;
 mod ved;
 mod vit;
 mod vq;
@@ -492,5 +493,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         "Apertus1p5Config",
         "Apertus1p5ForConditionalGeneration",
         apertus::apertus1p5
+    ),
+    code!(
+        "t5gemma2",
+        "T5Gemma2Config",
+        "T5Gemma2ForConditionalGeneration",
+        t5gemma2::t5gemma2
     ),
 ];
