@@ -48,6 +48,7 @@ mod radio;
 mod sam;
 mod shuffle;
 mod t5gemma2;
+mod udop;
 mod ved;
 mod vit;
 mod vq;
@@ -499,5 +500,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         "T5Gemma2Config",
         "T5Gemma2ForConditionalGeneration",
         t5gemma2::t5gemma2
+    ),
+    code!(
+        "udop",
+        "UdopConfig",
+        "UdopForConditionalGeneration",
+        udop::udop
     ),
 ];
