@@ -22,6 +22,7 @@ mod bert;
 mod blip;
 mod deepseek;
 mod emu3;
+mod evolla;
 mod florence;
 mod formulanet;
 mod gemma;
@@ -506,5 +507,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         "UdopConfig",
         "UdopForConditionalGeneration",
         udop::udop
+    ),
+    code!(
+        "evolla",
+        "EvollaConfig",
+        "EvollaForProteinText2Text",
+        evolla::evolla
     ),
 ];
