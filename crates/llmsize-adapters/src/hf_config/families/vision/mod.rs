@@ -50,6 +50,7 @@ mod sam;
 mod shuffle;
 mod t5gemma2;
 mod udop;
+mod unlimited;
 mod ved;
 mod vit;
 mod vq;
@@ -513,5 +514,11 @@ pub(crate) const FAMILIES: &[Family] = &[
         "EvollaConfig",
         "EvollaForProteinText2Text",
         evolla::evolla
+    ),
+    code!(
+        "unlimited_ocr",
+        "UnlimitedOcrConfig",
+        "UnlimitedOcrForConditionalGeneration",
+        unlimited::unlimited_ocr
     ),
 ];
