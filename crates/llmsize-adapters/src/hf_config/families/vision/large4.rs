@@ -12,7 +12,7 @@
 //! cache its key. The MLP is `mlp_layer_types[i]`: a dense `SwiGLU` of `intermediate_size` or
 //! the MoE (router `E × d`, experts, shared experts of `moe_intermediate_size ·
 //! n_shared_experts`). The rotary embedding learns `alpha`, one per frequency
-//! (`qk_rope_head_dim / 2`).
+//! (`ceil(qk_rope_head_dim / 2)`, `torch.arange(0, dim, 2)`).
 
 use llmsize_core::Category;
 use llmsize_core::expr::{Expr, Sym};
@@ -337,7 +337,7 @@ fn text_model(
         "rotary_emb.alpha",
         "rotary embedding",
         Category::PositionEmbedding,
-        Expr::sym(Sym::Named("rope_freqs"), rope / 2),
+        Expr::sym(Sym::Named("rope_freqs"), rope.div_ceil(2)),
     ));
     Ok(spec)
 }
