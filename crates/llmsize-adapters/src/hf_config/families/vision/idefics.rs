@@ -17,7 +17,7 @@ use crate::hf_config::raw::RawConfig;
 
 /// The SigLIP-style tower under `key` with `class`'s defaults
 /// `(hidden, intermediate, layers, image, patch)`.
-fn tower(
+pub(crate) fn tower(
     raw: &mut RawConfig<'_>,
     class: &'static str,
     defaults: (u64, u64, u64, u64, u64),

@@ -16,10 +16,13 @@
 //! | `radio.rs` | RADIO; Nemotron-H Omni |
 //! | others | one composite each (`llava.rs` holds the `LLaVA` family) |
 
+mod apertus;
+mod aria;
 mod bert;
 mod blip;
 mod deepseek;
 mod emu3;
+mod evolla;
 mod florence;
 mod formulanet;
 mod gemma;
@@ -30,6 +33,7 @@ mod idefics;
 mod idefics1;
 mod intern;
 mod kosmos;
+mod large4;
 mod lfm3;
 mod llama4;
 mod llava;
@@ -38,11 +42,15 @@ mod mllama;
 mod molmo;
 mod ovis;
 pub(crate) mod parts;
+mod phi4;
 mod pix2struct;
 mod pixtral;
 mod radio;
 mod sam;
 mod shuffle;
+mod t5gemma2;
+mod udop;
+mod unlimited;
 mod ved;
 mod vit;
 mod vq;
@@ -458,5 +466,59 @@ pub(crate) const FAMILIES: &[Family] = &[
         "AyaVisionConfig",
         "AyaVisionForConditionalGeneration",
         shuffle::aya_vision
+    ),
+    code!(
+        "aria",
+        "AriaConfig",
+        "AriaForConditionalGeneration",
+        aria::aria
+    ),
+    code!(
+        "mistral_large4",
+        "MistralLarge4Config",
+        "MistralLarge4ForConditionalGeneration",
+        large4::mistral_large4
+    ),
+    code!(
+        "mistral_large4_text",
+        "MistralLarge4TextConfig",
+        "MistralLarge4TextModel",
+        large4::mistral_large4_text
+    ),
+    code!(
+        "phi4_multimodal",
+        "Phi4MultimodalConfig",
+        "Phi4MultimodalForCausalLM",
+        phi4::phi4_multimodal
+    ),
+    code!(
+        "apertus1p5",
+        "Apertus1p5Config",
+        "Apertus1p5ForConditionalGeneration",
+        apertus::apertus1p5
+    ),
+    code!(
+        "t5gemma2",
+        "T5Gemma2Config",
+        "T5Gemma2ForConditionalGeneration",
+        t5gemma2::t5gemma2
+    ),
+    code!(
+        "udop",
+        "UdopConfig",
+        "UdopForConditionalGeneration",
+        udop::udop
+    ),
+    code!(
+        "evolla",
+        "EvollaConfig",
+        "EvollaForProteinText2Text",
+        evolla::evolla
+    ),
+    code!(
+        "unlimited_ocr",
+        "UnlimitedOcrConfig",
+        "UnlimitedOcrForConditionalGeneration",
+        unlimited::unlimited_ocr
     ),
 ];

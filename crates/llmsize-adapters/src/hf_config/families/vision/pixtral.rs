@@ -41,7 +41,7 @@ pub(crate) fn pixtral(
 /// The patch merger and norm before a Pixtral projector (`Mistral3MultiModalProjector`,
 /// `LightOnOcrMultiModalProjector`): `RMSNorm(d_vis)`, `merging_layer` `d_vis·m² → d_vis`
 /// without bias (`m` = `spatial_merge_size`, default 2).
-fn merger(
+pub(crate) fn merger(
     raw: &mut RawConfig<'_>,
     class: &'static str,
     p: &mut Parts,
