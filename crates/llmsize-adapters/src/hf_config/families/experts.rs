@@ -1479,30 +1479,70 @@ const MINIMAX_M3_TEXT: Block = Block {
     ..LLAMA
 };
 
-/// `MiniMaxM3VLTextConfig.__post_init__`: `mlp_layer_types` from `moe_layer_freq`, else all
-/// sparse; sparse-attention layers refused.
+/// A per-layer flag list entry as Python reads it (`if f`).
+fn truthy(f: &Value) -> bool {
+    f.as_bool() == Some(true)
+        || f.as_u64().is_some_and(|n| n > 0)
+        || f.as_f64().is_some_and(|x| x != 0.0)
+}
+
+/// `MiniMaxM3VLTextConfig.__post_init__`: which layers build the sparse lightning indexer
+/// (`layer_types` entries `minimax_m3_sparse`, else `sparse_attention_config.
+/// sparse_attention_freq`, else none).
+fn minimax_m3_sparse_layers(raw: &RawConfig<'_>, n: u64) -> Result<Vec<bool>, ConfigError> {
+    let count = raw.layer_count("num_hidden_layers", n)?;
+    let list: Vec<bool> = if let Some(v) = raw.value("layer_types") {
+        let list = v
+            .as_array()
+            .ok_or_else(|| raw.invalid("layer_types", v, "a list of layer kinds"))?;
+        list.iter()
+            .map(|t| t.as_str() == Some("minimax_m3_sparse"))
+            .collect()
+    } else if let Some(v) = raw
+        .value("sparse_attention_config")
+        .and_then(|c| c.get("sparse_attention_freq"))
+    {
+        let list = v.as_array().ok_or_else(|| {
+            raw.invalid(
+                "sparse_attention_config.sparse_attention_freq",
+                v,
+                "a flag per layer",
+            )
+        })?;
+        list.iter().map(truthy).collect()
+    } else {
+        vec![false; count]
+    };
+    if list.len() != count {
+        return Err(raw.invalid(
+            "layer_types",
+            &Value::from(list.len()),
+            &format!("one entry per layer ({n})"),
+        ));
+    }
+    Ok(list)
+}
+
+/// `MiniMaxM3VLTextConfig.__post_init__`: `layer_types` from `sparse_attention_freq` and
+/// `mlp_layer_types` from `moe_layer_freq`, else all sparse.
 fn minimax_m3_patch(
     raw: &mut RawConfig<'_>,
     map: &mut Map<String, Value>,
 ) -> Result<(), ConfigError> {
-    // A per-layer flag list entry as Python reads it (`if f`).
-    let truthy = |f: &Value| f.as_bool() == Some(true) || f.as_u64().is_some_and(|n| n > 0);
-    let types = raw.value("layer_types");
-    let types_sparse = types
-        .and_then(Value::as_array)
-        .is_some_and(|l| l.iter().any(|t| t.as_str() == Some("minimax_m3_sparse")));
-    let freq_sparse = types.is_none()
-        && raw
-            .value("sparse_attention_config")
-            .and_then(|c| c.get("sparse_attention_freq"))
-            .and_then(Value::as_array)
-            .is_some_and(|l| l.iter().any(truthy));
-    if types_sparse || freq_sparse {
-        return Err(raw.invalid(
-            "layer_types",
-            types.unwrap_or(&Value::Null),
-            "full-attention layers only: llmsize does not hold the index keys that sparse-attention (`minimax_m3_sparse`) layers cache",
-        ));
+    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    if raw.value("layer_types").is_none() {
+        let sparse = minimax_m3_sparse_layers(raw, n)?;
+        let types: Vec<Value> = sparse
+            .iter()
+            .map(|s| {
+                Value::from(if *s {
+                    "minimax_m3_sparse"
+                } else {
+                    "full_attention"
+                })
+            })
+            .collect();
+        map.insert("layer_types".to_owned(), Value::Array(types));
     }
     if raw.value("mlp_layer_types").is_some() {
         return mlp_layer_types(raw, map);
@@ -1518,6 +1558,100 @@ fn minimax_m3_patch(
     };
     map.insert(DENSE_KEY.to_owned(), Value::Array(dense));
     Ok(())
+}
+
+/// MiniMax-M3's text model: the block, then on sparse layers the lightning indexer
+/// (`MiniMaxM3VLIndexer`: `q_proj` `d → index_n_heads·index_head_dim`, `k_proj`
+/// `d → index_head_dim`, per-head q/k `RMSNorm`s of `index_head_dim`, all under `self_attn`),
+/// whose keys (`index_head_dim` per token) the cache keeps beside K and V. The sizes come
+/// from `index_*`, overridden by the legacy `sparse_attention_config` keys.
+fn read_minimax_m3_text(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    _: crate::hf_config::HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let mut spec = read_patched(raw, family, &MINIMAX_M3_TEXT, minimax_m3_patch)?;
+    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    let sparse = minimax_m3_sparse_layers(raw, n)?;
+    if !sparse.iter().any(|s| *s) {
+        return Ok(spec);
+    }
+    let reason = "absent; `MiniMaxM3VLTextConfig` default";
+    let legacy = |raw: &RawConfig<'_>, key: &str| -> Result<Option<u64>, ConfigError> {
+        match raw
+            .value("sparse_attention_config")
+            .and_then(|c| c.get(key))
+        {
+            None => Ok(None),
+            Some(v) => v.as_u64().filter(|x| *x > 0).map(Some).ok_or_else(|| {
+                raw.invalid(
+                    &format!("sparse_attention_config.{key}"),
+                    v,
+                    "a positive integer",
+                )
+            }),
+        }
+    };
+    let idx_heads = match legacy(raw, "sparse_num_index_heads")? {
+        Some(h) => h,
+        None => raw.size_or(&["index_n_heads"], Sym::Named("index_n_heads"), 4, reason)?,
+    };
+    let idx_dim = match legacy(raw, "sparse_index_dim")? {
+        Some(h) => h,
+        None => raw.size_or(
+            &["index_head_dim"],
+            Sym::Named("index_head_dim"),
+            128,
+            reason,
+        )?,
+    };
+    raw.mul(idx_heads, idx_dim, "index_n_heads·index_head_dim")?;
+    let d = spec.hidden_size;
+    map_layers(&mut spec, |i, layer| {
+        let mut l = layer.clone();
+        let on = usize::try_from(i).ok().and_then(|i| sparse.get(i)).copied() == Some(true);
+        if on && let Some(a) = standard(&mut l) {
+            a.indexer_key_dim = Some(idx_dim);
+            l.extras
+                .extend(indexer_extras(d, idx_heads, idx_dim, "self_attn.indexer"));
+        }
+        Ok(l)
+    })?;
+    Ok(spec)
+}
+
+/// A lightning indexer's tensors under `path`: `q_proj` `d → heads·dim`, `k_proj` `d → dim`,
+/// q/k `RMSNorm`s of `dim` (the truth files them all as attention).
+fn indexer_extras(d: u64, heads: u64, dim: u64, path: &str) -> Vec<Extra> {
+    let idx = || Expr::sym(Sym::Named("d_idx"), dim);
+    vec![
+        Extra::linear(
+            format!("{path}.q_proj.weight"),
+            "indexer",
+            Category::Attention,
+            Expr::sym(Sym::Hidden, d),
+            Expr::product(vec![Expr::sym(Sym::Named("index_n_heads"), heads), idx()]),
+        ),
+        Extra::linear(
+            format!("{path}.k_proj.weight"),
+            "indexer",
+            Category::Attention,
+            Expr::sym(Sym::Hidden, d),
+            idx(),
+        ),
+        Extra::vector(
+            format!("{path}.q_norm.weight"),
+            "indexer",
+            Category::Attention,
+            idx(),
+        ),
+        Extra::vector(
+            format!("{path}.k_norm.weight"),
+            "indexer",
+            Category::Attention,
+            idx(),
+        ),
+    ]
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2385,7 +2519,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         model_type: "minimax_m3_vl_text",
         config_class: "MiniMaxM3VLTextConfig",
         architecture: "MiniMaxM3VLForCausalLM",
-        read: Read::Code(|r, f, _| read_patched(r, f, &MINIMAX_M3_TEXT, minimax_m3_patch)),
+        read: Read::Code(read_minimax_m3_text),
     },
     Family {
         model_type: "inkling_text",
