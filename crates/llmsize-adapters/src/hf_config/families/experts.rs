@@ -2371,8 +2371,620 @@ fn read_jetmoe(
     .into_spec())
 }
 
+// ---------------------------------------------------------------------------------------------
+// dots.llm3 (dots3-note): MLA with per-layer shapes, a gated output and a DSA indexer.
+
+/// A DeepSeek Sparse Attention indexer on MLA (`…Indexer`: `wq_b` `q_lora_rank →
+/// index_n_heads·index_head_dim`, `wk` `d → index_head_dim`, `k_norm` a `LayerNorm` of
+/// `index_head_dim` with bias, `weights_proj` `d → index_n_heads`), all attention.
+fn dsa_indexer_extras(d: u64, q_lora: u64, heads: u64, dim: u64) -> Vec<Extra> {
+    let idx = || Expr::sym(Sym::Named("d_idx"), dim);
+    let n = || Expr::sym(Sym::Named("index_n_heads"), heads);
+    let part = "indexer";
+    vec![
+        Extra::linear(
+            "self_attn.indexer.wq_b.weight",
+            part,
+            Category::Attention,
+            Expr::sym(Sym::QueryRank, q_lora),
+            Expr::product(vec![n(), idx()]),
+        ),
+        Extra::linear(
+            "self_attn.indexer.wk.weight",
+            part,
+            Category::Attention,
+            Expr::sym(Sym::Hidden, d),
+            idx(),
+        ),
+        Extra::vector(
+            "self_attn.indexer.k_norm.weight",
+            part,
+            Category::Attention,
+            idx(),
+        ),
+        Extra::vector(
+            "self_attn.indexer.k_norm.bias",
+            part,
+            Category::Attention,
+            idx(),
+        ),
+        Extra::linear(
+            "self_attn.indexer.weights_proj.weight",
+            part,
+            Category::Attention,
+            Expr::sym(Sym::Hidden, d),
+            n(),
+        ),
+    ]
+}
+
+/// `per_layer_config` (a sparse map from layer index, an integer or a zero-padded string, to
+/// the attributes that differ from the global config), as one override map per layer.
+fn per_layer_overrides<'a>(
+    raw: &RawConfig<'a>,
+    n: usize,
+) -> Result<Option<Vec<Option<&'a Map<String, Value>>>>, ConfigError> {
+    let Some(v) = raw.value("per_layer_config") else {
+        return Ok(None);
+    };
+    let map = match v {
+        Value::Null => return Ok(None),
+        Value::Object(m) => m,
+        _ => return Err(raw.invalid("per_layer_config", v, "a map from layer index to overrides")),
+    };
+    let mut out = vec![None; n];
+    for (k, o) in map {
+        let i = k.parse::<usize>().ok().filter(|i| *i < n).ok_or_else(|| {
+            raw.invalid(
+                "per_layer_config",
+                &Value::from(k.as_str()),
+                &format!("layer indices below {n}"),
+            )
+        })?;
+        let o = o.as_object().ok_or_else(|| {
+            raw.invalid(&format!("per_layer_config.{k}"), o, "a map of overrides")
+        })?;
+        if let Some(slot) = out.get_mut(i) {
+            *slot = Some(o);
+        }
+    }
+    Ok(Some(out))
+}
+
+/// One dots.llm3 layer's attention shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Dots3Attention {
+    heads: u64,
+    q_lora: u64,
+    kv_lora: u64,
+    nope: u64,
+    rope: u64,
+    v: u64,
+    bias: bool,
+    window: Option<u64>,
+    indexer: Option<(u64, u64)>,
+}
+
+/// dots.llm3's text model (`modeling_dots3_note.py`). Each layer's attention reads its own
+/// config (`per_layer_config[i]`: the global keys with the layer's overrides): DeepSeek's
+/// MLA (`q_a_proj`, `q_a_layernorm`, `q_b_proj`, `kv_a_proj_with_mqa`, `kv_a_layernorm`,
+/// `kv_b_proj`, `o_proj`; `attention_bias` on the down projections and `o_proj`), a
+/// per-head sigmoid gate `g_proj` (`d → n_h`), an `RMSNorm` of the rotary key
+/// (`k_rope_only_layernorm`, a norm by the truth's rules); `indexed_attention` layers add the
+/// DSA indexer, whose keys are cached beside the latent, and `sliding_attention` layers keep
+/// `sliding_window` tokens. Layer kinds: `layer_types`, else the first two, every 4th from 1
+/// (indexed, or full without `use_dsa`) and sliding between (none without
+/// `use_sliding_window`); when `per_layer_config` is absent, sliding layers take the `swa_*`
+/// shapes (64 heads, ranks 1024/1024, `qk_nope_head_dim` 192, `v_head_dim` 128,
+/// `head_dim` 256). MoE layers (`mlp_layer_types`, else from layer `first_k_dense_replace`
+/// (1) on every `moe_layer_freq`-th): `n_routed_experts` of `moe_intermediate_size`, a
+/// bias-free router, `n_shared_experts` × `shared_experts_intermediate_size` as one shared
+/// MLP; dense layers `intermediate_size`.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one list of the keys `Dots3NoteTextConfig.__post_init__` derives"
+)]
+fn read_dots3_note_text(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    _: crate::hf_config::HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let reason = "absent; `Dots3NoteTextConfig` default";
+    let d = raw.size_or(&["hidden_size"], Sym::Hidden, 5120, reason)?;
+    let layers = raw.size_or(&["num_hidden_layers"], Sym::Layers, 46, reason)?;
+    let vocab = raw.size_or(&["vocab_size"], Sym::Vocab, 152_064, reason)?;
+    let n = raw.layer_count("num_hidden_layers", layers)?;
+    let tied = raw.flag_or("tie_word_embeddings", false, reason)?;
+    // Layer kinds.
+    let use_dsa = match raw.flag("use_dsa")? {
+        Some(b) => Some(b),
+        None if raw.has("per_layer_config") => None,
+        None => Some(true),
+    };
+    let use_sliding = raw.flag("use_sliding_window")?.unwrap_or(true);
+    let mut types: Vec<String> = match raw.value("layer_types") {
+        Some(v) if !v.is_null() => {
+            let list = v
+                .as_array()
+                .ok_or_else(|| raw.invalid("layer_types", v, "a list of layer kinds"))?;
+            if list.len() != n {
+                return Err(raw.invalid("layer_types", v, &format!("one entry per layer ({n})")));
+            }
+            list.iter()
+                .map(|t| {
+                    t.as_str().map(str::to_owned).ok_or_else(|| {
+                        raw.invalid("layer_types", t, "strings such as `indexed_attention`")
+                    })
+                })
+                .collect::<Result<_, _>>()?
+        }
+        _ => {
+            let full = if use_dsa == Some(false) {
+                "full_attention"
+            } else {
+                "indexed_attention"
+            };
+            (0..n)
+                .map(|i| {
+                    if !use_sliding || i < 2 || i % 4 == 1 {
+                        full.to_owned()
+                    } else {
+                        "sliding_attention".to_owned()
+                    }
+                })
+                .collect()
+        }
+    };
+    if let Some(dsa) = use_dsa {
+        let (old, new) = if dsa {
+            ("full_attention", "indexed_attention")
+        } else {
+            ("indexed_attention", "full_attention")
+        };
+        for t in &mut types {
+            if t == old {
+                new.clone_into(t);
+            }
+        }
+    }
+    for t in &types {
+        if !matches!(
+            t.as_str(),
+            "full_attention" | "indexed_attention" | "sliding_attention"
+        ) {
+            return Err(raw.invalid(
+                "layer_types",
+                &Value::from(t.as_str()),
+                "`full_attention`, `indexed_attention` or `sliding_attention`",
+            ));
+        }
+    }
+    // Per-layer overrides: given, or the `swa_*` shapes on sliding layers.
+    let given = per_layer_overrides(raw, n)?;
+    let mut swa = Map::new();
+    if given.is_none() {
+        let mut put =
+            |raw: &mut RawConfig<'_>, name: &str, default: u64| -> Result<u64, ConfigError> {
+                let key = format!("swa_{name}");
+                let v = match raw.size_opt(&key)? {
+                    Some(v) => v,
+                    None => {
+                        raw.assume(&key, default, reason);
+                        default
+                    }
+                };
+                swa.insert(name.to_owned(), Value::from(v));
+                Ok(v)
+            };
+        put(raw, "num_attention_heads", 64)?;
+        put(raw, "num_key_value_heads", 64)?;
+        put(raw, "q_lora_rank", 1024)?;
+        put(raw, "kv_lora_rank", 1024)?;
+        let head = put(raw, "head_dim", 256)?;
+        let nope = put(raw, "qk_nope_head_dim", 192)?;
+        put(raw, "v_head_dim", 128)?;
+        let rope = match raw.size_opt("swa_qk_rope_head_dim")? {
+            Some(r) => r,
+            None => head.checked_sub(nope).filter(|r| *r > 0).ok_or_else(|| {
+                raw.invalid(
+                    "swa_qk_nope_head_dim",
+                    &nope.into(),
+                    "below `swa_head_dim` (the rotary part is the rest)",
+                )
+            })?,
+        };
+        swa.insert("qk_rope_head_dim".to_owned(), Value::from(rope));
+    }
+    // A layer's attribute: its override, else the global key, else the class default.
+    let global =
+        |raw: &mut RawConfig<'_>, key: &str, sym: Sym, default: u64| -> Result<u64, ConfigError> {
+            raw.size_or(&[key], sym, default, reason)
+        };
+    let g_heads = global(raw, "num_attention_heads", Sym::Heads, 128)?;
+    let g_q_lora = if raw.value("q_lora_rank").is_some_and(Value::is_null) {
+        return Err(raw.invalid(
+            "q_lora_rank",
+            &Value::Null,
+            "a rank: Dots 3 Note requires q_lora_rank for MLA queries",
+        ));
+    } else {
+        global(raw, "q_lora_rank", Sym::QueryRank, 1024)?
+    };
+    let g_kv_lora = global(raw, "kv_lora_rank", Sym::KvRank, 512)?;
+    let g_nope = global(raw, "qk_nope_head_dim", Sym::NopeDim, 128)?;
+    let g_rope = global(raw, "qk_rope_head_dim", Sym::RopeDim, 64)?;
+    let g_v = global(raw, "v_head_dim", Sym::ValueDim, 128)?;
+    let g_idx_heads = global(raw, "index_n_heads", Sym::Named("index_n_heads"), 64)?;
+    let g_idx_dim = global(raw, "index_head_dim", Sym::Named("d_idx"), 128)?;
+    let g_bias = raw.flag_or("attention_bias", false, reason)?;
+    let g_window = match raw.size_opt("sliding_window")? {
+        Some(w) => w,
+        None => match raw.size_opt("sliding_window_size")? {
+            Some(w) => w,
+            None => {
+                raw.assume("sliding_window", 512, reason);
+                512
+            }
+        },
+    };
+    let mut kinds = Vec::with_capacity(n);
+    for (i, t) in types.iter().enumerate() {
+        let o: Option<&Map<String, Value>> = match &given {
+            Some(list) => list.get(i).copied().flatten(),
+            None if t == "sliding_attention" => Some(&swa),
+            None => None,
+        };
+        let get = |key: &str, g: u64| -> Result<u64, ConfigError> {
+            match o.and_then(|m| m.get(key)) {
+                None => Ok(g),
+                Some(v) => v.as_u64().filter(|x| *x > 0).ok_or_else(|| {
+                    raw.invalid(
+                        &format!("per_layer_config.{i}.{key}"),
+                        v,
+                        "a positive integer",
+                    )
+                }),
+            }
+        };
+        let heads = get("num_attention_heads", g_heads)?;
+        let kv_heads = match o.and_then(|m| m.get("num_key_value_heads")) {
+            Some(_) => get("num_key_value_heads", heads)?,
+            None if o.is_some_and(|m| m.contains_key("num_attention_heads")) => heads,
+            None => heads,
+        };
+        if kv_heads != heads {
+            return Err(raw.invalid(
+                "num_key_value_heads",
+                &kv_heads.into(),
+                &format!("the layer's `num_attention_heads` ({heads})"),
+            ));
+        }
+        if o.and_then(|m| m.get("q_lora_rank"))
+            .is_some_and(Value::is_null)
+        {
+            return Err(raw.invalid(
+                &format!("per_layer_config.{i}.q_lora_rank"),
+                &Value::Null,
+                "a rank: Dots 3 Note requires q_lora_rank for MLA queries",
+            ));
+        }
+        let bias = match o.and_then(|m| m.get("attention_bias")) {
+            None => g_bias,
+            Some(Value::Bool(b)) => *b,
+            Some(v) => {
+                return Err(raw.invalid(
+                    &format!("per_layer_config.{i}.attention_bias"),
+                    v,
+                    "`true` or `false`",
+                ));
+            }
+        };
+        let indexed = t == "indexed_attention";
+        kinds.push(Dots3Attention {
+            heads,
+            q_lora: get("q_lora_rank", g_q_lora)?,
+            kv_lora: get("kv_lora_rank", g_kv_lora)?,
+            nope: get("qk_nope_head_dim", g_nope)?,
+            rope: get("qk_rope_head_dim", g_rope)?,
+            v: get("v_head_dim", g_v)?,
+            bias,
+            window: if t == "sliding_attention" {
+                Some(get("sliding_window", g_window)?)
+            } else {
+                None
+            },
+            indexer: if indexed {
+                Some((
+                    get("index_n_heads", g_idx_heads)?,
+                    get("index_head_dim", g_idx_dim)?,
+                ))
+            } else {
+                None
+            },
+        });
+    }
+    // MLP kinds.
+    let sparse: Vec<bool> = match raw.value("mlp_layer_types") {
+        Some(v) if !v.is_null() => {
+            let list = v
+                .as_array()
+                .ok_or_else(|| raw.invalid("mlp_layer_types", v, "a list of `dense`/`sparse`"))?;
+            if list.len() != n {
+                return Err(raw.invalid(
+                    "mlp_layer_types",
+                    v,
+                    &format!("one entry per layer ({n})"),
+                ));
+            }
+            list.iter()
+                .map(|t| match t.as_str() {
+                    Some("sparse") => Ok(true),
+                    Some("dense") => Ok(false),
+                    _ => Err(raw.invalid("mlp_layer_types", t, "`dense` or `sparse`")),
+                })
+                .collect::<Result<_, _>>()?
+        }
+        _ => {
+            let first = raw.uint("first_k_dense_replace")?.unwrap_or(1);
+            let freq = raw.value("moe_layer_freq");
+            (0..n)
+                .map(|i| {
+                    let on = match freq {
+                        None => true,
+                        Some(Value::Array(list)) => list.get(i).is_some_and(truthy),
+                        Some(v) => match v.as_u64() {
+                            Some(f) if f > 0 => (i as u64).is_multiple_of(f),
+                            _ => {
+                                return Err(raw.invalid(
+                                    "moe_layer_freq",
+                                    v,
+                                    "a positive integer or a flag per layer",
+                                ));
+                            }
+                        },
+                    };
+                    Ok(i as u64 >= first && on)
+                })
+                .collect::<Result<_, _>>()?
+        }
+    };
+    let experts = raw.size_or(
+        &["n_routed_experts", "num_local_experts"],
+        Sym::Experts,
+        256,
+        reason,
+    )?;
+    let top_k = raw.size_or(&["num_experts_per_tok"], Sym::TopK, 8, reason)?;
+    if top_k > experts {
+        return Err(raw.invalid(
+            "num_experts_per_tok",
+            &top_k.into(),
+            &format!("at most the number of experts ({experts})"),
+        ));
+    }
+    let width = raw.size_or(&["moe_intermediate_size"], Sym::ExpertFfn, 1536, reason)?;
+    let shared_width = raw.size_or(
+        &[
+            "shared_experts_intermediate_size",
+            "moe_shared_expert_intermediate_size",
+        ],
+        Sym::Named("shared_experts_intermediate_size"),
+        1536,
+        reason,
+    )?;
+    let shared_count = raw.size_or(
+        &["n_shared_experts"],
+        Sym::Named("n_shared_experts"),
+        1,
+        reason,
+    )?;
+    let shared = raw.mul(
+        shared_width,
+        shared_count,
+        "shared_experts_intermediate_size·n_shared_experts",
+    )?;
+    raw.source(
+        Sym::SharedFfn,
+        "shared_experts_intermediate_size·n_shared_experts",
+    );
+    let dense_width = raw.size_or(&["intermediate_size"], Sym::Ffn, 13824, reason)?;
+    let moe = llmsize_core::spec::Moe {
+        num_experts: experts,
+        experts_per_token: top_k,
+        expert: crate::hf_config::decoder::mlp(d, width, true, false),
+        router_bias: false,
+        shared: Some(crate::hf_config::decoder::mlp(d, shared, true, false)),
+        shared_gate: false,
+    };
+    let dense = crate::hf_config::decoder::mlp(d, dense_width, true, false);
+    let keys = kinds.into_iter().zip(sparse);
+    let stack = Layers::from_pattern(keys, |&(a, sparse)| {
+        let mut extras = vec![Extra::linear(
+            "self_attn.g_proj.weight",
+            "attention",
+            Category::Attention,
+            Expr::sym(Sym::Hidden, d),
+            Expr::sym(Sym::Heads, a.heads),
+        )];
+        if let Some((heads, dim)) = a.indexer {
+            extras.extend(dsa_indexer_extras(d, a.q_lora, heads, dim));
+        }
+        let latent = llmsize_core::spec::LatentAttention {
+            hidden: d,
+            num_heads: a.heads,
+            q_lora_rank: Some(a.q_lora),
+            kv_lora_rank: a.kv_lora,
+            qk_nope_head_dim: a.nope,
+            qk_rope_head_dim: a.rope,
+            v_head_dim: a.v,
+            bias: a.bias,
+            // transformers keeps the indexer's keys in float32 (measured: four bytes per
+            // element in a bf16 model), two bf16 widths.
+            indexer_key_dim: a.indexer.map(|(_, dim)| dim.saturating_mul(2)),
+            category: Category::Attention,
+        };
+        let attention = if a.window.is_some() {
+            extras.extend(latent_extras(&latent));
+            windowed_latent_cache(&latent)
+        } else {
+            llmsize_core::spec::Attention::Latent(latent)
+        };
+        Layer {
+            attention,
+            cross_attention: None,
+            ffn: if sparse {
+                Ffn::Moe(moe.clone())
+            } else {
+                Ffn::Dense(dense)
+            },
+            norms: vec![
+                llmsize_core::spec::Norm::rms_norm(d),
+                llmsize_core::spec::Norm::rms_norm(d),
+                llmsize_core::spec::Norm::rms_norm(a.rope),
+            ],
+            sliding_window: a.window,
+            extras,
+            state: None,
+        }
+    });
+    Ok(crate::hf_config::decoder::Decoder::new(
+        family.model_type,
+        crate::hf_config::architecture(raw, family.architecture),
+        d,
+        vocab,
+        stack,
+        Some(llmsize_core::spec::Norm::rms_norm(d)),
+        tied,
+    )
+    .into_spec())
+}
+
+/// An MLA's tensors as extras (`q_a_proj`, `q_a_layernorm`, `q_b_proj`, `kv_a_proj_with_mqa`,
+/// `kv_a_layernorm`, `kv_b_proj`, `o_proj`; `bias` on the down projections and `o_proj`),
+/// counted as [`LatentAttention`](llmsize_core::spec::LatentAttention) counts them, for a
+/// sliding-window MLA layer whose cache [`windowed_latent_cache`] holds.
+fn latent_extras(a: &llmsize_core::spec::LatentAttention) -> Vec<Extra> {
+    let part = "attention (MLA, sliding)";
+    let c = a.category;
+    let hidden = || Expr::sym(Sym::Hidden, a.hidden);
+    let heads = || Expr::sym(Sym::Heads, a.num_heads);
+    let rope = || Expr::sym(Sym::RopeDim, a.qk_rope_head_dim);
+    let kv = || Expr::sym(Sym::KvRank, a.kv_lora_rank);
+    let qk = || {
+        Expr::product(vec![
+            heads(),
+            Expr::sum(vec![Expr::sym(Sym::NopeDim, a.qk_nope_head_dim), rope()]),
+        ])
+    };
+    let out = || Expr::product(vec![heads(), Expr::sym(Sym::ValueDim, a.v_head_dim)]);
+    let mut e = Vec::new();
+    match a.q_lora_rank {
+        Some(r) => {
+            let q = || Expr::sym(Sym::QueryRank, r);
+            e.push(Extra::linear(
+                "self_attn.q_a_proj.weight",
+                part,
+                c,
+                hidden(),
+                q(),
+            ));
+            if a.bias {
+                e.push(Extra::vector("self_attn.q_a_proj.bias", part, c, q()));
+            }
+            e.push(Extra::vector(
+                "self_attn.q_a_layernorm.weight",
+                part,
+                c,
+                q(),
+            ));
+            e.push(Extra::linear(
+                "self_attn.q_b_proj.weight",
+                part,
+                c,
+                q(),
+                qk(),
+            ));
+        }
+        None => e.push(Extra::linear(
+            "self_attn.q_proj.weight",
+            part,
+            c,
+            hidden(),
+            qk(),
+        )),
+    }
+    let down = || Expr::sum(vec![kv(), rope()]);
+    e.push(Extra::linear(
+        "self_attn.kv_a_proj_with_mqa.weight",
+        part,
+        c,
+        hidden(),
+        down(),
+    ));
+    if a.bias {
+        e.push(Extra::vector(
+            "self_attn.kv_a_proj_with_mqa.bias",
+            part,
+            c,
+            down(),
+        ));
+    }
+    e.push(Extra::vector(
+        "self_attn.kv_a_layernorm.weight",
+        part,
+        c,
+        kv(),
+    ));
+    e.push(Extra::linear(
+        "self_attn.kv_b_proj.weight",
+        part,
+        c,
+        kv(),
+        Expr::product(vec![
+            heads(),
+            Expr::sum(vec![
+                Expr::sym(Sym::NopeDim, a.qk_nope_head_dim),
+                Expr::sym(Sym::ValueDim, a.v_head_dim),
+            ]),
+        ]),
+    ));
+    e.push(Extra::linear(
+        "self_attn.o_proj.weight",
+        part,
+        c,
+        out(),
+        hidden(),
+    ));
+    if a.bias {
+        e.push(Extra::vector("self_attn.o_proj.bias", part, c, hidden()));
+    }
+    e
+}
+
+/// The cache of a sliding-window MLA layer: the latent (`kv_lora_rank + qk_rope_head_dim`,
+/// plus any indexer key) per kept token. llmsize's latent caches do not slide, so the layer
+/// caches it as heads (`2·1·⌊latent/2⌋`, the odd element as an index key), which the window
+/// then trims as transformers' `DynamicSlidingWindowLayer` does; its weights are
+/// [`latent_extras`].
+fn windowed_latent_cache(a: &llmsize_core::spec::LatentAttention) -> llmsize_core::spec::Attention {
+    let latent = a
+        .kv_lora_rank
+        .saturating_add(a.qk_rope_head_dim)
+        .saturating_add(a.indexer_key_dim.unwrap_or(0));
+    let mut s =
+        crate::hf_config::decoder::mha(a.hidden, a.num_heads, 1, (latent / 2).max(1), false);
+    s.indexer_key_dim = (latent % 2 == 1).then_some(1);
+    llmsize_core::spec::Attention::CacheOnly(s)
+}
+
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
+    Family {
+        model_type: "dots3_note_text",
+        config_class: "Dots3NoteTextConfig",
+        architecture: "Dots3NoteForCausalLM",
+        read: Read::Code(read_dots3_note_text),
+    },
     Family {
         model_type: "jetmoe",
         config_class: "JetMoeConfig",
