@@ -2420,7 +2420,7 @@ fn dsa_indexer_extras(d: u64, q_lora: u64, heads: u64, dim: u64) -> Vec<Extra> {
 
 /// `per_layer_config` (a sparse map from layer index, an integer or a zero-padded string, to
 /// the attributes that differ from the global config), as one override map per layer.
-fn per_layer_overrides<'a>(
+pub(crate) fn per_layer_overrides<'a>(
     raw: &RawConfig<'a>,
     n: usize,
 ) -> Result<Option<Vec<Option<&'a Map<String, Value>>>>, ConfigError> {
@@ -2484,7 +2484,7 @@ struct Dots3Attention {
     clippy::too_many_lines,
     reason = "one list of the keys `Dots3NoteTextConfig.__post_init__` derives"
 )]
-fn read_dots3_note_text(
+pub(crate) fn read_dots3_note_text(
     raw: &mut RawConfig<'_>,
     family: &Family,
     _: crate::hf_config::HeadChoice,

@@ -15,6 +15,7 @@
 // The tower vocabulary of the vision family (`families/vision/parts.rs`).
 use super::vision::parts;
 
+mod dots3;
 mod ernie;
 mod glm;
 mod inkling;
@@ -94,6 +95,12 @@ macro_rules! code {
 
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
+    code!(
+        "dots3_note",
+        "Dots3NoteConfig",
+        "Dots3NoteForConditionalGeneration",
+        dots3::dots3_note
+    ),
     code!(
         "qwen2_vl",
         "Qwen2VLConfig",
