@@ -2977,8 +2977,162 @@ fn windowed_latent_cache(a: &llmsize_core::spec::LatentAttention) -> llmsize_cor
     llmsize_core::spec::Attention::CacheOnly(s)
 }
 
+// ---------------------------------------------------------------------------------------------
+// A.X-K2: DeepSeek-V3.2's MLA with a fused query/gate projection and gated norms.
+
+/// A.X-K2 (`modeling_axk2.py`): DeepSeek's MLA without `q_b_proj`: `q_gate_proj` maps the
+/// normed and the raw query latents (`2·q_lora_rank`) to each head's query and an output
+/// gate (`n_h·(qk_head_dim + v_head_dim)`), held here as the MLA's `q_b_proj` (the normed
+/// half to the queries) plus two extras (the raw half to the queries, both halves to the
+/// gates); the DSA indexer on every layer (its keys cached beside the latent). The input
+/// norm, and the post-attention norm of MoE layers, are gated (`GatedRMSNorm`: an `RMSNorm`
+/// and a low-rank `fc1` `d → gated_norm_rank`, `fc2` back, under `mlp` in the truth's
+/// rules). MoE layers (`mlp_layer_types`, else from `first_k_dense_replace` on every
+/// `moe_layer_freq`-th): `n_routed_experts` of `moe_intermediate_size`, a bias-free router,
+/// `n_shared_experts` of that width as one shared MLP.
+const AXK2: Block = Block {
+    kv_default: None,
+    attention: AttentionRule::Latent {
+        q_lora_default: Some(384),
+        bias: Switch::Key("attention_bias", false),
+    },
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 5120),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["n_routed_experts", "num_local_experts"], 128),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 512),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["n_shared_experts"], 1)),
+        shared_gate: false,
+        sparsity: LISTED_DENSE,
+    }),
+    ..LLAMA
+};
+
+/// `AXK2Config`'s defaults for the MLA sizes, written in when absent; a null `q_lora_rank`
+/// is refused as its `validate_architecture` does.
+fn axk2_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+    if raw.value("q_lora_rank").is_some_and(Value::is_null) {
+        return Err(raw.invalid(
+            "q_lora_rank",
+            &Value::Null,
+            "a positive rank (A.X-K2 requires `q_lora_rank`)",
+        ));
+    }
+    let reason = "absent; `AXK2Config` default";
+    for (k, d) in [
+        ("hidden_size", 2048),
+        ("num_hidden_layers", 48),
+        ("num_attention_heads", 32),
+        ("vocab_size", 163_840),
+        ("kv_lora_rank", 128),
+        ("qk_rope_head_dim", 32),
+        ("v_head_dim", 64),
+        ("qk_nope_head_dim", 64),
+    ] {
+        if !raw.has(k) {
+            raw.assume(k, d, reason);
+            map.insert(k.to_owned(), Value::from(d));
+        }
+    }
+    // `mlp_layer_types` from `first_k_dense_replace` and `moe_layer_freq`, as A.X-K1's.
+    let snapshot = map.clone();
+    let mut inner = RawConfig::new(raw.file, &snapshot);
+    axk1_patch(&mut inner, map)
+}
+
+/// A.X-K2: the block, then the query/gate projection, the indexer and the gated norms.
+fn read_axk2(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    _: crate::hf_config::HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let mut spec = read_patched(raw, family, &AXK2, axk2_patch)?;
+    let reason = "absent; `AXK2Config` default";
+    let idx_heads = raw.size_or(&["index_n_heads"], Sym::Named("index_n_heads"), 16, reason)?;
+    let idx_dim = raw.size_or(&["index_head_dim"], Sym::Named("d_idx"), 128, reason)?;
+    let rank = raw.size_or(
+        &["gated_norm_rank"],
+        Sym::Named("gated_norm_rank"),
+        16,
+        reason,
+    )?;
+    let d = spec.hidden_size;
+    let gate = |name: &'static str| -> [Extra; 2] {
+        [
+            Extra::linear(
+                format!("{name}.mlp.fc1.weight"),
+                "gated norm",
+                Category::Ffn,
+                Expr::sym(Sym::Hidden, d),
+                Expr::sym(Sym::Named("gated_norm_rank"), rank),
+            ),
+            Extra::linear(
+                format!("{name}.mlp.fc2.weight"),
+                "gated norm",
+                Category::Ffn,
+                Expr::sym(Sym::Named("gated_norm_rank"), rank),
+                Expr::sym(Sym::Hidden, d),
+            ),
+        ]
+    };
+    map_layers(&mut spec, |_, layer| {
+        let mut l = layer.clone();
+        let sparse = matches!(l.ffn, Ffn::Moe(_));
+        if let llmsize_core::spec::Attention::Latent(a) = &mut l.attention {
+            a.indexer_key_dim = Some(idx_dim);
+            let r = a.q_lora_rank.unwrap_or(1);
+            let heads = || Expr::sym(Sym::Heads, a.num_heads);
+            let qk = Expr::product(vec![
+                heads(),
+                Expr::sum(vec![
+                    Expr::sym(Sym::NopeDim, a.qk_nope_head_dim),
+                    Expr::sym(Sym::RopeDim, a.qk_rope_head_dim),
+                ]),
+            ]);
+            let extras = [
+                Extra::linear(
+                    "self_attn.q_gate_proj.weight (raw latent → queries)",
+                    "attention",
+                    Category::Attention,
+                    Expr::sym(Sym::QueryRank, r),
+                    qk,
+                ),
+                Extra::linear(
+                    "self_attn.q_gate_proj.weight (latents → gates)",
+                    "attention",
+                    Category::Attention,
+                    Expr::product(vec![Expr::Lit(2), Expr::sym(Sym::QueryRank, r)]),
+                    Expr::product(vec![heads(), Expr::sym(Sym::ValueDim, a.v_head_dim)]),
+                ),
+            ];
+            l.extras.extend(extras);
+            l.extras
+                .extend(dsa_indexer_extras(d, r, idx_heads, idx_dim));
+        }
+        l.extras.extend(gate("input_layernorm"));
+        if sparse {
+            l.extras.extend(gate("post_attention_layernorm"));
+        }
+        Ok(l)
+    })?;
+    Ok(spec)
+}
+
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
+    Family {
+        model_type: "axk2",
+        config_class: "AXK2Config",
+        architecture: "AXK2ForCausalLM",
+        read: Read::Code(read_axk2),
+    },
     Family {
         model_type: "dots3_note_text",
         config_class: "Dots3NoteTextConfig",
