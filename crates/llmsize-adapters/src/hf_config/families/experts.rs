@@ -3125,8 +3125,192 @@ fn read_axk2(
     Ok(spec)
 }
 
+// ---------------------------------------------------------------------------------------------
+// HY-V4: DeepSeek-V3.2's MLA with shared top-k, output gates, sinks and hyper-connections.
+
+/// HY-V4 (`modeling_hy_v4.py`): DeepSeek's MLA (`q_lora_rank` 1536) with a sigmoid output
+/// gate `gate_proj` (`d → n_h·v_head_dim`) and a learned sink per head; the DSA indexer only
+/// on `full` layers of `indexer_types` (else layer 0 and every 4th from 1; `shared` layers
+/// reuse the previous top-k and cache no index keys). Every layer has two hyper-connections
+/// (`attn_hc`, `ffn_hc`: `fn` `hc_mult·d → 2·hc_mult`, `base` `2·hc_mult`, `scale` 2) and the
+/// model a hyper head (`hc_fn` `hc_mult·d → hc_mult`, `hc_base`, `hc_scale`), all
+/// `layer_extras`. MoE layers (`mlp_layer_types`, else all but the first): `n_routed_experts`
+/// of `moe_intermediate_size`, a bias-free router, `n_shared_experts` of that width as one
+/// shared MLP.
+const HY_V4: Block = Block {
+    kv_default: None,
+    attention: AttentionRule::Latent {
+        q_lora_default: Some(1536),
+        bias: Switch::Key("attention_bias", false),
+    },
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 6912),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["n_routed_experts", "num_local_experts"], 256),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 768),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["n_shared_experts"], 1)),
+        shared_gate: false,
+        sparsity: LISTED_DENSE,
+    }),
+    ..LLAMA
+};
+
+/// `HYV4Config`'s defaults for the sizes the block reads as required, and `mlp_layer_types`.
+fn hy_v4_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+    if raw.value("q_lora_rank").is_some_and(Value::is_null) {
+        return Err(raw.invalid(
+            "q_lora_rank",
+            &Value::Null,
+            "a positive rank (HY-V4's indexer reads the query latent)",
+        ));
+    }
+    let reason = "absent; `HYV4Config` default";
+    for (k, d) in [
+        ("hidden_size", 2816),
+        ("num_hidden_layers", 34),
+        ("num_attention_heads", 32),
+        ("vocab_size", 120_832),
+        ("kv_lora_rank", 512),
+        ("qk_rope_head_dim", 64),
+        ("v_head_dim", 256),
+        ("qk_nope_head_dim", 192),
+    ] {
+        if !raw.has(k) {
+            raw.assume(k, d, reason);
+            map.insert(k.to_owned(), Value::from(d));
+        }
+    }
+    let snapshot = map.clone();
+    let mut inner = RawConfig::new(raw.file, &snapshot);
+    dense_first_layer(&mut inner, map)
+}
+
+/// HY-V4's text model: the block, then gates, sinks, indexers and hyper-connections.
+fn read_hy_v4(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    _: crate::hf_config::HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let mut spec = read_patched(raw, family, &HY_V4, hy_v4_patch)?;
+    let reason = "absent; `HYV4Config` default";
+    let idx_heads = raw.size_or(&["index_n_heads"], Sym::Named("index_n_heads"), 16, reason)?;
+    let idx_dim = raw.size_or(&["index_head_dim"], Sym::Named("d_idx"), 128, reason)?;
+    let hc = raw.size_or(&["hc_mult"], Sym::Named("hc_mult"), 4, reason)?;
+    let n = spec.num_layers();
+    let full: Vec<bool> = match raw.value("indexer_types") {
+        Some(v) if !v.is_null() => {
+            let list = v
+                .as_array()
+                .ok_or_else(|| raw.invalid("indexer_types", v, "a list of `full`/`shared`"))?;
+            if list.len() as u64 != n {
+                return Err(raw.invalid("indexer_types", v, &format!("one entry per layer ({n})")));
+            }
+            list.iter()
+                .map(|t| match t.as_str() {
+                    Some("full") => Ok(true),
+                    Some("shared") => Ok(false),
+                    _ => Err(raw.invalid("indexer_types", t, "`full` or `shared`")),
+                })
+                .collect::<Result<_, _>>()?
+        }
+        _ => (0..n)
+            .map(|i| i == 0 || (i - 1).is_multiple_of(4))
+            .collect(),
+    };
+    let d = spec.hidden_size;
+    raw.mul(hc, d, "hc_mult·hidden_size")?;
+    let hc_sym = || Expr::sym(Sym::Named("hc_mult"), hc);
+    let streams = || Expr::product(vec![hc_sym(), Expr::sym(Sym::Hidden, d)]);
+    let connection = |name: &'static str| -> [Extra; 3] {
+        let two = || Expr::product(vec![Expr::Lit(2), hc_sym()]);
+        [
+            Extra::linear(
+                format!("{name}.fn"),
+                "hyper-connections",
+                Category::LayerExtras,
+                streams(),
+                two(),
+            ),
+            Extra::vector(
+                format!("{name}.base"),
+                "hyper-connections",
+                Category::LayerExtras,
+                two(),
+            ),
+            Extra::vector(
+                format!("{name}.scale"),
+                "hyper-connections",
+                Category::LayerExtras,
+                Expr::Lit(2),
+            ),
+        ]
+    };
+    map_layers(&mut spec, |i, layer| {
+        let mut l = layer.clone();
+        let own = usize::try_from(i).ok().and_then(|i| full.get(i)).copied() == Some(true);
+        if let llmsize_core::spec::Attention::Latent(a) = &mut l.attention {
+            let heads = || Expr::sym(Sym::Heads, a.num_heads);
+            l.extras.push(Extra::linear(
+                "self_attn.gate_proj.weight",
+                "attention",
+                Category::Attention,
+                Expr::sym(Sym::Hidden, d),
+                Expr::product(vec![heads(), Expr::sym(Sym::ValueDim, a.v_head_dim)]),
+            ));
+            l.extras.push(Extra::vector(
+                "self_attn.sinks",
+                "attention",
+                Category::Attention,
+                heads(),
+            ));
+            if own {
+                a.indexer_key_dim = Some(idx_dim);
+                let r = a.q_lora_rank.unwrap_or(1);
+                l.extras
+                    .extend(dsa_indexer_extras(d, r, idx_heads, idx_dim));
+            }
+        }
+        l.extras.extend(connection("attn_hc"));
+        l.extras.extend(connection("ffn_hc"));
+        Ok(l)
+    })?;
+    spec.extras.push(Extra::linear(
+        "model.hc_head.hc_fn",
+        "hyper-connections",
+        Category::LayerExtras,
+        streams(),
+        hc_sym(),
+    ));
+    spec.extras.push(Extra::vector(
+        "model.hc_head.hc_base",
+        "hyper-connections",
+        Category::LayerExtras,
+        hc_sym(),
+    ));
+    spec.extras.push(Extra::vector(
+        "model.hc_head.hc_scale",
+        "hyper-connections",
+        Category::LayerExtras,
+        Expr::Lit(1),
+    ));
+    Ok(spec)
+}
+
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
+    Family {
+        model_type: "hy_v4",
+        config_class: "HYV4Config",
+        architecture: "HYV4ForCausalLM",
+        read: Read::Code(read_hy_v4),
+    },
     Family {
         model_type: "axk2",
         config_class: "AXK2Config",
