@@ -3162,8 +3162,60 @@ const HY_V4: Block = Block {
     ..LLAMA
 };
 
-/// `HYV4Config`'s defaults for the sizes the block reads as required, and `mlp_layer_types`.
-fn hy_v4_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+/// HY-V4-VL's text model (`modeling_hy_v4_vl.py`, `HYV4VLTextConfig`): HY-V4's layers with
+/// larger defaults.
+const HY_V4_VL_TEXT: Block = Block {
+    attention: AttentionRule::Latent {
+        q_lora_default: Some(2048),
+        bias: Switch::Key("attention_bias", false),
+    },
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 18432),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["n_routed_experts", "num_local_experts"], 256),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 2048),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["n_shared_experts"], 1)),
+        shared_gate: false,
+        sparsity: LISTED_DENSE,
+    }),
+    ..HY_V4
+};
+
+/// A HY-V4 text class: its block and the defaults of the keys read as required.
+struct HyV4Class {
+    block: &'static Block,
+    class: &'static str,
+    /// `hidden_size`, `num_hidden_layers`, `num_attention_heads`, `index_n_heads`.
+    sizes: [u64; 4],
+}
+
+/// HY-V4.
+const HY_V4_CLASS: HyV4Class = HyV4Class {
+    block: &HY_V4,
+    class: "HYV4Config",
+    sizes: [2816, 34, 32, 16],
+};
+
+/// HY-V4-VL's text model.
+const HY_V4_VL_TEXT_CLASS: HyV4Class = HyV4Class {
+    block: &HY_V4_VL_TEXT,
+    class: "HYV4VLTextConfig",
+    sizes: [6144, 78, 64, 32],
+};
+
+/// The class defaults of the sizes the block reads as required, and `mlp_layer_types`.
+fn hy_v4_patch(
+    raw: &mut RawConfig<'_>,
+    map: &mut Map<String, Value>,
+    c: &HyV4Class,
+) -> Result<(), ConfigError> {
     if raw.value("q_lora_rank").is_some_and(Value::is_null) {
         return Err(raw.invalid(
             "q_lora_rank",
@@ -3171,11 +3223,12 @@ fn hy_v4_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<
             "a positive rank (HY-V4's indexer reads the query latent)",
         ));
     }
-    let reason = "absent; `HYV4Config` default";
+    let reason = format!("absent; `{}` default", c.class);
+    let [hidden, layers, heads, _] = c.sizes;
     for (k, d) in [
-        ("hidden_size", 2816),
-        ("num_hidden_layers", 34),
-        ("num_attention_heads", 32),
+        ("hidden_size", hidden),
+        ("num_hidden_layers", layers),
+        ("num_attention_heads", heads),
         ("vocab_size", 120_832),
         ("kv_lora_rank", 512),
         ("qk_rope_head_dim", 64),
@@ -3183,7 +3236,7 @@ fn hy_v4_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<
         ("qk_nope_head_dim", 192),
     ] {
         if !raw.has(k) {
-            raw.assume(k, d, reason);
+            raw.assume(k, d, &reason);
             map.insert(k.to_owned(), Value::from(d));
         }
     }
@@ -3196,11 +3249,17 @@ fn hy_v4_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<
 fn read_hy_v4(
     raw: &mut RawConfig<'_>,
     family: &Family,
-    _: crate::hf_config::HeadChoice,
+    c: &HyV4Class,
 ) -> Result<ModelSpec, ConfigError> {
-    let mut spec = read_patched(raw, family, &HY_V4, hy_v4_patch)?;
-    let reason = "absent; `HYV4Config` default";
-    let idx_heads = raw.size_or(&["index_n_heads"], Sym::Named("index_n_heads"), 16, reason)?;
+    let mut spec = read_patched(raw, family, c.block, |r, m| hy_v4_patch(r, m, c))?;
+    let reason = &format!("absent; `{}` default", c.class);
+    let [_, _, _, idx_default] = c.sizes;
+    let idx_heads = raw.size_or(
+        &["index_n_heads"],
+        Sym::Named("index_n_heads"),
+        idx_default,
+        reason,
+    )?;
     let idx_dim = raw.size_or(&["index_head_dim"], Sym::Named("d_idx"), 128, reason)?;
     let hc = raw.size_or(&["hc_mult"], Sym::Named("hc_mult"), 4, reason)?;
     let n = spec.num_layers();
@@ -3309,7 +3368,13 @@ pub(crate) const FAMILIES: &[Family] = &[
         model_type: "hy_v4",
         config_class: "HYV4Config",
         architecture: "HYV4ForCausalLM",
-        read: Read::Code(read_hy_v4),
+        read: Read::Code(|r, f, _| read_hy_v4(r, f, &HY_V4_CLASS)),
+    },
+    Family {
+        model_type: "hy_v4_vl_text",
+        config_class: "HYV4VLTextConfig",
+        architecture: "HYV4VLForConditionalGeneration",
+        read: Read::Code(|r, f, _| read_hy_v4(r, f, &HY_V4_VL_TEXT_CLASS)),
     },
     Family {
         model_type: "axk2",

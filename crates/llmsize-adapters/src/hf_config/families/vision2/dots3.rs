@@ -7,38 +7,14 @@ use llmsize_core::Category;
 use llmsize_core::spec::ModelSpec;
 use serde_json::{Map, Value};
 
-use super::parts::{Parts, Sub, lit, mul, sym, with_sub};
-use super::{vision, with_parts};
+use super::parts::{Parts, Sub, lit, mul, sym};
+use super::{vision, with_parts, with_sub_or_default};
 use crate::error::ConfigError;
 use crate::hf_config::families::experts::{per_layer_overrides, read_dots3_note_text};
 use crate::hf_config::families::vision::{Tie, text};
-use crate::hf_config::family::{Family, Reader};
+use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::{HeadChoice, architecture};
-
-/// Run `f` on the sub-config under `key`, or on the class defaults when it is absent.
-fn with_sub_or_default<T>(
-    raw: &mut RawConfig<'_>,
-    key: &str,
-    class: &'static str,
-    f: impl FnOnce(&mut Sub<'_, '_>) -> Result<T, ConfigError>,
-) -> Result<T, ConfigError> {
-    if raw.value(key).is_some_and(|v| !v.is_null()) {
-        return with_sub(raw, key, class, f);
-    }
-    let empty = Map::new();
-    let mut inner = RawConfig::new(raw.file, &empty);
-    let out = f(&mut Sub {
-        r: Reader {
-            raw: &mut inner,
-            class,
-        },
-    })?;
-    for a in inner.assumptions {
-        raw.assume(&format!("{key}.{}", a.field), a.value, &a.reason);
-    }
-    Ok(out)
-}
 
 /// A size under any of `keys` (aliases a `__post_init__` pops), else `default`.
 fn size_alias(

@@ -18,6 +18,7 @@ use super::vision::parts;
 mod dots3;
 mod ernie;
 mod glm;
+mod hy;
 mod inkling;
 mod muse;
 mod navit;
@@ -29,14 +30,14 @@ mod text;
 use llmsize_core::Category;
 use llmsize_core::spec::ModelSpec;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
 use crate::hf_config::families::vision::{Tie, text};
-use crate::hf_config::family::{Family, Read};
+use crate::hf_config::family::{Family, Read, Reader};
 use crate::hf_config::raw::RawConfig;
-use parts::Parts;
+use parts::{Parts, Sub};
 
 /// A new vision parts list.
 fn vision() -> Parts {
@@ -76,6 +77,30 @@ fn text_renamed(
     Ok(spec)
 }
 
+/// Run `f` on the sub-config under `key`, or on the class defaults when it is absent.
+pub(super) fn with_sub_or_default<T>(
+    raw: &mut RawConfig<'_>,
+    key: &str,
+    class: &'static str,
+    f: impl FnOnce(&mut Sub<'_, '_>) -> Result<T, ConfigError>,
+) -> Result<T, ConfigError> {
+    if raw.value(key).is_some_and(|v| !v.is_null()) {
+        return parts::with_sub(raw, key, class, f);
+    }
+    let empty = Map::new();
+    let mut inner = RawConfig::new(raw.file, &empty);
+    let out = f(&mut Sub {
+        r: Reader {
+            raw: &mut inner,
+            class,
+        },
+    })?;
+    for a in inner.assumptions {
+        raw.assume(&format!("{key}.{}", a.field), a.value, &a.reason);
+    }
+    Ok(out)
+}
+
 /// A spec with the parts appended.
 fn with_parts(mut spec: ModelSpec, p: Parts) -> ModelSpec {
     spec.extras.extend(p.out);
@@ -95,6 +120,12 @@ macro_rules! code {
 
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
+    code!(
+        "hy_v4_vl",
+        "HYV4VLConfig",
+        "HYV4VLForConditionalGeneration",
+        hy::hy_v4_vl
+    ),
     code!(
         "dots3_note",
         "Dots3NoteConfig",
