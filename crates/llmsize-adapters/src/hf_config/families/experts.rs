@@ -3362,8 +3362,182 @@ fn read_hy_v4(
     Ok(spec)
 }
 
+// ---------------------------------------------------------------------------------------------
+// Inkling 2 Loop (text).
+
+/// Inkling 2 Loop's text model (`modeling_inkling2_loop.py`): Inkling 2's layers with the
+/// `Inkling2LoopTextConfig` defaults, where layers `loop_layer_index_start` to
+/// `loop_layer_index_end − 1` (`loop_config.core_start`/`core_end`) run `loop_num_passes`
+/// times (`loop_config.num_passes`). Each pass appends its own copies of those layers' caches
+/// (keys and values, and the float32 convolution states), held as `passes` times the KV heads
+/// transformers caches and `passes` times the conv state. Each looped layer adds four
+/// message gates (q, k, v, MLP: `down_proj` `2d → loop_gate_rank`, `forget_gate_proj` and
+/// `message_gate_proj` `loop_gate_rank → d`; `layer_extras`), and the model the message
+/// queries (`message_input.query`: one `d` per message and looped layer; attention).
+#[allow(
+    clippy::too_many_lines,
+    reason = "the loop keys and their checks, as `Inkling2LoopTextConfig` has them"
+)]
+fn read_inkling2_loop_text(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    head: crate::hf_config::HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let reason = "absent; `Inkling2LoopTextConfig` default";
+    let mut map = raw.map.clone();
+    for (k, d) in [
+        ("hidden_size", 2304),
+        ("num_hidden_layers", 24),
+        ("num_attention_heads", 24),
+        ("num_key_value_heads", 8),
+        ("head_dim", 128),
+        ("vocab_size", 201_024),
+        ("unpadded_vocab_size", 200_058),
+        ("swa_num_attention_heads", 24),
+        ("swa_num_key_value_heads", 8),
+        ("swa_head_dim", 128),
+        ("sliding_window_size", 1024),
+        ("d_rel", 16),
+        ("rel_extent", 1024),
+        ("moe_intermediate_size", 1152),
+        ("n_routed_experts", 128),
+        ("num_experts_per_tok", 8),
+    ] {
+        if !raw.has(k) && !(k == "sliding_window_size" && raw.has("sliding_window")) {
+            raw.assume(k, d, reason);
+            map.insert(k.to_owned(), Value::from(d));
+        }
+    }
+    let mut inner = RawConfig::new(raw.file, &map);
+    let mut spec = read_inkling2_text(&mut inner, family, head)?;
+    for a in inner.assumptions {
+        raw.assume(&a.field, a.value, &a.reason);
+    }
+    for (symbol, source) in inner.sources {
+        raw.source(symbol, &source);
+    }
+    raw.read.borrow_mut().extend(inner.read.into_inner());
+    // The loop keys: `loop_config` wins over the flat ones.
+    let loop_config = raw.value("loop_config").and_then(Value::as_object);
+    let loop_key =
+        |raw: &mut RawConfig<'_>, old: &str, key: &str, default: u64| -> Result<u64, ConfigError> {
+            if let Some(v) = loop_config.and_then(|m| m.get(old)) {
+                return v.as_u64().ok_or_else(|| {
+                    raw.invalid(&format!("loop_config.{old}"), v, "a non-negative integer")
+                });
+            }
+            match raw.uint(key)? {
+                Some(v) => Ok(v),
+                None => {
+                    raw.assume(key, default, reason);
+                    Ok(default)
+                }
+            }
+        };
+    let start = loop_key(raw, "core_start", "loop_layer_index_start", 6)?;
+    let end = loop_key(raw, "core_end", "loop_layer_index_end", 18)?;
+    let passes = loop_key(raw, "num_passes", "loop_num_passes", 3)?;
+    let rank = loop_key(raw, "gate_rank", "loop_gate_rank", 64)?;
+    let block = raw.size_or(
+        &["n_layers_per_attn_res_block"],
+        Sym::Named("n_layers_per_attn_res_block"),
+        6,
+        reason,
+    )?;
+    let n = spec.num_layers();
+    if passes == 0 {
+        return Err(raw.invalid("loop_num_passes", &passes.into(), "at least 1"));
+    }
+    if rank == 0 {
+        return Err(raw.invalid("loop_gate_rank", &rank.into(), "a positive rank"));
+    }
+    if start == 0 || !start.is_multiple_of(block) {
+        return Err(raw.invalid(
+            "loop_layer_index_start",
+            &start.into(),
+            &format!("a positive multiple of `n_layers_per_attn_res_block` ({block})"),
+        ));
+    }
+    if !end.is_multiple_of(block) || end <= start || end > n {
+        return Err(raw.invalid(
+            "loop_layer_index_end",
+            &end.into(),
+            &format!(
+                "a multiple of `n_layers_per_attn_res_block` ({block}) after the start ({start}), at most the layers ({n})"
+            ),
+        ));
+    }
+    let d = spec.hidden_size;
+    let hidden = || Expr::sym(Sym::Hidden, d);
+    let r = || Expr::sym(Sym::Named("loop_gate_rank"), rank);
+    let mut overflow = false;
+    map_layers(&mut spec, |i, layer| {
+        let mut l = layer.clone();
+        if i < start || i >= end {
+            return Ok(l);
+        }
+        for gate in ["q", "k", "v", "mlp"] {
+            let part = "message gates";
+            l.extras.push(Extra::linear(
+                format!("{gate}_message_gate.down_proj.weight"),
+                part,
+                Category::LayerExtras,
+                Expr::product(vec![Expr::Lit(2), hidden()]),
+                r(),
+            ));
+            for proj in ["forget_gate_proj", "message_gate_proj"] {
+                l.extras.push(Extra::linear(
+                    format!("{gate}_message_gate.{proj}.weight"),
+                    part,
+                    Category::LayerExtras,
+                    r(),
+                    hidden(),
+                ));
+            }
+        }
+        if let Some(a) = standard(&mut l) {
+            match a.num_kv_heads.checked_mul(passes) {
+                Some(h) if passes > 1 => a.transformers_cache_heads = Some(h),
+                Some(_) => {}
+                None => overflow = true,
+            }
+        }
+        if let Some(s) = &mut l.state {
+            match s.conv.checked_mul(passes) {
+                Some(c) => s.conv = c,
+                None => overflow = true,
+            }
+        }
+        Ok(l)
+    })?;
+    if overflow {
+        return Err(raw.invalid(
+            "loop_num_passes",
+            &passes.into(),
+            "a count whose caches fit in 64 bits",
+        ));
+    }
+    spec.extras.push(Extra::table(
+        "model.message_input.query",
+        "attention",
+        Category::Attention,
+        Expr::product(vec![
+            Expr::sym(Sym::Named("loop_layers"), end - start),
+            Expr::Lit(4),
+        ]),
+        hidden(),
+    ));
+    Ok(spec)
+}
+
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
+    Family {
+        model_type: "inkling2_loop_text",
+        config_class: "Inkling2LoopTextConfig",
+        architecture: "Inkling2LoopForCausalLM",
+        read: Read::Code(read_inkling2_loop_text),
+    },
     Family {
         model_type: "hy_v4",
         config_class: "HYV4Config",

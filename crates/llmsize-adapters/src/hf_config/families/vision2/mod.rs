@@ -295,6 +295,12 @@ pub(crate) const FAMILIES: &[Family] = &[
         inkling::inkling2
     ),
     code!(
+        "inkling2_loop",
+        "Inkling2LoopConfig",
+        "Inkling2LoopForConditionalGeneration",
+        inkling::inkling2_loop
+    ),
+    code!(
         "inkling_mm_model",
         "InklingConfig",
         "InklingForConditionalGeneration",
