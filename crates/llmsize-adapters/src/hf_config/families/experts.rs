@@ -2238,9 +2238,9 @@ fn read_inkling2_text(
 }
 
 // ---------------------------------------------------------------------------------------------
-// JetMoE: a mixture of attention heads and a mixture of MLP experts.
+// `JetMoE`: a mixture of attention heads and a mixture of MLP experts.
 
-/// JetMoE (`modeling_jetmoe.py`). Attention is a mixture of experts (`JetMoeMoA`): each of
+/// `JetMoE` (`modeling_jetmoe.py`). Attention is a mixture of experts (`JetMoeMoA`): each of
 /// `num_local_experts` experts maps `d → n_kv·d_h` (`input_linear`, the queries of
 /// `num_key_value_heads` heads) and back (`output_linear`), with a router `d → E` and an output
 /// bias of `d`, all under `experts` (the truth's `moe_experts`); keys and values come from one
@@ -2418,12 +2418,15 @@ fn dsa_indexer_extras(d: u64, q_lora: u64, heads: u64, dim: u64) -> Vec<Extra> {
     ]
 }
 
+/// One override map per layer (`None`: the global config).
+pub(crate) type Overrides<'a> = Vec<Option<&'a Map<String, Value>>>;
+
 /// `per_layer_config` (a sparse map from layer index, an integer or a zero-padded string, to
 /// the attributes that differ from the global config), as one override map per layer.
 pub(crate) fn per_layer_overrides<'a>(
     raw: &RawConfig<'a>,
     n: usize,
-) -> Result<Option<Vec<Option<&'a Map<String, Value>>>>, ConfigError> {
+) -> Result<Option<Overrides<'a>>, ConfigError> {
     let Some(v) = raw.value("per_layer_config") else {
         return Ok(None);
     };
@@ -2566,12 +2569,11 @@ pub(crate) fn read_dots3_note_text(
         let mut put =
             |raw: &mut RawConfig<'_>, name: &str, default: u64| -> Result<u64, ConfigError> {
                 let key = format!("swa_{name}");
-                let v = match raw.size_opt(&key)? {
-                    Some(v) => v,
-                    None => {
-                        raw.assume(&key, default, reason);
-                        default
-                    }
+                let v = if let Some(v) = raw.size_opt(&key)? {
+                    v
+                } else {
+                    raw.assume(&key, default, reason);
+                    default
                 };
                 swa.insert(name.to_owned(), Value::from(v));
                 Ok(v)
@@ -2619,13 +2621,14 @@ pub(crate) fn read_dots3_note_text(
     let g_bias = raw.flag_or("attention_bias", false, reason)?;
     let g_window = match raw.size_opt("sliding_window")? {
         Some(w) => w,
-        None => match raw.size_opt("sliding_window_size")? {
-            Some(w) => w,
-            None => {
+        None => {
+            if let Some(w) = raw.size_opt("sliding_window_size")? {
+                w
+            } else {
                 raw.assume("sliding_window", 512, reason);
                 512
             }
-        },
+        }
     };
     let mut kinds = Vec::with_capacity(n);
     for (i, t) in types.iter().enumerate() {
@@ -3403,7 +3406,7 @@ fn read_inkling2_loop_text(
         ("n_routed_experts", 128),
         ("num_experts_per_tok", 8),
     ] {
-        if !raw.has(k) && !(k == "sliding_window_size" && raw.has("sliding_window")) {
+        if !(raw.has(k) || k == "sliding_window_size" && raw.has("sliding_window")) {
             raw.assume(k, d, reason);
             map.insert(k.to_owned(), Value::from(d));
         }
@@ -3426,12 +3429,11 @@ fn read_inkling2_loop_text(
                     raw.invalid(&format!("loop_config.{old}"), v, "a non-negative integer")
                 });
             }
-            match raw.uint(key)? {
-                Some(v) => Ok(v),
-                None => {
-                    raw.assume(key, default, reason);
-                    Ok(default)
-                }
+            if let Some(v) = raw.uint(key)? {
+                Ok(v)
+            } else {
+                raw.assume(key, default, reason);
+                Ok(default)
             }
         };
     let start = loop_key(raw, "core_start", "loop_layer_index_start", 6)?;

@@ -149,36 +149,32 @@ fn vision_tower(s: &mut Sub<'_, '_>, p: &mut Parts) -> Result<(), ConfigError> {
                 }),
             }
         };
-        let (sparse, e) = match &pyramid {
-            Some(p) => {
-                let c = p.get(i).copied().unwrap_or(-1);
-                let sparse = c > 0;
-                // `per_layer_config` defaults to the pyramid's counts.
-                let e = if given.is_some() {
-                    get("num_local_experts", experts)?
-                } else {
-                    c.unsigned_abs()
-                };
-                (sparse, e)
-            }
-            None => {
-                let t = match s.r.raw.value("mlp_layer_types") {
-                    Some(Value::Array(l)) => l.get(i).and_then(Value::as_str),
-                    _ => None,
-                };
-                let sparse = match t {
-                    Some("sparse") => true,
-                    Some("dense") => false,
-                    _ => {
-                        return Err(s.r.raw.invalid(
-                            "mlp_layer_types",
-                            &Value::from(t.unwrap_or_default()),
-                            "`dense` or `sparse`",
-                        ));
-                    }
-                };
-                (sparse, get("num_local_experts", experts)?)
-            }
+        let (sparse, e) = if let Some(p) = &pyramid {
+            let c = p.get(i).copied().unwrap_or(-1);
+            // `per_layer_config` defaults to the pyramid's counts.
+            let e = if given.is_some() {
+                get("num_local_experts", experts)?
+            } else {
+                c.unsigned_abs()
+            };
+            (c > 0, e)
+        } else {
+            let t = match s.r.raw.value("mlp_layer_types") {
+                Some(Value::Array(l)) => l.get(i).and_then(Value::as_str),
+                _ => None,
+            };
+            let sparse = match t {
+                Some("sparse") => true,
+                Some("dense") => false,
+                _ => {
+                    return Err(s.r.raw.invalid(
+                        "mlp_layer_types",
+                        &Value::from(t.unwrap_or_default()),
+                        "`dense` or `sparse`",
+                    ));
+                }
+            };
+            (sparse, get("num_local_experts", experts)?)
         };
         layers.push((
             sparse,

@@ -1,4 +1,4 @@
-//! HY-V4-VL (`modeling_hy_v4_vl.py`, `HYV4VLForConditionalGeneration`): a ViT with a learned
+//! HY-V4-VL (`modeling_hy_v4_vl.py`, `HYV4VLForConditionalGeneration`): a `ViT` with a learned
 //! position grid and a convolutional patch merger, and the `hy_v4_vl_text` model (HY-V4's
 //! layers: MLA with a DSA indexer, output gates, sinks and hyper-connections).
 
