@@ -52,6 +52,50 @@ fn map_layers(
     Ok(())
 }
 
+/// Rebuild the decoder stack from each layer's kind and a small per-layer `key` (whether it
+/// has an indexer, whether it is looped): each distinct (kind, key) is built once by `build`,
+/// and runs of equal ones stay runs, so a million layers cost a million keys, not a million
+/// layer clones.
+fn remap_layers<K: PartialEq>(
+    spec: &mut ModelSpec,
+    key: impl Fn(u64) -> K,
+    mut build: impl FnMut(&Layer, &K) -> Result<Layer, ConfigError>,
+) -> Result<(), ConfigError> {
+    for stack in &mut spec.stacks {
+        let kinds = stack.layers.kinds().to_vec();
+        let runs = stack.layers.runs().to_vec();
+        let mut err = None;
+        let keys = runs
+            .iter()
+            .flat_map(|r| r.range().map(move |i| (r.kind, i)))
+            .map(|(kind, i)| (kind, key(i)));
+        stack.layers = Layers::from_pattern(keys, |(kind, k)| {
+            let Some(layer) = kinds.get(*kind) else {
+                return Layer {
+                    attention: llmsize_core::spec::Attention::Absent,
+                    cross_attention: None,
+                    ffn: Ffn::Absent,
+                    norms: Vec::new(),
+                    sliding_window: None,
+                    extras: Vec::new(),
+                    state: None,
+                };
+            };
+            match build(layer, k) {
+                Ok(l) => l,
+                Err(e) => {
+                    err.get_or_insert(e);
+                    layer.clone()
+                }
+            }
+        });
+        if let Some(e) = err {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
 /// Change every MoE block of the spec.
 fn map_moe(spec: &mut ModelSpec, mut f: impl FnMut(&mut llmsize_core::spec::Moe)) {
     for stack in &mut spec.stacks {
@@ -1607,16 +1651,19 @@ fn read_minimax_m3_text(
     };
     raw.mul(idx_heads, idx_dim, "index_n_heads·index_head_dim")?;
     let d = spec.hidden_size;
-    map_layers(&mut spec, |i, layer| {
-        let mut l = layer.clone();
-        let on = usize::try_from(i).ok().and_then(|i| sparse.get(i)).copied() == Some(true);
-        if on && let Some(a) = standard(&mut l) {
-            a.indexer_key_dim = Some(idx_dim);
-            l.extras
-                .extend(indexer_extras(d, idx_heads, idx_dim, "self_attn.indexer"));
-        }
-        Ok(l)
-    })?;
+    remap_layers(
+        &mut spec,
+        |i| usize::try_from(i).ok().and_then(|i| sparse.get(i)).copied() == Some(true),
+        |layer, on| {
+            let mut l = layer.clone();
+            if *on && let Some(a) = standard(&mut l) {
+                a.indexer_key_dim = Some(idx_dim);
+                l.extras
+                    .extend(indexer_extras(d, idx_heads, idx_dim, "self_attn.indexer"));
+            }
+            Ok(l)
+        },
+    )?;
     Ok(spec)
 }
 
@@ -3085,46 +3132,50 @@ fn read_axk2(
             ),
         ]
     };
-    map_layers(&mut spec, |_, layer| {
-        let mut l = layer.clone();
-        let sparse = matches!(l.ffn, Ffn::Moe(_));
-        if let llmsize_core::spec::Attention::Latent(a) = &mut l.attention {
-            a.indexer_key_dim = Some(idx_dim);
-            let r = a.q_lora_rank.unwrap_or(1);
-            let heads = || Expr::sym(Sym::Heads, a.num_heads);
-            let qk = Expr::product(vec![
-                heads(),
-                Expr::sum(vec![
-                    Expr::sym(Sym::NopeDim, a.qk_nope_head_dim),
-                    Expr::sym(Sym::RopeDim, a.qk_rope_head_dim),
-                ]),
-            ]);
-            let extras = [
-                Extra::linear(
-                    "self_attn.q_gate_proj.weight (raw latent → queries)",
-                    "attention",
-                    Category::Attention,
-                    Expr::sym(Sym::QueryRank, r),
-                    qk,
-                ),
-                Extra::linear(
-                    "self_attn.q_gate_proj.weight (latents → gates)",
-                    "attention",
-                    Category::Attention,
-                    Expr::product(vec![Expr::Lit(2), Expr::sym(Sym::QueryRank, r)]),
-                    Expr::product(vec![heads(), Expr::sym(Sym::ValueDim, a.v_head_dim)]),
-                ),
-            ];
-            l.extras.extend(extras);
-            l.extras
-                .extend(dsa_indexer_extras(d, r, idx_heads, idx_dim));
-        }
-        l.extras.extend(gate("input_layernorm"));
-        if sparse {
-            l.extras.extend(gate("post_attention_layernorm"));
-        }
-        Ok(l)
-    })?;
+    remap_layers(
+        &mut spec,
+        |_| (),
+        |layer, ()| {
+            let mut l = layer.clone();
+            let sparse = matches!(l.ffn, Ffn::Moe(_));
+            if let llmsize_core::spec::Attention::Latent(a) = &mut l.attention {
+                a.indexer_key_dim = Some(idx_dim);
+                let r = a.q_lora_rank.unwrap_or(1);
+                let heads = || Expr::sym(Sym::Heads, a.num_heads);
+                let qk = Expr::product(vec![
+                    heads(),
+                    Expr::sum(vec![
+                        Expr::sym(Sym::NopeDim, a.qk_nope_head_dim),
+                        Expr::sym(Sym::RopeDim, a.qk_rope_head_dim),
+                    ]),
+                ]);
+                let extras = [
+                    Extra::linear(
+                        "self_attn.q_gate_proj.weight (raw latent → queries)",
+                        "attention",
+                        Category::Attention,
+                        Expr::sym(Sym::QueryRank, r),
+                        qk,
+                    ),
+                    Extra::linear(
+                        "self_attn.q_gate_proj.weight (latents → gates)",
+                        "attention",
+                        Category::Attention,
+                        Expr::product(vec![Expr::Lit(2), Expr::sym(Sym::QueryRank, r)]),
+                        Expr::product(vec![heads(), Expr::sym(Sym::ValueDim, a.v_head_dim)]),
+                    ),
+                ];
+                l.extras.extend(extras);
+                l.extras
+                    .extend(dsa_indexer_extras(d, r, idx_heads, idx_dim));
+            }
+            l.extras.extend(gate("input_layernorm"));
+            if sparse {
+                l.extras.extend(gate("post_attention_layernorm"));
+            }
+            Ok(l)
+        },
+    )?;
     Ok(spec)
 }
 
@@ -3314,35 +3365,39 @@ fn read_hy_v4(
             ),
         ]
     };
-    map_layers(&mut spec, |i, layer| {
-        let mut l = layer.clone();
-        let own = usize::try_from(i).ok().and_then(|i| full.get(i)).copied() == Some(true);
-        if let llmsize_core::spec::Attention::Latent(a) = &mut l.attention {
-            let heads = || Expr::sym(Sym::Heads, a.num_heads);
-            l.extras.push(Extra::linear(
-                "self_attn.gate_proj.weight",
-                "attention",
-                Category::Attention,
-                Expr::sym(Sym::Hidden, d),
-                Expr::product(vec![heads(), Expr::sym(Sym::ValueDim, a.v_head_dim)]),
-            ));
-            l.extras.push(Extra::vector(
-                "self_attn.sinks",
-                "attention",
-                Category::Attention,
-                heads(),
-            ));
-            if own {
-                a.indexer_key_dim = Some(idx_dim);
-                let r = a.q_lora_rank.unwrap_or(1);
-                l.extras
-                    .extend(dsa_indexer_extras(d, r, idx_heads, idx_dim));
+    remap_layers(
+        &mut spec,
+        |i| usize::try_from(i).ok().and_then(|i| full.get(i)).copied() == Some(true),
+        |layer, own| {
+            let own = *own;
+            let mut l = layer.clone();
+            if let llmsize_core::spec::Attention::Latent(a) = &mut l.attention {
+                let heads = || Expr::sym(Sym::Heads, a.num_heads);
+                l.extras.push(Extra::linear(
+                    "self_attn.gate_proj.weight",
+                    "attention",
+                    Category::Attention,
+                    Expr::sym(Sym::Hidden, d),
+                    Expr::product(vec![heads(), Expr::sym(Sym::ValueDim, a.v_head_dim)]),
+                ));
+                l.extras.push(Extra::vector(
+                    "self_attn.sinks",
+                    "attention",
+                    Category::Attention,
+                    heads(),
+                ));
+                if own {
+                    a.indexer_key_dim = Some(idx_dim);
+                    let r = a.q_lora_rank.unwrap_or(1);
+                    l.extras
+                        .extend(dsa_indexer_extras(d, r, idx_heads, idx_dim));
+                }
             }
-        }
-        l.extras.extend(connection("attn_hc"));
-        l.extras.extend(connection("ffn_hc"));
-        Ok(l)
-    })?;
+            l.extras.extend(connection("attn_hc"));
+            l.extras.extend(connection("ffn_hc"));
+            Ok(l)
+        },
+    )?;
     spec.extras.push(Extra::linear(
         "model.hc_head.hc_fn",
         "hyper-connections",
@@ -3473,45 +3528,49 @@ fn read_inkling2_loop_text(
     let hidden = || Expr::sym(Sym::Hidden, d);
     let r = || Expr::sym(Sym::Named("loop_gate_rank"), rank);
     let mut overflow = false;
-    map_layers(&mut spec, |i, layer| {
-        let mut l = layer.clone();
-        if i < start || i >= end {
-            return Ok(l);
-        }
-        for gate in ["q", "k", "v", "mlp"] {
-            let part = "message gates";
-            l.extras.push(Extra::linear(
-                format!("{gate}_message_gate.down_proj.weight"),
-                part,
-                Category::LayerExtras,
-                Expr::product(vec![Expr::Lit(2), hidden()]),
-                r(),
-            ));
-            for proj in ["forget_gate_proj", "message_gate_proj"] {
+    remap_layers(
+        &mut spec,
+        |i| (start..end).contains(&i),
+        |layer, looped| {
+            let mut l = layer.clone();
+            if !*looped {
+                return Ok(l);
+            }
+            for gate in ["q", "k", "v", "mlp"] {
+                let part = "message gates";
                 l.extras.push(Extra::linear(
-                    format!("{gate}_message_gate.{proj}.weight"),
+                    format!("{gate}_message_gate.down_proj.weight"),
                     part,
                     Category::LayerExtras,
+                    Expr::product(vec![Expr::Lit(2), hidden()]),
                     r(),
-                    hidden(),
                 ));
+                for proj in ["forget_gate_proj", "message_gate_proj"] {
+                    l.extras.push(Extra::linear(
+                        format!("{gate}_message_gate.{proj}.weight"),
+                        part,
+                        Category::LayerExtras,
+                        r(),
+                        hidden(),
+                    ));
+                }
             }
-        }
-        if let Some(a) = standard(&mut l) {
-            match a.num_kv_heads.checked_mul(passes) {
-                Some(h) if passes > 1 => a.transformers_cache_heads = Some(h),
-                Some(_) => {}
-                None => overflow = true,
+            if let Some(a) = standard(&mut l) {
+                match a.num_kv_heads.checked_mul(passes) {
+                    Some(h) if passes > 1 => a.transformers_cache_heads = Some(h),
+                    Some(_) => {}
+                    None => overflow = true,
+                }
             }
-        }
-        if let Some(s) = &mut l.state {
-            match s.conv.checked_mul(passes) {
-                Some(c) => s.conv = c,
-                None => overflow = true,
+            if let Some(s) = &mut l.state {
+                match s.conv.checked_mul(passes) {
+                    Some(c) => s.conv = c,
+                    None => overflow = true,
+                }
             }
-        }
-        Ok(l)
-    })?;
+            Ok(l)
+        },
+    )?;
     if overflow {
         return Err(raw.invalid(
             "loop_num_passes",
