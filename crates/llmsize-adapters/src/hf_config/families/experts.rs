@@ -1,8 +1,11 @@
 //! Mixture-of-experts decoders: GLM-4-MoE and its kin (Sarvam, Solar-Open), MiniMax-M2/M3
 //! (text), ERNIE-4.5-MoE, Llama 4 (text), Phi-MoE, Granite-MoE-shared/-SWA, EXAONE-MoE,
 //! `FlexOlmo`, Aria (text), Cohere2-MoE, HY-V3, MiMo-V2-Flash, Laguna, `AFMoE`, Kolibri-1,
-//! A.X-K1, Beam, Flint and Inkling (text). Each entry is the configuration class's defaults
-//! and the switches of its `modeling_*.py` (transformers 5.24).
+//! A.X-K1, Beam, Flint and Inkling (text); and, read by code, `JetMoE` (a mixture of attention
+//! experts), dots.llm3 (text), A.X-K2, HY-V4 (and HY-V4-VL's text), which add DeepSeek's
+//! sparse-attention indexer to MLA (its keys cached beside the latent), and Inkling 2 Loop
+//! (text). Each entry is the configuration class's defaults and the switches of its
+//! `modeling_*.py` (transformers 5.24).
 //!
 //! transformers 5 stores routed experts as fused 3-D tensors (`gate_up_proj` `[E, 2f, d]`,
 //! `down_proj` `[E, d, f]`): the count is that of `E` gated MLPs. An

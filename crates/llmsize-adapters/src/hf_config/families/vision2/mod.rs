@@ -10,7 +10,8 @@
 //! `omni.rs` (the Qwen omni thinkers' audio encoders), `navit.rs` (SigLIP-style towers:
 //! `VideoLLaMA` 3, PaddleOCR-VL, Kimi-K2.5, MiniMax-M3-VL, Cosmos3-Edge), `ernie.rs`
 //! (ERNIE 4.5-VL-MoE), `muse.rs` (Muse-Glimmer), `step.rs` (Step-3.7), `inkling.rs`
-//! (Inkling, Inkling 2), `text.rs` (the composites' text types as blocks).
+//! (Inkling, Inkling 2, Inkling 2 Loop), `dots3.rs` (dots.llm3: an expert-pyramid tower and an
+//! audio encoder), `hy.rs` (HY-V4-VL), `text.rs` (the composites' text types as blocks).
 
 // The tower vocabulary of the vision family (`families/vision/parts.rs`).
 use super::vision::parts;
