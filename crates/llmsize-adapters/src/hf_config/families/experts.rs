@@ -2653,7 +2653,7 @@ pub(crate) fn read_dots3_note_text(
             raw.size_or(&[key], sym, default, reason)
         };
     let g_heads = global(raw, "num_attention_heads", Sym::Heads, 128)?;
-    let g_q_lora = if raw.value("q_lora_rank").is_some_and(Value::is_null) {
+    let g_q_lora = if raw.has("q_lora_rank") && raw.value("q_lora_rank").is_none() {
         return Err(raw.invalid(
             "q_lora_rank",
             &Value::Null,
@@ -3071,7 +3071,7 @@ const AXK2: Block = Block {
 /// `AXK2Config`'s defaults for the MLA sizes, written in when absent; a null `q_lora_rank`
 /// is refused as its `validate_architecture` does.
 fn axk2_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
-    if raw.value("q_lora_rank").is_some_and(Value::is_null) {
+    if raw.has("q_lora_rank") && raw.value("q_lora_rank").is_none() {
         return Err(raw.invalid(
             "q_lora_rank",
             &Value::Null,
@@ -3273,7 +3273,7 @@ fn hy_v4_patch(
     map: &mut Map<String, Value>,
     c: &HyV4Class,
 ) -> Result<(), ConfigError> {
-    if raw.value("q_lora_rank").is_some_and(Value::is_null) {
+    if raw.has("q_lora_rank") && raw.value("q_lora_rank").is_none() {
         return Err(raw.invalid(
             "q_lora_rank",
             &Value::Null,
