@@ -2871,8 +2871,9 @@ pub(crate) fn read_dots3_note_text(
             qk_rope_head_dim: a.rope,
             v_head_dim: a.v,
             bias: a.bias,
-            // transformers keeps the indexer's keys in float32 (measured: four bytes per
-            // element in a bf16 model), two bf16 widths.
+            // `Dots3NoteTextModel` builds the indexed layers' rotary tables from
+            // `inputs_embeds.float()`, so the indexer's rotated keys are cached in float32
+            // whatever the model's dtype: four bytes an element, two bf16 widths.
             indexer_key_dim: a.indexer.map(|(_, dim)| dim.saturating_mul(2)),
             category: Category::Attention,
         };
