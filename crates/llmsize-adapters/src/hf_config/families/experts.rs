@@ -3017,17 +3017,29 @@ fn latent_extras(a: &llmsize_core::spec::LatentAttention) -> Vec<Extra> {
 
 /// The cache of a sliding-window MLA layer: the latent (`kv_lora_rank + qk_rope_head_dim`,
 /// plus any indexer key) per kept token. llmsize's latent caches do not slide, so the layer
-/// caches it as heads (`2·1·⌊latent/2⌋`, the odd element as an index key), which the window
-/// then trims as transformers' `DynamicSlidingWindowLayer` does; its weights are
-/// [`latent_extras`].
+/// caches it as one head, which the window then trims as transformers'
+/// `DynamicSlidingWindowLayer` does; its weights are [`latent_extras`]. The head is as wide as
+/// the mean of the query/key and value head widths, so the score and value products count as
+/// MLA's do (as for MiMo-V2-Flash), and the rest of the latent is held as an index key.
 fn windowed_latent_cache(a: &llmsize_core::spec::LatentAttention) -> llmsize_core::spec::Attention {
     let latent = a
         .kv_lora_rank
         .saturating_add(a.qk_rope_head_dim)
         .saturating_add(a.indexer_key_dim.unwrap_or(0));
-    let mut s =
-        crate::hf_config::decoder::mha(a.hidden, a.num_heads, 1, (latent / 2).max(1), false);
-    s.indexer_key_dim = (latent % 2 == 1).then_some(1);
+    let mean = a
+        .qk_nope_head_dim
+        .saturating_add(a.qk_rope_head_dim)
+        .saturating_add(a.v_head_dim)
+        / 2;
+    // One head of `d_h` caches `2·d_h`; a latent narrower than that is held as half-width heads.
+    let head = if mean > 0 && latent >= mean.saturating_mul(2) {
+        mean
+    } else {
+        (latent / 2).max(1)
+    };
+    let mut s = crate::hf_config::decoder::mha(a.hidden, a.num_heads, 1, head, false);
+    let rest = latent.saturating_sub(head.saturating_mul(2));
+    s.indexer_key_dim = (rest > 0).then_some(rest);
     llmsize_core::spec::Attention::CacheOnly(s)
 }
 
