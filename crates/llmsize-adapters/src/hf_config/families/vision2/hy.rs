@@ -5,10 +5,10 @@
 use llmsize_core::spec::ModelSpec;
 
 use super::parts::{Parts, Sub, lit, mul, sym};
-use super::{vision, with_parts, with_sub_or_default};
+use super::{text_or_default, vision, with_parts, with_sub_or_default};
 use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
-use crate::hf_config::families::vision::{Tie, text};
+use crate::hf_config::families::vision::Tie;
 use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
 
@@ -152,7 +152,7 @@ pub(super) fn hy_v4_vl(
     f: &Family,
     head: HeadChoice,
 ) -> Result<ModelSpec, ConfigError> {
-    let spec = text(raw, f, "hy_v4_vl_text", head, Tie::Top(false))?;
+    let spec = text_or_default(raw, f, "hy_v4_vl_text", head, Tie::Top(false))?;
     let mut p = vision();
     with_sub_or_default(raw, "vision_config", "HYV4VLVisionConfig", |s| {
         hy_v4_vl_tower(s, &mut p)

@@ -264,7 +264,7 @@ fn inkling2_of(
     text_type: &str,
     text_hidden: u64,
 ) -> Result<ModelSpec, ConfigError> {
-    let spec = text(raw, f, text_type, head, Tie::Text)?;
+    let spec = super::text_or_default(raw, f, text_type, head, Tie::Text)?;
     let mut p = vision();
     let one = lit(1);
     with_sub(raw, "vision_config", "Inkling2VisionConfig", |s| {

@@ -102,6 +102,39 @@ pub(super) fn with_sub_or_default<T>(
     Ok(out)
 }
 
+/// [`text`], with the text configuration class's defaults when `text_config` is absent or
+/// null (as `sub_configs_defaults` builds it).
+fn text_or_default(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    default_type: &str,
+    head: HeadChoice,
+    tie: Tie,
+) -> Result<ModelSpec, ConfigError> {
+    if raw.value("text_config").is_some() {
+        return text(raw, family, default_type, head, tie);
+    }
+    let mut map = raw.map.clone();
+    map.insert("text_config".to_owned(), Value::Object(Map::new()));
+    let mut inner = RawConfig::new(raw.file, &map);
+    let spec = text(&mut inner, family, default_type, head, tie)?;
+    raw.assume(
+        "text_config",
+        "{}",
+        &format!(
+            "absent; `{}` builds the text config's defaults",
+            family.config_class
+        ),
+    );
+    for a in inner.assumptions {
+        raw.assume(&a.field, a.value, &a.reason);
+    }
+    for (symbol, source) in inner.sources {
+        raw.source(symbol, &source);
+    }
+    Ok(spec)
+}
+
 /// A spec with the parts appended.
 fn with_parts(mut spec: ModelSpec, p: Parts) -> ModelSpec {
     spec.extras.extend(p.out);
