@@ -1,8 +1,11 @@
 //! Mixture-of-experts decoders: GLM-4-MoE and its kin (Sarvam, Solar-Open), MiniMax-M2/M3
 //! (text), ERNIE-4.5-MoE, Llama 4 (text), Phi-MoE, Granite-MoE-shared/-SWA, EXAONE-MoE,
 //! `FlexOlmo`, Aria (text), Cohere2-MoE, HY-V3, MiMo-V2-Flash, Laguna, `AFMoE`, Kolibri-1,
-//! A.X-K1, Beam, Flint and Inkling (text). Each entry is the configuration class's defaults
-//! and the switches of its `modeling_*.py` (transformers 5.24).
+//! A.X-K1, Beam, Flint and Inkling (text); and, read by code, `JetMoE` (a mixture of attention
+//! experts), dots.llm3 (text), A.X-K2, HY-V4 (and HY-V4-VL's text), which add DeepSeek's
+//! sparse-attention indexer to MLA (its keys cached beside the latent), and Inkling 2 Loop
+//! (text). Each entry is the configuration class's defaults and the switches of its
+//! `modeling_*.py` (transformers 5.24).
 //!
 //! transformers 5 stores routed experts as fused 3-D tensors (`gate_up_proj` `[E, 2f, d]`,
 //! `down_proj` `[E, d, f]`): the count is that of `E` gated MLPs. An
@@ -48,6 +51,50 @@ fn map_layers(
             }
         }
         stack.layers = out;
+    }
+    Ok(())
+}
+
+/// Rebuild the decoder stack from each layer's kind and a small per-layer `key` (whether it
+/// has an indexer, whether it is looped): each distinct (kind, key) is built once by `build`,
+/// and runs of equal ones stay runs, so a million layers cost a million keys, not a million
+/// layer clones.
+fn remap_layers<K: PartialEq>(
+    spec: &mut ModelSpec,
+    key: impl Fn(u64) -> K,
+    mut build: impl FnMut(&Layer, &K) -> Result<Layer, ConfigError>,
+) -> Result<(), ConfigError> {
+    for stack in &mut spec.stacks {
+        let kinds = stack.layers.kinds().to_vec();
+        let runs = stack.layers.runs().to_vec();
+        let mut err = None;
+        let keys = runs
+            .iter()
+            .flat_map(|r| r.range().map(move |i| (r.kind, i)))
+            .map(|(kind, i)| (kind, key(i)));
+        stack.layers = Layers::from_pattern(keys, |(kind, k)| {
+            let Some(layer) = kinds.get(*kind) else {
+                return Layer {
+                    attention: llmsize_core::spec::Attention::Absent,
+                    cross_attention: None,
+                    ffn: Ffn::Absent,
+                    norms: Vec::new(),
+                    sliding_window: None,
+                    extras: Vec::new(),
+                    state: None,
+                };
+            };
+            match build(layer, k) {
+                Ok(l) => l,
+                Err(e) => {
+                    err.get_or_insert(e);
+                    layer.clone()
+                }
+            }
+        });
+        if let Some(e) = err {
+            return Err(e);
+        }
     }
     Ok(())
 }
@@ -1479,30 +1526,70 @@ const MINIMAX_M3_TEXT: Block = Block {
     ..LLAMA
 };
 
-/// `MiniMaxM3VLTextConfig.__post_init__`: `mlp_layer_types` from `moe_layer_freq`, else all
-/// sparse; sparse-attention layers refused.
+/// A per-layer flag list entry as Python reads it (`if f`).
+fn truthy(f: &Value) -> bool {
+    f.as_bool() == Some(true)
+        || f.as_u64().is_some_and(|n| n > 0)
+        || f.as_f64().is_some_and(|x| x != 0.0)
+}
+
+/// `MiniMaxM3VLTextConfig.__post_init__`: which layers build the sparse lightning indexer
+/// (`layer_types` entries `minimax_m3_sparse`, else `sparse_attention_config.
+/// sparse_attention_freq`, else none).
+fn minimax_m3_sparse_layers(raw: &RawConfig<'_>, n: u64) -> Result<Vec<bool>, ConfigError> {
+    let count = raw.layer_count("num_hidden_layers", n)?;
+    let list: Vec<bool> = if let Some(v) = raw.value("layer_types") {
+        let list = v
+            .as_array()
+            .ok_or_else(|| raw.invalid("layer_types", v, "a list of layer kinds"))?;
+        list.iter()
+            .map(|t| t.as_str() == Some("minimax_m3_sparse"))
+            .collect()
+    } else if let Some(v) = raw
+        .value("sparse_attention_config")
+        .and_then(|c| c.get("sparse_attention_freq"))
+    {
+        let list = v.as_array().ok_or_else(|| {
+            raw.invalid(
+                "sparse_attention_config.sparse_attention_freq",
+                v,
+                "a flag per layer",
+            )
+        })?;
+        list.iter().map(truthy).collect()
+    } else {
+        vec![false; count]
+    };
+    if list.len() != count {
+        return Err(raw.invalid(
+            "layer_types",
+            &Value::from(list.len()),
+            &format!("one entry per layer ({n})"),
+        ));
+    }
+    Ok(list)
+}
+
+/// `MiniMaxM3VLTextConfig.__post_init__`: `layer_types` from `sparse_attention_freq` and
+/// `mlp_layer_types` from `moe_layer_freq`, else all sparse.
 fn minimax_m3_patch(
     raw: &mut RawConfig<'_>,
     map: &mut Map<String, Value>,
 ) -> Result<(), ConfigError> {
-    // A per-layer flag list entry as Python reads it (`if f`).
-    let truthy = |f: &Value| f.as_bool() == Some(true) || f.as_u64().is_some_and(|n| n > 0);
-    let types = raw.value("layer_types");
-    let types_sparse = types
-        .and_then(Value::as_array)
-        .is_some_and(|l| l.iter().any(|t| t.as_str() == Some("minimax_m3_sparse")));
-    let freq_sparse = types.is_none()
-        && raw
-            .value("sparse_attention_config")
-            .and_then(|c| c.get("sparse_attention_freq"))
-            .and_then(Value::as_array)
-            .is_some_and(|l| l.iter().any(truthy));
-    if types_sparse || freq_sparse {
-        return Err(raw.invalid(
-            "layer_types",
-            types.unwrap_or(&Value::Null),
-            "full-attention layers only: llmsize does not hold the index keys that sparse-attention (`minimax_m3_sparse`) layers cache",
-        ));
+    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    if raw.value("layer_types").is_none() {
+        let sparse = minimax_m3_sparse_layers(raw, n)?;
+        let types: Vec<Value> = sparse
+            .iter()
+            .map(|s| {
+                Value::from(if *s {
+                    "minimax_m3_sparse"
+                } else {
+                    "full_attention"
+                })
+            })
+            .collect();
+        map.insert("layer_types".to_owned(), Value::Array(types));
     }
     if raw.value("mlp_layer_types").is_some() {
         return mlp_layer_types(raw, map);
@@ -1518,6 +1605,103 @@ fn minimax_m3_patch(
     };
     map.insert(DENSE_KEY.to_owned(), Value::Array(dense));
     Ok(())
+}
+
+/// MiniMax-M3's text model: the block, then on sparse layers the lightning indexer
+/// (`MiniMaxM3VLIndexer`: `q_proj` `d → index_n_heads·index_head_dim`, `k_proj`
+/// `d → index_head_dim`, per-head q/k `RMSNorm`s of `index_head_dim`, all under `self_attn`),
+/// whose keys (`index_head_dim` per token) the cache keeps beside K and V. The sizes come
+/// from `index_*`, overridden by the legacy `sparse_attention_config` keys.
+fn read_minimax_m3_text(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    _: crate::hf_config::HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let mut spec = read_patched(raw, family, &MINIMAX_M3_TEXT, minimax_m3_patch)?;
+    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    let sparse = minimax_m3_sparse_layers(raw, n)?;
+    if !sparse.iter().any(|s| *s) {
+        return Ok(spec);
+    }
+    let reason = "absent; `MiniMaxM3VLTextConfig` default";
+    let legacy = |raw: &RawConfig<'_>, key: &str| -> Result<Option<u64>, ConfigError> {
+        match raw
+            .value("sparse_attention_config")
+            .and_then(|c| c.get(key))
+        {
+            None => Ok(None),
+            Some(v) => v.as_u64().filter(|x| *x > 0).map(Some).ok_or_else(|| {
+                raw.invalid(
+                    &format!("sparse_attention_config.{key}"),
+                    v,
+                    "a positive integer",
+                )
+            }),
+        }
+    };
+    let idx_heads = match legacy(raw, "sparse_num_index_heads")? {
+        Some(h) => h,
+        None => raw.size_or(&["index_n_heads"], Sym::Named("index_n_heads"), 4, reason)?,
+    };
+    let idx_dim = match legacy(raw, "sparse_index_dim")? {
+        Some(h) => h,
+        None => raw.size_or(
+            &["index_head_dim"],
+            Sym::Named("index_head_dim"),
+            128,
+            reason,
+        )?,
+    };
+    raw.mul(idx_heads, idx_dim, "index_n_heads·index_head_dim")?;
+    let d = spec.hidden_size;
+    remap_layers(
+        &mut spec,
+        |i| usize::try_from(i).ok().and_then(|i| sparse.get(i)).copied() == Some(true),
+        |layer, on| {
+            let mut l = layer.clone();
+            if *on && let Some(a) = standard(&mut l) {
+                a.indexer_key_dim = Some(idx_dim);
+                l.extras
+                    .extend(indexer_extras(d, idx_heads, idx_dim, "self_attn.indexer"));
+            }
+            Ok(l)
+        },
+    )?;
+    Ok(spec)
+}
+
+/// A lightning indexer's tensors under `path`: `q_proj` `d → heads·dim`, `k_proj` `d → dim`,
+/// q/k `RMSNorm`s of `dim` (the truth files them all as attention).
+fn indexer_extras(d: u64, heads: u64, dim: u64, path: &str) -> Vec<Extra> {
+    let idx = || Expr::sym(Sym::Named("d_idx"), dim);
+    vec![
+        Extra::linear(
+            format!("{path}.q_proj.weight"),
+            "indexer",
+            Category::Attention,
+            Expr::sym(Sym::Hidden, d),
+            Expr::product(vec![Expr::sym(Sym::Named("index_n_heads"), heads), idx()]),
+        ),
+        Extra::linear(
+            format!("{path}.k_proj.weight"),
+            "indexer",
+            Category::Attention,
+            Expr::sym(Sym::Hidden, d),
+            idx(),
+        ),
+        Extra::vector(
+            format!("{path}.q_norm.weight"),
+            "indexer",
+            Category::Attention,
+            idx(),
+        ),
+        Extra::vector(
+            format!("{path}.k_norm.weight"),
+            "indexer",
+            Category::Attention,
+            idx(),
+        ),
+    ]
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2103,8 +2287,1364 @@ fn read_inkling2_text(
     Ok(spec)
 }
 
+// ---------------------------------------------------------------------------------------------
+// `JetMoE`: a mixture of attention heads and a mixture of MLP experts.
+
+/// `JetMoE` (`modeling_jetmoe.py`). Attention is a mixture of experts (`JetMoeMoA`): each of
+/// `num_local_experts` experts maps `d → n_kv·d_h` (`input_linear`, the queries of
+/// `num_key_value_heads` heads) and back (`output_linear`), with a router `d → E` and an output
+/// bias of `d`, all under `experts` (the truth's `moe_experts`); keys and values come from one
+/// shared `kv_proj` (`d → 2·n_kv·d_h`, `attention`) and are cached once per layer
+/// (`n_kv` heads of `kv_channels`), the queries of the `top_k` chosen experts attending to
+/// them. The MLP (`JetMoeMoE`, under `mlp`: the truth's `ffn`) has `E` experts
+/// `d → 2·intermediate_size → d`, an output bias of `d` and a router `d → E` (`moe_router`).
+/// Two `RMSNorm`s per layer, tied by default.
+fn read_jetmoe(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    _: crate::hf_config::HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let reason = "absent; `JetMoeConfig` default";
+    let d = raw.size_or(&["hidden_size"], Sym::Hidden, 2048, reason)?;
+    let layers = raw.size_or(&["num_hidden_layers"], Sym::Layers, 12, reason)?;
+    let vocab = raw.size_or(&["vocab_size"], Sym::Vocab, 32000, reason)?;
+    let kv = raw.size_or(&["num_key_value_heads"], Sym::KvHeads, 16, reason)?;
+    let hd = raw.size_or(&["kv_channels", "head_dim"], Sym::HeadDim, 128, reason)?;
+    let f = raw.size_or(&["intermediate_size"], Sym::ExpertFfn, 5632, reason)?;
+    let experts = raw.size_or(&["num_local_experts"], Sym::Experts, 8, reason)?;
+    let top_k = raw.size_or(&["num_experts_per_tok"], Sym::TopK, 2, reason)?;
+    if top_k > experts {
+        return Err(raw.invalid(
+            "num_experts_per_tok",
+            &top_k.into(),
+            &format!("at most `num_local_experts` ({experts})"),
+        ));
+    }
+    // `__post_init__`: `num_attention_heads = num_key_value_heads * num_experts_per_tok`.
+    let heads = raw.mul(kv, top_k, "num_key_value_heads·num_experts_per_tok")?;
+    raw.source(Sym::Heads, "num_key_value_heads·num_experts_per_tok");
+    raw.mul(kv, hd, "num_key_value_heads·kv_channels")?;
+    raw.mul(f, 2, "2·intermediate_size")?;
+    let n = raw.layer_count("num_hidden_layers", layers)?;
+    let tied = raw.flag_or("tie_word_embeddings", true, reason)?;
+    let hidden = || Expr::sym(Sym::Hidden, d);
+    let e = || Expr::sym(Sym::Experts, experts);
+    let kv_width = || {
+        Expr::product(vec![
+            Expr::sym(Sym::KvHeads, kv),
+            Expr::sym(Sym::HeadDim, hd),
+        ])
+    };
+    let ffn = || Expr::sym(Sym::ExpertFfn, f);
+    let extras = vec![
+        Extra::linear(
+            "self_attention.kv_proj.weight",
+            "attention",
+            Category::Attention,
+            hidden(),
+            Expr::product(vec![Expr::Lit(2), kv_width()]),
+        ),
+        Extra::linear(
+            "self_attention.experts.input_linear.weight",
+            "attention experts",
+            Category::MoeExperts,
+            hidden(),
+            kv_width(),
+        )
+        .times(e()),
+        Extra::linear(
+            "self_attention.experts.output_linear.weight",
+            "attention experts",
+            Category::MoeExperts,
+            kv_width(),
+            hidden(),
+        )
+        .times(e()),
+        Extra::vector(
+            "self_attention.experts.bias",
+            "attention experts",
+            Category::MoeExperts,
+            hidden(),
+        ),
+        Extra::linear(
+            "self_attention.experts.router.layer.weight",
+            "attention experts",
+            Category::MoeExperts,
+            hidden(),
+            e(),
+        ),
+        Extra::linear(
+            "mlp.input_linear.weight",
+            "mlp experts",
+            Category::Ffn,
+            hidden(),
+            Expr::product(vec![Expr::Lit(2), ffn()]),
+        )
+        .times(e()),
+        Extra::linear(
+            "mlp.output_linear.weight",
+            "mlp experts",
+            Category::Ffn,
+            ffn(),
+            hidden(),
+        )
+        .times(e()),
+        Extra::vector("mlp.bias", "mlp experts", Category::Ffn, hidden()),
+        Extra::linear(
+            "mlp.router.layer.weight",
+            "router",
+            Category::MoeRouter,
+            hidden(),
+            e(),
+        ),
+    ];
+    let layer = Layer {
+        attention: llmsize_core::spec::Attention::CacheOnly(crate::hf_config::decoder::mha(
+            d, heads, kv, hd, false,
+        )),
+        cross_attention: None,
+        ffn: Ffn::Absent,
+        norms: vec![llmsize_core::spec::Norm::rms_norm(d); 2],
+        sliding_window: None,
+        extras,
+        state: None,
+    };
+    Ok(crate::hf_config::decoder::Decoder::new(
+        family.model_type,
+        crate::hf_config::architecture(raw, family.architecture),
+        d,
+        vocab,
+        Layers::repeat(layer, n as u64),
+        Some(llmsize_core::spec::Norm::rms_norm(d)),
+        tied,
+    )
+    .into_spec())
+}
+
+// ---------------------------------------------------------------------------------------------
+// dots.llm3 (dots3-note): MLA with per-layer shapes, a gated output and a DSA indexer.
+
+/// A DeepSeek Sparse Attention indexer on MLA (`…Indexer`: `wq_b` `q_lora_rank →
+/// index_n_heads·index_head_dim`, `wk` `d → index_head_dim`, `k_norm` a `LayerNorm` of
+/// `index_head_dim` with bias, `weights_proj` `d → index_n_heads`), all attention.
+fn dsa_indexer_extras(d: u64, q_lora: u64, heads: u64, dim: u64) -> Vec<Extra> {
+    let idx = || Expr::sym(Sym::Named("d_idx"), dim);
+    let n = || Expr::sym(Sym::Named("index_n_heads"), heads);
+    let part = "indexer";
+    vec![
+        Extra::linear(
+            "self_attn.indexer.wq_b.weight",
+            part,
+            Category::Attention,
+            Expr::sym(Sym::QueryRank, q_lora),
+            Expr::product(vec![n(), idx()]),
+        ),
+        Extra::linear(
+            "self_attn.indexer.wk.weight",
+            part,
+            Category::Attention,
+            Expr::sym(Sym::Hidden, d),
+            idx(),
+        ),
+        Extra::vector(
+            "self_attn.indexer.k_norm.weight",
+            part,
+            Category::Attention,
+            idx(),
+        ),
+        Extra::vector(
+            "self_attn.indexer.k_norm.bias",
+            part,
+            Category::Attention,
+            idx(),
+        ),
+        Extra::linear(
+            "self_attn.indexer.weights_proj.weight",
+            part,
+            Category::Attention,
+            Expr::sym(Sym::Hidden, d),
+            n(),
+        ),
+    ]
+}
+
+/// One override map per layer (`None`: the global config).
+pub(crate) type Overrides<'a> = Vec<Option<&'a Map<String, Value>>>;
+
+/// `per_layer_config` (a sparse map from layer index, an integer or a zero-padded string, to
+/// the attributes that differ from the global config), as one override map per layer.
+pub(crate) fn per_layer_overrides<'a>(
+    raw: &RawConfig<'a>,
+    n: usize,
+) -> Result<Option<Overrides<'a>>, ConfigError> {
+    let Some(v) = raw.value("per_layer_config") else {
+        return Ok(None);
+    };
+    let map = match v {
+        Value::Null => return Ok(None),
+        Value::Object(m) => m,
+        _ => return Err(raw.invalid("per_layer_config", v, "a map from layer index to overrides")),
+    };
+    let mut out = vec![None; n];
+    for (k, o) in map {
+        let i = k.parse::<usize>().ok().filter(|i| *i < n).ok_or_else(|| {
+            raw.invalid(
+                "per_layer_config",
+                &Value::from(k.as_str()),
+                &format!("layer indices below {n}"),
+            )
+        })?;
+        let o = o.as_object().ok_or_else(|| {
+            raw.invalid(&format!("per_layer_config.{k}"), o, "a map of overrides")
+        })?;
+        if let Some(slot) = out.get_mut(i) {
+            *slot = Some(o);
+        }
+    }
+    Ok(Some(out))
+}
+
+/// One dots.llm3 layer's attention shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Dots3Attention {
+    heads: u64,
+    q_lora: u64,
+    kv_lora: u64,
+    nope: u64,
+    rope: u64,
+    v: u64,
+    bias: bool,
+    window: Option<u64>,
+    indexer: Option<(u64, u64)>,
+}
+
+/// dots.llm3's text model (`modeling_dots3_note.py`). Each layer's attention reads its own
+/// config (`per_layer_config[i]`: the global keys with the layer's overrides): DeepSeek's
+/// MLA (`q_a_proj`, `q_a_layernorm`, `q_b_proj`, `kv_a_proj_with_mqa`, `kv_a_layernorm`,
+/// `kv_b_proj`, `o_proj`; `attention_bias` on the down projections and `o_proj`), a
+/// per-head sigmoid gate `g_proj` (`d → n_h`), an `RMSNorm` of the rotary key
+/// (`k_rope_only_layernorm`, a norm by the truth's rules); `indexed_attention` layers add the
+/// DSA indexer, whose keys are cached beside the latent, and `sliding_attention` layers keep
+/// `sliding_window` tokens. Layer kinds: `layer_types`, else the first two, every 4th from 1
+/// (indexed, or full without `use_dsa`) and sliding between (none without
+/// `use_sliding_window`); when `per_layer_config` is absent, sliding layers take the `swa_*`
+/// shapes (64 heads, ranks 1024/1024, `qk_nope_head_dim` 192, `v_head_dim` 128,
+/// `head_dim` 256). MoE layers (`mlp_layer_types`, else from layer `first_k_dense_replace`
+/// (1) on every `moe_layer_freq`-th): `n_routed_experts` of `moe_intermediate_size`, a
+/// bias-free router, `n_shared_experts` × `shared_experts_intermediate_size` as one shared
+/// MLP; dense layers `intermediate_size`.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one list of the keys `Dots3NoteTextConfig.__post_init__` derives"
+)]
+pub(crate) fn read_dots3_note_text(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    _: crate::hf_config::HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let reason = "absent; `Dots3NoteTextConfig` default";
+    let d = raw.size_or(&["hidden_size"], Sym::Hidden, 5120, reason)?;
+    let layers = raw.size_or(&["num_hidden_layers"], Sym::Layers, 46, reason)?;
+    let vocab = raw.size_or(&["vocab_size"], Sym::Vocab, 152_064, reason)?;
+    let n = raw.layer_count("num_hidden_layers", layers)?;
+    let tied = raw.flag_or("tie_word_embeddings", false, reason)?;
+    // Layer kinds.
+    let use_dsa = match raw.flag("use_dsa")? {
+        Some(b) => Some(b),
+        None if raw.has("per_layer_config") => None,
+        None => Some(true),
+    };
+    let use_sliding = raw.flag("use_sliding_window")?.unwrap_or(true);
+    let mut types: Vec<String> = match raw.value("layer_types") {
+        Some(v) if !v.is_null() => {
+            let list = v
+                .as_array()
+                .ok_or_else(|| raw.invalid("layer_types", v, "a list of layer kinds"))?;
+            if list.len() != n {
+                return Err(raw.invalid("layer_types", v, &format!("one entry per layer ({n})")));
+            }
+            list.iter()
+                .map(|t| {
+                    t.as_str().map(str::to_owned).ok_or_else(|| {
+                        raw.invalid("layer_types", t, "strings such as `indexed_attention`")
+                    })
+                })
+                .collect::<Result<_, _>>()?
+        }
+        _ => {
+            let full = if use_dsa == Some(false) {
+                "full_attention"
+            } else {
+                "indexed_attention"
+            };
+            (0..n)
+                .map(|i| {
+                    if !use_sliding || i < 2 || i % 4 == 1 {
+                        full.to_owned()
+                    } else {
+                        "sliding_attention".to_owned()
+                    }
+                })
+                .collect()
+        }
+    };
+    if let Some(dsa) = use_dsa {
+        let (old, new) = if dsa {
+            ("full_attention", "indexed_attention")
+        } else {
+            ("indexed_attention", "full_attention")
+        };
+        for t in &mut types {
+            if t == old {
+                new.clone_into(t);
+            }
+        }
+    }
+    for t in &types {
+        if !matches!(
+            t.as_str(),
+            "full_attention" | "indexed_attention" | "sliding_attention"
+        ) {
+            return Err(raw.invalid(
+                "layer_types",
+                &Value::from(t.as_str()),
+                "`full_attention`, `indexed_attention` or `sliding_attention`",
+            ));
+        }
+    }
+    // Per-layer overrides: given, or the `swa_*` shapes on sliding layers.
+    let given = per_layer_overrides(raw, n)?;
+    let mut swa = Map::new();
+    if given.is_none() {
+        let mut put =
+            |raw: &mut RawConfig<'_>, name: &str, default: u64| -> Result<u64, ConfigError> {
+                let key = format!("swa_{name}");
+                let v = if let Some(v) = raw.size_opt(&key)? {
+                    v
+                } else {
+                    raw.assume(&key, default, reason);
+                    default
+                };
+                swa.insert(name.to_owned(), Value::from(v));
+                Ok(v)
+            };
+        put(raw, "num_attention_heads", 64)?;
+        put(raw, "num_key_value_heads", 64)?;
+        put(raw, "q_lora_rank", 1024)?;
+        put(raw, "kv_lora_rank", 1024)?;
+        let head = put(raw, "head_dim", 256)?;
+        let nope = put(raw, "qk_nope_head_dim", 192)?;
+        put(raw, "v_head_dim", 128)?;
+        let rope = match raw.size_opt("swa_qk_rope_head_dim")? {
+            Some(r) => r,
+            None => head.checked_sub(nope).filter(|r| *r > 0).ok_or_else(|| {
+                raw.invalid(
+                    "swa_qk_nope_head_dim",
+                    &nope.into(),
+                    "below `swa_head_dim` (the rotary part is the rest)",
+                )
+            })?,
+        };
+        swa.insert("qk_rope_head_dim".to_owned(), Value::from(rope));
+    }
+    // A layer's attribute: its override, else the global key, else the class default.
+    let global =
+        |raw: &mut RawConfig<'_>, key: &str, sym: Sym, default: u64| -> Result<u64, ConfigError> {
+            raw.size_or(&[key], sym, default, reason)
+        };
+    let g_heads = global(raw, "num_attention_heads", Sym::Heads, 128)?;
+    let g_q_lora = if raw.has("q_lora_rank") && raw.value("q_lora_rank").is_none() {
+        return Err(raw.invalid(
+            "q_lora_rank",
+            &Value::Null,
+            "a rank: Dots 3 Note requires q_lora_rank for MLA queries",
+        ));
+    } else {
+        global(raw, "q_lora_rank", Sym::QueryRank, 1024)?
+    };
+    let g_kv_lora = global(raw, "kv_lora_rank", Sym::KvRank, 512)?;
+    let g_nope = global(raw, "qk_nope_head_dim", Sym::NopeDim, 128)?;
+    let g_rope = global(raw, "qk_rope_head_dim", Sym::RopeDim, 64)?;
+    let g_v = global(raw, "v_head_dim", Sym::ValueDim, 128)?;
+    let g_idx_heads = global(raw, "index_n_heads", Sym::Named("index_n_heads"), 64)?;
+    let g_idx_dim = global(raw, "index_head_dim", Sym::Named("d_idx"), 128)?;
+    let g_bias = raw.flag_or("attention_bias", false, reason)?;
+    let g_window = match raw.size_opt("sliding_window")? {
+        Some(w) => w,
+        None => {
+            if let Some(w) = raw.size_opt("sliding_window_size")? {
+                w
+            } else {
+                raw.assume("sliding_window", 512, reason);
+                512
+            }
+        }
+    };
+    let mut kinds = Vec::with_capacity(n);
+    for (i, t) in types.iter().enumerate() {
+        let o: Option<&Map<String, Value>> = match &given {
+            Some(list) => list.get(i).copied().flatten(),
+            None if t == "sliding_attention" => Some(&swa),
+            None => None,
+        };
+        let get = |key: &str, g: u64| -> Result<u64, ConfigError> {
+            match o.and_then(|m| m.get(key)) {
+                None => Ok(g),
+                Some(v) => v.as_u64().filter(|x| *x > 0).ok_or_else(|| {
+                    raw.invalid(
+                        &format!("per_layer_config.{i}.{key}"),
+                        v,
+                        "a positive integer",
+                    )
+                }),
+            }
+        };
+        let heads = get("num_attention_heads", g_heads)?;
+        let kv_heads = match o.and_then(|m| m.get("num_key_value_heads")) {
+            Some(_) => get("num_key_value_heads", heads)?,
+            None if o.is_some_and(|m| m.contains_key("num_attention_heads")) => heads,
+            None => heads,
+        };
+        if kv_heads != heads {
+            return Err(raw.invalid(
+                "num_key_value_heads",
+                &kv_heads.into(),
+                &format!("the layer's `num_attention_heads` ({heads})"),
+            ));
+        }
+        if o.and_then(|m| m.get("q_lora_rank"))
+            .is_some_and(Value::is_null)
+        {
+            return Err(raw.invalid(
+                &format!("per_layer_config.{i}.q_lora_rank"),
+                &Value::Null,
+                "a rank: Dots 3 Note requires q_lora_rank for MLA queries",
+            ));
+        }
+        let bias = match o.and_then(|m| m.get("attention_bias")) {
+            None => g_bias,
+            Some(Value::Bool(b)) => *b,
+            Some(v) => {
+                return Err(raw.invalid(
+                    &format!("per_layer_config.{i}.attention_bias"),
+                    v,
+                    "`true` or `false`",
+                ));
+            }
+        };
+        let indexed = t == "indexed_attention";
+        kinds.push(Dots3Attention {
+            heads,
+            q_lora: get("q_lora_rank", g_q_lora)?,
+            kv_lora: get("kv_lora_rank", g_kv_lora)?,
+            nope: get("qk_nope_head_dim", g_nope)?,
+            rope: get("qk_rope_head_dim", g_rope)?,
+            v: get("v_head_dim", g_v)?,
+            bias,
+            window: if t == "sliding_attention" {
+                Some(get("sliding_window", g_window)?)
+            } else {
+                None
+            },
+            indexer: if indexed {
+                Some((
+                    get("index_n_heads", g_idx_heads)?,
+                    get("index_head_dim", g_idx_dim)?,
+                ))
+            } else {
+                None
+            },
+        });
+    }
+    // MLP kinds.
+    let sparse: Vec<bool> = match raw.value("mlp_layer_types") {
+        Some(v) if !v.is_null() => {
+            let list = v
+                .as_array()
+                .ok_or_else(|| raw.invalid("mlp_layer_types", v, "a list of `dense`/`sparse`"))?;
+            if list.len() != n {
+                return Err(raw.invalid(
+                    "mlp_layer_types",
+                    v,
+                    &format!("one entry per layer ({n})"),
+                ));
+            }
+            list.iter()
+                .map(|t| match t.as_str() {
+                    Some("sparse") => Ok(true),
+                    Some("dense") => Ok(false),
+                    _ => Err(raw.invalid("mlp_layer_types", t, "`dense` or `sparse`")),
+                })
+                .collect::<Result<_, _>>()?
+        }
+        _ => {
+            let first = raw.uint("first_k_dense_replace")?.unwrap_or(1);
+            let freq = raw.value("moe_layer_freq");
+            (0..n)
+                .map(|i| {
+                    let on = match freq {
+                        None => true,
+                        Some(Value::Array(list)) => list.get(i).is_some_and(truthy),
+                        Some(v) => match v.as_u64() {
+                            Some(f) if f > 0 => (i as u64).is_multiple_of(f),
+                            _ => {
+                                return Err(raw.invalid(
+                                    "moe_layer_freq",
+                                    v,
+                                    "a positive integer or a flag per layer",
+                                ));
+                            }
+                        },
+                    };
+                    Ok(i as u64 >= first && on)
+                })
+                .collect::<Result<_, _>>()?
+        }
+    };
+    let experts = raw.size_or(
+        &["n_routed_experts", "num_local_experts"],
+        Sym::Experts,
+        256,
+        reason,
+    )?;
+    let top_k = raw.size_or(&["num_experts_per_tok"], Sym::TopK, 8, reason)?;
+    if top_k > experts {
+        return Err(raw.invalid(
+            "num_experts_per_tok",
+            &top_k.into(),
+            &format!("at most the number of experts ({experts})"),
+        ));
+    }
+    let width = raw.size_or(&["moe_intermediate_size"], Sym::ExpertFfn, 1536, reason)?;
+    let shared_width = raw.size_or(
+        &[
+            "shared_experts_intermediate_size",
+            "moe_shared_expert_intermediate_size",
+        ],
+        Sym::Named("shared_experts_intermediate_size"),
+        1536,
+        reason,
+    )?;
+    let shared_count = raw.size_or(
+        &["n_shared_experts"],
+        Sym::Named("n_shared_experts"),
+        1,
+        reason,
+    )?;
+    let shared = raw.mul(
+        shared_width,
+        shared_count,
+        "shared_experts_intermediate_size·n_shared_experts",
+    )?;
+    raw.source(
+        Sym::SharedFfn,
+        "shared_experts_intermediate_size·n_shared_experts",
+    );
+    let dense_width = raw.size_or(&["intermediate_size"], Sym::Ffn, 13824, reason)?;
+    let moe = llmsize_core::spec::Moe {
+        num_experts: experts,
+        experts_per_token: top_k,
+        expert: crate::hf_config::decoder::mlp(d, width, true, false),
+        router_bias: false,
+        shared: Some(crate::hf_config::decoder::mlp(d, shared, true, false)),
+        shared_gate: false,
+    };
+    let dense = crate::hf_config::decoder::mlp(d, dense_width, true, false);
+    let keys = kinds.into_iter().zip(sparse);
+    let stack = Layers::from_pattern(keys, |&(a, sparse)| {
+        let mut extras = vec![Extra::linear(
+            "self_attn.g_proj.weight",
+            "attention",
+            Category::Attention,
+            Expr::sym(Sym::Hidden, d),
+            Expr::sym(Sym::Heads, a.heads),
+        )];
+        if let Some((heads, dim)) = a.indexer {
+            extras.extend(dsa_indexer_extras(d, a.q_lora, heads, dim));
+        }
+        let latent = llmsize_core::spec::LatentAttention {
+            hidden: d,
+            num_heads: a.heads,
+            q_lora_rank: Some(a.q_lora),
+            kv_lora_rank: a.kv_lora,
+            qk_nope_head_dim: a.nope,
+            qk_rope_head_dim: a.rope,
+            v_head_dim: a.v,
+            bias: a.bias,
+            // `Dots3NoteTextModel` builds the indexed layers' rotary tables from
+            // `inputs_embeds.float()`, so the indexer's rotated keys are cached in float32
+            // whatever the model's dtype: four bytes an element, two bf16 widths.
+            indexer_key_dim: a.indexer.map(|(_, dim)| dim.saturating_mul(2)),
+            category: Category::Attention,
+        };
+        let attention = if a.window.is_some() {
+            extras.extend(latent_extras(&latent));
+            windowed_latent_cache(&latent)
+        } else {
+            llmsize_core::spec::Attention::Latent(latent)
+        };
+        Layer {
+            attention,
+            cross_attention: None,
+            ffn: if sparse {
+                Ffn::Moe(moe.clone())
+            } else {
+                Ffn::Dense(dense)
+            },
+            norms: vec![
+                llmsize_core::spec::Norm::rms_norm(d),
+                llmsize_core::spec::Norm::rms_norm(d),
+                llmsize_core::spec::Norm::rms_norm(a.rope),
+            ],
+            sliding_window: a.window,
+            extras,
+            state: None,
+        }
+    });
+    Ok(crate::hf_config::decoder::Decoder::new(
+        family.model_type,
+        crate::hf_config::architecture(raw, family.architecture),
+        d,
+        vocab,
+        stack,
+        Some(llmsize_core::spec::Norm::rms_norm(d)),
+        tied,
+    )
+    .into_spec())
+}
+
+/// An MLA's tensors as extras (`q_a_proj`, `q_a_layernorm`, `q_b_proj`, `kv_a_proj_with_mqa`,
+/// `kv_a_layernorm`, `kv_b_proj`, `o_proj`; `bias` on the down projections and `o_proj`),
+/// counted as [`LatentAttention`](llmsize_core::spec::LatentAttention) counts them, for a
+/// sliding-window MLA layer whose cache [`windowed_latent_cache`] holds.
+fn latent_extras(a: &llmsize_core::spec::LatentAttention) -> Vec<Extra> {
+    let part = "attention (MLA, sliding)";
+    let c = a.category;
+    let hidden = || Expr::sym(Sym::Hidden, a.hidden);
+    let heads = || Expr::sym(Sym::Heads, a.num_heads);
+    let rope = || Expr::sym(Sym::RopeDim, a.qk_rope_head_dim);
+    let kv = || Expr::sym(Sym::KvRank, a.kv_lora_rank);
+    let qk = || {
+        Expr::product(vec![
+            heads(),
+            Expr::sum(vec![Expr::sym(Sym::NopeDim, a.qk_nope_head_dim), rope()]),
+        ])
+    };
+    let out = || Expr::product(vec![heads(), Expr::sym(Sym::ValueDim, a.v_head_dim)]);
+    let mut e = Vec::new();
+    match a.q_lora_rank {
+        Some(r) => {
+            let q = || Expr::sym(Sym::QueryRank, r);
+            e.push(Extra::linear(
+                "self_attn.q_a_proj.weight",
+                part,
+                c,
+                hidden(),
+                q(),
+            ));
+            if a.bias {
+                e.push(Extra::vector("self_attn.q_a_proj.bias", part, c, q()));
+            }
+            e.push(Extra::vector(
+                "self_attn.q_a_layernorm.weight",
+                part,
+                c,
+                q(),
+            ));
+            e.push(Extra::linear(
+                "self_attn.q_b_proj.weight",
+                part,
+                c,
+                q(),
+                qk(),
+            ));
+        }
+        None => e.push(Extra::linear(
+            "self_attn.q_proj.weight",
+            part,
+            c,
+            hidden(),
+            qk(),
+        )),
+    }
+    let down = || Expr::sum(vec![kv(), rope()]);
+    e.push(Extra::linear(
+        "self_attn.kv_a_proj_with_mqa.weight",
+        part,
+        c,
+        hidden(),
+        down(),
+    ));
+    if a.bias {
+        e.push(Extra::vector(
+            "self_attn.kv_a_proj_with_mqa.bias",
+            part,
+            c,
+            down(),
+        ));
+    }
+    e.push(Extra::vector(
+        "self_attn.kv_a_layernorm.weight",
+        part,
+        c,
+        kv(),
+    ));
+    e.push(Extra::linear(
+        "self_attn.kv_b_proj.weight",
+        part,
+        c,
+        kv(),
+        Expr::product(vec![
+            heads(),
+            Expr::sum(vec![
+                Expr::sym(Sym::NopeDim, a.qk_nope_head_dim),
+                Expr::sym(Sym::ValueDim, a.v_head_dim),
+            ]),
+        ]),
+    ));
+    e.push(Extra::linear(
+        "self_attn.o_proj.weight",
+        part,
+        c,
+        out(),
+        hidden(),
+    ));
+    if a.bias {
+        e.push(Extra::vector("self_attn.o_proj.bias", part, c, hidden()));
+    }
+    e
+}
+
+/// The cache of a sliding-window MLA layer: the latent (`kv_lora_rank + qk_rope_head_dim`,
+/// plus any indexer key) per kept token. llmsize's latent caches do not slide, so the layer
+/// caches it as one head, which the window then trims as transformers'
+/// `DynamicSlidingWindowLayer` does; its weights are [`latent_extras`]. The head is as wide as
+/// the mean of the query/key and value head widths, so the score and value products count as
+/// MLA's do (as for MiMo-V2-Flash), and the rest of the latent is held as an index key.
+fn windowed_latent_cache(a: &llmsize_core::spec::LatentAttention) -> llmsize_core::spec::Attention {
+    let latent = a
+        .kv_lora_rank
+        .saturating_add(a.qk_rope_head_dim)
+        .saturating_add(a.indexer_key_dim.unwrap_or(0));
+    let mean = a
+        .qk_nope_head_dim
+        .saturating_add(a.qk_rope_head_dim)
+        .saturating_add(a.v_head_dim)
+        / 2;
+    // One head of `d_h` caches `2·d_h`; a latent narrower than that is held as half-width heads.
+    let head = if mean > 0 && latent >= mean.saturating_mul(2) {
+        mean
+    } else {
+        (latent / 2).max(1)
+    };
+    let mut s = crate::hf_config::decoder::mha(a.hidden, a.num_heads, 1, head, false);
+    let rest = latent.saturating_sub(head.saturating_mul(2));
+    s.indexer_key_dim = (rest > 0).then_some(rest);
+    llmsize_core::spec::Attention::CacheOnly(s)
+}
+
+// ---------------------------------------------------------------------------------------------
+// A.X-K2: DeepSeek-V3.2's MLA with a fused query/gate projection and gated norms.
+
+/// A.X-K2 (`modeling_axk2.py`): DeepSeek's MLA without `q_b_proj`: `q_gate_proj` maps the
+/// normed and the raw query latents (`2·q_lora_rank`) to each head's query and an output
+/// gate (`n_h·(qk_head_dim + v_head_dim)`), held here as the MLA's `q_b_proj` (the normed
+/// half to the queries) plus two extras (the raw half to the queries, both halves to the
+/// gates); the DSA indexer on every layer (its keys cached beside the latent). The input
+/// norm, and the post-attention norm of MoE layers, are gated (`GatedRMSNorm`: an `RMSNorm`
+/// and a low-rank `fc1` `d → gated_norm_rank`, `fc2` back, under `mlp` in the truth's
+/// rules). MoE layers (`mlp_layer_types`, else from `first_k_dense_replace` on every
+/// `moe_layer_freq`-th): `n_routed_experts` of `moe_intermediate_size`, a bias-free router,
+/// `n_shared_experts` of that width as one shared MLP.
+const AXK2: Block = Block {
+    kv_default: None,
+    attention: AttentionRule::Latent {
+        q_lora_default: Some(384),
+        bias: Switch::Key("attention_bias", false),
+    },
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 5120),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["n_routed_experts", "num_local_experts"], 128),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 512),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["n_shared_experts"], 1)),
+        shared_gate: false,
+        sparsity: LISTED_DENSE,
+    }),
+    ..LLAMA
+};
+
+/// `AXK2Config`'s defaults for the MLA sizes, written in when absent; a null `q_lora_rank`
+/// is refused as its `validate_architecture` does.
+fn axk2_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+    if raw.has("q_lora_rank") && raw.value("q_lora_rank").is_none() {
+        return Err(raw.invalid(
+            "q_lora_rank",
+            &Value::Null,
+            "a positive rank (A.X-K2 requires `q_lora_rank`)",
+        ));
+    }
+    let reason = "absent; `AXK2Config` default";
+    for (k, d) in [
+        ("hidden_size", 2048),
+        ("num_hidden_layers", 48),
+        ("num_attention_heads", 32),
+        ("vocab_size", 163_840),
+        ("kv_lora_rank", 128),
+        ("qk_rope_head_dim", 32),
+        ("v_head_dim", 64),
+        ("qk_nope_head_dim", 64),
+    ] {
+        if !raw.has(k) {
+            raw.assume(k, d, reason);
+            map.insert(k.to_owned(), Value::from(d));
+        }
+    }
+    // `mlp_layer_types` from `first_k_dense_replace` and `moe_layer_freq`, as A.X-K1's.
+    let snapshot = map.clone();
+    let mut inner = RawConfig::new(raw.file, &snapshot);
+    axk1_patch(&mut inner, map)
+}
+
+/// A.X-K2: the block, then the query/gate projection, the indexer and the gated norms.
+fn read_axk2(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    _: crate::hf_config::HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let mut spec = read_patched(raw, family, &AXK2, axk2_patch)?;
+    let reason = "absent; `AXK2Config` default";
+    let idx_heads = raw.size_or(&["index_n_heads"], Sym::Named("index_n_heads"), 16, reason)?;
+    let idx_dim = raw.size_or(&["index_head_dim"], Sym::Named("d_idx"), 128, reason)?;
+    let rank = raw.size_or(
+        &["gated_norm_rank"],
+        Sym::Named("gated_norm_rank"),
+        16,
+        reason,
+    )?;
+    let d = spec.hidden_size;
+    let gate = |name: &'static str| -> [Extra; 2] {
+        [
+            Extra::linear(
+                format!("{name}.mlp.fc1.weight"),
+                "gated norm",
+                Category::Ffn,
+                Expr::sym(Sym::Hidden, d),
+                Expr::sym(Sym::Named("gated_norm_rank"), rank),
+            ),
+            Extra::linear(
+                format!("{name}.mlp.fc2.weight"),
+                "gated norm",
+                Category::Ffn,
+                Expr::sym(Sym::Named("gated_norm_rank"), rank),
+                Expr::sym(Sym::Hidden, d),
+            ),
+        ]
+    };
+    remap_layers(
+        &mut spec,
+        |_| (),
+        |layer, ()| {
+            let mut l = layer.clone();
+            let sparse = matches!(l.ffn, Ffn::Moe(_));
+            if let llmsize_core::spec::Attention::Latent(a) = &mut l.attention {
+                a.indexer_key_dim = Some(idx_dim);
+                let r = a.q_lora_rank.unwrap_or(1);
+                let heads = || Expr::sym(Sym::Heads, a.num_heads);
+                let qk = Expr::product(vec![
+                    heads(),
+                    Expr::sum(vec![
+                        Expr::sym(Sym::NopeDim, a.qk_nope_head_dim),
+                        Expr::sym(Sym::RopeDim, a.qk_rope_head_dim),
+                    ]),
+                ]);
+                let extras = [
+                    Extra::linear(
+                        "self_attn.q_gate_proj.weight (raw latent → queries)",
+                        "attention",
+                        Category::Attention,
+                        Expr::sym(Sym::QueryRank, r),
+                        qk,
+                    ),
+                    Extra::linear(
+                        "self_attn.q_gate_proj.weight (latents → gates)",
+                        "attention",
+                        Category::Attention,
+                        Expr::product(vec![Expr::Lit(2), Expr::sym(Sym::QueryRank, r)]),
+                        Expr::product(vec![heads(), Expr::sym(Sym::ValueDim, a.v_head_dim)]),
+                    ),
+                ];
+                l.extras.extend(extras);
+                l.extras
+                    .extend(dsa_indexer_extras(d, r, idx_heads, idx_dim));
+            }
+            l.extras.extend(gate("input_layernorm"));
+            if sparse {
+                l.extras.extend(gate("post_attention_layernorm"));
+            }
+            Ok(l)
+        },
+    )?;
+    Ok(spec)
+}
+
+// ---------------------------------------------------------------------------------------------
+// HY-V4: DeepSeek-V3.2's MLA with shared top-k, output gates, sinks and hyper-connections.
+
+/// HY-V4 (`modeling_hy_v4.py`): DeepSeek's MLA (`q_lora_rank` 1536) with a sigmoid output
+/// gate `gate_proj` (`d → n_h·v_head_dim`) and a learned sink per head; the DSA indexer only
+/// on `full` layers of `indexer_types` (else layer 0 and every 4th from 1; `shared` layers
+/// reuse the previous top-k and cache no index keys). Every layer has two hyper-connections
+/// (`attn_hc`, `ffn_hc`: `fn` `hc_mult·d → 2·hc_mult`, `base` `2·hc_mult`, `scale` 2) and the
+/// model a hyper head (`hc_fn` `hc_mult·d → hc_mult`, `hc_base`, `hc_scale`), all
+/// `layer_extras`. MoE layers (`mlp_layer_types`, else all but the first): `n_routed_experts`
+/// of `moe_intermediate_size`, a bias-free router, `n_shared_experts` of that width as one
+/// shared MLP.
+const HY_V4: Block = Block {
+    kv_default: None,
+    attention: AttentionRule::Latent {
+        q_lora_default: Some(1536),
+        bias: Switch::Key("attention_bias", false),
+    },
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 6912),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["n_routed_experts", "num_local_experts"], 256),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 768),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["n_shared_experts"], 1)),
+        shared_gate: false,
+        sparsity: LISTED_DENSE,
+    }),
+    ..LLAMA
+};
+
+/// HY-V4-VL's text model (`modeling_hy_v4_vl.py`, `HYV4VLTextConfig`): HY-V4's layers with
+/// larger defaults.
+const HY_V4_VL_TEXT: Block = Block {
+    attention: AttentionRule::Latent {
+        q_lora_default: Some(2048),
+        bias: Switch::Key("attention_bias", false),
+    },
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 18432),
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["n_routed_experts", "num_local_experts"], 256),
+        top_k: key_or(&["num_experts_per_tok"], 8),
+        expert_width: key_or(&["moe_intermediate_size"], 2048),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Count(key_or(&["n_shared_experts"], 1)),
+        shared_gate: false,
+        sparsity: LISTED_DENSE,
+    }),
+    ..HY_V4
+};
+
+/// A HY-V4 text class: its block and the defaults of the keys read as required.
+struct HyV4Class {
+    block: &'static Block,
+    class: &'static str,
+    /// `hidden_size`, `num_hidden_layers`, `num_attention_heads`, `index_n_heads`.
+    sizes: [u64; 4],
+}
+
+/// HY-V4.
+const HY_V4_CLASS: HyV4Class = HyV4Class {
+    block: &HY_V4,
+    class: "HYV4Config",
+    sizes: [2816, 34, 32, 16],
+};
+
+/// HY-V4-VL's text model.
+const HY_V4_VL_TEXT_CLASS: HyV4Class = HyV4Class {
+    block: &HY_V4_VL_TEXT,
+    class: "HYV4VLTextConfig",
+    sizes: [6144, 78, 64, 32],
+};
+
+/// The class defaults of the sizes the block reads as required, and `mlp_layer_types`.
+fn hy_v4_patch(
+    raw: &mut RawConfig<'_>,
+    map: &mut Map<String, Value>,
+    c: &HyV4Class,
+) -> Result<(), ConfigError> {
+    if raw.has("q_lora_rank") && raw.value("q_lora_rank").is_none() {
+        return Err(raw.invalid(
+            "q_lora_rank",
+            &Value::Null,
+            "a positive rank (HY-V4's indexer reads the query latent)",
+        ));
+    }
+    let reason = format!("absent; `{}` default", c.class);
+    let [hidden, layers, heads, _] = c.sizes;
+    for (k, d) in [
+        ("hidden_size", hidden),
+        ("num_hidden_layers", layers),
+        ("num_attention_heads", heads),
+        ("vocab_size", 120_832),
+        ("kv_lora_rank", 512),
+        ("qk_rope_head_dim", 64),
+        ("v_head_dim", 256),
+        ("qk_nope_head_dim", 192),
+    ] {
+        if !raw.has(k) {
+            raw.assume(k, d, &reason);
+            map.insert(k.to_owned(), Value::from(d));
+        }
+    }
+    let snapshot = map.clone();
+    let mut inner = RawConfig::new(raw.file, &snapshot);
+    dense_first_layer(&mut inner, map)
+}
+
+/// HY-V4's text model: the block, then gates, sinks, indexers and hyper-connections.
+fn read_hy_v4(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    c: &HyV4Class,
+) -> Result<ModelSpec, ConfigError> {
+    let mut spec = read_patched(raw, family, c.block, |r, m| hy_v4_patch(r, m, c))?;
+    let reason = &format!("absent; `{}` default", c.class);
+    let [_, _, _, idx_default] = c.sizes;
+    let idx_heads = raw.size_or(
+        &["index_n_heads"],
+        Sym::Named("index_n_heads"),
+        idx_default,
+        reason,
+    )?;
+    let idx_dim = raw.size_or(&["index_head_dim"], Sym::Named("d_idx"), 128, reason)?;
+    let hc = raw.size_or(&["hc_mult"], Sym::Named("hc_mult"), 4, reason)?;
+    let n = spec.num_layers();
+    let full: Vec<bool> = match raw.value("indexer_types") {
+        Some(v) if !v.is_null() => {
+            let list = v
+                .as_array()
+                .ok_or_else(|| raw.invalid("indexer_types", v, "a list of `full`/`shared`"))?;
+            if list.len() as u64 != n {
+                return Err(raw.invalid("indexer_types", v, &format!("one entry per layer ({n})")));
+            }
+            list.iter()
+                .map(|t| match t.as_str() {
+                    Some("full") => Ok(true),
+                    Some("shared") => Ok(false),
+                    _ => Err(raw.invalid("indexer_types", t, "`full` or `shared`")),
+                })
+                .collect::<Result<_, _>>()?
+        }
+        _ => (0..n)
+            .map(|i| i == 0 || (i - 1).is_multiple_of(4))
+            .collect(),
+    };
+    let d = spec.hidden_size;
+    raw.mul(hc, d, "hc_mult·hidden_size")?;
+    let hc_sym = || Expr::sym(Sym::Named("hc_mult"), hc);
+    let streams = || Expr::product(vec![hc_sym(), Expr::sym(Sym::Hidden, d)]);
+    let connection = |name: &'static str| -> [Extra; 3] {
+        let two = || Expr::product(vec![Expr::Lit(2), hc_sym()]);
+        [
+            Extra::linear(
+                format!("{name}.fn"),
+                "hyper-connections",
+                Category::LayerExtras,
+                streams(),
+                two(),
+            ),
+            Extra::vector(
+                format!("{name}.base"),
+                "hyper-connections",
+                Category::LayerExtras,
+                two(),
+            ),
+            Extra::vector(
+                format!("{name}.scale"),
+                "hyper-connections",
+                Category::LayerExtras,
+                Expr::Lit(2),
+            ),
+        ]
+    };
+    remap_layers(
+        &mut spec,
+        |i| usize::try_from(i).ok().and_then(|i| full.get(i)).copied() == Some(true),
+        |layer, own| {
+            let own = *own;
+            let mut l = layer.clone();
+            if let llmsize_core::spec::Attention::Latent(a) = &mut l.attention {
+                let heads = || Expr::sym(Sym::Heads, a.num_heads);
+                l.extras.push(Extra::linear(
+                    "self_attn.gate_proj.weight",
+                    "attention",
+                    Category::Attention,
+                    Expr::sym(Sym::Hidden, d),
+                    Expr::product(vec![heads(), Expr::sym(Sym::ValueDim, a.v_head_dim)]),
+                ));
+                l.extras.push(Extra::vector(
+                    "self_attn.sinks",
+                    "attention",
+                    Category::Attention,
+                    heads(),
+                ));
+                if own {
+                    a.indexer_key_dim = Some(idx_dim);
+                    let r = a.q_lora_rank.unwrap_or(1);
+                    l.extras
+                        .extend(dsa_indexer_extras(d, r, idx_heads, idx_dim));
+                }
+            }
+            l.extras.extend(connection("attn_hc"));
+            l.extras.extend(connection("ffn_hc"));
+            Ok(l)
+        },
+    )?;
+    spec.extras.push(Extra::linear(
+        "model.hc_head.hc_fn",
+        "hyper-connections",
+        Category::LayerExtras,
+        streams(),
+        hc_sym(),
+    ));
+    spec.extras.push(Extra::vector(
+        "model.hc_head.hc_base",
+        "hyper-connections",
+        Category::LayerExtras,
+        hc_sym(),
+    ));
+    spec.extras.push(Extra::vector(
+        "model.hc_head.hc_scale",
+        "hyper-connections",
+        Category::LayerExtras,
+        Expr::Lit(1),
+    ));
+    Ok(spec)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inkling 2 Loop (text).
+
+/// Inkling 2 Loop's text model (`modeling_inkling2_loop.py`): Inkling 2's layers with the
+/// `Inkling2LoopTextConfig` defaults, where layers `loop_layer_index_start` to
+/// `loop_layer_index_end − 1` (`loop_config.core_start`/`core_end`) run `loop_num_passes`
+/// times (`loop_config.num_passes`). Each pass appends its own copies of those layers' caches
+/// (keys and values, and the float32 convolution states), held as `passes` times the KV heads
+/// transformers caches and `passes` times the conv state. Each looped layer adds four
+/// message gates (q, k, v, MLP: `down_proj` `2d → loop_gate_rank`, `forget_gate_proj` and
+/// `message_gate_proj` `loop_gate_rank → d`; `layer_extras`), and the model the message
+/// queries (`message_input.query`: one `d` per message and looped layer; attention).
+#[allow(
+    clippy::too_many_lines,
+    reason = "the loop keys and their checks, as `Inkling2LoopTextConfig` has them"
+)]
+fn read_inkling2_loop_text(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    head: crate::hf_config::HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let reason = "absent; `Inkling2LoopTextConfig` default";
+    let mut map = raw.map.clone();
+    for (k, d) in [
+        ("hidden_size", 2304),
+        ("num_hidden_layers", 24),
+        ("num_attention_heads", 24),
+        ("num_key_value_heads", 8),
+        ("head_dim", 128),
+        ("vocab_size", 201_024),
+        ("unpadded_vocab_size", 200_058),
+        ("swa_num_attention_heads", 24),
+        ("swa_num_key_value_heads", 8),
+        ("swa_head_dim", 128),
+        ("sliding_window_size", 1024),
+        ("d_rel", 16),
+        ("rel_extent", 1024),
+        ("moe_intermediate_size", 1152),
+        ("n_routed_experts", 128),
+        ("num_experts_per_tok", 8),
+    ] {
+        if !(raw.has(k) || k == "sliding_window_size" && raw.has("sliding_window")) {
+            raw.assume(k, d, reason);
+            map.insert(k.to_owned(), Value::from(d));
+        }
+    }
+    let mut inner = RawConfig::new(raw.file, &map);
+    let mut spec = read_inkling2_text(&mut inner, family, head)?;
+    for a in inner.assumptions {
+        raw.assume(&a.field, a.value, &a.reason);
+    }
+    for (symbol, source) in inner.sources {
+        raw.source(symbol, &source);
+    }
+    raw.read.borrow_mut().extend(inner.read.into_inner());
+    // The loop keys: `loop_config` wins over the flat ones.
+    let loop_config = raw.value("loop_config").and_then(Value::as_object);
+    let loop_key =
+        |raw: &mut RawConfig<'_>, old: &str, key: &str, default: u64| -> Result<u64, ConfigError> {
+            if let Some(v) = loop_config.and_then(|m| m.get(old)) {
+                return v.as_u64().ok_or_else(|| {
+                    raw.invalid(&format!("loop_config.{old}"), v, "a non-negative integer")
+                });
+            }
+            if let Some(v) = raw.uint(key)? {
+                Ok(v)
+            } else {
+                raw.assume(key, default, reason);
+                Ok(default)
+            }
+        };
+    let start = loop_key(raw, "core_start", "loop_layer_index_start", 6)?;
+    let end = loop_key(raw, "core_end", "loop_layer_index_end", 18)?;
+    let passes = loop_key(raw, "num_passes", "loop_num_passes", 3)?;
+    let rank = loop_key(raw, "gate_rank", "loop_gate_rank", 64)?;
+    let block = raw.size_or(
+        &["n_layers_per_attn_res_block"],
+        Sym::Named("n_layers_per_attn_res_block"),
+        6,
+        reason,
+    )?;
+    let n = spec.num_layers();
+    if passes == 0 {
+        return Err(raw.invalid("loop_num_passes", &passes.into(), "at least 1"));
+    }
+    if rank == 0 {
+        return Err(raw.invalid("loop_gate_rank", &rank.into(), "a positive rank"));
+    }
+    if start == 0 || !start.is_multiple_of(block) {
+        return Err(raw.invalid(
+            "loop_layer_index_start",
+            &start.into(),
+            &format!("a positive multiple of `n_layers_per_attn_res_block` ({block})"),
+        ));
+    }
+    if !end.is_multiple_of(block) || end <= start || end > n {
+        return Err(raw.invalid(
+            "loop_layer_index_end",
+            &end.into(),
+            &format!(
+                "a multiple of `n_layers_per_attn_res_block` ({block}) after the start ({start}), at most the layers ({n})"
+            ),
+        ));
+    }
+    let d = spec.hidden_size;
+    let hidden = || Expr::sym(Sym::Hidden, d);
+    let r = || Expr::sym(Sym::Named("loop_gate_rank"), rank);
+    let mut overflow = false;
+    remap_layers(
+        &mut spec,
+        |i| (start..end).contains(&i),
+        |layer, looped| {
+            let mut l = layer.clone();
+            if !*looped {
+                return Ok(l);
+            }
+            for gate in ["q", "k", "v", "mlp"] {
+                let part = "message gates";
+                l.extras.push(Extra::linear(
+                    format!("{gate}_message_gate.down_proj.weight"),
+                    part,
+                    Category::LayerExtras,
+                    Expr::product(vec![Expr::Lit(2), hidden()]),
+                    r(),
+                ));
+                for proj in ["forget_gate_proj", "message_gate_proj"] {
+                    l.extras.push(Extra::linear(
+                        format!("{gate}_message_gate.{proj}.weight"),
+                        part,
+                        Category::LayerExtras,
+                        r(),
+                        hidden(),
+                    ));
+                }
+            }
+            if let Some(a) = standard(&mut l) {
+                match a.num_kv_heads.checked_mul(passes) {
+                    Some(h) if passes > 1 => a.transformers_cache_heads = Some(h),
+                    Some(_) => {}
+                    None => overflow = true,
+                }
+            }
+            if let Some(s) = &mut l.state {
+                match s.conv.checked_mul(passes) {
+                    Some(c) => s.conv = c,
+                    None => overflow = true,
+                }
+            }
+            Ok(l)
+        },
+    )?;
+    if overflow {
+        return Err(raw.invalid(
+            "loop_num_passes",
+            &passes.into(),
+            "a count whose caches fit in 64 bits",
+        ));
+    }
+    spec.extras.push(Extra::table(
+        "model.message_input.query",
+        "attention",
+        Category::Attention,
+        Expr::product(vec![
+            Expr::sym(Sym::Named("loop_layers"), end - start),
+            Expr::Lit(4),
+        ]),
+        hidden(),
+    ));
+    Ok(spec)
+}
+
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
+    Family {
+        model_type: "inkling2_loop_text",
+        config_class: "Inkling2LoopTextConfig",
+        architecture: "Inkling2LoopForCausalLM",
+        read: Read::Code(read_inkling2_loop_text),
+    },
+    Family {
+        model_type: "hy_v4",
+        config_class: "HYV4Config",
+        architecture: "HYV4ForCausalLM",
+        read: Read::Code(|r, f, _| read_hy_v4(r, f, &HY_V4_CLASS)),
+    },
+    Family {
+        model_type: "hy_v4_vl_text",
+        config_class: "HYV4VLTextConfig",
+        architecture: "HYV4VLForConditionalGeneration",
+        read: Read::Code(|r, f, _| read_hy_v4(r, f, &HY_V4_VL_TEXT_CLASS)),
+    },
+    Family {
+        model_type: "axk2",
+        config_class: "AXK2Config",
+        architecture: "AXK2ForCausalLM",
+        read: Read::Code(read_axk2),
+    },
+    Family {
+        model_type: "dots3_note_text",
+        config_class: "Dots3NoteTextConfig",
+        architecture: "Dots3NoteForCausalLM",
+        read: Read::Code(read_dots3_note_text),
+    },
+    Family {
+        model_type: "jetmoe",
+        config_class: "JetMoeConfig",
+        architecture: "JetMoeForCausalLM",
+        read: Read::Code(read_jetmoe),
+    },
     Family {
         model_type: "glm4_moe",
         config_class: "Glm4MoeConfig",
@@ -2245,7 +3785,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         model_type: "minimax_m3_vl_text",
         config_class: "MiniMaxM3VLTextConfig",
         architecture: "MiniMaxM3VLForCausalLM",
-        read: Read::Code(|r, f, _| read_patched(r, f, &MINIMAX_M3_TEXT, minimax_m3_patch)),
+        read: Read::Code(read_minimax_m3_text),
     },
     Family {
         model_type: "inkling_text",

@@ -243,7 +243,28 @@ pub(super) fn inkling2(
     f: &Family,
     head: HeadChoice,
 ) -> Result<ModelSpec, ConfigError> {
-    let spec = text(raw, f, "inkling2_text", head, Tie::Text)?;
+    inkling2_of(raw, f, head, "inkling2_text", 4608)
+}
+
+/// `Inkling2LoopForConditionalGeneration`: Inkling 2's tower (its `text_hidden_size`
+/// defaulting to 2304) over the looped `inkling2_loop_text` model.
+pub(super) fn inkling2_loop(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    inkling2_of(raw, f, head, "inkling2_loop_text", 2304)
+}
+
+/// Inkling 2's tower and projector over the text model of `text_type`.
+fn inkling2_of(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    head: HeadChoice,
+    text_type: &str,
+    text_hidden: u64,
+) -> Result<ModelSpec, ConfigError> {
+    let spec = super::text_or_default(raw, f, text_type, head, Tie::Text)?;
     let mut p = vision();
     let one = lit(1);
     with_sub(raw, "vision_config", "Inkling2VisionConfig", |s| {
@@ -269,7 +290,7 @@ pub(super) fn inkling2(
         let grid = s.size("posemb_grid_size", 32)?;
         let m = s.size("spatial_merge_size", 2)?;
         let proj = sym("d_proj", s.size("projection_hidden_dim", 4096)?);
-        let out = sym("d", s.size("text_hidden_size", 4608)?);
+        let out = sym("d", s.size("text_hidden_size", text_hidden)?);
         let bias = s.flag("projector_bias", false)?;
         let pre = "model.vision_tower";
         let part = "vision embeddings";

@@ -10,13 +10,16 @@
 //! `omni.rs` (the Qwen omni thinkers' audio encoders), `navit.rs` (SigLIP-style towers:
 //! `VideoLLaMA` 3, PaddleOCR-VL, Kimi-K2.5, MiniMax-M3-VL, Cosmos3-Edge), `ernie.rs`
 //! (ERNIE 4.5-VL-MoE), `muse.rs` (Muse-Glimmer), `step.rs` (Step-3.7), `inkling.rs`
-//! (Inkling, Inkling 2), `text.rs` (the composites' text types as blocks).
+//! (Inkling, Inkling 2, Inkling 2 Loop), `dots3.rs` (dots.llm3: an expert-pyramid tower and an
+//! audio encoder), `hy.rs` (HY-V4-VL), `text.rs` (the composites' text types as blocks).
 
 // The tower vocabulary of the vision family (`families/vision/parts.rs`).
 use super::vision::parts;
 
+mod dots3;
 mod ernie;
 mod glm;
+mod hy;
 mod inkling;
 mod muse;
 mod navit;
@@ -28,14 +31,14 @@ mod text;
 use llmsize_core::Category;
 use llmsize_core::spec::ModelSpec;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
 use crate::hf_config::families::vision::{Tie, text};
-use crate::hf_config::family::{Family, Read};
+use crate::hf_config::family::{Family, Read, Reader};
 use crate::hf_config::raw::RawConfig;
-use parts::Parts;
+use parts::{Parts, Sub};
 
 /// A new vision parts list.
 fn vision() -> Parts {
@@ -75,6 +78,63 @@ fn text_renamed(
     Ok(spec)
 }
 
+/// Run `f` on the sub-config under `key`, or on the class defaults when it is absent.
+pub(super) fn with_sub_or_default<T>(
+    raw: &mut RawConfig<'_>,
+    key: &str,
+    class: &'static str,
+    f: impl FnOnce(&mut Sub<'_, '_>) -> Result<T, ConfigError>,
+) -> Result<T, ConfigError> {
+    if raw.value(key).is_some_and(|v| !v.is_null()) {
+        return parts::with_sub(raw, key, class, f);
+    }
+    let empty = Map::new();
+    let mut inner = RawConfig::new(raw.file, &empty);
+    let out = f(&mut Sub {
+        r: Reader {
+            raw: &mut inner,
+            class,
+        },
+    })?;
+    for a in inner.assumptions {
+        raw.assume(&format!("{key}.{}", a.field), a.value, &a.reason);
+    }
+    Ok(out)
+}
+
+/// [`text`], with the text configuration class's defaults when `text_config` is absent or
+/// null (as `sub_configs_defaults` builds it).
+fn text_or_default(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    default_type: &str,
+    head: HeadChoice,
+    tie: Tie,
+) -> Result<ModelSpec, ConfigError> {
+    if raw.value("text_config").is_some() {
+        return text(raw, family, default_type, head, tie);
+    }
+    let mut map = raw.map.clone();
+    map.insert("text_config".to_owned(), Value::Object(Map::new()));
+    let mut inner = RawConfig::new(raw.file, &map);
+    let spec = text(&mut inner, family, default_type, head, tie)?;
+    raw.assume(
+        "text_config",
+        "{}",
+        &format!(
+            "absent; `{}` builds the text config's defaults",
+            family.config_class
+        ),
+    );
+    for a in inner.assumptions {
+        raw.assume(&a.field, a.value, &a.reason);
+    }
+    for (symbol, source) in inner.sources {
+        raw.source(symbol, &source);
+    }
+    Ok(spec)
+}
+
 /// A spec with the parts appended.
 fn with_parts(mut spec: ModelSpec, p: Parts) -> ModelSpec {
     spec.extras.extend(p.out);
@@ -94,6 +154,18 @@ macro_rules! code {
 
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
+    code!(
+        "hy_v4_vl",
+        "HYV4VLConfig",
+        "HYV4VLForConditionalGeneration",
+        hy::hy_v4_vl
+    ),
+    code!(
+        "dots3_note",
+        "Dots3NoteConfig",
+        "Dots3NoteForConditionalGeneration",
+        dots3::dots3_note
+    ),
     code!(
         "qwen2_vl",
         "Qwen2VLConfig",
@@ -255,6 +327,12 @@ pub(crate) const FAMILIES: &[Family] = &[
         "Inkling2Config",
         "Inkling2ForConditionalGeneration",
         inkling::inkling2
+    ),
+    code!(
+        "inkling2_loop",
+        "Inkling2LoopConfig",
+        "Inkling2LoopForConditionalGeneration",
+        inkling::inkling2_loop
     ),
     code!(
         "inkling_mm_model",
