@@ -499,7 +499,7 @@ impl Builder {
         };
         let shape = Shape {
             copies: e.copies.clone(),
-            active_copies: e.copies.clone(),
+            active_copies: e.active_copies.clone(),
             rows: e.rows.clone(),
             cols: e.cols.clone(),
             form: e.form,

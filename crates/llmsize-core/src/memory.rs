@@ -296,7 +296,13 @@ fn kv_groups_of(
                     MlaCache::Latent => per,
                     MlaCache::Expanded => per.div_ceil(tp),
                 };
-                (what, per, per_gpu, options.seq_len)
+                // A sliding MLA layer keeps its window like any other.
+                (
+                    what,
+                    per,
+                    per_gpu,
+                    kept(g.window, options.seq_len, options.window),
+                )
             }
         };
         let n = g.layers;

@@ -74,6 +74,9 @@ pub struct Extra {
     pub category: Category,
     /// Identical copies (a vision tower's layers, `L_vis`), usually `1`.
     pub copies: Expr,
+    /// Copies one token multiplies by: all of them, except for experts of which a router
+    /// picks `k` (`JetMoE`'s attention experts).
+    pub active_copies: Expr,
     /// Output features (`1` for a vector).
     pub rows: Expr,
     /// Input features, or a vector's length.
@@ -95,6 +98,7 @@ impl Extra {
             part: part.into(),
             category,
             copies: Expr::Lit(1),
+            active_copies: Expr::Lit(1),
             rows,
             cols,
             form,
@@ -137,10 +141,25 @@ impl Extra {
         Self::new(name, part, category, (rows, cols), Form::Table)
     }
 
-    /// `copies` of this tensor (one per layer of a tower held at model level).
+    /// `copies` of this tensor (one per layer of a tower held at model level), all of which a
+    /// token goes through.
     #[must_use]
     pub fn times(self, copies: Expr) -> Self {
-        Extra { copies, ..self }
+        Extra {
+            active_copies: copies.clone(),
+            copies,
+            ..self
+        }
+    }
+
+    /// `copies` experts of which a token uses `active` (a router picks them).
+    #[must_use]
+    pub fn experts(self, copies: Expr, active: Expr) -> Self {
+        Extra {
+            copies,
+            active_copies: active,
+            ..self
+        }
     }
 }
 

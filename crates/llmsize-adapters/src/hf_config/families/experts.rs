@@ -2336,6 +2336,8 @@ fn read_jetmoe(
         ])
     };
     let ffn = || Expr::sym(Sym::ExpertFfn, f);
+    // A token goes through the `top_k` experts its router picks, in attention and MLP alike.
+    let k = || Expr::sym(Sym::TopK, top_k);
     let extras = vec![
         Extra::linear(
             "self_attention.kv_proj.weight",
@@ -2351,7 +2353,7 @@ fn read_jetmoe(
             hidden(),
             kv_width(),
         )
-        .times(e()),
+        .experts(e(), k()),
         Extra::linear(
             "self_attention.experts.output_linear.weight",
             "attention experts",
@@ -2359,7 +2361,7 @@ fn read_jetmoe(
             kv_width(),
             hidden(),
         )
-        .times(e()),
+        .experts(e(), k()),
         Extra::vector(
             "self_attention.experts.bias",
             "attention experts",
@@ -2380,7 +2382,7 @@ fn read_jetmoe(
             hidden(),
             Expr::product(vec![Expr::Lit(2), ffn()]),
         )
-        .times(e()),
+        .experts(e(), k()),
         Extra::linear(
             "mlp.output_linear.weight",
             "mlp experts",
@@ -2388,7 +2390,7 @@ fn read_jetmoe(
             ffn(),
             hidden(),
         )
-        .times(e()),
+        .experts(e(), k()),
         Extra::vector("mlp.bias", "mlp experts", Category::Ffn, hidden()),
         Extra::linear(
             "mlp.router.layer.weight",
