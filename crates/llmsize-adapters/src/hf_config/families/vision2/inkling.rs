@@ -191,20 +191,31 @@ pub(super) fn inkling_mm_model(
     let mut p = vision();
     let pre = "model.vision_tower.encoder_layers";
     let n = scales.len().saturating_sub(1);
+    // Consecutive layers between the same two scales are identical: one tensor of as many
+    // copies, so the work follows the number of distinct scales, not `n_layers`.
+    let mut groups: Vec<(usize, Scale, Scale, u64)> = Vec::new();
     for (i, pair) in scales.windows(2).enumerate() {
         let [s, e] = pair else { continue };
+        let last = i + 1 == n;
+        match groups.last_mut() {
+            Some((_, gs, ge, count)) if !last && gs == s && ge == e => *count += 1,
+            _ => groups.push((i, *s, *e, 1)),
+        }
+    }
+    for (i, s, e, count) in groups {
         let mult = (e[0] / s[0].max(1))
             .saturating_mul(e[1] / s[1].max(1))
             .saturating_mul(e[2] / s[2].max(1));
         let input = lit(s[3].saturating_mul(mult));
         let last = i + 1 == n;
         let output = if last { d.clone() } else { lit(e[3]) };
+        let copies = lit(count);
         p.linear(
             format!("{pre}.{i}.projection"),
             "vision encoder",
             (input, output.clone()),
             false,
-            &one,
+            &copies,
         );
         if !last {
             p.norm(
@@ -212,7 +223,7 @@ pub(super) fn inkling_mm_model(
                 "vision norms",
                 &output,
                 false,
-                &one,
+                &copies,
             );
         }
     }
@@ -233,11 +244,7 @@ pub(super) fn inkling_mm_model(
 /// layers of `LayerNorm`s, biased q/k/v/out and `fc1`/`fc2` (`intermediate_size`, else
 /// `int(d_vis·mlp_ratio)`) with per-channel scales `lambda_1`, `lambda_2`, and the merger
 /// `linear_1` `d_vis·m² → P`, `linear_2` `P → text_hidden_size`, biased by
-/// `projector_bias`). Not registered until `inkling2_text` is (see `mod.rs`).
-#[allow(
-    dead_code,
-    reason = "registered once the `inkling2_text` reader is merged"
-)]
+/// `projector_bias`).
 pub(super) fn inkling2(
     raw: &mut RawConfig<'_>,
     f: &Family,
