@@ -6,9 +6,7 @@
 //! middle layers).
 //! Each entry is the configuration class's defaults (transformers 5.24, `configuration_*.py`)
 //! and the switches of its `modeling_*.py`; a `tweak` adds what the switches do not say (a
-//! window pattern of its own, extra norms, an activation with parameters). Extras of different
-//! categories carry different `part` labels: counting groups a layer's consecutive tensors of
-//! one part under the first one's category.
+//! window pattern of its own, extra norms, an activation with parameters).
 
 use llmsize_core::Category;
 use llmsize_core::expr::Expr;
