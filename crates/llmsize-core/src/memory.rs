@@ -489,9 +489,18 @@ fn state_bytes(
     if states.is_empty() {
         return Ok((0, 0, None));
     }
+    // Layer kinds that differ elsewhere (a Mamba layer with a dense MLP or with experts) keep
+    // the same state: one term each.
+    let mut same: Vec<StateGeometry> = Vec::new();
+    for g in states {
+        match same.iter_mut().find(|x| x.state == g.state) {
+            Some(x) => x.layers = add(x.layers, g.layers, "layers")?,
+            None => same.push(*g),
+        }
+    }
     let mut total = 0u64;
     let mut terms = Vec::new();
-    for g in states {
+    for g in &same {
         let bytes = |elements: u64, f32: bool| -> Result<u64, SpecError> {
             if f32 {
                 mul(elements, 4, "state")
