@@ -202,6 +202,7 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
             transformers_cache_heads: None,
             v_from_k: false,
             indexer_key_dim: None,
+            cache_prefix_tokens: 0,
         }),
         cross_attention: None,
         ffn: Ffn::Dense(Mlp {

@@ -352,6 +352,8 @@ pub enum CacheShape {
         /// Elements of a sparse-attention indexer's key per token (0: none), held whole by
         /// every rank.
         indexer: u64,
+        /// Tokens cached beyond the input (CPM-Ant's prompt).
+        prefix: u64,
         /// Key/value heads of the model.
         kv_heads: u64,
         /// Heads transformers' own cache holds (Falcon's new layout expands them).
@@ -794,14 +796,16 @@ fn layer_tensors(b: &mut Builder, layer: &Layer, w: &Widths) -> Result<(), Overf
         Ffn::Moe(moe) => {
             let d = w.width(moe.expert.hidden, Sym::Hidden);
             let e = Expr::sym(Sym::Experts, moe.num_experts);
-            b.linear(
-                "ffn_gate_inp",
-                "router",
-                K::Router,
-                Category::MoeRouter,
-                (d.clone(), e.clone()),
-                moe.router_bias,
-            )?;
+            if moe.router {
+                b.linear(
+                    "ffn_gate_inp",
+                    "router",
+                    K::Router,
+                    Category::MoeRouter,
+                    (d.clone(), e.clone()),
+                    moe.router_bias,
+                )?;
+            }
             let x = moe.expert;
             let k = Expr::sym(Sym::TopK, moe.experts_per_token);
             let f = Expr::sym(Sym::ExpertFfn, x.intermediate);
@@ -918,6 +922,7 @@ fn geometry(
                 cache: CacheShape::Heads {
                     formula,
                     indexer: a.indexer_key_dim.unwrap_or(0),
+                    prefix: a.cache_prefix_tokens,
                     kv_heads: a.num_kv_heads,
                     transformers_heads: a.transformers_cache_heads.unwrap_or(a.num_kv_heads),
                     head_dim: a.head_dim,

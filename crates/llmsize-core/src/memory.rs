@@ -243,6 +243,7 @@ fn kv_groups_of(
             CacheShape::Heads {
                 formula,
                 indexer,
+                prefix,
                 kv_heads,
                 transformers_heads,
                 head_dim,
@@ -273,7 +274,8 @@ fn kv_groups_of(
                         options.seq_len,
                     )
                 } else {
-                    let tokens = kept(g.window, options.seq_len, options.window);
+                    let tokens =
+                        kept(g.window, options.seq_len, options.window).saturating_add(*prefix);
                     let what = match g.window {
                         Some(w) => format!("K and V: {}, sliding window {w}", written(formula)),
                         None => format!("K and V: {}", written(formula)),

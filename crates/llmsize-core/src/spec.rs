@@ -526,6 +526,9 @@ pub struct StandardAttention {
     /// caches one key of this width per token beside K and V; its weights are the layer's
     /// extras.
     pub indexer_key_dim: Option<u64>,
+    /// Tokens every sequence's cache holds beyond its input (CPM-Ant prepends
+    /// `prompt_length` learned prompt tokens in every layer).
+    pub cache_prefix_tokens: u64,
     /// Values are the key projection's output (Gemma 4's `attention_k_eq_v` on full
     /// layers): no `v_proj`, but the cache still holds keys and values.
     pub v_from_k: bool,
@@ -600,6 +603,9 @@ pub struct Moe {
     pub expert: Mlp,
     /// Router `d → E`, with or without bias.
     pub router_bias: bool,
+    /// The router is that one `d → E` matrix; `false` when it is a network of its own (Zaya),
+    /// whose tensors the family lists in [`Layer::extras`] under [`Category::MoeRouter`].
+    pub router: bool,
     /// Always-on shared expert(s), as one MLP of the summed width.
     pub shared: Option<Mlp>,
     /// A sigmoid gate `d → 1` on the shared expert (Qwen2-MoE).
@@ -801,6 +807,7 @@ mod tests {
                 transformers_cache_heads: None,
                 v_from_k: false,
                 indexer_key_dim: None,
+                cache_prefix_tokens: 0,
             }),
             cross_attention: None,
             ffn: Ffn::Dense(Mlp {

@@ -126,6 +126,7 @@ pub(crate) fn mha(
         transformers_cache_heads: None,
         v_from_k: false,
         indexer_key_dim: None,
+        cache_prefix_tokens: 0,
     }
 }
 

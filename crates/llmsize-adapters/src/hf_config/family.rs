@@ -598,6 +598,7 @@ pub(crate) fn block_moe(
             down_bias: expert_bias,
         },
         router_bias: r.switch(m.router_bias)?,
+        router: true,
         shared,
         shared_gate: m.shared_gate,
     };

@@ -144,6 +144,7 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
             down_bias: expert_bias,
         },
         router_bias: model_type == "gpt_oss",
+        router: true,
         shared: None,
         shared_gate: false,
     };

@@ -2848,6 +2848,7 @@ pub(crate) fn read_dots3_note_text(
         experts_per_token: top_k,
         expert: crate::hf_config::decoder::mlp(d, width, true, false),
         router_bias: false,
+        router: true,
         shared: Some(crate::hf_config::decoder::mlp(d, shared, true, false)),
         shared_gate: false,
     };

@@ -841,6 +841,7 @@ fn longcat_flash(
                 down_bias: false,
             },
             router_bias,
+            router: true,
             shared: None,
             shared_gate: false,
         }),

@@ -476,6 +476,7 @@ fn build_layer(c: &Common, p: &Plan) -> Layer {
                 down_bias: false,
             },
             router_bias: false,
+            router: true,
             shared: None,
             shared_gate: false,
         })

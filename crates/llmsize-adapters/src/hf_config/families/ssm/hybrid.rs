@@ -619,6 +619,7 @@ pub(super) fn nemotron_h(
                 ..gated(hidden, width, false)
             },
             router_bias: false,
+            router: true,
             shared: Some(Mlp {
                 gated: false,
                 ..gated(hidden, shared, mlp_bias)

@@ -257,6 +257,7 @@ fn text_model(
         experts_per_token: top_k,
         expert: mlp(d, moe_ff, true, false),
         router_bias: false,
+        router: true,
         shared: (shared > 0).then(|| mlp(d, moe_ff.saturating_mul(shared), true, false)),
         shared_gate: false,
     };

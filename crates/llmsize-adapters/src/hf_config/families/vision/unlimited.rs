@@ -120,6 +120,7 @@ fn text_model(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec, Co
         experts_per_token: top_k,
         expert: mlp(d, moe_ff, true, false),
         router_bias: false,
+        router: true,
         shared: (shared > 0).then(|| mlp(d, moe_ff.saturating_mul(shared), true, mlp_bias)),
         shared_gate: false,
     };
