@@ -308,6 +308,10 @@ fn read_map_tracked(
         spec.warnings.push(why.clone());
         spec.estimate = Some(why);
         model_type.clone_into(&mut spec.model_type);
+    } else if let Some(assumed) = &options.assume {
+        spec.warnings.push(format!(
+            "`--assume {assumed}` is ignored: `{model_type}` is read exactly"
+        ));
     }
     // `--head base` on a decoder: the bare `…Model`, without the output head.
     let decoder_only = spec.stacks.iter().all(|s| s.role == StackRole::Decoder);
