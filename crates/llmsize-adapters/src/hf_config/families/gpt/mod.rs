@@ -1,6 +1,6 @@
 //! GPT-style decoders (transformers 5.24): the GPT-2 line (GPT-SW3, GPT-BigCode, GPT-Neo,
 //! `CodeGen`, `OpenAI` GPT, CTRL), the fairseq-style decoders (XGLM, `BioGPT`), the `NeoX` line
-//! (GPT-NeoX-Japanese, Persimmon, `StableLM`) and `OLMo`, MPT. Each reader mirrors one
+//! (GPT-NeoX-Japanese, Persimmon, `StableLM`) and `OLMo`, MPT, CPM-Ant. Each reader mirrors one
 //! `modeling_*.py`: which projections carry biases, which norms a block has, the position
 //! table, the head's bias, and the configuration class's defaults.
 
