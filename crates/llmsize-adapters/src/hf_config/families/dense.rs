@@ -3,23 +3,25 @@
 //! (and Apertus 1.5's text model), ERNIE 4.5, `InternLM3`, `IQuest-Coder`, CWM, `VaultGemma`,
 //! `HyperCLOVA X`, Jais 2, `BitNet`, `DiffLlama`, `NanoChat`, Doge, Mellum; and the odd ones
 //! built on the same block: HRM-Text (two stacks run in cycles) and Dory (nGPT scales, looped
-//! middle layers).
+//! middle layers); and ZAYA (a code reader: convolutional attention, a router network).
 //! Each entry is the configuration class's defaults (transformers 5.24, `configuration_*.py`)
 //! and the switches of its `modeling_*.py`; a `tweak` adds what the switches do not say (a
 //! window pattern of its own, extra norms, an activation with parameters).
 
 use llmsize_core::Category;
-use llmsize_core::expr::Expr;
+use llmsize_core::expr::{Expr, Sym};
 use llmsize_core::spec::{
-    Attention, Extra, Ffn, Layer, Layers, ModelSpec, Norm, NormKind, OutputHead,
+    Attention, Extra, Ffn, Layer, Layers, ModelSpec, Moe, Norm, NormKind, OutputHead,
+    RecurrentState,
 };
 
 use crate::error::ConfigError;
-use crate::hf_config::decoder::mlp;
+use crate::hf_config::architecture;
+use crate::hf_config::decoder::{Decoder, layer, mha, mlp};
 use crate::hf_config::family::{
     ALL_SPARSE, AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule,
-    MoeRule, NO, NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Read, Shared, StandardRule, Switch,
-    Windows, YES, key_or,
+    MoeRule, NO, NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Read, Reader, Shared, StandardRule,
+    Switch, Windows, YES, key_or,
 };
 use crate::hf_config::raw::RawConfig;
 
@@ -1146,6 +1148,12 @@ fn dory(
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
     Family {
+        model_type: "zaya",
+        config_class: "ZayaConfig",
+        architecture: "ZayaForCausalLM",
+        read: Read::Code(|r, f, _| zaya(r, f)),
+    },
+    Family {
         model_type: "cohere",
         config_class: "CohereConfig",
         architecture: "CohereForCausalLM",
@@ -1326,3 +1334,283 @@ pub(crate) const FAMILIES: &[Family] = &[
         read: Read::Code(dory),
     },
 ];
+
+// ---------------------------------------------------------------------------------------------
+// ZAYA (`modeling_zaya.py`): CCA attention, a router network, residual scalings.
+// ---------------------------------------------------------------------------------------------
+
+/// `v · k` as a formula.
+fn times(a: Expr, b: Expr) -> Expr {
+    Expr::product(vec![a, b])
+}
+
+/// ZAYA (`modular_zaya.py`, transformers 5.24). Every layer: `input_layernorm` and
+/// `post_attention_layernorm` (RMS, `d`); `ZayaAttention` = `ZayaCCAProjection` (`q_proj`
+/// `d → n_h·d_h`, `k_proj` `d → n_kv·d_h`, `v_proj_current`/`v_proj_delayed`
+/// `d → n_kv·d_h/2` each, all with `attention_bias`; `conv_qk_depthwise` over
+/// `C = (n_h + n_kv)·d_h` channels, kernel `cca_time0`, with bias; `conv_qk_grouped` in
+/// `n_h + n_kv` groups (so `d_h` inputs per channel), kernel `cca_time1`, with bias),
+/// `ZayaQKNorm.temp` (`n_kv`) and `o_proj`; a `ZayaSparseMoeBlock` whose router is a network
+/// (`down_proj` `d → r` with bias, `router_states_scale` (`r`) on every layer but the first,
+/// `router_mlp` = `RMSNorm(r)` (a norm), `fc1`/`fc2` `r → r` with bias, `out_proj`
+/// `r → E + 1`) and `Qwen3MoeExperts` (gated, no biases; `num_experts_per_tok` must be 1);
+/// two `ZayaResidualScaling` (4 vectors of `d` each). The model adds
+/// `input_hidden_states_scale`/`_bias` (`d` each) and a final `RMSNorm`; the head ties to the
+/// embedding by default and carries `lm_head_bias`. The cache keeps per layer the conv window
+/// (`C × (cca_time0 − 1 + cca_time1 − 1)`) and the delayed value (`n_kv·d_h/2`) beside K and
+/// V; `hybrid_sliding` layers keep a `sliding_window` cache.
+fn zaya(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigError> {
+    let mut r = Reader {
+        raw,
+        class: family.config_class,
+    };
+    let d = r.size(key_or(&["hidden_size"], 2048), Sym::Hidden)?;
+    let layers = r.size(key_or(&["num_hidden_layers"], 40), Sym::Layers)?;
+    let heads = r.size(key_or(&["num_attention_heads"], 8), Sym::Heads)?;
+    let kv = r.size(key_or(&["num_key_value_heads"], 2), Sym::KvHeads)?;
+    let head_dim = r.size(key_or(&["head_dim"], 128), Sym::HeadDim)?;
+    let vocab = r.size(key_or(&["vocab_size"], 262_272), Sym::Vocab)?;
+    let expert_width = r.size(key_or(&["moe_intermediate_size"], 2048), Sym::ExpertFfn)?;
+    let experts = r.size(key_or(&["num_experts"], 16), Sym::Experts)?;
+    let top_k = r.size(key_or(&["num_experts_per_tok"], 1), Sym::TopK)?;
+    let rh = r.size(
+        key_or(&["router_hidden_size"], 256),
+        Sym::Named("router_hidden_size"),
+    )?;
+    let t0 = r.size(key_or(&["cca_time0"], 2), Sym::Named("cca_time0"))?;
+    let t1 = r.size(key_or(&["cca_time1"], 2), Sym::Named("cca_time1"))?;
+    let bias = r.switch(Switch::Key("attention_bias", false))?;
+    let head_bias = r.switch(Switch::Key("lm_head_bias", false))?;
+    let tied = r.switch(Switch::Key("tie_word_embeddings", true))?;
+    let raw = r.raw;
+    if top_k != 1 {
+        return Err(raw.invalid(
+            "num_experts_per_tok",
+            &top_k.into(),
+            "1 (`ZayaConfig.validate_architecture`)",
+        ));
+    }
+    if !heads.is_multiple_of(kv) {
+        return Err(raw.invalid(
+            "num_key_value_heads",
+            &kv.into(),
+            &format!("a divisor of `num_attention_heads` ({heads})"),
+        ));
+    }
+    let kv_width = kv
+        .checked_mul(head_dim)
+        .filter(|w| w.is_multiple_of(2))
+        .ok_or_else(|| {
+            raw.invalid(
+                "head_dim",
+                &head_dim.into(),
+                "an even n_kv·d_h (`v_proj_current`/`v_proj_delayed` halve it)",
+            )
+        })?;
+    let channels = heads
+        .checked_add(kv)
+        .and_then(|g| g.checked_mul(head_dim))
+        .ok_or_else(|| raw.invalid("head_dim", &head_dim.into(), "a smaller size"))?;
+    let window = raw.size_opt("sliding_window")?;
+    let n = usize::try_from(layers)
+        .map_err(|_| raw.invalid("num_hidden_layers", &layers.into(), "a smaller count"))?;
+    // `layer_types` defaults to `["hybrid"] * num_hidden_layers`.
+    let sliding: Vec<bool> = match raw.value("layer_types") {
+        None => vec![false; n],
+        Some(v) => {
+            let list = v.as_array().filter(|l| l.len() == n).ok_or_else(|| {
+                raw.invalid(
+                    "layer_types",
+                    v,
+                    &format!("a list of {n} `hybrid`/`hybrid_sliding`"),
+                )
+            })?;
+            list.iter()
+                .map(|t| match t.as_str() {
+                    Some("hybrid") => Ok(false),
+                    Some("hybrid_sliding") => Ok(true),
+                    _ => Err(raw.invalid("layer_types", v, "`hybrid` or `hybrid_sliding` entries")),
+                })
+                .collect::<Result<_, _>>()?
+        }
+    };
+    if sliding.contains(&true) && window.is_none() {
+        return Err(raw.missing(
+            "sliding_window",
+            "a window (`layer_types` has `hybrid_sliding`)",
+        ));
+    }
+
+    let d_x = || Expr::sym(Sym::Hidden, d);
+    let r_x = || Expr::sym(Sym::Named("router_hidden_size"), rh);
+    let c_x = || Expr::sym(Sym::Named("cca_channels"), channels);
+    let h_x = || Expr::sym(Sym::HeadDim, head_dim);
+    let attention_extras = vec![
+        Extra::linear(
+            "self_attn.qkv_proj.conv_qk_depthwise.weight",
+            "cca convolution",
+            Category::Attention,
+            Expr::sym(Sym::Named("cca_time0"), t0),
+            c_x(),
+        ),
+        Extra::vector(
+            "self_attn.qkv_proj.conv_qk_depthwise.bias",
+            "cca convolution",
+            Category::Attention,
+            c_x(),
+        ),
+        Extra::linear(
+            "self_attn.qkv_proj.conv_qk_grouped.weight",
+            "cca convolution",
+            Category::Attention,
+            times(h_x(), Expr::sym(Sym::Named("cca_time1"), t1)),
+            c_x(),
+        ),
+        Extra::vector(
+            "self_attn.qkv_proj.conv_qk_grouped.bias",
+            "cca convolution",
+            Category::Attention,
+            c_x(),
+        ),
+        Extra::vector(
+            "self_attn.qk_norm.temp",
+            "cca convolution",
+            Category::Attention,
+            Expr::sym(Sym::KvHeads, kv),
+        ),
+    ];
+    let mut router = vec![
+        Extra::linear(
+            "mlp.gate.down_proj.weight",
+            "router network",
+            Category::MoeRouter,
+            d_x(),
+            r_x(),
+        ),
+        Extra::vector(
+            "mlp.gate.down_proj.bias",
+            "router network",
+            Category::MoeRouter,
+            r_x(),
+        ),
+        Extra::vector(
+            "mlp.gate.router_mlp.norm.weight",
+            "router norm",
+            Category::Norm,
+            r_x(),
+        ),
+    ];
+    for fc in ["fc1", "fc2"] {
+        let (w, b) = if fc == "fc1" {
+            (
+                "mlp.gate.router_mlp.fc1.weight",
+                "mlp.gate.router_mlp.fc1.bias",
+            )
+        } else {
+            (
+                "mlp.gate.router_mlp.fc2.weight",
+                "mlp.gate.router_mlp.fc2.bias",
+            )
+        };
+        router.push(Extra::linear(
+            w,
+            "router network",
+            Category::MoeRouter,
+            r_x(),
+            r_x(),
+        ));
+        router.push(Extra::vector(
+            b,
+            "router network",
+            Category::MoeRouter,
+            r_x(),
+        ));
+    }
+    router.push(Extra::linear(
+        "mlp.gate.router_mlp.out_proj.weight",
+        "router network",
+        Category::MoeRouter,
+        r_x(),
+        Expr::sum(vec![Expr::sym(Sym::Experts, experts), Expr::Lit(1)]),
+    ));
+    let scalings = ["post_attention_residual_scale", "post_mlp_residual_scale"]
+        .into_iter()
+        .flat_map(|m| {
+            [
+                ("hidden_states_scale", m),
+                ("hidden_states_bias", m),
+                ("residual_scale", m),
+                ("residual_bias", m),
+            ]
+        })
+        .map(|(v, m)| {
+            Extra::vector(
+                format!("{m}.{v}"),
+                "residual scaling",
+                Category::LayerExtras,
+                d_x(),
+            )
+        });
+    let mut extras = attention_extras;
+    extras.extend(router);
+    extras.extend(scalings);
+
+    let mut base = layer(
+        mha(d, heads, kv, head_dim, bias),
+        mlp(d, expert_width, true, false),
+        vec![Norm::rms_norm(d); 2],
+    );
+    base.ffn = Ffn::Moe(Moe {
+        num_experts: experts,
+        experts_per_token: top_k,
+        expert: mlp(d, expert_width, true, false),
+        router_bias: false,
+        router: false,
+        shared: None,
+        shared_gate: false,
+    });
+    base.extras = extras;
+    base.state = Some(RecurrentState {
+        conv: channels.saturating_mul((t0 - 1) + (t1 - 1)),
+        recurrent: kv_width / 2,
+        recurrent_f32: false,
+        conv_f32: false,
+    });
+    let mut later = base.clone();
+    later.extras.push(Extra::vector(
+        "mlp.gate.router_states_scale",
+        "router network",
+        Category::MoeRouter,
+        r_x(),
+    ));
+    let mut stack = Layers::new();
+    for (i, s) in sliding.iter().enumerate() {
+        let mut l = if i == 0 { base.clone() } else { later.clone() };
+        if *s {
+            l.sliding_window = window;
+        }
+        stack.push(l);
+    }
+    let mut spec = Decoder {
+        head_bias,
+        ..Decoder::new(
+            family.model_type,
+            architecture(raw, family.architecture),
+            d,
+            vocab,
+            stack,
+            Some(Norm::rms_norm(d)),
+            tied,
+        )
+    }
+    .into_spec();
+    for v in ["input_hidden_states_scale", "input_hidden_states_bias"] {
+        spec.extras.push(Extra::vector(
+            v,
+            "input scaling",
+            Category::LayerExtras,
+            d_x(),
+        ));
+    }
+    Ok(spec)
+}

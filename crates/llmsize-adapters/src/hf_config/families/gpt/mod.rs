@@ -1,6 +1,6 @@
 //! GPT-style decoders (transformers 5.24): the GPT-2 line (GPT-SW3, GPT-BigCode, GPT-Neo,
 //! `CodeGen`, `OpenAI` GPT, CTRL), the fairseq-style decoders (XGLM, `BioGPT`), the `NeoX` line
-//! (GPT-NeoX-Japanese, Persimmon, `StableLM`) and `OLMo`, MPT. Each reader mirrors one
+//! (GPT-NeoX-Japanese, Persimmon, `StableLM`) and `OLMo`, MPT, CPM-Ant. Each reader mirrors one
 //! `modeling_*.py`: which projections carry biases, which norms a block has, the position
 //! table, the head's bias, and the configuration class's defaults.
 
@@ -82,6 +82,9 @@ pub(crate) const FAMILIES: &[Family] = &[
         |r, f, _| persimmon(r, f)
     ),
     code!("mpt", "MptConfig", "MptForCausalLM", |r, f, _| mpt(r, f)),
+    code!("cpmant", "CpmAntConfig", "CpmAntForCausalLM", |r, f, _| {
+        cpmant(r, f)
+    }),
     code!(
         "gemma3n_text",
         "Gemma3nTextConfig",
@@ -1035,4 +1038,89 @@ fn modernbert_decoder(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelS
         };
     }
     Ok(spec)
+}
+
+/// CPM-Ant (`modeling_cpmant.py`). `input_embedding` has `vocab_size + prompt_types ·
+/// prompt_length` rows, `segment_embedding` `segment_types` rows (both token embedding);
+/// `CpmAntSegmentPositionEmbedding.relative_attention_bias` is `(segment_types² +
+/// position_bias_num_buckets) × num_attention_heads`, once. Each block: weight-only
+/// `CpmAntLayerNorm` before attention (`project_q/k/v` d → heads·`dim_head`, `attention_out`
+/// back, no biases) and before the gated GELU FFN (`w_0`, `w_1` d → `dim_ff`, `w_out`, no
+/// biases); `output_layernorm` at the end. `lm_head` (V rows) is never tied
+/// (`_tied_weights_keys = {}`). The forward prepends `prompt_length` prompt tokens in every
+/// layer, so each layer's cache holds them beyond the input.
+fn cpmant(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigError> {
+    let mut r = reader(raw, family);
+    let hidden = r.size(key_or(&["hidden_size"], 4096), Sym::Hidden)?;
+    let layers = r.size(key_or(&["num_hidden_layers"], 48), Sym::Layers)?;
+    let heads = r.size(key_or(&["num_attention_heads"], 32), Sym::Heads)?;
+    let head_dim = r.size(key_or(&["dim_head"], 128), Sym::HeadDim)?;
+    let vocab = r.size(key_or(&["vocab_size"], 30720), Sym::Vocab)?;
+    let dim_ff = r.size(key_or(&["dim_ff"], 10240), Sym::Ffn)?;
+    let class = family.config_class;
+    let buckets = count_or(r.raw, "position_bias_num_buckets", 512, class)?;
+    let prompt_types = count_or(r.raw, "prompt_types", 32, class)?;
+    let prompt_length = count_or(r.raw, "prompt_length", 32, class)?;
+    let segments = count_or(r.raw, "segment_types", 32, class)?;
+    let too_big =
+        |raw: &RawConfig<'_>, key: &str, v: u64| raw.invalid(key, &v.into(), "a smaller size");
+    let rows = prompt_types
+        .checked_mul(prompt_length)
+        .and_then(|p| p.checked_add(vocab))
+        .ok_or_else(|| too_big(r.raw, "prompt_length", prompt_length))?;
+    let bias_rows = segments
+        .checked_mul(segments)
+        .and_then(|s| s.checked_add(buckets))
+        .ok_or_else(|| too_big(r.raw, "segment_types", segments))?;
+    let mut attn = mha(hidden, heads, heads, head_dim, false);
+    attn.cache_prefix_tokens = prompt_length;
+    let n = count(r.raw, "num_hidden_layers", layers)?;
+    let mut spec = Decoder {
+        position: Some(PositionEmbedding::RelativeBias {
+            buckets: bias_rows,
+            heads,
+        }),
+        ..Decoder::new(
+            family.model_type,
+            architecture(r.raw, family.architecture),
+            hidden,
+            vocab,
+            Layers::repeat(
+                layer(
+                    attn,
+                    mlp(hidden, dim_ff, true, false),
+                    vec![Norm::rms_norm(hidden); 2],
+                ),
+                n,
+            ),
+            Some(Norm::rms_norm(hidden)),
+            false,
+        )
+    }
+    .into_spec();
+    spec.token_embedding = Some(Table { rows, dim: hidden });
+    spec.extras.push(Extra::table(
+        "segment_embedding",
+        "segment_embedding",
+        Category::TokenEmbedding,
+        Expr::sym(Sym::Named("segment_types"), segments),
+        Expr::sym(Sym::Hidden, hidden),
+    ));
+    Ok(spec)
+}
+
+/// A count that may be 0 (CPM-Ant's `prompt_length`), with the class default when absent.
+fn count_or(
+    raw: &mut RawConfig<'_>,
+    key: &'static str,
+    default: u64,
+    class: &str,
+) -> Result<u64, ConfigError> {
+    if let Some(n) = raw.uint(key)? {
+        raw.source(Sym::Named(key), key);
+        return Ok(n);
+    }
+    raw.assume(key, default, &format!("absent; `{class}` default"));
+    raw.source(Sym::Named(key), &format!("{key} (default)"));
+    Ok(default)
 }
