@@ -1583,14 +1583,15 @@ fn zaya(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigErr
         Category::MoeRouter,
         r_x(),
     ));
-    let mut stack = Layers::new();
-    for (i, s) in sliding.iter().enumerate() {
-        let mut l = if i == 0 { base.clone() } else { later.clone() };
-        if *s {
+    // Each distinct (first, sliding) layer is built once; the rest are runs of them.
+    let keys = sliding.iter().enumerate().map(|(i, s)| (i == 0, *s));
+    let stack = Layers::from_pattern(keys, |&(first, slides)| {
+        let mut l = if first { base.clone() } else { later.clone() };
+        if slides {
             l.sliding_window = window;
         }
-        stack.push(l);
-    }
+        l
+    });
     let mut spec = Decoder {
         head_bias,
         ..Decoder::new(
