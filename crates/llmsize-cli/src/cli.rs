@@ -75,6 +75,16 @@ pub(crate) struct ModelArgs {
     #[arg(long)]
     pub(crate) text_only: bool,
 
+    /// Images per sequence (vision-language models): their positions join each sequence's
+    /// tokens in the KV cache, activations and FLOPs
+    #[arg(long, default_value_t = 0)]
+    pub(crate) images: u64,
+
+    /// Positions one image takes, where the config does not fix it (it depends on the
+    /// resolution for Qwen-VL and others)
+    #[arg(long, value_parser = parse_size)]
+    pub(crate) image_tokens: Option<u64>,
+
     #[command(flatten)]
     pub(crate) hub: HubArgs,
 }

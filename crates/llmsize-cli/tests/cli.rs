@@ -515,3 +515,52 @@ fn a_config_can_be_given_as_its_text() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("inline config"), "{}", r.stderr);
 }
+
+#[test]
+fn images_join_the_sequence_of_a_vision_language_model() {
+    let llava = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/coverage/configs/llava.default.json"
+    );
+    let kv = |args: &[&str]| {
+        let r = llmsize(args);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        (
+            v["seq_len"].as_u64().unwrap(),
+            v["kv_cache_bytes"].as_u64().unwrap(),
+        )
+    };
+    // LLaVA's config fixes `image_seq_length` = 576: 1,000 tokens and 2 images are 2,152
+    // positions, whose cache is 32 layers · 2·32·128 · 2 B · 2,152 = 1,128,267,776 bytes.
+    let with = kv(&[
+        "memory",
+        llava,
+        "--seq-len",
+        "1000",
+        "--images",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(with, (2_152, 1_128_267_776));
+    assert_eq!(kv(&["memory", llava, "--seq-len", "2152", "--json"]), with);
+    // Qwen2-VL's positions per image depend on the resolution: asked for, then given.
+    let qwen = llava.replace("llava.default", "qwen2_vl.default");
+    let r = llmsize(&["memory", &qwen, "--images", "1"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("--image-tokens"), "{}", r.stderr);
+    let (seq, _) = kv(&[
+        "memory",
+        &qwen,
+        "--images",
+        "2",
+        "--image-tokens",
+        "128",
+        "--json",
+    ]);
+    assert_eq!(seq, 4096 + 256);
+    // A text model has no images to take.
+    let r = llmsize(&["memory", "llama-2-7b", "--images", "1"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("no vision tower"), "{}", r.stderr);
+}

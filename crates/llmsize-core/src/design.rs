@@ -265,6 +265,7 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
         symbol_sources,
         extras: Vec::new(),
         estimate: None,
+        image_tokens: None,
     })
 }
 

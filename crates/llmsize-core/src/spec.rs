@@ -57,6 +57,10 @@ pub struct ModelSpec {
     /// `None` when every figure is exact for this model type; else why it is an estimate
     /// (a type counted as another with `--assume`). Every output shows it.
     pub estimate: Option<String>,
+    /// A vision-language model's positions per image in the text sequence, and the config
+    /// key that says so (`image_seq_length`, `mm_tokens_per_image`, …); `None` when the
+    /// count depends on the image's resolution (Qwen-VL) or the model has no vision tower.
+    pub image_tokens: Option<(u64, String)>,
 }
 
 /// A tensor the typed parts ([`Attention`], [`Ffn`], norms) do not describe, written by the

@@ -159,6 +159,10 @@ pub struct MemoryRequest {
     pub assume: Option<String>,
     /// `--text-only`: a vision-language model's text tower alone.
     pub text_only: bool,
+    /// `--images N`: images per sequence, whose positions join each sequence's tokens.
+    pub images: u64,
+    /// `--image-tokens T`: positions per image, where the config does not fix it.
+    pub image_tokens: Option<u64>,
     /// Where Hub repo ids are looked up.
     pub hub: HubOptions,
     /// Weight format [default: bf16; weight files are measured as stored].
@@ -193,6 +197,8 @@ impl MemoryRequest {
             overrides: Vec::new(),
             assume: None,
             text_only: false,
+            images: 0,
+            image_tokens: None,
             hub: HubOptions::default(),
             dtype: None,
             seq_len: 4096,
@@ -221,6 +227,10 @@ pub struct FlopsRequest {
     pub assume: Option<String>,
     /// `--text-only`: a vision-language model's text tower alone.
     pub text_only: bool,
+    /// `--images N`: images per sequence, whose positions join each sequence's tokens.
+    pub images: u64,
+    /// `--image-tokens T`: positions per image, where the config does not fix it.
+    pub image_tokens: Option<u64>,
     /// Where Hub repo ids are looked up.
     pub hub: HubOptions,
     /// Tokens per sequence.
@@ -249,6 +259,8 @@ impl FlopsRequest {
             overrides: Vec::new(),
             assume: None,
             text_only: false,
+            images: 0,
+            image_tokens: None,
             hub: HubOptions::default(),
             seq_len: 2048,
             batch: 1,

@@ -237,6 +237,68 @@ fn gpu_spec(spec: Option<&str>) -> Result<Option<(&'static Gpu, u64)>, Error> {
     .transpose()
 }
 
+/// `--images N` (and `--image-tokens T`): the positions the images add to each sequence, and
+/// the sentence that says so; `None` without images.
+fn image_positions(
+    spec: &ModelSpec,
+    images: u64,
+    image_tokens: Option<u64>,
+) -> Result<Option<(u64, String)>, Error> {
+    if images == 0 {
+        if image_tokens.is_some() {
+            return Err(Error::bad_input(
+                "`--image-tokens` without `--images`",
+                "say how many images each sequence holds, e.g. `--images 2`",
+            ));
+        }
+        return Ok(None);
+    }
+    if !spec
+        .extras
+        .iter()
+        .any(|e| e.category == llmsize_core::Category::Vision)
+    {
+        return Err(Error::bad_input(
+            format!(
+                "`--images`: `{}` has no vision tower (or `--text-only` left it out)",
+                spec.name
+            ),
+            "images need a vision-language model",
+        ));
+    }
+    let (per, from) = match (image_tokens, &spec.image_tokens) {
+        (Some(t), _) => (t, "`--image-tokens`".to_owned()),
+        (None, Some((t, key))) => (*t, format!("the config's `{key}`")),
+        (None, None) => {
+            return Err(Error::bad_input(
+                format!(
+                    "`--images`: how many positions an image takes in `{}` depends on its resolution",
+                    spec.model_type
+                ),
+                "give it with `--image-tokens T`",
+            ));
+        }
+    };
+    if per == 0 {
+        return Err(Error::bad_input(
+            "`--image-tokens 0` is out of range",
+            "an image takes at least one position",
+        ));
+    }
+    let extra = images.checked_mul(per).ok_or_else(|| {
+        Error::bad_input(
+            "`--images` × `--image-tokens` overflows",
+            "give smaller numbers",
+        )
+    })?;
+    Ok(Some((
+        extra,
+        format!(
+            "images: {images} × {per} positions ({from}) join each sequence's tokens; the vision tower's own FLOPs are not counted"
+        ),
+    )))
+}
+
 /// Request → core options, validated in one place.
 fn memory_options(req: &MemoryRequest) -> Result<MemoryOptions, Error> {
     let gpu = gpu_spec(req.gpu.as_deref())?;
@@ -303,7 +365,21 @@ pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome,
         env,
         &mut warnings,
     )?;
-    let options = memory_options(req)?;
+    let mut options = memory_options(req)?;
+    let images = image_positions(&spec, req.images, req.image_tokens)?;
+    let extra = images.as_ref().map_or(0, |(n, _)| *n);
+    if images.is_some() && req.max_context {
+        return Err(Error::bad_input(
+            "`--max-context` with `--images`",
+            "ask for the longest context without images, or add the images' positions to `--seq-len`",
+        ));
+    }
+    options.seq_len = options.seq_len.checked_add(extra).ok_or_else(|| {
+        Error::bad_input(
+            "`--seq-len` plus the images' positions overflows",
+            "give smaller numbers",
+        )
+    })?;
     // Weight files, when the model has them, are measured rather than estimated.
     let from_files = match &model.weights {
         None => None,
@@ -324,18 +400,25 @@ pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome,
                     ..options
                 },
                 SweepAxis::SeqLen => MemoryOptions {
-                    seq_len: v,
+                    seq_len: v.saturating_add(extra),
                     ..options
                 },
             };
-            points.push((v, memory_with(&spec, &o, files).map_err(wrap(&spec.name))?));
+            let mut report = memory_with(&spec, &o, files).map_err(wrap(&spec.name))?;
+            if let Some((_, note)) = &images {
+                report.assumptions.push(note.clone());
+            }
+            points.push((v, report));
         }
         MemoryResult::Sweep {
             axis: sweep.axis,
             points,
         }
     } else {
-        let report = memory_with(&spec, &options, files).map_err(wrap(&spec.name))?;
+        let mut report = memory_with(&spec, &options, files).map_err(wrap(&spec.name))?;
+        if let Some((_, note)) = &images {
+            report.assumptions.push(note.clone());
+        }
         let longest = if req.max_context {
             if options.gpu.is_none() {
                 return Err(Error::bad_input(
@@ -422,8 +505,20 @@ pub(crate) fn flops(req: &FlopsRequest, env: &HubEnv) -> Result<FlopsOutcome, Er
     let format = weight_format(&req.dtype)?;
     let kv = kv_dtype(&req.kv_dtype)?;
     let wrap = Error::spec;
-    let report =
-        count_flops(&spec, req.seq_len, req.batch, req.attention).map_err(wrap(&spec.name))?;
+    let images = image_positions(&spec, req.images, req.image_tokens)?;
+    let seq_len = match &images {
+        None => req.seq_len,
+        Some((extra, note)) => {
+            warnings.push(format!("{}: {note}", spec.name));
+            req.seq_len.checked_add(*extra).ok_or_else(|| {
+                Error::bad_input(
+                    "`--seq-len` plus the images' positions overflows",
+                    "give smaller numbers",
+                )
+            })?
+        }
+    };
+    let report = count_flops(&spec, seq_len, req.batch, req.attention).map_err(wrap(&spec.name))?;
     let speed_report = match gpu_spec(req.gpu.as_deref())? {
         None => None,
         Some((gpu, count)) => {
@@ -431,7 +526,7 @@ pub(crate) fn flops(req: &FlopsRequest, env: &HubEnv) -> Result<FlopsOutcome, Er
                 &spec,
                 &MemoryOptions {
                     format,
-                    seq_len: req.seq_len,
+                    seq_len,
                     batch: req.batch,
                     kv_dtype: kv,
                     tp: count,

@@ -86,12 +86,14 @@ fn params(
 
 /// `llmsize memory`; `None` keeps the CLI's default.
 #[pyfunction]
-#[pyo3(signature = (model, set, assume, text_only, dtype, seq_len, batch, kv_dtype, gpu, tp, mla_cache, cache, overhead_mib, max_context, online, revision))]
+#[pyo3(signature = (model, set, assume, text_only, images, image_tokens, dtype, seq_len, batch, kv_dtype, gpu, tp, mla_cache, cache, overhead_mib, max_context, online, revision))]
 fn memory(
     model: String,
     set: Vec<String>,
     assume: Option<String>,
     text_only: bool,
+    images: u64,
+    image_tokens: Option<u64>,
     dtype: Option<String>,
     seq_len: Option<u64>,
     batch: Option<u64>,
@@ -109,6 +111,8 @@ fn memory(
     r.overrides = set;
     r.assume = assume;
     r.text_only = text_only;
+    r.images = images;
+    r.image_tokens = image_tokens;
     r.hub = hub(online, revision);
     r.dtype = dtype;
     r.seq_len = seq_len.unwrap_or(r.seq_len);
@@ -144,12 +148,14 @@ fn memory(
 
 /// `llmsize flops`; `None` keeps the CLI's default.
 #[pyfunction]
-#[pyo3(signature = (model, set, assume, text_only, seq_len, batch, attention, gpu, dtype, kv_dtype, mfu, bw_eff, online, revision))]
+#[pyo3(signature = (model, set, assume, text_only, images, image_tokens, seq_len, batch, attention, gpu, dtype, kv_dtype, mfu, bw_eff, online, revision))]
 fn flops(
     model: String,
     set: Vec<String>,
     assume: Option<String>,
     text_only: bool,
+    images: u64,
+    image_tokens: Option<u64>,
     seq_len: Option<u64>,
     batch: Option<u64>,
     attention: Option<&str>,
@@ -165,6 +171,8 @@ fn flops(
     r.overrides = set;
     r.assume = assume;
     r.text_only = text_only;
+    r.images = images;
+    r.image_tokens = image_tokens;
     r.hub = hub(online, revision);
     r.seq_len = seq_len.unwrap_or(r.seq_len);
     r.batch = batch.unwrap_or(r.batch);

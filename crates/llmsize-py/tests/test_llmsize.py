@@ -120,6 +120,16 @@ def test_an_unknown_type_is_refused_unless_assumed_and_then_not_exact():
     assert llmsize.params("llama-2-7b")["exact"] is True
 
 
+def test_images_join_a_vision_language_models_sequence():
+    llava = {**json.loads((ROOT / "tests/fixtures/coverage/configs/llava.default.json").read_text())}
+    # image_seq_length = 576: 1,000 tokens + 2 images = 2,152 positions in the cache.
+    r = llmsize.memory(llava, seq_len=1000, images=2)
+    assert r["seq_len"] == 2152
+    assert r["kv_cache_bytes"] == llmsize.memory(llava, seq_len=2152)["kv_cache_bytes"]
+    with pytest.raises(llmsize.InputError, match="no vision tower"):
+        llmsize.memory("llama-2-7b", images=1)
+
+
 def test_warnings_are_python_warnings():
     # The CLI prints `--set` of a key the model never reads as a warning; so does Python, and
     # the JSON carries it too.

@@ -99,6 +99,7 @@ impl Decoder {
             symbol_sources: std::collections::BTreeMap::new(),
             extras: Vec::new(),
             estimate: None,
+            image_tokens: None,
         }
     }
 }

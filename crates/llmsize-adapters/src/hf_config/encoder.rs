@@ -125,6 +125,7 @@ impl Encoder {
             symbol_sources: BTreeMap::new(),
             extras: Vec::new(),
             estimate: None,
+            image_tokens: None,
         }
     }
 }

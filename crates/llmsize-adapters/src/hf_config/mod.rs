@@ -233,6 +233,26 @@ pub fn read_config_map(
         apply_override(&mut map, o)?;
     }
     let (mut spec, read) = read_map_tracked(&map, file, name, options)?;
+    if spec
+        .extras
+        .iter()
+        .any(|e| e.category == llmsize_core::Category::Vision)
+    {
+        // The fixed number of text positions an image takes, where the config states it.
+        spec.image_tokens = [
+            "image_seq_length",
+            "mm_tokens_per_image",
+            "num_image_tokens",
+            "num_query_tokens",
+        ]
+        .iter()
+        .find_map(|k| {
+            map.get(*k)
+                .and_then(Value::as_u64)
+                .filter(|n| *n > 0)
+                .map(|n| (n, (*k).to_owned()))
+        });
+    }
     if options.text_only {
         let before = spec.extras.len();
         spec.extras.retain(|e| !e.category.is_modality());

@@ -68,6 +68,7 @@ fn seq2seq_spec(
         symbol_sources: BTreeMap::new(),
         extras: Vec::new(),
         estimate: None,
+        image_tokens: None,
     }
 }
 

@@ -14,6 +14,8 @@ pub(crate) fn request(args: &MemoryArgs) -> Result<MemoryRequest, Failure> {
         overrides: args.model.set.clone(),
         assume: args.model.assume.clone(),
         text_only: args.model.text_only,
+        images: args.model.images,
+        image_tokens: args.model.image_tokens,
         hub: hub(&args.model.hub),
         dtype: args.dtype.clone(),
         seq_len: args.seq_len,

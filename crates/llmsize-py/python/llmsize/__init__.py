@@ -184,6 +184,8 @@ def memory(
     set: Overrides = None,
     assume: Optional[str] = None,
     text_only: bool = False,
+    images: int = 0,
+    image_tokens: Optional[int] = None,
     online: bool = False,
     revision: str = "main",
 ) -> Dict[str, Any]:
@@ -193,6 +195,8 @@ def memory(
     Defaults are the CLI's: ``dtype="bf16"`` (weight files are measured as stored),
     ``seq_len=4096``, ``batch=1``, ``kv_dtype="bf16"``. Bytes are plain integers
     (``weights_bytes``, ``kv_cache_bytes``, ``per_gpu_bytes``, …); ``fits`` is set with a GPU.
+    ``images``: images per sequence of a vision-language model, whose positions
+    (``image_tokens`` each, or what the config fixes) join each sequence.
 
     >>> r = llmsize.memory("llama-2-7b", dtype="q4_k_m", seq_len=8192, gpu="rtx4090")
     >>> r["fits"]
@@ -204,6 +208,8 @@ def memory(
         _overrides(set),
         assume,
         text_only,
+        images,
+        image_tokens,
         dtype,
         seq_len,
         batch,
@@ -233,6 +239,8 @@ def flops(
     set: Overrides = None,
     assume: Optional[str] = None,
     text_only: bool = False,
+    images: int = 0,
+    image_tokens: Optional[int] = None,
     online: bool = False,
     revision: str = "main",
 ) -> Dict[str, Any]:
@@ -251,6 +259,8 @@ def flops(
         _overrides(set),
         assume,
         text_only,
+        images,
+        image_tokens,
         seq_len,
         batch,
         attention,

@@ -254,6 +254,7 @@ pub(super) fn read(
         symbol_sources: BTreeMap::new(),
         extras: Vec::new(),
         estimate: None,
+        image_tokens: None,
     })
 }
 
@@ -428,5 +429,6 @@ fn encoder_decoder(
         symbol_sources: BTreeMap::new(),
         extras: Vec::new(),
         estimate: None,
+        image_tokens: None,
     })
 }

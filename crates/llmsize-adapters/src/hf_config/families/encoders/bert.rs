@@ -434,6 +434,7 @@ fn build(
         symbol_sources: BTreeMap::new(),
         extras: parts.extras,
         estimate: None,
+        image_tokens: None,
     })
 }
 

@@ -57,6 +57,7 @@ impl One {
             symbol_sources: BTreeMap::new(),
             extras: self.extras,
             estimate: None,
+            image_tokens: None,
         }
     }
 }
