@@ -362,6 +362,44 @@ impl Reader<'_, '_> {
     }
 }
 
+/// Every layer kind of every stack rewritten by `f`, the runs kept: work in the number of
+/// kinds and runs, never in the number of layers (a family's tweak that adds a tensor or a
+/// norm to every layer).
+pub(crate) fn map_kinds(spec: &mut ModelSpec, mut f: impl FnMut(&mut Layer)) {
+    for stack in &mut spec.stacks {
+        let mut out = Layers::new();
+        for run in stack.layers.runs() {
+            if let Some(kind) = stack.layers.kinds().get(run.kind) {
+                let mut layer = kind.clone();
+                f(&mut layer);
+                out.push_run(layer, run.count);
+            }
+        }
+        stack.layers = out;
+    }
+}
+
+/// Every layer of every stack rebuilt by `f(index, layer)`, for a tweak that depends on the
+/// layer's position; equal results join one kind, so the stack stays runs (the work is one
+/// call per layer: keep `f` cheap, or key it and build each kind once).
+pub(crate) fn map_each_layer(
+    spec: &mut ModelSpec,
+    mut f: impl FnMut(u64, &Layer) -> Result<Layer, ConfigError>,
+) -> Result<(), ConfigError> {
+    for stack in &mut spec.stacks {
+        let mut out = Layers::new();
+        for run in stack.layers.runs() {
+            if let Some(kind) = stack.layers.kinds().get(run.kind) {
+                for i in run.range() {
+                    out.push(f(i, kind)?);
+                }
+            }
+        }
+        stack.layers = out;
+    }
+    Ok(())
+}
+
 /// Read a [`Block`] family.
 pub(crate) fn read_block(
     raw: &mut RawConfig<'_>,

@@ -18,6 +18,7 @@ use llmsize_core::spec::{
 use crate::error::ConfigError;
 use crate::hf_config::architecture;
 use crate::hf_config::decoder::{Decoder, layer, mha, mlp};
+use crate::hf_config::family::map_kinds;
 use crate::hf_config::family::{
     ALL_SPARSE, AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule,
     MoeRule, NO, NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Read, Reader, Shared, StandardRule,
@@ -41,29 +42,6 @@ const fn sized(base: &Block, d: u64, l: u64, n_h: u64, v: u64, d_ff: u64) -> Blo
             ..base.mlp
         },
         ..*base
-    }
-}
-
-/// Every layer kind of every stack rewritten by `f`; the runs stay as they are.
-fn map_layers(spec: &mut ModelSpec, mut f: impl FnMut(&mut Layer)) {
-    for stack in &mut spec.stacks {
-        let kinds: Vec<Layer> = stack
-            .layers
-            .kinds()
-            .iter()
-            .map(|k| {
-                let mut k = k.clone();
-                f(&mut k);
-                k
-            })
-            .collect();
-        let mut layers = Layers::new();
-        for run in stack.layers.runs() {
-            if let Some(k) = kinds.get(run.kind) {
-                layers.push_run(k.clone(), run.count);
-            }
-        }
-        stack.layers = layers;
     }
 }
 
@@ -129,7 +107,7 @@ fn null_head_dim_splits(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result
         d_h,
         "null; the class uses hidden_size // num_attention_heads",
     );
-    map_layers(spec, |layer| {
+    map_kinds(spec, |layer| {
         if let Attention::Standard(a) = &mut layer.attention {
             let old = a.head_dim;
             a.head_dim = d_h;
@@ -173,7 +151,7 @@ fn full_every(
 
 /// Norms added to every layer's block norms (`BitNet`'s sub-norms, `HyperCLOVA X`'s post-norms).
 fn add_norms(spec: &mut ModelSpec, norms: &[Norm]) {
-    map_layers(spec, |layer| layer.norms.extend_from_slice(norms));
+    map_kinds(spec, |layer| layer.norms.extend_from_slice(norms));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -443,7 +421,7 @@ fn apertus(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigEr
             Extra::vector("mlp.act_fn.alpha_p", "xIELU", Category::Ffn, Expr::Lit(1)),
             Extra::vector("mlp.act_fn.alpha_n", "xIELU", Category::Ffn, Expr::Lit(1)),
         ];
-        map_layers(spec, |layer| layer.extras.extend(alphas.iter().cloned()));
+        map_kinds(spec, |layer| layer.extras.extend(alphas.iter().cloned()));
     }
     Ok(())
 }
@@ -481,7 +459,7 @@ fn internlm3(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), Config
     null_head_dim_splits(raw, spec)?;
     let qkv = raw.flag("qkv_bias")?;
     let mlp = raw.flag("bias")?;
-    map_layers(spec, |layer| {
+    map_kinds(spec, |layer| {
         if let (Some(b), Attention::Standard(a)) = (qkv, &mut layer.attention) {
             a.q_bias = b;
             a.k_bias = b;
@@ -587,7 +565,7 @@ const BITNET: Block = Block {
 #[allow(clippy::unnecessary_wraps, reason = "a tweak's signature")]
 fn bitnet(_raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
     let d = spec.hidden_size;
-    map_layers(spec, |layer| {
+    map_kinds(spec, |layer| {
         if let Ffn::Dense(m) = &layer.ffn {
             let sub = [Norm::rms_norm(d), Norm::rms_norm(m.intermediate)];
             layer.norms.extend_from_slice(&sub);
@@ -643,7 +621,7 @@ const DIFFLLAMA: Block = Block {
 
 fn diffllama(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
     let mut bad = None;
-    map_layers(spec, |layer| {
+    map_kinds(spec, |layer| {
         if let Attention::Standard(a) = &layer.attention {
             if !a.num_kv_heads.is_multiple_of(2) {
                 bad = Some(a.num_kv_heads);
@@ -721,7 +699,7 @@ fn doge(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError
     };
     let bias = raw.flag_or("attention_bias", false, "absent; `DogeConfig` default")?;
     let d = Expr::sym(llmsize_core::expr::Sym::Hidden, spec.hidden_size);
-    map_layers(spec, |layer| {
+    map_kinds(spec, |layer| {
         if let Attention::Standard(a) = &layer.attention {
             let kv = Expr::sym(llmsize_core::expr::Sym::KvHeads, a.num_kv_heads);
             let kv_width = Expr::product(vec![

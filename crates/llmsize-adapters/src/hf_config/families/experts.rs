@@ -23,6 +23,7 @@ use llmsize_core::spec::{Extra, Ffn, Layer, Layers, ModelSpec, NormKind, OutputH
 use serde_json::{Map, Value};
 
 use crate::error::ConfigError;
+use crate::hf_config::family::map_each_layer;
 use crate::hf_config::family::{
     AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule, MoeRule, NO,
     NormRule, PLAIN_ATTENTION, QkNorm, Read, Shared, Sparsity, StandardRule, Switch, Windows, YES,
@@ -32,28 +33,6 @@ use crate::hf_config::raw::RawConfig;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers for tweaks.
-
-/// Rebuild the decoder stack layer by layer: `f(i, layer)` gives layer `i`'s new kind.
-/// Layers are visited once each, and equal results join one kind, so the stack stays runs.
-fn map_layers(
-    spec: &mut ModelSpec,
-    mut f: impl FnMut(u64, &Layer) -> Result<Layer, ConfigError>,
-) -> Result<(), ConfigError> {
-    for stack in &mut spec.stacks {
-        let mut out = Layers::new();
-        let kinds = stack.layers.kinds();
-        for run in stack.layers.runs() {
-            let Some(kind) = kinds.get(run.kind) else {
-                continue;
-            };
-            for i in run.range() {
-                out.push(f(i, kind)?);
-            }
-        }
-        stack.layers = out;
-    }
-    Ok(())
-}
 
 /// Rebuild the decoder stack from each layer's kind and a small per-layer `key` (whether it
 /// has an indexer, whether it is looped): each distinct (kind, key) is built once by `build`,
@@ -465,7 +444,7 @@ fn ernie_tweak(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), Conf
             true,
             bias,
         );
-        map_layers(spec, |i, layer| {
+        map_each_layer(spec, |i, layer| {
             let mut l = layer.clone();
             if i > end && matches!(l.ffn, Ffn::Moe(_)) {
                 l.ffn = Ffn::Dense(dense);
@@ -1056,7 +1035,7 @@ fn read_mimo(
     let mean = sum / 2;
     let bias = raw.flag_or("attention_bias", false, reason)?;
     let mut err = None;
-    map_layers(&mut spec, |_, layer| {
+    map_each_layer(&mut spec, |_, layer| {
         let mut l = layer.clone();
         let sliding = l.sliding_window.is_some();
         if let Some(a) = standard(&mut l) {
@@ -1164,7 +1143,7 @@ fn read_laguna(
             Some(counts)
         }
     };
-    map_layers(&mut spec, |i, layer| {
+    map_each_layer(&mut spec, |i, layer| {
         let mut l = layer.clone();
         if let Some(a) = standard(&mut l) {
             if let Some(n) = heads
@@ -1269,7 +1248,7 @@ fn output_gate_full(_: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), C
 /// The output gate `self_attn.gate_proj` (`d → n_h·d_h`) of every layer, with a bias of one
 /// per head (`gate_bias`) when `head_bias`.
 fn output_gate(spec: &mut ModelSpec, head_bias: bool) -> Result<(), ConfigError> {
-    map_layers(spec, |_, layer| {
+    map_each_layer(spec, |_, layer| {
         let mut l = layer.clone();
         if let Some(a) = standard(&mut l) {
             let (n, d, hidden) = (a.num_heads, a.head_dim, a.hidden);
@@ -1428,7 +1407,7 @@ fn axk1_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(
 /// An `RMSNorm` of `d` after every MoE block (`mlp.post_mlp_layernorm`).
 fn post_moe_norm(_: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
     let d = spec.hidden_size;
-    map_layers(spec, |_, layer| {
+    map_each_layer(spec, |_, layer| {
         let mut l = layer.clone();
         if matches!(l.ffn, Ffn::Moe(_)) {
             l.norms.push(llmsize_core::spec::Norm::rms_norm(d));
@@ -1859,7 +1838,7 @@ fn inkling_layers(
     }
     let d = spec.hidden_size;
     let mut overflow = false;
-    map_layers(spec, |_, layer| {
+    map_each_layer(spec, |_, layer| {
         let mut l = layer.clone();
         let window = l.sliding_window;
         let ffn_dense = matches!(l.ffn, Ffn::Dense(_));

@@ -25,42 +25,9 @@ use crate::hf_config::family::{
     AttentionRule, Block, Family, LLAMA, LLAMA_MLP, MlpRule, MoeRule, NO, Read, Reader, Shared,
     Size, Sparsity, Switch, key_or, read_block,
 };
+use crate::hf_config::family::{map_each_layer, map_kinds};
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::{HeadChoice, architecture};
-
-/// Rebuild every stack's layers through `f` (a layer and its index), keeping runs.
-fn map_layers(
-    spec: &mut ModelSpec,
-    mut f: impl FnMut(&Layer, u64) -> Result<Layer, ConfigError>,
-) -> Result<(), ConfigError> {
-    for stack in &mut spec.stacks {
-        let mut out = Layers::new();
-        for run in stack.layers.runs() {
-            if let Some(kind) = stack.layers.kinds().get(run.kind) {
-                for i in run.range() {
-                    out.push(f(kind, i)?);
-                }
-            }
-        }
-        stack.layers = out;
-    }
-    Ok(())
-}
-
-/// Rebuild every stack's layers through `f`, one call per run (no per-layer work).
-fn map_kinds(spec: &mut ModelSpec, mut f: impl FnMut(&mut Layer)) {
-    for stack in &mut spec.stacks {
-        let mut out = Layers::new();
-        for run in stack.layers.runs() {
-            if let Some(kind) = stack.layers.kinds().get(run.kind) {
-                let mut layer = kind.clone();
-                f(&mut layer);
-                out.push_run(layer, run.count);
-            }
-        }
-        stack.layers = out;
-    }
-}
 
 /// The class defaults of the MLA sizes, which [`AttentionRule::Latent`] reads as required.
 struct MlaDefaults {
@@ -395,7 +362,7 @@ fn mlp_layer_types(
     } else {
         None
     };
-    map_layers(spec, |layer, i| {
+    map_each_layer(spec, |i, layer| {
         let mut l = layer.clone();
         let is_sparse = sparse.get(usize::try_from(i).unwrap_or(usize::MAX)) == Some(&true);
         if !is_sparse && let Some(d) = dense {
@@ -509,7 +476,7 @@ fn dsa(
     )?;
     let dim = raw.size_or(&["index_head_dim"], Sym::Named("d_idx"), 128, &reason)?;
     let extras = indexer(raw, spec, heads, dim)?;
-    map_layers(spec, |layer, i| {
+    map_each_layer(spec, |i, layer| {
         let mut l = layer.clone();
         let on =
             !by_indexer_types || full.get(usize::try_from(i).unwrap_or(usize::MAX)) == Some(&true);

@@ -7,7 +7,7 @@
 use llmsize_core::Category;
 use llmsize_core::expr::{Expr, Sym};
 use llmsize_core::spec::{
-    Attention, Extra, HeadTransform, Layer, Layers, Linear, ModelSpec, Norm, NormKind, OutputHead,
+    Attention, Extra, HeadTransform, Layers, Linear, ModelSpec, Norm, NormKind, OutputHead,
     PositionEmbedding, Table,
 };
 
@@ -17,6 +17,7 @@ mod gemma;
 use crate::error::ConfigError;
 use crate::hf_config::architecture;
 use crate::hf_config::decoder::{self, Decoder, layer, mha, mlp};
+use crate::hf_config::family::map_kinds;
 use crate::hf_config::family::{
     AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule, NO,
     NormRule, Read, Reader, StandardRule, Switch, YES, key_or,
@@ -192,7 +193,7 @@ fn stablelm_tweak(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), C
     let reason = "absent; `StableLmConfig` default";
     let parallel = raw.flag_or("use_parallel_residual", false, reason)?;
     let qk_norm = raw.flag_or("qk_layernorm", false, reason)?;
-    map_layers(spec, |l| {
+    map_kinds(spec, |l| {
         if parallel {
             l.norms.truncate(1);
         }
@@ -268,22 +269,6 @@ fn no_final_norm(_: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), Conf
     Ok(())
 }
 
-/// Change every layer kind of every stack, keeping the runs.
-fn map_layers(spec: &mut ModelSpec, f: impl Fn(&mut Layer)) {
-    for s in &mut spec.stacks {
-        let old = std::mem::take(&mut s.layers);
-        let mut new = Layers::new();
-        for run in old.runs() {
-            if let Some(kind) = old.kinds().get(run.kind) {
-                let mut l = kind.clone();
-                f(&mut l);
-                new.push_run(l, run.count);
-            }
-        }
-        s.layers = new;
-    }
-}
-
 /// The reader of a family's keys with its class defaults.
 fn reader<'r, 'a>(raw: &'r mut RawConfig<'a>, family: &Family) -> Reader<'r, 'a> {
     Reader {
@@ -339,7 +324,7 @@ fn gpt_sw3(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, Config
     let mut spec = decoder::gpt2(raw)?;
     family.model_type.clone_into(&mut spec.model_type);
     let hidden = spec.hidden_size;
-    map_layers(&mut spec, |l| {
+    map_kinds(&mut spec, |l| {
         if l.cross_attention.take().is_some() {
             l.extras.extend(cross_attention_extras(hidden, GPT2_CROSS));
         }
