@@ -6,7 +6,7 @@ use llmsize_core::Category;
 use llmsize_core::spec::ModelSpec;
 
 use super::parts::{Parts, lit, sym, with_sub};
-use super::{vision, with_parts};
+use super::{scaled_vit_layers, vision, with_parts};
 use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
 use crate::hf_config::families::vision::{Tie, not_read, text};
@@ -326,63 +326,7 @@ fn inkling2_of(
             d.clone(),
             &one,
         );
-        p.norm(
-            format!("{pre}.pre_layernorm"),
-            "vision norms",
-            &d,
-            true,
-            &one,
-        );
-        let lp = format!("{pre}.layers");
-        p.norm(
-            format!("{lp}.layernorm_before"),
-            "vision norms",
-            &d,
-            true,
-            &l,
-        );
-        p.norm(
-            format!("{lp}.layernorm_after"),
-            "vision norms",
-            &d,
-            true,
-            &l,
-        );
-        for name in ["q_proj", "k_proj", "v_proj", "out_proj"] {
-            p.linear(
-                format!("{lp}.self_attn.{name}"),
-                "vision attention",
-                (d.clone(), d.clone()),
-                true,
-                &l,
-            );
-        }
-        p.linear(
-            format!("{lp}.mlp.fc1"),
-            "vision mlp",
-            (d.clone(), ff.clone()),
-            true,
-            &l,
-        );
-        p.linear(
-            format!("{lp}.mlp.fc2"),
-            "vision mlp",
-            (ff, d.clone()),
-            true,
-            &l,
-        );
-        p.vector(
-            format!("{lp}.lambda_1"),
-            "vision layer scales",
-            d.clone(),
-            &l,
-        );
-        p.vector(
-            format!("{lp}.lambda_2"),
-            "vision layer scales",
-            d.clone(),
-            &l,
-        );
+        scaled_vit_layers(&mut p, &pre, &d, ff, &l);
         let part = "multimodal projector";
         let wide = super::parts::mul(d, lit(m.saturating_mul(m)));
         p.linear(

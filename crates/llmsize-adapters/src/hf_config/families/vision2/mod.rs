@@ -29,6 +29,7 @@ mod step;
 mod text;
 
 use llmsize_core::Category;
+use llmsize_core::expr::Expr;
 use llmsize_core::spec::ModelSpec;
 
 use serde_json::{Map, Value};
@@ -419,3 +420,47 @@ pub(crate) const FAMILIES: &[Family] = &[
         read: Read::Code(text::glm_ocr_text),
     },
 ];
+
+/// The layers of a ViT with per-channel layer scales (Inkling 2's and Step's towers):
+/// `pre_layernorm`, then per layer `layernorm_before`/`layernorm_after`, biased q/k/v/out
+/// `d → d`, `fc1`/`fc2` through `ff`, and the scales `lambda_1`, `lambda_2` (`l` layers).
+pub(super) fn scaled_vit_layers(p: &mut Parts, pre: &str, d: &Expr, ff: Expr, l: &Expr) {
+    let one = parts::lit(1);
+    p.norm(
+        format!("{pre}.pre_layernorm"),
+        "vision norms",
+        d,
+        true,
+        &one,
+    );
+    let lp = format!("{pre}.layers");
+    for n in ["layernorm_before", "layernorm_after"] {
+        p.norm(format!("{lp}.{n}"), "vision norms", d, true, l);
+    }
+    for name in ["q_proj", "k_proj", "v_proj", "out_proj"] {
+        p.linear(
+            format!("{lp}.self_attn.{name}"),
+            "vision attention",
+            (d.clone(), d.clone()),
+            true,
+            l,
+        );
+    }
+    p.linear(
+        format!("{lp}.mlp.fc1"),
+        "vision mlp",
+        (d.clone(), ff.clone()),
+        true,
+        l,
+    );
+    p.linear(
+        format!("{lp}.mlp.fc2"),
+        "vision mlp",
+        (ff, d.clone()),
+        true,
+        l,
+    );
+    for n in ["lambda_1", "lambda_2"] {
+        p.vector(format!("{lp}.{n}"), "vision layer scales", d.clone(), l);
+    }
+}

@@ -7,7 +7,7 @@ use llmsize_core::spec::{Attention, Extra, Ffn, Layers, ModelSpec};
 use serde_json::Value;
 
 use super::parts::{lit, mul, sym, with_sub, with_top};
-use super::{vision, with_parts};
+use super::{scaled_vit_layers, vision, with_parts};
 use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
 use crate::hf_config::families::vision::not_read;
@@ -251,63 +251,7 @@ pub(super) fn step3p7(
             (lit(side.saturating_mul(side)), d.clone()),
             &one,
         );
-        p.norm(
-            format!("{pre}.pre_layernorm"),
-            "vision norms",
-            &d,
-            true,
-            &one,
-        );
-        let lp = format!("{pre}.layers");
-        p.norm(
-            format!("{lp}.layernorm_before"),
-            "vision norms",
-            &d,
-            true,
-            &l,
-        );
-        p.norm(
-            format!("{lp}.layernorm_after"),
-            "vision norms",
-            &d,
-            true,
-            &l,
-        );
-        for name in ["q_proj", "k_proj", "v_proj", "out_proj"] {
-            p.linear(
-                format!("{lp}.self_attn.{name}"),
-                "vision attention",
-                (d.clone(), d.clone()),
-                true,
-                &l,
-            );
-        }
-        p.linear(
-            format!("{lp}.mlp.fc1"),
-            "vision mlp",
-            (d.clone(), ff.clone()),
-            true,
-            &l,
-        );
-        p.linear(
-            format!("{lp}.mlp.fc2"),
-            "vision mlp",
-            (ff, d.clone()),
-            true,
-            &l,
-        );
-        p.vector(
-            format!("{lp}.lambda_1"),
-            "vision layer scales",
-            d.clone(),
-            &l,
-        );
-        p.vector(
-            format!("{lp}.lambda_2"),
-            "vision layer scales",
-            d.clone(),
-            &l,
-        );
+        scaled_vit_layers(&mut p, &pre, &d, ff, &l);
         let d2 = mul(lit(2), d.clone());
         let d4 = mul(lit(4), d.clone());
         p.conv(
