@@ -326,7 +326,7 @@ fn inkling2_of(
             d.clone(),
             &one,
         );
-        scaled_vit_layers(&mut p, &pre, &d, ff, &l);
+        scaled_vit_layers(&mut p, pre, &d, ff, &l);
         let part = "multimodal projector";
         let wide = super::parts::mul(d, lit(m.saturating_mul(m)));
         p.linear(

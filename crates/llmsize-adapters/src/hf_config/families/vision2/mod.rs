@@ -421,7 +421,7 @@ pub(crate) const FAMILIES: &[Family] = &[
     },
 ];
 
-/// The layers of a ViT with per-channel layer scales (Inkling 2's and Step's towers):
+/// The layers of a `ViT` with per-channel layer scales (Inkling 2's and Step's towers):
 /// `pre_layernorm`, then per layer `layernorm_before`/`layernorm_after`, biased q/k/v/out
 /// `d → d`, `fc1`/`fc2` through `ff`, and the scales `lambda_1`, `lambda_2` (`l` layers).
 pub(super) fn scaled_vit_layers(p: &mut Parts, pre: &str, d: &Expr, ff: Expr, l: &Expr) {

@@ -251,7 +251,7 @@ pub(super) fn step3p7(
             (lit(side.saturating_mul(side)), d.clone()),
             &one,
         );
-        scaled_vit_layers(&mut p, &pre, &d, ff, &l);
+        scaled_vit_layers(&mut p, pre, &d, ff, &l);
         let d2 = mul(lit(2), d.clone());
         let d4 = mul(lit(4), d.clone());
         p.conv(
