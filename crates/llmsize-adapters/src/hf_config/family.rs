@@ -86,7 +86,7 @@ pub(crate) const NO: Switch = Switch::Fixed(false);
 pub(crate) const YES: Switch = Switch::Fixed(true);
 
 /// How the head width is found.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum HeadDim {
     /// `head_dim` when present (or `null`-free), else `hidden / heads`.
     KeyOrSplit,
@@ -94,6 +94,12 @@ pub(crate) enum HeadDim {
     KeyOr(u64),
     /// Always `hidden / heads` (the class has no `head_dim` field).
     Split,
+    /// `head_dim` when present, else `hidden // heads` rounded down, as
+    /// `getattr(config, "head_dim", hidden_size // num_attention_heads)` computes it
+    /// (GLM-4-MoE, Aria, Qwen-VL-MoE text).
+    KeyOrFloor,
+    /// Always `hidden // heads` rounded down, whatever the config says (GLM-4V text).
+    Floor,
 }
 
 /// Where q/k norms sit.
@@ -527,6 +533,30 @@ pub(crate) fn block_attention(
                         .derived_head_dim(hidden, "hidden_size", heads, "num_attention_heads")?
                 }
                 HeadDim::KeyOr(d) => r.size(key_or(&["head_dim"], d), Sym::HeadDim)?,
+                HeadDim::KeyOrFloor | HeadDim::Floor => {
+                    match r
+                        .raw
+                        .size_opt("head_dim")?
+                        .filter(|_| b.head_dim != HeadDim::Floor)
+                    {
+                        Some(n) => {
+                            r.raw.source(Sym::HeadDim, "head_dim");
+                            n
+                        }
+                        None if heads <= hidden => {
+                            r.raw
+                                .source(Sym::HeadDim, "hidden_size // num_attention_heads");
+                            hidden / heads
+                        }
+                        None => {
+                            return Err(r.raw.invalid(
+                                "num_attention_heads",
+                                &heads.into(),
+                                &format!("at most `hidden_size` ({hidden})"),
+                            ));
+                        }
+                    }
+                }
             };
             let mut a: StandardAttention = mha(hidden, heads, kv, head_dim, false);
             let qkv = r.switch(qkv_bias)?;

@@ -389,6 +389,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn head_dim_floors_where_the_class_floors_it() {
+        use llmsize_core::spec::Attention;
+        let head_dim = |text: &str| {
+            let spec = read_config(text, "c.json", "c", &ReadOptions::default()).unwrap();
+            match &spec.stacks[0].layers.kinds()[0].attention {
+                Attention::Standard(a) => a.head_dim,
+                other => panic!("{other:?}"),
+            }
+        };
+        // GLM-4-MoE: `head_dim` absent is `hidden_size // num_attention_heads`: 100 // 3 = 33.
+        let glm = r#"{"model_type":"glm4_moe","hidden_size":100,"num_attention_heads":3,
+            "num_key_value_heads":1,"num_hidden_layers":2,"vocab_size":10,
+            "intermediate_size":8,"moe_intermediate_size":4,"n_routed_experts":4,
+            "num_experts_per_tok":2,"first_k_dense_replace":1}"#;
+        assert_eq!(head_dim(glm), 33);
+        // GLM-4V's text model floors whatever the config says: 96 // 4 = 24, not 7.
+        let glm4v = r#"{"model_type":"glm4v_text","hidden_size":96,"num_attention_heads":4,
+            "num_key_value_heads":2,"head_dim":7,"num_hidden_layers":1,"vocab_size":10,
+            "intermediate_size":8}"#;
+        assert_eq!(head_dim(glm4v), 24);
+    }
+
+    #[test]
     fn python_non_finite_literals_read_as_null() {
         let text = r#"{"time_step_limit": [0.0, Infinity], "x": -Infinity, "s": "NaN \" Infinity", "n": NaN}"#;
         let map = parse_json(text, "config.json").unwrap();

@@ -118,38 +118,6 @@ fn read_patched(
     Ok(spec)
 }
 
-/// `head_dim` absent: `hidden_size // num_attention_heads`, rounded down as
-/// `getattr(config, "head_dim", config.hidden_size // config.num_attention_heads)` does.
-fn floor_head_dim(
-    raw: &mut RawConfig<'_>,
-    map: &mut Map<String, Value>,
-) -> Result<(), ConfigError> {
-    if raw.size_opt("head_dim")?.is_none() {
-        let hidden = raw.size(&["hidden_size"], Sym::Hidden)?;
-        let heads = raw.size(&["num_attention_heads"], Sym::Heads)?;
-        let d = hidden / heads;
-        if d == 0 {
-            return Err(raw.invalid(
-                "num_attention_heads",
-                &heads.into(),
-                &format!("at most `hidden_size` ({hidden})"),
-            ));
-        }
-        raw.source(Sym::HeadDim, "hidden_size // num_attention_heads");
-        map.insert("head_dim".to_owned(), Value::from(d));
-    }
-    Ok(())
-}
-
-/// A block whose `head_dim` defaults to `hidden_size // num_attention_heads`, rounded down.
-fn floor_head_dim_block(
-    raw: &mut RawConfig<'_>,
-    family: &Family,
-    block: &Block,
-) -> Result<ModelSpec, ConfigError> {
-    read_patched(raw, family, block, floor_head_dim)
-}
-
 // ---------------------------------------------------------------------------------------------
 // Per-layer lists the block cannot read directly.
 
@@ -281,6 +249,13 @@ const GLM4_MOE: Block = Block {
         },
     }),
     ..LLAMA
+};
+
+/// [`GLM4_MOE`] as registered: `head_dim` absent is `hidden_size // num_attention_heads`, rounded
+/// down (the blocks built on it keep the divisibility check).
+const GLM4_MOE_FLOORED: Block = Block {
+    head_dim: HeadDim::KeyOrFloor,
+    ..GLM4_MOE
 };
 
 /// Sarvam-MoE (`modular_sarvam_moe.py`: GLM-4-MoE's modeling): `head_dim` 64, q/k norms on
@@ -800,6 +775,13 @@ const ARIA_TEXT: Block = Block {
     }),
     tweak: Some(aria_tweak),
     ..LLAMA
+};
+
+/// [`ARIA_TEXT`] as registered: `head_dim` absent is `hidden_size // num_attention_heads`, rounded
+/// down (the blocks built on it keep the divisibility check).
+const ARIA_TEXT_FLOORED: Block = Block {
+    head_dim: HeadDim::KeyOrFloor,
+    ..ARIA_TEXT
 };
 
 /// Aria's shared experts carry biases with `mlp_bias`.
@@ -3632,7 +3614,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         config_class: "Glm4MoeConfig",
         architecture: "Glm4MoeForCausalLM",
         // `head_dim` = `hidden_size // num_attention_heads` (4096 // 96 = 42 by default).
-        read: Read::Code(|r, f, _| floor_head_dim_block(r, f, &GLM4_MOE)),
+        read: Read::Block(&GLM4_MOE_FLOORED),
     },
     Family {
         model_type: "sarvam_moe",
@@ -3697,7 +3679,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         model_type: "aria_text",
         config_class: "AriaTextConfig",
         architecture: "AriaTextForCausalLM",
-        read: Read::Code(|r, f, _| floor_head_dim_block(r, f, &ARIA_TEXT)),
+        read: Read::Block(&ARIA_TEXT_FLOORED),
     },
     Family {
         model_type: "cohere2_moe",

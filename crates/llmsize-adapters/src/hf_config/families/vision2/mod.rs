@@ -279,13 +279,13 @@ pub(crate) const FAMILIES: &[Family] = &[
         model_type: "qwen2_5_omni_text",
         config_class: "Qwen2_5OmniTextConfig",
         architecture: "Qwen2_5OmniThinkerForConditionalGeneration",
-        read: Read::Code(text::qwen2_5_omni_text),
+        read: Read::Block(&text::QWEN2_5_OMNI_TEXT),
     },
     Family {
         model_type: "qwen3_omni_moe_text",
         config_class: "Qwen3OmniMoeTextConfig",
         architecture: "Qwen3OmniMoeThinkerForConditionalGeneration",
-        read: Read::Code(text::qwen3_omni_moe_text),
+        read: Read::Block(&text::QWEN3_OMNI_MOE_TEXT),
     },
     code!(
         "kimi_k25",
@@ -399,25 +399,25 @@ pub(crate) const FAMILIES: &[Family] = &[
         model_type: "qwen3_vl_moe_text",
         config_class: "Qwen3VLMoeTextConfig",
         architecture: "Qwen3VLMoeForConditionalGeneration",
-        read: Read::Code(text::qwen3_vl_moe_text),
+        read: Read::Block(&text::QWEN3_VL_MOE_TEXT),
     },
     Family {
         model_type: "glm4v_text",
         config_class: "Glm4vTextConfig",
         architecture: "Glm4vForConditionalGeneration",
-        read: Read::Code(text::glm4v_text),
+        read: Read::Block(&text::GLM4V_TEXT),
     },
     Family {
         model_type: "glm4v_moe_text",
         config_class: "Glm4vMoeTextConfig",
         architecture: "Glm4vMoeForConditionalGeneration",
-        read: Read::Code(text::glm4v_moe_text),
+        read: Read::Block(&text::GLM4V_MOE_TEXT),
     },
     Family {
         model_type: "glm_ocr_text",
         config_class: "GlmOcrTextConfig",
         architecture: "GlmOcrForConditionalGeneration",
-        read: Read::Code(text::glm_ocr_text),
+        read: Read::Block(&text::GLM_OCR_TEXT),
     },
 ];
 

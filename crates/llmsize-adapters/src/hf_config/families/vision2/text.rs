@@ -1,15 +1,6 @@
 //! The composites' own text types as decoder blocks (`Qwen2VLTextConfig`, …), read through
 //! the registry from `text_config`.
 
-use llmsize_core::expr::Sym;
-use llmsize_core::spec::ModelSpec;
-use serde_json::Value;
-
-use crate::error::ConfigError;
-use crate::hf_config::HeadChoice;
-use crate::hf_config::family::{Family, read_block};
-use crate::hf_config::raw::RawConfig;
-
 use crate::hf_config::family::{
     ALL_SPARSE, AttentionRule, Block, HeadDim, LLAMA, LLAMA_ATTENTION, MlpRule, MoeRule, NO,
     NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Shared, Sparsity, StandardRule, Switch, Windows, YES,
@@ -71,7 +62,7 @@ pub(super) const QWEN3_VL_TEXT: Block = Block {
 /// `intermediate_size`), a bias-free router, no shared expert.
 pub(super) const QWEN3_VL_MOE_TEXT: Block = Block {
     kv_default: Some(16),
-    head_dim: HeadDim::KeyOrSplit,
+    head_dim: HeadDim::KeyOrFloor,
     moe: Some(MoeRule {
         experts: key_or(&["num_local_experts", "num_experts"], 60),
         top_k: key_or(&["num_experts_per_tok"], 4),
@@ -94,7 +85,7 @@ pub(super) const QWEN3_VL_MOE_TEXT: Block = Block {
 /// `hidden // heads` (set by [`glm4v_text`]); four norms per layer; a fused bias-free `gate_up_proj`.
 pub(super) const GLM4V_TEXT: Block = Block {
     kv_default: Some(2),
-    head_dim: HeadDim::KeyOrSplit,
+    head_dim: HeadDim::Floor,
     attention: AttentionRule::Standard(StandardRule {
         qkv_bias: YES,
         ..PLAIN_ATTENTION
@@ -118,7 +109,7 @@ pub(super) const GLM4V_TEXT: Block = Block {
 /// experts of `moe_intermediate_size`.
 pub(super) const GLM4V_MOE_TEXT: Block = Block {
     kv_default: Some(8),
-    head_dim: HeadDim::KeyOrSplit,
+    head_dim: HeadDim::KeyOrFloor,
     attention: AttentionRule::Standard(StandardRule {
         qkv_bias: Switch::Key("attention_bias", true),
         ..PLAIN_ATTENTION
@@ -144,79 +135,10 @@ pub(super) const GLM4V_MOE_TEXT: Block = Block {
 /// given; four norms per layer.
 pub(super) const GLM_OCR_TEXT: Block = Block {
     kv_default: Some(8),
-    head_dim: HeadDim::KeyOrSplit,
+    head_dim: HeadDim::KeyOrFloor,
     attention: AttentionRule::Standard(PLAIN_ATTENTION),
     ..sized(&GLM4V_TEXT, 1024, 16, 16, 59392, 4096)
 };
-
-/// The block `b` with `head_dim` `hidden_size // num_attention_heads` (Python's floor
-/// division, as these attention classes compute it) when the config gives none, or always
-/// when `ignore_key` (the class never reads `head_dim`): the generic reader refuses heads
-/// that do not divide the width.
-fn floored(
-    raw: &mut RawConfig<'_>,
-    family: &Family,
-    b: &Block,
-    (hidden_default, heads_default): (u64, u64),
-    ignore_key: bool,
-) -> Result<ModelSpec, ConfigError> {
-    if !ignore_key && raw.size_opt("head_dim")?.is_some() {
-        return read_block(raw, family, b);
-    }
-    let reason = format!("absent; `{}` default", family.config_class);
-    let hidden = raw.size_or(&["hidden_size"], Sym::Hidden, hidden_default, &reason)?;
-    let heads = raw.size_or(&["num_attention_heads"], Sym::Heads, heads_default, &reason)?;
-    let mut map = raw.map.clone();
-    map.insert("head_dim".to_owned(), Value::from(hidden / heads));
-    let mut inner = RawConfig::new(raw.file, &map);
-    let spec = read_block(&mut inner, family, b)?;
-    raw.source(Sym::HeadDim, "hidden_size // num_attention_heads");
-    for a in inner.assumptions {
-        raw.assume(&a.field, a.value, &a.reason);
-    }
-    for (symbol, source) in inner.sources {
-        if symbol != Sym::HeadDim {
-            raw.source(symbol, &source);
-        }
-    }
-    Ok(spec)
-}
-
-/// [`QWEN3_VL_MOE_TEXT`] with a floored `head_dim` (`head_dim or hidden // heads`).
-pub(super) fn qwen3_vl_moe_text(
-    raw: &mut RawConfig<'_>,
-    f: &Family,
-    _head: HeadChoice,
-) -> Result<ModelSpec, ConfigError> {
-    floored(raw, f, &QWEN3_VL_MOE_TEXT, (2048, 16), false)
-}
-
-/// [`GLM4V_TEXT`] with `head_dim` `hidden // heads` whatever the config says.
-pub(super) fn glm4v_text(
-    raw: &mut RawConfig<'_>,
-    f: &Family,
-    _head: HeadChoice,
-) -> Result<ModelSpec, ConfigError> {
-    floored(raw, f, &GLM4V_TEXT, (4096, 32), true)
-}
-
-/// [`GLM4V_MOE_TEXT`] with a floored `head_dim`.
-pub(super) fn glm4v_moe_text(
-    raw: &mut RawConfig<'_>,
-    f: &Family,
-    _head: HeadChoice,
-) -> Result<ModelSpec, ConfigError> {
-    floored(raw, f, &GLM4V_MOE_TEXT, (4096, 96), false)
-}
-
-/// [`GLM_OCR_TEXT`] with a floored `head_dim`.
-pub(super) fn glm_ocr_text(
-    raw: &mut RawConfig<'_>,
-    f: &Family,
-    _head: HeadChoice,
-) -> Result<ModelSpec, ConfigError> {
-    floored(raw, f, &GLM_OCR_TEXT, (1024, 16), false)
-}
 
 /// PaddleOCR-VL text (`PaddleOCRAttention`, `PaddleOCRMLP`): `use_bias` on every projection
 /// of attention and MLP, `head_dim` 128, 2 KV heads, tied.
@@ -239,27 +161,18 @@ pub(super) const PADDLEOCR_VL_TEXT: Block = Block {
 
 /// Qwen2.5-Omni text (`Qwen2_5OmniAttention`): Qwen2-VL's text block with `head_dim` read
 /// when given (else `hidden // heads`), other defaults, tied by default.
-const QWEN2_5_OMNI_TEXT: Block = Block {
+pub(super) const QWEN2_5_OMNI_TEXT: Block = Block {
     kv_default: Some(4),
-    head_dim: HeadDim::KeyOrSplit,
+    head_dim: HeadDim::KeyOrFloor,
     windows: Windows::FromLayer(28),
     tie: true,
     ..sized(&QWEN2_VL_TEXT, 3584, 28, 28, 152_064, 18944)
 };
 
-/// [`QWEN2_5_OMNI_TEXT`] with a floored `head_dim`.
-pub(super) fn qwen2_5_omni_text(
-    raw: &mut RawConfig<'_>,
-    f: &Family,
-    _head: HeadChoice,
-) -> Result<ModelSpec, ConfigError> {
-    floored(raw, f, &QWEN2_5_OMNI_TEXT, (3584, 28), false)
-}
-
 /// Qwen3-Omni-MoE thinker text (`Qwen3OmniMoeThinkerTextAttention`,
 /// `Qwen3OmniMoeThinkerTextDecoderLayer`): Qwen3-VL-MoE's block with `head_dim` `hidden //
 /// heads` unless given, `num_experts` experts, other defaults, untied.
-const QWEN3_OMNI_MOE_TEXT: Block = Block {
+pub(super) const QWEN3_OMNI_MOE_TEXT: Block = Block {
     kv_default: Some(4),
     moe: Some(MoeRule {
         experts: key_or(&["num_experts"], 128),
@@ -278,15 +191,6 @@ const QWEN3_OMNI_MOE_TEXT: Block = Block {
     tie: false,
     ..sized(&QWEN3_VL_MOE_TEXT, 2048, 28, 28, 3584, 18944)
 };
-
-/// [`QWEN3_OMNI_MOE_TEXT`] with a floored `head_dim`.
-pub(super) fn qwen3_omni_moe_text(
-    raw: &mut RawConfig<'_>,
-    f: &Family,
-    _head: HeadChoice,
-) -> Result<ModelSpec, ConfigError> {
-    floored(raw, f, &QWEN3_OMNI_MOE_TEXT, (2048, 28), false)
-}
 
 /// Cosmos3-Edge text (`Cosmos3EdgeTextAttention`, `Cosmos3EdgeTextMLP`): `attention_bias` on
 /// all four projections, `head_dim` 128, 8 KV heads, a plain `fc1`/`fc2` MLP biased by
