@@ -559,6 +559,20 @@ fn images_join_the_sequence_of_a_vision_language_model() {
         "--json",
     ]);
     assert_eq!(seq, 4096 + 256);
+    // The split the coverage truth records for LLaVA (`vlm_split`): text model 6,607,343,616
+    // + lm_head 131,072,000 = 6,738,415,616; vision tower 303,507,456 + projector 20,979,712 =
+    // 324,487,168. `--text-only` counts the text part alone.
+    let v: serde_json::Value =
+        serde_json::from_str(&llmsize(&["params", llava, "--json"]).stdout).unwrap();
+    assert_eq!(v["total"], 7_062_902_784u64);
+    assert_eq!(
+        v["modalities"],
+        serde_json::json!({"text": 6_738_415_616u64, "vision": 324_487_168u64, "audio": 0})
+    );
+    let t: serde_json::Value =
+        serde_json::from_str(&llmsize(&["params", llava, "--text-only", "--json"]).stdout).unwrap();
+    assert_eq!(t["total"], 6_738_415_616u64);
+    assert!(t.get("modalities").is_none());
     // A text model has no images to take.
     let r = llmsize(&["memory", "llama-2-7b", "--images", "1"]);
     assert_eq!(r.code, 2);
