@@ -299,6 +299,16 @@ fn image_positions(
     )))
 }
 
+/// A sequence's positions with its images': `seq_len + extra`, checked.
+fn with_images(seq_len: u64, extra: u64) -> Result<u64, Error> {
+    seq_len.checked_add(extra).ok_or_else(|| {
+        Error::bad_input(
+            "`--seq-len` plus the images' positions overflows",
+            "give smaller numbers",
+        )
+    })
+}
+
 /// Request → core options, validated in one place.
 fn memory_options(req: &MemoryRequest) -> Result<MemoryOptions, Error> {
     let gpu = gpu_spec(req.gpu.as_deref())?;
@@ -374,12 +384,7 @@ pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome,
             "ask for the longest context without images, or add the images' positions to `--seq-len`",
         ));
     }
-    options.seq_len = options.seq_len.checked_add(extra).ok_or_else(|| {
-        Error::bad_input(
-            "`--seq-len` plus the images' positions overflows",
-            "give smaller numbers",
-        )
-    })?;
+    options.seq_len = with_images(options.seq_len, extra)?;
     // Weight files, when the model has them, are measured rather than estimated.
     let from_files = match &model.weights {
         None => None,
@@ -510,12 +515,7 @@ pub(crate) fn flops(req: &FlopsRequest, env: &HubEnv) -> Result<FlopsOutcome, Er
         None => req.seq_len,
         Some((extra, note)) => {
             warnings.push(format!("{}: {note}", spec.name));
-            req.seq_len.checked_add(*extra).ok_or_else(|| {
-                Error::bad_input(
-                    "`--seq-len` plus the images' positions overflows",
-                    "give smaller numbers",
-                )
-            })?
+            with_images(req.seq_len, *extra)?
         }
     };
     let report = count_flops(&spec, seq_len, req.batch, req.attention).map_err(wrap(&spec.name))?;
