@@ -38,6 +38,13 @@ pub(crate) enum Command {
     /// FLOPs of a forward pass and of one generated token, by component; speed on a GPU
     #[command(after_help = EXIT_CODES)]
     Flops(FlopsArgs),
+    /// Memory and compute of one training step: model states, activations, per GPU; fits?
+    ///
+    /// Full fine-tuning, frozen parts, LoRA/DoRA/QLoRA; precision policies and optimizers;
+    /// DDP, ZeRO/FSDP, tensor, pipeline, context and expert parallelism. Exits 1 when the
+    /// step does not fit the `--gpu`.
+    #[command(after_help = EXIT_CODES)]
+    Train(TrainArgs),
     /// Count the tensors of weight files: SafeTensors (file, shards, directory), GGUF, or a
     /// Hub repo in the local cache; by component and stored type, buffers apart
     #[command(after_help = EXIT_CODES)]
@@ -179,6 +186,69 @@ pub(crate) struct FlopsArgs {
     /// Fraction of peak memory bandwidth assumed for decode
     #[arg(long, default_value = "0.8")]
     pub(crate) bw_eff: f64,
+    /// Print JSON
+    #[arg(long, conflicts_with = "explain")]
+    pub(crate) json: bool,
+    /// Print every formula
+    #[arg(long)]
+    pub(crate) explain: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TrainArgs {
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    /// Tokens per sequence, e.g. 2048 or 8k
+    #[arg(long, default_value = "2048", value_parser = parse_size, allow_hyphen_values = true)]
+    pub(crate) seq_len: u64,
+    /// Sequences per micro-batch on each GPU
+    #[arg(long, default_value = "1", value_parser = parse_size, allow_hyphen_values = true)]
+    pub(crate) batch: u64,
+    /// The parameters' dtype (`model.to(dtype)`): bf16, fp16, fp32
+    #[arg(long, default_value = "bf16")]
+    pub(crate) dtype: String,
+    /// Precision policy: pure (everything in --dtype, torch's optimizers), mixed (fp32 master
+    /// weights and states: DeepSpeed's 16 bytes/param), mixed-fp32-grads (Megatron's 18),
+    /// autocast (fp32 parameters, 16-bit matmuls)
+    #[arg(long, default_value = "pure")]
+    pub(crate) precision: String,
+    /// Optimizer: adamw, adamw-8bit, adafactor, sgd, lion, muon
+    #[arg(long, default_value = "adamw")]
+    pub(crate) optimizer: String,
+    /// Attention implementation: sdpa (flash kernel) or eager
+    #[arg(long, default_value = "sdpa")]
+    pub(crate) attn_impl: String,
+    /// Gradient checkpointing of every layer (non-reentrant)
+    #[arg(long)]
+    pub(crate) checkpointing: bool,
+    /// Kernels: cuda (1-byte dropout masks, fp32 LayerNorm statistics) or cpu (as measured)
+    #[arg(long, default_value = "cuda")]
+    pub(crate) device: String,
+    /// Count attention FLOPs over the full s×s matrix or the causal triangle
+    #[arg(long, value_enum, default_value_t = AttentionConvention::Causal)]
+    pub(crate) attention: AttentionConvention,
+    /// Freeze parts under full fine-tuning: embeddings, attention, mlp, norms, head
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) freeze: Vec<String>,
+    /// LoRA rank (trains adapters on a frozen base)
+    #[arg(long, value_parser = parse_size)]
+    pub(crate) lora_rank: Option<u64>,
+    /// LoRA targets: all-linear, default (peft's per-model list), or module names
+    /// (q_proj,v_proj)
+    #[arg(long, default_value = "all-linear")]
+    pub(crate) lora_targets: String,
+    /// LoRA dropout probability
+    #[arg(long, default_value = "0")]
+    pub(crate) lora_dropout: f64,
+    /// DoRA: a trained magnitude vector per adapted module
+    #[arg(long)]
+    pub(crate) dora: bool,
+    /// QLoRA: the frozen base in NF4 with double quantization
+    #[arg(long)]
+    pub(crate) qlora: bool,
+    /// The GPU(s) to fit: `h100`, `h100x8`, `rtx4090`
+    #[arg(long)]
+    pub(crate) gpu: Option<String>,
     /// Print JSON
     #[arg(long, conflicts_with = "explain")]
     pub(crate) json: bool,

@@ -46,6 +46,7 @@ fn main() -> ExitCode {
         cli::Command::Params(args) => commands::params::run(args),
         cli::Command::Memory(args) => commands::memory::run(args),
         cli::Command::Flops(args) => commands::flops::run(args),
+        cli::Command::Train(args) => commands::train::run(args),
         cli::Command::Inspect(args) => commands::inspect::inspect(args),
         cli::Command::Audit(args) => commands::inspect::audit(args),
         cli::Command::Presets(args) => commands::presets::run(args),

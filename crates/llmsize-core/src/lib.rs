@@ -22,6 +22,7 @@ pub mod render;
 pub mod report;
 pub mod spec;
 pub mod speed;
+pub mod train;
 pub mod units;
 
 pub use count::{Category, ParamCount, count};

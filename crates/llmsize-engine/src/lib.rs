@@ -27,6 +27,7 @@ mod remote;
 mod request;
 mod resolve;
 mod run;
+mod train;
 mod weights_io;
 pub mod wire;
 
@@ -40,12 +41,14 @@ pub use run::{
     AuditOutcome, FlopsOutcome, InspectOutcome, MemoryOutcome, MemoryResult, ParamsOutcome, gpus,
     model_types, presets,
 };
+pub use train::{TrainJson, TrainOutcome, TrainRequest};
 
 // The option enums of requests, re-exported so a front end needs no other crate to fill one.
 pub use llmsize_adapters::HeadChoice;
 pub use llmsize_core::design::Style;
 pub use llmsize_core::flops::AttentionConvention;
 pub use llmsize_core::memory::{CachePolicy, MlaCache};
+pub use llmsize_core::train::parallel::Parallelism;
 
 /// The engine: the environment it resolves Hub repo ids in, and the commands.
 ///
@@ -72,6 +75,11 @@ impl Engine {
     /// `llmsize params`: exact parameter counts of every model of the request.
     pub fn params(&self, request: &ParamsRequest) -> Result<ParamsOutcome, Error> {
         run::params(request, &self.hub)
+    }
+
+    /// `llmsize train`: one training step's memory per GPU, compute, time and cost.
+    pub fn train(&self, request: &TrainRequest) -> Result<TrainOutcome, Error> {
+        train::run(request, &self.hub)
     }
 
     /// `llmsize memory`: memory to serve a model; fits?

@@ -37,7 +37,7 @@ fn lookup(hub: &HubOptions, weights: Want) -> Lookup {
 }
 
 /// Resolve one MODEL and read its spec; its warnings, prefixed with its name, go to `warnings`.
-fn read_model(
+pub(crate) fn read_model(
     model: &str,
     options: &ReadOptions,
     hub: &HubOptions,
@@ -207,7 +207,7 @@ impl MemoryOutcome {
     }
 }
 
-fn weight_format(name: &str) -> Result<WeightFormat, Error> {
+pub(crate) fn weight_format(name: &str) -> Result<WeightFormat, Error> {
     WeightFormat::parse(name).ok_or_else(|| {
         Error::bad_input(
             format!("unknown weight format `{name}` for `--dtype`"),
@@ -225,7 +225,7 @@ fn kv_dtype(name: &str) -> Result<KvDtype, Error> {
     })
 }
 
-fn gpu_spec(spec: Option<&str>) -> Result<Option<(&'static Gpu, u64)>, Error> {
+pub(crate) fn gpu_spec(spec: Option<&str>) -> Result<Option<(&'static Gpu, u64)>, Error> {
     spec.map(|s| {
         gpu::parse_spec(s).map_err(|e| {
             Error::bad_input(

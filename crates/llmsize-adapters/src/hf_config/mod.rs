@@ -12,6 +12,7 @@ mod family;
 mod moe;
 mod raw;
 mod seq2seq;
+mod training;
 
 use llmsize_core::ModelSpec;
 use llmsize_core::spec::{OutputHead, StackRole};
@@ -324,6 +325,13 @@ fn read_map_tracked(
         family::Read::Block(b) => family::read_block(&mut raw, family, b)?,
         family::Read::Code(f) => f(&mut raw, family, head)?,
     };
+    if estimate.is_none() {
+        let head_dim = spec.layer_kinds().find_map(|l| match &l.attention {
+            llmsize_core::spec::Attention::Standard(a) => Some(a.head_dim),
+            _ => None,
+        });
+        spec.training = training::profile(&model_type, map, head_dim);
+    }
     if let Some(why) = estimate {
         spec.warnings.push(why.clone());
         spec.estimate = Some(why);

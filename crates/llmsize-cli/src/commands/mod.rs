@@ -5,6 +5,7 @@ pub(crate) mod inspect;
 pub(crate) mod memory;
 pub(crate) mod params;
 pub(crate) mod presets;
+pub(crate) mod train;
 
 use llmsize_engine::{Engine, HubEnv, HubOptions};
 

@@ -255,6 +255,7 @@ pub(super) fn read(
         extras: Vec::new(),
         estimate: None,
         image_tokens: None,
+        training: None,
     })
 }
 
@@ -430,5 +431,6 @@ fn encoder_decoder(
         extras: Vec::new(),
         estimate: None,
         image_tokens: None,
+        training: None,
     })
 }

@@ -1,0 +1,480 @@
+//! One training step: what it holds in memory and what it computes, exactly as the Hugging
+//! Face code and torch's optimizers do it.
+//!
+//! The figures split the way a training run does:
+//! - **model states** ([`states`]): weights, gradients, optimizer states and master weights,
+//!   by precision policy and optimizer, each from the library's own source;
+//! - **activations** ([`activations`]): what autograd keeps for backward after the forward
+//!   (the ground truth's `retained_bytes`) and the forward's peak, per family
+//!   ([`profile::LayerStyle`]), with and without gradient checkpointing and LoRA;
+//! - **compute** ([`step_flops`]): forward + backward (+ the checkpoint recompute) in the
+//!   counting convention of torch's `FlopCounterMode`;
+//! - **placement** ([`parallel`]): the same per GPU under DDP, ZeRO/FSDP, tensor, pipeline,
+//!   context and expert parallelism, and the most loaded rank.
+//!
+//! Every figure is a [`Term`]: a key, what it is, the formula with its values, and bytes or
+//! FLOPs, so the table, `--explain` and JSON come from one list.
+
+pub mod activations;
+pub mod lora;
+pub mod parallel;
+pub mod profile;
+pub mod states;
+pub mod step_flops;
+
+pub use profile::{LayerStyle, TrainingProfile};
+
+/// The element type parameters are held in (`model.to(dtype)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ParamDtype {
+    /// bfloat16, 2 bytes.
+    Bf16,
+    /// float16, 2 bytes.
+    Fp16,
+    /// float32, 4 bytes.
+    Fp32,
+}
+
+impl ParamDtype {
+    /// Bytes per element.
+    #[must_use]
+    pub fn bytes(self) -> u64 {
+        match self {
+            ParamDtype::Bf16 | ParamDtype::Fp16 => 2,
+            ParamDtype::Fp32 => 4,
+        }
+    }
+
+    /// The name as flags and JSON write it.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            ParamDtype::Bf16 => "bf16",
+            ParamDtype::Fp16 => "fp16",
+            ParamDtype::Fp32 => "fp32",
+        }
+    }
+
+    /// Parse `bf16`, `fp16`, `fp32` (and `float32`, `bfloat16`, `float16`, `half`).
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "bf16" | "bfloat16" => Some(ParamDtype::Bf16),
+            "fp16" | "float16" | "half" => Some(ParamDtype::Fp16),
+            "fp32" | "float32" | "float" => Some(ParamDtype::Fp32),
+            _ => None,
+        }
+    }
+}
+
+/// The attention implementation (`attn_implementation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AttnImpl {
+    /// `torch.nn.functional.scaled_dot_product_attention` (flash kernel: q, k, v, out, lse).
+    Sdpa,
+    /// The Python `eager` attention (the `s²` softmax is materialised and saved).
+    Eager,
+}
+
+impl AttnImpl {
+    /// The name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            AttnImpl::Sdpa => "sdpa",
+            AttnImpl::Eager => "eager",
+        }
+    }
+}
+
+/// Where the step runs: the kernels differ in what they save.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Device {
+    /// CUDA kernels: dropout keeps a 1-byte bool mask, `LayerNorm` keeps fp32 statistics,
+    /// SDPA with dropout uses a fused kernel (derived from the documented differences).
+    Cuda,
+    /// CPU kernels, as the ground truth measured them.
+    Cpu,
+}
+
+impl Device {
+    /// The name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Device::Cuda => "cuda",
+            Device::Cpu => "cpu",
+        }
+    }
+}
+
+/// A part of the model left frozen during full fine-tuning (`--freeze`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FreezePart {
+    /// The token (and position) embedding tables.
+    Embeddings,
+    /// Attention projections.
+    Attention,
+    /// MLPs and experts.
+    Mlp,
+    /// Norm weights and biases.
+    Norms,
+    /// An untied output head.
+    Head,
+}
+
+impl FreezePart {
+    /// Parse one name of `--freeze`.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "embeddings" | "embedding" | "embed" => Some(FreezePart::Embeddings),
+            "attention" | "attn" => Some(FreezePart::Attention),
+            "mlp" | "ffn" | "experts" => Some(FreezePart::Mlp),
+            "norms" | "norm" => Some(FreezePart::Norms),
+            "head" | "lm_head" => Some(FreezePart::Head),
+            _ => None,
+        }
+    }
+
+    /// The names `--freeze` accepts.
+    pub const NAMES: &'static [&'static str] = &["embeddings", "attention", "mlp", "norms", "head"];
+}
+
+/// One figure of the step: what it is, its formula with values, and its value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Term {
+    /// A stable key (`gradients`, `attention_sdpa`, …).
+    pub key: String,
+    /// What it is, in words.
+    pub what: String,
+    /// The formula, with symbols and then values (`2·N = 2·6,738,415,616`).
+    pub formula: String,
+    /// Bytes (or FLOPs for compute terms).
+    pub value: u128,
+}
+
+impl Term {
+    /// A term.
+    pub fn new(
+        key: impl Into<String>,
+        what: impl Into<String>,
+        formula: impl Into<String>,
+        value: u128,
+    ) -> Self {
+        Term {
+            key: key.into(),
+            what: what.into(),
+            formula: formula.into(),
+            value,
+        }
+    }
+}
+
+/// The sum of terms, checked.
+pub(crate) fn sum(terms: &[Term], what: &str) -> Result<u128, crate::SpecError> {
+    terms
+        .iter()
+        .try_fold(0u128, |a, t| a.checked_add(t.value))
+        .ok_or_else(|| crate::SpecError::TooLarge { what: what.into() })
+}
+
+use crate::flops::AttentionConvention;
+use crate::formats::WeightFormat;
+use crate::layout::{Place, TensorKind, layout};
+use crate::spec::ModelSpec;
+use activations::{ActInput, Activations};
+use lora::{LoraOptions, LoraPlan};
+use parallel::{Parallelism, PerGpu};
+use states::{Held, ModelStates, Optimizer, Precision};
+use step_flops::{StepFlops, StepInput};
+
+/// The question `llmsize train` answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainOptions {
+    /// Tokens per sequence.
+    pub seq_len: u64,
+    /// Sequences per micro-batch (per GPU).
+    pub batch: u64,
+    /// The parameters' dtype.
+    pub dtype: ParamDtype,
+    /// Attention implementation.
+    pub attn: AttnImpl,
+    /// Gradient checkpointing.
+    pub checkpointing: bool,
+    /// Kernels.
+    pub device: Device,
+    /// Attention FLOPs over the full matrix (torch's counter) or the causal triangle.
+    pub convention: AttentionConvention,
+    /// LoRA on a frozen base.
+    pub lora: Option<LoraOptions>,
+    /// `QLoRA`: the frozen base stored in this format (NF4 with double quantization).
+    pub base_format: Option<WeightFormat>,
+    /// Parts frozen under full fine-tuning.
+    pub freeze: Vec<FreezePart>,
+    /// Precision policy.
+    pub precision: Precision,
+    /// Optimizer.
+    pub optimizer: Optimizer,
+    /// Parallelism.
+    pub parallel: Parallelism,
+}
+
+impl Default for TrainOptions {
+    fn default() -> Self {
+        TrainOptions {
+            seq_len: 2048,
+            batch: 1,
+            dtype: ParamDtype::Bf16,
+            attn: AttnImpl::Sdpa,
+            checkpointing: false,
+            device: Device::Cuda,
+            convention: AttentionConvention::Causal,
+            lora: None,
+            base_format: None,
+            freeze: Vec::new(),
+            precision: Precision::Pure,
+            optimizer: Optimizer::AdamW,
+            parallel: Parallelism::default(),
+        }
+    }
+}
+
+/// Everything about one training step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrainReport {
+    /// The options' description, for titles.
+    pub setup: String,
+    /// Model states.
+    pub states: ModelStates,
+    /// The adapters, for LoRA.
+    pub lora: Option<LoraPlan>,
+    /// Activations.
+    pub activations: Activations,
+    /// Compute.
+    pub flops: StepFlops,
+    /// The most loaded GPU.
+    pub per_gpu: PerGpu,
+    /// Parameters of the model (all), for the article's `6·P·D`.
+    pub params: u64,
+    /// Tokens of the step on one GPU (`batch · seq_len`).
+    pub tokens: u64,
+    /// `None` when every figure is exact; else why not.
+    pub estimate: Option<String>,
+}
+
+fn bad(field: &str, found: impl ToString, expected: &str) -> crate::SpecError {
+    crate::SpecError::Invalid {
+        field: field.into(),
+        found: found.to_string(),
+        expected: expected.into(),
+    }
+}
+
+/// Is a base tensor frozen by `--freeze`?
+fn frozen_by(kind: TensorKind, place: Place, freeze: &[FreezePart]) -> bool {
+    use TensorKind as K;
+    freeze.iter().any(|f| match f {
+        FreezePart::Embeddings => matches!(
+            kind,
+            K::TokenEmbedding | K::PositionEmbedding | K::TokenTypeEmbedding
+        ),
+        FreezePart::Attention => matches!(
+            kind,
+            K::AttnQ
+                | K::AttnK
+                | K::AttnV
+                | K::AttnQkv
+                | K::AttnOutput
+                | K::AttnQA
+                | K::AttnKvA
+                | K::AttnKvB
+                | K::Sinks
+        ),
+        FreezePart::Mlp => matches!(
+            kind,
+            K::FfnGate
+                | K::FfnUp
+                | K::FfnDown
+                | K::Router
+                | K::ExpertGate
+                | K::ExpertUp
+                | K::ExpertDown
+                | K::SharedGate
+                | K::SharedUp
+                | K::SharedDown
+                | K::SharedExpertGate
+        ),
+        FreezePart::Norms => kind == K::Norm,
+        FreezePart::Head => kind == K::Output || (place == Place::Output && kind == K::Bias),
+    })
+}
+
+/// One training step of `spec` under `options`.
+pub fn train(spec: &ModelSpec, options: &TrainOptions) -> Result<TrainReport, crate::SpecError> {
+    spec.validate()?;
+    if options.seq_len == 0 {
+        return Err(crate::SpecError::Zero {
+            field: "--seq-len".into(),
+        });
+    }
+    if options.batch == 0 {
+        return Err(crate::SpecError::Zero {
+            field: "--batch".into(),
+        });
+    }
+    if options.lora.is_none() && options.base_format.is_some() {
+        return Err(bad(
+            "--qlora",
+            "without --lora-rank",
+            "a quantized base is trained through adapters: add --lora-rank R",
+        ));
+    }
+    let lay = layout(spec)?;
+    let profile = spec.training.as_ref();
+    let lora = match &options.lora {
+        Some(o) => Some(lora::plan(spec, &lay, profile, o)?),
+        None => None,
+    };
+    let frozen_base = lora.is_some();
+
+    // The parameters as the step holds them.
+    let mut held = Vec::with_capacity(lay.tensors.len() + 8);
+    let quantized = match options.base_format {
+        Some(f) => Some(crate::memory::weight_lines(spec, f)?),
+        None => None,
+    };
+    for t in &lay.tensors {
+        let trainable = !frozen_base && !frozen_by(t.kind, t.place, &options.freeze);
+        let hidden_matrix = matches!(t.place, Place::Layer { .. }) && !t.is_vector();
+        held.push(Held {
+            elements: t.elements().ok_or(crate::SpecError::TooLarge {
+                what: "parameters".into(),
+            })?,
+            tensors: t.layers,
+            matrix: (!t.is_vector()).then_some((t.rows, t.cols)),
+            hidden_matrix,
+            trainable,
+            dtype: options.dtype,
+            stored_bytes: None,
+            kind: t.kind,
+            place: t.place,
+            adapter: false,
+        });
+    }
+    if let Some(lines) = &quantized {
+        // The quantized base replaces the base's bytes, as `memory --dtype` stores it.
+        let total = lines
+            .iter()
+            .try_fold(0u128, |a, l| a.checked_add(u128::from(l.bytes)))
+            .ok_or(crate::SpecError::TooLarge {
+                what: "weights".into(),
+            })?;
+        for (i, h) in held.iter_mut().enumerate() {
+            h.stored_bytes = Some(if i == 0 { total } else { 0 });
+        }
+    }
+    if let Some(plan) = &lora {
+        // peft keeps the adapters in fp32 on a 16-bit base (`autocast_adapter_dtype=True`).
+        for m in &plan.modules {
+            let base = lay
+                .tensors
+                .iter()
+                .find(|t| t.kind == m.kind && t.stack == m.stack);
+            held.push(Held {
+                kind: m.kind,
+                place: base.map_or(Place::Output, |t| t.place),
+                adapter: true,
+                elements: m.params / m.tensors.max(1),
+                tensors: m.tensors.saturating_mul(m.layers),
+                matrix: None,
+                hidden_matrix: true,
+                trainable: true,
+                dtype: ParamDtype::Fp32,
+                stored_bytes: None,
+            });
+        }
+    }
+    let states = states::model_states(&held, options.precision, options.optimizer)?;
+
+    let act = activations::activations(&ActInput {
+        spec,
+        profile,
+        batch: options.batch,
+        seq: options.seq_len,
+        dtype: options.dtype,
+        attn: options.attn,
+        checkpointing: options.checkpointing,
+        device: options.device,
+        lora: lora.as_ref(),
+        frozen: &options.freeze,
+    })?;
+
+    let fwd = crate::flops::flops(spec, options.seq_len, options.batch, options.convention)?;
+    let flops = step_flops::step_flops(&StepInput {
+        spec,
+        profile,
+        forward: &fwd,
+        attn: options.attn,
+        checkpointing: options.checkpointing,
+        lora: lora.as_ref(),
+        frozen_base: frozen_base || !options.freeze.is_empty(),
+    })?;
+
+    let states_bytes = states
+        .weights_bytes
+        .checked_add(states.gradient_bytes)
+        .and_then(|x| x.checked_add(states.optimizer_state_bytes - states.step_bytes_cpu))
+        .ok_or(crate::SpecError::TooLarge {
+            what: "memory".into(),
+        })?;
+    let per_gpu = parallel::single(states_bytes, act.forward_peak)?;
+
+    let mut why = Vec::new();
+    if let Some(e) = &spec.estimate {
+        why.push(e.clone());
+    }
+    if let Some(e) = &act.estimate {
+        why.push(e.clone());
+    }
+    if !flops.exact {
+        why.push("the training step's FLOPs are 3× the forward, not derived per op".into());
+    }
+    let setup = format!(
+        "{} tokens × batch {}, {} ({}), {}{}",
+        options.seq_len,
+        options.batch,
+        options.dtype.name(),
+        options.precision.name(),
+        options.attn.name(),
+        if options.checkpointing {
+            ", gradient checkpointing"
+        } else {
+            ""
+        }
+    );
+    Ok(TrainReport {
+        setup,
+        states,
+        lora,
+        activations: act,
+        flops,
+        per_gpu,
+        params: crate::count::count(spec)?.total,
+        tokens: options.batch.saturating_mul(options.seq_len),
+        estimate: (!why.is_empty()).then(|| why.join("; ")),
+    })
+}
+
+/// Re-exported for callers that build options.
+pub use activations::ActInput as ActivationInput;
+/// Re-exported.
+pub type ActivationReport = Activations;
+
+impl TrainReport {
+    /// Tokens of the step on one GPU (`batch · seq_len`).
+    #[must_use]
+    pub fn activations_tokens(&self) -> u64 {
+        self.tokens
+    }
+}

@@ -1,0 +1,108 @@
+//! How a family's modeling code computes a layer, as far as autograd sees it.
+//!
+//! Parameter counts need only shapes; what one training step holds for backward needs more:
+//! which ops the Hugging Face code runs (an RMSNorm that upcasts to fp32 and saves the copy,
+//! a `gelu_new` written in Python that saves five tensors, a fused `qkv` output that a view
+//! keeps whole), where dropout is active, how many rotary dimensions a head has. The adapter
+//! that reads a model type fills in a [`TrainingProfile`] from its `config.json`; the
+//! activation, LoRA and FLOP arithmetic reads the shapes from the [`crate::ModelSpec`] and
+//! these switches from the profile, so a new model of a known family needs no code.
+
+use crate::layout::TensorKind;
+
+/// The layer code of a family, as `modeling_*.py` writes it (the ground truth's
+/// `../shared/truth/train/README.md` derives each from measurements).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LayerStyle {
+    /// Llama, Mistral, Qwen2, Qwen3 (with q/k norms), Mixtral and Qwen3-MoE (with experts):
+    /// pre-RMSNorm that saves an fp32 copy, separate q/k/v, SwiGLU.
+    Llama,
+    /// Phi-3: as Llama with a fused `qkv_proj` (its whole output kept by the `v` view) and a
+    /// fused `gate_up_proj`.
+    Phi3,
+    /// Gemma: Llama with `(1 + w)` RMSNorm computed in fp32 and a `sqrt(d)` normalizer.
+    Gemma,
+    /// Gemma 2: Gemma norms before and after each block, soft-capped attention and logits.
+    Gemma2,
+    /// `OLMo` 2: post-norms, full-width q/k RMSNorm, fp32 rotary tables.
+    Olmo2,
+    /// GPT-2: `LayerNorm`, `Conv1D` fused `c_attn`, `gelu_new` in Python, dropouts.
+    Gpt2,
+    /// GPT-NeoX / Pythia: parallel residual, fused `query_key_value`, partial rotary.
+    GptNeox,
+    /// OPT: `LayerNorm`, ReLU MLP, learned positions with `[b, s]` position ids, dropouts.
+    Opt,
+    /// BLOOM: `ALiBi`, embedding `LayerNorm`, fused `query_key_value`, eager attention only.
+    Bloom,
+    /// Falcon: parallel attention and MLP from one `LayerNorm`, multi-query.
+    Falcon,
+    /// `StarCoder2`: `LayerNorm`, plain GELU MLP with biases, dropouts, sliding window.
+    Starcoder2,
+}
+
+impl LayerStyle {
+    /// The name shown in explanations.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            LayerStyle::Llama => "llama",
+            LayerStyle::Phi3 => "phi3",
+            LayerStyle::Gemma => "gemma",
+            LayerStyle::Gemma2 => "gemma2",
+            LayerStyle::Olmo2 => "olmo2",
+            LayerStyle::Gpt2 => "gpt2",
+            LayerStyle::GptNeox => "gpt_neox",
+            LayerStyle::Opt => "opt",
+            LayerStyle::Bloom => "bloom",
+            LayerStyle::Falcon => "falcon",
+            LayerStyle::Starcoder2 => "starcoder2",
+        }
+    }
+}
+
+/// What the training arithmetic needs beyond shapes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TrainingProfile {
+    /// The layer code.
+    pub style: LayerStyle,
+    /// Dropout on attention probabilities is active in `train()` (`attn_pdrop`,
+    /// `attention_dropout` > 0): CPU SDPA then falls back to its math path.
+    pub attention_dropout: bool,
+    /// Dropout on the residual branches (`resid_pdrop`, `residual_dropout`, `dropout` > 0).
+    pub hidden_dropout: bool,
+    /// Dropout on the embeddings (`embd_pdrop`, `embedding_dropout` > 0).
+    pub embedding_dropout: bool,
+    /// Rotary dimensions per head (`head_dim`, or `head_dim · rotary_pct`); `None` without
+    /// rotary embeddings.
+    pub rotary_dims: Option<u64>,
+    /// The MoE router's top-k weights are kept in the model's dtype (Qwen3-MoE), not fp32.
+    pub routing_weights_in_dtype: bool,
+    /// The sliding window is applied (`use_sliding_window` is not false).
+    pub sliding_window_applies: bool,
+    /// peft's module names for this family's linear layers.
+    pub modules: &'static [(TensorKind, &'static str)],
+    /// The module names peft 0.21's `LoraConfig()` targets by default for this
+    /// `model_type` (`TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING`); `None` where
+    /// peft has no default and raises.
+    pub peft_default: Option<&'static [&'static str]>,
+}
+
+/// Module names of llama-style families (`q_proj` … `down_proj`, router `gate`).
+pub const LLAMA_MODULES: &[(TensorKind, &str)] = &[
+    (TensorKind::AttnQ, "q_proj"),
+    (TensorKind::AttnK, "k_proj"),
+    (TensorKind::AttnV, "v_proj"),
+    (TensorKind::AttnQkv, "qkv_proj"),
+    (TensorKind::AttnOutput, "o_proj"),
+    (TensorKind::FfnGate, "gate_proj"),
+    (TensorKind::FfnUp, "up_proj"),
+    (TensorKind::FfnDown, "down_proj"),
+    (TensorKind::Router, "gate"),
+    (TensorKind::ExpertGate, "experts.gate_up_proj"),
+    (TensorKind::ExpertUp, "experts.gate_up_proj"),
+    (TensorKind::ExpertDown, "experts.down_proj"),
+    (TensorKind::SharedGate, "shared_expert.gate_proj"),
+    (TensorKind::SharedUp, "shared_expert.up_proj"),
+    (TensorKind::SharedDown, "shared_expert.down_proj"),
+    (TensorKind::SharedExpertGate, "shared_expert_gate"),
+];
