@@ -6,7 +6,9 @@
 
 use clap::{Args, Parser, Subcommand};
 // The option enums are the engine's own, deriving `clap::ValueEnum` (feature `clap`).
-use llmsize_engine::{AttentionConvention, CachePolicy, HeadChoice, MlaCache, Style, parse_size};
+use llmsize_engine::{
+    AttentionConvention, CachePolicy, HeadChoice, MlaCache, Style, parse_count, parse_size,
+};
 
 const EXIT_CODES: &str = "\
 Exit status: 0 success; 1 a well-formed \"no\" (e.g. does not fit); 2 any error \
@@ -246,13 +248,68 @@ pub(crate) struct TrainArgs {
     /// QLoRA: the frozen base in NF4 with double quantization
     #[arg(long)]
     pub(crate) qlora: bool,
-    /// The GPU(s) to fit: `h100`, `h100x8`, `rtx4090`
+    /// The GPU(s) to fit: `h100`, `h100x8`, `rtx4090`; the per-GPU peak is compared with
+    /// one GPU's memory (exit 1 when it does not fit)
     #[arg(long)]
     pub(crate) gpu: Option<String>,
+    /// Data-parallel replicas (default: the GPUs of `--gpu` over tp·pp·cp)
+    #[arg(long, value_parser = parse_size)]
+    pub(crate) dp: Option<u64>,
+    /// Tensor parallelism (Megatron: heads and MLP width split)
+    #[arg(long, default_value = "1", value_parser = parse_size)]
+    pub(crate) tp: u64,
+    /// Pipeline stages (1F1B)
+    #[arg(long, default_value = "1", value_parser = parse_size)]
+    pub(crate) pp: u64,
+    /// Context parallelism (the sequence split over GPUs)
+    #[arg(long, default_value = "1", value_parser = parse_size)]
+    pub(crate) cp: u64,
+    /// Expert parallelism (MoE experts split over the data-parallel GPUs)
+    #[arg(long, default_value = "1", value_parser = parse_size)]
+    pub(crate) ep: u64,
+    /// ZeRO stage: 0 (DDP), 1 (optimizer states), 2 (+ gradients), 3 (+ parameters)
+    #[arg(long, default_value = "0")]
+    pub(crate) zero: u8,
+    /// FSDP sharding: full (= ZeRO-3), grad-op (= ZeRO-2), hybrid (full shard within 8 GPUs)
+    #[arg(long)]
+    pub(crate) fsdp: Option<String>,
+    /// FSDP hybrid shard: GPUs per sharding group
+    #[arg(long, value_parser = parse_size)]
+    pub(crate) shard_group: Option<u64>,
+    /// Megatron sequence parallelism (with --tp)
+    #[arg(long)]
+    pub(crate) sp: bool,
+    /// Optimizer states and master weights in CPU memory (ZeRO-Offload)
+    #[arg(long)]
+    pub(crate) offload_optimizer: bool,
+    /// Parameters in CPU memory (ZeRO-3 / FSDP)
+    #[arg(long)]
+    pub(crate) offload_params: bool,
+    /// Micro-batches per optimizer step (gradient accumulation; pipeline micro-batches)
+    #[arg(long, default_value = "1", value_parser = parse_size)]
+    pub(crate) micro_batches: u64,
+    /// Virtual pipeline stages per GPU (interleaved 1F1B)
+    #[arg(long, default_value = "1", value_parser = parse_size)]
+    pub(crate) interleave: u64,
+    /// Search the largest batch that fits the GPU
+    #[arg(long)]
+    pub(crate) max_batch: bool,
+    /// Search the longest sequence that fits the GPU
+    #[arg(long)]
+    pub(crate) max_seq: bool,
+    /// Tokens of the whole run (e.g. 2T, 300B), for wall time, GPU-hours and cost
+    #[arg(long, value_parser = parse_count)]
+    pub(crate) tokens: Option<u64>,
+    /// Model FLOPs utilisation assumed for time
+    #[arg(long, default_value = "0.4")]
+    pub(crate) mfu: f64,
+    /// Price in dollars per GPU-hour, for cost
+    #[arg(long)]
+    pub(crate) price: Option<f64>,
     /// Print JSON
     #[arg(long, conflicts_with = "explain")]
     pub(crate) json: bool,
-    /// Print every formula
+    /// Print every formula, and what the article's rules of thumb assume
     #[arg(long)]
     pub(crate) explain: bool,
 }

@@ -113,8 +113,10 @@ pub fn human_seconds(s: f64) -> String {
         format!("{s:.2} s")
     } else if s < 7200.0 {
         format!("{:.1} min", s / 60.0)
-    } else {
+    } else if s < 3.0 * 86400.0 {
         format!("{:.1} h", s / 3600.0)
+    } else {
+        format!("{:.1} days", s / 86400.0)
     }
 }
 

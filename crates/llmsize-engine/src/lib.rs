@@ -35,7 +35,7 @@ pub use error::{Error, ErrorKind};
 pub use hub::{DEFAULT_ENDPOINT, HubEnv, looks_like_repo_id};
 pub use request::{
     AuditRequest, Design, FlopsRequest, HubOptions, InspectRequest, MemoryRequest, ParamsRequest,
-    Sweep, SweepAxis, parse_size,
+    Sweep, SweepAxis, parse_count, parse_size,
 };
 pub use run::{
     AuditOutcome, FlopsOutcome, InspectOutcome, MemoryOutcome, MemoryResult, ParamsOutcome, gpus,

@@ -147,6 +147,31 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     Ok(v)
 }
 
+/// Token counts of a training run with decimal suffixes, as they are quoted: `2T`, `1.4T`,
+/// `300B`, `15M`, `20k` (powers of 1,000), or a plain number.
+pub fn parse_count(s: &str) -> Result<u64, String> {
+    let t = s.trim().to_ascii_lowercase().replace('_', "");
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'k')) => (&t[..i], 1e3),
+        Some((i, 'm')) => (&t[..i], 1e6),
+        Some((i, 'b' | 'g')) => (&t[..i], 1e9),
+        Some((i, 't')) => (&t[..i], 1e12),
+        _ => (t.as_str(), 1.0),
+    };
+    let bad = || format!("`{s}` is not a token count (e.g. 2T, 1.4T, 300B, 15000000)");
+    let x: f64 = num.parse().map_err(|_| bad())?;
+    let v = x * mult;
+    if !v.is_finite() || v < 1.0 || v >= 1.8e19 {
+        return Err(bad());
+    }
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "checked range"
+    )]
+    Ok(v.round() as u64)
+}
+
 /// `memory`: one model under one set of serving options (or a sweep over one of them).
 #[derive(Debug, Clone)]
 pub struct MemoryRequest {

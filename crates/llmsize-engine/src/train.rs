@@ -3,6 +3,7 @@
 use llmsize_adapters::ReadOptions;
 use llmsize_core::flops::AttentionConvention;
 use llmsize_core::gpu::Gpu;
+use llmsize_core::train::fit::{Suggestion, TimeCost, largest_fitting, suggestions, time_cost};
 use llmsize_core::train::lora::{LoraOptions, LoraTargets};
 use llmsize_core::train::parallel::Parallelism;
 use llmsize_core::train::states::{Optimizer, Precision};
@@ -65,6 +66,20 @@ pub struct TrainRequest {
     pub parallel: Parallelism,
     /// The GPU (`h100`, `h100x8`).
     pub gpu: Option<String>,
+    /// `--dp`: data-parallel replicas given explicitly (else the GPUs over `tp·pp·cp`).
+    pub dp: Option<u64>,
+    /// `--fsdp full|hybrid|grad-op`.
+    pub fsdp: Option<String>,
+    /// Search the largest batch that fits the GPU.
+    pub max_batch: bool,
+    /// Search the longest sequence that fits the GPU.
+    pub max_seq: bool,
+    /// Tokens of the whole run, for time and cost.
+    pub tokens: Option<u64>,
+    /// Model FLOPs utilisation for time.
+    pub mfu: f64,
+    /// Price per GPU-hour, for cost.
+    pub price: Option<f64>,
 }
 
 impl TrainRequest {
@@ -93,6 +108,13 @@ impl TrainRequest {
             optimizer: "adamw".into(),
             parallel: Parallelism::default(),
             gpu: None,
+            dp: None,
+            fsdp: None,
+            max_batch: false,
+            max_seq: false,
+            tokens: None,
+            mfu: 0.4,
+            price: None,
         }
     }
 }
@@ -106,6 +128,16 @@ pub struct TrainOutcome {
     pub report: TrainReport,
     /// The GPU and how many, when named.
     pub gpu: Option<(&'static Gpu, u64)>,
+    /// The parallel layout used.
+    pub parallel: Parallelism,
+    /// When it does not fit: the cheapest changes, each with its new per-GPU total.
+    pub suggestions: Vec<Suggestion>,
+    /// `--max-batch`: the largest batch that fits (`None`: not even 1).
+    pub max_batch: Option<Option<u64>>,
+    /// `--max-seq`: the longest sequence that fits.
+    pub max_seq: Option<Option<u64>>,
+    /// `--tokens`: time and cost.
+    pub time: Option<TimeCost>,
     /// Warnings.
     pub warnings: Vec<String>,
 }
@@ -209,6 +241,22 @@ pub struct TrainJson {
     /// Fits the GPU, when named.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fits: Option<bool>,
+    /// GPUs of the layout.
+    pub gpus: u64,
+    /// The parallel layout.
+    pub parallel: ParallelJson,
+    /// When it does not fit: the cheapest changes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub suggestions: Vec<SuggestionJson>,
+    /// `--max-batch` (null: not even 1 fits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_batch: Option<Option<u64>>,
+    /// `--max-seq` (null: not even 1 fits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_seq: Option<Option<u64>>,
+    /// `--tokens`: time and cost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time: Option<TimeJson>,
     /// Model-state terms.
     pub states: Vec<TermJson>,
     /// Activation terms.
@@ -248,11 +296,131 @@ impl TrainJson {
             lora_modules: r.lora.as_ref().map(|l| l.resolved.clone()),
             gpu_memory_bytes: o.gpu.map(|(g, _)| g.memory_bytes),
             fits: o.gpu.map(|_| o.fits()),
+            gpus: o.parallel.gpus(),
+            parallel: ParallelJson::from(&o.parallel),
+            suggestions: o
+                .suggestions
+                .iter()
+                .map(|s| SuggestionJson {
+                    flags: s.flags.clone(),
+                    why: s.why.clone(),
+                    per_gpu_bytes: s.per_gpu_bytes,
+                    fits: s.fits,
+                })
+                .collect(),
+            max_batch: o.max_batch,
+            max_seq: o.max_seq,
+            time: o.time.as_ref().map(TimeJson::from),
             states: terms(&r.states.terms),
             activations: terms(&r.activations.terms),
             activation_peak: terms(&r.activations.peak_terms),
             flops: terms(&r.flops.terms),
             per_gpu: terms(&r.per_gpu.terms),
+        }
+    }
+}
+
+/// The parallel layout in JSON.
+#[derive(Debug, Clone, Serialize)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is a switch of the layout"
+)]
+pub struct ParallelJson {
+    /// Data parallel.
+    pub dp: u64,
+    /// Tensor parallel.
+    pub tp: u64,
+    /// Pipeline stages.
+    pub pp: u64,
+    /// Context parallel.
+    pub cp: u64,
+    /// Expert parallel.
+    pub ep: u64,
+    /// ZeRO stage.
+    pub zero: u8,
+    /// Sequence parallelism.
+    pub sequence_parallel: bool,
+    /// Optimizer offload.
+    pub offload_optimizer: bool,
+    /// Parameter offload.
+    pub offload_params: bool,
+    /// Micro-batches per step.
+    pub micro_batches: u64,
+}
+
+impl From<&Parallelism> for ParallelJson {
+    fn from(p: &Parallelism) -> Self {
+        ParallelJson {
+            dp: p.dp,
+            tp: p.tp,
+            pp: p.pp,
+            cp: p.cp,
+            ep: p.ep,
+            zero: p.zero,
+            sequence_parallel: p.sequence_parallel,
+            offload_optimizer: p.offload_optimizer,
+            offload_params: p.offload_params,
+            micro_batches: p.micro_batches,
+        }
+    }
+}
+
+/// A suggested change.
+#[derive(Debug, Clone, Serialize)]
+pub struct SuggestionJson {
+    /// The flags.
+    pub flags: String,
+    /// In words.
+    pub why: String,
+    /// The most loaded GPU's bytes with it.
+    pub per_gpu_bytes: u128,
+    /// Fits.
+    pub fits: bool,
+}
+
+/// Time and cost in JSON (floating point: estimates at an assumed MFU).
+#[derive(Debug, Clone, Serialize)]
+pub struct TimeJson {
+    /// GPUs.
+    pub gpus: u64,
+    /// MFU assumed.
+    pub mfu: f64,
+    /// Tokens of the run.
+    pub tokens: u64,
+    /// Tokens per optimizer step (all replicas, all micro-batches).
+    pub tokens_per_step: u64,
+    /// Exact training FLOPs per token of this step.
+    pub flops_per_token: f64,
+    /// Tokens per second.
+    pub tokens_per_second: f64,
+    /// FLOPs of the run.
+    pub run_flops: f64,
+    /// The article's 6·P·D.
+    pub six_pd_flops: f64,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// GPU-hours.
+    pub gpu_hours: f64,
+    /// Cost, when a price was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+}
+
+impl From<&TimeCost> for TimeJson {
+    fn from(t: &TimeCost) -> Self {
+        TimeJson {
+            gpus: t.gpus,
+            mfu: t.mfu,
+            tokens: t.tokens,
+            tokens_per_step: t.tokens_per_step,
+            flops_per_token: t.flops_per_token,
+            tokens_per_second: t.tokens_per_second,
+            run_flops: t.run_flops,
+            six_pd_flops: t.six_pd,
+            seconds: t.seconds,
+            gpu_hours: t.gpu_hours,
+            cost: t.cost,
         }
     }
 }
@@ -390,13 +558,186 @@ pub(crate) fn run(req: &TrainRequest, env: &HubEnv) -> Result<TrainOutcome, Erro
         env,
         &mut warnings,
     )?;
-    let opts = options(req)?;
+    let mut opts = options(req)?;
     let gpu = gpu_spec(req.gpu.as_deref())?;
+    opts.parallel = layout_of(req, gpu.map(|(_, n)| n))?;
     let report = train(&spec, &opts).map_err(Error::spec(&spec.name))?;
+    let capacity = gpu.map(|(g, _)| u128::from(g.memory_bytes));
+    let need_gpu = |flag: &str| {
+        Error::bad_input(
+            format!("`{flag}` searches what fits a GPU"),
+            "name one with `--gpu` (e.g. `--gpu h100`)",
+        )
+    };
+    let mut suggested = Vec::new();
+    let (mut max_batch, mut max_seq) = (None, None);
+    if let Some(cap) = capacity {
+        if report.per_gpu.bytes > cap {
+            suggested = suggestions(&spec, &opts, cap).map_err(Error::spec(&spec.name))?;
+        }
+        if req.max_batch {
+            max_batch = Some(
+                largest_fitting(&spec, &opts, cap, 1 << 20, |o, v| o.batch = v)
+                    .map_err(Error::spec(&spec.name))?,
+            );
+        }
+        if req.max_seq {
+            let limit = spec.position_limit().unwrap_or(1 << 24);
+            max_seq = Some(
+                largest_fitting(&spec, &opts, cap, limit, |o, v| o.seq_len = v)
+                    .map_err(Error::spec(&spec.name))?,
+            );
+        }
+    } else if req.max_batch {
+        return Err(need_gpu("--max-batch"));
+    } else if req.max_seq {
+        return Err(need_gpu("--max-seq"));
+    }
+    if !(req.mfu > 0.0 && req.mfu <= 1.0) {
+        return Err(Error::bad_input(
+            format!("`--mfu {}` is out of range", req.mfu),
+            "give a fraction in (0, 1], e.g. 0.4",
+        ));
+    }
+    if let Some(p) = req.price
+        && !(p.is_finite() && p >= 0.0)
+    {
+        return Err(Error::bad_input(
+            format!("`--price {p}` is not a price"),
+            "give dollars per GPU-hour, e.g. 2.5",
+        ));
+    }
+    let time = match (req.tokens, gpu) {
+        (None, _) => None,
+        (Some(_), None) => return Err(need_gpu("--tokens")),
+        (Some(0), _) => {
+            return Err(Error::bad_input(
+                "`--tokens 0` trains on nothing",
+                "give the run's tokens, e.g. 2T or 15B",
+            ));
+        }
+        (Some(t), Some((g, _))) => Some(time_cost(
+            &report,
+            &opts,
+            g,
+            opts.parallel.gpus(),
+            req.mfu,
+            t,
+            req.price,
+        )),
+    };
+    if let Some(l) = spec.position_limit()
+        && opts.seq_len > l
+    {
+        warnings.push(format!(
+            "{}: `--seq-len {}` is longer than the model's {} positions",
+            spec.name, opts.seq_len, l
+        ));
+    }
     Ok(TrainOutcome {
         name: spec.name,
         report,
         gpu,
+        parallel: opts.parallel,
+        suggestions: suggested,
+        max_batch,
+        max_seq,
+        time,
         warnings,
     })
+}
+
+/// The parallel layout: the flags as given, the data-parallel degree filling the GPUs.
+fn layout_of(req: &TrainRequest, gpus: Option<u64>) -> Result<Parallelism, Error> {
+    let mut p = req.parallel;
+    for (flag, v) in [
+        ("--tp", p.tp),
+        ("--pp", p.pp),
+        ("--cp", p.cp),
+        ("--ep", p.ep),
+        ("--micro-batches", p.micro_batches),
+        ("--interleave", p.interleave),
+    ] {
+        if v == 0 {
+            return Err(Error::bad_input(
+                format!("`{flag} 0` is not a parallel degree"),
+                "give at least 1",
+            ));
+        }
+    }
+    if p.zero > 3 {
+        return Err(Error::bad_input(
+            format!("`--zero {}` is not a ZeRO stage", p.zero),
+            "valid: 0, 1, 2, 3",
+        ));
+    }
+    match req.fsdp.as_deref() {
+        None => {}
+        Some("full" | "full-shard") => p.zero = 3,
+        Some("grad-op" | "shard-grad-op") => p.zero = 2,
+        Some("hybrid" | "hybrid-shard") => {
+            p.zero = 3;
+            if p.shard_group.is_none() {
+                p.shard_group = Some(8);
+            }
+        }
+        Some(other) => {
+            return Err(Error::bad_input(
+                format!("unknown value `{other}` for `--fsdp`"),
+                "valid: full, grad-op, hybrid",
+            ));
+        }
+    }
+    let model_parallel = p.tp.saturating_mul(p.pp).saturating_mul(p.cp);
+    p.dp = match (req.dp, gpus) {
+        (Some(0), _) => {
+            return Err(Error::bad_input(
+                "`--dp 0` is not a parallel degree",
+                "give at least 1",
+            ));
+        }
+        (Some(dp), Some(n)) if dp.saturating_mul(model_parallel) != n => {
+            return Err(Error::bad_input(
+                format!(
+                    "`--dp {dp}` × tp·pp·cp = {} GPUs, but `--gpu` names {n}",
+                    dp.saturating_mul(model_parallel)
+                ),
+                "make dp·tp·pp·cp equal the GPUs, or leave `--dp` out",
+            ));
+        }
+        (Some(dp), _) => dp,
+        (None, Some(n)) => {
+            if n % model_parallel != 0 {
+                return Err(Error::bad_input(
+                    format!("tp·pp·cp = {model_parallel} does not divide the {n} GPUs of `--gpu`"),
+                    "choose degrees whose product divides the GPU count",
+                ));
+            }
+            n / model_parallel
+        }
+        (None, None) => 1,
+    };
+    if let Some(g) = p.shard_group {
+        if g == 0 || p.dp % g.min(p.dp) != 0 {
+            return Err(Error::bad_input(
+                format!(
+                    "the hybrid shard group of {g} GPUs does not divide dp = {}",
+                    p.dp
+                ),
+                "give a shard group that divides the data-parallel degree",
+            ));
+        }
+        p.shard_group = Some(g.min(p.dp));
+    }
+    if p.ep > 1 && p.dp.saturating_mul(p.tp) % p.ep != 0 {
+        return Err(Error::bad_input(
+            format!(
+                "expert parallelism {} does not divide dp·tp = {}",
+                p.ep,
+                p.dp * p.tp
+            ),
+            "experts are spread over the data-parallel (and tensor-parallel) GPUs",
+        ));
+    }
+    Ok(p)
 }

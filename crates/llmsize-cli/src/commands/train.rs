@@ -30,8 +30,28 @@ pub(crate) fn request(args: &TrainArgs) -> TrainRequest {
         freeze: args.freeze.clone(),
         precision: args.precision.clone(),
         optimizer: args.optimizer.clone(),
-        parallel: Parallelism::default(),
+        parallel: Parallelism {
+            dp: 1,
+            tp: args.tp,
+            pp: args.pp,
+            cp: args.cp,
+            ep: args.ep,
+            zero: args.zero,
+            shard_group: args.shard_group,
+            sequence_parallel: args.sp,
+            offload_optimizer: args.offload_optimizer,
+            offload_params: args.offload_params,
+            micro_batches: args.micro_batches,
+            interleave: args.interleave,
+        },
         gpu: args.gpu.clone(),
+        dp: args.dp,
+        fsdp: args.fsdp.clone(),
+        max_batch: args.max_batch,
+        max_seq: args.max_seq,
+        tokens: args.tokens,
+        mfu: args.mfu,
+        price: args.price,
     }
 }
 
@@ -41,7 +61,17 @@ pub(crate) fn run(args: &TrainArgs) -> Result<Outcome, Failure> {
     let text = if args.json {
         outcome.to_json()?
     } else {
-        render::train::render(&outcome.name, &outcome.report, outcome.gpu, args.explain)
+        render::train::render(&render::train::View {
+            name: &outcome.name,
+            report: &outcome.report,
+            gpu: outcome.gpu,
+            parallel: &outcome.parallel,
+            suggestions: &outcome.suggestions,
+            max_batch: outcome.max_batch,
+            max_seq: outcome.max_seq,
+            time: outcome.time.as_ref(),
+            explain: args.explain,
+        })
     };
     output::print(&text)?;
     Ok(if outcome.fits() {

@@ -16,6 +16,7 @@
 //! FLOPs, so the table, `--explain` and JSON come from one list.
 
 pub mod activations;
+pub mod fit;
 pub mod lora;
 pub mod parallel;
 pub mod profile;
