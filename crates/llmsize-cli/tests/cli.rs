@@ -493,6 +493,7 @@ fn help_texts() {
         ("help_main", vec!["--help"]),
         ("help_params", vec!["params", "--help"]),
         ("help_memory", vec!["memory", "--help"]),
+        ("help_train", vec!["train", "--help"]),
     ] {
         let r = llmsize(&args);
         assert_eq!(r.code, 0);
