@@ -91,7 +91,15 @@ fn exit_one_when_it_does_not_fit_with_changes_that_would() {
         .unwrap();
     assert!(qlora["per_gpu_bytes"].as_u64().unwrap() < j["per_gpu_bytes"].as_u64().unwrap() / 4);
     // It fits an 8-GPU H100 node's GPU: exit 0, no suggestions.
-    let (code, j) = json(&["train", "gpt2", "--seq-len", "512", "--gpu", "h100", "--json"]);
+    let (code, j) = json(&[
+        "train",
+        "gpt2",
+        "--seq-len",
+        "512",
+        "--gpu",
+        "h100",
+        "--json",
+    ]);
     assert_eq!(code, 0);
     assert_eq!(j["fits"], true);
     assert!(j.get("suggestions").is_none());
@@ -100,7 +108,14 @@ fn exit_one_when_it_does_not_fit_with_changes_that_would() {
 #[test]
 fn the_largest_batch_that_fits_is_the_edge() {
     let (_, j) = json(&[
-        "train", "gpt2", "--seq-len", "512", "--gpu", "rtx4090", "--max-batch", "--json",
+        "train",
+        "gpt2",
+        "--seq-len",
+        "512",
+        "--gpu",
+        "rtx4090",
+        "--max-batch",
+        "--json",
     ]);
     let b = j["max_batch"].as_u64().unwrap();
     assert!(b >= 1);
@@ -128,8 +143,17 @@ fn time_and_cost_follow_the_exact_step() {
     // tokens/s = GPUs · peak · MFU / (step FLOPs / step tokens); seconds = run FLOPs / (GPUs ·
     // peak · MFU); GPU-hours = seconds · GPUs / 3600; cost = GPU-hours · price.
     let (_, j) = json(&[
-        "train", "llama-2-7b", "--gpu", "h100x8", "--tokens", "2T", "--mfu", "0.4", "--price",
-        "2.5", "--json",
+        "train",
+        "llama-2-7b",
+        "--gpu",
+        "h100x8",
+        "--tokens",
+        "2T",
+        "--mfu",
+        "0.4",
+        "--price",
+        "2.5",
+        "--json",
     ]);
     let t = &j["time"];
     let step = j["train_step_flops"].as_f64().unwrap();
@@ -137,7 +161,10 @@ fn time_and_cost_follow_the_exact_step() {
     assert!((t["flops_per_token"].as_f64().unwrap() - per_token).abs() < 1.0);
     let peak = 989.4e12; // H100 SXM dense bf16, llmsize's GPU table
     let secs = per_token * 2e12 / (8.0 * peak * 0.4);
-    assert!((t["seconds"].as_f64().unwrap() / secs - 1.0).abs() < 1e-6, "{t}");
+    assert!(
+        (t["seconds"].as_f64().unwrap() / secs - 1.0).abs() < 1e-6,
+        "{t}"
+    );
     let hours = secs * 8.0 / 3600.0;
     assert!((t["gpu_hours"].as_f64().unwrap() / hours - 1.0).abs() < 1e-6);
     assert!((t["cost"].as_f64().unwrap() / (hours * 2.5) - 1.0).abs() < 1e-6);

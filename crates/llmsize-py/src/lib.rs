@@ -6,7 +6,8 @@
 
 use llmsize_engine::{
     AttentionConvention, AuditRequest, CachePolicy, Engine, Error, ErrorKind, FlopsRequest,
-    HeadChoice, HubEnv, HubOptions, InspectRequest, MemoryRequest, MlaCache, ParamsRequest,
+    HeadChoice, HubEnv, HubOptions, InspectRequest, MemoryRequest, MlaCache, Parallelism,
+    ParamsRequest, TrainRequest,
 };
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -195,6 +196,107 @@ fn flops(
     Ok((outcome.to_json().map_err(|e| to_py(&e))?, outcome.warnings))
 }
 
+/// `llmsize train`; `None` keeps the CLI's default.
+#[pyfunction]
+#[pyo3(signature = (model, set, assume, text_only, seq_len, batch, dtype, precision, optimizer, attn_impl, checkpointing, device, attention, freeze, lora_rank, lora_targets, lora_dropout, dora, qlora, gpu, dp, tp, pp, cp, ep, zero, fsdp, shard_group, sp, offload_optimizer, offload_params, micro_batches, interleave, max_batch, max_seq, tokens, mfu, price, online, revision))]
+fn train(
+    model: String,
+    set: Vec<String>,
+    assume: Option<String>,
+    text_only: bool,
+    seq_len: Option<u64>,
+    batch: Option<u64>,
+    dtype: Option<String>,
+    precision: Option<String>,
+    optimizer: Option<String>,
+    attn_impl: Option<String>,
+    checkpointing: bool,
+    device: Option<String>,
+    attention: Option<&str>,
+    freeze: Vec<String>,
+    lora_rank: Option<u64>,
+    lora_targets: Option<String>,
+    lora_dropout: Option<f64>,
+    dora: bool,
+    qlora: bool,
+    gpu: Option<String>,
+    dp: Option<u64>,
+    tp: Option<u64>,
+    pp: Option<u64>,
+    cp: Option<u64>,
+    ep: Option<u64>,
+    zero: Option<u8>,
+    fsdp: Option<String>,
+    shard_group: Option<u64>,
+    sp: bool,
+    offload_optimizer: bool,
+    offload_params: bool,
+    micro_batches: Option<u64>,
+    interleave: Option<u64>,
+    max_batch: bool,
+    max_seq: bool,
+    tokens: Option<u64>,
+    mfu: Option<f64>,
+    price: Option<f64>,
+    online: bool,
+    revision: String,
+) -> PyResult<Answer> {
+    let mut r = TrainRequest::new(model);
+    r.overrides = set;
+    r.assume = assume;
+    r.text_only = text_only;
+    r.hub = hub(online, revision);
+    r.seq_len = seq_len.unwrap_or(r.seq_len);
+    r.batch = batch.unwrap_or(r.batch);
+    r.dtype = dtype.unwrap_or(r.dtype);
+    r.precision = precision.unwrap_or(r.precision);
+    r.optimizer = optimizer.unwrap_or(r.optimizer);
+    r.attn_impl = attn_impl.unwrap_or(r.attn_impl);
+    r.checkpointing = checkpointing;
+    r.device = device.unwrap_or(r.device);
+    r.attention = match attention {
+        None | Some("causal") => AttentionConvention::Causal,
+        Some("full") => AttentionConvention::Full,
+        Some(other) => {
+            return Err(bad_input(
+                format!("attention `{other}`: expected `causal` or `full`"),
+                "`full` is what torch's FlopCounterMode counts",
+            ));
+        }
+    };
+    r.freeze = freeze;
+    r.lora_rank = lora_rank;
+    r.lora_targets = lora_targets.unwrap_or(r.lora_targets);
+    r.lora_dropout = lora_dropout.unwrap_or(r.lora_dropout);
+    r.dora = dora;
+    r.qlora = qlora;
+    r.gpu = gpu;
+    r.dp = dp;
+    let d = Parallelism::default();
+    r.parallel = Parallelism {
+        dp: 1,
+        tp: tp.unwrap_or(d.tp),
+        pp: pp.unwrap_or(d.pp),
+        cp: cp.unwrap_or(d.cp),
+        ep: ep.unwrap_or(d.ep),
+        zero: zero.unwrap_or(d.zero),
+        shard_group,
+        sequence_parallel: sp,
+        offload_optimizer,
+        offload_params,
+        micro_batches: micro_batches.unwrap_or(d.micro_batches),
+        interleave: interleave.unwrap_or(d.interleave),
+    };
+    r.fsdp = fsdp;
+    r.max_batch = max_batch;
+    r.max_seq = max_seq;
+    r.tokens = tokens;
+    r.mfu = mfu.unwrap_or(r.mfu);
+    r.price = price;
+    let outcome = engine().train(&r).map_err(|e| to_py(&e))?;
+    Ok((outcome.to_json().map_err(|e| to_py(&e))?, outcome.warnings))
+}
+
 /// `llmsize inspect`.
 #[pyfunction]
 #[pyo3(signature = (model, online, revision))]
@@ -240,6 +342,7 @@ fn _llmsize(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(params, m)?)?;
     m.add_function(wrap_pyfunction!(memory, m)?)?;
     m.add_function(wrap_pyfunction!(flops, m)?)?;
+    m.add_function(wrap_pyfunction!(train, m)?)?;
     m.add_function(wrap_pyfunction!(inspect, m)?)?;
     m.add_function(wrap_pyfunction!(audit, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;

@@ -153,3 +153,21 @@ def test_nothing_heavy_is_imported():
     import sys
 
     assert not any(m.split(".")[0] in ("torch", "transformers", "numpy") for m in sys.modules)
+
+
+def test_train_answers_with_the_cli_json():
+    # ../shared/truth/train/train.json, Llama-2-7b-hf: 6,738,415,616 trainable parameters,
+    # bf16 gradients 2·N bytes, torch AdamW on bf16 parameters 4·N + 4·291 bytes.
+    j = llmsize.train("llama-2-7b", seq_len=512)
+    assert j["trainable_params"] == 6738415616
+    assert j["gradient_bytes"] == 13476831232
+    assert j["optimizer_state_bytes"] == 26953663628
+    if CLI is not None:
+        assert cli_json("train", "llama-2-7b", "--seq-len", "512") == j
+    # Mixed precision: DeepSpeed's 16 bytes per parameter.
+    m = llmsize.train("llama-2-7b", precision="mixed")
+    assert m["weights_bytes"] + m["gradient_bytes"] + m["optimizer_state_bytes"] == 16 * 6738415616
+    with pytest.raises(llmsize.InputError, match="adamw-8bit"):
+        llmsize.train("llama-2-7b", optimizer="adamax")
+    with pytest.raises(llmsize.InputError, match="--gpu"):
+        llmsize.train("llama-2-7b", max_batch=True)

@@ -411,6 +411,33 @@ pub fn train(spec: &ModelSpec, options: &TrainOptions) -> Result<TrainReport, cr
         frozen: &options.freeze,
     })?;
 
+    let mut act = act;
+    if options.base_format.is_some() {
+        // bitsandbytes' `MatMul4Bit` saves only the quantized weight for a frozen base, so
+        // what autograd holds is LoRA's on a 16-bit base; each matmul dequantizes its weight
+        // to 16 bits for the duration of the product: the largest one joins the peak.
+        let largest = lay
+            .tensors
+            .iter()
+            .filter(|t| t.kind.is_block_matrix() && !t.is_vector() && t.copies == 1)
+            .map(|t| u128::from(t.rows) * u128::from(t.cols))
+            .max()
+            .unwrap_or(0);
+        let bytes = 2 * largest;
+        act.forward_peak =
+            act.forward_peak
+                .checked_add(bytes)
+                .ok_or(crate::SpecError::TooLarge {
+                    what: "activations".into(),
+                })?;
+        act.peak_terms.push(Term::new(
+            "qlora_dequantized_weight",
+            "the largest NF4 weight dequantized to 16 bits during its matmul (derived from bitsandbytes' MatMul4Bit, not measured)",
+            format!("2·rows·cols = 2·{largest}"),
+            bytes,
+        ));
+    }
+
     let fwd = crate::flops::flops(spec, options.seq_len, options.batch, options.convention)?;
     let flops = step_flops::step_flops(&StepInput {
         spec,
