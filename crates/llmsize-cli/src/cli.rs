@@ -46,7 +46,7 @@ pub(crate) enum Command {
     /// DDP, ZeRO/FSDP, tensor, pipeline, context and expert parallelism. Exits 1 when the
     /// step does not fit the `--gpu`.
     #[command(after_help = EXIT_CODES)]
-    Train(TrainArgs),
+    Train(Box<TrainArgs>),
     /// Count the tensors of weight files: SafeTensors (file, shards, directory), GGUF, or a
     /// Hub repo in the local cache; by component and stored type, buffers apart
     #[command(after_help = EXIT_CODES)]
@@ -196,6 +196,10 @@ pub(crate) struct FlopsArgs {
     pub(crate) explain: bool,
 }
 
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is a flag of the command"
+)]
 #[derive(Debug, Args)]
 pub(crate) struct TrainArgs {
     #[command(flatten)]

@@ -161,7 +161,7 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
     let bad = || format!("`{s}` is not a token count (e.g. 2T, 1.4T, 300B, 15000000)");
     let x: f64 = num.parse().map_err(|_| bad())?;
     let v = x * mult;
-    if !v.is_finite() || v < 1.0 || v >= 1.8e19 {
+    if !(1.0..1.8e19).contains(&v) {
         return Err(bad());
     }
     #[expect(

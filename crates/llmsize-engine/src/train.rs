@@ -20,6 +20,10 @@ use crate::run::{gpu_spec, read_model, weight_format};
 use crate::wire::{self, Envelope};
 
 /// `train`: one training step of one model.
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is a flag of the command"
+)]
 #[derive(Debug, Clone)]
 pub struct TrainRequest {
     /// The model.
@@ -718,7 +722,7 @@ fn layout_of(req: &TrainRequest, gpus: Option<u64>) -> Result<Parallelism, Error
         (None, None) => 1,
     };
     if let Some(g) = p.shard_group {
-        if g == 0 || p.dp % g.min(p.dp) != 0 {
+        if g == 0 || !p.dp.is_multiple_of(g.min(p.dp)) {
             return Err(Error::bad_input(
                 format!(
                     "the hybrid shard group of {g} GPUs does not divide dp = {}",
@@ -729,7 +733,7 @@ fn layout_of(req: &TrainRequest, gpus: Option<u64>) -> Result<Parallelism, Error
         }
         p.shard_group = Some(g.min(p.dp));
     }
-    if p.ep > 1 && p.dp.saturating_mul(p.tp) % p.ep != 0 {
+    if p.ep > 1 && !p.dp.saturating_mul(p.tp).is_multiple_of(p.ep) {
         return Err(Error::bad_input(
             format!(
                 "expert parallelism {} does not divide dp·tp = {}",

@@ -15,7 +15,7 @@ const GPT2_MODULES: &[(K, &str)] = &[
     (K::FfnUp, "c_fc"),
     (K::FfnDown, "c_proj"),
 ];
-/// GPT-NeoX, BLOOM and Falcon.
+/// GPT-NeoX, `BLOOM` and Falcon.
 const NEOX_MODULES: &[(K, &str)] = &[
     (K::AttnQkv, "query_key_value"),
     (K::AttnOutput, "dense"),

@@ -264,10 +264,10 @@ pub struct TrainReport {
     pub estimate: Option<String>,
 }
 
-fn bad(field: &str, found: impl ToString, expected: &str) -> crate::SpecError {
+fn bad(field: &str, found: &str, expected: &str) -> crate::SpecError {
     crate::SpecError::Invalid {
         field: field.into(),
-        found: found.to_string(),
+        found: found.into(),
         expected: expected.into(),
     }
 }

@@ -15,7 +15,7 @@ use crate::layout::TensorKind;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LayerStyle {
     /// Llama, Mistral, Qwen2, Qwen3 (with q/k norms), Mixtral and Qwen3-MoE (with experts):
-    /// pre-RMSNorm that saves an fp32 copy, separate q/k/v, SwiGLU.
+    /// pre-RMSNorm that saves an fp32 copy, separate q/k/v, `SwiGLU`.
     Llama,
     /// Phi-3: as Llama with a fused `qkv_proj` (its whole output kept by the `v` view) and a
     /// fused `gate_up_proj`.
@@ -30,7 +30,7 @@ pub enum LayerStyle {
     Gpt2,
     /// GPT-NeoX / Pythia: parallel residual, fused `query_key_value`, partial rotary.
     GptNeox,
-    /// OPT: `LayerNorm`, ReLU MLP, learned positions with `[b, s]` position ids, dropouts.
+    /// OPT: `LayerNorm`, `ReLU` MLP, learned positions with `[b, s]` position ids, dropouts.
     Opt,
     /// BLOOM: `ALiBi`, embedding `LayerNorm`, fused `query_key_value`, eager attention only.
     Bloom,
@@ -61,6 +61,10 @@ impl LayerStyle {
 }
 
 /// What the training arithmetic needs beyond shapes.
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is a switch of the modeling code"
+)]
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TrainingProfile {
     /// The layer code.

@@ -213,7 +213,11 @@ pub fn model_states(
         }
         n_train += n;
         t_train += u128::from(h.tensors);
-        by_dtype[usize::from(e_held == 4)] += n;
+        if e_held == 4 {
+            by_dtype[1] += n;
+        } else {
+            by_dtype[0] += n;
+        }
         let (grad_e, state_e) = match precision {
             Precision::Pure | Precision::Autocast => (e_held, e_held),
             Precision::Mixed => (e_held, 4),
