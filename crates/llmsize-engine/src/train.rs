@@ -525,6 +525,12 @@ fn options(req: &TrainRequest) -> Result<TrainOptions, Error> {
             dora: req.dora,
         }),
     };
+    if lora.is_some() && !freeze.is_empty() {
+        return Err(Error::bad_input(
+            "`--freeze` with `--lora-rank`: LoRA already freezes the whole base",
+            "`--freeze` chooses what full fine-tuning leaves untrained; drop one of them",
+        ));
+    }
     let base_format = if req.qlora {
         Some(weight_format("nf4-dq")?)
     } else {
