@@ -937,3 +937,73 @@ fn a_million_layers_split_over_a_thousand_stages_cost_little() {
     assert_eq!(g.stage, 0);
     assert_eq!(g.bytes, (1000 * 41_088 + 6_400) * 16 + 2_000_000);
 }
+
+#[test]
+fn a_quantized_base_and_adapters() {
+    let spec = llama2_7b();
+    let lay = layout(&spec).unwrap();
+    // A QLoRA-style base: frozen, its bytes given as one total on the first group (as
+    // `train()` does with `memory::weight_lines`), plus one fp32 adapter group per layer.
+    let mut h = held(&lay, ParamDtype::Bf16);
+    for (i, x) in h.iter_mut().enumerate() {
+        x.trainable = false;
+        x.stored_bytes = Some(if i == 0 { 3_600_000_000 } else { 0 });
+    }
+    let q = h
+        .iter()
+        .find(|x| x.kind == llmsize_core::layout::TensorKind::AttnQ)
+        .unwrap()
+        .clone();
+    h.push(Held {
+        elements: 16 * 8192,
+        tensors: 32,
+        matrix: None,
+        hidden_matrix: true,
+        trainable: true,
+        dtype: ParamDtype::Fp32,
+        stored_bytes: None,
+        adapter: true,
+        ..q
+    });
+    let run = |p: &Parallelism| {
+        per_gpu(&ParallelInput {
+            spec: &spec,
+            layout: &lay,
+            held: &h,
+            precision: Precision::Pure,
+            optimizer: Optimizer::AdamW,
+            parallel: p,
+            activations: &none(),
+            batch: 1,
+            seq: 2048,
+        })
+        .unwrap()
+    };
+    // One GPU: the stored base (3,600,000,000) + the adapters' 4,194,304 fp32 params ×
+    // (4 weights + 4 gradients + 8 Adam states) = 67,108,864: 3,667,108,864.
+    let g = run(&Parallelism::default());
+    assert_eq!(g.bytes, 3_667_108_864);
+    assert!(g.estimate.is_none());
+    // Two stages: each holds 16 layers' adapters (33,554,432); the base's bytes follow the
+    // parameters (an estimate, said so); the last stage's head (131,072,000 params) and final
+    // norm against the first's embedding: the last leads by its norm, 4,096 of 6,738,415,616
+    // parameters' share of 3.6 GB.
+    let g = run(&Parallelism {
+        pp: 2,
+        micro_batches: 2,
+        ..Parallelism::default()
+    });
+    assert_eq!(g.stage, 1);
+    let last_params: u128 = 16 * 202_383_360 + 4096 + 131_072_000;
+    assert_eq!(
+        g.bytes,
+        3_600_000_000 * last_params / 6_738_415_616 + 33_554_432
+    );
+    assert!(g.estimate.unwrap().contains("quantized base"));
+    // Tensor parallelism keeps the adapters whole on every rank (an estimate).
+    let g = run(&Parallelism {
+        tp: 2,
+        ..Parallelism::default()
+    });
+    assert!(g.estimate.unwrap().contains("LoRA adapters are kept whole"));
+}

@@ -1290,7 +1290,7 @@ fn terms(
     } else {
         t.push(Term::new(
             "optimizer_states",
-            "optimizer states with master weights",
+            "optimizer states (with any fp32 master weights)",
             opt,
             rank.optimizer,
         ));
