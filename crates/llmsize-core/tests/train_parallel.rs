@@ -1007,3 +1007,102 @@ fn a_quantized_base_and_adapters() {
     });
     assert!(g.estimate.unwrap().contains("LoRA adapters are kept whole"));
 }
+
+#[test]
+fn every_combination_is_an_answer_or_an_error_never_a_panic() {
+    // d 64, 4 layers, 4 heads of 16 with 2 KV heads, 4 experts of 128, top-2.
+    let mut spec = design_spec(
+        &Design {
+            hidden: 64,
+            layers: 4,
+            vocab: Some(100),
+            heads: Some(4),
+            kv_heads: Some(2),
+            ffn: Some(128),
+            ctx: Some(64),
+        },
+        Style::Llama,
+    )
+    .unwrap();
+    let mut layer = spec.stacks[0].layers.kinds()[0].clone();
+    let dense = layer.clone();
+    layer.ffn = Ffn::Moe(Moe {
+        num_experts: 4,
+        experts_per_token: 2,
+        expert: Mlp {
+            hidden: 64,
+            intermediate: 128,
+            gated: true,
+            up_bias: false,
+            down_bias: false,
+        },
+        router_bias: false,
+        router: true,
+        shared: None,
+        shared_gate: false,
+    });
+    // A dense first layer, then MoE layers: stages hold different mixes.
+    spec.stacks[0].layers = Layers::from_pattern([false, true, true, true], |moe| {
+        if *moe { layer.clone() } else { dense.clone() }
+    });
+    let case = Case {
+        spec: &spec,
+        held: true,
+        precision: Precision::Mixed,
+        activations: acts(4_000, 400, 1_000, 500, 4),
+        seq: 64,
+    };
+    let (mut answers, mut errors) = (0, 0);
+    for dp in [1, 2, 4] {
+        for tp in [1, 2, 4] {
+            for pp in [1, 2, 4] {
+                for zero in 0..=3u8 {
+                    for (ep, cp, interleave, m) in [
+                        (1, 1, 1, 1),
+                        (2, 1, 1, 8),
+                        (1, 2, 2, 4),
+                        (4, 1, 1, 2),
+                        (2, 2, 1, 3),
+                    ] {
+                        for offload in [false, true] {
+                            let p = Parallelism {
+                                dp,
+                                tp,
+                                pp,
+                                cp,
+                                ep,
+                                zero,
+                                interleave,
+                                micro_batches: m,
+                                sequence_parallel: tp > 1,
+                                offload_optimizer: offload,
+                                offload_params: offload && zero == 3,
+                                shard_group: None,
+                            };
+                            match case.run(&p) {
+                                Ok(g) => {
+                                    answers += 1;
+                                    assert_eq!(sum(&g.terms), g.bytes, "{p:?}");
+                                    assert_eq!(sum(&g.cpu_terms), g.cpu_bytes, "{p:?}");
+                                    assert!(g.stage < pp);
+                                    assert_eq!(g.gpus, dp * tp * pp * cp);
+                                    if pp > 1 {
+                                        assert!(g.estimate.is_some(), "mixed stages: {p:?}");
+                                    }
+                                }
+                                Err(SpecError::Invalid { .. } | SpecError::Zero { .. }) => {
+                                    errors += 1;
+                                }
+                                Err(e) => panic!("{p:?}: {e}"),
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        answers > 200 && errors > 100,
+        "{answers} answers, {errors} errors"
+    );
+}
