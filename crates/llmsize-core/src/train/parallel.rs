@@ -36,6 +36,12 @@
 //!   1`, plus the one in its steady state); interleaved 1F1B with `v` chunks keeps `min(2(pp − r
 //!   − 1) + (v − 1)·pp + 1, m·v)` chunks of `L/(pp·v)` layers — on stage 0 this is Megatron's
 //!   factor `1 + (pp − 1)/(pp·v)` of `theoretical_memory_usage.py`.
+//! - **Activations per stage** (from [`Activations`]' split): the layers' bytes are spread
+//!   over the stages in proportion to their layers (exact when every stage holds the same mix
+//!   of layer kinds, else an estimate); everything outside the layers (the final norm, the head
+//!   and the loss, which dominate it) and the loss's transient (`forward_peak − retained`) sit
+//!   on the last stage, ÷ `tp` (the vocab-parallel cross-entropy keeps `V/tp` logits per rank)
+//!   and ÷ `cp`. Other stages get no transient: the split carries no per-layer working set.
 //! - **Context parallelism**: activations ÷ `cp` (each rank holds `s/cp` tokens; ring
 //!   attention's K/V exchange buffers are not counted, an estimate).
 //! - **Expert parallelism**: each rank holds `E/ep` experts; with balanced routing its expert
