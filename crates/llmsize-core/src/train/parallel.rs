@@ -1,15 +1,89 @@
 //! Model states and activations per GPU under data, tensor, pipeline, context and expert
-//! parallelism, ZeRO and FSDP, with CPU offload.
+//! parallelism, `ZeRO` and FSDP, with CPU offload: the bytes of the most loaded GPU.
 //!
-//! OWNED BY A HELPER: see `/work/wt/BRIEF-train.md`.
+//! Every GPU of a job is one rank of a grid `dp × tp × pp × cp` (expert parallelism `ep` lives
+//! inside `dp × cp`). Ranks of one pipeline stage hold the same bytes (tensor-parallel ranks
+//! hold equal slices, data-parallel ranks equal shards, expert-parallel ranks equal numbers of
+//! experts), so the most loaded GPU is found over the pipeline stages: every stage is
+//! evaluated, with its layers (counted exactly from the runs of layer kinds), its share of the
+//! non-layer tensors, and the micro-batches its schedule keeps in flight.
+//!
+//! The rules, each from the code that does it:
+//! - **Tensor parallelism** (Megatron-LM, Shoeybi et al. 2019, `megatron/core/tensor_parallel`):
+//!   q/k/v (or the fused qkv), the MLP's gate/up, MLA's `q_b`/`kv_b` are column-parallel
+//!   (output rows ÷ `tp`, with their biases); `o_proj` and `down` are row-parallel (input
+//!   columns ÷ `tp`; their biases stay whole); the token embedding and the head are
+//!   vocab-parallel (`⌈V/tp⌉` rows; Megatron also pads `V` to a multiple of 128·`tp`, which is
+//!   not modelled); norms, routers, position tables, MLA's down-projections (TE's
+//!   `parallel_mode='duplicated'` in `multi_latent_attention.py`) stay whole on every rank.
+//!   Routed experts are split by `tp` as well (Megatron's `--expert-tensor-parallel-size`
+//!   defaults to `tp`). Tensors the typed layout does not describe (state-space mixers, vision
+//!   towers) and `LoRA` adapters are kept whole on every rank (an estimate when `tp > 1`).
+//! - **KV heads with `tp` > `n_kv`**: Megatron-core (`attention.py`, `num_query_groups <
+//!   world_size`) still splits the qkv weight evenly over the ranks, all-gathers its output and
+//!   gives every rank one whole KV head: the weights are ÷ `tp`, the K/V activations are not
+//!   (counted ÷ `tp` with the rest, and marked an estimate).
+//! - **Sequence parallelism** (Korthikanti et al. 2022, Table 2): the activations at the full
+//!   width (norms, residual stream, the layer inputs kept by checkpointing) are ÷ `tp` too;
+//!   without it only the head- and MLP-width activations are.
+//! - **Pipeline parallelism**: `L/pp` whole layers per stage (strict: `pp` must divide the
+//!   layers, Megatron's default `Number of layers should be divisible by the
+//!   pipeline-model-parallel size`; uneven first/last stages are not modelled); the embedding on
+//!   the first stage, the final norm, head and loss on the last; a tied head keeps a second copy
+//!   of the embedding (with its gradient and optimizer states) on the last stage when `pp > 1`
+//!   (`LanguageModule.setup_embeddings_and_output_layer`). 1F1B keeps `min(pp − r, m)`
+//!   micro-batches in flight on stage `r` (`schedules.py`, `num_warmup_microbatches = pp − r −
+//!   1`, plus the one in its steady state); interleaved 1F1B with `v` chunks keeps `min(2(pp − r
+//!   − 1) + (v − 1)·pp + 1, m·v)` chunks of `L/(pp·v)` layers — on stage 0 this is Megatron's
+//!   factor `1 + (pp − 1)/(pp·v)` of `theoretical_memory_usage.py`.
+//! - **Activations per stage** (from [`Activations`]' split): the layers' bytes are spread
+//!   over the stages in proportion to their layers (exact when every stage holds the same mix
+//!   of layer kinds, else an estimate); everything outside the layers (the final norm, the head
+//!   and the loss, which dominate it) and the loss's transient (`forward_peak − retained`) sit
+//!   on the last stage, ÷ `tp` (the vocab-parallel cross-entropy keeps `V/tp` logits per rank)
+//!   and ÷ `cp`. Other stages get no transient: the split carries no per-layer working set.
+//! - **Context parallelism**: activations ÷ `cp` (each rank holds `s/cp` tokens; ring
+//!   attention's K/V exchange buffers are not counted, an estimate).
+//! - **Expert parallelism**: each rank holds `E/ep` experts; with balanced routing its expert
+//!   activations are those of one GPU. `ZeRO` shards experts over the expert-data-parallel group
+//!   (`dp·cp/ep`, Megatron's `expert_data_parallel_size`).
+//! - **`ZeRO` / FSDP** (Rajbhandari et al. 2020; `deepspeed/runtime/zero`): stage 1 shards the
+//!   optimizer states and master weights over `dp·cp` ranks (Megatron's distributed optimizer
+//!   shards over the same group), stage 2 the gradients too, stage 3 (FSDP `FULL_SHARD`) the
+//!   parameters too, plus the units gathered in flight: the two largest units of the rank (one
+//!   decoder layer each; the non-layer tensors of the stage as one root unit), as FSDP2 keeps
+//!   two all-gather outputs alive in the forward (current + prefetched; pytorch/pytorch#128884).
+//!   FSDP `HYBRID_SHARD` shards within `shard_group` ranks. Each shard is rounded up.
+//! - **The optimizer step** (`deepspeed/runtime/zero/stage_1_and_2.py` `step`, `stage3.py`
+//!   `_prepare_fp32_grad_for_sub_group`): with 16-bit gradients and fp32 master weights
+//!   ([`Precision::Mixed`]), `DeepSpeed` makes an fp32 copy of the rank's gradient partition for
+//!   the step (per `sub_group_size` = 10⁹ elements under ZeRO-3). It is live when activations
+//!   are freed, so the GPU's peak is `states + max(forward peak, that copy)`.
+//! - **Offload** (ZeRO-Offload, Ren et al. 2021): `offload_optimizer` keeps the optimizer
+//!   states, master weights and the gradient partition (fp32 under mixed precision) in CPU
+//!   memory (`cpu_bytes`); the GPU keeps its 16-bit weights, and full gradients only under
+//!   stages 0–1. `offload_params` (ZeRO-3 only) moves the parameter shards too (and implies the
+//!   optimizer's offload, as FSDP's `CPUOffload(offload_params=True)` and `DeepSpeed`'s
+//!   estimator assume).
+//!
+//! Not counted: communication buffers (DDP's 25 MB buckets, `DeepSpeed`'s `reduce_bucket_size`,
+//! NCCL), `DeepSpeed` ZeRO-3's persistent small parameters (`param_persistence_threshold`),
+//! allocator rounding, torch's per-tensor `step` scalars (on the CPU).
+
+use std::fmt::Write as _;
 
 use crate::SpecError;
+use crate::layout::{Layout, Place, Tensor, TensorKind};
+use crate::spec::{Attention, Ffn, ModelSpec, OutputHead};
 use crate::train::Term;
+use crate::train::activations::Activations;
+use crate::train::states::{self, Held, Optimizer, Precision};
+use crate::units::thousands_u128;
 
 /// How the step is spread over GPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Parallelism {
-    /// Data-parallel replicas (DDP, or the ZeRO/FSDP sharding group).
+    /// Data-parallel replicas (DDP, or the `ZeRO`/FSDP sharding group).
     pub dp: u64,
     /// Tensor parallelism.
     pub tp: u64,
@@ -19,7 +93,7 @@ pub struct Parallelism {
     pub cp: u64,
     /// Expert parallelism.
     pub ep: u64,
-    /// ZeRO stage 0–3 (FSDP full shard = 3, `SHARD_GRAD_OP` = 2).
+    /// `ZeRO` stage 0–3 (FSDP full shard = 3, `SHARD_GRAD_OP` = 2).
     pub zero: u8,
     /// FSDP hybrid shard: shard within groups of this many GPUs, replicate across them.
     pub shard_group: Option<u64>,
@@ -63,22 +137,46 @@ impl Parallelism {
             .saturating_mul(self.pp)
             .saturating_mul(self.cp)
     }
+
+    /// The ranks `ZeRO`/FSDP shards over: `shard_group` (hybrid shard), else `dp·cp`; 1 without
+    /// `ZeRO`.
+    #[must_use]
+    pub fn shard_degree(&self) -> u64 {
+        if self.zero == 0 {
+            1
+        } else {
+            self.shard_group
+                .unwrap_or_else(|| self.dp.saturating_mul(self.cp))
+        }
+    }
 }
 
 /// The most loaded GPU.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PerGpu {
-    /// Its peak bytes (model states + activations + the forward's transient peak).
+    /// Its peak bytes: model states on the GPU + the larger of the forward's peak (activations
+    /// of the micro-batches in flight, the loss's transient, ZeRO-3's gathered units) and the
+    /// optimizer step's fp32 gradient copy.
     pub bytes: u128,
-    /// Bytes kept in CPU memory per GPU (offload).
+    /// Bytes kept in CPU memory for this GPU (offload).
     pub cpu_bytes: u128,
-    /// Its terms.
+    /// Its terms (they sum to `bytes`).
     pub terms: Vec<Term>,
+    /// The CPU terms (they sum to `cpu_bytes`).
+    pub cpu_terms: Vec<Term>,
     /// Which rank and why it is the most loaded.
     pub most_loaded: String,
+    /// Its pipeline stage (0-based).
+    pub stage: u64,
+    /// GPUs of the job (`dp·tp·pp·cp`).
+    pub gpus: u64,
+    /// Facts about the setup worth saying (`ZeRO` over one rank shards nothing, …).
+    pub notes: Vec<String>,
+    /// `None` when exact; else why the placement is an estimate.
+    pub estimate: Option<String>,
 }
 
-/// Placeholder until the parallel module is built: one GPU holds everything.
+/// Placeholder kept so `train()` compiles until it calls [`per_gpu`]: one GPU holds everything.
 pub fn single(states_bytes: u128, activation_peak: u128) -> Result<PerGpu, SpecError> {
     let bytes = states_bytes
         .checked_add(activation_peak)
@@ -89,6 +187,1195 @@ pub fn single(states_bytes: u128, activation_peak: u128) -> Result<PerGpu, SpecE
         bytes,
         cpu_bytes: 0,
         terms: Vec::new(),
+        cpu_terms: Vec::new(),
         most_loaded: "one GPU".into(),
+        stage: 0,
+        gpus: 1,
+        notes: Vec::new(),
+        estimate: None,
     })
+}
+
+/// The question: the step as one GPU sees it, and how it is spread.
+#[derive(Debug, Clone, Copy)]
+pub struct ParallelInput<'a> {
+    /// The model.
+    pub spec: &'a ModelSpec,
+    /// Its layout (`layout(spec)`).
+    pub layout: &'a Layout,
+    /// The parameter groups as the step holds them: the first `layout.tensors.len()` in the
+    /// layout's order (as `train()` builds them), then any `LoRA` adapters.
+    pub held: &'a [Held],
+    /// Precision policy.
+    pub precision: Precision,
+    /// Optimizer.
+    pub optimizer: Optimizer,
+    /// The parallel layout of the job.
+    pub parallel: &'a Parallelism,
+    /// The activations of one micro-batch on one GPU, with the tensor-parallel split.
+    pub activations: &'a Activations,
+    /// Sequences per micro-batch.
+    pub batch: u64,
+    /// Tokens per sequence.
+    pub seq: u64,
+}
+
+fn too_large() -> SpecError {
+    SpecError::TooLarge {
+        what: "memory per GPU".into(),
+    }
+}
+
+fn invalid(field: &str, found: impl std::fmt::Display, expected: impl Into<String>) -> SpecError {
+    SpecError::Invalid {
+        field: field.into(),
+        found: found.to_string(),
+        expected: expected.into(),
+    }
+}
+
+fn add(a: u128, b: u128) -> Result<u128, SpecError> {
+    a.checked_add(b).ok_or_else(too_large)
+}
+
+fn mul(a: u128, b: u128) -> Result<u128, SpecError> {
+    a.checked_mul(b).ok_or_else(too_large)
+}
+
+/// `⌈a/b⌉`, `a` when `b` is 0.
+fn ceil(a: u128, b: u128) -> u128 {
+    if b == 0 { a } else { a.div_ceil(b) }
+}
+
+/// `⌈a·num/den⌉`, checked.
+fn scaled(a: u128, num: u128, den: u128) -> Result<u128, SpecError> {
+    Ok(ceil(mul(a, num)?, den))
+}
+
+/// The bad-input rules: every degree positive, `ZeRO` stage 0–3, offload and hybrid shard only
+/// with `ZeRO`, `tp` dividing every layer's heads and widths, `pp` (× `interleave`) dividing the
+/// layers, `ep` dividing the experts and `dp·cp`.
+pub fn validate(parallel: &Parallelism, spec: &ModelSpec) -> Result<(), SpecError> {
+    let p = parallel;
+    for (field, value) in [
+        ("--dp", p.dp),
+        ("--tp", p.tp),
+        ("--pp", p.pp),
+        ("--cp", p.cp),
+        ("--ep", p.ep),
+        ("--micro-batches", p.micro_batches),
+        ("--interleave", p.interleave),
+        ("--shard-group", p.shard_group.unwrap_or(1)),
+    ] {
+        if value == 0 {
+            return Err(SpecError::Zero {
+                field: field.into(),
+            });
+        }
+    }
+    if p.zero > 3 {
+        return Err(invalid(
+            "--zero",
+            p.zero,
+            "0 (DDP), 1 (optimizer states sharded), 2 (+ gradients) or 3 (+ parameters, FSDP full shard)",
+        ));
+    }
+    if p.offload_optimizer && p.zero == 0 {
+        return Err(invalid(
+            "--offload-optimizer",
+            "with --zero 0",
+            "ZeRO stage 1, 2 or 3: ZeRO-Offload moves the sharded optimizer states",
+        ));
+    }
+    if p.offload_params && p.zero != 3 {
+        return Err(invalid(
+            "--offload-params",
+            format!("with --zero {}", p.zero),
+            "ZeRO stage 3 (FSDP full shard): only sharded parameters can live on the CPU",
+        ));
+    }
+    let dp_cp = p.dp.checked_mul(p.cp).ok_or_else(too_large)?;
+    if let Some(g) = p.shard_group {
+        if p.zero == 0 {
+            return Err(invalid(
+                "--shard-group",
+                g,
+                "ZeRO stage 1–3 (hybrid shard shards within the group)",
+            ));
+        }
+        if !dp_cp.is_multiple_of(g) {
+            return Err(invalid(
+                "--shard-group",
+                g,
+                format!("a divisor of the {dp_cp} data-parallel ranks (dp·cp)"),
+            ));
+        }
+        if !g.is_multiple_of(p.ep) {
+            return Err(invalid(
+                "--shard-group",
+                g,
+                format!(
+                    "a multiple of --ep = {} (experts are sharded over group/ep ranks)",
+                    p.ep
+                ),
+            ));
+        }
+    }
+    let layers = spec.num_layers();
+    let stages = p.pp.checked_mul(p.interleave).ok_or_else(too_large)?;
+    if !layers.is_multiple_of(stages) {
+        return Err(if p.interleave == 1 {
+            invalid(
+                "--pp",
+                p.pp,
+                format!(
+                    "a divisor of the {layers} layers: every stage holds the same number of whole layers (Megatron's default rule; uneven first/last stages are not modelled)"
+                ),
+            )
+        } else {
+            invalid(
+                "--interleave",
+                p.interleave,
+                format!(
+                    "a value with pp·interleave dividing the {layers} layers (each virtual stage holds the same number of whole layers)"
+                ),
+            )
+        });
+    }
+    if p.interleave > 1 {
+        if p.pp < 2 {
+            return Err(invalid(
+                "--interleave",
+                p.interleave,
+                "1 without pipeline parallelism (interleaving splits a stage's layers into chunks)",
+            ));
+        }
+        if !p.micro_batches.is_multiple_of(p.pp) {
+            return Err(invalid(
+                "--micro-batches",
+                p.micro_batches,
+                format!(
+                    "a multiple of --pp = {} with an interleaved schedule (Megatron's schedule runs micro-batches in groups of pp)",
+                    p.pp
+                ),
+            ));
+        }
+    }
+    let mut moe = false;
+    for layer in spec.layer_kinds() {
+        for a in std::iter::once(&layer.attention).chain(&layer.cross_attention) {
+            match a {
+                Attention::Standard(a) | Attention::CacheOnly(a) => {
+                    if !a.num_heads.is_multiple_of(p.tp) {
+                        return Err(invalid(
+                            "--tp",
+                            p.tp,
+                            format!(
+                                "a divisor of the {} attention heads (each rank computes whole heads)",
+                                a.num_heads
+                            ),
+                        ));
+                    }
+                    let kv = a.num_kv_heads;
+                    if kv >= p.tp && !kv.is_multiple_of(p.tp) {
+                        return Err(invalid(
+                            "--tp",
+                            p.tp,
+                            format!(
+                                "a divisor of the {kv} key/value heads, or a multiple of them (each rank then keeps one whole KV head, as Megatron does)"
+                            ),
+                        ));
+                    }
+                    if kv < p.tp && !p.tp.is_multiple_of(kv) {
+                        return Err(invalid(
+                            "--tp",
+                            p.tp,
+                            format!(
+                                "a multiple of the {kv} key/value heads when larger than them (each rank keeps one whole KV head, as Megatron does)"
+                            ),
+                        ));
+                    }
+                }
+                Attention::Latent(a) => {
+                    if !a.num_heads.is_multiple_of(p.tp) {
+                        return Err(invalid(
+                            "--tp",
+                            p.tp,
+                            format!("a divisor of the {} attention heads", a.num_heads),
+                        ));
+                    }
+                }
+                Attention::Absent => {}
+            }
+        }
+        let width = |m: &crate::spec::Mlp, what: &str| {
+            if m.intermediate.is_multiple_of(p.tp) {
+                Ok(())
+            } else {
+                Err(invalid(
+                    "--tp",
+                    p.tp,
+                    format!("a divisor of the {what} width {}", m.intermediate),
+                ))
+            }
+        };
+        match &layer.ffn {
+            Ffn::Dense(m) => width(m, "MLP")?,
+            Ffn::Moe(m) => {
+                moe = true;
+                width(&m.expert, "expert")?;
+                if let Some(s) = &m.shared {
+                    width(s, "shared expert")?;
+                }
+                if !m.num_experts.is_multiple_of(p.ep) {
+                    return Err(invalid(
+                        "--ep",
+                        p.ep,
+                        format!("a divisor of the {} experts", m.num_experts),
+                    ));
+                }
+            }
+            Ffn::Absent => {}
+        }
+    }
+    if p.ep > 1 {
+        if !moe {
+            return Err(invalid(
+                "--ep",
+                p.ep,
+                "1 for a model without mixture-of-experts layers",
+            ));
+        }
+        if !dp_cp.is_multiple_of(p.ep) {
+            return Err(invalid(
+                "--ep",
+                p.ep,
+                format!(
+                    "a divisor of the {dp_cp} data-parallel ranks (dp·cp): expert parallelism lives inside data parallelism"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Bytes of a group of tensors: weights, gradients, optimizer states on the GPU (master
+/// weights included, torch's CPU `step` scalars not), trained elements, and elements of a
+/// quantized base whose bytes are given as one total.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Part {
+    w: u128,
+    g: u128,
+    o: u128,
+    n: u128,
+    q: u128,
+}
+
+impl Part {
+    fn plus(self, x: Part) -> Result<Part, SpecError> {
+        Ok(Part {
+            w: add(self.w, x.w)?,
+            g: add(self.g, x.g)?,
+            o: add(self.o, x.o)?,
+            n: add(self.n, x.n)?,
+            q: add(self.q, x.q)?,
+        })
+    }
+
+    fn times(self, k: u128) -> Result<Part, SpecError> {
+        Ok(Part {
+            w: mul(self.w, k)?,
+            g: mul(self.g, k)?,
+            o: mul(self.o, k)?,
+            n: mul(self.n, k)?,
+            q: mul(self.q, k)?,
+        })
+    }
+
+    /// `self·num/den`, rounded down (exact when `den` divides, as for whole layers).
+    fn share(self, num: u128, den: u128) -> Result<Part, SpecError> {
+        if den == 0 {
+            return Ok(Part::default());
+        }
+        let f = |x: u128| mul(x, num).map(|v| v / den);
+        Ok(Part {
+            w: f(self.w)?,
+            g: f(self.g)?,
+            o: f(self.o)?,
+            n: f(self.n)?,
+            q: f(self.q)?,
+        })
+    }
+}
+
+/// Dense and routed-expert bytes (sharded over different groups).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Pair {
+    dense: Part,
+    expert: Part,
+}
+
+impl Pair {
+    fn plus(self, x: Pair) -> Result<Pair, SpecError> {
+        Ok(Pair {
+            dense: self.dense.plus(x.dense)?,
+            expert: self.expert.plus(x.expert)?,
+        })
+    }
+
+    fn share(self, num: u128, den: u128) -> Result<Pair, SpecError> {
+        Ok(Pair {
+            dense: self.dense.share(num, den)?,
+            expert: self.expert.share(num, den)?,
+        })
+    }
+
+    fn all(self) -> Result<Part, SpecError> {
+        self.dense.plus(self.expert)
+    }
+}
+
+/// How tensor parallelism cuts a tensor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    /// Whole on every rank.
+    Whole,
+    /// Output rows ÷ `tp` (column-parallel, vocab-parallel tables).
+    Rows,
+    /// Input columns (or a vector's length) ÷ `tp` (row-parallel, column-parallel biases).
+    Cols,
+}
+
+/// The cut of a tensor, and whether it is a routed expert's.
+fn cut_of(kind: TensorKind, t: Option<&Tensor>) -> (Cut, bool) {
+    use TensorKind as K;
+    match kind {
+        K::TokenEmbedding
+        | K::Output
+        | K::AttnQ
+        | K::AttnK
+        | K::AttnV
+        | K::AttnQkv
+        | K::AttnKvB
+        | K::FfnGate
+        | K::FfnUp
+        | K::SharedGate
+        | K::SharedUp => (Cut::Rows, false),
+        K::AttnOutput | K::FfnDown | K::SharedDown | K::Sinks => (Cut::Cols, false),
+        K::ExpertGate | K::ExpertUp => (Cut::Rows, true),
+        K::ExpertDown => (Cut::Cols, true),
+        // A bias follows its projection: split with a column-parallel one, whole after a
+        // row-parallel one (added once, after the all-reduce).
+        K::Bias => match t.map(|t| t.name.local.as_ref()) {
+            Some(
+                "attn_q" | "attn_k" | "attn_v" | "attn_qkv" | "ffn_gate" | "ffn_up"
+                | "ffn_gate_shexp" | "ffn_up_shexp",
+            ) => (Cut::Cols, false),
+            Some("ffn_gate_up_exps.bias") => (Cut::Cols, true),
+            Some("ffn_down_exps.bias") => (Cut::Whole, true),
+            Some(l) if l.starts_with("output.bias") => (Cut::Cols, false),
+            _ => (Cut::Whole, false),
+        },
+        _ => (Cut::Whole, false),
+    }
+}
+
+/// One tensor of the group as one rank holds it.
+fn local(h: &Held, t: Option<&Tensor>, p: &Parallelism) -> Result<(Held, bool), SpecError> {
+    let (cut, expert) = if h.adapter {
+        (Cut::Whole, false)
+    } else {
+        cut_of(h.kind, t)
+    };
+    let (elements, matrix) = if let Some(t) = t {
+        let copies = if expert {
+            t.copies.div_ceil(p.ep)
+        } else {
+            t.copies
+        };
+        let (rows, cols) = match cut {
+            Cut::Whole => (t.rows, t.cols),
+            Cut::Rows => (t.rows.div_ceil(p.tp), t.cols),
+            Cut::Cols => (t.rows, t.cols.div_ceil(p.tp)),
+        };
+        let elements = copies
+            .checked_mul(rows)
+            .and_then(|x| x.checked_mul(cols))
+            .ok_or_else(too_large)?;
+        (elements, h.matrix.map(|_| (rows, cols)))
+    } else {
+        let mut e = h.elements;
+        if cut != Cut::Whole {
+            e = e.div_ceil(p.tp);
+        }
+        if expert {
+            e = e.div_ceil(p.ep);
+        }
+        (e, h.matrix)
+    };
+    Ok((
+        Held {
+            elements,
+            tensors: 1,
+            matrix,
+            stored_bytes: h.stored_bytes.map(|_| 0),
+            ..h.clone()
+        },
+        expert,
+    ))
+}
+
+/// Where a group sits along the pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum At {
+    /// In the layers of one kind (global kind index).
+    Kind(usize),
+    /// The first stage (embeddings, model-level extras such as a vision tower).
+    First,
+    /// The last stage (final norm, head).
+    Last,
+    /// With layer `i` of all stacks (a later stack's own tensors).
+    Index(u64),
+}
+
+/// The layer stacks as one sequence of layers: offsets, and a global index per layer kind.
+struct Kinds {
+    offsets: Vec<u64>,
+    lens: Vec<u64>,
+    id: Vec<Vec<usize>>,
+    counts: Vec<u64>,
+}
+
+impl Kinds {
+    fn new(spec: &ModelSpec) -> Self {
+        let mut k = Kinds {
+            offsets: Vec::new(),
+            lens: Vec::new(),
+            id: Vec::new(),
+            counts: Vec::new(),
+        };
+        let mut offset = 0u64;
+        for s in &spec.stacks {
+            k.offsets.push(offset);
+            k.lens.push(s.layers.len());
+            offset = offset.saturating_add(s.layers.len());
+            let mut ids = Vec::new();
+            for (_, n) in s.layers.kind_counts() {
+                ids.push(k.counts.len());
+                k.counts.push(n);
+            }
+            k.id.push(ids);
+        }
+        k
+    }
+
+    fn at(&self, h: &Held) -> At {
+        let last_stack = self.offsets.len().saturating_sub(1);
+        match h.place {
+            Place::Input => At::First,
+            Place::StackStart(s) => match self.offsets.get(s) {
+                Some(&o) if s > 0 => At::Index(o),
+                _ => At::First,
+            },
+            Place::Layer { stack, kind } => self
+                .id
+                .get(stack)
+                .and_then(|ids| ids.get(kind))
+                .map_or(At::First, |&k| At::Kind(k)),
+            Place::StackEnd(s) if s < last_stack => match (self.offsets.get(s), self.lens.get(s)) {
+                (Some(&o), Some(&n)) => At::Index(o.saturating_add(n.saturating_sub(1))),
+                _ => At::Last,
+            },
+            // Model-level extras (a vision tower, per-layer input tables) feed the input.
+            Place::Output
+                if matches!(
+                    h.kind,
+                    TensorKind::Matrix | TensorKind::Block | TensorKind::Vector
+                ) =>
+            {
+                At::First
+            }
+            Place::StackEnd(_) | Place::Output => At::Last,
+        }
+    }
+}
+
+/// What one pipeline stage's GPU holds.
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each flag is a fact of the stage the description names"
+)]
+#[derive(Debug, Clone, Default)]
+struct Rank {
+    stage: u64,
+    /// Layers on the stage.
+    layers: u64,
+    /// Chunks of `c` layers in flight (micro-batches × chunks).
+    chunks: u64,
+    first: bool,
+    last: bool,
+    tied_copy: bool,
+    /// The stage holds every layer kind in the model's proportion.
+    proportional: bool,
+    weights: u128,
+    grads: u128,
+    optimizer: u128,
+    gathered: u128,
+    units: (u128, u128),
+    act_layers: u128,
+    act_outside: u128,
+    act_transient: u128,
+    step: u128,
+    cpu_weights: u128,
+    cpu_grads: u128,
+    cpu_optimizer: u128,
+    /// The rank's tensors before `ZeRO` (for the formulas).
+    held: Pair,
+    stored: (u128, u128),
+    total: u128,
+}
+
+impl Rank {
+    fn forward(&self) -> Result<u128, SpecError> {
+        add(
+            add(self.gathered, self.act_layers)?,
+            add(self.act_outside, self.act_transient)?,
+        )
+    }
+}
+
+/// The GPUs' bytes under `input.parallel`, and the most loaded one.
+pub fn per_gpu(input: &ParallelInput<'_>) -> Result<PerGpu, SpecError> {
+    let p = input.parallel;
+    let spec = input.spec;
+    validate(p, spec)?;
+    if !input.seq.is_multiple_of(p.cp) {
+        return Err(invalid(
+            "--cp",
+            p.cp,
+            format!(
+                "a divisor of the {} tokens (each rank holds s/cp of them)",
+                input.seq
+            ),
+        ));
+    }
+    let sp = p.sequence_parallel && p.tp > 1;
+    if sp && !(input.seq / p.cp).is_multiple_of(p.tp) {
+        return Err(invalid(
+            "--tp",
+            p.tp,
+            format!(
+                "a divisor of the {} tokens per context-parallel rank under sequence parallelism (each rank holds s/tp of them)",
+                input.seq / p.cp
+            ),
+        ));
+    }
+    let mut why: Vec<String> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    let kinds = Kinds::new(spec);
+    let tied = matches!(spec.head, OutputHead::Lm { tied: true, .. }) && p.pp > 1;
+
+    // Every group's bytes on one rank, by where it sits.
+    let mut per_kind = vec![Pair::default(); kinds.counts.len()];
+    let mut parts: Vec<(At, Pair)> = Vec::new();
+    let (mut stored_total, mut stored_elements) = (0u128, 0u128);
+    let mut tied_copy: Option<Pair> = None;
+    let (mut extras, mut adapters) = (false, false);
+    for (i, h) in input.held.iter().enumerate() {
+        let t = input
+            .layout
+            .tensors
+            .get(i)
+            .filter(|t| !h.adapter && t.kind == h.kind && t.place == h.place);
+        let (one, expert) = local(h, t, p)?;
+        let s = states::model_states(std::slice::from_ref(&one), input.precision, input.optimizer)?;
+        let unit = Part {
+            w: s.weights_bytes,
+            g: s.gradient_bytes,
+            o: s.optimizer_state_bytes - s.step_bytes_cpu,
+            n: if h.trainable {
+                u128::from(one.elements)
+            } else {
+                0
+            },
+            q: if h.stored_bytes.is_some() {
+                u128::from(one.elements)
+            } else {
+                0
+            },
+        }
+        .times(u128::from(h.tensors))?;
+        if let Some(b) = h.stored_bytes {
+            stored_total = add(stored_total, b)?;
+            stored_elements = add(
+                stored_elements,
+                mul(u128::from(h.elements), u128::from(h.tensors))?,
+            )?;
+        }
+        extras |= matches!(
+            h.kind,
+            TensorKind::Matrix | TensorKind::Block | TensorKind::Vector
+        );
+        adapters |= h.adapter;
+        let pair = if expert {
+            Pair {
+                expert: unit,
+                ..Pair::default()
+            }
+        } else {
+            Pair {
+                dense: unit,
+                ..Pair::default()
+            }
+        };
+        match kinds.at(h) {
+            At::Kind(k) => {
+                if let Some(x) = per_kind.get_mut(k) {
+                    *x = x.plus(pair)?;
+                }
+            }
+            at => parts.push((at, pair)),
+        }
+        if tied && tied_copy.is_none() && h.kind == TensorKind::TokenEmbedding && !h.adapter {
+            tied_copy = Some(pair);
+        }
+    }
+    if let Some(copy) = tied_copy {
+        parts.push((At::Last, copy));
+    }
+    let stored = |q: u128| -> Result<u128, SpecError> {
+        Ok(mul(stored_total, q)?
+            .checked_div(stored_elements)
+            .unwrap_or(0))
+    };
+
+    // The layers of each stage, from the runs: O(runs + stages).
+    let layers = spec.num_layers();
+    let v = p.interleave;
+    let stages = p.pp * v;
+    let chunk = layers / stages;
+    let pp = usize::try_from(p.pp).map_err(|_| too_large())?;
+    let mut on_rank: Vec<Vec<(usize, u64)>> = vec![Vec::new(); pp];
+    for (si, stack) in spec.stacks.iter().enumerate() {
+        let offset = kinds.offsets.get(si).copied().unwrap_or(0);
+        for run in stack.layers.runs() {
+            let Some(&k) = kinds.id.get(si).and_then(|ids| ids.get(run.kind)) else {
+                continue;
+            };
+            let g0 = offset.saturating_add(run.start);
+            let g1 = g0.saturating_add(run.count);
+            let mut vs = g0 / chunk;
+            while vs.saturating_mul(chunk) < g1 {
+                let lo = g0.max(vs * chunk);
+                let hi = g1.min((vs + 1).saturating_mul(chunk));
+                let r = usize::try_from(vs % p.pp).map_err(|_| too_large())?;
+                if let Some(list) = on_rank.get_mut(r) {
+                    match list.last_mut() {
+                        Some((last, n)) if *last == k => *n += hi - lo,
+                        _ => list.push((k, hi - lo)),
+                    }
+                }
+                vs += 1;
+            }
+        }
+    }
+    let rank_of = |at: At| -> u64 {
+        match at {
+            At::First | At::Kind(_) => 0,
+            At::Last => p.pp - 1,
+            At::Index(i) => (i.min(layers.saturating_sub(1)) / chunk) % p.pp,
+        }
+    };
+
+    let s = u128::from(p.shard_degree());
+    let s_e = u128::from((p.shard_degree() / p.ep).max(1));
+    let (tp, cp) = (u128::from(p.tp), u128::from(p.cp));
+    let offload = p.offload_optimizer || p.offload_params;
+    let a = input.activations;
+    let transient = a.forward_peak.saturating_sub(a.retained);
+    let l = u128::from(layers);
+    let rep_div = if sp { tp } else { 1 };
+
+    let mut best: Option<Rank> = None;
+    let mut uneven_mix = false;
+    let mut first_last: (u128, u128) = (0, 0);
+    let mut n_kinds_used = 0usize;
+    for (k, n) in kinds.counts.iter().enumerate() {
+        if *n > 0 && per_kind.get(k).is_some() {
+            n_kinds_used += 1;
+        }
+    }
+    for (r, list) in on_rank.iter().enumerate() {
+        let stage = r as u64;
+        let mut rank = Rank {
+            stage,
+            first: stage == 0,
+            last: stage == p.pp - 1,
+            tied_copy: tied_copy.is_some() && stage == p.pp - 1,
+            ..Rank::default()
+        };
+        let mut held = Pair::default();
+        let mut units: Vec<(u128, u64)> = Vec::new();
+        let mut distinct = 0usize;
+        rank.proportional = true;
+        for &(k, n) in list {
+            let (Some(total), Some(&count)) = (per_kind.get(k), kinds.counts.get(k)) else {
+                continue;
+            };
+            held = held.plus(total.share(u128::from(n), u128::from(count))?)?;
+            rank.layers += n;
+            let all = total.all()?;
+            let one = add(all.w, stored(all.q)?)? / u128::from(count.max(1));
+            units.push((one, n));
+            if n.checked_mul(p.pp) != Some(count) {
+                rank.proportional = false;
+            }
+            distinct += 1;
+        }
+        if distinct != n_kinds_used {
+            rank.proportional = false;
+        }
+        uneven_mix |= !rank.proportional;
+        let mut root = 0u128;
+        for (at, pair) in &parts {
+            if rank_of(*at) == stage {
+                held = held.plus(*pair)?;
+                let all = pair.all()?;
+                root = add(root, add(all.w, stored(all.q)?)?)?;
+            }
+        }
+        if root > 0 {
+            units.push((root, 1));
+        }
+        rank.held = held;
+        let (d, e) = (held.dense, held.expert);
+        let (wd, we) = (add(d.w, stored(d.q)?)?, add(e.w, stored(e.q)?)?);
+        rank.stored = (stored(d.q)?, stored(e.q)?);
+        let sharded = |x: u128, y: u128| add(ceil(x, s), ceil(y, s_e));
+        // Weights.
+        if p.zero == 3 {
+            let w = sharded(wd, we)?;
+            if p.offload_params {
+                rank.cpu_weights = w;
+            } else {
+                rank.weights = w;
+            }
+            units.sort_by_key(|u| std::cmp::Reverse(u.0));
+            let mut two = units
+                .iter()
+                .flat_map(|&(w, n)| std::iter::repeat_n(w, usize::from(n >= 2) + 1))
+                .take(2);
+            rank.units = (two.next().unwrap_or(0), two.next().unwrap_or(0));
+            rank.gathered = add(rank.units.0, rank.units.1)?;
+        } else {
+            rank.weights = add(wd, we)?;
+        }
+        // Gradients.
+        if p.zero >= 2 {
+            if !offload {
+                rank.grads = sharded(d.g, e.g)?;
+            }
+        } else {
+            rank.grads = add(d.g, e.g)?;
+        }
+        // Optimizer states and master weights.
+        let opt = if p.zero >= 1 {
+            sharded(d.o, e.o)?
+        } else {
+            add(d.o, e.o)?
+        };
+        if offload {
+            rank.cpu_optimizer = opt;
+            rank.cpu_grads = if input.precision == Precision::Mixed {
+                sharded(mul(d.n, 4)?, mul(e.n, 4)?)?
+            } else {
+                sharded(d.g, e.g)?
+            };
+        } else {
+            rank.optimizer = opt;
+        }
+        // The optimizer step's fp32 copy of the gradient partition.
+        if input.precision == Precision::Mixed && p.zero >= 1 && !offload {
+            let elements = sharded(d.n, e.n)?;
+            let elements = if p.zero == 3 {
+                elements.min(ZERO3_SUB_GROUP)
+            } else {
+                elements
+            };
+            rank.step = mul(elements, 4)?;
+        }
+        // Activations of the micro-batches in flight.
+        let m = p.micro_batches;
+        rank.chunks = if v == 1 {
+            (p.pp - stage).min(m)
+        } else {
+            (2 * (p.pp - stage - 1) + (v - 1) * p.pp + 1).min(m.saturating_mul(v))
+        };
+        let layer_mb = mul(u128::from(rank.chunks), u128::from(chunk))?;
+        rank.act_layers = add(
+            scaled(a.layer_sharded, layer_mb, mul(l, mul(tp, cp)?)?)?,
+            scaled(a.layer_replicated, layer_mb, mul(l, mul(rep_div, cp)?)?)?,
+        )?;
+        if rank.last {
+            let div = mul(tp, cp)?;
+            rank.act_outside = ceil(a.outside, div);
+            rank.act_transient = ceil(transient, div);
+        }
+        rank.total = add(
+            add(rank.weights, rank.grads)?,
+            add(rank.optimizer, rank.forward()?.max(rank.step))?,
+        )?;
+        if rank.first {
+            first_last.0 = rank.total;
+        }
+        if rank.last {
+            first_last.1 = rank.total;
+        }
+        if best.as_ref().is_none_or(|b| rank.total > b.total) {
+            best = Some(rank);
+        }
+    }
+    let rank = best.ok_or_else(too_large)?;
+
+    // Estimates and notes.
+    if p.pp > 1 && uneven_mix {
+        why.push(
+            "the stages hold different mixes of layer kinds, and the activations are spread over the stages in proportion to their layers (the split gives totals only)".into(),
+        );
+    }
+    if p.tp > 1 {
+        let replicated_kv = spec.layer_kinds().any(|l| {
+            std::iter::once(&l.attention)
+                .chain(&l.cross_attention)
+                .any(|a| match a {
+                    Attention::Standard(a) | Attention::CacheOnly(a) => a.num_kv_heads < p.tp,
+                    _ => false,
+                })
+        });
+        if replicated_kv {
+            why.push(format!(
+                "tp = {} exceeds the key/value heads: every rank keeps one whole KV head's K and V activations, counted as ÷ tp with the rest",
+                p.tp
+            ));
+        }
+        if extras {
+            why.push("tensors the layout does not type (mixers, vision towers) are kept whole on every tensor-parallel rank".into());
+        }
+        if adapters {
+            why.push("LoRA adapters are kept whole on every tensor-parallel rank (Megatron-style LoRA splits one of A and B)".into());
+        }
+    }
+    if p.cp > 1 {
+        why.push(format!(
+            "context parallelism: activations ÷ cp = {}; ring attention's key/value exchange buffers are not counted",
+            p.cp
+        ));
+    }
+    if stored_elements > 0 && (p.tp > 1 || p.pp > 1 || p.zero == 3) {
+        why.push("the quantized base's bytes are spread over the ranks in proportion to their parameters".into());
+    }
+    if spec.stacks.len() > 1 && p.pp > 1 {
+        why.push("an encoder-decoder's stacks are split as one sequence of layers".into());
+    }
+    if p.zero >= 1 && p.shard_degree() == 1 {
+        notes.push(format!(
+            "ZeRO-{} over one data-parallel rank shards nothing",
+            p.zero
+        ));
+    }
+    if p.sequence_parallel && p.tp == 1 {
+        notes.push("sequence parallelism needs tp > 1: off (Megatron turns it off)".into());
+    }
+    if p.pp > 1 && p.micro_batches < p.pp {
+        notes.push(format!(
+            "{} micro-batches for {} pipeline stages: the pipeline is never full (at most {} in flight)",
+            p.micro_batches, p.pp, p.micro_batches
+        ));
+    }
+    let fwd = rank.forward()?;
+    if rank.step > 0 && rank.step <= fwd {
+        notes.push(format!(
+            "the optimizer step's fp32 gradient copy ({} bytes) stays below the forward's peak",
+            thousands_u128(rank.step)
+        ));
+    }
+
+    let (terms, cpu_terms) = terms(&rank, input, s, s_e, sp, transient)?;
+    let bytes = crate::train::sum(&terms, "memory per GPU")?;
+    let cpu_bytes = crate::train::sum(&cpu_terms, "CPU memory per GPU")?;
+    let most_loaded = describe(&rank, p, first_last);
+    Ok(PerGpu {
+        bytes,
+        cpu_bytes,
+        terms,
+        cpu_terms,
+        most_loaded,
+        stage: rank.stage,
+        gpus: p.gpus(),
+        notes,
+        estimate: (!why.is_empty()).then(|| why.join("; ")),
+    })
+}
+
+/// `DeepSpeed` ZeRO-3's default `sub_group_size`: the step's fp32 gradient copy is made one
+/// sub-group of at most this many elements at a time.
+const ZERO3_SUB_GROUP: u128 = 1_000_000_000;
+
+fn describe(rank: &Rank, p: &Parallelism, (first, last): (u128, u128)) -> String {
+    let n = thousands_u128;
+    let mut how = Vec::new();
+    if p.dp > 1 || p.zero > 0 {
+        how.push(match p.zero {
+            0 => format!("DDP over {}", p.dp),
+            z => format!("ZeRO-{z} over {}", p.shard_degree()),
+        });
+    }
+    if p.tp > 1 {
+        how.push(format!(
+            "tp {}{}",
+            p.tp,
+            if p.sequence_parallel { " + SP" } else { "" }
+        ));
+    }
+    if p.cp > 1 {
+        how.push(format!("cp {}", p.cp));
+    }
+    if p.ep > 1 {
+        how.push(format!("ep {}", p.ep));
+    }
+    let how = if how.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", how.join(", "))
+    };
+    if p.pp == 1 {
+        return if p.gpus() == 1 {
+            "one GPU".into()
+        } else {
+            format!("every GPU alike{how}")
+        };
+    }
+    let role = if rank.first {
+        format!(
+            "the embedding and {} {} in flight",
+            rank.chunks,
+            if p.interleave > 1 {
+                "model chunks"
+            } else {
+                "micro-batches"
+            }
+        )
+    } else if rank.last {
+        format!(
+            "the head, the loss and its transient{}",
+            if rank.tied_copy {
+                ", and the tied embedding's copy"
+            } else {
+                ""
+            }
+        )
+    } else {
+        format!("{} micro-batches in flight", rank.chunks)
+    };
+    format!(
+        "pipeline stage {} of {}{how}: {role}; the first stage holds {} bytes, the last {}",
+        rank.stage,
+        p.pp,
+        n(first),
+        n(last)
+    )
+}
+
+fn shard_formula(sym: &str, dense: u128, expert: u128, s: u128, s_e: u128, shard: bool) -> String {
+    let n = thousands_u128;
+    match (shard, expert > 0) {
+        (false, false) => format!("{sym} = {}", n(dense)),
+        (false, true) => format!("{sym}_dense + {sym}_experts = {} + {}", n(dense), n(expert)),
+        (true, false) => format!("⌈{sym} ÷ S⌉ = ⌈{} ÷ {s}⌉", n(dense)),
+        (true, true) => format!(
+            "⌈{sym}_dense ÷ S⌉ + ⌈{sym}_experts ÷ S_e⌉ = ⌈{} ÷ {s}⌉ + ⌈{} ÷ {s_e}⌉",
+            n(dense),
+            n(expert)
+        ),
+    }
+}
+
+fn terms(
+    rank: &Rank,
+    input: &ParallelInput<'_>,
+    s: u128,
+    s_e: u128,
+    sp: bool,
+    transient: u128,
+) -> Result<(Vec<Term>, Vec<Term>), SpecError> {
+    let p = input.parallel;
+    let n = thousands_u128;
+    let (d, e) = (rank.held.dense, rank.held.expert);
+    let (wd, we) = (add(d.w, rank.stored.0)?, add(e.w, rank.stored.1)?);
+    let mut holds = format!("{} of {} layers", rank.layers, input.spec.num_layers());
+    if p.pp > 1 || p.tp > 1 || p.ep > 1 {
+        let mut cut = Vec::new();
+        if p.tp > 1 {
+            cut.push(format!("÷ tp = {}", p.tp));
+        }
+        if p.ep > 1 {
+            cut.push(format!("experts ÷ ep = {}", p.ep));
+        }
+        if !cut.is_empty() {
+            let _ = write!(holds, " ({})", cut.join(", "));
+        }
+        if rank.first {
+            holds.push_str(", the embedding");
+        }
+        if rank.last {
+            holds.push_str(", the final norm and head");
+        }
+        if rank.tied_copy {
+            holds.push_str(", the tied embedding's copy");
+        }
+    }
+    let mut t = Vec::new();
+    let mut cpu = Vec::new();
+    let weights = format!(
+        "{holds}: {}",
+        shard_formula("W", wd, we, s, s_e, p.zero == 3)
+    );
+    if p.offload_params {
+        cpu.push(Term::new(
+            "cpu_weights",
+            "parameter shards, offloaded to the CPU",
+            weights,
+            rank.cpu_weights,
+        ));
+    } else {
+        t.push(Term::new(
+            "weights",
+            if p.zero == 3 {
+                "weights: this rank's shard (ZeRO-3)"
+            } else {
+                "weights on this GPU"
+            },
+            weights,
+            rank.weights,
+        ));
+    }
+    let offload = p.offload_optimizer || p.offload_params;
+    if p.zero < 2 || !offload {
+        t.push(Term::new(
+            "gradients",
+            if p.zero >= 2 {
+                "gradients: this rank's shard"
+            } else {
+                "gradients on this GPU"
+            },
+            shard_formula("G", d.g, e.g, s, s_e, p.zero >= 2),
+            rank.grads,
+        ));
+    }
+    let opt = shard_formula("O", d.o, e.o, s, s_e, p.zero >= 1);
+    if offload {
+        cpu.push(Term::new(
+            "cpu_optimizer_states",
+            "optimizer states and master weights, offloaded to the CPU",
+            opt,
+            rank.cpu_optimizer,
+        ));
+        cpu.push(Term::new(
+            "cpu_gradients",
+            "the gradient partition the CPU optimizer steps with",
+            if input.precision == Precision::Mixed {
+                format!(
+                    "fp32: {}",
+                    shard_formula("4·N", mul(d.n, 4)?, mul(e.n, 4)?, s, s_e, true)
+                )
+            } else {
+                shard_formula("G", d.g, e.g, s, s_e, true)
+            },
+            rank.cpu_grads,
+        ));
+    } else {
+        t.push(Term::new(
+            "optimizer_states",
+            "optimizer states (with any fp32 master weights)",
+            opt,
+            rank.optimizer,
+        ));
+    }
+    let fwd = rank.forward()?;
+    if rank.step > fwd {
+        t.push(Term::new(
+            "optimizer_step",
+            "the step's fp32 copy of the gradient partition (DeepSpeed), above the forward's peak",
+            format!(
+                "4·⌈N_trained ÷ S⌉ = 4·{} (forward peak: {})",
+                n(rank.step / 4),
+                n(fwd)
+            ),
+            rank.step,
+        ));
+        return Ok((t, cpu));
+    }
+    if p.zero == 3 {
+        t.push(Term::new(
+            "gathered_units",
+            "full parameters of the two units in flight (current + prefetched; FSDP2 keeps two all-gathers alive)",
+            format!("{} + {}", n(rank.units.0), n(rank.units.1)),
+            rank.gathered,
+        ));
+    }
+    let a = input.activations;
+    let layers = input.spec.num_layers();
+    let in_flight = if p.interleave > 1 {
+        format!(
+            "{} chunks × {} layers",
+            rank.chunks,
+            layers / (p.pp * p.interleave)
+        )
+    } else {
+        format!("{} × {} layers", rank.chunks, layers / p.pp)
+    };
+    let cp = if p.cp > 1 {
+        format!(" ÷ cp {}", p.cp)
+    } else {
+        String::new()
+    };
+    t.push(Term::new(
+        "activations",
+        "activations held for backward by the layers, for every micro-batch in flight",
+        format!(
+            "{in_flight} of {layers}: (A_heads ÷ tp + A_width{}){cp} = ({} ÷ {} + {}{}) × {}/{}{cp}",
+            if sp { " ÷ tp" } else { "" },
+            n(a.layer_sharded),
+            p.tp,
+            n(a.layer_replicated),
+            if sp {
+                format!(" ÷ {}", p.tp)
+            } else {
+                String::new()
+            },
+            rank.chunks.saturating_mul(layers / (p.pp * p.interleave)),
+            layers
+        ),
+        rank.act_layers,
+    ));
+    if rank.last {
+        t.push(Term::new(
+            "activations_outside",
+            "activations outside the layers (final norm, head, loss; vocab-parallel)",
+            format!("⌈{} ÷ {}⌉", n(a.outside), p.tp * p.cp),
+            rank.act_outside,
+        ));
+        t.push(Term::new(
+            "activation_transient",
+            "the loss's transient at the forward's peak (vocab-parallel)",
+            format!(
+                "⌈(peak − held) ÷ {}⌉ = ⌈{} ÷ {}⌉",
+                p.tp * p.cp,
+                n(transient),
+                p.tp * p.cp
+            ),
+            rank.act_transient,
+        ));
+    }
+    Ok((t, cpu))
 }
