@@ -281,7 +281,7 @@ pub(crate) struct TrainArgs {
     #[arg(long, value_parser = parse_size)]
     pub(crate) shard_group: Option<u64>,
     /// Megatron sequence parallelism (with --tp)
-    #[arg(long)]
+    #[arg(long, visible_alias = "sequence-parallel")]
     pub(crate) sp: bool,
     /// Optimizer states and master weights in CPU memory (ZeRO-Offload)
     #[arg(long)]
@@ -289,9 +289,10 @@ pub(crate) struct TrainArgs {
     /// Parameters in CPU memory (ZeRO-3 / FSDP)
     #[arg(long)]
     pub(crate) offload_params: bool,
-    /// Micro-batches per optimizer step (gradient accumulation; pipeline micro-batches)
-    #[arg(long, default_value = "1", value_parser = parse_size)]
-    pub(crate) micro_batches: u64,
+    /// Micro-batches per optimizer step (gradient accumulation; pipeline micro-batches;
+    /// default 1, or pp with --pp)
+    #[arg(long, value_parser = parse_size)]
+    pub(crate) micro_batches: Option<u64>,
     /// Virtual pipeline stages per GPU (interleaved 1F1B)
     #[arg(long, default_value = "1", value_parser = parse_size)]
     pub(crate) interleave: u64,

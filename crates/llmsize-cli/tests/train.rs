@@ -193,7 +193,10 @@ fn bad_input_is_exit_two_with_the_reason() {
         (vec!["--freeze", "wings"], "embeddings"),
         (vec!["--fsdp", "partial"], "hybrid"),
         (vec!["--gpu", "h100", "--mfu", "0"], "--mfu"),
-        (vec!["--lora-rank", "8", "--freeze", "embeddings"], "--freeze"),
+        (
+            vec!["--lora-rank", "8", "--freeze", "embeddings"],
+            "--freeze",
+        ),
     ] {
         let mut all = vec!["train", "llama-2-7b"];
         all.extend(args.iter().copied());

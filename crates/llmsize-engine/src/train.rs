@@ -74,6 +74,8 @@ pub struct TrainRequest {
     pub dp: Option<u64>,
     /// `--fsdp full|hybrid|grad-op`.
     pub fsdp: Option<String>,
+    /// `parallel.micro_batches` was not given: a pipeline then gets `pp` of them.
+    pub micro_batches_default: bool,
     /// Search the largest batch that fits the GPU.
     pub max_batch: bool,
     /// Search the longest sequence that fits the GPU.
@@ -114,6 +116,7 @@ impl TrainRequest {
             gpu: None,
             dp: None,
             fsdp: None,
+            micro_batches_default: true,
             max_batch: false,
             max_seq: false,
             tokens: None,
@@ -228,6 +231,13 @@ pub struct TrainJson {
     pub per_gpu_bytes: u128,
     /// Which GPU is the most loaded, and why.
     pub most_loaded: String,
+    /// Its pipeline stage (0-based).
+    pub stage: u64,
+    /// Bytes kept in CPU memory per GPU (offload).
+    pub per_gpu_cpu_bytes: u128,
+    /// Facts about the layout worth knowing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// FLOPs of one step.
     pub train_step_flops: u128,
     /// Of which the forward.
@@ -271,6 +281,9 @@ pub struct TrainJson {
     pub flops: Vec<TermJson>,
     /// Per-GPU terms.
     pub per_gpu: Vec<TermJson>,
+    /// Per-GPU CPU terms (offload).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_gpu_cpu: Vec<TermJson>,
 }
 
 impl TrainJson {
@@ -293,6 +306,9 @@ impl TrainJson {
             activation_peak_bytes: r.activations.forward_peak,
             per_gpu_bytes: r.per_gpu.bytes,
             most_loaded: r.per_gpu.most_loaded.clone(),
+            stage: r.per_gpu.stage,
+            per_gpu_cpu_bytes: r.per_gpu.cpu_bytes,
+            notes: r.per_gpu.notes.clone(),
             train_step_flops: r.flops.train_step,
             forward_flops: r.flops.forward,
             recompute_flops: r.flops.recompute,
@@ -320,6 +336,7 @@ impl TrainJson {
             activation_peak: terms(&r.activations.peak_terms),
             flops: terms(&r.flops.terms),
             per_gpu: terms(&r.per_gpu.terms),
+            per_gpu_cpu: terms(&r.per_gpu.cpu_terms),
         }
     }
 }
@@ -697,6 +714,10 @@ fn layout_of(req: &TrainRequest, gpus: Option<u64>) -> Result<Parallelism, Error
                 "valid: full, grad-op, hybrid",
             ));
         }
+    }
+    if req.micro_batches_default && p.pp > 1 {
+        // A pipeline of pp stages fills with at least pp micro-batches.
+        p.micro_batches = p.pp;
     }
     let model_parallel = p.tp.saturating_mul(p.pp).saturating_mul(p.cp);
     p.dp = match (req.dp, gpus) {

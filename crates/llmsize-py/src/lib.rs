@@ -288,6 +288,7 @@ fn train(
         interleave: interleave.unwrap_or(d.interleave),
     };
     r.fsdp = fsdp;
+    r.micro_batches_default = micro_batches.is_none();
     r.max_batch = max_batch;
     r.max_seq = max_seq;
     r.tokens = tokens;

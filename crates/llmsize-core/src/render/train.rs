@@ -132,7 +132,11 @@ pub fn render(v: &View<'_>) -> String {
     out.push('\n');
     let states_total = s.weights_bytes + s.gradient_bytes + s.optimizer_state_bytes;
     out.push_str(&rows(
-        "model states",
+        if r.per_gpu.gpus > 1 {
+            "model states (whole model; per GPU below)"
+        } else {
+            "model states"
+        },
         &s.terms,
         ("total", states_total),
         v.explain,
@@ -186,6 +190,20 @@ pub fn render(v: &View<'_>) -> String {
     }
     if r.per_gpu.cpu_bytes > 0 {
         let _ = writeln!(out, "in CPU memory per GPU: {}", gib(r.per_gpu.cpu_bytes));
+        if v.explain {
+            for t in &r.per_gpu.cpu_terms {
+                let _ = writeln!(
+                    out,
+                    "    {}: {} = {}",
+                    t.what,
+                    t.formula,
+                    thousands_u128(t.value)
+                );
+            }
+        }
+    }
+    for n in &r.per_gpu.notes {
+        let _ = writeln!(out, "note: {n}");
     }
     if let Some((g, _)) = v.gpu {
         let cap = u128::from(g.memory_bytes);

@@ -314,6 +314,7 @@ fn frozen_by(kind: TensorKind, place: Place, freeze: &[FreezePart]) -> bool {
 /// One training step of `spec` under `options`.
 pub fn train(spec: &ModelSpec, options: &TrainOptions) -> Result<TrainReport, crate::SpecError> {
     spec.validate()?;
+    parallel::validate(&options.parallel, spec)?;
     if options.seq_len == 0 {
         return Err(crate::SpecError::Zero {
             field: "--seq-len".into(),
@@ -449,20 +450,28 @@ pub fn train(spec: &ModelSpec, options: &TrainOptions) -> Result<TrainReport, cr
         frozen_base: frozen_base || !options.freeze.is_empty(),
     })?;
 
-    let states_bytes = states
-        .weights_bytes
-        .checked_add(states.gradient_bytes)
-        .and_then(|x| x.checked_add(states.optimizer_state_bytes - states.step_bytes_cpu))
-        .ok_or(crate::SpecError::TooLarge {
-            what: "memory".into(),
-        })?;
-    let per_gpu = parallel::single(states_bytes, act.forward_peak)?;
+    // The most loaded GPU of the job (one GPU by default): model states on it plus the
+    // larger of its forward peak and the optimizer step's transient.
+    let per_gpu = parallel::per_gpu(&parallel::ParallelInput {
+        spec,
+        layout: &lay,
+        held: &held,
+        precision: options.precision,
+        optimizer: options.optimizer,
+        parallel: &options.parallel,
+        activations: &act,
+        batch: options.batch,
+        seq: options.seq_len,
+    })?;
 
     let mut why = Vec::new();
     if let Some(e) = &spec.estimate {
         why.push(e.clone());
     }
     if let Some(e) = &act.estimate {
+        why.push(e.clone());
+    }
+    if let Some(e) = &per_gpu.estimate {
         why.push(e.clone());
     }
     if !flops.exact {

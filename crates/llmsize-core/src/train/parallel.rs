@@ -176,26 +176,6 @@ pub struct PerGpu {
     pub estimate: Option<String>,
 }
 
-/// Placeholder kept so `train()` compiles until it calls [`per_gpu`]: one GPU holds everything.
-pub fn single(states_bytes: u128, activation_peak: u128) -> Result<PerGpu, SpecError> {
-    let bytes = states_bytes
-        .checked_add(activation_peak)
-        .ok_or(SpecError::TooLarge {
-            what: "memory".into(),
-        })?;
-    Ok(PerGpu {
-        bytes,
-        cpu_bytes: 0,
-        terms: Vec::new(),
-        cpu_terms: Vec::new(),
-        most_loaded: "one GPU".into(),
-        stage: 0,
-        gpus: 1,
-        notes: Vec::new(),
-        estimate: None,
-    })
-}
-
 /// The question: the step as one GPU sees it, and how it is spread.
 #[derive(Debug, Clone, Copy)]
 pub struct ParallelInput<'a> {
