@@ -23,7 +23,7 @@ const NEOX_MODULES: &[(K, &str)] = &[
     (K::FfnUp, "dense_h_to_4h"),
     (K::FfnDown, "dense_4h_to_h"),
 ];
-/// OPT.
+/// OPT (`project_in`/`project_out` of OPT-350m are named from the layout: they share a kind).
 const OPT_MODULES: &[(K, &str)] = &[
     (K::AttnQ, "q_proj"),
     (K::AttnK, "k_proj"),
@@ -31,9 +31,8 @@ const OPT_MODULES: &[(K, &str)] = &[
     (K::AttnOutput, "out_proj"),
     (K::FfnUp, "fc1"),
     (K::FfnDown, "fc2"),
-    (K::EmbeddingProjection, "project_in"),
 ];
-/// StarCoder2.
+/// `StarCoder2`.
 const STARCODER2_MODULES: &[(K, &str)] = &[
     (K::AttnQ, "q_proj"),
     (K::AttnK, "k_proj"),

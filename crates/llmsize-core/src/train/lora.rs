@@ -575,15 +575,20 @@ pub fn plan(
                     || peft_default_targets(&spec.model_type),
                     |p| p.peft_default,
                 )
-                // transformers 5 MoE conversion empties peft's default before reading it.
+                // peft's transformers-5 MoE conversion empties the default before reading it.
                 .filter(|_| conv.is_none())
                 .ok_or_else(|| {
+                    let why = if conv.is_some() {
+                        "its transformers-5 MoE conversion leaves `LoraConfig()` without targets"
+                    } else {
+                        "it has no default target modules for this model type"
+                    };
                     invalid(
                         "--lora-targets",
                         "default",
                         format!(
-                            "module names or all-linear: peft 0.21 has no default target \
-                             modules for model type `{}` (`LoraConfig()` raises)",
+                            "module names or all-linear for `{}`: {why} (peft 0.21's \
+                             `LoraConfig()` raises)",
                             spec.model_type
                         ),
                     )
@@ -689,4 +694,219 @@ pub fn plan(
         trainable,
         tensors,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::design::{Design, Style, design_spec};
+    use crate::layout::layout;
+    use crate::spec::{Ffn, Layers, Mlp, Moe};
+
+    fn options(rank: u64, targets: LoraTargets) -> LoraOptions {
+        LoraOptions {
+            rank,
+            targets,
+            dropout: 0.0,
+            dora: false,
+        }
+    }
+
+    fn names(list: &[&str]) -> LoraTargets {
+        LoraTargets::Modules(list.iter().map(|s| (*s).to_string()).collect())
+    }
+
+    fn run(spec: &ModelSpec, o: &LoraOptions) -> Result<LoraPlan, SpecError> {
+        plan(spec, &layout(spec).unwrap(), spec.training.as_ref(), o)
+    }
+
+    /// LLaMA-7B by design: the shapes of Llama-2-7b-hf (d 4096, 32 layers, F 11008).
+    fn llama_7b() -> ModelSpec {
+        let design = Design {
+            hidden: 4096,
+            layers: 32,
+            vocab: Some(32_000),
+            ..Design::default()
+        };
+        design_spec(&design, Style::Llama).unwrap()
+    }
+
+    /// Mixtral-8x7B: LLaMA-7B attention with 8 KV heads, 8 experts of 14336, top-2.
+    fn mixtral() -> ModelSpec {
+        let design = Design {
+            hidden: 4096,
+            layers: 32,
+            vocab: Some(32_000),
+            kv_heads: Some(8),
+            ..Design::default()
+        };
+        let mut spec = design_spec(&design, Style::Llama).unwrap();
+        spec.model_type = "mixtral".into();
+        let stack = &mut spec.stacks[0];
+        let mut layer = stack.layers.kinds()[0].clone();
+        let Ffn::Dense(mlp) = layer.ffn else {
+            panic!("a dense llama layer")
+        };
+        layer.ffn = Ffn::Moe(Moe {
+            num_experts: 8,
+            experts_per_token: 2,
+            expert: Mlp {
+                intermediate: 14_336,
+                ..mlp
+            },
+            router_bias: false,
+            router: true,
+            shared: None,
+            shared_gate: false,
+        });
+        stack.layers = Layers::repeat(layer, 32);
+        spec
+    }
+
+    #[test]
+    fn all_linear_on_llama_is_seven_modules_per_layer() {
+        // train.json, Llama-2-7b-hf, params.lora_r16_all_linear: 39,976,960 in 448 tensors.
+        // Per layer 16·(4·(4096+4096) + 3·(4096+11008)) = 1,249,280; × 32.
+        let p = run(&llama_7b(), &options(16, LoraTargets::AllLinear)).unwrap();
+        assert_eq!((p.trainable, p.tensors), (39_976_960, 448));
+        assert_eq!(
+            p.resolved,
+            [
+                "down_proj",
+                "gate_proj",
+                "k_proj",
+                "o_proj",
+                "q_proj",
+                "up_proj",
+                "v_proj"
+            ]
+        );
+        assert!(p.modules.iter().all(|m| m.layers == 32 && m.tensors == 2));
+    }
+
+    #[test]
+    fn names_match_the_end_of_module_paths() {
+        // train.json, Llama-2-7b-hf, params.lora_r8_qv: 4,194,304 in 128 tensors.
+        for list in [&["q_proj", "v_proj"][..], &["self_attn.q_proj", "v_proj"]] {
+            let p = run(&llama_7b(), &options(8, names(list))).unwrap();
+            assert_eq!((p.trainable, p.tensors), (4_194_304, 128), "{list:?}");
+            assert_eq!(p.resolved, ["q_proj", "v_proj"]);
+        }
+    }
+
+    #[test]
+    fn dora_adds_a_magnitude_vector_of_the_output_width() {
+        // peft DoraLinearLayer: `lora_magnitude_vector` [n_out]. q/v at r 8 on LLaMA-7B:
+        // 4,194,304 + 32·(4096 + 4096) = 4,456,448 in 32·2·3 = 192 tensors.
+        let o = LoraOptions {
+            dora: true,
+            ..options(8, names(&["q_proj", "v_proj"]))
+        };
+        let p = run(&llama_7b(), &o).unwrap();
+        assert_eq!((p.trainable, p.tensors), (4_456_448, 192));
+        assert_eq!(p.modules[0].factors, [(8, 4096), (4096, 8), (1, 4096)]);
+    }
+
+    #[test]
+    fn a_fused_module_is_adapted_once() {
+        // truth.json, gpt2 (the GPT block by design is GPT-2 small): r 16 all-linear
+        // 2,359,296 = 12·16·((768+2304) + (768+768) + (768+3072) + (3072+768)); c_attn is
+        // one module of 3d outputs.
+        let design = Design {
+            hidden: 768,
+            layers: 12,
+            ..Design::default()
+        };
+        let spec = design_spec(&design, Style::Gpt).unwrap();
+        let p = run(&spec, &options(16, LoraTargets::AllLinear)).unwrap();
+        assert_eq!((p.trainable, p.tensors), (2_359_296, 96));
+        let qkv = &p.modules[0];
+        assert_eq!(
+            (qkv.kind, qkv.n_in, qkv.n_out),
+            (TensorKind::AttnQkv, 768, 2304)
+        );
+    }
+
+    #[test]
+    fn all_linear_on_mixtral_wraps_router_and_experts() {
+        // train.json, Mixtral-8x7B-v0.1, params.lora_r16_all_linear: 359,665,664 in 448
+        // tensors. Per layer: attention 16·(2·8192 + 2·5120) = 425,984; router
+        // 16·(4096 + 8) = 65,664; gate_up (rank 2r = 32, 8 experts) 256·4096 + 28672·256 =
+        // 8,388,608; down 128·14336 + 4096·128 = 2,359,296.
+        let p = run(&mixtral(), &options(16, LoraTargets::AllLinear)).unwrap();
+        assert_eq!((p.trainable, p.tensors), (359_665_664, 448));
+        let gate_up = p.modules.iter().find(|m| m.kind == TensorKind::ExpertGate);
+        let gate_up = gate_up.unwrap();
+        assert_eq!(
+            (gate_up.rank, gate_up.copies, gate_up.n_out),
+            (32, 8, 28_672)
+        );
+        assert_eq!(gate_up.factors, [(256, 4096), (28_672, 256)]);
+        assert!(gate_up.param_wrapper);
+        assert!(p.resolved.contains(&"experts.gate_up_proj".to_string()));
+        // train.json, params.lora_r8_qv: 3,407,872 (q 8·8192 + v 8·5120 per layer).
+        let p = run(&mixtral(), &options(8, names(&["q_proj", "v_proj"]))).unwrap();
+        assert_eq!(p.trainable, 3_407_872);
+        // The v4 names reach the experts; one of the fused pair alone is refused.
+        let p = run(&mixtral(), &options(16, names(&["w1", "w3", "w2"]))).unwrap();
+        assert_eq!(p.trainable, 32 * (8_388_608 + 2_359_296));
+        assert!(run(&mixtral(), &options(16, names(&["w1"]))).is_err());
+    }
+
+    #[test]
+    fn refusals_name_what_to_do() {
+        let text = |r: Result<LoraPlan, SpecError>| r.unwrap_err().to_string();
+        // train.json, Mixtral params.lora_default: NoMatchingPeftModuleError.
+        let e = text(run(&mixtral(), &options(8, LoraTargets::Default)));
+        assert!(e.contains("conversion"), "{e}");
+        // lora.ParamWrapper refuses dropout and DoRA.
+        let dropout = LoraOptions {
+            dropout: 0.05,
+            ..options(16, LoraTargets::AllLinear)
+        };
+        assert!(text(run(&mixtral(), &dropout)).contains("ParamWrapper"));
+        let dora = LoraOptions {
+            dora: true,
+            ..options(16, LoraTargets::AllLinear)
+        };
+        assert!(text(run(&mixtral(), &dora)).contains("use_dora"));
+        // A name that reaches nothing lists the model's modules.
+        let e = text(run(&llama_7b(), &options(8, names(&["q_proj", "qkv"]))));
+        assert!(
+            e.contains("qkv") && e.contains("down_proj, gate_proj"),
+            "{e}"
+        );
+        // A rank above a matrix's smaller side.
+        let e = text(run(&llama_7b(), &options(4097, names(&["q_proj"]))));
+        assert!(e.contains("at most 4096"), "{e}");
+        assert!(run(&llama_7b(), &options(4096, names(&["q_proj"]))).is_ok());
+        // The designed model has no peft default.
+        assert!(text(run(&llama_7b(), &options(8, LoraTargets::Default))).contains("design"));
+    }
+
+    #[test]
+    fn a_million_layers_cost_one_module_each() {
+        let design = Design {
+            hidden: 256,
+            layers: 1_000_000,
+            vocab: Some(256),
+            ..Design::default()
+        };
+        let spec = design_spec(&design, Style::Llama).unwrap();
+        let p = run(&spec, &options(4, LoraTargets::AllLinear)).unwrap();
+        assert_eq!(p.modules.len(), 7);
+        assert_eq!(p.tensors, 14_000_000);
+    }
+
+    #[test]
+    fn peft_defaults() {
+        assert_eq!(peft_default_targets("gpt2"), Some(&["c_attn"][..]));
+        assert_eq!(
+            peft_default_targets("qwen2"),
+            Some(&["q_proj", "v_proj"][..])
+        );
+        // train.json lora_default errors: Phi-3 (no default), Mixtral (conversion).
+        assert_eq!(peft_default_targets("phi3"), None);
+        assert_eq!(peft_default_targets("mixtral"), None);
+    }
 }
