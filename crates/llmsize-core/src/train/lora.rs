@@ -276,10 +276,16 @@ fn too_large() -> SpecError {
 /// llama's.
 fn module_name(t: &Tensor, profile: Option<&TrainingProfile>) -> String {
     use TensorKind as K;
-    let local = || t.name.local.trim_end_matches(".weight").to_string();
     match t.kind {
         // OPT's `project_in` and `project_out` share a kind.
-        K::EmbeddingProjection | K::Matrix => return local(),
+        K::EmbeddingProjection => return t.name.local.to_string(),
+        // An extra part's matrix by the last component of its path, as peft's suffix match
+        // sees it (`model.vision_tower.*.self_attn.q_proj.weight (…)` → `q_proj`).
+        K::Matrix => {
+            let path = t.name.local.split(" (").next().unwrap_or_default();
+            let path = path.trim_end_matches(".weight");
+            return path.rsplit('.').next().unwrap_or(path).to_string();
+        }
         K::Output => return "lm_head".into(),
         K::HeadTransform => return "transform.dense".into(),
         K::Pooler => return "pooler.dense".into(),
@@ -354,11 +360,14 @@ fn modules(
             // transformers 5 holds routers (`TopKRouter.weight`) and routed experts (3-D
             // tensors) as parameters, not `nn.Linear`: no module target reaches them.
             (K::Router | K::ExpertGate | K::ExpertUp | K::ExpertDown, None) => continue,
-            // A stack of matrices other than experts (a part the typed blocks do not
-            // describe) is no `nn.Linear` either.
-            _ if t.copies > 1 => continue,
+            // An extra part's matrices that a token uses only some of (experts of a part the
+            // typed blocks do not describe) are 3-D parameters too.
+            _ if t.copies > 1 && t.active_copies < t.copies => continue,
             _ => Reach::Linear,
         };
+        // An extra part's matrix repeated `copies` times (a vision tower's layers) is that
+        // many `nn.Linear` modules.
+        let repeats = if expert { 1 } else { t.copies };
         let (n_in, n_out) = if head {
             (spec.hidden_size, spec.vocab_size)
         } else {
@@ -369,7 +378,7 @@ fn modules(
             kind: t.kind,
             stack: t.stack,
             layer_runs: t.layer_runs.to_vec(),
-            layers: t.layers,
+            layers: t.layers.checked_mul(repeats).ok_or_else(too_large)?,
             n_in,
             n_out,
             copies: if expert { t.copies } else { 1 },
@@ -607,6 +616,7 @@ pub fn plan(
             select(&all, names, conv, true)?
         }
     };
+    let named = matches!(options.targets, LoraTargets::Modules(_));
     let dropout = options.dropout > 0.0;
     let mut out = Vec::new();
     let (mut trainable, mut tensors) = (0u64, 0u64);
@@ -628,21 +638,30 @@ pub fn plan(
                 ),
             ));
         }
-        // A router's or gate's small side is its expert count (a score per expert), which
-        // peft's all-linear adapts at any rank; every other matrix must be wider than `r`.
-        let limit = if matches!(m.kind, TensorKind::Router | TensorKind::SharedExpertGate) {
+        // A rank above a matrix's smaller side trains more parameters than the matrix has and
+        // adapts nothing a full update could not: refused for a module the user names (but
+        // for a router's or gate's small side, its expert count). all-linear and peft's
+        // default reach every small matrix too (a router, a `dt_proj`), which peft adapts at
+        // any rank: there only a rank above both sides is refused.
+        let limit = if !named {
+            m.n_in.max(m.n_out)
+        } else if matches!(m.kind, TensorKind::Router | TensorKind::SharedExpertGate) {
             m.n_in
         } else {
             m.n_in.min(m.n_out)
         };
         if r > limit {
+            let side = if named && limit == m.n_in.min(m.n_out) {
+                "its smaller side: a larger rank trains more parameters than the matrix has \
+                 and adapts nothing a full update could not"
+            } else {
+                "its larger side: the adapter would outgrow the matrix it adapts"
+            };
             return Err(invalid(
                 "--lora-rank",
                 r.to_string(),
                 format!(
-                    "at most {limit} for `{}` ({} → {}): a rank above a matrix's smaller side \
-                     trains more parameters than the matrix has and adapts nothing a full \
-                     update could not",
+                    "at most {limit} for `{}` ({} → {}), {side}",
                     m.name, m.n_in, m.n_out
                 ),
             ));
