@@ -4,6 +4,7 @@
 //! defaults (transformers 5.24).
 
 use llmsize_core::layout::TensorKind as K;
+use llmsize_core::train::lora::peft_default_targets;
 use llmsize_core::train::profile::LLAMA_MODULES;
 use llmsize_core::train::{LayerStyle, TrainingProfile};
 use serde_json::{Map, Value};
@@ -22,7 +23,7 @@ const NEOX_MODULES: &[(K, &str)] = &[
     (K::FfnUp, "dense_h_to_4h"),
     (K::FfnDown, "dense_4h_to_h"),
 ];
-/// OPT.
+/// OPT (`project_in`/`project_out` of OPT-350m are named from the layout: they share a kind).
 const OPT_MODULES: &[(K, &str)] = &[
     (K::AttnQ, "q_proj"),
     (K::AttnK, "k_proj"),
@@ -30,9 +31,8 @@ const OPT_MODULES: &[(K, &str)] = &[
     (K::AttnOutput, "out_proj"),
     (K::FfnUp, "fc1"),
     (K::FfnDown, "fc2"),
-    (K::EmbeddingProjection, "project_in"),
 ];
-/// StarCoder2.
+/// `StarCoder2`.
 const STARCODER2_MODULES: &[(K, &str)] = &[
     (K::AttnQ, "q_proj"),
     (K::AttnK, "k_proj"),
@@ -50,8 +50,6 @@ const PHI3_MODULES: &[(K, &str)] = &[
     (K::FfnDown, "down_proj"),
 ];
 
-const QV: &[&str] = &["q_proj", "v_proj"];
-
 fn num(map: &Map<String, Value>, key: &str, default: f64) -> f64 {
     map.get(key).and_then(Value::as_f64).unwrap_or(default)
 }
@@ -64,7 +62,10 @@ pub(crate) fn profile(
 ) -> Option<TrainingProfile> {
     let on = |key: &str, default: f64| num(map, key, default) > 0.0;
     let rope = head_dim;
-    let base = |style, modules, peft_default| TrainingProfile {
+    // peft's own table (`TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING`, as its
+    // transformers-5 MoE conversion leaves it).
+    let peft_default = peft_default_targets(model_type);
+    let base = |style, modules| TrainingProfile {
         style,
         attention_dropout: on("attention_dropout", 0.0),
         hidden_dropout: false,
@@ -77,22 +78,23 @@ pub(crate) fn profile(
         peft_default,
     };
     Some(match model_type {
-        "llama" | "mistral" | "qwen2" | "qwen3" => base(LayerStyle::Llama, LLAMA_MODULES, Some(QV)),
-        "mixtral" => base(LayerStyle::Llama, LLAMA_MODULES, None),
+        "llama" | "mistral" | "qwen2" | "qwen3" | "mixtral" => {
+            base(LayerStyle::Llama, LLAMA_MODULES)
+        }
         "qwen3_moe" => TrainingProfile {
             routing_weights_in_dtype: true,
-            ..base(LayerStyle::Llama, LLAMA_MODULES, None)
+            ..base(LayerStyle::Llama, LLAMA_MODULES)
         },
-        "phi3" => base(LayerStyle::Phi3, PHI3_MODULES, None),
-        "gemma" => base(LayerStyle::Gemma, LLAMA_MODULES, Some(QV)),
-        "gemma2" => base(LayerStyle::Gemma2, LLAMA_MODULES, Some(QV)),
-        "olmo2" => base(LayerStyle::Olmo2, LLAMA_MODULES, None),
+        "phi3" => base(LayerStyle::Phi3, PHI3_MODULES),
+        "gemma" => base(LayerStyle::Gemma, LLAMA_MODULES),
+        "gemma2" => base(LayerStyle::Gemma2, LLAMA_MODULES),
+        "olmo2" => base(LayerStyle::Olmo2, LLAMA_MODULES),
         "gpt2" => TrainingProfile {
             attention_dropout: on("attn_pdrop", 0.1),
             hidden_dropout: on("resid_pdrop", 0.1),
             embedding_dropout: on("embd_pdrop", 0.1),
             rotary_dims: None,
-            ..base(LayerStyle::Gpt2, GPT2_MODULES, Some(&["c_attn"]))
+            ..base(LayerStyle::Gpt2, GPT2_MODULES)
         },
         "gpt_neox" => {
             let pct = map
@@ -109,31 +111,27 @@ pub(crate) fn profile(
             TrainingProfile {
                 hidden_dropout: on("hidden_dropout", 0.0),
                 rotary_dims: r,
-                ..base(
-                    LayerStyle::GptNeox,
-                    NEOX_MODULES,
-                    Some(&["query_key_value"]),
-                )
+                ..base(LayerStyle::GptNeox, NEOX_MODULES)
             }
         }
         "opt" => TrainingProfile {
             hidden_dropout: on("dropout", 0.1),
             rotary_dims: None,
-            ..base(LayerStyle::Opt, OPT_MODULES, Some(QV))
+            ..base(LayerStyle::Opt, OPT_MODULES)
         },
         "bloom" => TrainingProfile {
             hidden_dropout: on("hidden_dropout", 0.0),
             rotary_dims: None,
-            ..base(LayerStyle::Bloom, NEOX_MODULES, Some(&["query_key_value"]))
+            ..base(LayerStyle::Bloom, NEOX_MODULES)
         },
         "falcon" => TrainingProfile {
             hidden_dropout: on("hidden_dropout", 0.0),
-            ..base(LayerStyle::Falcon, NEOX_MODULES, Some(&["query_key_value"]))
+            ..base(LayerStyle::Falcon, NEOX_MODULES)
         },
         "starcoder2" => TrainingProfile {
             hidden_dropout: on("residual_dropout", 0.0),
             embedding_dropout: on("embedding_dropout", 0.0),
-            ..base(LayerStyle::Starcoder2, STARCODER2_MODULES, None)
+            ..base(LayerStyle::Starcoder2, STARCODER2_MODULES)
         },
         _ => return None,
     })

@@ -1,12 +1,41 @@
 //! LoRA (and DoRA, QLoRA) as peft 0.21 applies it: which modules a `target_modules` value
 //! reaches in a family, and what the adapters add.
 //!
-//! OWNED BY A HELPER: see `/work/wt/BRIEF-train.md`.
+//! peft wraps each targeted module and trains two factors beside its frozen weight:
+//! - a `torch.nn.Linear` (or GPT-2's `Conv1D`) `n_in → n_out` becomes `lora.Linear` with
+//!   `lora_A` `[r, n_in]` and `lora_B` `[n_out, r]`: `r·(n_in + n_out)` parameters in 2
+//!   tensors; DoRA (`use_dora=True`) adds `lora_magnitude_vector` `[n_out]`, a third tensor
+//!   (`peft/tuners/lora/layer.py`, `LoraLayer.update_layer`, `DoraLinearLayer`);
+//! - a parameter (`target_parameters`) becomes `lora.ParamWrapper`: for a 3-D expert tensor
+//!   `[E, out, in]`, `lora_A` `[r·E, in]` and `lora_B` `[out, r·E]`, i.e. `r·E·(in + out)`;
+//!   for a 2-D router weight `[E, d]`, `r·(d + E)` (`ParamWrapper.update_layer`). It refuses
+//!   `lora_dropout != 0` and DoRA.
+//!
+//! `target_modules="all-linear"` is every `nn.Linear`/`Conv1D` but the output head
+//! (`tuners_utils._maybe_include_all_linear_layers`). On transformers 5 the routed experts of
+//! an MoE are 3-D parameters and the router a parameter of its own module, so all-linear does
+//! not reach them as modules; but for the model types transformers converts from their v4
+//! checkpoints (Mixtral-style and Qwen2-MoE-style, `conversion_mapping._MODEL_TO_CONVERSION_PATTERN`)
+//! peft adds the v4 names of the router and experts and turns them into `target_parameters`
+//! (`utils/transformers_weight_conversion._convert_peft_config_moe`): the router as
+//! `gate.weight`, the experts' `gate_up_proj` (with rank and alpha doubled, two v4 matrices
+//! fused) and `down_proj`. Linear modules that carry one of those v4 names (a shared expert's
+//! or a dense layer's `gate_proj`/`up_proj`/`down_proj` on the Qwen2-MoE style) leave the
+//! module targets on the way and are not adapted. peft then reports `target_modules` as the
+//! attention projections only; [`LoraPlan::resolved`] lists what is really adapted.
+//!
+//! A list of names matches a module when the module's path ends with the name
+//! (`check_target_module_exists`: `key == target or key.endswith("." + target)`), so `q_proj`
+//! reaches `model.layers.0.self_attn.q_proj` and GPT-2's `c_proj` reaches both the attention
+//! output and the MLP's down projection. A fused module (`c_attn`, `query_key_value`,
+//! Phi-3's `qkv_proj` and `gate_up_proj`) is one module with its full width.
 
 use crate::SpecError;
-use crate::layout::{Layout, TensorKind};
-use crate::spec::{ModelSpec, StackRole};
+use crate::layout::{Form, Layout, Place, Tensor, TensorKind};
+use crate::spec::{Attention, ModelSpec, OutputHead, StackRole};
 use crate::train::TrainingProfile;
+use crate::train::profile::LLAMA_MODULES;
+use std::collections::BTreeSet;
 use std::ops::Range;
 
 /// `--lora-targets`.
@@ -38,7 +67,8 @@ pub struct LoraOptions {
 pub struct Adapted {
     /// peft's module name (`q_proj`, `c_attn`, `experts.gate_up_proj`).
     pub name: String,
-    /// The base tensor it adapts.
+    /// The base tensor it adapts (the first of a fused module: `FfnGate` for Phi-3's
+    /// `gate_up_proj`, `ExpertGate` for the experts' `gate_up_proj`).
     pub kind: TensorKind,
     /// The stack.
     pub stack: Option<StackRole>,
@@ -46,12 +76,21 @@ pub struct Adapted {
     pub layer_runs: Vec<Range<u64>>,
     /// How many layers hold it.
     pub layers: u64,
-    /// Input features of the base module.
+    /// Input features of the base module (of one expert).
     pub n_in: u64,
-    /// Output features of the base module.
+    /// Output features of the base module (of one expert).
     pub n_out: u64,
-    /// Experts wrapped by peft's `ParamWrapper` (1 for a plain `Linear`).
+    /// Experts wrapped by peft's `ParamWrapper` (1 for a plain `Linear` and a router).
     pub copies: u64,
+    /// The adapter's rank: `r`, or `2r` for the experts' fused `gate_up_proj` (peft doubles
+    /// rank and alpha where two v4 matrices were fused).
+    pub rank: u64,
+    /// Adapted through `lora.ParamWrapper` (a parameter, not a module): peft merges
+    /// `W + scaling·B·A` in every forward.
+    pub param_wrapper: bool,
+    /// The trainable tensors it adds in one layer, `[rows, cols]`: `lora_A` `[rank·copies,
+    /// n_in]`, `lora_B` `[n_out, rank·copies]` and, for DoRA, the magnitude `[1, n_out]`.
+    pub factors: Vec<(u64, u64)>,
     /// Trainable parameters this module adds in one layer.
     pub params: u64,
     /// Trainable tensors it adds in one layer.
@@ -69,12 +108,436 @@ pub struct LoraPlan {
     pub dora: bool,
     /// Every adapted module kind.
     pub modules: Vec<Adapted>,
-    /// The module names reached, sorted (peft's `target_modules` after resolution).
+    /// The module names reached, sorted (peft's `target_modules` after resolution, with the
+    /// router and experts peft adapts through `ParamWrapper` named too).
     pub resolved: Vec<String>,
     /// Trainable parameters (adapters only).
     pub trainable: u64,
     /// Trainable tensors.
     pub tensors: u64,
+}
+
+/// The module names peft 0.21's `LoraConfig()` targets when `target_modules` is not given
+/// (`TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING`, decoder types), as transformers 5
+/// leaves them: `None` where peft has no default and raises `Please specify target_modules`,
+/// and for Mixtral, whose default (`q_proj`, `v_proj`) peft's transformers-5 conversion
+/// replaces by an empty set before reading it (`NoMatchingPeftModuleError`).
+#[must_use]
+pub fn peft_default_targets(model_type: &str) -> Option<&'static [&'static str]> {
+    const QV: &[&str] = &["q_proj", "v_proj"];
+    Some(match model_type {
+        "gpt2" | "gpt_bigcode" => &["c_attn"],
+        "bloom" | "gpt_neox" | "falcon" | "chatglm" | "RefinedWeb" | "RefinedWebModel" => {
+            &["query_key_value"]
+        }
+        // (peft's `gemma4` entry is a regex on the multimodal model's `language_model` paths.)
+        "opt" | "gptj" | "gpt_neo" | "llama" | "llama4" | "mistral" | "stablelm" | "gemma"
+        | "gemma2" | "gemma3_text" | "gemma4" | "qwen2" | "qwen3" | "bart" => QV,
+        "t5" | "mt5" => &["q", "v"],
+        "mpt" => &["Wqkv"],
+        "btlm" => &["c_proj", "c_attn"],
+        "codegen" => &["qkv_proj"],
+        "phi" => &["q_proj", "v_proj", "fc1", "fc2"],
+        "nemotron_h" => &["q_proj", "k_proj", "v_proj", "o_proj"],
+        "bert" | "roberta" | "xlm-roberta" | "electra" | "layoutlm" => &["query", "value"],
+        "deberta-v2" => &["query_proj", "value_proj"],
+        "deberta" => &["in_proj"],
+        _ => return None,
+    })
+}
+
+/// How peft converts a transformers-5 MoE (`_MOE_TARGET_MODULE_MAPPING`): the v4 names it
+/// turns into parameter targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Conversion {
+    /// The router's v4 module name (`gate` → the parameter `gate.weight`).
+    router: &'static str,
+    /// The experts' v4 gate and up matrices, fused into `gate_up_proj`.
+    gate_up: [&'static str; 2],
+    /// The experts' v4 down matrix, `down_proj`.
+    down: &'static str,
+}
+
+impl Conversion {
+    fn names(self) -> [&'static str; 4] {
+        [self.router, self.gate_up[0], self.gate_up[1], self.down]
+    }
+}
+
+const MIXTRAL: Conversion = Conversion {
+    router: "gate",
+    gate_up: ["w1", "w3"],
+    down: "w2",
+};
+const QWEN2_MOE: Conversion = Conversion {
+    router: "gate",
+    gate_up: ["gate_proj", "up_proj"],
+    down: "down_proj",
+};
+
+/// The model types whose MoE peft 0.21 converts on transformers 5.24: transformers'
+/// `_MODEL_TO_CONVERSION_PATTERN` entries of the `mixtral` and `qwen2_moe` patterns, plus
+/// `mixtral`, which peft adds (`qwen2_moe` itself is a pattern, not an entry: it is not
+/// converted, so its experts and router are not reached by all-linear).
+fn conversion(model_type: &str) -> Option<Conversion> {
+    match model_type {
+        "mixtral" | "minimax" | "minimax_m2" => Some(MIXTRAL),
+        "afmoe"
+        | "beam"
+        | "cohere2_moe"
+        | "deepseek_v2"
+        | "deepseek_v3"
+        | "deepseek_v32"
+        | "dots1"
+        | "ernie4_5_moe"
+        | "exaone_moe"
+        | "flex_olmo"
+        | "glm4_moe"
+        | "glm4_moe_lite"
+        | "glm4v_moe"
+        | "glm_moe_dsa"
+        | "hunyuan_v1_moe"
+        | "longcat_flash"
+        | "mellum"
+        | "olmoe"
+        | "qwen3_moe"
+        | "qwen3_next"
+        | "qwen3_omni_moe"
+        | "qwen3_omni_moe_text"
+        | "qwen3_omni_moe_thinker"
+        | "sarvam_mla"
+        | "solar_open" => Some(QWEN2_MOE),
+        _ => None,
+    }
+}
+
+/// How peft reaches a module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Reach {
+    /// An `nn.Linear` (or `Conv1D`): all-linear and names reach it.
+    Linear,
+    /// The output head: a Linear that all-linear leaves out, reached only by name.
+    Head,
+    /// A parameter peft's MoE conversion targets (`ParamWrapper`); the v4 names that reach it
+    /// (all of them needed: the fused `gate_up_proj` takes both of its v4 matrices).
+    Param(Vec<&'static str>),
+}
+
+/// A module of the model that LoRA could adapt.
+#[derive(Debug, Clone)]
+struct Module {
+    name: String,
+    kind: TensorKind,
+    stack: Option<StackRole>,
+    layer_runs: Vec<Range<u64>>,
+    layers: u64,
+    n_in: u64,
+    n_out: u64,
+    copies: u64,
+    /// 2 for the experts' fused `gate_up_proj`.
+    rank_factor: u64,
+    reach: Reach,
+}
+
+impl Module {
+    /// The last component of its name (`gate_proj` of `shared_expert.gate_proj`).
+    fn leaf(&self) -> &str {
+        self.name.rsplit('.').next().unwrap_or(&self.name)
+    }
+
+    /// peft's suffix match of a name against the module path. The path's start is not
+    /// modelled, so a name that is longer than ours but ends with it also matches
+    /// (`self_attn.q_proj` reaches `q_proj`).
+    fn matches(&self, target: &str) -> bool {
+        let tail = |long: &str, short: &str| {
+            long.strip_suffix(short)
+                .is_some_and(|head| head.ends_with('.'))
+        };
+        self.name == target || tail(&self.name, target) || tail(target, &self.name)
+    }
+}
+
+fn invalid(field: &str, found: impl Into<String>, expected: impl Into<String>) -> SpecError {
+    SpecError::Invalid {
+        field: field.into(),
+        found: found.into(),
+        expected: expected.into(),
+    }
+}
+
+fn too_large() -> SpecError {
+    SpecError::TooLarge {
+        what: "LoRA parameters".into(),
+    }
+}
+
+/// peft's name of a tensor's module: the profile's, else the layout's own part name for
+/// attention and embedding projections (`q_proj`, `kv_a_proj_with_mqa`, `project_out`), else
+/// llama's.
+fn module_name(t: &Tensor, profile: Option<&TrainingProfile>) -> String {
+    use TensorKind as K;
+    match t.kind {
+        // OPT's `project_in` and `project_out` share a kind.
+        K::EmbeddingProjection => return t.name.local.to_string(),
+        // An extra part's matrix by the last component of its path, as peft's suffix match
+        // sees it (`model.vision_tower.*.self_attn.q_proj.weight (…)` → `q_proj`).
+        K::Matrix => {
+            let path = t.name.local.split(" (").next().unwrap_or_default();
+            let path = path.trim_end_matches(".weight");
+            return path.rsplit('.').next().unwrap_or(path).to_string();
+        }
+        K::Output => return "lm_head".into(),
+        K::HeadTransform => return "transform.dense".into(),
+        K::Pooler => return "pooler.dense".into(),
+        _ => {}
+    }
+    let from = |table: &[(TensorKind, &'static str)]| {
+        table.iter().find(|(k, _)| *k == t.kind).map(|(_, n)| *n)
+    };
+    let named = profile.and_then(|p| from(p.modules));
+    let attention = matches!(
+        t.kind,
+        K::AttnQ
+            | K::AttnK
+            | K::AttnV
+            | K::AttnQkv
+            | K::AttnOutput
+            | K::AttnQA
+            | K::AttnKvA
+            | K::AttnKvB
+    );
+    let name = match named {
+        Some(n) => n.to_string(),
+        None if attention => t.part.to_string(),
+        None => from(LLAMA_MODULES).map_or_else(|| t.part.to_string(), str::to_string),
+    };
+    if t.name.cross {
+        format!("cross_attn.{name}")
+    } else {
+        name
+    }
+}
+
+/// The spec's layer of a layout place.
+fn layer_of(spec: &ModelSpec, place: Place) -> Option<&crate::spec::Layer> {
+    match place {
+        Place::Layer { stack, kind } => spec.stacks.get(stack)?.layers.kinds().get(kind),
+        _ => None,
+    }
+}
+
+/// Every module of the model LoRA could adapt, fused modules merged, in layout order.
+fn modules(
+    spec: &ModelSpec,
+    layout: &Layout,
+    profile: Option<&TrainingProfile>,
+    conv: Option<Conversion>,
+) -> Result<Vec<Module>, SpecError> {
+    use TensorKind as K;
+    let mut out: Vec<Module> = Vec::new();
+    for t in &layout.tensors {
+        let matrix = t.shape.form == Form::Linear
+            && t.kind != K::Bias
+            && (t.kind.is_block_matrix()
+                || matches!(
+                    t.kind,
+                    K::Router
+                        | K::SharedExpertGate
+                        | K::EmbeddingProjection
+                        | K::HeadTransform
+                        | K::Pooler
+                ));
+        let head = t.kind == K::Output;
+        if !matrix && !head {
+            continue;
+        }
+        let expert = matches!(t.kind, K::ExpertGate | K::ExpertUp | K::ExpertDown);
+        let reach = match (t.kind, conv) {
+            (K::Output, _) => Reach::Head,
+            (K::Router, Some(c)) => Reach::Param(vec![c.router]),
+            (K::ExpertGate | K::ExpertUp, Some(c)) => Reach::Param(c.gate_up.to_vec()),
+            (K::ExpertDown, Some(c)) => Reach::Param(vec![c.down]),
+            // transformers 5 holds routers (`TopKRouter.weight`) and routed experts (3-D
+            // tensors) as parameters, not `nn.Linear`: no module target reaches them.
+            (K::Router | K::ExpertGate | K::ExpertUp | K::ExpertDown, None) => continue,
+            // An extra part's matrices that a token uses only some of (experts of a part the
+            // typed blocks do not describe) are 3-D parameters too.
+            _ if t.copies > 1 && t.active_copies < t.copies => continue,
+            _ => Reach::Linear,
+        };
+        // An extra part's matrix repeated `copies` times (a vision tower's layers) is that
+        // many `nn.Linear` modules.
+        let repeats = if expert { 1 } else { t.copies };
+        let (n_in, n_out) = if head {
+            (spec.hidden_size, spec.vocab_size)
+        } else {
+            (t.cols, t.rows)
+        };
+        let m = Module {
+            name: module_name(t, profile),
+            kind: t.kind,
+            stack: t.stack,
+            layer_runs: t.layer_runs.to_vec(),
+            layers: t.layers.checked_mul(repeats).ok_or_else(too_large)?,
+            n_in,
+            n_out,
+            copies: if expert { t.copies } else { 1 },
+            rank_factor: 1,
+            reach,
+        };
+        // Fused modules: the layout lists their parts; peft sees one module of the full width.
+        let fused_qkv = !t.name.cross
+            && matches!(t.kind, K::AttnK | K::AttnV)
+            && matches!(layer_of(spec, t.place), Some(l) if matches!(&l.attention, Attention::Standard(a) if a.fused_qkv));
+        let merge_with = |prev: &Module| -> bool {
+            let same_place = prev.stack == m.stack && prev.layer_runs == m.layer_runs;
+            same_place
+                && match (prev.kind, m.kind) {
+                    (K::AttnQ | K::AttnQkv, K::AttnK) | (K::AttnQkv, K::AttnV) => fused_qkv,
+                    (K::ExpertGate, K::ExpertUp) => true,
+                    (K::FfnGate, K::FfnUp) | (K::SharedGate, K::SharedUp) => prev.name == m.name,
+                    _ => false,
+                }
+        };
+        match out.last_mut() {
+            Some(prev) if merge_with(prev) => {
+                prev.n_out = prev.n_out.checked_add(m.n_out).ok_or_else(too_large)?;
+                if prev.kind == K::AttnQ {
+                    prev.kind = K::AttnQkv;
+                    prev.name = profile
+                        .and_then(|p| p.modules.iter().find(|(k, _)| *k == K::AttnQkv))
+                        .map_or_else(|| "qkv_proj".to_string(), |(_, n)| (*n).to_string());
+                }
+                if prev.kind == K::ExpertGate {
+                    prev.rank_factor = 2;
+                }
+            }
+            _ => out.push(m),
+        }
+    }
+    if !layout.tensors.iter().any(|t| t.kind == K::Output)
+        && let OutputHead::Lm { tied: true, .. } = spec.head
+    {
+        // A tied head is still an `nn.Linear` (`lm_head`) sharing the table's weight.
+        out.push(Module {
+            name: "lm_head".into(),
+            kind: K::Output,
+            stack: None,
+            layer_runs: Vec::new(),
+            layers: 1,
+            n_in: spec.hidden_size,
+            n_out: spec.vocab_size,
+            copies: 1,
+            rank_factor: 1,
+            reach: Reach::Head,
+        });
+    }
+    Ok(out)
+}
+
+/// The names a user can give, for error messages.
+fn known_names(all: &[Module]) -> String {
+    let mut names = BTreeSet::new();
+    for m in all {
+        match &m.reach {
+            Reach::Param(v4) => {
+                let what = if m.kind == TensorKind::Router {
+                    "the router"
+                } else {
+                    "the experts"
+                };
+                names.insert(format!("{} ({what})", v4.join(" + ")));
+            }
+            _ => {
+                names.insert(m.name.clone());
+            }
+        }
+    }
+    names.into_iter().collect::<Vec<_>>().join(", ")
+}
+
+/// Which modules `names` reach (peft's list semantics, after its MoE conversion). `strict`:
+/// every name must reach something (the user's list); else only one (peft's default).
+fn select(
+    all: &[Module],
+    names: &[String],
+    conv: Option<Conversion>,
+    strict: bool,
+) -> Result<Vec<bool>, SpecError> {
+    // peft's `_convert_peft_config_moe`: a name equal to (or ending with) a v4 name becomes a
+    // parameter target and leaves the module targets.
+    let v4_of = |n: &str| {
+        conv.and_then(|c| {
+            c.names()
+                .into_iter()
+                .find(|v| n == *v || n.ends_with(&format!(".{v}")))
+        })
+    };
+    let mut param_names = BTreeSet::new();
+    let mut module_targets = Vec::new();
+    for n in names {
+        match v4_of(n) {
+            Some(v) => {
+                param_names.insert(v);
+            }
+            None => module_targets.push(n.as_str()),
+        }
+    }
+    if let Some(c) = conv {
+        let [a, b] = c.gate_up.map(|v| param_names.contains(v));
+        if a != b {
+            let (present, missing) = if a {
+                (c.gate_up[0], c.gate_up[1])
+            } else {
+                (c.gate_up[1], c.gate_up[0])
+            };
+            return Err(invalid(
+                "--lora-targets",
+                present,
+                format!(
+                    "`{present}` together with `{missing}`: peft converts them to the experts' \
+                     fused `gate_up_proj` on transformers 5 and refuses one without the other"
+                ),
+            ));
+        }
+    }
+    let chosen: Vec<bool> = all
+        .iter()
+        .map(|m| match &m.reach {
+            Reach::Param(v4) => v4.iter().all(|v| param_names.contains(v)),
+            Reach::Linear | Reach::Head => module_targets.iter().any(|t| m.matches(t)),
+        })
+        .collect();
+    let reached = |n: &str| {
+        all.iter().zip(&chosen).any(|(m, &c)| {
+            c && match &m.reach {
+                Reach::Param(v4) => v4_of(n).is_some_and(|v| v4.contains(&v)),
+                _ => m.matches(n),
+            }
+        })
+    };
+    let missing: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !reached(n))
+        .collect();
+    if (strict && !missing.is_empty()) || !chosen.iter().any(|&c| c) {
+        let found = if missing.is_empty() {
+            names.join(",")
+        } else {
+            missing.join(",")
+        };
+        return Err(invalid(
+            "--lora-targets",
+            found,
+            format!(
+                "module names of this model (peft matches a name against the end of each \
+                 module path): {}",
+                known_names(all)
+            ),
+        ));
+    }
+    Ok(chosen)
 }
 
 /// Resolve `options` on a model.
@@ -84,10 +547,385 @@ pub fn plan(
     profile: Option<&TrainingProfile>,
     options: &LoraOptions,
 ) -> Result<LoraPlan, SpecError> {
-    let _ = (spec, layout, profile, options);
-    Err(SpecError::Invalid {
-        field: "--lora-rank".into(),
-        found: "LoRA".into(),
-        expected: "(not built yet)".into(),
+    let r = options.rank;
+    if r == 0 {
+        return Err(SpecError::Zero {
+            field: "--lora-rank".into(),
+        });
+    }
+    let conv = conversion(&spec.model_type);
+    let all = modules(spec, layout, profile, conv)?;
+    let chosen = match &options.targets {
+        LoraTargets::AllLinear => {
+            // peft resolves all-linear to every Linear but the head; on a converted MoE it
+            // adds the router's and experts' v4 names, and the Linear modules carrying one of
+            // those names go with them to the parameter targets.
+            let v4 = conv.map(Conversion::names).unwrap_or_default();
+            let chosen: Vec<bool> = all
+                .iter()
+                .map(|m| match &m.reach {
+                    Reach::Linear => !v4.contains(&m.leaf()),
+                    Reach::Param(_) => true,
+                    Reach::Head => false,
+                })
+                .collect();
+            if !chosen.iter().any(|&c| c) {
+                return Err(invalid(
+                    "--lora-targets",
+                    "all-linear",
+                    "a model with linear layers: this one has none peft can adapt",
+                ));
+            }
+            chosen
+        }
+        LoraTargets::Default => {
+            let names = profile
+                .map_or_else(
+                    || peft_default_targets(&spec.model_type),
+                    |p| p.peft_default,
+                )
+                // peft's transformers-5 MoE conversion empties the default before reading it.
+                .filter(|_| conv.is_none())
+                .ok_or_else(|| {
+                    let why = if conv.is_some() {
+                        "its transformers-5 MoE conversion leaves `LoraConfig()` without targets"
+                    } else {
+                        "it has no default target modules for this model type"
+                    };
+                    invalid(
+                        "--lora-targets",
+                        "default",
+                        format!(
+                            "module names or all-linear for `{}`: {why} (peft 0.21's \
+                             `LoraConfig()` raises)",
+                            spec.model_type
+                        ),
+                    )
+                })?;
+            let names: Vec<String> = names.iter().map(|s| (*s).to_string()).collect();
+            select(&all, &names, conv, false)?
+        }
+        LoraTargets::Modules(names) => {
+            if names.is_empty() {
+                return Err(invalid(
+                    "--lora-targets",
+                    "(empty)",
+                    "all-linear, default, or module names (q_proj,v_proj)",
+                ));
+            }
+            select(&all, names, conv, true)?
+        }
+    };
+    let named = matches!(options.targets, LoraTargets::Modules(_));
+    let dropout = options.dropout > 0.0;
+    let mut out = Vec::new();
+    let (mut trainable, mut tensors) = (0u64, 0u64);
+    for (m, _) in all.iter().zip(&chosen).filter(|(_, c)| **c) {
+        let wrapper = matches!(m.reach, Reach::Param(_));
+        if wrapper && (dropout || options.dora) {
+            let (flag, what) = if options.dora {
+                ("--dora", "use_dora=True")
+            } else {
+                ("--lora-dropout", "lora_dropout != 0")
+            };
+            return Err(invalid(
+                flag,
+                format!("on `{}`", m.name),
+                format!(
+                    "targets without the router and experts: peft adapts them through \
+                     lora.ParamWrapper, which does not work with {what}; name the attention \
+                     and dense modules instead (e.g. q_proj,k_proj,v_proj,o_proj)"
+                ),
+            ));
+        }
+        // A rank above a matrix's smaller side trains more parameters than the matrix has and
+        // adapts nothing a full update could not: refused for a module the user names (but
+        // for a router's or gate's small side, its expert count). all-linear and peft's
+        // default reach every small matrix too (a router, a `dt_proj`), which peft adapts at
+        // any rank: there only a rank above both sides is refused.
+        let limit = if !named {
+            m.n_in.max(m.n_out)
+        } else if matches!(m.kind, TensorKind::Router | TensorKind::SharedExpertGate) {
+            m.n_in
+        } else {
+            m.n_in.min(m.n_out)
+        };
+        if r > limit {
+            let side = if named && limit == m.n_in.min(m.n_out) {
+                "its smaller side: a larger rank trains more parameters than the matrix has \
+                 and adapts nothing a full update could not"
+            } else {
+                "its larger side: the adapter would outgrow the matrix it adapts"
+            };
+            return Err(invalid(
+                "--lora-rank",
+                r.to_string(),
+                format!(
+                    "at most {limit} for `{}` ({} → {}), {side}",
+                    m.name, m.n_in, m.n_out
+                ),
+            ));
+        }
+        let rank = r.checked_mul(m.rank_factor).ok_or_else(too_large)?;
+        let inner = rank.checked_mul(m.copies).ok_or_else(too_large)?;
+        let mut factors = vec![(inner, m.n_in), (m.n_out, inner)];
+        if options.dora {
+            factors.push((1, m.n_out));
+        }
+        let params = factors
+            .iter()
+            .try_fold(0u64, |a, (rows, cols)| {
+                a.checked_add(rows.checked_mul(*cols)?)
+            })
+            .ok_or_else(too_large)?;
+        let n = factors.len() as u64;
+        trainable = params
+            .checked_mul(m.layers)
+            .and_then(|p| trainable.checked_add(p))
+            .ok_or_else(too_large)?;
+        tensors = n
+            .checked_mul(m.layers)
+            .and_then(|p| tensors.checked_add(p))
+            .ok_or_else(too_large)?;
+        out.push(Adapted {
+            name: m.name.clone(),
+            kind: m.kind,
+            stack: m.stack,
+            layer_runs: m.layer_runs.clone(),
+            layers: m.layers,
+            n_in: m.n_in,
+            n_out: m.n_out,
+            copies: m.copies,
+            rank,
+            param_wrapper: wrapper,
+            factors,
+            params,
+            tensors: n,
+        });
+    }
+    let resolved: BTreeSet<String> = out.iter().map(|m| m.name.clone()).collect();
+    Ok(LoraPlan {
+        rank: r,
+        dropout,
+        dora: options.dora,
+        modules: out,
+        resolved: resolved.into_iter().collect(),
+        trainable,
+        tensors,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::design::{Design, Style, design_spec};
+    use crate::layout::layout;
+    use crate::spec::{Ffn, Layers, Mlp, Moe};
+
+    fn options(rank: u64, targets: LoraTargets) -> LoraOptions {
+        LoraOptions {
+            rank,
+            targets,
+            dropout: 0.0,
+            dora: false,
+        }
+    }
+
+    fn names(list: &[&str]) -> LoraTargets {
+        LoraTargets::Modules(list.iter().map(|s| (*s).to_string()).collect())
+    }
+
+    fn run(spec: &ModelSpec, o: &LoraOptions) -> Result<LoraPlan, SpecError> {
+        plan(spec, &layout(spec).unwrap(), spec.training.as_ref(), o)
+    }
+
+    /// LLaMA-7B by design: the shapes of Llama-2-7b-hf (d 4096, 32 layers, F 11008).
+    fn llama_7b() -> ModelSpec {
+        let design = Design {
+            hidden: 4096,
+            layers: 32,
+            vocab: Some(32_000),
+            ..Design::default()
+        };
+        design_spec(&design, Style::Llama).unwrap()
+    }
+
+    /// Mixtral-8x7B: LLaMA-7B attention with 8 KV heads, 8 experts of 14336, top-2.
+    fn mixtral() -> ModelSpec {
+        let design = Design {
+            hidden: 4096,
+            layers: 32,
+            vocab: Some(32_000),
+            kv_heads: Some(8),
+            ..Design::default()
+        };
+        let mut spec = design_spec(&design, Style::Llama).unwrap();
+        spec.model_type = "mixtral".into();
+        let stack = &mut spec.stacks[0];
+        let mut layer = stack.layers.kinds()[0].clone();
+        let Ffn::Dense(mlp) = layer.ffn else {
+            panic!("a dense llama layer")
+        };
+        layer.ffn = Ffn::Moe(Moe {
+            num_experts: 8,
+            experts_per_token: 2,
+            expert: Mlp {
+                intermediate: 14_336,
+                ..mlp
+            },
+            router_bias: false,
+            router: true,
+            shared: None,
+            shared_gate: false,
+        });
+        stack.layers = Layers::repeat(layer, 32);
+        spec
+    }
+
+    #[test]
+    fn all_linear_on_llama_is_seven_modules_per_layer() {
+        // train.json, Llama-2-7b-hf, params.lora_r16_all_linear: 39,976,960 in 448 tensors.
+        // Per layer 16·(4·(4096+4096) + 3·(4096+11008)) = 1,249,280; × 32.
+        let p = run(&llama_7b(), &options(16, LoraTargets::AllLinear)).unwrap();
+        assert_eq!((p.trainable, p.tensors), (39_976_960, 448));
+        assert_eq!(
+            p.resolved,
+            [
+                "down_proj",
+                "gate_proj",
+                "k_proj",
+                "o_proj",
+                "q_proj",
+                "up_proj",
+                "v_proj"
+            ]
+        );
+        assert!(p.modules.iter().all(|m| m.layers == 32 && m.tensors == 2));
+    }
+
+    #[test]
+    fn names_match_the_end_of_module_paths() {
+        // train.json, Llama-2-7b-hf, params.lora_r8_qv: 4,194,304 in 128 tensors.
+        for list in [&["q_proj", "v_proj"][..], &["self_attn.q_proj", "v_proj"]] {
+            let p = run(&llama_7b(), &options(8, names(list))).unwrap();
+            assert_eq!((p.trainable, p.tensors), (4_194_304, 128), "{list:?}");
+            assert_eq!(p.resolved, ["q_proj", "v_proj"]);
+        }
+    }
+
+    #[test]
+    fn dora_adds_a_magnitude_vector_of_the_output_width() {
+        // peft DoraLinearLayer: `lora_magnitude_vector` [n_out]. q/v at r 8 on LLaMA-7B:
+        // 4,194,304 + 32·(4096 + 4096) = 4,456,448 in 32·2·3 = 192 tensors.
+        let o = LoraOptions {
+            dora: true,
+            ..options(8, names(&["q_proj", "v_proj"]))
+        };
+        let p = run(&llama_7b(), &o).unwrap();
+        assert_eq!((p.trainable, p.tensors), (4_456_448, 192));
+        assert_eq!(p.modules[0].factors, [(8, 4096), (4096, 8), (1, 4096)]);
+    }
+
+    #[test]
+    fn a_fused_module_is_adapted_once() {
+        // truth.json, gpt2 (the GPT block by design is GPT-2 small): r 16 all-linear
+        // 2,359,296 = 12·16·((768+2304) + (768+768) + (768+3072) + (3072+768)); c_attn is
+        // one module of 3d outputs.
+        let design = Design {
+            hidden: 768,
+            layers: 12,
+            ..Design::default()
+        };
+        let spec = design_spec(&design, Style::Gpt).unwrap();
+        let p = run(&spec, &options(16, LoraTargets::AllLinear)).unwrap();
+        assert_eq!((p.trainable, p.tensors), (2_359_296, 96));
+        let qkv = &p.modules[0];
+        assert_eq!(
+            (qkv.kind, qkv.n_in, qkv.n_out),
+            (TensorKind::AttnQkv, 768, 2304)
+        );
+    }
+
+    #[test]
+    fn all_linear_on_mixtral_wraps_router_and_experts() {
+        // train.json, Mixtral-8x7B-v0.1, params.lora_r16_all_linear: 359,665,664 in 448
+        // tensors. Per layer: attention 16·(2·8192 + 2·5120) = 425,984; router
+        // 16·(4096 + 8) = 65,664; gate_up (rank 2r = 32, 8 experts) 256·4096 + 28672·256 =
+        // 8,388,608; down 128·14336 + 4096·128 = 2,359,296.
+        let p = run(&mixtral(), &options(16, LoraTargets::AllLinear)).unwrap();
+        assert_eq!((p.trainable, p.tensors), (359_665_664, 448));
+        let gate_up = p.modules.iter().find(|m| m.kind == TensorKind::ExpertGate);
+        let gate_up = gate_up.unwrap();
+        assert_eq!(
+            (gate_up.rank, gate_up.copies, gate_up.n_out),
+            (32, 8, 28_672)
+        );
+        assert_eq!(gate_up.factors, [(256, 4096), (28_672, 256)]);
+        assert!(gate_up.param_wrapper);
+        assert!(p.resolved.contains(&"experts.gate_up_proj".to_string()));
+        // train.json, params.lora_r8_qv: 3,407,872 (q 8·8192 + v 8·5120 per layer).
+        let p = run(&mixtral(), &options(8, names(&["q_proj", "v_proj"]))).unwrap();
+        assert_eq!(p.trainable, 3_407_872);
+        // The v4 names reach the experts; one of the fused pair alone is refused.
+        let p = run(&mixtral(), &options(16, names(&["w1", "w3", "w2"]))).unwrap();
+        assert_eq!(p.trainable, 32 * (8_388_608 + 2_359_296));
+        assert!(run(&mixtral(), &options(16, names(&["w1"]))).is_err());
+    }
+
+    #[test]
+    fn refusals_name_what_to_do() {
+        let text = |r: Result<LoraPlan, SpecError>| r.unwrap_err().to_string();
+        // train.json, Mixtral params.lora_default: NoMatchingPeftModuleError.
+        let e = text(run(&mixtral(), &options(8, LoraTargets::Default)));
+        assert!(e.contains("conversion"), "{e}");
+        // lora.ParamWrapper refuses dropout and DoRA.
+        let dropout = LoraOptions {
+            dropout: 0.05,
+            ..options(16, LoraTargets::AllLinear)
+        };
+        assert!(text(run(&mixtral(), &dropout)).contains("ParamWrapper"));
+        let dora = LoraOptions {
+            dora: true,
+            ..options(16, LoraTargets::AllLinear)
+        };
+        assert!(text(run(&mixtral(), &dora)).contains("use_dora"));
+        // A name that reaches nothing lists the model's modules.
+        let e = text(run(&llama_7b(), &options(8, names(&["q_proj", "qkv"]))));
+        assert!(
+            e.contains("qkv") && e.contains("down_proj, gate_proj"),
+            "{e}"
+        );
+        // A rank above a matrix's smaller side.
+        let e = text(run(&llama_7b(), &options(4097, names(&["q_proj"]))));
+        assert!(e.contains("at most 4096"), "{e}");
+        assert!(run(&llama_7b(), &options(4096, names(&["q_proj"]))).is_ok());
+        // The designed model has no peft default.
+        assert!(text(run(&llama_7b(), &options(8, LoraTargets::Default))).contains("design"));
+    }
+
+    #[test]
+    fn a_million_layers_cost_one_module_each() {
+        let design = Design {
+            hidden: 256,
+            layers: 1_000_000,
+            vocab: Some(256),
+            ..Design::default()
+        };
+        let spec = design_spec(&design, Style::Llama).unwrap();
+        let p = run(&spec, &options(4, LoraTargets::AllLinear)).unwrap();
+        assert_eq!(p.modules.len(), 7);
+        assert_eq!(p.tensors, 14_000_000);
+    }
+
+    #[test]
+    fn peft_defaults() {
+        assert_eq!(peft_default_targets("gpt2"), Some(&["c_attn"][..]));
+        assert_eq!(
+            peft_default_targets("qwen2"),
+            Some(&["q_proj", "v_proj"][..])
+        );
+        // train.json lora_default errors: Phi-3 (no default), Mixtral (conversion).
+        assert_eq!(peft_default_targets("phi3"), None);
+        assert_eq!(peft_default_targets("mixtral"), None);
+    }
 }
