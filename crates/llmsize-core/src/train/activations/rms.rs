@@ -26,6 +26,7 @@ use crate::spec::{Attention, Ffn, Layer, StackRole};
 use crate::train::lora::LoraPlan;
 use crate::train::{AttnImpl, Device, FreezePart, LayerStyle, Term};
 use crate::units::thousands_u128;
+use std::ops::Range;
 
 fn too_large() -> SpecError {
     SpecError::TooLarge {
@@ -276,6 +277,58 @@ struct Lin {
     n_in: u128,
 }
 
+/// The adapters as this file reads them from a [`LoraPlan`]: the plan's fields it needs, in
+/// one place, so the arithmetic (and its tests) do not depend on the plan's other fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Lora {
+    rank: u64,
+    dropout: bool,
+    dora: bool,
+    modules: Vec<Module>,
+}
+
+/// One adapted module kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Module {
+    name: String,
+    kind: TensorKind,
+    stack: Option<StackRole>,
+    layer_runs: Vec<Range<u64>>,
+    n_in: u64,
+    /// Trainable parameters in one layer (a `ParamWrapper`'s factors, cast to the dtype).
+    params: u64,
+    /// A `gate` module whose peft name is also the up projection's (a fused `gate_up_proj`).
+    fused_up: bool,
+}
+
+impl Lora {
+    fn of(plan: &LoraPlan, names: &[(TensorKind, &str)]) -> Self {
+        let up_named = |name: &str| {
+            names
+                .iter()
+                .any(|(k, n)| *k == TensorKind::FfnUp && *n == name)
+        };
+        Lora {
+            rank: plan.rank,
+            dropout: plan.dropout,
+            dora: plan.dora,
+            modules: plan
+                .modules
+                .iter()
+                .map(|m| Module {
+                    name: m.name.clone(),
+                    kind: m.kind,
+                    stack: m.stack,
+                    layer_runs: m.layer_runs.clone(),
+                    n_in: m.n_in,
+                    params: m.params,
+                    fused_up: m.kind == TensorKind::FfnGate && up_named(&m.name),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// Everything the layer arithmetic needs besides one layer's shapes.
 #[allow(
     clippy::struct_excessive_bools,
@@ -289,7 +342,7 @@ struct Cx<'a> {
     cuda: bool,
     attention_dropout: bool,
     routing_in_dtype: bool,
-    lora: Option<&'a LoraPlan>,
+    lora: Option<&'a Lora>,
 }
 
 /// One layer's activations and what the peak arithmetic needs of it.
@@ -299,9 +352,9 @@ struct LayerOut {
     /// Saved before the attention scores: norms, q/k norms, q/k/v adapters.
     before_scores: u128,
     /// q, k, v as the eager attention holds them at its softmax.
-    operands: u128,
+    operands: Sum,
     /// The input norm's output, alive through the attention.
-    norm_out: u128,
+    norm_out: Sum,
     /// The soft-capped scores' `tanh` (Gemma 2), saved before the softmax.
     tanh: u128,
     /// `b·H·s²` elements of one layer's scores (0 without attention).
@@ -354,7 +407,7 @@ fn layer(
             e,
         )?;
         out.before_scores = sum.value;
-        out.norm_out = product(&[e, t, d])?;
+        out.norm_out.add("eTd", &[e, t, d])?;
         push(
             &mut parts,
             "attention_norm",
@@ -494,19 +547,20 @@ fn layer(
             what = format!("eager attention: {}", items.join(", "));
             // At the softmax: q after RoPE, k after RoPE, v (or the fused qkv output), and
             // k, v repeated to H heads where there are fewer KV heads.
-            let v_in = if at.fused_qkv { a + 2 * k } else { k };
-            out.operands = total(&[
-                product(&[e, t, a])?,
-                product(&[e, t, k])?,
-                product(&[e, t, v_in])?,
-                if mqa_view || kv == h {
-                    0
-                } else if kv == 1 {
-                    product(&[e, t, a])?
-                } else {
-                    product(&[2, e, t, a])?
-                },
-            ])?;
+            let ops = &mut out.operands;
+            ops.add("eTA", &[e, t, a])?;
+            ops.add("eTK", &[e, t, k])?;
+            if at.fused_qkv {
+                ops.add("eT(A+2K)", &[e, t, a + 2 * k])?;
+            } else {
+                ops.add("eTK", &[e, t, k])?;
+            }
+            if kv == 1 && !mqa_view {
+                // Batch > 1 with one KV head: the matmul copies k to H heads.
+                ops.add("eTA", &[e, t, a])?;
+            } else if kv < h && kv > 1 {
+                ops.add("2eTA", &[2, e, t, a])?;
+            }
         } else if any {
             let mut items = vec!["q, k after RoPE"];
             sum.add("eTA", &[e, t, a])?;
@@ -531,9 +585,15 @@ fn layer(
             items.push("fp32 logsumexp");
             if cx.cuda {
                 sum.add("16", &[16])?;
-                items.push("the philox seed and offset (CUDA)");
+                items.push(if efficient {
+                    "the philox seed and offset (CUDA memory-efficient attention, its logsumexp padded to 32 in s: derived from the documented kernel, not measured)"
+                } else {
+                    "the philox seed and offset (CUDA FlashAttention: derived from the documented kernel, not measured)"
+                });
             }
-            if fused_view && tw {
+            if at.fused_qkv && tw {
+                // q after RoPE of a slice of the fused output is laid out [b, H, s, hd], and so
+                // is the SDPA output: o_proj's input is a contiguous copy.
                 sum.add("eTA", &[e, t, a])?;
                 items.push("a contiguous o_proj input");
             }
@@ -717,27 +777,28 @@ fn layer(
                 );
                 let mut rows = Sum::default();
                 let mut inner = Sum::default();
-                let mut items = Vec::new();
-                let gate_up_w = tw || ads.expert_gate_up.is_some();
-                let down_w = tw || ads.expert_down.is_some();
-                if gate_up_w {
+                let mut row_items = Vec::new();
+                let mut inner_items = vec![
+                    "gate_up output (saved by act through its views)",
+                    "act(gate)",
+                ];
+                if tw || ads.expert_gate_up.is_some() {
                     rows.add("eTkd", &[e, t, k, d])?;
-                    items.push("the gathered inputs");
+                    row_items.push("the gathered inputs");
                 }
                 rows.add("eTkd", &[e, t, k, d])?;
-                items.push("the down outputs");
+                row_items.push("the down outputs");
                 inner.add("3eTkFm", &[3, e, t, k, fm])?;
-                items.push("gate_up outputs, act");
-                if down_w {
+                if tw || ads.expert_down.is_some() {
                     inner.add("eTkFm", &[e, t, k, fm])?;
-                    items.push("act·up");
+                    inner_items.push("act·up (down's input)");
                 }
                 push(
                     &mut parts,
                     "experts",
                     format!(
-                        "routed experts (grouped_mm), per (token, expert) row: {}",
-                        items.join(", ")
+                        "routed experts (grouped_mm), one row per (token, expert): {}",
+                        row_items.join(", ")
                     ),
                     Place::Replicated,
                     rows,
@@ -745,7 +806,10 @@ fn layer(
                 push(
                     &mut parts,
                     "experts_inner",
-                    "routed experts at their inner width: gate_up output, act, act·up",
+                    format!(
+                        "routed experts at their inner width Fm: {}",
+                        inner_items.join(", ")
+                    ),
                     Place::Sharded,
                     inner,
                 );
@@ -1001,11 +1065,7 @@ fn shape(layer: &Layer, profile_window: bool, style: LayerStyle, why: &mut Vec<S
 }
 
 /// The adapters of `plan` on each layer kind of the stack.
-fn adapters_by_kind(
-    plan: &LoraPlan,
-    stack: &crate::spec::Stack,
-    why: &mut Vec<String>,
-) -> Vec<Ads> {
+fn adapters_by_kind(plan: &Lora, stack: &crate::spec::Stack, why: &mut Vec<String>) -> Vec<Ads> {
     let kinds = stack.layers.kinds().len();
     let counts = stack.layers.kind_counts();
     let mut out = vec![Ads::default(); kinds];
@@ -1069,6 +1129,8 @@ fn adapters_by_kind(
                 }
                 TensorKind::FfnGate => {
                     ads.gate = true;
+                    // A fused `gate_up_proj` (Phi-3) adapts the up projection too.
+                    ads.up |= module.fused_up;
                     Role::MlpIn
                 }
                 TensorKind::FfnUp => {
@@ -1176,6 +1238,14 @@ fn once_term(part: &Part) -> Term {
 
 /// The activations of a family of this file.
 pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError> {
+    let lora = input
+        .lora
+        .map(|p| Lora::of(p, input.profile.map_or(&[][..], |x| x.modules)));
+    compute(input, lora.as_ref())
+}
+
+/// The activations, with the adapters (if any) as [`Lora`] (`input.lora` is not read).
+fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, SpecError> {
     let spec = input.spec;
     let mut why: Vec<String> = Vec::new();
     let style = input.profile.map_or(LayerStyle::Llama, |p| p.style);
@@ -1193,7 +1263,6 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
     let Dims { b, s, t, d, v, .. } = dm;
     let ckpt = input.checkpointing;
     let cuda = input.device == Device::Cuda;
-    let lora = input.lora;
     let full = lora.is_none();
 
     let mut eager = input.attn == AttnImpl::Eager;
@@ -1386,15 +1455,10 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
     // only where a sliding window is shorter than the sequence.
     let mask_kinds = u128::from(has_global) + u128::from(has_sliding);
     let mut masks = Sum::default();
-    if eager {
-        masks.add(
-            if mask_kinds > 1 {
-                format!("{mask_kinds}·e·b·s²")
-            } else {
-                "e·b·s²".into()
-            },
-            &[mask_kinds.max(1), e, b, s, s],
-        )?;
+    if eager && mask_kinds > 1 {
+        masks.add(format!("{mask_kinds}·e·b·s²"), &[mask_kinds, e, b, s, s])?;
+    } else if eager {
+        masks.add("e·b·s²", &[e, b, s, s])?;
     } else if any_window_bites {
         masks.add("b·s²", &[b, s, s])?;
     }
@@ -1661,8 +1725,8 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
                 terms_eager.push(Term::new(
                     "norm_output",
                     "the last layer's input norm output",
-                    n(lo.norm_out),
-                    lo.norm_out,
+                    format!("{} = {}", lo.norm_out.sym(), lo.norm_out.val()),
+                    lo.norm_out.value,
                 ));
             } else {
                 terms_eager.push(Term::new(
@@ -1681,8 +1745,8 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
             terms_eager.push(Term::new(
                 "operands",
                 "q and k after RoPE, v (k and v repeated to H heads with fewer KV heads)",
-                n(lo.operands),
-                lo.operands,
+                format!("{} = {}", lo.operands.sym(), lo.operands.val()),
+                lo.operands.value,
             ));
             let c = e + 4 + conv;
             terms_eager.push(Term::new(
@@ -1713,14 +1777,6 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
     }
     let (forward_peak, mut peak_terms) = best;
     peak_terms.retain(|x| x.value > 0);
-    if cuda {
-        terms.push(Term::new(
-            "device",
-            "CUDA kernels: derived from the documented differences (FlashAttention's philox seed/offset, memory-efficient attention's padded logsumexp, 1-byte dropout masks), not measured",
-            "",
-            0,
-        ));
-    }
     why.sort();
     why.dedup();
     Ok(Activations {
@@ -1787,7 +1843,6 @@ mod tests {
     use crate::design::{Design, Style, design_spec};
     use crate::spec::{Layers, Mlp, ModelSpec, Moe, Norm, OutputHead, StandardAttention};
     use crate::train::activations::activations as dispatch;
-    use crate::train::lora::Adapted;
     use crate::train::profile::LLAMA_MODULES;
     use crate::train::{ParamDtype, TrainingProfile};
 
@@ -1992,117 +2047,87 @@ mod tests {
         }
     }
 
-    /// A `LoRA` plan on every layer: (kind, peft name, `n_in`, `n_out`, trainable parameters).
-    fn plan(
-        m: M,
-        rank: u64,
-        dropout: bool,
-        modules: &[(TensorKind, &str, u64, u64, u64)],
-    ) -> LoraPlan {
-        LoraPlan {
+    /// Adapters on every layer: (kind, peft name, `n_in`, trainable parameters), as
+    /// `lora::plan` resolves them (fused modules once).
+    fn plan(m: M, rank: u64, dropout: bool, modules: &[(TensorKind, &str, u64, u64)]) -> Lora {
+        Lora {
             rank,
             dropout,
             dora: false,
             modules: modules
                 .iter()
-                .map(|&(kind, name, n_in, n_out, params)| Adapted {
+                .map(|&(kind, name, n_in, params)| Module {
                     name: name.into(),
                     kind,
                     stack: Some(StackRole::Decoder),
                     layer_runs: std::iter::once(0..m.layers).collect(),
-                    layers: m.layers,
                     n_in,
-                    n_out,
-                    copies: 1,
                     params,
-                    tensors: 2,
+                    fused_up: name == "gate_up_proj",
                 })
                 .collect(),
-            resolved: Vec::new(),
-            trainable: 0,
-            tensors: 0,
         }
     }
 
-    fn all_linear(m: M, r: u64, dropout: bool) -> LoraPlan {
+    fn all_linear(m: M, r: u64, dropout: bool) -> Lora {
         let (d, a, k, f) = (m.d, m.heads * m.hd, m.kv * m.hd, m.ffn);
         let p = |i: u64, o: u64| r * (i + o);
         if m.fused {
+            // Phi-3: peft sees the fused modules once.
             return plan(
                 m,
                 r,
                 dropout,
                 &[
-                    (
-                        TensorKind::AttnQkv,
-                        "qkv_proj",
-                        d,
-                        a + 2 * k,
-                        p(d, a + 2 * k),
-                    ),
-                    (TensorKind::AttnOutput, "o_proj", a, d, p(a, d)),
-                    (TensorKind::FfnGate, "gate_up_proj", d, 2 * f, p(d, 2 * f)),
-                    (TensorKind::FfnUp, "gate_up_proj", d, 2 * f, p(d, 2 * f)),
-                    (TensorKind::FfnDown, "down_proj", f, d, p(f, d)),
+                    (TensorKind::AttnQkv, "qkv_proj", d, p(d, a + 2 * k)),
+                    (TensorKind::AttnOutput, "o_proj", a, p(a, d)),
+                    (TensorKind::FfnGate, "gate_up_proj", d, p(d, 2 * f)),
+                    (TensorKind::FfnDown, "down_proj", f, p(f, d)),
                 ],
             );
         }
         let mut mods = vec![
-            (TensorKind::AttnQ, "q_proj", d, a, p(d, a)),
-            (TensorKind::AttnK, "k_proj", d, k, p(d, k)),
-            (TensorKind::AttnV, "v_proj", d, k, p(d, k)),
-            (TensorKind::AttnOutput, "o_proj", a, d, p(a, d)),
+            (TensorKind::AttnQ, "q_proj", d, p(d, a)),
+            (TensorKind::AttnK, "k_proj", d, p(d, k)),
+            (TensorKind::AttnV, "v_proj", d, p(d, k)),
+            (TensorKind::AttnOutput, "o_proj", a, p(a, d)),
         ];
         match m.moe {
             // peft 0.21 on transformers 5: the router and the 3-D expert tensors through
-            // ParamWrapper (gate_up at rank 2r), e.g. Mixtral 359,665,664 LoRA parameters.
+            // ParamWrapper (gate_up at rank 2r): Mixtral-8x7B 359,665,664 LoRA parameters.
             Some((experts, _)) => mods.extend([
-                (TensorKind::Router, "gate", d, experts, p(d, experts)),
+                (TensorKind::Router, "gate", d, p(d, experts)),
                 (
                     TensorKind::ExpertGate,
                     "experts.gate_up_proj",
                     d,
-                    2 * f,
-                    experts * 2 * r * (d + 2 * f),
-                ),
-                (
-                    TensorKind::ExpertUp,
-                    "experts.gate_up_proj",
-                    d,
-                    2 * f,
                     experts * 2 * r * (d + 2 * f),
                 ),
                 (
                     TensorKind::ExpertDown,
                     "experts.down_proj",
                     f,
-                    d,
                     experts * r * (f + d),
                 ),
             ]),
             None => mods.extend([
-                (TensorKind::FfnGate, "gate_proj", d, f, p(d, f)),
-                (TensorKind::FfnUp, "up_proj", d, f, p(d, f)),
-                (TensorKind::FfnDown, "down_proj", f, d, p(f, d)),
+                (TensorKind::FfnGate, "gate_proj", d, p(d, f)),
+                (TensorKind::FfnUp, "up_proj", d, p(d, f)),
+                (TensorKind::FfnDown, "down_proj", f, p(f, d)),
             ]),
         }
         plan(m, r, dropout, &mods)
     }
 
-    fn qv(m: M, r: u64) -> LoraPlan {
+    /// peft's q/v default (Phi-3: its fused `qkv_proj`).
+    fn qv(m: M, r: u64) -> Lora {
         let (d, a, k) = (m.d, m.heads * m.hd, m.kv * m.hd);
         if m.fused {
             return plan(
                 m,
                 r,
                 false,
-                &[(
-                    TensorKind::AttnQkv,
-                    "qkv_proj",
-                    d,
-                    a + 2 * k,
-                    r * (d + a + 2 * k),
-                )],
+                &[(TensorKind::AttnQkv, "qkv_proj", d, r * (d + a + 2 * k))],
             );
         }
         plan(
@@ -2110,8 +2135,8 @@ mod tests {
             r,
             false,
             &[
-                (TensorKind::AttnQ, "q_proj", d, a, r * (d + a)),
-                (TensorKind::AttnV, "v_proj", d, k, r * (d + k)),
+                (TensorKind::AttnQ, "q_proj", d, r * (d + a)),
+                (TensorKind::AttnV, "v_proj", d, r * (d + k)),
             ],
         )
     }
@@ -2134,9 +2159,9 @@ mod tests {
         device: Device::Cpu,
     };
 
-    fn run(m: M, r: &Run, lora: Option<&LoraPlan>) -> Activations {
+    fn run(m: M, r: &Run, lora: Option<&Lora>) -> Activations {
         let spec = spec(m);
-        dispatch(&ActInput {
+        let input = ActInput {
             spec: &spec,
             profile: spec.training.as_ref(),
             batch: r.batch,
@@ -2145,10 +2170,14 @@ mod tests {
             attn: r.attn,
             checkpointing: r.ckpt,
             device: r.device,
-            lora,
+            lora: None,
             frozen: &[],
-        })
-        .unwrap()
+        };
+        if lora.is_none() {
+            // Through the dispatch, as `train()` calls it.
+            return dispatch(&input).unwrap();
+        }
+        compute(&input, lora).unwrap()
     }
 
     /// `retained` and `forward_peak` equal the measurement, the split adds up, and the
@@ -2477,5 +2506,157 @@ mod tests {
             833_658_896,
             3_613_098_048,
         );
+    }
+
+    /// A scaled-down Llama-2 (`train_oracle.scale_raw`: hidden 64, 2 layers, 4 heads, 2 KV
+    /// heads, MLP 96, vocabulary 256), where one layer's eager scores outweigh the loss.
+    const TINY_LLAMA2: M = M {
+        d: 64,
+        layers: 2,
+        vocab: 256,
+        heads: 4,
+        kv: 2,
+        hd: 16,
+        ffn: 96,
+        ..LLAMA2
+    };
+
+    #[test]
+    fn the_peak_is_a_layer_when_its_scores_outweigh_the_loss() {
+        // Measured with the truth's `train_oracle.train_step` (transformers 5.24, CPU, fake
+        // tensors) on TINY_LLAMA2 at 256 tokens, eager, without checkpointing: the peak is the
+        // last layer's `_softmax` (the earlier layer's saved tensors, the embedding output,
+        // the last layer's input, its norm, q, k, v, repeated k and v, and 10·bHs²).
+        let a = run(TINY_LLAMA2, &at(256, AttnImpl::Eager, false), None);
+        check(&a, 4_742_160, 5_264_384);
+        assert!(a.peak_terms.iter().any(|t| t.key == "earlier_layers"));
+        // Mixtral scaled the same way (4 experts, top-2), LoRA r16 all-linear, 40 tokens,
+        // checkpointed: the peak is the last layer's experts putting their rows back in order,
+        // with both merged expert weights alive.
+        let m = M {
+            ffn: 96,
+            moe: Some((4, 2)),
+            ..TINY_LLAMA2
+        };
+        let a = run(
+            m,
+            &at(40, AttnImpl::Sdpa, true),
+            Some(&all_linear(m, 16, false)),
+        );
+        check(&a, 64_816, 322_144);
+    }
+
+    #[test]
+    fn cuda_keeps_one_byte_dropout_masks_and_flash_seeds() {
+        // Derived from the documented CUDA differences (not measured): the CPU step of
+        // Llama-2-7b-hf, r16 all-linear, dropout 0.05, 512 tokens, is 6,870,142,992 bytes
+        // (train.json); on CUDA each adapter whose input requires grad keeps a 1-byte mask
+        // instead of fp32 noise, 3·T·Σn_in less: per layer n_in = 5d + A + F = 35,584, layer
+        // 0 without q, k, v (3d) = 23,296: 3·512·(31·35,584 + 23,296) = 1,730,150,400; and
+        // FlashAttention saves a philox seed and offset per layer, 16·32 = 512.
+        let cuda = Run {
+            device: Device::Cuda,
+            ..BF16_SDPA_512
+        };
+        let a = run(LLAMA2, &cuda, Some(&all_linear(LLAMA2, 16, true)));
+        assert_eq!(a.retained, 6_870_142_992 - 1_730_150_400 + 512);
+        assert!(a.estimate.is_none());
+        assert!(a.terms.iter().any(|t| t.what.contains("bool mask (CUDA")));
+    }
+
+    #[test]
+    fn a_million_layers_cost_what_two_do() {
+        // Gemma-2 style alternation over 1,000,000 layers: two kinds, 1,000,000 runs.
+        let big = M {
+            layers: 1_000_000,
+            ..GEMMA2_9B
+        };
+        let two = M {
+            layers: 2,
+            ..GEMMA2_9B
+        };
+        let r = at(512, AttnImpl::Eager, false);
+        let (a, b) = (run(big, &r, None), run(two, &r, None));
+        let layers = |x: &Activations| x.layer_sharded + x.layer_replicated;
+        assert_eq!(layers(&a), 500_000 * layers(&b));
+        assert_eq!(a.outside, b.outside);
+        assert_eq!(a.layers, 1_000_000);
+        // LoRA on the same: adapters found per kind over the runs.
+        // LoRA (layer 0 differs: its input needs no grad): adapters found per kind over the
+        // runs; 1,000,000 layers = 2 + 499,999 × (4 − 2).
+        let four = M {
+            layers: 4,
+            ..GEMMA2_9B
+        };
+        let lora = |m: M| layers(&run(m, &r, Some(&all_linear(m, 16, false))));
+        assert_eq!(lora(big), lora(two) + 499_999 * (lora(four) - lora(two)));
+    }
+
+    #[test]
+    fn sizes_past_u128_are_an_error() {
+        let spec = spec(LLAMA2);
+        let input = ActInput {
+            spec: &spec,
+            profile: spec.training.as_ref(),
+            batch: u64::MAX,
+            seq: u64::MAX,
+            dtype: ParamDtype::Fp32,
+            attn: AttnImpl::Eager,
+            checkpointing: false,
+            device: Device::Cpu,
+            lora: None,
+            frozen: &[],
+        };
+        assert!(matches!(dispatch(&input), Err(SpecError::TooLarge { .. })));
+    }
+
+    #[test]
+    fn layers_not_derived_are_estimates_not_panics() {
+        use crate::spec::LatentAttention;
+        let mut spec = spec(LLAMA2);
+        let mut mamba = spec.stacks[0].layers.kinds()[0].clone();
+        mamba.attention = Attention::Absent;
+        mamba.ffn = Ffn::Absent;
+        let mut mla = mamba.clone();
+        mla.attention = Attention::Latent(LatentAttention {
+            hidden: 4096,
+            num_heads: 32,
+            q_lora_rank: Some(1536),
+            kv_lora_rank: 512,
+            qk_nope_head_dim: 128,
+            qk_rope_head_dim: 64,
+            v_head_dim: 128,
+            bias: false,
+            indexer_key_dim: None,
+            category: crate::category::Category::Attention,
+        });
+        spec.stacks[0].layers = Layers::from_pattern(0..6u64, |i| match i % 3 {
+            0 => mamba.clone(),
+            1 => mla.clone(),
+            _ => spec.stacks[0].layers.kinds()[0].clone(),
+        });
+        for (attn, ckpt) in [(AttnImpl::Sdpa, false), (AttnImpl::Eager, true)] {
+            let input = ActInput {
+                spec: &spec,
+                profile: spec.training.as_ref(),
+                batch: 2,
+                seq: 64,
+                dtype: ParamDtype::Bf16,
+                attn,
+                checkpointing: ckpt,
+                device: Device::Cuda,
+                lora: None,
+                frozen: &[FreezePart::Mlp],
+            };
+            let a = dispatch(&input).unwrap();
+            let why = a.estimate.clone().unwrap();
+            assert!(
+                why.contains("latent") && why.contains("without attention"),
+                "{why}"
+            );
+            assert!(why.contains("--freeze mlp"), "{why}");
+            assert_eq!(a.layer_sharded + a.layer_replicated + a.outside, a.retained);
+            assert_eq!(a.layers, 6);
+        }
     }
 }
