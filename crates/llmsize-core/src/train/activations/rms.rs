@@ -555,10 +555,22 @@ fn layer(
             } else {
                 ops.add("eTK", &[e, t, k])?;
             }
-            if kv == 1 && !mqa_view {
-                // Batch > 1 with one KV head: the matmul copies k to H heads.
+            // Beyond batch 1 the matmul folds [b, H] into one dimension: q and k after RoPE,
+            // laid out [b, s, H, hd] (unless sliced from a fused qkv output), are copied.
+            let fold = b > 1 && !at.fused_qkv;
+            if fold {
                 ops.add("eTA", &[e, t, a])?;
-            } else if kv < h && kv > 1 {
+            }
+            if kv == h {
+                if fold {
+                    ops.add("eTA", &[e, t, a])?;
+                }
+            } else if kv == 1 {
+                // One KV head: repeat_kv is a broadcast view, copied by the fold.
+                if b > 1 {
+                    ops.add("eTA", &[e, t, a])?;
+                }
+            } else {
                 ops.add("2eTA", &[2, e, t, a])?;
             }
         } else if any {
@@ -1282,7 +1294,6 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
         LayerStyle::Olmo2 => NormStyle::Olmo,
         _ => NormStyle::Llama,
     };
-    let gemma = norm_style == NormStyle::Gemma;
 
     // Freezing under full fine-tuning.
     let mut emb_frozen = false;
@@ -1314,26 +1325,20 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
         }
     }
 
-    // The decoder stack.
-    let decoders: Vec<&crate::spec::Stack> = spec
-        .stacks
-        .iter()
-        .filter(|st| st.role == StackRole::Decoder && !st.layers.is_empty())
-        .collect();
-    if decoders.len() != 1 || spec.stacks.len() != 1 {
+    // The decoder stack; any other stacks (an encoder, a cross-attending decoder) are counted
+    // as decoder layers.
+    let plain = matches!(spec.stacks.as_slice(), [only] if only.role == StackRole::Decoder);
+    if !plain {
         why.push("only a decoder-only stack is derived; every stack's layers are counted as decoder layers".into());
     }
     if !matches!(spec.head, crate::spec::OutputHead::Lm { .. }) {
         why.push("a model without a language-model head is counted with one".into());
     }
-    let stacks: Vec<&crate::spec::Stack> = if decoders.is_empty() {
-        spec.stacks
-            .iter()
-            .filter(|st| !st.layers.is_empty())
-            .collect()
-    } else {
-        decoders
-    };
+    let stacks: Vec<&crate::spec::Stack> = spec
+        .stacks
+        .iter()
+        .filter(|st| !st.layers.is_empty())
+        .collect();
     let cx = Cx {
         dm,
         style,
@@ -1495,9 +1500,9 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
             sum,
         );
     }
-    // Gemma's sqrt(d) normalizer is a 0-d tensor autograd saves, but it is made from a Python
-    // float (no op creates it during the step): the truth's retained bytes and peak never count
-    // it (its saved bytes do: `e`), and neither does this file.
+    // Gemma's sqrt(d) normalizer (the scaled embedding's `embed_scale` buffer, in the dtype)
+    // is saved by the embedding's multiply, but it exists before the step: the truth's
+    // retained bytes and peak never count it (its saved bytes do: `e`), nor does this file.
     {
         let mut sum = Sum::default();
         norm(
@@ -1674,14 +1679,6 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
             format!("{} = {}", masks.sym(), masks.val()),
             masks.value,
         ));
-        if gemma {
-            base.push(Term::new(
-                "embeddings",
-                "the embedding output, before the sqrt(d) normalizer",
-                format!("eTd = {}·{}·{}", e, n(t), n(d)),
-                product(&[e, t, d])?,
-            ));
-        }
         let mut layers_part = Vec::new();
         if ckpt {
             layers_part.push(Term::new(
@@ -1702,13 +1699,10 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
             ));
             let etd = product(&[e, t, d])?;
             let mut inputs = 0;
-            if !gemma && !first_input_saved {
+            if !first_input_saved {
                 inputs += etd;
             }
             if l > 1 && !lo.input_saved {
-                inputs += etd;
-            }
-            if gemma && l == 1 && !lo.input_saved {
                 inputs += etd;
             }
             layers_part.push(Term::new(
@@ -1862,8 +1856,12 @@ mod tests {
         window: Option<u64>,
         alternate: bool,
         fused: bool,
-        /// Per-head q/k norms.
+        /// Per-head q/k norms (Qwen3).
         qk_norm: bool,
+        /// Full-width q/k norms (`OLMo` 2).
+        qk_full: bool,
+        /// Top-k routing weights in the dtype (Qwen3-MoE).
+        routing_in_dtype: bool,
         norms: usize,
         tied: bool,
         style: LayerStyle,
@@ -1882,6 +1880,8 @@ mod tests {
         alternate: false,
         fused: false,
         qk_norm: false,
+        qk_full: false,
+        routing_in_dtype: false,
         norms: 2,
         tied: false,
         style: LayerStyle::Llama,
@@ -1991,8 +1991,16 @@ mod tests {
                 k_bias: false,
                 v_bias: false,
                 o_bias: false,
-                q_norm: m.qk_norm.then(|| Norm::rms_norm(m.hd)),
-                k_norm: m.qk_norm.then(|| Norm::rms_norm(m.hd)),
+                q_norm: if m.qk_full {
+                    Some(Norm::rms_norm(m.heads * m.hd))
+                } else {
+                    m.qk_norm.then(|| Norm::rms_norm(m.hd))
+                },
+                k_norm: if m.qk_full {
+                    Some(Norm::rms_norm(m.kv * m.hd))
+                } else {
+                    m.qk_norm.then(|| Norm::rms_norm(m.hd))
+                },
                 sinks: false,
                 indexer_key_dim: None,
                 cache_prefix_tokens: 0,
@@ -2040,7 +2048,7 @@ mod tests {
             hidden_dropout: false,
             embedding_dropout: false,
             rotary_dims: Some(m.hd),
-            routing_weights_in_dtype: false,
+            routing_weights_in_dtype: m.routing_in_dtype,
             sliding_window_applies: true,
             modules: LLAMA_MODULES,
             peft_default: None,
@@ -2160,6 +2168,10 @@ mod tests {
     };
 
     fn run(m: M, r: &Run, lora: Option<&Lora>) -> Activations {
+        run_frozen(m, r, lora, &[])
+    }
+
+    fn run_frozen(m: M, r: &Run, lora: Option<&Lora>, frozen: &[FreezePart]) -> Activations {
         let spec = spec(m);
         let input = ActInput {
             spec: &spec,
@@ -2171,7 +2183,7 @@ mod tests {
             checkpointing: r.ckpt,
             device: r.device,
             lora: None,
-            frozen: &[],
+            frozen,
         };
         if lora.is_none() {
             // Through the dispatch, as `train()` calls it.
@@ -2658,5 +2670,290 @@ mod tests {
             assert_eq!(a.layer_sharded + a.layer_replicated + a.outside, a.retained);
             assert_eq!(a.layers, 6);
         }
+    }
+
+    #[test]
+    fn scaled_configs_of_every_family() {
+        // Measured with the truth's oracle (`train_oracle.train_step`, LoRA through
+        // `lora_oracle.build_lora`; transformers 5.24, peft 0.21.2, CPU, fake tensors) on
+        // configs scaled by its `scale_raw` (hidden 64, 4 heads, 2 KV heads, head 16, MLP 96,
+        // vocabulary 256): paths the full-size truth has no step for — OLMo 2, Qwen3-MoE's
+        // bf16 routing weights, windows shorter than the sequence with GQA (k and v repeated
+        // to H heads, Phi-3's fused qkv among them), Gemma 2's window, the frozen embedding,
+        // batch 2 and fp32 eager peaks.
+        use AttnImpl::{Eager, Sdpa};
+        let olmo2 = M {
+            qk_full: true,
+            style: LayerStyle::Olmo2,
+            ..TINY_LLAMA2
+        };
+        let qwen3_moe = M {
+            ffn: 32,
+            moe: Some((8, 2)),
+            qk_norm: true,
+            routing_in_dtype: true,
+            ..TINY_LLAMA2
+        };
+        let mistral = M {
+            window: Some(32),
+            ..TINY_LLAMA2
+        };
+        let gemma2 = M {
+            layers: 3,
+            window: Some(32),
+            alternate: true,
+            norms: 4,
+            tied: true,
+            style: LayerStyle::Gemma2,
+            ..TINY_LLAMA2
+        };
+        let phi3 = M {
+            window: Some(32),
+            fused: true,
+            style: LayerStyle::Phi3,
+            ..TINY_LLAMA2
+        };
+        let gemma = M {
+            kv: 1,
+            tied: true,
+            style: LayerStyle::Gemma,
+            ..TINY_LLAMA2
+        };
+        let fp32 = |seq, attn, ckpt| Run {
+            dtype: ParamDtype::Fp32,
+            ..at(seq, attn, ckpt)
+        };
+        let b2 = Run {
+            batch: 2,
+            ..at(256, Eager, false)
+        };
+        let all = |m: M| all_linear(m, 16, false);
+        for (name, m, r, lora, want) in [
+            (
+                "olmo2",
+                olmo2,
+                at(64, Sdpa, false),
+                None,
+                (529_168, 627_472),
+            ),
+            (
+                "olmo2",
+                olmo2,
+                at(64, Eager, false),
+                None,
+                (740_112, 838_416),
+            ),
+            ("olmo2", olmo2, at(64, Sdpa, true), None, (132_368, 230_672)),
+            (
+                "olmo2",
+                olmo2,
+                at(64, Eager, true),
+                None,
+                (140_560, 238_864),
+            ),
+            (
+                "olmo2",
+                olmo2,
+                fp32(64, Sdpa, false),
+                None,
+                (717_584, 783_120),
+            ),
+            (
+                "olmo2",
+                olmo2,
+                at(256, Eager, false),
+                None,
+                (5_319_696, 5_712_912),
+            ),
+            (
+                "olmo2",
+                olmo2,
+                at(64, Sdpa, false),
+                Some(all(olmo2)),
+                (635_664, 742_160),
+            ),
+            (
+                "olmo2",
+                olmo2,
+                at(64, Sdpa, true),
+                Some(all(olmo2)),
+                (107_792, 214_288),
+            ),
+            (
+                "olmo2",
+                olmo2,
+                at(64, Sdpa, false),
+                Some(qv(olmo2, 8)),
+                (397_840, 504_336),
+            ),
+            (
+                "olmo2",
+                olmo2,
+                at(64, Eager, false),
+                Some(qv(olmo2, 8)),
+                (584_208, 690_704),
+            ),
+            (
+                "olmo2",
+                olmo2,
+                at(64, Sdpa, false),
+                Some(all_linear(olmo2, 16, true)),
+                (832_272, 938_768),
+            ),
+            (
+                "qwen3_moe",
+                qwen3_moe,
+                at(40, Sdpa, false),
+                None,
+                (318_000, 379_440),
+            ),
+            (
+                "qwen3_moe",
+                qwen3_moe,
+                at(40, Sdpa, true),
+                None,
+                (75_056, 136_496),
+            ),
+            (
+                "qwen3_moe",
+                qwen3_moe,
+                at(40, Eager, true),
+                None,
+                (78_256, 139_696),
+            ),
+            (
+                "qwen3_moe",
+                qwen3_moe,
+                at(40, Sdpa, false),
+                Some(all(qwen3_moe)),
+                (732_560, 799_120),
+            ),
+            (
+                "qwen3_moe",
+                qwen3_moe,
+                at(40, Sdpa, true),
+                Some(all(qwen3_moe)),
+                (64_816, 256_640),
+            ),
+            (
+                "qwen3_moe",
+                qwen3_moe,
+                at(40, Sdpa, false),
+                Some(qv(qwen3_moe, 8)),
+                (250_960, 317_520),
+            ),
+            (
+                "mistral",
+                mistral,
+                at(64, Sdpa, false),
+                None,
+                (417_552, 515_856),
+            ),
+            (
+                "mistral",
+                mistral,
+                at(64, Eager, false),
+                None,
+                (595_728, 694_032),
+            ),
+            (
+                "mistral",
+                mistral,
+                at(64, Sdpa, true),
+                None,
+                (124_176, 222_480),
+            ),
+            (
+                "mistral",
+                mistral,
+                at(64, Eager, true),
+                None,
+                (128_272, 233_984),
+            ),
+            (
+                "mistral",
+                mistral,
+                at(64, Sdpa, false),
+                Some(qv(mistral, 8)),
+                (368_144, 474_640),
+            ),
+            (
+                "gemma2",
+                gemma2,
+                at(64, Eager, false),
+                None,
+                (1_231_888, 1_330_192),
+            ),
+            (
+                "gemma2",
+                gemma2,
+                at(64, Eager, true),
+                None,
+                (185_872, 284_176),
+            ),
+            (
+                "gemma2",
+                gemma2,
+                at(64, Eager, false),
+                Some(all(gemma2)),
+                (1_337_872, 1_444_368),
+            ),
+            ("phi3", phi3, at(64, Sdpa, false), None, (433_936, 532_240)),
+            ("phi3", phi3, at(64, Eager, false), None, (595_728, 694_032)),
+            ("phi3", phi3, at(64, Sdpa, true), None, (124_176, 222_480)),
+            ("phi3", phi3, at(64, Eager, true), None, (128_272, 246_272)),
+            (
+                "phi3",
+                phi3,
+                at(64, Sdpa, false),
+                Some(all(phi3)),
+                (474_640, 581_136),
+            ),
+            ("llama", TINY_LLAMA2, b2, None, (9_467_912, 10_575_872)),
+            (
+                "llama",
+                TINY_LLAMA2,
+                fp32(256, Eager, false),
+                None,
+                (4_693_008, 4_955_152),
+            ),
+            (
+                "llama",
+                TINY_LLAMA2,
+                fp32(256, Eager, true),
+                None,
+                (889_872, 2_852_864),
+            ),
+            (
+                "gemma",
+                gemma,
+                at(256, Eager, false),
+                None,
+                (4_808_976, 5_232_384),
+            ),
+            (
+                "gemma",
+                gemma,
+                at(256, Eager, true),
+                None,
+                (644_368, 2_918_400),
+            ),
+        ] {
+            let a = run(m, &r, lora.as_ref());
+            assert_eq!((a.retained, a.forward_peak), want, "{name} {lora:?}");
+            assert_eq!(a.layer_sharded + a.layer_replicated + a.outside, a.retained);
+        }
+        // The frozen embedding (`embed_tokens.weight.requires_grad_(False)`, full
+        // fine-tuning otherwise): layer 0's first norm keeps no fp32 input copy or rsqrt;
+        // Gemma's head is tied, so the final norm's output is not saved either.
+        let frozen = [FreezePart::Embeddings];
+        let a = run_frozen(TINY_LLAMA2, &at(64, Sdpa, false), None, &frozen);
+        check(&a, 368_144, 466_448);
+        assert!(a.estimate.is_none());
+        check(
+            &run_frozen(gemma, &at(64, Sdpa, false), None, &frozen),
+            393_744,
+            500_240,
+        );
     }
 }
