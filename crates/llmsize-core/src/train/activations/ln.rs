@@ -1147,6 +1147,229 @@ fn checkpoint_extras(step: &Step, x: &Dims, p: &mut Pieces) {
     }
 }
 
+/// Under checkpointing the forward's peak can fall inside the last layer instead of at the
+/// loss: everything kept so far (what is outside the layers and created before them, the
+/// earlier layers' inputs), the Python locals of the model's forward, and that layer's own
+/// temporaries at its largest op — eager attention's scores (the softmax in fp32 with its
+/// upcast input), or the CPU math path's fp32 copies and probabilities. Measured with the
+/// oracle's tracker at batch 1 in bf16 (live storages at the peak op, small configs and OPT-1.3B
+/// at 2048 tokens); other batches and dtypes follow the same ops. `None` where no `s²`
+/// temporaries make a layer larger than the loss (flash attention).
+#[allow(clippy::too_many_lines, reason = "one list of live tensors per family")]
+fn layer_peak(step: &Step, x: &Dims, out: &[Piece], layers: u128) -> Option<Vec<Piece>> {
+    let math = step.math();
+    if step.attn != AttnImpl::Eager && !math {
+        return None;
+    }
+    let style = step.style;
+    let mut p = Pieces { list: Vec::new() };
+    let after = [
+        "final_ln_stats",
+        "final_ln_out",
+        "log_probs",
+        "labels",
+        "loss",
+    ];
+    let before: Vec<&Piece> = out.iter().filter(|q| !after.contains(&q.key)).collect();
+    if let Some(first) = before.first() {
+        let mut sum = first.x.clone();
+        for q in before.iter().skip(1) {
+            sum = sum + q.x.clone();
+        }
+        p.add(
+            true,
+            "before_layers",
+            "kept so far outside the layers (embeddings, masks, position ids, rotary tables)",
+            sum,
+            Tp::Replicated,
+        );
+    }
+    // The token embedding's output, a Python local, when nothing above holds it already.
+    let leaf = match style {
+        LayerStyle::Gpt2 | LayerStyle::Opt => true,
+        LayerStyle::GptNeox | LayerStyle::Starcoder2 => step.emb_drop,
+        _ => false,
+    };
+    p.add(
+        leaf && !step.lora,
+        "inputs_embeds",
+        "the token embedding's output (a local of the model's forward)",
+        x.etd(),
+        Tp::Replicated,
+    );
+    match style {
+        LayerStyle::Gpt2 => p.add(
+            true,
+            "position_embeds",
+            "wpe's output (a local)",
+            x.etd(),
+            Tp::Replicated,
+        ),
+        LayerStyle::Opt => {
+            p.add(
+                true,
+                "pos_embeds",
+                "embed_positions' output (a local)",
+                x.etd(),
+                Tp::Replicated,
+            );
+            p.add(
+                true,
+                "position_mask",
+                "the fp32 ones [b, s] the position ids are summed from",
+                c(4) * x.t(),
+                Tp::Replicated,
+            );
+        }
+        LayerStyle::Bloom => p.add(
+            true,
+            "alibi_slopes",
+            "the fp32 ALiBi slopes [H]",
+            c(4) * x.h(),
+            Tp::Replicated,
+        ),
+        _ => {}
+    }
+    p.add(
+        layers > 1,
+        "earlier_layers",
+        "the earlier layers' outputs, kept as checkpoint inputs",
+        X::var("(L − 1)", layers.saturating_sub(1)) * x.etd(),
+        Tp::Replicated,
+    );
+    let bhs2 = x.bhs2();
+    if step.attn == AttnImpl::Eager && matches!(style, LayerStyle::Bloom | LayerStyle::Falcon) {
+        p.add(
+            true,
+            "previous_probs",
+            "the previous layer's attention probabilities, returned and still referenced",
+            x.e() * bhs2.clone(),
+            Tp::Sharded,
+        );
+    }
+    p.add(
+        true,
+        "ln_out",
+        "the last layer's first LayerNorm output",
+        x.etd(),
+        Tp::Replicated,
+    );
+    let upcast = x.e < 4;
+    if math {
+        let qkv = match style {
+            LayerStyle::Starcoder2 => x.e() * x.t() * (x.a() + c(2) * x.k()),
+            LayerStyle::GptNeox => c(5) * x.eta(),
+            _ => c(3) * x.eta(),
+        };
+        p.add(
+            true,
+            "attn_inputs",
+            "q, k, v as the attention gets them (and the fused output they come from)",
+            qkv,
+            Tp::Sharded,
+        );
+        p.add(
+            true,
+            "math_copies",
+            "the math path's fp32 q, k, v and q·scale",
+            c(4) * x.t() * (c(2) * x.a() + c(2) * x.k()),
+            Tp::Sharded,
+        );
+        p.add(
+            x.kv < x.h,
+            "math_repeats",
+            "k, v repeated to every head (fp32)",
+            c(8) * x.t() * x.a(),
+            Tp::Sharded,
+        );
+        p.add(
+            true,
+            "math_mask",
+            "the math path's fp32 causal mask [s, s]",
+            c(4) * x.s2(),
+            Tp::Replicated,
+        );
+        p.add(
+            true,
+            "math_probs",
+            "fp32 probabilities, dropout noise and dropped probabilities",
+            c(12) * bhs2,
+            Tp::Sharded,
+        );
+    } else {
+        match style {
+            LayerStyle::Gpt2 => {
+                p.add(
+                    true,
+                    "attn_inputs",
+                    "the fused c_attn output q, k, v view",
+                    c(3) * x.eta(),
+                    Tp::Sharded,
+                );
+                let n = if step.attn_drop { 3 } else { 2 };
+                p.add(true, "scores", "softmax input and output (and the dropout's noise and output), in the weights' dtype", c(n) * x.e() * bhs2, Tp::Sharded);
+            }
+            LayerStyle::Falcon => {
+                p.add(
+                    true,
+                    "attn_inputs",
+                    "the fused qkv output, v, q and k after RoPE",
+                    x.e() * x.t() * (c(2) * x.a() + c(4) * x.k()),
+                    Tp::Sharded,
+                );
+                p.add(
+                    true,
+                    "scores",
+                    "q·kᵀ, the masked scores and the softmax, in the weights' dtype",
+                    c(3) * x.e() * bhs2,
+                    Tp::Sharded,
+                );
+            }
+            _ => {
+                let qkv = match style {
+                    LayerStyle::GptNeox => c(5) * x.eta(),
+                    LayerStyle::Starcoder2 => x.e() * x.t() * (c(3) * x.a() + c(2) * x.k()),
+                    _ => c(3) * x.eta(),
+                };
+                p.add(
+                    true,
+                    "attn_inputs",
+                    "q, k, v as the attention gets them (and what they view)",
+                    qkv,
+                    Tp::Sharded,
+                );
+                let scores = if style == LayerStyle::Bloom {
+                    c(2) * x.e()
+                } else {
+                    x.e()
+                };
+                p.add(
+                    true,
+                    "scores",
+                    "the masked scores in the weights' dtype (BLOOM: and baddbmm's output)",
+                    scores * bhs2.clone(),
+                    Tp::Sharded,
+                );
+                p.add(
+                    upcast,
+                    "scores_fp32",
+                    "their fp32 upcast for the softmax",
+                    c(4) * bhs2.clone(),
+                    Tp::Sharded,
+                );
+                p.add(
+                    true,
+                    "softmax",
+                    "the fp32 softmax output",
+                    c(4) * bhs2,
+                    Tp::Sharded,
+                );
+            }
+        }
+    }
+    Some(p.list)
+}
+
 // ------------------------------------------------------------------------------------ assembly
 
 /// The decoder layers' kinds and their counts, and the kind of layer 0.
@@ -1530,6 +1753,30 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
             format!("{} = {}", p.x.sym, p.x.num),
             v,
         ));
+    }
+    if input.checkpointing
+        && let Some(list) = layer_peak(&step, x, &out.list, l_total)
+    {
+        let mut inside: u128 = 0;
+        for p in &list {
+            inside = inside
+                .checked_add(p.x.value.ok_or_else(too_large)?)
+                .ok_or_else(too_large)?;
+        }
+        if inside > peak {
+            peak = inside;
+            peak_terms = list
+                .iter()
+                .map(|p| {
+                    Term::new(
+                        p.key,
+                        format!("in the last layer's forward: {}", p.what),
+                        format!("{} = {}", p.x.sym, p.x.num),
+                        p.x.value.unwrap_or(0),
+                    )
+                })
+                .collect();
+        }
     }
 
     let mut estimate = None;
