@@ -125,6 +125,8 @@ struct Dims {
     rot: u128,
     /// LoRA rank.
     rank: u128,
+    /// The layer's sliding window is shorter than the sequence: SDPA gets an explicit mask.
+    window: bool,
 }
 
 impl Dims {
@@ -500,16 +502,29 @@ fn sequential_attention(step: &Step, x: &Dims, g: &Qkv, p: &mut Pieces) -> bool 
             false
         }
         AttnImpl::Sdpa => {
+            // An explicit (sliding-window) mask turns off `enable_gqa`: k and v are repeated to
+            // every head, and each layer's SDPA saves the mask.
+            let window = x.window && style == LayerStyle::Starcoder2;
             let qkv = match style {
-                LayerStyle::Starcoder2 => x.e() * x.t() * (x.a() + c(2) * x.k()),
+                LayerStyle::Starcoder2 if !window => x.e() * x.t() * (x.a() + c(2) * x.k()),
                 _ => c(3) * x.eta(),
             };
             let what = match style {
                 LayerStyle::Gpt2 => "q, k, v: views of the fused c_attn output, its whole storage",
                 LayerStyle::Opt => "q·scale, k, v, as SDPA gets them",
+                _ if window => {
+                    "q, k after RoPE and v, k and v repeated to every head (an explicit mask turns enable_gqa off)"
+                }
                 _ => "q, k after RoPE and v (k, v at the key/value heads: enable_gqa)",
             };
             p.add(g.any(), "sdpa_qkv", what, qkv, Tp::Sharded);
+            p.add(
+                g.any() && window,
+                "sdpa_window_mask",
+                "the sliding-window mask [b, 1, s, s] SDPA gets, in the weights' dtype",
+                x.e() * x.b() * x.s2(),
+                Tp::Replicated,
+            );
             p.add(
                 g.any(),
                 "sdpa_lse",
@@ -1119,11 +1134,12 @@ fn checkpoint_extras(step: &Step, x: &Dims, p: &mut Pieces) {
             x.e() * x.b() * x.s2(),
             Tp::Replicated,
         );
-    } else if step.style == LayerStyle::Falcon {
+    } else if step.style == LayerStyle::Falcon || (step.style == LayerStyle::Starcoder2 && x.window)
+    {
         p.add(
             true,
             "ckpt_mask",
-            "Falcon's bool mask [1, 1, s, s] the recompute closure keeps",
+            "the bool mask [1, 1, s, s] the recompute closure keeps (Falcon's; a sliding window's)",
             x.s2(),
             Tp::Replicated,
         );
@@ -1586,6 +1602,8 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
             v: u128::from(spec.vocab_size),
             rot: profile.rotary_dims.map_or(0, u128::from),
             rank: input.lora.map_or(0, |p| u128::from(p.rank)),
+            window: profile.sliding_window_applies
+                && l.sliding_window.is_some_and(|w| input.seq > w),
         }
     };
     if style == LayerStyle::Opt
