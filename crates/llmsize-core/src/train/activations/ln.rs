@@ -1217,8 +1217,8 @@ fn layer_peak(step: &Step, x: &Dims, out: &[Piece], layers: u128) -> Option<Vec<
         LayerStyle::Gpt2 => p.add(
             true,
             "position_embeds",
-            "wpe's output (a local)",
-            x.etd(),
+            "wpe's output [1, s, d] (a local)",
+            x.e() * x.s() * x.d(),
             Tp::Replicated,
         ),
         LayerStyle::Opt => {
@@ -1287,8 +1287,12 @@ fn layer_peak(step: &Step, x: &Dims, out: &[Piece], layers: u128) -> Option<Vec<
         p.add(
             true,
             "math_copies",
-            "the math path's fp32 q, k, v and q·scale",
-            c(4) * x.t() * (c(2) * x.a() + c(2) * x.k()),
+            "the math path's fp32 q, k, v and q·scale (fp32 weights: q·scale only, the casts are no-ops)",
+            if upcast {
+                c(4) * x.t() * (c(2) * x.a() + c(2) * x.k())
+            } else {
+                c(4) * x.t() * x.a()
+            },
             Tp::Sharded,
         );
         p.add(
