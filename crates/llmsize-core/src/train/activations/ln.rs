@@ -3,9 +3,9 @@
 //!
 //! The ground truth (`../shared/truth/train/README.md`, `formulas.py`) measured these steps on the
 //! CPU kernels; the same oracle run on small configs of each family (dropout switched on and off,
-//! fp32, batch 2, LoRA targets other than its two variants) fixed what the full-size runs could
+//! fp32, batch 2, `LoRA` targets other than its two variants) fixed what the full-size runs could
 //! not separate. Each layer is walked as a dataflow: a tensor is saved when the op that needs it
-//! for backward has an input that requires grad or a trainable weight, so full fine-tuning, LoRA
+//! for backward has an input that requires grad or a trainable weight, so full fine-tuning, `LoRA`
 //! on a frozen base (which modules are adapted decides what layer 0 keeps) and every dropout
 //! switch follow from one walk:
 //! - a `Linear` saves its input for its weight gradient (only when the weight trains);
@@ -123,7 +123,7 @@ struct Dims {
     v: u128,
     /// Rotary dimensions per head (0: no rotary tables).
     rot: u128,
-    /// LoRA rank.
+    /// `LoRA` rank.
     rank: u128,
     /// The layer's sliding window is shorter than the sequence: SDPA gets an explicit mask.
     window: bool,
@@ -168,9 +168,6 @@ impl Dims {
     }
     fn rank(&self) -> X {
         X::var("r", self.rank)
-    }
-    fn n_in(&self, n: u128, name: &'static str) -> X {
-        X::var(name, n)
     }
     /// `b·H·s²`, the size of one attention-score tensor.
     fn bhs2(&self) -> X {
@@ -245,7 +242,7 @@ impl Role {
     }
 }
 
-/// One LoRA adapter of a layer.
+/// One `LoRA` adapter of a layer.
 #[derive(Debug, Clone)]
 struct Adapter {
     name: String,
@@ -253,6 +250,10 @@ struct Adapter {
     n_in: u128,
 }
 
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is one switch of what trains, as the options name them"
+)]
 /// What trains: the base weights (full fine-tuning, minus `--freeze`) or the adapters.
 #[derive(Debug, Clone)]
 struct Trains {
@@ -265,7 +266,7 @@ struct Trains {
     embeddings: bool,
     /// The output head's weight trains.
     head: bool,
-    /// LoRA adapters (empty under full fine-tuning).
+    /// `LoRA` adapters (empty under full fine-tuning).
     adapters: Vec<Adapter>,
     /// `lora_dropout` > 0.
     lora_dropout: bool,
@@ -288,6 +289,10 @@ impl Trains {
 }
 
 /// The question, resolved.
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is one switch of the modeling code (a dropout, the device, LoRA)"
+)]
 #[derive(Debug, Clone)]
 struct Step {
     style: LayerStyle,
@@ -939,9 +944,9 @@ fn layer(step: &Step, x: &Dims, gx: bool, p: &mut Pieces) -> bool {
 fn adapters(step: &Step, x: &Dims, p: &mut Pieces, input_grad: &dyn Fn(Role) -> bool) {
     for a in &step.trains.adapters {
         let n_in = match a.role {
-            Role::O => x.n_in(a.n_in, "A"),
-            Role::Down => x.n_in(a.n_in, "F"),
-            _ => x.n_in(a.n_in, "d"),
+            Role::O => X::var("A", a.n_in),
+            Role::Down => X::var("F", a.n_in),
+            _ => X::var("d", a.n_in),
         };
         let tp = if matches!(a.role, Role::O | Role::Down) {
             Tp::Sharded
@@ -1092,7 +1097,7 @@ fn outside(step: &Step, x: &Dims, gemb: bool, p: &mut Pieces) {
 }
 
 /// What the non-reentrant checkpoint's recompute closure keeps, once (keyword inputs of the
-/// layers), plus the embedding leaf `enable_input_require_grads` makes (LoRA).
+/// layers), plus the embedding leaf `enable_input_require_grads` makes (`LoRA`).
 fn checkpoint_extras(step: &Step, x: &Dims, p: &mut Pieces) {
     let tr = &step.trains;
     match step.style {
@@ -1394,7 +1399,7 @@ fn layer_peak(step: &Step, x: &Dims, out: &[Piece], layers: u128) -> Option<Vec<
 
 /// The decoder layers' kinds and their counts, and the kind of layer 0.
 struct Kinds<'a> {
-    kinds: Vec<(&'a Layer, u64)>,
+    counts: Vec<(&'a Layer, u64)>,
     first: usize,
     layers: u64,
 }
@@ -1442,10 +1447,10 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
     let first = stack.layers.runs().first().map_or(0, |r| r.kind);
     let ks = Kinds {
         layers: stack.layers.len(),
-        kinds,
+        counts: kinds,
         first,
     };
-    if ks.kinds.len() > 1 {
+    if ks.counts.len() > 1 {
         why.push(
             "the layers are of several kinds; each is counted with the family's layer code".into(),
         );
@@ -1624,7 +1629,7 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
     let mut sharded: u128 = 0;
     let mut replicated: u128 = 0;
     let mut outside_bytes: u128 = 0;
-    let first_kind = ks.kinds.get(ks.first).map(|(l, _)| *l);
+    let first_kind = ks.counts.get(ks.first).map(|(l, _)| *l);
     let base = match first_kind {
         Some(l) => dims_of(l, &mut why),
         None => return Ok(empty("the model has no layers")),
@@ -1679,8 +1684,8 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
         push(&mut terms, &p, l_total, "L", Some(Tp::Replicated))?;
     } else {
         let gx0 = step.trains.embeddings;
-        let multi = ks.kinds.len() > 1;
-        for (i, (kind, count)) in ks.kinds.iter().enumerate() {
+        let multi = ks.counts.len() > 1;
+        for (i, (kind, count)) in ks.counts.iter().enumerate() {
             let x = if i == ks.first {
                 base.clone()
             } else {
@@ -1837,5 +1842,554 @@ fn empty(why: &str) -> Activations {
         layer_replicated: 0,
         outside: 0,
         layers: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Figures from the ground truth (`../shared/truth/train/train.json`, cited per test) and
+    //! from `train_oracle.py` / `lora_oracle.py` run on small configs of the held-out families
+    //! (`scale_raw`: hidden 64, 3 layers, 4 heads, vocab 256; cited as "small").
+
+    use super::*;
+    use crate::design::{Design, Style, design_spec};
+    use crate::spec::{ModelSpec, Norm, OutputHead};
+    use crate::train::ParamDtype;
+    use crate::train::lora::{Adapted, LoraPlan};
+
+    struct Model {
+        d: u64,
+        layers: u64,
+        heads: u64,
+        kv: u64,
+        ffn: u64,
+        vocab: u64,
+        norms: usize,
+        tied: bool,
+        window: Option<u64>,
+    }
+
+    fn spec(m: &Model) -> ModelSpec {
+        let mut spec = design_spec(
+            &Design {
+                hidden: m.d,
+                layers: 1,
+                vocab: Some(m.vocab),
+                heads: Some(m.heads),
+                kv_heads: Some(m.kv),
+                ffn: Some(m.ffn),
+                ctx: Some(4096),
+            },
+            Style::Gpt,
+        )
+        .unwrap();
+        let mut layer = spec.stacks[0].layers.kinds()[0].clone();
+        layer.norms = vec![Norm::layer_norm(m.d); m.norms];
+        layer.sliding_window = m.window;
+        spec.stacks[0].layers = crate::spec::Layers::repeat(layer, m.layers);
+        spec.head = OutputHead::Lm {
+            tied: m.tied,
+            biases: 0,
+            transform: None,
+        };
+        if !m.tied {
+            spec.head = OutputHead::Lm {
+                tied: false,
+                biases: 0,
+                transform: None,
+            };
+        }
+        spec
+    }
+
+    fn profile(
+        style: LayerStyle,
+        drops: (bool, bool, bool),
+        rotary: Option<u64>,
+    ) -> TrainingProfile {
+        TrainingProfile {
+            style,
+            attention_dropout: drops.0,
+            hidden_dropout: drops.1,
+            embedding_dropout: drops.2,
+            rotary_dims: rotary,
+            routing_weights_in_dtype: false,
+            sliding_window_applies: true,
+            modules: &[],
+            peft_default: None,
+        }
+    }
+
+    struct Run {
+        batch: u64,
+        seq: u64,
+        dtype: ParamDtype,
+        attn: AttnImpl,
+        ckpt: bool,
+        device: Device,
+    }
+
+    fn run(seq: u64, attn: AttnImpl) -> Run {
+        Run {
+            batch: 1,
+            seq,
+            dtype: ParamDtype::Bf16,
+            attn,
+            ckpt: false,
+            device: Device::Cpu,
+        }
+    }
+
+    fn act(spec: &ModelSpec, p: &TrainingProfile, r: &Run, lora: Option<&LoraPlan>) -> Activations {
+        let a = activations(&ActInput {
+            spec,
+            profile: Some(p),
+            batch: r.batch,
+            seq: r.seq,
+            dtype: r.dtype,
+            attn: r.attn,
+            checkpointing: r.ckpt,
+            device: r.device,
+            lora,
+            frozen: &[],
+        })
+        .unwrap();
+        assert_eq!(
+            a.layer_sharded + a.layer_replicated + a.outside,
+            a.retained,
+            "the split adds up"
+        );
+        assert_eq!(a.terms.iter().map(|t| t.value).sum::<u128>(), a.retained);
+        a
+    }
+
+    fn plan(
+        mods: &[(&str, TensorKind, u64, u64)],
+        rank: u64,
+        dropout: bool,
+        layers: u64,
+    ) -> LoraPlan {
+        LoraPlan {
+            rank,
+            dropout,
+            dora: false,
+            modules: mods
+                .iter()
+                .map(|&(name, kind, n_in, n_out)| Adapted {
+                    name: name.into(),
+                    kind,
+                    stack: Some(StackRole::Decoder),
+                    layer_runs: std::iter::once(0..layers).collect(),
+                    layers,
+                    n_in,
+                    n_out,
+                    copies: 1,
+                    params: rank * (n_in + n_out),
+                    tensors: 2,
+                })
+                .collect(),
+            resolved: mods.iter().map(|m| m.0.to_owned()).collect(),
+            trainable: 0,
+            tensors: 0,
+        }
+    }
+
+    const GPT2: Model = Model {
+        d: 768,
+        layers: 12,
+        heads: 12,
+        kv: 12,
+        ffn: 3072,
+        vocab: 50_257,
+        norms: 2,
+        tied: true,
+        window: None,
+    };
+    const PYTHIA_1_4B: Model = Model {
+        d: 2048,
+        layers: 24,
+        heads: 16,
+        kv: 16,
+        ffn: 8192,
+        vocab: 50_304,
+        norms: 2,
+        tied: false,
+        window: None,
+    };
+    const OPT_1_3B: Model = Model {
+        d: 2048,
+        layers: 24,
+        heads: 32,
+        kv: 32,
+        ffn: 8192,
+        vocab: 50_272,
+        norms: 2,
+        tied: true,
+        window: None,
+    };
+    /// Small configs of the held-out families (`scale_raw` of falcon-7b, bloom-560m,
+    /// starcoder2-3b): d = 64, 4 heads of 16, 3 layers, vocab 256.
+    const FALCON_SMALL: Model = Model {
+        d: 64,
+        layers: 3,
+        heads: 4,
+        kv: 1,
+        ffn: 256,
+        vocab: 256,
+        norms: 1,
+        tied: true,
+        window: None,
+    };
+    const BLOOM_SMALL: Model = Model {
+        d: 64,
+        layers: 3,
+        heads: 4,
+        kv: 4,
+        ffn: 256,
+        vocab: 256,
+        norms: 2,
+        tied: true,
+        window: None,
+    };
+    const STARCODER2_SMALL: Model = Model {
+        d: 64,
+        layers: 3,
+        heads: 4,
+        kv: 2,
+        ffn: 128,
+        vocab: 256,
+        norms: 2,
+        tied: true,
+        window: Some(4096),
+    };
+
+    fn gpt2() -> (ModelSpec, TrainingProfile) {
+        (
+            spec(&GPT2),
+            profile(LayerStyle::Gpt2, (true, true, true), None),
+        )
+    }
+
+    #[test]
+    fn gpt2_full_fine_tuning_as_measured() {
+        // train.json gpt2, batch 1, 512 tokens: (retained_bytes, forward_peak_bytes).
+        let (s, p) = gpt2();
+        let a = act(&s, &p, &run(512, AttnImpl::Sdpa), None);
+        assert_eq!((a.retained, a.forward_peak), (869_756_944, 1_024_146_448));
+        assert!(a.estimate.is_none());
+        let a = act(&s, &p, &run(512, AttnImpl::Eager), None);
+        assert_eq!((a.retained, a.forward_peak), (614_952_976, 769_342_480));
+        // batch 4: the padded labels [4, 513] are a transient (+8·b·(s + 1)).
+        let r = Run {
+            batch: 4,
+            ..run(512, AttnImpl::Sdpa)
+        };
+        let a = act(&s, &p, &r, None);
+        assert_eq!((a.retained, a.forward_peak), (3_479_015_432, 4_096_589_864));
+        // fp32: the CPU math path keeps q·scale, kᵀ·scale and (batch 1) the whole fused qkv
+        // output v views; the logits' upcast is a no-op (peak = retained + 4·T·V).
+        let r = Run {
+            dtype: ParamDtype::Fp32,
+            ..run(512, AttnImpl::Sdpa)
+        };
+        let a = act(&s, &p, &r, None);
+        assert_eq!((a.retained, a.forward_peak), (1_164_720_144, 1_267_646_480));
+        let r = Run {
+            ckpt: true,
+            ..run(512, AttnImpl::Eager)
+        };
+        let a = act(&s, &p, &r, None);
+        assert_eq!((a.retained, a.forward_peak), (115_257_360, 269_646_864));
+    }
+
+    #[test]
+    fn gpt2_without_dropout_keeps_no_noise() {
+        // Small gpt2 (d = 64, 4 heads, 3 layers, vocab 256, n_inner 256) with attn_pdrop,
+        // resid_pdrop and embd_pdrop all 0, bf16, batch 1, 48 tokens, measured: SDPA takes
+        // the flash kernel (q, k, v views of c_attn's output, out, lse) and no dropout saves
+        // noise: 581,968 (SDPA) and 634,960 (eager) retained.
+        let m = Model {
+            d: 64,
+            layers: 3,
+            heads: 4,
+            kv: 4,
+            ffn: 256,
+            vocab: 256,
+            ..GPT2
+        };
+        let s = spec(&m);
+        let p = profile(LayerStyle::Gpt2, (false, false, false), None);
+        assert_eq!(
+            act(&s, &p, &run(48, AttnImpl::Sdpa), None).retained,
+            581_968
+        );
+        assert_eq!(
+            act(&s, &p, &run(48, AttnImpl::Eager), None).retained,
+            634_960
+        );
+    }
+
+    #[test]
+    fn gpt2_lora_as_measured() {
+        // train.json gpt2 lora_runs, 512 tokens: r16 all-linear, r8 c_attn, checkpointed.
+        let (s, p) = gpt2();
+        let all = plan(
+            &[
+                ("c_attn", TensorKind::AttnQkv, 768, 2304),
+                ("c_proj", TensorKind::AttnOutput, 768, 768),
+                ("c_fc", TensorKind::FfnUp, 768, 3072),
+                ("c_proj", TensorKind::FfnDown, 3072, 768),
+            ],
+            16,
+            false,
+            12,
+        );
+        let a = act(&s, &p, &run(512, AttnImpl::Sdpa), Some(&all));
+        assert_eq!((a.retained, a.forward_peak), (935_024_656, 1_090_200_592));
+        let qv = plan(&[("c_attn", TensorKind::AttnQkv, 768, 2304)], 8, false, 12);
+        let a = act(&s, &p, &run(512, AttnImpl::Sdpa), Some(&qv));
+        assert_eq!((a.retained, a.forward_peak), (820_402_192, 975_578_128));
+        let r = Run {
+            ckpt: true,
+            ..run(512, AttnImpl::Sdpa)
+        };
+        let a = act(&s, &p, &r, Some(&qv));
+        assert_eq!((a.retained, a.forward_peak), (114_733_072, 269_909_008));
+    }
+
+    fn pythia() -> (ModelSpec, TrainingProfile) {
+        (
+            spec(&PYTHIA_1_4B),
+            profile(LayerStyle::GptNeox, (false, false, false), Some(32)),
+        )
+    }
+
+    #[test]
+    fn pythia_full_and_lora_as_measured() {
+        // train.json pythia-1.4b: eager at 2048 tokens (v keeps the whole fused qkv output at
+        // batch 1), and LoRA at 2048 tokens.
+        let (s, p) = pythia();
+        let a = act(&s, &p, &run(2048, AttnImpl::Eager), None);
+        assert_eq!(
+            (a.retained, a.forward_peak),
+            (13_515_776_016, 14_133_911_568)
+        );
+        let qkv = ("query_key_value", TensorKind::AttnQkv, 2048, 6144);
+        let qv = plan(&[qkv], 8, false, 24);
+        let a = act(&s, &p, &run(2048, AttnImpl::Sdpa), Some(&qv));
+        assert_eq!((a.retained, a.forward_peak), (3_001_163_792, 3_627_687_952));
+        let all = plan(
+            &[
+                qkv,
+                ("dense", TensorKind::AttnOutput, 2048, 2048),
+                ("dense_h_to_4h", TensorKind::FfnUp, 2048, 8192),
+                ("dense_4h_to_h", TensorKind::FfnDown, 8192, 2048),
+            ],
+            16,
+            false,
+            24,
+        );
+        let a = act(&s, &p, &run(2048, AttnImpl::Sdpa), Some(&all));
+        assert_eq!((a.retained, a.forward_peak), (5_461_647_376, 6_088_171_536));
+        // The q/v step's layer 0 keeps no GELU input (its parallel MLP branch needs no grad):
+        // the difference to all-linear is the three other adapters and that e·T·F.
+        let layer0 = a.terms.iter().find(|t| t.key == "gelu_in").unwrap();
+        assert!(layer0.formula.starts_with("L·"), "{}", layer0.formula);
+        let a = act(&s, &p, &run(2048, AttnImpl::Sdpa), Some(&qv));
+        let gelu = a.terms.iter().find(|t| t.key == "gelu_in").unwrap();
+        assert!(gelu.formula.starts_with("(L − 1)·"), "{}", gelu.formula);
+    }
+
+    #[test]
+    fn opt_checkpointed_eager_peaks_inside_the_last_layer() {
+        // train.json opt-1.3b, eager, checkpointing, 2048 tokens: retained 638,378,000, forward
+        // peak 1,602,265,088 — the last layer's scores (bf16 + fp32 upcast + fp32 softmax,
+        // 10·b·H·s² = 1,342,177,280) outweigh the loss's 6·T·V.
+        let s = spec(&OPT_1_3B);
+        let p = profile(LayerStyle::Opt, (false, true, false), None);
+        let r = Run {
+            ckpt: true,
+            ..run(2048, AttnImpl::Eager)
+        };
+        let a = act(&s, &p, &r, None);
+        assert_eq!((a.retained, a.forward_peak), (638_378_000, 1_602_265_088));
+        assert!(a.peak_terms.iter().any(|t| t.key == "scores_fp32"));
+        // LoRA q/v, 512 tokens (train.json opt-1.3b lora_runs).
+        let qv = plan(
+            &[
+                ("q_proj", TensorKind::AttnQ, 2048, 2048),
+                ("v_proj", TensorKind::AttnV, 2048, 2048),
+            ],
+            8,
+            false,
+            24,
+        );
+        let a = act(&s, &p, &run(512, AttnImpl::Sdpa), Some(&qv));
+        assert_eq!((a.retained, a.forward_peak), (910_725_136, 1_067_257_872));
+    }
+
+    #[test]
+    fn falcon_multi_query_as_measured_small() {
+        // Small falcon-7b (multi-query, one LayerNorm, parallel), measured: (retained, peak).
+        let s = spec(&FALCON_SMALL);
+        let p = profile(LayerStyle::Falcon, (false, false, false), Some(16));
+        let a = act(&s, &p, &run(48, AttnImpl::Sdpa), None);
+        assert_eq!((a.retained, a.forward_peak), (312_256, 385_984));
+        // Batch 2, eager: k, v copied to every head (batch 1 keeps broadcast views).
+        let r = Run {
+            batch: 2,
+            ..run(40, AttnImpl::Eager)
+        };
+        let a = act(&s, &p, &r, None);
+        assert_eq!((a.retained, a.forward_peak), (613_816, 737_352));
+        // Checkpointed SDPA at batch 2: the closure's bool mask is [1, 1, s, s].
+        let r = Run {
+            batch: 2,
+            ckpt: true,
+            ..run(40, AttnImpl::Sdpa)
+        };
+        assert_eq!(act(&s, &p, &r, None).retained, 138_568);
+    }
+
+    #[test]
+    fn bloom_as_measured_small() {
+        // Small bloom-560m (ALiBi, embedding LayerNorm, eager only), measured.
+        let mut s = spec(&BLOOM_SMALL);
+        s.stacks[0].embedding_norm = Some(Norm::layer_norm(64));
+        s.stacks[0].position = None;
+        let p = profile(LayerStyle::Bloom, (false, false, false), None);
+        let a = act(&s, &p, &run(48, AttnImpl::Eager), None);
+        assert_eq!((a.retained, a.forward_peak), (530_320, 604_048));
+        assert!(a.estimate.is_none());
+        let r = Run {
+            batch: 2,
+            ..run(40, AttnImpl::Eager)
+        };
+        let a = act(&s, &p, &r, None);
+        assert_eq!((a.retained, a.forward_peak), (837_768, 961_304));
+        // fp32 (at this vocabulary of 256 a layer's temporaries, not the loss, make the peak:
+        // only the retained bytes are compared).
+        let r = Run {
+            batch: 2,
+            dtype: ParamDtype::Fp32,
+            ..run(40, AttnImpl::Eager)
+        };
+        assert_eq!(act(&s, &p, &r, None).retained, 1_285_768);
+        // SDPA is refused by transformers' BLOOM: counted as eager, and said so.
+        let a = act(&s, &p, &run(48, AttnImpl::Sdpa), None);
+        assert_eq!(a.retained, 530_320);
+        assert!(a.estimate.unwrap().contains("BLOOM"));
+    }
+
+    #[test]
+    fn starcoder2_dropouts_and_window_as_measured_small() {
+        // Small starcoder2-3b (GQA 4/2, every dropout 0.1): CPU SDPA takes the math path.
+        let s = spec(&STARCODER2_SMALL);
+        let p = profile(LayerStyle::Starcoder2, (true, true, true), Some(16));
+        assert_eq!(
+            act(&s, &p, &run(48, AttnImpl::Sdpa), None).retained,
+            717_520
+        );
+        // No dropout and a 32-token window shorter than 48 tokens: the flash kernel gets an
+        // explicit mask (saved per layer) and k, v repeated to every head.
+        let s = spec(&Model {
+            window: Some(32),
+            ..STARCODER2_SMALL
+        });
+        let p = profile(LayerStyle::Starcoder2, (false, false, false), Some(16));
+        assert_eq!(
+            act(&s, &p, &run(48, AttnImpl::Sdpa), None).retained,
+            303_568
+        );
+        let r = Run {
+            batch: 2,
+            ckpt: true,
+            ..run(40, AttnImpl::Sdpa)
+        };
+        assert_eq!(act(&s, &p, &r, None).retained, 138_568);
+    }
+
+    #[test]
+    fn cuda_masks_stats_and_fused_kernel_are_derived() {
+        // gpt2, 512 tokens, eager, bf16: CUDA keeps 1-byte dropout masks (attention
+        // probabilities b·H·s² = 3,145,728 and two residual T·d = 393,216 per layer, the
+        // embedding's once) and fp32 LayerNorm statistics (+2·T per LN: 25 LNs).
+        let (s, p) = gpt2();
+        let cpu = act(&s, &p, &run(512, AttnImpl::Eager), None).retained;
+        let r = Run {
+            device: Device::Cuda,
+            ..run(512, AttnImpl::Eager)
+        };
+        let cuda = act(&s, &p, &r, None);
+        let masks = 12 * (3_145_728 + 2 * 393_216) + 393_216;
+        let stats = 25 * 2 * 2 * 512;
+        assert_eq!(cuda.retained, cpu - masks + stats);
+        assert!(cuda.terms.iter().any(|t| t.what.contains("derived")));
+        // LoRA dropout on CUDA keeps a 1-byte mask per adapter input instead of fp32 noise.
+        let qv = |dropout| {
+            plan(
+                &[("c_attn", TensorKind::AttnQkv, 768, 2304)],
+                8,
+                dropout,
+                12,
+            )
+        };
+        let with = act(&s, &p, &r, Some(&qv(true))).retained;
+        let without = act(&s, &p, &r, Some(&qv(false))).retained;
+        // 11 layers (layer 0's input needs no grad) × T·d.
+        assert_eq!(with - without, 11 * 512 * 768);
+    }
+
+    #[test]
+    fn odd_specs_are_estimates_without_panics() {
+        // A million layers: the work is per kind.
+        let (mut s, p) = gpt2();
+        let layer = s.stacks[0].layers.kinds()[0].clone();
+        s.stacks[0].layers = crate::spec::Layers::repeat(layer.clone(), 1_000_000);
+        let a = act(&s, &p, &run(512, AttnImpl::Sdpa), None);
+        assert!(a.retained > 0 && a.estimate.is_none());
+        // Latent attention, experts, no attention: counted, and said to be estimates.
+        let mut latent = layer.clone();
+        latent.attention = Attention::Latent(crate::spec::LatentAttention {
+            hidden: 768,
+            num_heads: 12,
+            q_lora_rank: None,
+            kv_lora_rank: 512,
+            qk_nope_head_dim: 64,
+            qk_rope_head_dim: 32,
+            v_head_dim: 64,
+            bias: false,
+            indexer_key_dim: None,
+            category: crate::Category::Attention,
+        });
+        let mut absent = layer.clone();
+        absent.attention = Attention::Absent;
+        absent.ffn = Ffn::Absent;
+        s.stacks[0].layers = crate::spec::Layers::from_pattern([0, 1, 2, 0], |k| match k {
+            0 => layer.clone(),
+            1 => latent.clone(),
+            _ => absent.clone(),
+        });
+        for attn in [AttnImpl::Sdpa, AttnImpl::Eager] {
+            let a = act(&s, &p, &run(512, attn), None);
+            assert!(a.retained > 0);
+            assert!(a.estimate.is_some());
+        }
+        // Sizes that overflow are an error, not a wrap.
+        let mut huge = spec(&GPT2);
+        huge.hidden_size = u64::MAX;
+        let r = activations(&ActInput {
+            spec: &huge,
+            profile: Some(&p),
+            batch: u64::MAX,
+            seq: u64::MAX,
+            dtype: ParamDtype::Fp32,
+            attn: AttnImpl::Eager,
+            checkpointing: false,
+            device: Device::Cpu,
+            lora: None,
+            frozen: &[],
+        });
+        assert!(matches!(r, Err(SpecError::TooLarge { .. })));
     }
 }
