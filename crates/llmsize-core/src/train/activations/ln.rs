@@ -1363,32 +1363,74 @@ fn layer_peak(step: &Step, x: &Dims, out: &[Piece], layers: u128) -> Option<Vec<
                     qkv,
                     Tp::Sharded,
                 );
+                // BLOOM at batch > 1: the q, k, v reshapes are copies.
+                p.add(
+                    style == LayerStyle::Bloom && x.b > 1,
+                    "attn_copies",
+                    "q, k, v reshaped for baddbmm (copies at batch > 1)",
+                    c(3) * x.eta(),
+                    Tp::Sharded,
+                );
+                // The largest op: the softmax (its masked input, BLOOM's baddbmm output too, the
+                // fp32 upcast and output) or, with attention dropout, the dropout (the fp32
+                // softmax, its cast, the noise and the dropped probabilities).
                 let scores = if style == LayerStyle::Bloom {
                     c(2) * x.e()
                 } else {
                     x.e()
                 };
-                p.add(
-                    true,
-                    "scores",
-                    "the masked scores in the weights' dtype (BLOOM: and baddbmm's output)",
-                    scores * bhs2.clone(),
-                    Tp::Sharded,
-                );
-                p.add(
-                    upcast,
-                    "scores_fp32",
-                    "their fp32 upcast for the softmax",
-                    c(4) * bhs2.clone(),
-                    Tp::Sharded,
-                );
-                p.add(
-                    true,
-                    "softmax",
-                    "the fp32 softmax output",
-                    c(4) * bhs2,
-                    Tp::Sharded,
-                );
+                let at_softmax = (scores.clone() + if upcast { c(4) } else { c(0) } + c(4))
+                    .value
+                    .unwrap_or(0);
+                let cast = if upcast { x.e() } else { c(0) };
+                let at_dropout = (c(4) + cast.clone() + step.noise(x) + x.e())
+                    .value
+                    .unwrap_or(0);
+                if step.attn_drop && at_dropout > at_softmax {
+                    p.add(
+                        true,
+                        "softmax",
+                        "the fp32 softmax output",
+                        c(4) * bhs2.clone(),
+                        Tp::Sharded,
+                    );
+                    p.add(
+                        upcast,
+                        "probs",
+                        "its cast to the weights' dtype",
+                        cast * bhs2.clone(),
+                        Tp::Sharded,
+                    );
+                    p.add(
+                        true,
+                        "dropout",
+                        "the dropout's noise and the dropped probabilities",
+                        (step.noise(x) + x.e()) * bhs2,
+                        Tp::Sharded,
+                    );
+                } else {
+                    p.add(
+                        true,
+                        "scores",
+                        "the masked scores in the weights' dtype (BLOOM: and baddbmm's output)",
+                        scores * bhs2.clone(),
+                        Tp::Sharded,
+                    );
+                    p.add(
+                        upcast,
+                        "scores_fp32",
+                        "their fp32 upcast for the softmax",
+                        c(4) * bhs2.clone(),
+                        Tp::Sharded,
+                    );
+                    p.add(
+                        true,
+                        "softmax",
+                        "the fp32 softmax output",
+                        c(4) * bhs2,
+                        Tp::Sharded,
+                    );
+                }
             }
         }
     }
