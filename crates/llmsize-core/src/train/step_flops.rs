@@ -200,6 +200,9 @@ fn frozen_by(kind: TensorKind, freeze: &[FreezePart]) -> bool {
 struct Lin {
     kind: TensorKind,
     role: Role,
+    /// Input and output features.
+    n_in: u64,
+    n_out: u64,
     /// Forward FLOPs in one layer: `2·T·n_in·n_out·active_copies`.
     fwd: u128,
     /// `ParamWrapper` merges the adapters into this weight: it gets a weight gradient.
@@ -532,6 +535,8 @@ impl<'a> Counter<'a> {
                     lins.push(Lin {
                         kind: t.kind,
                         role: r,
+                        n_in: t.cols,
+                        n_out: t.rows,
                         fwd: self.linear_fwd(t)?,
                         merged: false,
                     });
@@ -729,6 +734,22 @@ impl<'a> Counter<'a> {
                         .ok_or_else(too_large),
                 }
             }
+        }
+    }
+
+    /// The tail's formula: symbols, then values.
+    fn tail_symbols(&self, kind: &Kind<'_>) -> (String, String) {
+        let t = self.t;
+        if let Some(a) = kind
+            .adapters
+            .iter()
+            .find(|a| a.kind == TensorKind::FfnDown && a.wrapper == Wrapper::Linear)
+        {
+            return ("2·T·r·d".into(), format!("2·{t}·{}·{}", a.rank, a.n_out));
+        }
+        match kind.lins.iter().find(|l| l.kind == TensorKind::FfnDown) {
+            Some(l) => ("2·T·F·d".into(), format!("2·{t}·{}·{}", l.n_in, l.n_out)),
+            None => ("tail".into(), String::new()),
         }
     }
 
@@ -1017,21 +1038,22 @@ impl<'a> Counter<'a> {
             let mut f = Vec::new();
             let mut v = Vec::new();
             for (k, (count, pass)) in kinds.iter().zip(per_kind) {
-                let fwd = pass.forward().unwrap_or(u128::MAX);
-                let tail = if pass.tail == 0 {
-                    String::new()
-                } else {
-                    format!(" − {}", n(pass.tail))
-                };
-                f.push(format!(
-                    "{}·(layer{})",
-                    count,
-                    if pass.tail == 0 { "" } else { " − tail" }
-                ));
-                v.push(format!("{}·({}{tail})", count, n(fwd)));
-                let _ = k;
+                let mut fs = String::from("M_l + S_l");
+                let mut vs = format!("{} + {}", n(pass.matmul), n(pass.attn));
+                let a = pass.adapters_fwd.saturating_add(pass.wrapper_fwd);
+                if a > 0 {
+                    fs.push_str(" + A_l");
+                    let _ = write!(vs, " + {}", n(a));
+                }
+                if pass.tail > 0 {
+                    let (sym, val) = self.tail_symbols(k);
+                    let _ = write!(fs, " − {sym}");
+                    let _ = write!(vs, " − {val}");
+                }
+                f.push(format!("{count}·({fs})"));
+                v.push(format!("{count}·({vs})"));
             }
-            let skip = kinds.iter().zip(per_kind).any(|(_, (_, p))| p.tail > 0);
+            let skip = per_kind.iter().any(|(_, p)| p.tail > 0);
             terms.push(Term::new(
                 "recompute",
                 if skip {
@@ -1089,5 +1111,458 @@ fn rank_of(m: &Adapted, rank: u64) -> u128 {
     match per_rank {
         Some(p) if p > 0 && m.params > 0 && m.params.is_multiple_of(p) => u128::from(m.params / p),
         _ => u128::from(rank),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        reason = "a test fails loudly on what it did not expect"
+    )]
+
+    use super::*;
+    use crate::design::{Design, Style, design_spec};
+    use crate::flops::flops;
+    use crate::spec::{Layers, Mlp, Moe};
+    use crate::train::profile::LLAMA_MODULES;
+
+    fn profile(
+        style: LayerStyle,
+        attention_dropout: bool,
+        hidden_dropout: bool,
+    ) -> TrainingProfile {
+        TrainingProfile {
+            style,
+            attention_dropout,
+            hidden_dropout,
+            embedding_dropout: hidden_dropout,
+            rotary_dims: None,
+            routing_weights_in_dtype: false,
+            sliding_window_applies: true,
+            modules: LLAMA_MODULES,
+            peft_default: None,
+        }
+    }
+
+    /// Llama-2-7B (d 4096, L 32, V 32000, F 11008, 32 heads), as `config.json` reads.
+    fn llama2() -> ModelSpec {
+        let mut spec = design_spec(
+            &Design {
+                hidden: 4096,
+                layers: 32,
+                vocab: Some(32_000),
+                ..Design::default()
+            },
+            Style::Llama,
+        )
+        .unwrap();
+        spec.training = Some(profile(LayerStyle::Llama, false, false));
+        spec
+    }
+
+    /// GPT-2 small (d 768, L 12, V 50257, tied head, dropouts 0.1).
+    fn gpt2() -> ModelSpec {
+        let mut spec = design_spec(
+            &Design {
+                hidden: 768,
+                layers: 12,
+                vocab: Some(50_257),
+                ctx: Some(1024),
+                ..Design::default()
+            },
+            Style::Gpt,
+        )
+        .unwrap();
+        spec.training = Some(profile(LayerStyle::Gpt2, true, true));
+        spec
+    }
+
+    /// Mixtral-8x7B: llama attention with 8 kv heads, 8 experts of width 14336, top-2.
+    fn mixtral() -> ModelSpec {
+        let mut spec = design_spec(
+            &Design {
+                hidden: 4096,
+                layers: 32,
+                vocab: Some(32_000),
+                kv_heads: Some(8),
+                ffn: Some(14_336),
+                ..Design::default()
+            },
+            Style::Llama,
+        )
+        .unwrap();
+        let mut layer = spec.stacks[0].layers.kinds()[0].clone();
+        layer.ffn = Ffn::Moe(Moe {
+            num_experts: 8,
+            experts_per_token: 2,
+            expert: Mlp {
+                hidden: 4096,
+                intermediate: 14_336,
+                gated: true,
+                up_bias: false,
+                down_bias: false,
+            },
+            router_bias: false,
+            router: true,
+            shared: None,
+            shared_gate: false,
+        });
+        spec.stacks[0].layers = Layers::repeat(layer, 32);
+        spec.training = Some(profile(LayerStyle::Llama, false, false));
+        spec
+    }
+
+    struct Case<'a> {
+        spec: &'a ModelSpec,
+        seq: u64,
+        batch: u64,
+        attn: AttnImpl,
+        checkpointing: bool,
+        lora: Option<&'a LoraPlan>,
+        convention: AttentionConvention,
+        context: StepContext<'a>,
+    }
+
+    impl<'a> Case<'a> {
+        fn new(spec: &'a ModelSpec, seq: u64) -> Self {
+            Case {
+                spec,
+                seq,
+                batch: 1,
+                attn: AttnImpl::Sdpa,
+                checkpointing: false,
+                lora: None,
+                convention: AttentionConvention::Full,
+                context: StepContext::default(),
+            }
+        }
+
+        fn run(&self) -> StepFlops {
+            let fwd = flops(self.spec, self.seq, self.batch, self.convention).unwrap();
+            step_flops_in(
+                &StepInput {
+                    spec: self.spec,
+                    profile: self.spec.training.as_ref(),
+                    forward: &fwd,
+                    attn: self.attn,
+                    checkpointing: self.checkpointing,
+                    lora: self.lora,
+                    frozen_base: self.lora.is_some() || !self.context.freeze.is_empty(),
+                },
+                &self.context,
+            )
+            .unwrap()
+        }
+
+        fn train(&self) -> u128 {
+            let r = self.run();
+            assert_eq!(r.train_step, r.forward + r.backward + r.recompute);
+            assert_eq!(
+                r.terms.iter().map(|t| t.value).sum::<u128>(),
+                r.train_step,
+                "the terms add up to the step"
+            );
+            r.train_step
+        }
+    }
+
+    /// An adapter on every layer of the (single-kind) stack.
+    fn adapted(
+        name: &str,
+        kind: TensorKind,
+        layers: u64,
+        shape: (u64, u64, u64),
+        rank: u64,
+    ) -> Adapted {
+        let (n_in, n_out, copies) = shape;
+        Adapted {
+            name: name.into(),
+            kind,
+            stack: Some(StackRole::Decoder),
+            layer_runs: vec![0..layers],
+            layers,
+            n_in,
+            n_out,
+            copies,
+            params: rank * copies * (n_in + n_out),
+            tensors: 2,
+        }
+    }
+
+    fn plan(rank: u64, modules: Vec<Adapted>) -> LoraPlan {
+        LoraPlan {
+            rank,
+            dropout: false,
+            dora: false,
+            trainable: modules.iter().map(|m| m.params * m.layers).sum(),
+            tensors: modules.iter().map(|m| m.tensors * m.layers).sum(),
+            resolved: modules.iter().map(|m| m.name.clone()).collect(),
+            modules,
+        }
+    }
+
+    fn llama_all_linear(d: u64, kv: u64, f: u64, layers: u64, r: u64) -> LoraPlan {
+        use TensorKind as K;
+        plan(
+            r,
+            vec![
+                adapted("q_proj", K::AttnQ, layers, (d, d, 1), r),
+                adapted("k_proj", K::AttnK, layers, (d, kv, 1), r),
+                adapted("v_proj", K::AttnV, layers, (d, kv, 1), r),
+                adapted("o_proj", K::AttnOutput, layers, (d, d, 1), r),
+                adapted("gate_proj", K::FfnGate, layers, (d, f, 1), r),
+                adapted("up_proj", K::FfnUp, layers, (d, f, 1), r),
+                adapted("down_proj", K::FfnDown, layers, (f, d, 1), r),
+            ],
+        )
+    }
+
+    fn llama_qv(d: u64, kv: u64, layers: u64, r: u64) -> LoraPlan {
+        use TensorKind as K;
+        plan(
+            r,
+            vec![
+                adapted("q_proj", K::AttnQ, layers, (d, d, 1), r),
+                adapted("v_proj", K::AttnV, layers, (d, kv, 1), r),
+            ],
+        )
+    }
+
+    #[test]
+    fn llama2_full_fine_tuning_is_torchs_count() {
+        // train.json, Llama-2-7b-hf, train_step_flops / runs[].flops (bf16, --attention full).
+        let spec = llama2();
+        let mut c = Case::new(&spec, 512);
+        assert_eq!(c.train(), 20_777_978_036_224);
+        c.checkpointing = true;
+        assert_eq!(c.train(), 26_069_377_744_896);
+        assert!(c.run().exact);
+        c.attn = AttnImpl::Eager;
+        assert_eq!(c.train(), 26_000_658_268_160);
+        c.checkpointing = false;
+        assert_eq!(c.train(), 20_709_258_559_488);
+        let mut c = Case::new(&spec, 2048);
+        assert_eq!(c.train(), 88_884_348_190_720);
+        c.checkpointing = true;
+        assert_eq!(c.train(), 111_699_214_467_072);
+        let mut c = Case::new(&spec, 512);
+        c.batch = 4;
+        assert_eq!(c.train(), 83_111_912_144_896);
+    }
+
+    #[test]
+    fn the_recompute_skips_down_proj_exactly() {
+        // README: Llama-2-7B at 512, recompute = layer forward − 2·T·F·d per layer.
+        let spec = llama2();
+        let mut c = Case::new(&spec, 512);
+        c.checkpointing = true;
+        let r = c.run();
+        let layer_fwd = (r.forward - 2 * 512 * 4096 * 32_000) / 32;
+        assert_eq!(r.recompute, 32 * (layer_fwd - 2 * 512 * 11_008 * 4096));
+        let explain = &r.terms.last().unwrap().formula;
+        assert!(
+            explain.contains("2·T·F·d") && explain.contains("2·512·11008·4096"),
+            "{explain}"
+        );
+    }
+
+    #[test]
+    fn gpt2_recomputes_whole_layers_and_runs_sdpa_as_bmm_on_cpu() {
+        // train.json, gpt2 at 512: 3.0× (attention dropout: the CPU math path), ckpt 3.71×.
+        let spec = gpt2();
+        let mut c = Case::new(&spec, 512);
+        assert_eq!(c.train(), 408_481_431_552);
+        c.checkpointing = true;
+        assert_eq!(c.train(), 505_118_195_712);
+        // runs[] batch 4: 1,633,925,726,208.
+        c.checkpointing = false;
+        c.batch = 4;
+        assert_eq!(c.train(), 1_633_925_726_208);
+        // On CUDA SDPA keeps its fused kernel with dropout: 0.5·S more than the math path.
+        c.batch = 1;
+        c.context.device = Device::Cuda;
+        let s = 12 * 4 * 512 * 512 * 768;
+        assert_eq!(c.train(), 408_481_431_552 + s / 2);
+    }
+
+    #[test]
+    fn mixtral_counts_the_experts_grouped_matmuls() {
+        // train.json, Mixtral-8x7B-v0.1, train_step_flops (experts_counted).
+        let spec = mixtral();
+        let mut c = Case::new(&spec, 512);
+        assert_eq!(c.train(), 39_644_695_625_728);
+        c.checkpointing = true;
+        assert_eq!(c.train(), 52_702_469_947_392);
+        let mut c = Case::new(&spec, 2048);
+        assert_eq!(c.train(), 164_351_218_548_736);
+        c.checkpointing = true;
+        assert_eq!(c.train(), 218_231_583_277_056);
+    }
+
+    #[test]
+    fn lora_on_llama2_is_formulas_py() {
+        // train.json lora_runs, Llama-2-7b-hf (= formulas.py lora_flops).
+        let spec = llama2();
+        let all = llama_all_linear(4096, 4096, 11_008, 32, 16);
+        let qv = llama_qv(4096, 4096, 32, 8);
+        for (p, seq, want, want_ckpt) in [
+            (&all, 512, 14_083_399_090_176u128, 20_942_797_406_208u128),
+            (&all, 2048, 62_106_032_406_528, 91_192_893_112_320),
+            (&qv, 512, 13_973_608_988_672, 19_320_910_381_056),
+            (&qv, 2048, 61_666_872_000_512, 84_705_345_011_712),
+        ] {
+            let mut c = Case::new(&spec, seq);
+            c.lora = Some(p);
+            assert_eq!(c.train(), want, "{} at {seq}", p.resolved.join(","));
+            c.checkpointing = true;
+            assert_eq!(
+                c.train(),
+                want_ckpt,
+                "{} at {seq}, ckpt",
+                p.resolved.join(",")
+            );
+            assert!(c.run().exact);
+        }
+        // The forward of r16 all-linear at 512: 6,944,022,593,536.
+        let mut c = Case::new(&spec, 512);
+        c.lora = Some(&all);
+        assert_eq!(c.run().forward, 6_944_022_593_536);
+    }
+
+    #[test]
+    fn lora_on_gpt2_fused_c_attn() {
+        // train.json lora_runs, gpt2 at 512: r8 c_attn and r16 all-linear (c_attn, c_proj ×2, c_fc).
+        use TensorKind as K;
+        let spec = gpt2();
+        let qv = plan(
+            8,
+            vec![adapted("c_attn", K::AttnQkv, 12, (768, 2304, 1), 8)],
+        );
+        let all = plan(
+            16,
+            vec![
+                adapted("c_attn", K::AttnQkv, 12, (768, 2304, 1), 16),
+                adapted("c_proj", K::AttnOutput, 12, (768, 768, 1), 16),
+                adapted("c_fc", K::FfnUp, 12, (768, 3072, 1), 16),
+                adapted("c_proj", K::FfnDown, 12, (3072, 768, 1), 16),
+            ],
+        );
+        for (p, want, want_ckpt) in [
+            (&qv, 281_072_369_664u128, 379_829_354_496u128),
+            (&all, 287_407_865_856, 388_285_071_360),
+        ] {
+            let mut c = Case::new(&spec, 512);
+            c.lora = Some(p);
+            assert_eq!(c.train(), want);
+            c.checkpointing = true;
+            assert_eq!(c.train(), want_ckpt);
+        }
+    }
+
+    #[test]
+    fn lora_on_mixtral_wraps_the_experts() {
+        // train.json lora_runs, Mixtral-8x7B-v0.1 at 512 (experts counted): peft's all-linear
+        // adapts q/k/v/o, the router (ParamWrapper on `gate.weight`) and the experts
+        // (gate_up at rank 2r: transformers 5 fused w1 and w3).
+        use TensorKind as K;
+        let spec = mixtral();
+        let (d, f, e) = (4096, 14_336, 8);
+        let all = plan(
+            16,
+            vec![
+                adapted("q_proj", K::AttnQ, 32, (d, d, 1), 16),
+                adapted("k_proj", K::AttnK, 32, (d, 1024, 1), 16),
+                adapted("v_proj", K::AttnV, 32, (d, 1024, 1), 16),
+                adapted("o_proj", K::AttnOutput, 32, (d, d, 1), 16),
+                adapted("gate", K::Router, 32, (d, e, 1), 16),
+                adapted("experts.gate_up_proj", K::ExpertGate, 32, (d, 2 * f, e), 32),
+                adapted("experts.down_proj", K::ExpertDown, 32, (f, d, e), 16),
+            ],
+        );
+        assert_eq!(all.trainable, 359_665_664, "peft's count");
+        let qv = llama_qv(d, 1024, 32, 8);
+        for (p, want, want_ckpt) in [
+            (&all, 47_772_820_570_112u128, 65_680_921_591_808u128),
+            (&qv, 26_574_774_599_680, 39_661_875_494_912),
+        ] {
+            let mut c = Case::new(&spec, 512);
+            c.lora = Some(p);
+            assert_eq!(c.train(), want);
+            c.checkpointing = true;
+            assert_eq!(c.train(), want_ckpt);
+        }
+        let mut c = Case::new(&spec, 512);
+        c.lora = Some(&all);
+        assert_eq!(c.run().forward, 18_016_347_619_328);
+    }
+
+    #[test]
+    fn causal_convention_charges_sdpa_on_the_triangle() {
+        // 3·M + 3.5·S with S over s(s+1)/2 pairs: Llama-2-7B at 512.
+        let spec = llama2();
+        let mut c = Case::new(&spec, 512);
+        c.convention = AttentionConvention::Causal;
+        let m: u128 = 2 * 512 * (32 * (4 * 4096 * 4096 + 3 * 4096 * 11_008) + 4096 * 32_000);
+        let s: u128 = 32 * 2 * 2 * (512 * 513 / 2) * 4096;
+        assert_eq!(c.train(), 3 * m + 3 * s + s / 2);
+    }
+
+    #[test]
+    fn freezing_drops_weight_gradients_and_says_it_is_derived() {
+        let spec = llama2();
+        let freeze = [FreezePart::Attention, FreezePart::Embeddings];
+        let mut c = Case::new(&spec, 512);
+        c.context.freeze = &freeze;
+        let r = c.run();
+        assert!(!r.exact);
+        // Frozen attention projections lose their weight gradients, and layer 0's q/k/v
+        // still get grad-inputs (the input norm's weight is trained).
+        let attn: u128 = 2 * 512 * 4 * 4096 * 4096;
+        assert_eq!(r.train_step, 20_777_978_036_224 - 32 * attn);
+    }
+
+    #[test]
+    fn a_million_layers_cost_no_loop_and_huge_shapes_error() {
+        let mut spec = design_spec(
+            &Design {
+                hidden: 4096,
+                layers: 1_000_000,
+                vocab: Some(32_000),
+                ..Design::default()
+            },
+            Style::Llama,
+        )
+        .unwrap();
+        spec.training = Some(profile(LayerStyle::Llama, false, false));
+        let mut c = Case::new(&spec, 4096);
+        c.checkpointing = true;
+        assert!(c.train() > 0);
+        // A hostile width overflows u128 somewhere: an error, never a panic.
+        let fwd = flops(&spec, 4096, 1, AttentionConvention::Full).unwrap();
+        let mut huge = fwd.clone();
+        huge.batch = u64::MAX;
+        huge.seq_len = u64::MAX;
+        let r = step_flops(&StepInput {
+            spec: &spec,
+            profile: spec.training.as_ref(),
+            forward: &huge,
+            attn: AttnImpl::Sdpa,
+            checkpointing: true,
+            lora: None,
+            frozen_base: false,
+        });
+        assert!(matches!(r, Err(SpecError::TooLarge { .. })));
+    }
+
+    #[test]
+    fn a_model_without_a_profile_is_an_estimate() {
+        let mut spec = llama2();
+        spec.training = None;
+        let r = Case::new(&spec, 512).run();
+        assert!(!r.exact);
+        assert_eq!(r.train_step, 20_777_978_036_224);
     }
 }
