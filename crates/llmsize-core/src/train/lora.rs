@@ -29,6 +29,11 @@
 //! reaches `model.layers.0.self_attn.q_proj` and GPT-2's `c_proj` reaches both the attention
 //! output and the MLP's down projection. A fused module (`c_attn`, `query_key_value`,
 //! Phi-3's `qkv_proj` and `gate_up_proj`) is one module with its full width.
+//!
+//! Two refusals go beyond peft, which accepts both: a name in the user's list that reaches no
+//! module (peft skips it silently as long as another name matches, so a typo would quietly
+//! train fewer adapters), and a rank above a projection's smaller side (the adapter would
+//! hold more parameters than the matrix and adapt nothing a full update could not).
 
 use crate::SpecError;
 use crate::layout::{Form, Layout, Place, Tensor, TensorKind};
