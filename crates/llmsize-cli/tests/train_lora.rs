@@ -7,7 +7,7 @@
 //!   `params.lora_default` (`trainable`, `trainable_tensors`; r 8 q/v is peft's own default
 //!   list, or `qkv_proj` for Phi-3 and q/v for Mixtral, which have no default), and
 //!   `lora_runs[].gradient_bytes` (`4·N`, fp32 adapters);
-//! - `truth/truth.json` → `lora.trainable` (r 16 all-linear) for GPT-J;
+//! - `truth/truth.json` → `lora.trainable` (r 16 all-linear) for GPT-J and Phi-2;
 //! - marked "peft, measured": `get_peft_model(AutoModelForCausalLM.from_config(cfg),
 //!   LoraConfig(...))` with peft 0.21.2 and transformers 5.24 on the meta device, unique
 //!   parameters with `requires_grad` counted, for the setups the truth files do not hold.
@@ -89,8 +89,29 @@ fn all_linear_every_family() {
         let (n, t, _) = adapters(model, R16_ALL);
         assert_eq!((n, t), (trainable, tensors), "{model}");
     }
+    // truth.json lora.trainable: types without a training profile, named by their family.
     let (n, _, _) = adapters("gpt-j-6b", R16_ALL);
     assert_eq!(n, 33_030_144, "gpt-j-6b");
+    let (n, _, _) = adapters("phi-2", R16_ALL);
+    assert_eq!(n, 23_592_960, "phi-2");
+}
+
+#[test]
+fn families_without_a_profile_keep_their_names() {
+    // peft, measured: GPT-J's MLP is `fc_in`/`fc_out` (r 3: 28·3·((4096+16384) +
+    // (16384+4096)) = 3,440,640), and peft's default for `phi` is q_proj, v_proj, fc1, fc2
+    // (r 8: 9,175,040 in 256 tensors).
+    let (n, t, _) = adapters(
+        "gpt-j-6b",
+        &["--lora-rank", "3", "--lora-targets", "fc_in,fc_out"],
+    );
+    assert_eq!((n, t), (3_440_640, 112));
+    let (n, t, modules) = adapters("phi-2", &["--lora-rank", "8", "--lora-targets", "default"]);
+    assert_eq!((n, t), (9_175_040, 256));
+    assert_eq!(
+        modules,
+        serde_json::json!(["fc1", "fc2", "q_proj", "v_proj"])
+    );
 }
 
 #[test]

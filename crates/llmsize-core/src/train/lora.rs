@@ -29,6 +29,11 @@
 //! reaches `model.layers.0.self_attn.q_proj` and GPT-2's `c_proj` reaches both the attention
 //! output and the MLP's down projection. A fused module (`c_attn`, `query_key_value`,
 //! Phi-3's `qkv_proj` and `gate_up_proj`) is one module with its full width.
+//!
+//! Two refusals go beyond peft, which accepts both: a name in the user's list that reaches no
+//! module (peft skips it silently as long as another name matches, so a typo would quietly
+//! train fewer adapters), and a rank above a projection's smaller side (the adapter would
+//! hold more parameters than the matrix and adapt nothing a full update could not).
 
 use crate::SpecError;
 use crate::layout::{Form, Layout, Place, Tensor, TensorKind};
@@ -228,6 +233,7 @@ enum Reach {
 struct Module {
     name: String,
     kind: TensorKind,
+    place: Place,
     stack: Option<StackRole>,
     layer_runs: Vec<Range<u64>>,
     layers: u64,
@@ -271,10 +277,83 @@ fn too_large() -> SpecError {
     }
 }
 
-/// peft's name of a tensor's module: the profile's, else the layout's own part name for
-/// attention and embedding projections (`q_proj`, `kv_a_proj_with_mqa`, `project_out`), else
-/// llama's.
-fn module_name(t: &Tensor, profile: Option<&TrainingProfile>) -> String {
+/// Module names of decoder families that have no training profile, where they differ from
+/// llama's (transformers 5.24's `modeling_*.py`); the fused ones (`gate_up_proj`,
+/// `input_linear`) name two kinds alike, which makes them one module.
+fn family_modules(model_type: &str) -> &'static [(TensorKind, &'static str)] {
+    use TensorKind as K;
+    match model_type {
+        "gptj" => &[
+            (K::AttnOutput, "out_proj"),
+            (K::FfnUp, "fc_in"),
+            (K::FfnDown, "fc_out"),
+        ],
+        "codegen" => &[
+            (K::AttnQkv, "qkv_proj"),
+            (K::AttnOutput, "out_proj"),
+            (K::FfnUp, "fc_in"),
+            (K::FfnDown, "fc_out"),
+        ],
+        "gpt_neo" => &[
+            (K::AttnOutput, "out_proj"),
+            (K::FfnUp, "c_fc"),
+            (K::FfnDown, "c_proj"),
+        ],
+        "gpt_bigcode" => &[
+            (K::AttnQkv, "c_attn"),
+            (K::AttnOutput, "c_proj"),
+            (K::FfnUp, "c_fc"),
+            (K::FfnDown, "c_proj"),
+        ],
+        "phi" => &[
+            (K::AttnOutput, "dense"),
+            (K::FfnUp, "fc1"),
+            (K::FfnDown, "fc2"),
+        ],
+        "mpt" => &[(K::AttnQkv, "Wqkv"), (K::AttnOutput, "out_proj")],
+        "persimmon" | "gpt_neox_japanese" => &[
+            (K::AttnQkv, "query_key_value"),
+            (K::AttnOutput, "dense"),
+            (K::FfnUp, "dense_h_to_4h"),
+            (K::FfnDown, "dense_4h_to_h"),
+        ],
+        "glm" | "glm4" => &[(K::FfnGate, "gate_up_proj"), (K::FfnUp, "gate_up_proj")],
+        "phi4_multimodal" => &[
+            (K::AttnQkv, "qkv_proj"),
+            (K::FfnGate, "gate_up_proj"),
+            (K::FfnUp, "gate_up_proj"),
+        ],
+        "minimax_m3_vl_text" => &[
+            (K::SharedGate, "shared_experts.gate_up_proj"),
+            (K::SharedUp, "shared_experts.gate_up_proj"),
+            (K::SharedDown, "shared_experts.down_proj"),
+        ],
+        "granitemoeshared" | "granitemoehybrid" => &[
+            (K::SharedGate, "shared_mlp.input_linear"),
+            (K::SharedUp, "shared_mlp.input_linear"),
+            (K::SharedDown, "shared_mlp.output_linear"),
+        ],
+        "modernbert-decoder" => &[
+            (K::AttnOutput, "Wo"),
+            (K::FfnGate, "Wi"),
+            (K::FfnUp, "Wi"),
+            (K::FfnDown, "Wo"),
+        ],
+        "llama4" | "llama4_text" | "phimoe" => &[(K::Router, "router")],
+        _ => &[],
+    }
+}
+
+/// The MoE routers transformers 5.24 builds as an `nn.Linear` (which all-linear reaches);
+/// every other router is a parameter of its own module (`TopKRouter.weight`).
+fn linear_router(model_type: &str) -> bool {
+    matches!(model_type, "llama4" | "llama4_text" | "phimoe")
+}
+
+/// peft's name of a tensor's module: the profile's (or the family's), else the layout's own
+/// part name for attention and embedding projections (`q_proj`, `kv_a_proj_with_mqa`,
+/// `project_out`), else llama's.
+fn module_name(t: &Tensor, names: &[(TensorKind, &'static str)]) -> String {
     use TensorKind as K;
     match t.kind {
         // OPT's `project_in` and `project_out` share a kind.
@@ -294,7 +373,7 @@ fn module_name(t: &Tensor, profile: Option<&TrainingProfile>) -> String {
     let from = |table: &[(TensorKind, &'static str)]| {
         table.iter().find(|(k, _)| *k == t.kind).map(|(_, n)| *n)
     };
-    let named = profile.and_then(|p| from(p.modules));
+    let named = from(names);
     let attention = matches!(
         t.kind,
         K::AttnQ
@@ -334,6 +413,7 @@ fn modules(
     conv: Option<Conversion>,
 ) -> Result<Vec<Module>, SpecError> {
     use TensorKind as K;
+    let names = profile.map_or_else(|| family_modules(&spec.model_type), |p| p.modules);
     let mut out: Vec<Module> = Vec::new();
     for t in &layout.tensors {
         let matrix = t.shape.form == Form::Linear
@@ -357,6 +437,7 @@ fn modules(
             (K::Router, Some(c)) => Reach::Param(vec![c.router]),
             (K::ExpertGate | K::ExpertUp, Some(c)) => Reach::Param(c.gate_up.to_vec()),
             (K::ExpertDown, Some(c)) => Reach::Param(vec![c.down]),
+            (K::Router, None) if linear_router(&spec.model_type) => Reach::Linear,
             // transformers 5 holds routers (`TopKRouter.weight`) and routed experts (3-D
             // tensors) as parameters, not `nn.Linear`: no module target reaches them.
             (K::Router | K::ExpertGate | K::ExpertUp | K::ExpertDown, None) => continue,
@@ -374,8 +455,9 @@ fn modules(
             (t.cols, t.rows)
         };
         let m = Module {
-            name: module_name(t, profile),
+            name: module_name(t, names),
             kind: t.kind,
+            place: t.place,
             stack: t.stack,
             layer_runs: t.layer_runs.to_vec(),
             layers: t.layers.checked_mul(repeats).ok_or_else(too_large)?,
@@ -389,30 +471,40 @@ fn modules(
         let fused_qkv = !t.name.cross
             && matches!(t.kind, K::AttnK | K::AttnV)
             && matches!(layer_of(spec, t.place), Some(l) if matches!(&l.attention, Attention::Standard(a) if a.fused_qkv));
-        let merge_with = |prev: &Module| -> bool {
-            let same_place = prev.stack == m.stack && prev.layer_runs == m.layer_runs;
-            same_place
-                && match (prev.kind, m.kind) {
-                    (K::AttnQ | K::AttnQkv, K::AttnK) | (K::AttnQkv, K::AttnV) => fused_qkv,
-                    (K::ExpertGate, K::ExpertUp) => true,
-                    (K::FfnGate, K::FfnUp) | (K::SharedGate, K::SharedUp) => prev.name == m.name,
-                    _ => false,
+        let merges_into = |prev: &Module| -> bool {
+            match (prev.kind, m.kind) {
+                (K::AttnQ | K::AttnQkv, K::AttnK) | (K::AttnQkv, K::AttnV) => fused_qkv,
+                (K::ExpertGate, K::ExpertUp) => true,
+                (K::FfnGate, K::FfnUp) | (K::SharedGate, K::SharedUp) => prev.name == m.name,
+                // Qwen3-Next/Qwen3.5's gated attention: `q_proj` also makes the output gate,
+                // which the layout lists as the extra `attn_q_gate`.
+                (K::AttnQ, K::Matrix) => {
+                    m.name == "attn_q_gate" && !prev.name.starts_with("cross_attn.")
                 }
+                _ => false,
+            }
         };
-        match out.last_mut() {
-            Some(prev) if merge_with(prev) => {
+        // The modules of this tensor's layer kind are the last ones listed.
+        let fused = out
+            .iter_mut()
+            .rev()
+            .take_while(|prev| prev.place == m.place)
+            .find(|prev| merges_into(prev));
+        match fused {
+            Some(prev) => {
                 prev.n_out = prev.n_out.checked_add(m.n_out).ok_or_else(too_large)?;
-                if prev.kind == K::AttnQ {
+                if prev.kind == K::AttnQ && m.kind != K::Matrix {
                     prev.kind = K::AttnQkv;
-                    prev.name = profile
-                        .and_then(|p| p.modules.iter().find(|(k, _)| *k == K::AttnQkv))
+                    prev.name = names
+                        .iter()
+                        .find(|(k, _)| *k == K::AttnQkv)
                         .map_or_else(|| "qkv_proj".to_string(), |(_, n)| (*n).to_string());
                 }
                 if prev.kind == K::ExpertGate {
                     prev.rank_factor = 2;
                 }
             }
-            _ => out.push(m),
+            None => out.push(m),
         }
     }
     if !layout.tensors.iter().any(|t| t.kind == K::Output)
@@ -422,6 +514,7 @@ fn modules(
         out.push(Module {
             name: "lm_head".into(),
             kind: K::Output,
+            place: Place::Output,
             stack: None,
             layer_runs: Vec::new(),
             layers: 1,
@@ -639,29 +732,26 @@ pub fn plan(
             ));
         }
         // A rank above a matrix's smaller side trains more parameters than the matrix has and
-        // adapts nothing a full update could not: refused for a module the user names (but
-        // for a router's or gate's small side, its expert count). all-linear and peft's
-        // default reach every small matrix too (a router, a `dt_proj`), which peft adapts at
-        // any rank: there only a rank above both sides is refused.
-        let limit = if !named {
-            m.n_in.max(m.n_out)
-        } else if matches!(m.kind, TensorKind::Router | TensorKind::SharedExpertGate) {
-            m.n_in
-        } else {
-            m.n_in.min(m.n_out)
+        // adapts nothing a full update could not: refused for the projections of attention,
+        // MLPs and experts, and for any module the user names. A router's or gate's small side
+        // is its expert count (a score per expert), and all-linear also reaches small
+        // matrices of other parts (a `dt_proj`, Gemma 3n's `correction_coefs`): peft adapts
+        // those at any rank, so they are not checked (a named router only against its input).
+        let projection = m.kind.is_block_matrix() && m.kind != TensorKind::Matrix;
+        let limit = match m.kind {
+            TensorKind::Router | TensorKind::SharedExpertGate if named => Some(m.n_in),
+            TensorKind::Router | TensorKind::SharedExpertGate => None,
+            _ if named || projection => Some(m.n_in.min(m.n_out)),
+            _ => None,
         };
-        if r > limit {
-            let side = if named && limit == m.n_in.min(m.n_out) {
-                "its smaller side: a larger rank trains more parameters than the matrix has \
-                 and adapts nothing a full update could not"
-            } else {
-                "its larger side: the adapter would outgrow the matrix it adapts"
-            };
+        if let Some(limit) = limit.filter(|&l| r > l) {
             return Err(invalid(
                 "--lora-rank",
                 r.to_string(),
                 format!(
-                    "at most {limit} for `{}` ({} → {}), {side}",
+                    "at most {limit} for `{}` ({} → {}): a rank above a matrix's smaller side \
+                     trains more parameters than the matrix has and adapts nothing a full \
+                     update could not",
                     m.name, m.n_in, m.n_out
                 ),
             ));
