@@ -659,6 +659,7 @@ fn layer(
             sum,
         );
     }
+    // The MLP block norm's output is saved by the trained gate/up (or router) weights.
     let trained_consumer = tw;
     if pre_norm {
         let mut sum = Sum::default();
