@@ -161,6 +161,7 @@ fn held(lay: &Layout, dtype: ParamDtype) -> Vec<Held> {
             kind: t.kind,
             place: t.place,
             adapter: false,
+            part_of_previous: false,
         })
         .collect()
 }

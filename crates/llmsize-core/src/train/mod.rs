@@ -349,7 +349,20 @@ pub fn train(spec: &ModelSpec, options: &TrainOptions) -> Result<TrainReport, cr
     for t in &lay.tensors {
         let trainable = !frozen_base && !frozen_by(t.kind, t.place, &options.freeze);
         let hidden_matrix = matches!(t.place, Place::Layer { .. }) && !t.is_vector();
+        // Two matrices peft and torch see as one parameter (a fused `gate_up_proj`): the
+        // profile names both kinds alike, and they sit next to each other in the layout.
+        let module = |kind| {
+            profile.and_then(|p| p.modules.iter().find(|(k, _)| *k == kind).map(|(_, n)| *n))
+        };
+        let part_of_previous = held.last().is_some_and(|prev: &Held| {
+            prev.place == t.place
+                && prev.kind != t.kind
+                && !t.is_vector()
+                && module(t.kind).is_some()
+                && module(t.kind) == module(prev.kind)
+        });
         held.push(Held {
+            part_of_previous,
             elements: t.elements().ok_or(crate::SpecError::TooLarge {
                 what: "parameters".into(),
             })?,
@@ -379,22 +392,31 @@ pub fn train(spec: &ModelSpec, options: &TrainOptions) -> Result<TrainReport, cr
     if let Some(plan) = &lora {
         // peft keeps the adapters in fp32 on a 16-bit base (`autocast_adapter_dtype=True`).
         for m in &plan.modules {
-            let base = lay
-                .tensors
-                .iter()
-                .find(|t| t.kind == m.kind && t.stack == m.stack);
-            held.push(Held {
-                kind: m.kind,
-                place: base.map_or(Place::Output, |t| t.place),
-                adapter: true,
-                elements: m.params / m.tensors.max(1),
-                tensors: m.tensors.saturating_mul(m.layers),
-                matrix: None,
-                hidden_matrix: true,
-                trainable: true,
-                dtype: ParamDtype::Fp32,
-                stored_bytes: None,
+            let base = lay.tensors.iter().find(|t| {
+                t.kind == m.kind
+                    && t.stack == m.stack
+                    && t.layer_runs.first() == m.layer_runs.first()
             });
+            // One group per trained tensor of the module (`lora_A`, `lora_B`, DoRA's
+            // magnitude vector), each in every layer that holds the module.
+            for (i, &(rows, cols)) in m.factors.iter().enumerate() {
+                let matrix = i < 2;
+                held.push(Held {
+                    kind: m.kind,
+                    place: base.map_or(Place::Output, |t| t.place),
+                    adapter: true,
+                    part_of_previous: false,
+                    elements: rows.checked_mul(cols).ok_or(crate::SpecError::TooLarge {
+                        what: "LoRA parameters".into(),
+                    })?,
+                    tensors: m.layers,
+                    matrix: matrix.then_some((rows, cols)),
+                    hidden_matrix: matrix,
+                    trainable: true,
+                    dtype: ParamDtype::Fp32,
+                    stored_bytes: None,
+                });
+            }
         }
     }
     let states = states::model_states(&held, options.precision, options.optimizer)?;

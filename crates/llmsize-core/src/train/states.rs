@@ -146,6 +146,10 @@ pub struct Held {
     pub place: crate::layout::Place,
     /// A LoRA adapter (not a base tensor).
     pub adapter: bool,
+    /// Stored in the same parameter tensor as the group before it (Phi-3's `gate_up_proj`,
+    /// transformers 5's 3-D `experts.gate_up_proj`): its elements count, but it adds no tensor
+    /// of its own, so no per-tensor optimizer scalar.
+    pub part_of_previous: bool,
 }
 
 /// What the step's parameters, gradients and optimizer hold.
@@ -212,7 +216,9 @@ pub fn model_states(
             continue;
         }
         n_train += n;
-        t_train += u128::from(h.tensors);
+        // Per-tensor scalars belong to whole parameter tensors.
+        let tensors = if h.part_of_previous { 0 } else { u128::from(h.tensors) };
+        t_train += tensors;
         if e_held == 4 {
             by_dtype[1] += n;
         } else {
@@ -231,7 +237,7 @@ pub fn model_states(
         let state = match optimizer {
             Optimizer::AdamW => {
                 if precision == Precision::Pure || precision == Precision::Autocast {
-                    step += mul(u128::from(h.tensors), 4)?;
+                    step += mul(tensors, 4)?;
                 }
                 adam(n)?
             }
@@ -249,16 +255,16 @@ pub fn model_states(
                 Some((rows, cols)) if rows > 1 && cols > 1 => {
                     let slices = u128::from(h.elements / (rows * cols).max(1));
                     let one = mul(slices, u128::from(rows) + u128::from(cols))?;
-                    mul(mul(one, u128::from(h.tensors))?, state_e)? + mul(u128::from(h.tensors), 4)?
+                    mul(mul(one, u128::from(h.tensors))?, state_e)? + mul(tensors, 4)?
                 }
-                _ => mul(n, state_e)? + mul(u128::from(h.tensors), 4)?,
+                _ => mul(n, state_e)? + mul(tensors, 4)?,
             },
             Optimizer::SgdMomentum | Optimizer::Lion => mul(n, state_e)?,
             Optimizer::Muon => {
                 if h.hidden_matrix {
                     mul(n, state_e)?
                 } else {
-                    step += mul(u128::from(h.tensors), 4)?;
+                    step += mul(tensors, 4)?;
                     adam(n)?
                 }
             }
@@ -368,6 +374,7 @@ mod tests {
                 kind: crate::layout::TensorKind::Matrix,
                 place: crate::layout::Place::Output,
                 adapter: false,
+                part_of_previous: false,
             },
             Held {
                 elements: 1,
@@ -380,6 +387,7 @@ mod tests {
                 kind: crate::layout::TensorKind::Matrix,
                 place: crate::layout::Place::Output,
                 adapter: false,
+                part_of_previous: false,
             },
         ]
     }
@@ -445,6 +453,7 @@ mod tests {
             kind: crate::layout::TensorKind::Matrix,
             place: crate::layout::Place::Output,
             adapter: false,
+            part_of_previous: false,
         };
         // 4096 elements: 2·4096 + 2·4·16 = 8,320; 4095: 2·4·4095 = 32,760.
         let s = model_states(&[h(4096)], Precision::Pure, Optimizer::AdamW8bit).unwrap();
