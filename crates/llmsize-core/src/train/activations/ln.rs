@@ -1530,6 +1530,11 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
                 ));
             }
         }
+        if plan.dora {
+            why.push(
+                "DoRA's magnitude and weight-norm tensors are not derived; counted as LoRA".into(),
+            );
+        }
         if e >= 4 {
             why.push("LoRA on an fp32 base is not derived (the adapters' fp32 input copies would share the base's storage); counted as on a 16-bit base".into());
         }
@@ -2197,6 +2202,55 @@ mod tests {
         };
         let a = act(&s, &p, &r, Some(&qv));
         assert_eq!((a.retained, a.forward_peak), (114_733_072, 269_909_008));
+    }
+
+    #[test]
+    fn layer_zero_follows_which_modules_are_adapted() {
+        // Small configs, bf16, SDPA, batch 1, 48 tokens, r = 8, measured with peft on the
+        // oracle (`lora_oracle.train_step` with these target_modules): (retained, peak).
+        // GPT-2 (every dropout 0.1), only the MLP's c_proj: layer 0's attention, residual
+        // dropouts, ln_2 and GELU need no grad; from layer 1 on everything does.
+        let m = Model {
+            d: 64,
+            layers: 3,
+            heads: 4,
+            kv: 4,
+            ffn: 256,
+            vocab: 256,
+            ..GPT2
+        };
+        let s = spec(&m);
+        let p = profile(LayerStyle::Gpt2, (true, true, true), None);
+        let down = plan(&[("c_proj", TensorKind::FfnDown, 256, 64)], 8, false, 3);
+        let a = act(&s, &p, &run(48, AttnImpl::Sdpa), Some(&down));
+        assert_eq!((a.retained, a.forward_peak), (755_536, 835_408));
+        let out = plan(&[("c_proj", TensorKind::AttnOutput, 64, 64)], 8, false, 3);
+        assert_eq!(
+            act(&s, &p, &run(48, AttnImpl::Sdpa), Some(&out)).retained,
+            755_728
+        );
+        // Pythia (parallel residual, rotary 4 of 16): dense_h_to_4h alone keeps layer 0's
+        // GELU input; dense_4h_to_h or dense alone do not.
+        let m = Model {
+            d: 64,
+            layers: 3,
+            heads: 4,
+            kv: 4,
+            ffn: 128,
+            vocab: 256,
+            ..PYTHIA_1_4B
+        };
+        let s = spec(&m);
+        let p = profile(LayerStyle::GptNeox, (false, false, false), Some(4));
+        for (module, kind, n_in, n_out, want) in [
+            ("dense_h_to_4h", TensorKind::FfnUp, 64, 128, 223_312),
+            ("dense_4h_to_h", TensorKind::FfnDown, 128, 64, 247_888),
+            ("dense", TensorKind::AttnOutput, 64, 64, 211_024),
+        ] {
+            let one = plan(&[(module, kind, n_in, n_out)], 8, false, 3);
+            let a = act(&s, &p, &run(48, AttnImpl::Sdpa), Some(&one));
+            assert_eq!(a.retained, want, "{module}");
+        }
     }
 
     fn pythia() -> (ModelSpec, TrainingProfile) {
