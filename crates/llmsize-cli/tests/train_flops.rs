@@ -115,7 +115,6 @@ fn full_fine_tuning_steps_are_torchs_count() {
 }
 
 #[test]
-#[ignore = "needs `train::lora::plan` (another helper's work); run with --ignored once it is merged"]
 fn lora_steps_are_torchs_count() {
     let all = expected();
     let cases = all["lora"].as_array().unwrap();

@@ -152,7 +152,6 @@ fn cuda_keeps_one_byte_masks_and_a_fused_kernel() {
 }
 
 #[test]
-#[ignore = "needs the LoRA plan builder (`train::lora::plan`), another helper's part"]
 fn lora_matches_every_measured_step() {
     let t = truth();
     for m in t["models"].as_array().unwrap() {

@@ -263,7 +263,6 @@ fn refusals_exit_2_and_say_why() {
 }
 
 #[test]
-#[ignore = "needs train/mod.rs to hold each adapter tensor (`Adapted::factors`), see h/lora"]
 fn dora_adds_a_magnitude_vector() {
     // peft, measured: DoRA's `lora_magnitude_vector` has the module's output width.
     for (model, lora, trainable, tensors) in [

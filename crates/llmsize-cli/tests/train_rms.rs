@@ -116,7 +116,6 @@ fn full_fine_tuning_activations_equal_the_measurements() {
 }
 
 #[test]
-#[ignore = "needs `train::lora::plan` from branch h/lora (passes with it: checked at h/lora 93c751f)"]
 fn lora_activations_equal_the_measurements() {
     // 52 steps: r16 all-linear, r8 q/v (Phi-3: its fused qkv_proj), r16 all-linear with dropout
     // 0.05, with and without checkpointing; Mixtral's all-linear adapts the router and the
