@@ -217,7 +217,11 @@ pub fn model_states(
         }
         n_train += n;
         // Per-tensor scalars belong to whole parameter tensors.
-        let tensors = if h.part_of_previous { 0 } else { u128::from(h.tensors) };
+        let tensors = if h.part_of_previous {
+            0
+        } else {
+            u128::from(h.tensors)
+        };
         t_train += tensors;
         if e_held == 4 {
             by_dtype[1] += n;

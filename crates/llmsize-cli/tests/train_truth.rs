@@ -1,0 +1,182 @@
+//! `llmsize train` against every measured training step of the ground truth and of the
+//! held-out models of the same families (`fixtures/train/truth/`, see its README), case by
+//! case as `../shared/tools/check-truth.py train|train-lora` compares them.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on what it did not expect"
+)]
+
+mod common;
+
+use common::llmsize;
+use serde_json::Value;
+
+const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/train/truth");
+
+struct Case {
+    args: Vec<String>,
+    want: Vec<(&'static str, Value)>,
+    tag: String,
+}
+
+fn base(cfg: &str, r: &Value, dtype: &str) -> Vec<String> {
+    let mut a: Vec<String> = vec![
+        "train".into(),
+        format!("{DIR}/{cfg}"),
+        "--seq-len".into(),
+        r["seq"].to_string(),
+        "--batch".into(),
+        r["batch"].to_string(),
+        "--dtype".into(),
+        dtype.into(),
+        "--attn-impl".into(),
+        r["attn"].as_str().unwrap().into(),
+        "--device".into(),
+        "cpu".into(),
+        "--json".into(),
+    ];
+    if r["ckpt"].as_bool() == Some(true) {
+        a.push("--checkpointing".into());
+    }
+    a
+}
+
+fn cases(file: &str) -> Vec<Case> {
+    let truth: Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{DIR}/{file}")).unwrap()).unwrap();
+    let mut out = Vec::new();
+    for e in truth.as_array().unwrap() {
+        let cfg = e["config"].as_str().unwrap();
+        let id = e["id"].as_str().unwrap();
+        let mut seen = Vec::new();
+        for r in e["runs"].as_array().unwrap() {
+            let dtype = r["dtype"].as_str().unwrap();
+            let mut want = vec![
+                ("activation_bytes", r["retained_bytes"].clone()),
+                ("activation_peak_bytes", r["forward_peak_bytes"].clone()),
+            ];
+            if !seen.contains(&dtype) {
+                seen.push(dtype);
+                want.push(("trainable_params", e["params"]["full"]["trainable"].clone()));
+                if let Some(g) = e["gradient_bytes"].get(dtype) {
+                    want.push(("gradient_bytes", g.clone()));
+                }
+                if let Some(o) = e["optimizer"].get(format!("adamw_{dtype}_params")) {
+                    want.push(("optimizer_state_bytes", o["full_size_bytes"].clone()));
+                }
+            }
+            out.push(Case {
+                args: base(cfg, r, dtype),
+                want,
+                tag: format!(
+                    "{id} {dtype} {} b{} s{} ckpt {}",
+                    r["attn"], r["batch"], r["seq"], r["ckpt"]
+                ),
+            });
+        }
+        for (seq, v) in e["train_step_flops"].as_object().unwrap() {
+            if e["has_experts"].as_bool() == Some(true)
+                && v["experts_counted"].as_bool() != Some(true)
+            {
+                continue; // MoE figures from before the experts' grouped matmuls were counted
+            }
+            for (ckpt, key) in [(false, "train_step"), (true, "train_step_ckpt")] {
+                if v[key].is_null() {
+                    continue;
+                }
+                let r = serde_json::json!({"seq": seq.parse::<u64>().unwrap(), "batch": 1, "attn": v["attn"], "ckpt": ckpt});
+                let mut args = base(cfg, &r, "bf16");
+                args.extend(["--attention".into(), "full".into()]);
+                out.push(Case {
+                    args,
+                    want: vec![("train_step_flops", v[key].clone())],
+                    tag: format!("{id} flops s{seq} ckpt {ckpt}"),
+                });
+            }
+        }
+        for r in e["lora_runs"].as_array().unwrap() {
+            let lc = &r["lora_config"];
+            let targets = match &lc["target_modules"] {
+                Value::String(s) => s.clone(),
+                Value::Array(a) => a
+                    .iter()
+                    .map(|x| x.as_str().unwrap())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                other => panic!("{other}"),
+            };
+            let mut args = base(cfg, r, r["dtype"].as_str().unwrap_or("bf16"));
+            args.extend([
+                "--lora-rank".into(),
+                lc["r"].to_string(),
+                "--lora-targets".into(),
+                targets.clone(),
+            ]);
+            if lc["lora_dropout"].as_f64().unwrap_or(0.0) > 0.0 {
+                args.extend(["--lora-dropout".into(), lc["lora_dropout"].to_string()]);
+            }
+            let mut want = vec![
+                ("activation_bytes", r["retained_bytes"].clone()),
+                ("activation_peak_bytes", r["forward_peak_bytes"].clone()),
+                ("trainable_params", r["trainable"].clone()),
+                ("gradient_bytes", r["gradient_bytes"].clone()),
+            ];
+            let flops_count = e["has_experts"].as_bool() != Some(true)
+                || r["flops_include_experts"].as_bool() == Some(true);
+            if flops_count && !r["flops"]["train_step"].is_null() {
+                args.extend(["--attention".into(), "full".into()]);
+                want.push(("train_step_flops", r["flops"]["train_step"].clone()));
+            }
+            out.push(Case {
+                args,
+                want,
+                tag: format!(
+                    "{id} lora r{} {targets} {} s{} ckpt {}",
+                    lc["r"], r["attn"], r["seq"], r["ckpt"]
+                ),
+            });
+        }
+    }
+    out
+}
+
+fn check(file: &str) -> usize {
+    let all = cases(file);
+    let mut bad = Vec::new();
+    for c in &all {
+        let args: Vec<&str> = c.args.iter().map(String::as_str).collect();
+        let r = llmsize(&args);
+        if r.code != 0 {
+            bad.push(format!("{}: exit {}: {}", c.tag, r.code, r.stderr));
+            continue;
+        }
+        let j: Value = serde_json::from_str(&r.stdout).unwrap();
+        for (k, w) in &c.want {
+            if !w.is_null() && j[*k] != *w {
+                bad.push(format!("{}: {k} {} != {w}", c.tag, j[*k]));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} of {} cases differ:\n{}",
+        bad.len(),
+        all.len(),
+        bad.join("\n")
+    );
+    all.len()
+}
+
+#[test]
+fn every_measured_step_of_the_ground_truth() {
+    // 9 models: 79 full fine-tuning runs, 34 step-FLOP cases, 72 LoRA steps.
+    assert!(check("train.json") >= 180);
+}
+
+#[test]
+fn every_measured_step_of_the_held_out_models() {
+    // 14 models of the same families, never looked at while deriving the rules' shapes.
+    assert!(check("holdout.json") >= 180);
+}
