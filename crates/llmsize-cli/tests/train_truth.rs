@@ -5,6 +5,7 @@
 #![allow(
     clippy::unwrap_used,
     clippy::indexing_slicing,
+    clippy::panic,
     reason = "a test fails loudly on what it did not expect"
 )]
 

@@ -123,6 +123,10 @@ impl Optimizer {
 }
 
 /// A group of identical parameter tensors (one tensor of a layer kind, in all its layers).
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each says how the group is held"
+)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Held {
     /// Elements of one tensor (all experts of a 3-D expert tensor).

@@ -1294,11 +1294,14 @@ mod tests {
             name: name.into(),
             kind,
             stack: Some(StackRole::Decoder),
-            layer_runs: vec![0..layers],
+            layer_runs: std::iter::once(0..layers).collect(),
             layers,
             n_in,
             n_out,
             copies,
+            rank,
+            param_wrapper: copies > 1,
+            factors: vec![(rank * copies, n_in), (n_out, rank * copies)],
             params: rank * copies * (n_in + n_out),
             tensors: 2,
         }
@@ -1592,7 +1595,7 @@ mod tests {
         assert_eq!(r.train_step, 20_777_978_036_224);
     }
 
-    /// Freeze cases measured with the oracle's method (FakeTensorMode, FlopCounterMode, one
+    /// Freeze cases measured with the oracle's method (`FakeTensorMode`, `FlopCounterMode`, one
     /// step of `model(input_ids, labels).loss.backward()`, bf16, SDPA, 16 tokens) on the
     /// truth's config scaled by `train_oracle.scale_raw` (d 64, 2 layers, 4 heads, V 256), the
     /// parts' parameters set `requires_grad_(False)`.

@@ -2031,6 +2031,9 @@ mod tests {
                     n_in,
                     n_out,
                     copies: 1,
+                    rank,
+                    param_wrapper: false,
+                    factors: vec![(rank, n_in), (n_out, rank)],
                     params: rank * (n_in + n_out),
                     tensors: 2,
                 })
