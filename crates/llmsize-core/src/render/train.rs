@@ -52,7 +52,7 @@ fn rows(title: &str, terms: &[Term], total: (&str, u128), explain: bool) -> Stri
     let mut rows = vec![vec![title.to_owned(), "bytes".to_owned(), String::new()]];
     for t in terms {
         rows.push(vec![
-            format!("  {}", t.what),
+            format!("  {}", t.key),
             thousands_u128(t.value),
             gib(t.value),
         ]);
@@ -66,7 +66,7 @@ fn rows(title: &str, terms: &[Term], total: (&str, u128), explain: bool) -> Stri
     out.push('\n');
     if explain {
         for t in terms {
-            let _ = writeln!(out, "    {}: {}", t.key, t.formula);
+            let _ = writeln!(out, "  {}: {}\n      {}", t.key, t.what, t.formula);
         }
     }
     out
@@ -154,16 +154,25 @@ pub fn render(v: &View<'_>) -> String {
         .saturating_sub(r.activations.retained);
     let _ = writeln!(
         out,
-        "forward peak: {} ({} more while the loss upcasts the logits)",
+        "forward peak: {} (held + {} of temporaries alive at the peak: {})",
         gib(r.activations.forward_peak),
-        gib(extra)
+        gib(extra),
+        r.activations
+            .peak_terms
+            .iter()
+            .filter(|t| t.key != "retained")
+            .map(|t| t.key.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     if v.explain {
         for t in &r.activations.peak_terms {
             let _ = writeln!(
                 out,
-                "    {}: {} = {}",
+                "  {}: {}
+      {} = {}",
                 t.key,
+                t.what,
                 t.formula,
                 thousands_u128(t.value)
             );
@@ -181,7 +190,9 @@ pub fn render(v: &View<'_>) -> String {
         for t in &r.per_gpu.terms {
             let _ = writeln!(
                 out,
-                "    {}: {} = {}",
+                "  {}: {}
+      {} = {}",
+                t.key,
                 t.what,
                 t.formula,
                 thousands_u128(t.value)
@@ -194,7 +205,9 @@ pub fn render(v: &View<'_>) -> String {
             for t in &r.per_gpu.cpu_terms {
                 let _ = writeln!(
                     out,
-                    "    {}: {} = {}",
+                    "  {}: {}
+      {} = {}",
+                    t.key,
                     t.what,
                     t.formula,
                     thousands_u128(t.value)
@@ -234,13 +247,17 @@ pub fn render(v: &View<'_>) -> String {
                 if s.fits {
                     "fits".into()
                 } else {
-                    "still too big".into()
+                    "too big".into()
                 },
-                s.why.clone(),
             ]);
         }
-        out.push_str(&columns(&rows, &[false, true, false, false]));
+        out.push_str(&columns(&rows, &[false, true, false]));
         out.push('\n');
+        if v.explain {
+            for s in v.suggestions {
+                let _ = writeln!(out, "  {}: {}", s.flags, s.why);
+            }
+        }
     }
     for (what, v) in [("batch", v.max_batch), ("sequence length", v.max_seq)] {
         match v {
@@ -281,12 +298,25 @@ pub fn render(v: &View<'_>) -> String {
                 .max(1)
         )
     );
+    let _ = writeln!(
+        out,
+        "  {}",
+        if r.lora.is_some() || r.states.frozen_params > 0 {
+            "(a frozen weight needs no weight gradient: about 4·P per token, not 6·P; the adapters add a little)"
+        } else if f.recompute > 0 {
+            "(6·P has no recompute: checkpointing adds about one more forward, ~8·P per token)"
+        } else {
+            "(6·P counts every parameter in a matmul: the embedding lookup is not one, the s² attention scores are not in P)"
+        }
+    );
     if v.explain {
         for t in &f.terms {
             let _ = writeln!(
                 out,
-                "    {}: {} = {}",
+                "  {}: {}
+      {} = {}",
                 t.key,
+                t.what,
                 t.formula,
                 thousands_u128(t.value)
             );
