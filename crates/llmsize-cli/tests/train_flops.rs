@@ -151,12 +151,12 @@ fn the_explanation_shows_the_formulas_with_values() {
     ]);
     assert!(
         run.stdout
-            .contains("backward: 2·M + 2.5·S = 2·6,765,647,233,024 + 2.5·137,438,953,472"),
+            .contains("2·M + 2.5·S = 2·6,765,647,233,024 + 2.5·137,438,953,472"),
         "{}",
         run.stdout
     );
     assert!(
-        run.stdout.contains("recompute: 32·(M_l + S_l − 2·T·F·d)")
+        run.stdout.contains("32·(M_l + S_l − 2·T·F·d)")
             && run
                 .stdout
                 .contains("− 2·512·11008·4096) = 5,291,399,708,672"),
