@@ -1842,7 +1842,15 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
 
     let mut estimate = None;
     if !why.is_empty() {
-        why.dedup();
+        // Each reason once, in the order met (several layer kinds can give the same one).
+        let mut seen: Vec<String> = Vec::new();
+        why.retain(|w| {
+            let new = !seen.contains(w);
+            if new {
+                seen.push(w.clone());
+            }
+            new
+        });
         let mut s = String::new();
         for (i, w) in why.iter().enumerate() {
             if i > 0 {
