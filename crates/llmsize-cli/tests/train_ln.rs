@@ -1,7 +1,7 @@
 //! `llmsize train` on the `LayerNorm` families against the training ground truth: every full
 //! fine-tuning step of GPT-2, Pythia-1.4B and OPT-1.3B that `../shared/truth/train/train.json`
 //! measured (bf16 and fp32, SDPA and eager, batch 1 and 4, with and without gradient
-//! checkpointing), and its LoRA steps. The runs are a trimmed copy of the truth file
+//! checkpointing), and its `LoRA` steps. The runs are a trimmed copy of the truth file
 //! (`tests/fixtures/train/truth-ln.json`, its `source` says from where), the configs copies of
 //! the truth's.
 

@@ -3,11 +3,11 @@
 //!
 //! The ground truth (`../shared/truth/train/README.md`, `formulas.py`) measured these steps on the
 //! CPU kernels; the same oracle run on small configs of each family (dropout switched on and off,
-//! fp32, batch 2, `LoRA` targets other than its two variants) fixed what the full-size runs could
-//! not separate. Each layer is walked as a dataflow: a tensor is saved when the op that needs it
-//! for backward has an input that requires grad or a trainable weight, so full fine-tuning, `LoRA`
-//! on a frozen base (which modules are adapted decides what layer 0 keeps) and every dropout
-//! switch follow from one walk:
+//! fp32, batch 2, `LoRA` targets other than its two variants, `--freeze`) fixed what the
+//! full-size runs could not separate. Each layer is walked as a dataflow: a tensor is saved when
+//! the op that needs it for backward has an input that requires grad or a trainable weight, so
+//! full fine-tuning, frozen parts, `LoRA` on a frozen base (which modules are adapted decides
+//! what layer 0 keeps) and every dropout switch follow from one walk:
 //! - a `Linear` saves its input for its weight gradient (only when the weight trains);
 //! - `LayerNorm` saves its input, mean and rstd when its input requires grad or its weight trains;
 //! - CPU `dropout` saves a noise tensor in the input's dtype, CUDA `native_dropout` a 1-byte mask;
@@ -302,7 +302,6 @@ struct Step {
     hid_drop: bool,
     emb_drop: bool,
     trains: Trains,
-    lora: bool,
 }
 
 impl Step {
@@ -1149,7 +1148,8 @@ fn checkpoint_extras(step: &Step, x: &Dims, p: &mut Pieces) {
             Tp::Replicated,
         );
     }
-    if step.lora {
+    if !tr.embeddings {
+        // With the embedding frozen (`LoRA`, `--freeze embeddings`), transformers'
         // `enable_input_require_grads` turns the token embedding's output into a grad-requiring
         // leaf, kept by its AccumulateGrad node: free where it is layer 0's input (or the
         // embedding LayerNorm's saved input), else one more [b, s, d] tensor.
@@ -1212,7 +1212,7 @@ fn layer_peak(step: &Step, x: &Dims, out: &[Piece], layers: u128) -> Option<Vec<
         _ => false,
     };
     p.add(
-        leaf && !step.lora,
+        leaf && step.trains.embeddings,
         "inputs_embeds",
         "the token embedding's output (a local of the model's forward)",
         x.etd(),
@@ -1509,7 +1509,7 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
 
     // What trains.
     let frozen = |f: FreezePart| input.frozen.contains(&f);
-    let (trains, lora) = if let Some(plan) = input.lora {
+    let trains = if let Some(plan) = input.lora {
         let mut adapters = Vec::new();
         for m in &plan.modules {
             match Role::of(m.kind) {
@@ -1538,46 +1538,32 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
         if e >= 4 {
             why.push("LoRA on an fp32 base is not derived (the adapters' fp32 input copies would share the base's storage); counted as on a 16-bit base".into());
         }
-        (
-            Trains {
-                attention: false,
-                mlp: false,
-                norms: false,
-                embeddings: false,
-                head: false,
-                adapters,
-                lora_dropout: plan.dropout,
-            },
-            true,
-        )
-    } else {
-        if !input.frozen.is_empty() {
-            why.push("frozen parts follow the same walk (what a frozen weight stops saving) but were not measured".into());
+        Trains {
+            attention: false,
+            mlp: false,
+            norms: false,
+            embeddings: false,
+            head: false,
+            adapters,
+            lora_dropout: plan.dropout,
         }
+    } else {
         let tied = matches!(spec.head, crate::spec::OutputHead::Lm { tied: true, .. });
         let embeddings = !frozen(FreezePart::Embeddings);
-        (
-            Trains {
-                attention: !frozen(FreezePart::Attention),
-                mlp: !frozen(FreezePart::Mlp),
-                norms: !frozen(FreezePart::Norms),
-                embeddings,
-                head: if tied {
-                    embeddings
-                } else {
-                    !frozen(FreezePart::Head)
-                },
-                adapters: Vec::new(),
-                lora_dropout: false,
+        Trains {
+            attention: !frozen(FreezePart::Attention),
+            mlp: !frozen(FreezePart::Mlp),
+            norms: !frozen(FreezePart::Norms),
+            embeddings,
+            head: if tied {
+                embeddings
+            } else {
+                !frozen(FreezePart::Head)
             },
-            false,
-        )
+            adapters: Vec::new(),
+            lora_dropout: false,
+        }
     };
-    if input.checkpointing && !input.frozen.is_empty() && !lora {
-        why.push(
-            "gradient checkpointing with frozen parts is counted as full fine-tuning's".into(),
-        );
-    }
 
     let attn_drop = profile.attention_dropout && style != LayerStyle::Falcon;
     let hid_drop = profile.hidden_dropout;
@@ -1592,7 +1578,6 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
         hid_drop,
         emb_drop,
         trains,
-        lora,
     };
 
     // The step's sizes (layer 0's kind for what is outside the layers).
@@ -1710,9 +1695,11 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
     };
 
     // Outside the layers.
-    let gemb = !lora || input.checkpointing;
+    // The embedding output requires grad when the tables train, or under checkpointing
+    // (transformers' `enable_input_require_grads`).
+    let gemb = step.trains.embeddings || input.checkpointing;
     let mut out = Pieces { list: Vec::new() };
-    outside(&step, &base, gemb || step.trains.embeddings, &mut out);
+    outside(&step, &base, gemb, &mut out);
     if input.checkpointing {
         checkpoint_extras(&step, &base, &mut out);
     }
@@ -1855,7 +1842,15 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
 
     let mut estimate = None;
     if !why.is_empty() {
-        why.dedup();
+        // Each reason once, in the order met (several layer kinds can give the same one).
+        let mut seen: Vec<String> = Vec::new();
+        why.retain(|w| {
+            let new = !seen.contains(w);
+            if new {
+                seen.push(w.clone());
+            }
+            new
+        });
         let mut s = String::new();
         for (i, w) in why.iter().enumerate() {
             if i > 0 {
@@ -2254,6 +2249,57 @@ mod tests {
             let a = act(&s, &p, &run(48, AttnImpl::Sdpa), Some(&one));
             assert_eq!(a.retained, want, "{module}");
         }
+    }
+
+    #[test]
+    fn frozen_parts_follow_the_same_walk() {
+        // Small configs, bf16, batch 1, 48 tokens, measured with the oracle's step on a model
+        // whose parameters of that part have requires_grad off: (retained, peak).
+        let m = Model {
+            d: 64,
+            layers: 3,
+            heads: 4,
+            kv: 4,
+            ffn: 256,
+            vocab: 256,
+            ..GPT2
+        };
+        let s = spec(&m);
+        let p = profile(LayerStyle::Gpt2, (true, true, true), None);
+        let frozen = |parts: &[FreezePart], ckpt: bool, attn: AttnImpl| {
+            let a = activations(&ActInput {
+                spec: &s,
+                profile: Some(&p),
+                batch: 1,
+                seq: 48,
+                dtype: ParamDtype::Bf16,
+                attn,
+                checkpointing: ckpt,
+                device: Device::Cpu,
+                lora: None,
+                frozen: parts,
+            })
+            .unwrap();
+            assert!(a.estimate.is_none());
+            (a.retained, a.forward_peak)
+        };
+        // wte and wpe (and with them the tied head): no position ids, no embedding noise, no
+        // lm_head input; layer 0's ln_1 keeps nothing.
+        assert_eq!(
+            frozen(&[FreezePart::Embeddings], false, AttnImpl::Sdpa),
+            (997_072, 1_076_944)
+        );
+        // c_attn and c_proj: their inputs are not saved.
+        assert_eq!(
+            frozen(&[FreezePart::Attention], false, AttnImpl::Sdpa),
+            (972_880, 1_046_608)
+        );
+        // Checkpointed with frozen embeddings: the embedding output becomes a leaf
+        // (`enable_input_require_grads`), kept beside the layer inputs.
+        assert_eq!(
+            frozen(&[FreezePart::Embeddings], true, AttnImpl::Eager).0,
+            91_600
+        );
     }
 
     fn pythia() -> (ModelSpec, TrainingProfile) {
