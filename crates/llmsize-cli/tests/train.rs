@@ -205,3 +205,28 @@ fn bad_input_is_exit_two_with_the_reason() {
         assert!(r.stderr.contains(needle), "{all:?}: {}", r.stderr);
     }
 }
+
+#[test]
+fn a_dotted_target_reaches_only_the_module_under_that_parent() {
+    // peft matches `attn.c_proj` against the end of `transformer.h.N.attn.c_proj` only.
+    // GPT-2 small, r = 8, 12 layers: attn.c_proj 768→768: 12·8·(768+768) = 147,456;
+    // mlp.c_proj 3072→768: 12·8·(3072+768) = 368,640; `c_proj` reaches both: 516,096.
+    for (target, want) in [
+        ("attn.c_proj", 147_456_u64),
+        ("mlp.c_proj", 368_640),
+        ("c_proj", 516_096),
+    ] {
+        let (_, j) = json(&[
+            "train",
+            "gpt2",
+            "--seq-len",
+            "512",
+            "--lora-rank",
+            "8",
+            "--lora-targets",
+            target,
+            "--json",
+        ]);
+        assert_eq!(j["trainable_params"], want, "{target}");
+    }
+}

@@ -259,7 +259,33 @@ impl Module {
             long.strip_suffix(short)
                 .is_some_and(|head| head.ends_with('.'))
         };
-        self.name == target || tail(&self.name, target) || tail(target, &self.name)
+        if self.name == target || tail(&self.name, target) {
+            return true;
+        }
+        if !tail(target, &self.name) {
+            return false;
+        }
+        // A longer path than ours: its parent decides between modules that share a leaf
+        // name (GPT-2's `attn.c_proj` and `mlp.c_proj`, NeoX's `attention.dense`).
+        let head = &target[..target.len() - self.name.len() - 1];
+        let parent = head.rsplit('.').next().unwrap_or(head);
+        use TensorKind as K;
+        let attention = matches!(
+            self.kind,
+            K::AttnQ
+                | K::AttnK
+                | K::AttnV
+                | K::AttnQkv
+                | K::AttnOutput
+                | K::AttnQA
+                | K::AttnKvA
+                | K::AttnKvB
+        );
+        match parent {
+            "attn" | "self_attn" | "attention" | "self_attention" | "mixer" => attention,
+            "mlp" | "feed_forward" | "ffn" | "block_sparse_moe" | "shared_expert" => !attention,
+            _ => true,
+        }
     }
 }
 
