@@ -269,17 +269,16 @@ impl Module {
         // name (GPT-2's `attn.c_proj` and `mlp.c_proj`, NeoX's `attention.dense`).
         let head = &target[..target.len() - self.name.len() - 1];
         let parent = head.rsplit('.').next().unwrap_or(head);
-        use TensorKind as K;
         let attention = matches!(
             self.kind,
-            K::AttnQ
-                | K::AttnK
-                | K::AttnV
-                | K::AttnQkv
-                | K::AttnOutput
-                | K::AttnQA
-                | K::AttnKvA
-                | K::AttnKvB
+            TensorKind::AttnQ
+                | TensorKind::AttnK
+                | TensorKind::AttnV
+                | TensorKind::AttnQkv
+                | TensorKind::AttnOutput
+                | TensorKind::AttnQA
+                | TensorKind::AttnKvA
+                | TensorKind::AttnKvB
         );
         match parent {
             "attn" | "self_attn" | "attention" | "self_attention" | "mixer" => attention,
