@@ -97,6 +97,18 @@ pub enum TensorKind {
 }
 
 impl TensorKind {
+    /// A projection of attention: q, k, v, a fused qkv, the output, and MLA's down and up
+    /// projections (what `--freeze attention`, Megatron's tensor split and peft's
+    /// `attn.`-prefixed targets mean by attention).
+    #[must_use]
+    pub fn is_attention_projection(self) -> bool {
+        use TensorKind::{AttnK, AttnKvA, AttnKvB, AttnOutput, AttnQ, AttnQA, AttnQkv, AttnV};
+        matches!(
+            self,
+            AttnQ | AttnK | AttnV | AttnQkv | AttnOutput | AttnQA | AttnKvA | AttnKvB
+        )
+    }
+
     /// A dense matrix that a linear layer multiplies by (what quantizers and `LoRA` target).
     #[must_use]
     pub fn is_block_matrix(self) -> bool {

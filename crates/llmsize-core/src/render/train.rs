@@ -72,6 +72,20 @@ fn rows(title: &str, terms: &[Term], total: (&str, u128), explain: bool) -> Stri
     out
 }
 
+/// Each term's words, then its formula with values and its value (`--explain`).
+fn explain_terms(out: &mut String, terms: &[Term]) {
+    for t in terms {
+        let _ = writeln!(
+            out,
+            "  {}: {}\n      {} = {}",
+            t.key,
+            t.what,
+            t.formula,
+            thousands_u128(t.value)
+        );
+    }
+}
+
 /// Human tables.
 #[must_use]
 pub fn render(v: &View<'_>) -> String {
@@ -166,17 +180,7 @@ pub fn render(v: &View<'_>) -> String {
             .join(", ")
     );
     if v.explain {
-        for t in &r.activations.peak_terms {
-            let _ = writeln!(
-                out,
-                "  {}: {}
-      {} = {}",
-                t.key,
-                t.what,
-                t.formula,
-                thousands_u128(t.value)
-            );
-        }
+        explain_terms(&mut out, &r.activations.peak_terms);
     }
     out.push('\n');
     let _ = writeln!(
@@ -187,32 +191,12 @@ pub fn render(v: &View<'_>) -> String {
         r.per_gpu.most_loaded
     );
     if v.explain {
-        for t in &r.per_gpu.terms {
-            let _ = writeln!(
-                out,
-                "  {}: {}
-      {} = {}",
-                t.key,
-                t.what,
-                t.formula,
-                thousands_u128(t.value)
-            );
-        }
+        explain_terms(&mut out, &r.per_gpu.terms);
     }
     if r.per_gpu.cpu_bytes > 0 {
         let _ = writeln!(out, "in CPU memory per GPU: {}", gib(r.per_gpu.cpu_bytes));
         if v.explain {
-            for t in &r.per_gpu.cpu_terms {
-                let _ = writeln!(
-                    out,
-                    "  {}: {}
-      {} = {}",
-                    t.key,
-                    t.what,
-                    t.formula,
-                    thousands_u128(t.value)
-                );
-            }
+            explain_terms(&mut out, &r.per_gpu.cpu_terms);
         }
     }
     for n in &r.per_gpu.notes {
@@ -310,17 +294,7 @@ pub fn render(v: &View<'_>) -> String {
         }
     );
     if v.explain {
-        for t in &f.terms {
-            let _ = writeln!(
-                out,
-                "  {}: {}
-      {} = {}",
-                t.key,
-                t.what,
-                t.formula,
-                thousands_u128(t.value)
-            );
-        }
+        explain_terms(&mut out, &f.terms);
     }
     if let Some(t) = v.time {
         out.push('\n');

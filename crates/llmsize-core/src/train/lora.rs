@@ -269,17 +269,7 @@ impl Module {
         // name (GPT-2's `attn.c_proj` and `mlp.c_proj`, NeoX's `attention.dense`).
         let head = &target[..target.len() - self.name.len() - 1];
         let parent = head.rsplit('.').next().unwrap_or(head);
-        let attention = matches!(
-            self.kind,
-            TensorKind::AttnQ
-                | TensorKind::AttnK
-                | TensorKind::AttnV
-                | TensorKind::AttnQkv
-                | TensorKind::AttnOutput
-                | TensorKind::AttnQA
-                | TensorKind::AttnKvA
-                | TensorKind::AttnKvB
-        );
+        let attention = self.kind.is_attention_projection();
         match parent {
             "attn" | "self_attn" | "attention" | "self_attention" | "mixer" => attention,
             "mlp" | "feed_forward" | "ffn" | "block_sparse_moe" | "shared_expert" => !attention,
@@ -399,17 +389,7 @@ fn module_name(t: &Tensor, names: &[(TensorKind, &'static str)]) -> String {
         table.iter().find(|(k, _)| *k == t.kind).map(|(_, n)| *n)
     };
     let named = from(names);
-    let attention = matches!(
-        t.kind,
-        K::AttnQ
-            | K::AttnK
-            | K::AttnV
-            | K::AttnQkv
-            | K::AttnOutput
-            | K::AttnQA
-            | K::AttnKvA
-            | K::AttnKvB
-    );
+    let attention = t.kind.is_attention_projection();
     let name = match named {
         Some(n) => n.to_string(),
         None if attention => t.part.to_string(),

@@ -280,18 +280,7 @@ fn frozen_by(kind: TensorKind, place: Place, freeze: &[FreezePart]) -> bool {
             kind,
             K::TokenEmbedding | K::PositionEmbedding | K::TokenTypeEmbedding
         ),
-        FreezePart::Attention => matches!(
-            kind,
-            K::AttnQ
-                | K::AttnK
-                | K::AttnV
-                | K::AttnQkv
-                | K::AttnOutput
-                | K::AttnQA
-                | K::AttnKvA
-                | K::AttnKvB
-                | K::Sinks
-        ),
+        FreezePart::Attention => kind.is_attention_projection() || kind == K::Sinks,
         FreezePart::Mlp => matches!(
             kind,
             K::FfnGate
