@@ -177,4 +177,28 @@ fn core(stages: &mut Stages, spec: &ModelSpec) {
     stages.run("core::flops::flops", || {
         let _ = flops(spec, 2048, 1, AttentionConvention::Causal);
     });
+    stages.run("core::train::train", || {
+        // Full fine-tuning, then LoRA with checkpointing on a 2 × 2 × 2 layout: every part
+        // of the step (states, activations, LoRA resolution, step FLOPs, placement).
+        let _ = llmsize_core::train::train(spec, &llmsize_core::train::TrainOptions::default());
+        let lora = llmsize_core::train::TrainOptions {
+            checkpointing: true,
+            lora: Some(llmsize_core::train::lora::LoraOptions {
+                rank: 16,
+                targets: llmsize_core::train::lora::LoraTargets::AllLinear,
+                dropout: 0.0,
+                dora: false,
+            }),
+            parallel: llmsize_core::train::parallel::Parallelism {
+                dp: 2,
+                tp: 2,
+                pp: 2,
+                micro_batches: 2,
+                zero: 3,
+                ..llmsize_core::train::parallel::Parallelism::default()
+            },
+            ..llmsize_core::train::TrainOptions::default()
+        };
+        let _ = llmsize_core::train::train(spec, &lora);
+    });
 }

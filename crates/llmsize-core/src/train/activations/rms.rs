@@ -1082,21 +1082,29 @@ fn adapters_by_kind(plan: &Lora, stack: &crate::spec::Stack, why: &mut Vec<Strin
     let kinds = stack.layers.kinds().len();
     let counts = stack.layers.kind_counts();
     let mut out = vec![Ads::default(); kinds];
-    // Layers of each kind each module covers: bounded by runs × modules × ranges.
+    // Layers of each kind each module covers. The stack's runs and a module's ranges are
+    // both in layer order, so one merge walk per module intersects them: runs + ranges
+    // steps, never runs × ranges (a million alternating layers have half a million runs).
     let mut covered = vec![vec![0u64; plan.modules.len()]; kinds];
-    for run in stack.layers.runs() {
-        for (m, module) in plan.modules.iter().enumerate() {
-            if module.stack.is_some_and(|r| r != stack.role) {
-                continue;
+    let runs = stack.layers.runs();
+    for (m, module) in plan.modules.iter().enumerate() {
+        if module.stack.is_some_and(|r| r != stack.role) {
+            continue;
+        }
+        let (mut i, mut j) = (0usize, 0usize);
+        while let (Some(run), Some(range)) = (runs.get(i), module.layer_runs.get(j)) {
+            let run_end = run.start.saturating_add(run.count);
+            let lo = range.start.max(run.start);
+            let hi = range.end.min(run_end);
+            if hi > lo
+                && let Some(c) = covered.get_mut(run.kind).and_then(|v| v.get_mut(m))
+            {
+                *c = c.saturating_add(hi - lo);
             }
-            for range in &module.layer_runs {
-                let lo = range.start.max(run.start);
-                let hi = range.end.min(run.start.saturating_add(run.count));
-                if hi > lo
-                    && let Some(c) = covered.get_mut(run.kind).and_then(|v| v.get_mut(m))
-                {
-                    *c = c.saturating_add(hi - lo);
-                }
+            if run_end <= range.end {
+                i += 1;
+            } else {
+                j += 1;
             }
         }
     }
