@@ -176,9 +176,23 @@ fn role(kind: TensorKind) -> Option<Role> {
     })
 }
 
-/// Families whose `--freeze` steps were checked against torch's count (small configs, every
-/// part and some pairs, with and without checkpointing: the tests below).
-const FREEZE_CHECKED: &[LayerStyle] = &[LayerStyle::Llama, LayerStyle::Gpt2, LayerStyle::GptNeox];
+/// Families whose `--freeze` steps were checked against torch's count: small configs of
+/// Llama-2, Qwen3, Mixtral, Qwen3-MoE, Phi-3, Gemma, Gemma 2 (eager), `OLMo` 2,
+/// GPT-2, Pythia, OPT, BLOOM (eager), Falcon and `StarCoder2`, every part alone and several
+/// together, with and without checkpointing (the tests below keep three of them).
+const FREEZE_CHECKED: &[LayerStyle] = &[
+    LayerStyle::Llama,
+    LayerStyle::Phi3,
+    LayerStyle::Gemma,
+    LayerStyle::Gemma2,
+    LayerStyle::Olmo2,
+    LayerStyle::Gpt2,
+    LayerStyle::GptNeox,
+    LayerStyle::Opt,
+    LayerStyle::Bloom,
+    LayerStyle::Falcon,
+    LayerStyle::Starcoder2,
+];
 
 /// Is a base tensor frozen by `--freeze` (the same parts as `train::frozen_by`)?
 fn frozen_by(kind: TensorKind, freeze: &[FreezePart]) -> bool {
@@ -402,7 +416,7 @@ impl<'a> Counter<'a> {
                 .is_some_and(|p| FREEZE_CHECKED.contains(&p.style))
         {
             why.push(
-                "--freeze: frozen Linears skip their weight gradients (derived; checked against torch on small llama, GPT-2 and GPT-NeoX models only)"
+                "--freeze: frozen Linears skip their weight gradients (derived; checked against torch for the families with a training profile only)"
                     .into(),
             );
         }
@@ -657,12 +671,20 @@ impl<'a> Counter<'a> {
         let mut pass = Pass::default();
         let norms = self.norms_trained();
         let parallel = matches!(self.style(), Some(LayerStyle::GptNeox | LayerStyle::Falcon));
+        // OLMo 2 normalises the blocks' outputs, not their inputs: q, k, v and the MLP read
+        // the residual stream itself.
+        let post_norm = self.style() == Some(LayerStyle::Olmo2);
         // Attention: the norm's output feeds q, k, v.
-        let a_in = rg_in || norms;
+        let a_in = rg_in || (norms && !post_norm);
         let outs = self.group(kind, &mut pass, Role::AttnIn, a_in, layer0)?;
         let flag = |ks: &[K]| outs.iter().any(|(k, o)| *o && ks.contains(k));
-        let q = flag(&[K::AttnQ, K::AttnQA, K::AttnQkv]);
-        let k = flag(&[K::AttnK, K::AttnKvA, K::AttnKvB, K::AttnQkv]);
+        // A trained q/k norm (Qwen3, OLMo 2) makes q/k require grad on its own.
+        let (q_norm, k_norm) = match &kind.layer.attention {
+            Attention::Standard(a) => (a.q_norm.is_some(), a.k_norm.is_some()),
+            _ => (false, false),
+        };
+        let q = flag(&[K::AttnQ, K::AttnQA, K::AttnQkv]) || (norms && q_norm);
+        let k = flag(&[K::AttnK, K::AttnKvA, K::AttnKvB, K::AttnQkv]) || (norms && k_norm);
         let has_v = kind
             .lins
             .iter()
@@ -701,9 +723,14 @@ impl<'a> Counter<'a> {
             .group(kind, &mut pass, Role::Other, a_in, layer0)?
             .iter()
             .any(|(_, o)| *o);
-        let h = rg_in || o_rg || other_rg;
+        // The residual adds the attention output (normalised, for OLMo 2).
+        let h = rg_in || o_rg || other_rg || (post_norm && norms);
         // The MLP reads its norm of the residual (of the layer input, for a parallel layer).
-        let mlp_in = if parallel { rg_in || norms } else { h || norms };
+        let mlp_in = if parallel {
+            rg_in || norms
+        } else {
+            h || (norms && !post_norm)
+        };
         let mid = self
             .group(kind, &mut pass, Role::MlpIn, mlp_in, layer0)?
             .iter()
@@ -1842,6 +1869,151 @@ mod tests {
                     ][..],
                     true,
                     8_978_432u128,
+                ),
+            ],
+        );
+    }
+
+    #[test]
+    fn freezing_matches_torch_on_a_small_olmo2() {
+        // OLMo-2-0425-1B scaled: post-norms only (q, k, v and the MLP read the residual
+        // itself), full-width q/k norms whose trained weights make q and k require grad.
+        let mut spec = small(Style::Llama, 128);
+        let mut layer = spec.stacks[0].layers.kinds()[0].clone();
+        if let Attention::Standard(a) = &mut layer.attention {
+            a.q_norm = Some(crate::spec::Norm::rms_norm(64));
+            a.k_norm = Some(crate::spec::Norm::rms_norm(32));
+        }
+        spec.stacks[0].layers = Layers::repeat(layer, 2);
+        spec.training = Some(profile(LayerStyle::Olmo2, false, false));
+        check_freeze(
+            &spec,
+            &[
+                (&[FreezePart::Embeddings][..], false, 8_847_360u128),
+                (&[FreezePart::Embeddings][..], true, 11_599_872u128),
+                (&[FreezePart::Attention][..], false, 8_323_072u128),
+                (&[FreezePart::Attention][..], true, 10_813_440u128),
+                (&[FreezePart::Mlp][..], false, 7_536_640u128),
+                (&[FreezePart::Mlp][..], true, 10_027_008u128),
+                (&[FreezePart::Norms][..], false, 9_109_504u128),
+                (&[FreezePart::Norms][..], true, 11_599_872u128),
+                (&[FreezePart::Head][..], false, 8_585_216u128),
+                (&[FreezePart::Head][..], true, 11_075_584u128),
+                (
+                    &[FreezePart::Attention, FreezePart::Embeddings][..],
+                    false,
+                    8_060_928u128,
+                ),
+                (
+                    &[FreezePart::Attention, FreezePart::Embeddings][..],
+                    true,
+                    10_813_440u128,
+                ),
+                (
+                    &[FreezePart::Embeddings, FreezePart::Norms][..],
+                    false,
+                    8_847_360u128,
+                ),
+                (
+                    &[FreezePart::Embeddings, FreezePart::Norms][..],
+                    true,
+                    11_599_872u128,
+                ),
+                (
+                    &[FreezePart::Mlp, FreezePart::Head][..],
+                    false,
+                    7_012_352u128,
+                ),
+                (
+                    &[FreezePart::Mlp, FreezePart::Head][..],
+                    true,
+                    9_502_720u128,
+                ),
+                (
+                    &[
+                        FreezePart::Embeddings,
+                        FreezePart::Attention,
+                        FreezePart::Norms,
+                    ][..],
+                    false,
+                    7_241_728u128,
+                ),
+                (
+                    &[
+                        FreezePart::Embeddings,
+                        FreezePart::Attention,
+                        FreezePart::Norms,
+                    ][..],
+                    true,
+                    10_813_440u128,
+                ),
+                (
+                    &[
+                        FreezePart::Embeddings,
+                        FreezePart::Attention,
+                        FreezePart::Mlp,
+                    ][..],
+                    false,
+                    6_488_064u128,
+                ),
+                (
+                    &[
+                        FreezePart::Embeddings,
+                        FreezePart::Attention,
+                        FreezePart::Mlp,
+                    ][..],
+                    true,
+                    9_240_576u128,
+                ),
+                (
+                    &[FreezePart::Embeddings, FreezePart::Norms, FreezePart::Mlp][..],
+                    false,
+                    7_274_496u128,
+                ),
+                (
+                    &[FreezePart::Embeddings, FreezePart::Norms, FreezePart::Mlp][..],
+                    true,
+                    10_027_008u128,
+                ),
+                (
+                    &[
+                        FreezePart::Embeddings,
+                        FreezePart::Attention,
+                        FreezePart::Mlp,
+                        FreezePart::Head,
+                    ][..],
+                    false,
+                    5_963_776u128,
+                ),
+                (
+                    &[
+                        FreezePart::Embeddings,
+                        FreezePart::Attention,
+                        FreezePart::Mlp,
+                        FreezePart::Head,
+                    ][..],
+                    true,
+                    8_716_288u128,
+                ),
+                (
+                    &[FreezePart::Attention, FreezePart::Mlp, FreezePart::Norms][..],
+                    false,
+                    6_750_208u128,
+                ),
+                (
+                    &[FreezePart::Attention, FreezePart::Mlp, FreezePart::Norms][..],
+                    true,
+                    9_240_576u128,
+                ),
+                (
+                    &[FreezePart::Embeddings, FreezePart::Mlp][..],
+                    false,
+                    7_274_496u128,
+                ),
+                (
+                    &[FreezePart::Embeddings, FreezePart::Mlp][..],
+                    true,
+                    10_027_008u128,
                 ),
             ],
         );
