@@ -236,7 +236,14 @@ fn the_table_a_user_reads() {
     // GPT-2 small at 512 tokens on the measured CPU kernels: every row is pinned by the
     // truth tests; this pins what the table shows and how it is laid out.
     let r = llmsize(&[
-        "train", "gpt2", "--seq-len", "512", "--device", "cpu", "--gpu", "rtx4090",
+        "train",
+        "gpt2",
+        "--seq-len",
+        "512",
+        "--device",
+        "cpu",
+        "--gpu",
+        "rtx4090",
     ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     insta::assert_snapshot!("train_gpt2_table", r.snapshot());

@@ -85,7 +85,12 @@ pub(crate) fn profile(
             routing_weights_in_dtype: true,
             ..base(LayerStyle::Llama, LLAMA_MODULES)
         },
-        "phi3" => base(LayerStyle::Phi3, PHI3_MODULES),
+        // Phi-3's residual dropouts (`resid_pdrop`) decide whether a checkpointed layer is
+        // re-run whole (a dropout mask is its last saved tensor).
+        "phi3" => TrainingProfile {
+            hidden_dropout: on("resid_pdrop", 0.0),
+            ..base(LayerStyle::Phi3, PHI3_MODULES)
+        },
         "gemma" => base(LayerStyle::Gemma, LLAMA_MODULES),
         "gemma2" => base(LayerStyle::Gemma2, LLAMA_MODULES),
         "olmo2" => base(LayerStyle::Olmo2, LLAMA_MODULES),

@@ -451,15 +451,21 @@ pub fn train(spec: &ModelSpec, options: &TrainOptions) -> Result<TrainReport, cr
     }
 
     let fwd = crate::flops::flops(spec, options.seq_len, options.batch, options.convention)?;
-    let flops = step_flops::step_flops(&StepInput {
-        spec,
-        profile,
-        forward: &fwd,
-        attn: options.attn,
-        checkpointing: options.checkpointing,
-        lora: lora.as_ref(),
-        frozen_base: frozen_base || !options.freeze.is_empty(),
-    })?;
+    let flops = step_flops::step_flops_in(
+        &StepInput {
+            spec,
+            profile,
+            forward: &fwd,
+            attn: options.attn,
+            checkpointing: options.checkpointing,
+            lora: lora.as_ref(),
+            frozen_base: frozen_base || !options.freeze.is_empty(),
+        },
+        &step_flops::StepContext {
+            device: options.device,
+            freeze: &options.freeze,
+        },
+    )?;
 
     // The most loaded GPU of the job (one GPU by default): model states on it plus the
     // larger of its forward peak and the optimizer step's transient.

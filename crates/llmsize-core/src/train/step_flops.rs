@@ -499,12 +499,10 @@ impl<'a> Counter<'a> {
             if covered != count {
                 self.note("an adapter on some layers of a layer kind: counted on all of them");
             }
-            let wrapper = if m.copies > 1 {
-                Wrapper::Experts
-            } else if m.kind == TensorKind::Router {
-                Wrapper::Router
-            } else {
-                Wrapper::Linear
+            let wrapper = match (m.param_wrapper, m.copies > 1) {
+                (false, _) => Wrapper::Linear,
+                (true, true) => Wrapper::Experts,
+                (true, false) => Wrapper::Router,
             };
             if plan.dora {
                 self.note("DoRA's weight-norm FLOPs are not derived: counted as LoRA");
@@ -516,7 +514,7 @@ impl<'a> Counter<'a> {
                 n_in: u128::from(m.n_in),
                 n_out: u128::from(m.n_out),
                 copies: u128::from(m.copies.max(1)),
-                rank: rank_of(m, plan.rank),
+                rank: u128::from(m.rank),
                 in_layer0: first && m.layer_runs.iter().any(|x| x.contains(&0)),
             });
         }
@@ -1142,17 +1140,6 @@ fn same_module(a: TensorKind, b: TensorKind) -> bool {
     a == b || (group(a) != 0 && group(a) == group(b))
 }
 
-/// The rank of one adapted module: peft doubles it where transformers 5 fused two v4
-/// modules (Mixtral's `w1`/`w3` into `gate_up_proj`), which the plan's parameter count shows
-/// (`r·copies·(n_in + n_out)`); else the plan's rank.
-fn rank_of(m: &Adapted, rank: u64) -> u128 {
-    let per_rank = m.copies.max(1).checked_mul(m.n_in.saturating_add(m.n_out));
-    match per_rank {
-        Some(p) if p > 0 && m.params > 0 && m.params.is_multiple_of(p) => u128::from(m.params / p),
-        _ => u128::from(rank),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(
@@ -1327,7 +1314,7 @@ mod tests {
             n_out,
             copies,
             rank,
-            param_wrapper: copies > 1,
+            param_wrapper: copies > 1 || kind == TensorKind::Router,
             factors: vec![(rank * copies, n_in), (n_out, rank * copies)],
             params: rank * copies * (n_in + n_out),
             tensors: 2,
