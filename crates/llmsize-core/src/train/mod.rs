@@ -491,6 +491,16 @@ pub fn train(spec: &ModelSpec, options: &TrainOptions) -> Result<TrainReport, cr
     if let Some(e) = &per_gpu.estimate {
         why.push(e.clone());
     }
+    if let Some(plan) = &lora
+        && let Some(m) = plan.modules.iter().find(|m| m.kind == TensorKind::Matrix)
+    {
+        // A matrix of a part the typed blocks do not describe may be an `nn.Linear` (peft
+        // adapts it) or a convolution or bare parameter (it does not): not known here.
+        why.push(format!(
+            "LoRA adapts `{}`, a matrix of a part whose module type (Linear or not) llmsize does not know; peft may leave it out",
+            m.name
+        ));
+    }
     if !flops.exact {
         why.push("the training step's FLOPs are 3× the forward, not derived per op".into());
     }
