@@ -248,3 +248,42 @@ fn the_table_a_user_reads() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     insta::assert_snapshot!("train_gpt2_table", r.snapshot());
 }
+
+#[test]
+fn lora_on_a_matrix_of_unknown_module_type_is_an_estimate() {
+    // Zamba's Mamba mixer `in_proj` is a matrix of a part the typed blocks do not describe:
+    // whether peft's all-linear reaches it is not known, so the answer says so.
+    let config = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/coverage/configs/zamba.default.json"
+    );
+    let (_, j) = json(&[
+        "train",
+        config,
+        "--lora-rank",
+        "16",
+        "--seq-len",
+        "64",
+        "--json",
+    ]);
+    assert_eq!(j["exact"], false);
+    assert!(
+        j["estimate_basis"]
+            .as_str()
+            .unwrap()
+            .contains("module type (Linear or not)"),
+        "{}",
+        j["estimate_basis"]
+    );
+    // A llama's adapters are all typed Linear modules: exact.
+    let (_, j) = json(&[
+        "train",
+        "llama-2-7b",
+        "--lora-rank",
+        "16",
+        "--seq-len",
+        "64",
+        "--json",
+    ]);
+    assert_eq!(j["exact"], true, "{}", j["estimate_basis"]);
+}
