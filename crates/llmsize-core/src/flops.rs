@@ -218,7 +218,12 @@ fn attention_widths(
 }
 
 /// Pairs (query, key) a forward over `s` tokens scores in one layer.
-fn pairs(s: u128, window: Option<u64>, convention: AttentionConvention, cross: bool) -> u128 {
+pub(crate) fn pairs(
+    s: u128,
+    window: Option<u64>,
+    convention: AttentionConvention,
+    cross: bool,
+) -> u128 {
     match convention {
         AttentionConvention::Full => s * s,
         AttentionConvention::Causal if cross => s * s,

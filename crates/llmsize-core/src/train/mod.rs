@@ -272,31 +272,43 @@ fn bad(field: &str, found: &str, expected: &str) -> crate::SpecError {
     }
 }
 
+impl FreezePart {
+    /// Does this part hold tensors of `kind`? (The output head's bias vectors, which have
+    /// no kind of their own, are [`frozen_by`]'s.) The parameter count and the step's FLOPs
+    /// both ask here, so `--freeze` means one thing.
+    pub(crate) fn holds(self, kind: TensorKind) -> bool {
+        use TensorKind as K;
+        match self {
+            FreezePart::Embeddings => matches!(
+                kind,
+                K::TokenEmbedding | K::PositionEmbedding | K::TokenTypeEmbedding
+            ),
+            FreezePart::Attention => kind.is_attention_projection() || kind == K::Sinks,
+            FreezePart::Mlp => matches!(
+                kind,
+                K::FfnGate
+                    | K::FfnUp
+                    | K::FfnDown
+                    | K::Router
+                    | K::ExpertGate
+                    | K::ExpertUp
+                    | K::ExpertDown
+                    | K::SharedGate
+                    | K::SharedUp
+                    | K::SharedDown
+                    | K::SharedExpertGate
+            ),
+            FreezePart::Norms => kind == K::Norm,
+            FreezePart::Head => kind == K::Output,
+        }
+    }
+}
+
 /// Is a base tensor frozen by `--freeze`?
 fn frozen_by(kind: TensorKind, place: Place, freeze: &[FreezePart]) -> bool {
-    use TensorKind as K;
-    freeze.iter().any(|f| match f {
-        FreezePart::Embeddings => matches!(
-            kind,
-            K::TokenEmbedding | K::PositionEmbedding | K::TokenTypeEmbedding
-        ),
-        FreezePart::Attention => kind.is_attention_projection() || kind == K::Sinks,
-        FreezePart::Mlp => matches!(
-            kind,
-            K::FfnGate
-                | K::FfnUp
-                | K::FfnDown
-                | K::Router
-                | K::ExpertGate
-                | K::ExpertUp
-                | K::ExpertDown
-                | K::SharedGate
-                | K::SharedUp
-                | K::SharedDown
-                | K::SharedExpertGate
-        ),
-        FreezePart::Norms => kind == K::Norm,
-        FreezePart::Head => kind == K::Output || (place == Place::Output && kind == K::Bias),
+    freeze.iter().any(|f| {
+        f.holds(kind)
+            || (*f == FreezePart::Head && place == Place::Output && kind == TensorKind::Bias)
     })
 }
 

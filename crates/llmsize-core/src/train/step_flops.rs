@@ -37,7 +37,7 @@ use std::fmt::Write as _;
 use std::ops::Range;
 
 use crate::SpecError;
-use crate::flops::{AttentionConvention, FlopsReport};
+use crate::flops::FlopsReport;
 use crate::layout::{Layout, Place, Tensor, TensorKind, layout};
 use crate::spec::{Attention, Ffn, Layer, ModelSpec, OutputHead, StackRole};
 use crate::train::lora::{Adapted, LoraPlan};
@@ -194,25 +194,6 @@ const FREEZE_CHECKED: &[LayerStyle] = &[
     LayerStyle::Starcoder2,
 ];
 
-/// Is a base tensor frozen by `--freeze` (the same parts as `train::frozen_by`)?
-fn frozen_by(kind: TensorKind, freeze: &[FreezePart]) -> bool {
-    use TensorKind as K;
-    freeze.iter().any(|f| match f {
-        FreezePart::Embeddings => matches!(
-            kind,
-            K::TokenEmbedding | K::PositionEmbedding | K::TokenTypeEmbedding
-        ),
-        FreezePart::Attention => {
-            role(kind).is_some_and(|r| matches!(r, Role::AttnIn | Role::AttnOut))
-        }
-        FreezePart::Mlp => {
-            role(kind).is_some_and(|r| matches!(r, Role::MlpIn | Role::MlpOut | Role::Router))
-        }
-        FreezePart::Norms => kind == K::Norm,
-        FreezePart::Head => kind == K::Output,
-    })
-}
-
 /// One Linear of a layer kind.
 #[derive(Debug, Clone)]
 struct Lin {
@@ -317,25 +298,6 @@ impl Pass {
 
     fn recompute(&self) -> Result<u128, SpecError> {
         self.forward()?.checked_sub(self.tail).ok_or_else(too_large)
-    }
-}
-
-/// Pairs (query, key) one layer scores, as `crate::flops` counts them.
-fn pairs(s: u128, window: Option<u64>, convention: AttentionConvention, cross: bool) -> u128 {
-    match convention {
-        AttentionConvention::Full => s * s,
-        AttentionConvention::Causal if cross => s * s,
-        AttentionConvention::Causal => match window {
-            None => s * (s + 1) / 2,
-            Some(w) => {
-                let w = u128::from(w).max(1);
-                if s <= w {
-                    s * (s + 1) / 2
-                } else {
-                    w * (w + 1) / 2 + (s - w) * w
-                }
-            }
-        },
     }
 }
 
@@ -444,7 +406,7 @@ impl<'a> Counter<'a> {
 
     /// Is a base weight trained?
     fn trained(&self, kind: TensorKind) -> bool {
-        !self.lora && !frozen_by(kind, self.context.freeze)
+        !self.lora && !self.context.freeze.iter().any(|f| f.holds(kind))
     }
 
     fn norms_trained(&self) -> bool {
@@ -571,7 +533,7 @@ impl<'a> Counter<'a> {
                 for (a, cross) in attentions {
                     let Some((qk, v)) = widths(a) else { continue };
                     let window = if cross { None } else { layer.sliding_window };
-                    let p = pairs(s, window, convention, cross);
+                    let p = crate::flops::pairs(s, window, convention, cross);
                     add(&mut scores, prod(&[2, b, p, u128::from(qk)])?)?;
                     add(&mut values, prod(&[2, b, p, u128::from(v)])?)?;
                 }
@@ -1150,6 +1112,7 @@ mod tests {
     )]
 
     use super::*;
+    use crate::flops::AttentionConvention;
     use crate::design::{Design, Style, design_spec};
     use crate::flops::flops;
     use crate::spec::{Layers, Mlp, Moe};
