@@ -676,15 +676,10 @@ pub(crate) fn run(req: &TrainRequest, env: &HubEnv) -> Result<TrainOutcome, Erro
 
 /// The parallel layout: the flags as given, the data-parallel degree filling the GPUs.
 fn layout_of(req: &TrainRequest, gpus: Option<u64>) -> Result<Parallelism, Error> {
+    // Every rule of the layout (degrees, ZeRO stages, offload, divisibility by the model) is
+    // the core's `parallel::validate`; here only what filling the GPUs divides by.
     let mut p = req.parallel;
-    for (flag, v) in [
-        ("--tp", p.tp),
-        ("--pp", p.pp),
-        ("--cp", p.cp),
-        ("--ep", p.ep),
-        ("--micro-batches", p.micro_batches),
-        ("--interleave", p.interleave),
-    ] {
+    for (flag, v) in [("--tp", p.tp), ("--pp", p.pp), ("--cp", p.cp)] {
         if v == 0 {
             return Err(Error::bad_input(
                 format!("`{flag} 0` is not a parallel degree"),
@@ -692,12 +687,7 @@ fn layout_of(req: &TrainRequest, gpus: Option<u64>) -> Result<Parallelism, Error
             ));
         }
     }
-    if p.zero > 3 {
-        return Err(Error::bad_input(
-            format!("`--zero {}` is not a ZeRO stage", p.zero),
-            "valid: 0, 1, 2, 3",
-        ));
-    }
+    let mut default_group = false;
     match req.fsdp.as_deref() {
         None => {}
         Some("full" | "full-shard") => p.zero = 3,
@@ -705,7 +695,8 @@ fn layout_of(req: &TrainRequest, gpus: Option<u64>) -> Result<Parallelism, Error
         Some("hybrid" | "hybrid-shard") => {
             p.zero = 3;
             if p.shard_group.is_none() {
-                p.shard_group = Some(8);
+                // One node of 8 GPUs, or all of them when there are fewer.
+                default_group = true;
             }
         }
         Some(other) => {
@@ -748,27 +739,8 @@ fn layout_of(req: &TrainRequest, gpus: Option<u64>) -> Result<Parallelism, Error
         }
         (None, None) => 1,
     };
-    if let Some(g) = p.shard_group {
-        if g == 0 || !p.dp.is_multiple_of(g.min(p.dp)) {
-            return Err(Error::bad_input(
-                format!(
-                    "the hybrid shard group of {g} GPUs does not divide dp = {}",
-                    p.dp
-                ),
-                "give a shard group that divides the data-parallel degree",
-            ));
-        }
-        p.shard_group = Some(g.min(p.dp));
-    }
-    if p.ep > 1 && !p.dp.saturating_mul(p.tp).is_multiple_of(p.ep) {
-        return Err(Error::bad_input(
-            format!(
-                "expert parallelism {} does not divide dp·tp = {}",
-                p.ep,
-                p.dp * p.tp
-            ),
-            "experts are spread over the data-parallel (and tensor-parallel) GPUs",
-        ));
+    if default_group {
+        p.shard_group = Some(p.dp.min(8));
     }
     Ok(p)
 }

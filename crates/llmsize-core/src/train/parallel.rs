@@ -257,7 +257,7 @@ pub fn validate(parallel: &Parallelism, spec: &ModelSpec) -> Result<(), SpecErro
         return Err(invalid(
             "--zero",
             p.zero,
-            "0 (DDP), 1 (optimizer states sharded), 2 (+ gradients) or 3 (+ parameters, FSDP full shard)",
+            "a ZeRO stage: 0 (DDP), 1 (optimizer states sharded), 2 (+ gradients) or 3 (+ parameters, FSDP full shard)",
         ));
     }
     if p.offload_optimizer && p.zero == 0 {

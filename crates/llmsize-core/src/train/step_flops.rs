@@ -1112,8 +1112,8 @@ mod tests {
     )]
 
     use super::*;
-    use crate::flops::AttentionConvention;
     use crate::design::{Design, Style, design_spec};
+    use crate::flops::AttentionConvention;
     use crate::flops::flops;
     use crate::spec::{Layers, Mlp, Moe};
     use crate::train::profile::LLAMA_MODULES;
