@@ -287,3 +287,63 @@ fn lora_on_a_matrix_of_unknown_module_type_is_an_estimate() {
     ]);
     assert_eq!(j["exact"], true, "{}", j["estimate_basis"]);
 }
+
+#[test]
+fn qlora_stores_the_base_in_nf4_and_dequantizes_one_weight_at_a_time() {
+    // Same adapters as LoRA: what autograd holds is the same (bitsandbytes' MatMul4Bit saves
+    // only the quantized weight); the peak adds the largest matrix dequantized to bf16:
+    // Llama-2-7B's MLP 11008 × 4096, 2·45,088,768 = 90,177,536 bytes.
+    let args = [
+        "train",
+        "llama-2-7b",
+        "--seq-len",
+        "512",
+        "--lora-rank",
+        "16",
+        "--json",
+    ];
+    let (_, lora) = json(&args);
+    let mut q = args.to_vec();
+    q.push("--qlora");
+    let (_, qlora) = json(&q);
+    assert_eq!(qlora["activation_bytes"], lora["activation_bytes"]);
+    assert_eq!(
+        qlora["activation_peak_bytes"].as_u64().unwrap()
+            - lora["activation_peak_bytes"].as_u64().unwrap(),
+        90_177_536
+    );
+    assert_eq!(qlora["trainable_params"], lora["trainable_params"]);
+    // The frozen base as `memory --dtype nf4-dq` stores it, plus the fp32 adapters
+    // (39,976,960 · 4 bytes).
+    let m = llmsize(&["memory", "llama-2-7b", "--dtype", "nf4-dq", "--json"]);
+    let m: Value = serde_json::from_str(&m.stdout).unwrap();
+    assert_eq!(
+        qlora["weights_bytes"].as_u64().unwrap(),
+        m["weights_bytes"].as_u64().unwrap() + 4 * 39_976_960
+    );
+}
+
+#[test]
+fn the_longest_sequence_that_fits_is_the_edge() {
+    let base = [
+        "train",
+        "llama-2-7b",
+        "--lora-rank",
+        "16",
+        "--checkpointing",
+        "--gpu",
+        "rtx4090",
+    ];
+    let mut args = base.to_vec();
+    args.extend(["--max-seq", "--json"]);
+    let (_, j) = json(&args);
+    let s = j["max_seq"].as_u64().unwrap();
+    let at = |seq: u64| {
+        let seq = seq.to_string();
+        let mut a = base.to_vec();
+        a.extend(["--seq-len", &seq, "--json"]);
+        json(&a).0
+    };
+    assert_eq!(at(s), 0);
+    assert_eq!(at(s + 1), 1);
+}
