@@ -39,6 +39,8 @@ fn the_json_contract_has_its_integer_keys() {
         assert!(j[key].is_u64(), "{key} is an integer: {}", j[key]);
     }
     assert!(j["exact"].is_boolean());
+    // The article's 6·P·tokens beside the exact step: 6 · 6,738,415,616 · 512.
+    assert_eq!(j["estimate_6pd_flops"], 6 * 6_738_415_616_u64 * 512);
 }
 
 #[test]

@@ -289,7 +289,7 @@ pub struct TrainJson {
 impl TrainJson {
     fn new(o: &TrainOutcome) -> Self {
         let r = &o.report;
-        let tokens = u128::from(r.activations_tokens());
+        let tokens = u128::from(r.tokens);
         TrainJson {
             name: o.name.clone(),
             exact: r.estimate.is_none(),

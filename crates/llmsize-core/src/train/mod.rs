@@ -541,16 +541,3 @@ pub fn train(spec: &ModelSpec, options: &TrainOptions) -> Result<TrainReport, cr
         estimate: (!why.is_empty()).then(|| why.join("; ")),
     })
 }
-
-/// Re-exported for callers that build options.
-pub use activations::ActInput as ActivationInput;
-/// Re-exported.
-pub type ActivationReport = Activations;
-
-impl TrainReport {
-    /// Tokens of the step on one GPU (`batch · seq_len`).
-    #[must_use]
-    pub fn activations_tokens(&self) -> u64 {
-        self.tokens
-    }
-}

@@ -1,6 +1,10 @@
 //! What autograd keeps for backward after the forward, and the forward's peak, per family.
 //!
-//! OWNED BY HELPERS: see `/work/wt/BRIEF-train.md`.
+//! The ground truth (`../shared/truth/train/`) measured this with autograd's saved-tensor
+//! hooks on the Hugging Face code; each family file walks a layer's ops in the order that
+//! code runs them and keeps a tensor when the op that needs it for backward has an input
+//! that requires grad, so full fine-tuning, frozen parts and every LoRA target list are one
+//! walk.
 
 use crate::SpecError;
 use crate::spec::ModelSpec;
