@@ -24,7 +24,7 @@ pub(crate) enum Outcome {
 pub(crate) enum Failure {
     /// An error of the engine (bad input, not found, network, …).
     Engine(llmsize_engine::Error),
-    /// Writing the output failed (a closed pipe is not an error: see `main`).
+    /// Writing the output failed (a closed pipe exits quietly: see `main`).
     Output(std::io::Error),
 }
 
@@ -39,6 +39,9 @@ impl From<std::io::Error> for Failure {
         Failure::Output(e)
     }
 }
+
+/// 128 + SIGPIPE (13): the exit status of a process killed by a closed pipe.
+const BROKEN_PIPE: u8 = 141;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
@@ -55,8 +58,14 @@ fn main() -> ExitCode {
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::No) => ExitCode::from(1),
-        // `llmsize presets | head`: the reader closed the pipe; nothing is wrong.
-        Err(Failure::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        // `llmsize presets | head`: the reader closed the pipe, so the output was cut short.
+        // Quietly, with the status a shell reports for a C tool killed by SIGPIPE (coreutils'
+        // `seq 1 1000000 | head -1` leaves `PIPESTATUS` 141): `set -o pipefail` scripts see
+        // the same failure for llmsize as for `seq`, and never mistake a cut output for a
+        // whole one. (Rust ignores SIGPIPE, so the write returns `BrokenPipe` instead.)
+        Err(Failure::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            ExitCode::from(BROKEN_PIPE)
+        }
         Err(failure) => {
             output::print_error(&failure);
             ExitCode::from(2)

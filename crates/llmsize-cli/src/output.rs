@@ -29,7 +29,11 @@ pub(crate) fn print_error(failure: &Failure) {
         Failure::Engine(e) => (e, e.hint()),
         Failure::Output(e) => (e, None),
     };
-    let mut previous = top.to_string();
+    let mut previous = match failure {
+        // `> /dev/full`, a full disk: say what was being written, not only the OS's words.
+        Failure::Output(e) => format!("cannot write the output to stdout: {e}"),
+        Failure::Engine(e) => e.to_string(),
+    };
     eprintln!("error: {previous}");
     let mut cause = top.source();
     while let Some(c) = cause {
