@@ -325,6 +325,17 @@ fn read_map_tracked(
         family::Read::Block(b) => family::read_block(&mut raw, family, b)?,
         family::Read::Code(f) => f(&mut raw, family, head)?,
     };
+    // A layer that attends in a window of 0 tokens sees nothing: transformers accepts the
+    // number but the mask and cache it builds are empty (llmsize would size a 1-token cache).
+    // Where the file turns sliding off (`use_sliding_window: false`, which `Qwen2MoeConfig`
+    // itself writes as `sliding_window: 0`), no layer slides and the 0 is never used.
+    if spec.layer_kinds().any(|l| l.sliding_window == Some(0)) {
+        return Err(raw.invalid(
+            "sliding_window",
+            &Value::from(0),
+            "a window of at least 1 token, or null (no sliding window)",
+        ));
+    }
     if estimate.is_none() {
         let head_dim = spec.layer_kinds().find_map(|l| match &l.attention {
             llmsize_core::spec::Attention::Standard(a) => Some(a.head_dim),
