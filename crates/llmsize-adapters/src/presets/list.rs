@@ -1,6 +1,8 @@
 //! Built-in presets: the real `config.json` of every model in the ground truth, kept in this
 //! crate's `presets/configs/` and compiled into the binary so `llmsize` works offline.
 //! Listed in the order of `tests/fixtures/truth/truth.json`; a test checks they stay in step.
+//! The presets after those are today's most used releases (`presets/added.json` holds what
+//! `transformers` builds from each, `presets/SOURCES.md` where each file comes from).
 
 /// One built-in model.
 #[derive(Debug, Clone, Copy)]
@@ -16,7 +18,7 @@ pub struct Preset {
     pub config: &'static str,
 }
 
-/// Every preset, in the order of the ground truth.
+/// Every preset: the ground truth's, in its order, then the added ones.
 pub static PRESETS: &[Preset] = &[
     Preset {
         id: "gpt2",
@@ -487,5 +489,73 @@ pub static PRESETS: &[Preset] = &[
         hf_repo: Some("facebook/bart-base"),
         family: "seq2seq",
         config: include_str!("../../presets/configs/bart-base.json"),
+    },
+    // Added after the ground truth: today's most used releases, counted by the same oracle
+    // (`presets/added.json`, sources in `presets/SOURCES.md`; `tests/added_presets.rs`).
+    Preset {
+        id: "Llama-3.1-70B",
+        hf_repo: Some("meta-llama/Llama-3.1-70B"),
+        family: "decoder",
+        config: include_str!("../../presets/configs/Llama-3.1-70B.json"),
+    },
+    Preset {
+        id: "Llama-3.3-70B-Instruct",
+        hf_repo: Some("meta-llama/Llama-3.3-70B-Instruct"),
+        family: "decoder",
+        config: include_str!("../../presets/configs/Llama-3.3-70B-Instruct.json"),
+    },
+    Preset {
+        id: "gpt-oss-120b",
+        hf_repo: Some("openai/gpt-oss-120b"),
+        family: "moe",
+        config: include_str!("../../presets/configs/gpt-oss-120b.json"),
+    },
+    Preset {
+        id: "DeepSeek-R1",
+        hf_repo: Some("deepseek-ai/DeepSeek-R1"),
+        family: "moe",
+        config: include_str!("../../presets/configs/DeepSeek-R1.json"),
+    },
+    Preset {
+        id: "Qwen3-235B-A22B",
+        hf_repo: Some("Qwen/Qwen3-235B-A22B"),
+        family: "moe",
+        config: include_str!("../../presets/configs/Qwen3-235B-A22B.json"),
+    },
+    Preset {
+        id: "Qwen2.5-14B",
+        hf_repo: Some("Qwen/Qwen2.5-14B"),
+        family: "decoder",
+        config: include_str!("../../presets/configs/Qwen2.5-14B.json"),
+    },
+    Preset {
+        id: "phi-4",
+        hf_repo: Some("microsoft/phi-4"),
+        family: "decoder",
+        config: include_str!("../../presets/configs/phi-4.json"),
+    },
+    Preset {
+        id: "Mistral-Small-24B-Base-2501",
+        hf_repo: Some("mistralai/Mistral-Small-24B-Base-2501"),
+        family: "decoder",
+        config: include_str!("../../presets/configs/Mistral-Small-24B-Base-2501.json"),
+    },
+    Preset {
+        id: "Mistral-Nemo-Base-2407",
+        hf_repo: Some("mistralai/Mistral-Nemo-Base-2407"),
+        family: "decoder",
+        config: include_str!("../../presets/configs/Mistral-Nemo-Base-2407.json"),
+    },
+    Preset {
+        id: "Llama-3.2-3B",
+        hf_repo: Some("meta-llama/Llama-3.2-3B"),
+        family: "decoder",
+        config: include_str!("../../presets/configs/Llama-3.2-3B.json"),
+    },
+    Preset {
+        id: "Qwen3-14B",
+        hf_repo: Some("Qwen/Qwen3-14B"),
+        family: "decoder",
+        config: include_str!("../../presets/configs/Qwen3-14B.json"),
     },
 ];
