@@ -37,6 +37,16 @@ fn name_of(path: &Path) -> String {
     }
 }
 
+impl Model {
+    /// The base preset this model stands for, when its name is a tuned release's
+    /// (`Llama-3.1-8B-Instruct`) that was answered from the base preset's config.
+    fn tuned_base(&self, found: &Found) -> Option<&'static presets::Preset> {
+        let base = presets::find_tuned(&self.name)?;
+        (found.file == format!("preset {}", base.id) && presets::find(&self.name).is_none())
+            .then_some(base)
+    }
+}
+
 /// How to find a MODEL.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Lookup {
@@ -78,7 +88,14 @@ impl Model {
     /// are the same for both.
     pub(crate) fn spec(&self, options: &ReadOptions) -> Result<ModelSpec, Error> {
         if let Some(found) = &self.config {
-            return Ok(read_config(&found.text, &found.file, &self.name, options)?);
+            let mut spec = read_config(&found.text, &found.file, &self.name, options)?;
+            if let Some(base) = self.tuned_base(found) {
+                spec.warnings.push(format!(
+                    "counted as the base model `{}`: instruction tuning does not change the shapes",
+                    base.id
+                ));
+            }
+            return Ok(spec);
         }
         if let Some(Weights::Gguf(file, _, header)) = &self.weights {
             let map = gguf_config::config_from_gguf(header, file)?;
@@ -204,6 +221,23 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
             weights: None,
         });
     }
+    // `Llama-3.1-8B-Instruct`: a tuned release whose config has its base preset's sizes.
+    if lookup.weights != Want::Required
+        && !lookup.online
+        && let Some(p) = presets::find_tuned(arg)
+    {
+        let name = arg.trim().rsplit('/').next().unwrap_or(arg).to_owned();
+        return Ok(Model {
+            name: name.clone(),
+            config: Some(Found {
+                name,
+                source: format!("preset {}", p.hf_repo.unwrap_or(p.id)),
+                file: format!("preset {}", p.id),
+                text: p.config.to_owned(),
+            }),
+            weights: None,
+        });
+    }
     if lookup.online && hub::looks_like_repo_id(arg) {
         return remote::model(arg, lookup, env);
     }
@@ -215,30 +249,56 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
             "download the model, pass its directory, or add `--online` to read the headers from the Hub",
         ));
     }
-    let suggestions = presets::suggest(arg, 3).join(", ");
-    if ["json", "gguf", "safetensors"]
-        .iter()
-        .any(|ext| has_extension(arg, ext))
-        || arg.starts_with('.')
-        || arg.starts_with('/')
-    {
+    // A path that does not exist: say so, and do not offer presets for a typo in a path.
+    if looks_like_path(arg) {
+        let missing = first_missing(Path::new(arg));
         return Err(Error::not_found(
             format!("`{arg}`: no such file or directory"),
-            format!("check the path; or name a preset, e.g. {suggestions}"),
+            format!("`{}` does not exist; check the path", missing.display()),
         ));
     }
+    let suggestions = presets::suggest(arg, 3);
+    let did_you_mean = if suggestions.is_empty() {
+        String::new()
+    } else {
+        format!("did you mean: {}? ", suggestions.join(", "))
+    };
     if hub::looks_like_repo_id(arg) {
         return Err(Error::not_found(
             format!("`{arg}` is neither a built-in preset nor in the local Hugging Face cache"),
             format!(
-                "pass `--online` to read it from the Hub (HF_ENDPOINT, HF_TOKEN), or name a preset, e.g. {suggestions}"
+                "{did_you_mean}pass `--online` to read it from the Hub (HF_ENDPOINT, HF_TOKEN); `llmsize presets` lists the presets"
             ),
         ));
     }
     Err(Error::not_found(
         format!("`{arg}` is neither a file, a directory nor a built-in preset"),
-        format!("did you mean: {suggestions}? (`llmsize presets` lists them all)"),
+        format!("{did_you_mean}`llmsize presets` lists them all"),
     ))
+}
+
+/// A MODEL argument meant as a path: a file extension llmsize reads, a leading `.`, `/` or
+/// `~`, a trailing separator, or more separators than an `org/name` repo id has.
+fn looks_like_path(arg: &str) -> bool {
+    ["json", "gguf", "safetensors"]
+        .iter()
+        .any(|ext| has_extension(arg, ext))
+        || arg.starts_with(['.', '/', '~'])
+        || arg.ends_with(['/', std::path::MAIN_SEPARATOR])
+        || arg.contains('\\')
+        || arg.matches('/').count() > 1
+}
+
+/// The shortest leading part of `path` that does not exist (`./nope` of `./nope/config.json`).
+fn first_missing(path: &Path) -> PathBuf {
+    let mut so_far = PathBuf::new();
+    for part in path.components() {
+        so_far.push(part);
+        if std::fs::symlink_metadata(&so_far).is_err() {
+            return so_far;
+        }
+    }
+    path.to_path_buf()
 }
 
 fn dir_name(p: &Path) -> String {
