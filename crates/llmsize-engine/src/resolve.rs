@@ -37,16 +37,6 @@ fn name_of(path: &Path) -> String {
     }
 }
 
-impl Model {
-    /// The base preset this model stands for, when its name is a tuned release's
-    /// (`Llama-3.1-8B-Instruct`) that was answered from the base preset's config.
-    fn tuned_base(&self, found: &Found) -> Option<&'static presets::Preset> {
-        let base = presets::find_tuned(&self.name)?;
-        (found.file == format!("preset {}", base.id) && presets::find(&self.name).is_none())
-            .then_some(base)
-    }
-}
-
 /// How to find a MODEL.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Lookup {
@@ -108,6 +98,14 @@ impl Model {
             ),
             "put the config.json next to the weights, or use `llmsize inspect` to count the tensors",
         ))
+    }
+
+    /// The base preset this model stands for, when its name is a tuned release's
+    /// (`Llama-3.1-8B-Instruct`) that was answered from the base preset's config.
+    fn tuned_base(&self, found: &Found) -> Option<&'static presets::Preset> {
+        let base = presets::find_tuned(&self.name)?;
+        (found.file == format!("preset {}", base.id) && presets::find(&self.name).is_none())
+            .then_some(base)
     }
 }
 

@@ -35,12 +35,16 @@ pub fn find(name: &str) -> Option<&'static Preset> {
 
 /// Presets whose instruction-tuned releases (`-Instruct`, `-chat`, `-it`, `-Instruct-2507`)
 /// publish a `config.json` with the same sizes, so the base preset counts them exactly.
-/// Checked on the published files where the project holds both (holdout `falcon-7b-instruct`
-/// = `falcon-7b`, 6,921,720,704; `Llama-3.3-70B-Instruct` = `Llama-3.1-70B`, 70,553,706,496):
-/// the tuned files change token ids (`eos_token_id`, chat tokens inside the vocabulary),
-/// `max_position_embeddings` (Qwen2.5 Instruct 32,768) or nothing. Not listed, because the
-/// shapes differ: `Mixtral-8x22B-Instruct-v0.1` (vocabulary 32,768, not 32,000), and any
-/// family whose tuned release is its own preset (`Phi-3-mini-4k-instruct`).
+/// Checked on published files: where the project holds both, by count (holdout
+/// `falcon-7b-instruct` = `falcon-7b`, 6,921,720,704; `Llama-3.3-70B-Instruct` =
+/// `Llama-3.1-70B`, 70,553,706,496); else by the size fields of the tuned file as public
+/// repositories quote it (Llama-3.1-70B-Instruct, Qwen2.5-7B/72B-Instruct,
+/// Mistral-7B-Instruct-v0.1: hidden, intermediate, heads, KV heads, layers and vocabulary as
+/// the base's). The tuned files change token ids (`eos_token_id`), `max_position_embeddings`
+/// (Qwen2.5 Instruct: 32,768) or nothing. Left out because the shapes differ:
+/// `Mixtral-8x22B-Instruct-v0.1` (vocabulary 32,768, the base 32,000: 140,630,071,296 against
+/// 140,620,634,112 in the holdout), and releases that are presets of their own
+/// (`Phi-3-mini-4k-instruct`, `Llama-3.3-70B-Instruct`).
 const SAME_SHAPES_WHEN_TUNED: &[&str] = &[
     "Llama-2-7b-hf",
     "Llama-2-13b-hf",
