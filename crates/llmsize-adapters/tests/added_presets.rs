@@ -124,4 +124,10 @@ fn published_counts_agree() {
     assert!(near(counted("Qwen2.5-14B").total, 147.0, 1e8));
     assert!(near(counted("Qwen3-14B").total, 148.0, 1e8));
     assert!(near(counted("Mistral-Nemo-Base-2407").total, 12.0, b));
+    // Exact totals the Hub publishes (safetensors metadata, quoted in public repositories):
+    // phi-4 14,659,507,200; gemma-3-27b-it 27,432,406,640; gemma-3-12b-it 12,187,325,040 (the
+    // -it files have the -pt presets' sizes).
+    assert_eq!(counted("phi-4").total, 14_659_507_200);
+    assert_eq!(counted("gemma-3-27b-pt").total, 27_432_406_640);
+    assert_eq!(counted("gemma-3-12b-pt").total, 12_187_325_040);
 }

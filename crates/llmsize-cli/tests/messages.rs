@@ -87,6 +87,7 @@ fn a_tuned_release_is_counted_as_its_base_with_a_note() {
         ("Llama-3.3-70B-Instruct", "Llama-3.3-70B-Instruct"),
         ("Qwen3-30B-A3B-Instruct-2507", "Qwen3-30B-A3B"),
         ("google/gemma-2-9b-it", "gemma-2-9b"),
+        ("google/gemma-3-27b-it", "gemma-3-27b-pt"),
         ("Llama-2-7b-chat-hf", "Llama-2-7b-hf"),
     ] {
         let r = llmsize(&["params", name]);
@@ -141,6 +142,9 @@ fn the_added_presets_answer_by_name() {
         ("Qwen3-235B-A22B", 235_093_634_560),
         ("microsoft/phi-4", 14_659_507_200),
         ("Mistral-Small-24B-Base-2501", 23_572_403_200),
+        // The Hub's safetensors totals of the Gemma 3 releases, vision tower included.
+        ("gemma-3-27b-it", 27_432_406_640),
+        ("google/gemma-3-12b-pt", 12_187_325_040),
     ] {
         assert_eq!(total(&["params", name, "--json"]), want, "{name}");
     }

@@ -558,4 +558,16 @@ pub static PRESETS: &[Preset] = &[
         family: "decoder",
         config: include_str!("../../presets/configs/Qwen3-14B.json"),
     },
+    Preset {
+        id: "gemma-3-27b-pt",
+        hf_repo: Some("google/gemma-3-27b-pt"),
+        family: "decoder",
+        config: include_str!("../../presets/configs/gemma-3-27b-pt.json"),
+    },
+    Preset {
+        id: "gemma-3-12b-pt",
+        hf_repo: Some("google/gemma-3-12b-pt"),
+        family: "decoder",
+        config: include_str!("../../presets/configs/gemma-3-12b-pt.json"),
+    },
 ];

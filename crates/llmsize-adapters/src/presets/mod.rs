@@ -37,7 +37,8 @@ pub fn find(name: &str) -> Option<&'static Preset> {
 /// publish a `config.json` with the same sizes, so the base preset counts them exactly.
 /// Checked on published files: where the project holds both, by count (holdout
 /// `falcon-7b-instruct` = `falcon-7b`, 6,921,720,704; `Llama-3.3-70B-Instruct` =
-/// `Llama-3.1-70B`, 70,553,706,496); else by the size fields of the tuned file as public
+/// `Llama-3.1-70B`, 70,553,706,496; the Hub's totals of `gemma-3-27b-it` and `gemma-3-12b-it`,
+/// 27,432,406,640 and 12,187,325,040, are the `-pt` presets' counts); else by the size fields of the tuned file as public
 /// repositories quote it (Llama-3.1-70B-Instruct, Qwen2.5-7B/72B-Instruct,
 /// Mistral-7B-Instruct-v0.1: hidden, intermediate, heads, KV heads, layers and vocabulary as
 /// the base's). The tuned files change token ids (`eos_token_id`), `max_position_embeddings`
@@ -78,6 +79,8 @@ const SAME_SHAPES_WHEN_TUNED: &[&str] = &[
     "gemma-2-2b",
     "gemma-2-9b",
     "gemma-3-1b-pt",
+    "gemma-3-12b-pt",
+    "gemma-3-27b-pt",
     "SmolLM2-135M",
     "SmolLM2-1.7B",
     "falcon-7b",

@@ -6,7 +6,7 @@ use llmsize_core::spec::NormKind;
 
 use crate::hf_config::family::{
     AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule, NO,
-    NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Read, StandardRule, Switch, Windows, YES,
+    NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Read, StandardRule, Switch, Windows, YES, key_or,
 };
 
 /// Mistral: no attention or MLP biases, 8 KV heads, every layer slides when
@@ -68,8 +68,11 @@ const GEMMA2: Block = Block {
     ..GEMMA
 };
 
-/// Gemma 3: Gemma 2 with per-head q/k norms, 5 local layers per global one.
+/// Gemma 3: Gemma 2 with per-head q/k norms, 5 local layers per global one. The published
+/// Gemma 3 files (`google/gemma-3-27b-pt`, 12b, 4b) leave `vocab_size` out of `text_config`,
+/// so `Gemma3TextConfig`'s 262,208 applies (and is shown as an assumption).
 const GEMMA3_TEXT: Block = Block {
+    vocab: key_or(&["vocab_size"], 262_208),
     attention: AttentionRule::Standard(StandardRule {
         qk_norm: QkNorm::PerHead,
         ..LLAMA_ATTENTION
