@@ -122,7 +122,9 @@ pub fn config_from_gguf(
             set("head_dim", k.into());
         }
     }
-    if let Some(w) = get("attention.sliding_window") {
+    // llama.cpp reads `n_swa` 0 as "no sliding window"; the config spelling of that is no key
+    // (a `sliding_window: 0` in a config.json is refused).
+    if let Some(w) = get("attention.sliding_window").filter(|w| *w > 0) {
         set("sliding_window", w.into());
     }
     if let Some(c) = get("context_length") {

@@ -239,3 +239,56 @@ fn a_full_stdout_exits_2_saying_so() {
         "error: cannot write the output to stdout: No space left on device (os error 28)\n"
     );
 }
+
+/// A metadata-only GGUF (no tensors) of a small Phi-3, whose layers all slide when a window
+/// is set, with `phi3.attention.sliding_window` = `window`.
+fn phi3_gguf(window: u32) -> Vec<u8> {
+    fn string(out: &mut Vec<u8>, s: &str) {
+        out.extend((s.len() as u64).to_le_bytes());
+        out.extend(s.as_bytes());
+    }
+    let mut out = b"GGUF".to_vec();
+    out.extend(3u32.to_le_bytes());
+    out.extend(0u64.to_le_bytes()); // tensors
+    let kvs: [(&str, u32); 8] = [
+        ("phi3.block_count", 2),
+        ("phi3.embedding_length", 256),
+        ("phi3.feed_forward_length", 512),
+        ("phi3.attention.head_count", 4),
+        ("phi3.attention.head_count_kv", 4),
+        ("phi3.context_length", 4096),
+        ("phi3.vocab_size", 320),
+        ("phi3.attention.sliding_window", window),
+    ];
+    out.extend((kvs.len() as u64 + 1).to_le_bytes());
+    string(&mut out, "general.architecture");
+    out.extend(8u32.to_le_bytes()); // string
+    string(&mut out, "phi3");
+    for (k, v) in kvs {
+        string(&mut out, k);
+        out.extend(4u32.to_le_bytes()); // u32
+        out.extend(v.to_le_bytes());
+    }
+    while !out.len().is_multiple_of(32) {
+        out.push(0);
+    }
+    out
+}
+
+#[test]
+fn a_gguf_window_of_0_is_llama_cpp_s_no_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    std::fs::write(dir.path().join("none.gguf"), phi3_gguf(0)).unwrap();
+    std::fs::write(dir.path().join("w2047.gguf"), phi3_gguf(2047)).unwrap();
+    let kv = |file: &str| {
+        let r = llmsize_in(d, &["memory", file, "--seq-len", "4096", "--json"]);
+        assert_eq!(r.code, 0, "{file}: {}", r.stderr);
+        let v: Value = serde_json::from_str(&r.stdout).unwrap();
+        v["kv_cache_bytes"].as_u64().unwrap()
+    };
+    // K and V of 2 layers × 256 wide × bf16: 2,048 B per token; the whole 4,096 tokens with no
+    // window, the window's 2,046 kept (transformers keeps `sliding_window − 1`) with 2047.
+    assert_eq!(kv("none.gguf"), 2_048 * 4_096);
+    assert_eq!(kv("w2047.gguf"), 2_048 * 2_046);
+}
