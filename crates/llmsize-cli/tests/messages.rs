@@ -46,6 +46,17 @@ fn a_name_inside_a_preset_id_is_suggested_first() {
 }
 
 #[test]
+fn a_repo_id_not_cached_gets_suggestions_and_the_online_hint() {
+    let r = llmsize(&["params", "meta-llama/Llama-3-8B"]);
+    assert_eq!(r.code, 2);
+    assert_eq!(
+        r.stderr,
+        "error: `meta-llama/Llama-3-8B` is neither a built-in preset nor in the local Hugging Face cache\n\n\
+         hint: did you mean: Meta-Llama-3-8B, Llama-3.1-8B, llama-13b? pass `--online` to read it from the Hub (HF_ENDPOINT, HF_TOKEN); `llmsize presets` lists the presets\n"
+    );
+}
+
+#[test]
 fn a_name_close_to_nothing_gets_no_suggestions() {
     // `qwerty` is close to no preset id (under the 0.85 bar).
     let r = llmsize(&["params", "qwerty"]);
