@@ -20,7 +20,7 @@ use llmsize_core::{ParamsReport, count};
 
 fn count_all_presets(c: &mut Criterion) {
     let options = ReadOptions::default();
-    c.bench_function("read+count all 78 presets", |b| {
+    c.bench_function("read+count every preset", |b| {
         b.iter(|| {
             let mut total = 0u64;
             for p in PRESETS {
