@@ -6,8 +6,8 @@ use super::columns;
 use crate::memory::{MaxContext, MemoryReport};
 use crate::units::{bytes_both, thousands};
 
-/// A point of a sweep: the value swept and its report.
-pub type SweepPoint = (u64, MemoryReport);
+/// A point of a sweep: the value swept, as a table writes it, and its report.
+pub type SweepPoint<'a> = (String, &'a MemoryReport);
 
 /// Human table; `explain` adds each line's formula and the assumptions in full.
 #[must_use]
@@ -228,7 +228,7 @@ pub fn render_sweep(name: &str, axis: &str, points: &[SweepPoint]) -> String {
     ]];
     for (v, r) in points {
         rows.push(vec![
-            thousands(*v),
+            v.clone(),
             bytes_both(r.weights_per_gpu),
             bytes_both(r.kv_per_gpu),
             bytes_both(r.per_gpu),
@@ -243,4 +243,67 @@ pub fn render_sweep(name: &str, axis: &str, points: &[SweepPoint]) -> String {
         "{name}: memory by {axis}\n\n{}",
         columns(&rows, &[true, true, true, true, false])
     )
+}
+
+/// Several models side by side: one column each, the items as rows.
+#[must_use]
+pub fn render_comparison(models: &[(&str, &MemoryReport)]) -> String {
+    let mut rows = vec![
+        std::iter::once("item".to_owned())
+            .chain(models.iter().map(|(n, _)| (*n).to_owned()))
+            .collect::<Vec<_>>(),
+    ];
+    let mut row = |label: &str, f: &dyn Fn(&MemoryReport) -> String| {
+        rows.push(
+            std::iter::once(label.to_owned())
+                .chain(models.iter().map(|(_, r)| f(r)))
+                .collect(),
+        );
+    };
+    row("format", &|r| {
+        if r.weights_from_files {
+            "files as stored".into()
+        } else {
+            r.options.format.name().into()
+        }
+    });
+    row("tokens × batch", &|r| {
+        format!("{} × {}", thousands(r.options.seq_len), r.options.batch)
+    });
+    row("parameters", &|r| thousands(r.params));
+    row("weights", &|r| bytes_both(r.weights_bytes));
+    row("KV cache", &|r| {
+        if r.kv.is_empty() {
+            "none".into()
+        } else {
+            bytes_both(r.kv_bytes)
+        }
+    });
+    if models.iter().any(|(_, r)| r.state_bytes > 0) {
+        row("recurrent state", &|r| bytes_both(r.state_bytes));
+    }
+    row("activations", &|r| bytes_both(r.activation_bytes));
+    row("runtime overhead", &|r| {
+        bytes_both(r.options.overhead_bytes)
+    });
+    row("per GPU", &|r| bytes_both(r.per_gpu));
+    row("total", &|r| bytes_both(r.total));
+    if models.iter().any(|(_, r)| r.fits.is_some()) {
+        row("fits", &|r| match (r.options.gpu, r.fits) {
+            (Some((g, n)), Some(true)) => format!("yes ({n} × {})", g.name),
+            (Some((g, n)), Some(false)) => format!("no ({n} × {})", g.name),
+            _ => "-".into(),
+        });
+    }
+    let right: Vec<bool> = std::iter::once(false)
+        .chain(models.iter().map(|_| true))
+        .collect();
+    let mut out = columns(&rows, &right);
+    for (name, r) in models {
+        let _ = writeln!(out, "\n{name}: assumptions");
+        for a in &r.assumptions {
+            let _ = writeln!(out, "  - {a}");
+        }
+    }
+    out
 }
