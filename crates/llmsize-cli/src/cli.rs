@@ -214,7 +214,7 @@ pub(crate) struct FlopsArgs {
     #[arg(long, default_value = "0.8")]
     pub(crate) bw_eff: f64,
     /// Price in dollars per GPU-hour, for the cost of a million tokens (with a GPU)
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub(crate) price: Option<f64>,
     /// A table over several values of one option: `seq=1k,8k`, `batch=1,8,32`,
     /// `dtype=bf16,q4_k_m` (with --gpu) or `gpu=rtx4090,a100,h100`

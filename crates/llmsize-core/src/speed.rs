@@ -14,6 +14,7 @@ use crate::gpu::Gpu;
 use crate::layout::{TensorKind, tensors};
 use crate::memory::{MemoryOptions, memory, mix_context};
 use crate::spec::{ModelSpec, OutputHead, StackRole};
+use crate::units::thousands;
 
 /// Efficiency and price assumptions.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -450,7 +451,9 @@ fn assumptions(
                 OutputHead::Lm { tied: true, .. } => "input tables: the token table is tied to the head, which multiplies by all of it: read whole, once; other tables one row per token".to_owned(),
                 _ => format!(
                     "input tables: one row per token of the step ({} of {} B of tables read at batch {})",
-                    w.embedding_bytes, w.embedding_stored, d.batch
+                    thousands(w.embedding_bytes),
+                    thousands(w.embedding_stored),
+                    d.batch
                 ),
             });
         }
@@ -463,14 +466,14 @@ fn assumptions(
                 c.tokens,
                 c.touched,
                 c.experts,
-                w.expert_bytes.0,
-                w.expert_bytes.1
+                thousands(w.expert_bytes.0),
+                thousands(w.expert_bytes.1)
             ));
         }
         if w.skipped_bytes > 0 {
             out.push(format!(
                 "a decode step does not run the encoder (once per request, in prefill) or the vision/audio towers: {} B not read",
-                w.skipped_bytes
+                thousands(w.skipped_bytes)
             ));
         }
     } else {

@@ -355,17 +355,45 @@ pub fn render_sweep(name: &str, axis: &str, points: &[FlopsPoint<'_>]) -> String
                 .collect(),
         );
     }
-    let mut right = vec![false, true, true, true, true];
+    let mut right = vec![matches!(axis, "seq_len" | "batch"), true, true, true, true];
     if with_speed {
         right.extend([false, true, true, true, false, true, false]);
     }
+    // The swept option is the first column: its own column again would repeat it.
+    let repeated = match axis {
+        "seq_len" => Some(1),
+        "batch" => Some(2),
+        _ => None,
+    };
+    if let Some(c) = repeated {
+        for row in &mut rows {
+            if c < row.len() {
+                row.remove(c);
+            }
+        }
+        right.remove(c);
+    }
     let mut out = format!("{name}: FLOPs by {axis}\n\n{}", columns(&rows, &right));
-    if let Some((_, r, s)) = points.first() {
+    if let Some((_, r, _)) = points.first() {
         let _ = writeln!(out, "attention {}", convention_text(r));
-        if let Some(s) = s {
-            // The sentences that do not depend on the swept value are those of the first point.
-            for a in &s.assumptions {
-                let _ = writeln!(out, "  - {a}");
+    }
+    // What every point assumes is said once; what depends on the value, under the value.
+    let speeds: Vec<(&String, &SpeedReport)> = points
+        .iter()
+        .filter_map(|(l, _, s)| s.map(|s| (l, s)))
+        .collect();
+    if let Some((_, first)) = speeds.first() {
+        let common: Vec<&String> = first
+            .assumptions
+            .iter()
+            .filter(|a| speeds.iter().all(|(_, s)| s.assumptions.contains(a)))
+            .collect();
+        for a in &common {
+            let _ = writeln!(out, "  - {a}");
+        }
+        for (label, s) in &speeds {
+            for a in s.assumptions.iter().filter(|a| !common.contains(a)) {
+                let _ = writeln!(out, "  - {axis} {label}: {a}");
             }
         }
     }

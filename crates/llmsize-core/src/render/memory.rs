@@ -24,7 +24,7 @@ pub fn render(
     }
     let _ = writeln!(
         out,
-        "{name}: memory to serve in {} with {} tokens × batch {}, KV cache {}{}\n",
+        "{name}: memory to serve in {} with {} tokens × batch {}{}{}\n",
         if r.weights_from_files {
             "the weight files as stored"
         } else {
@@ -32,7 +32,11 @@ pub fn render(
         },
         thousands(o.seq_len),
         o.batch,
-        o.kv_dtype.name(),
+        if r.encoder_only {
+            " (one forward; an encoder keeps no KV cache)".to_owned()
+        } else {
+            format!(", KV cache {}", o.kv_dtype.name())
+        },
         if o.tp > 1 {
             format!(", tensor parallel {}", o.tp)
         } else {
@@ -73,16 +77,19 @@ pub fn render(
             },
         ]);
     }
-    rows.push(vec![
-        "KV cache".into(),
-        thousands(r.kv_bytes),
-        bytes_both(r.kv_bytes),
-        format!(
-            "{} B per token of context ({}), all layers",
-            thousands(r.kv_bytes_per_token_full),
-            o.kv_dtype.name()
-        ),
-    ]);
+    // An encoder caches nothing (its groups are empty): no KV line rather than zeros.
+    if !r.encoder_only {
+        rows.push(vec![
+            "KV cache".into(),
+            thousands(r.kv_bytes),
+            bytes_both(r.kv_bytes),
+            format!(
+                "{} B per token of context ({}), all layers",
+                thousands(r.kv_bytes_per_token_full),
+                o.kv_dtype.name()
+            ),
+        ]);
+    }
     for g in &r.kv {
         rows.push(vec![
             format!("  {} × {}", g.layers, g.stack.as_str()),
@@ -132,6 +139,8 @@ pub fn render(
         bytes_both(r.activation_bytes),
         if explain {
             r.activation_formula.clone()
+        } else if r.encoder_only {
+            "workspace of one forward, estimate (per GPU)".into()
         } else {
             "prefill workspace, estimate (per GPU)".into()
         },
@@ -241,7 +250,11 @@ pub fn render_sweep(name: &str, axis: &str, points: &[SweepPoint]) -> String {
     }
     format!(
         "{name}: memory by {axis}\n\n{}",
-        columns(&rows, &[true, true, true, true, false])
+        // Counts right-aligned, names (`dtype`, `gpu`) left.
+        columns(
+            &rows,
+            &[matches!(axis, "seq_len" | "batch"), true, true, true, false]
+        )
     )
 }
 
@@ -299,10 +312,20 @@ pub fn render_comparison(models: &[(&str, &MemoryReport)]) -> String {
         .chain(models.iter().map(|_| true))
         .collect();
     let mut out = columns(&rows, &right);
+    // What every model assumes is said once; what one model adds, under its name.
+    let common: Vec<&String> = models.first().map_or_else(Vec::new, |(_, r)| {
+        r.assumptions
+            .iter()
+            .filter(|a| models.iter().all(|(_, m)| m.assumptions.contains(a)))
+            .collect()
+    });
+    out.push_str("\nassumptions\n");
+    for a in &common {
+        let _ = writeln!(out, "  - {a}");
+    }
     for (name, r) in models {
-        let _ = writeln!(out, "\n{name}: assumptions");
-        for a in &r.assumptions {
-            let _ = writeln!(out, "  - {a}");
+        for a in r.assumptions.iter().filter(|a| !common.contains(a)) {
+            let _ = writeln!(out, "  - {name}: {a}");
         }
     }
     out
