@@ -509,6 +509,51 @@ mod tests {
         assert!(expected_experts(0, 0, 5).abs() < f64::EPSILON);
     }
 
+    fn designed(style: crate::design::Style) -> ModelSpec {
+        crate::design::design_spec(
+            &crate::design::Design {
+                hidden: 256,
+                layers: 2,
+                vocab: Some(1000),
+                heads: Some(4),
+                kv_heads: None,
+                ffn: Some(1024),
+                ctx: Some(128),
+            },
+            style,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn an_untied_table_is_read_one_row_per_token() {
+        // LLaMA style, untied: the 1,000 × 256 table is 512,000 B in bf16; a row 512 B.
+        let spec = designed(crate::design::Style::Llama);
+        let bf16 = WeightFormat::parse("bf16").unwrap();
+        let one = weights_read(&spec, bf16, 1, Phase::Decode).unwrap();
+        assert_eq!(one.embedding_stored, 512_000);
+        assert_eq!(one.embedding_bytes, 512);
+        assert_eq!(one.bytes, one.stored - 512_000 + 512);
+        // Three tokens read three rows; 5,000 tokens the whole table, no more.
+        let three = weights_read(&spec, bf16, 3, Phase::Decode).unwrap();
+        assert_eq!(three.bytes, one.bytes + 2 * 512);
+        let all = weights_read(&spec, bf16, 5000, Phase::Prefill).unwrap();
+        assert_eq!(all.bytes, all.stored);
+        assert!(one.experts.is_none());
+    }
+
+    #[test]
+    fn a_tied_table_is_read_whole_and_positions_one_row() {
+        // GPT style: the head is tied to the 1,000 × 256 table (read whole, 512,000 B); the
+        // learned 128 × 256 position table (65,536 B) is read one row (512 B).
+        let spec = designed(crate::design::Style::Gpt);
+        let bf16 = WeightFormat::parse("bf16").unwrap();
+        let one = weights_read(&spec, bf16, 1, Phase::Decode).unwrap();
+        assert_eq!(one.embedding_stored, 512_000 + 65_536);
+        assert_eq!(one.embedding_bytes, 512_000 + 512);
+        assert_eq!(one.bytes, one.stored - 65_536 + 512);
+    }
+
     #[test]
     fn share_rounds_up_and_caps() {
         assert_eq!(share_of(10, 1, 3), 4);
