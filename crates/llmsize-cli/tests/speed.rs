@@ -64,6 +64,42 @@ fn llama_3_8b_decode_reads_one_embedding_row() {
 }
 
 #[test]
+fn tensor_parallel_time_is_one_gpus_bytes() {
+    // Llama-3-8B on 2 × H100: each GPU reads half the weights read (15,009,857,536 / 2 =
+    // 7,504,928,768 B) and its 4 of the 8 KV heads (268,435,456 / 2 = 134,217,728 B):
+    // 7,639,146,496 B per GPU per step.
+    let v = json(&["flops", "Meta-Llama-3-8B", "--gpu", "h100x2", "--json"]);
+    let d = &v["speed"]["decode"];
+    assert_eq!(d["bytes"], 15_278_292_992u64);
+    assert_eq!(d["bytes_per_gpu"], 7_639_146_496u64);
+    let tps = d["tokens_per_second"].as_f64().unwrap();
+    assert!(
+        close(tps, H100_BYTES_PER_S / 7_639_146_496.0, 1e-9),
+        "{tps}"
+    );
+    // DeepSeek-V3's MLA latent is held whole by every rank: a GPU's cache is the whole
+    // batch's, so one GPU moves more than an eighth of the total.
+    let v = json(&[
+        "flops",
+        "DeepSeek-V3",
+        "--gpu",
+        "h200x8",
+        "--dtype",
+        "fp8-block",
+        "--json",
+    ]);
+    let d = &v["speed"]["decode"];
+    let (all, one) = (
+        d["bytes"].as_u64().unwrap(),
+        d["bytes_per_gpu"].as_u64().unwrap(),
+    );
+    let kv = d["cache_bytes"].as_u64().unwrap();
+    let weights = d["weights_bytes_read"].as_u64().unwrap();
+    assert_eq!(all, weights + kv);
+    assert_eq!(one, weights.div_ceil(8) + kv);
+}
+
+#[test]
 fn qwen3_30b_a3b_decode_reads_one_row_and_k_experts() {
     // Qwen3-30B-A3B, bf16, batch 1: 48 layers of 128 experts (k = 8) of 3 × 2,048 × 768.
     // Experts: 48·128·3·2,048·768·2 B = 57,982,058,496 B; one token reads k/E = 8/128 of them:

@@ -12,7 +12,7 @@ use crate::flops::{AttentionConvention, flops};
 use crate::formats::WeightFormat;
 use crate::gpu::Gpu;
 use crate::layout::{TensorKind, tensors};
-use crate::memory::{MemoryOptions, memory, mix_context};
+use crate::memory::{MemoryOptions, MemoryReport, memory, mix_context};
 use crate::spec::{ModelSpec, OutputHead, StackRole};
 use crate::units::thousands;
 
@@ -218,6 +218,9 @@ pub struct StepEstimate {
     pub cache_bytes: u64,
     /// Weights read plus cache bytes, all GPUs.
     pub bytes: u64,
+    /// What one GPU moves, which sets the time: its share of the weights and its own cache
+    /// (KV heads replicated when fewer than the ranks, an MLA latent held by every rank).
+    pub bytes_per_gpu: u64,
     /// FLOPs of the step, all sequences.
     pub flops: u128,
     /// Seconds.
@@ -265,22 +268,35 @@ struct Roofline {
 
 impl Roofline {
     #[expect(clippy::cast_precision_loss, reason = "estimates in floating point")]
+    /// One step reading `weights` and moving the cache of `m` (`state` times its recurrent
+    /// state: read in prefill's write, read and written in decode).
     fn step(
         &self,
         batch: u64,
         tokens: u64,
         weights: WeightsRead,
-        cache_bytes: u64,
+        m: &MemoryReport,
+        state: u64,
         flops: u128,
-        memory: (Option<bool>, u64),
     ) -> Result<StepEstimate, SpecError> {
         let o = &self.options;
         let gpus = o.gpus.max(1) as f64;
-        let bytes = weights
-            .bytes
-            .checked_add(cache_bytes)
-            .ok_or_else(|| too_large("bytes read"))?;
-        let t_mem = bytes as f64 / (gpus * o.gpu.bandwidth * o.bandwidth_efficiency);
+        let tp = m.options.tp.max(1);
+        let sum = |parts: &[u64]| {
+            parts
+                .iter()
+                .try_fold(0u64, |a, b| a.checked_add(*b))
+                .ok_or_else(|| too_large("bytes read"))
+        };
+        let state_all = m.state_bytes.saturating_mul(state);
+        let cache_bytes = sum(&[m.kv_bytes, state_all])?;
+        let bytes = sum(&[weights.bytes, cache_bytes])?;
+        let bytes_per_gpu = sum(&[
+            weights.bytes.div_ceil(tp),
+            m.kv_per_gpu,
+            state_all.div_ceil(tp),
+        ])?;
+        let t_mem = bytes_per_gpu as f64 / (o.gpu.bandwidth * o.bandwidth_efficiency);
         let t_compute = flops as f64 / (gpus * self.peak * o.mfu);
         let (seconds, bound) = if t_mem >= t_compute {
             (t_mem, "memory")
@@ -294,6 +310,7 @@ impl Roofline {
             weights,
             cache_bytes,
             bytes,
+            bytes_per_gpu,
             flops,
             seconds,
             bound,
@@ -301,8 +318,8 @@ impl Roofline {
             cost_per_million: o
                 .price_per_gpu_hour
                 .map(|p| p * gpus / (tokens_per_second * 3600.0) * 1e6),
-            fits: memory.0,
-            memory_per_gpu: memory.1,
+            fits: m.fits,
+            memory_per_gpu: m.per_gpu,
         })
     }
 }
@@ -348,12 +365,9 @@ pub fn speed(
         batch,
         prefill_tokens,
         weights_read(spec, memory_options.format, prefill_tokens, Phase::Prefill)?,
-        at_prompt
-            .kv_bytes
-            .checked_add(at_prompt.state_bytes)
-            .ok_or_else(|| too_large("cache"))?,
+        &at_prompt,
+        1,
         prefill_flops,
-        (at_prompt.fits, at_prompt.per_gpu),
     )?;
 
     // Decode: one token per sequence at `context` tokens; reads the batch's whole cache.
@@ -366,18 +380,13 @@ pub fn speed(
                 ..*memory_options
             },
         )?;
-        let cache = m
-            .state_bytes
-            .checked_mul(2)
-            .and_then(|s| s.checked_add(m.kv_bytes))
-            .ok_or_else(|| too_large("cache"))?;
         roof.step(
             b,
             b,
             weights_read(spec, memory_options.format, b, Phase::Decode)?,
-            cache,
+            &m,
+            2,
             per_token.saturating_mul(u128::from(b)),
-            (m.fits, m.per_gpu),
         )
     };
     let (decode, by_batch) = if generates {
@@ -415,8 +424,7 @@ fn assumptions(
     let o = &roof.options;
     let mut out = vec![
         format!(
-            "a step takes max(bytes / ({} GPU × {:.0} GB/s × {}), FLOPs / ({} GPU × {:.1} TFLOP/s dense peak × MFU {}))",
-            o.gpus,
+            "a step takes max(bytes per GPU / ({:.0} GB/s × {}), FLOPs / ({} GPU × {:.1} TFLOP/s dense peak × MFU {}))",
             o.gpu.bandwidth / 1e9,
             o.bandwidth_efficiency,
             o.gpus,
@@ -487,7 +495,12 @@ fn assumptions(
             o.gpus
         ));
     }
-    out.push("tensor parallelism scales ideally (no communication time)".to_owned());
+    if o.gpus > 1 {
+        out.push(format!(
+            "tensor parallel over {} GPUs: the time is one GPU's bytes (its share of the weights and its own KV cache: KV heads replicated when fewer than the ranks, an MLA latent on every rank); no communication time",
+            o.gpus
+        ));
+    }
     out.push(format!("peaks and bandwidth: {}", o.gpu.source));
     out
 }

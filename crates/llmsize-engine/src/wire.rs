@@ -624,8 +624,10 @@ pub struct StepJson {
     pub experts_touched_per_layer: Option<f64>,
     /// KV cache (and recurrent state) bytes moved.
     pub cache_bytes: u64,
-    /// All bytes moved.
+    /// All bytes moved, all GPUs.
     pub bytes: u64,
+    /// Bytes one GPU moves (its share of the weights, its own cache): what sets the time.
+    pub bytes_per_gpu: u64,
     /// FLOPs.
     pub flops: u128,
     /// Seconds.
@@ -653,6 +655,7 @@ impl StepJson {
             experts_touched_per_layer: s.weights.experts.map(|c| c.touched),
             cache_bytes: s.cache_bytes,
             bytes: s.bytes,
+            bytes_per_gpu: s.bytes_per_gpu,
             flops: s.flops,
             seconds: s.seconds,
             bound: s.bound.to_owned(),
