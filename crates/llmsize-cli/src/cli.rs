@@ -34,10 +34,15 @@ pub(crate) enum Command {
     Params(ParamsArgs),
     /// Memory to serve a model: weights in a format, KV cache, activations, overhead; fits?
     ///
-    /// Exits 1 when the model does not fit the `--gpu` (0 when it fits or no GPU is named).
+    /// Several MODELs print side by side; `--sweep` varies one option (length, batch, format,
+    /// GPU). Exits 1 when a model does not fit the `--gpu` (0 when it fits or no GPU is named).
     #[command(after_help = EXIT_CODES)]
     Memory(MemoryArgs),
     /// FLOPs of a forward pass and of one generated token, by component; speed on a GPU
+    ///
+    /// With `--gpu`: time to first token, decode tokens/s by batch (the bytes a step really
+    /// reads), and with `--price` the cost of a million tokens. Several MODELs print side by
+    /// side; `--sweep` varies one option (length, batch, format, GPU).
     #[command(after_help = EXIT_CODES)]
     Flops(FlopsArgs),
     /// Memory and compute of one training step: model states, activations, per GPU; fits?

@@ -47,8 +47,9 @@ pub(crate) fn run(args: &MemoryArgs) -> Result<Outcome, Failure> {
             })
             .collect();
         match singles {
-            // Several models at one point: side by side (`--explain` prints each in full).
-            Some(list) if list.len() > 1 && !args.explain => {
+            // Several models at one point: side by side (`--explain` and `--max-context`
+            // print each in full).
+            Some(list) if list.len() > 1 && !args.explain && !args.max_context => {
                 render::memory::render_comparison(&list)
             }
             _ => outcome
