@@ -202,12 +202,17 @@ fn render_speed(r: &FlopsReport, s: &SpeedReport) -> String {
         },
         human_seconds(p.seconds),
         format!(
-            "prefill of {} tokens × batch {}, {} bound: {}, {} B read",
+            "prefill of {} tokens × batch {}, {} bound: {}, {} B moved{}",
             thousands(s.prompt),
             p.batch,
             p.bound,
             human_flops(p.flops),
-            thousands(p.bytes)
+            thousands(p.bytes),
+            if p.cache_bytes > 0 {
+                " (weights read, KV cache written)"
+            } else {
+                " (weights read)"
+            }
         ),
     ]];
     rows.push(vec![
