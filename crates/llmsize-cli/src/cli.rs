@@ -34,10 +34,15 @@ pub(crate) enum Command {
     Params(ParamsArgs),
     /// Memory to serve a model: weights in a format, KV cache, activations, overhead; fits?
     ///
-    /// Exits 1 when the model does not fit the `--gpu` (0 when it fits or no GPU is named).
+    /// Several MODELs print side by side; `--sweep` varies one option (length, batch, format,
+    /// GPU). Exits 1 when a model does not fit the `--gpu` (0 when it fits or no GPU is named).
     #[command(after_help = EXIT_CODES)]
     Memory(MemoryArgs),
     /// FLOPs of a forward pass and of one generated token, by component; speed on a GPU
+    ///
+    /// With `--gpu`: time to first token, decode tokens/s by batch (the bytes a step really
+    /// reads), and with `--price` the cost of a million tokens. Several MODELs print side by
+    /// side; `--sweep` varies one option (length, batch, format, GPU).
     #[command(after_help = EXIT_CODES)]
     Flops(FlopsArgs),
     /// Memory and compute of one training step: model states, activations, per GPU; fits?
@@ -70,6 +75,25 @@ pub(crate) struct ModelArgs {
     #[arg(value_name = "MODEL")]
     pub(crate) model: String,
 
+    #[command(flatten)]
+    pub(crate) read: ReadArgs,
+}
+
+/// Several models side by side, read alike.
+#[derive(Debug, Args)]
+pub(crate) struct ModelsArgs {
+    /// Preset names, `config.json` files or directories containing one; several print side by
+    /// side
+    #[arg(value_name = "MODEL", required = true)]
+    pub(crate) models: Vec<String>,
+
+    #[command(flatten)]
+    pub(crate) read: ReadArgs,
+}
+
+/// How a model is read.
+#[derive(Debug, Args)]
+pub(crate) struct ReadArgs {
     /// Override a config field before counting (repeatable), e.g. `num_key_value_heads=8`
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub(crate) set: Vec<String>,
@@ -113,16 +137,17 @@ pub(crate) struct HubArgs {
 #[derive(Debug, Args)]
 pub(crate) struct MemoryArgs {
     #[command(flatten)]
-    pub(crate) model: ModelArgs,
+    pub(crate) model: ModelsArgs,
     /// Weight format: bf16, fp16, fp32, fp8, fp8-block, int8, int4, nf4, nf4-dq, gptq-4bit,
     /// awq-4bit, or a llama.cpp preset (q8_0, q6_k, q5_k_m, q5_k_s, q5_1, q5_0, q4_k_m,
     /// q4_k_s, q4_1, q4_0, q3_k_l, q3_k_m, q3_k_s, q2_k, iq4_xs, iq4_nl) [default: bf16;
     /// weight files are measured as stored]
     #[arg(long)]
     pub(crate) dtype: Option<String>,
-    /// Tokens per sequence (prompt + generated), e.g. 4096 or 8k
-    #[arg(long, default_value = "4096", value_parser = parse_size, allow_hyphen_values = true)]
-    pub(crate) seq_len: u64,
+    /// Tokens per sequence (prompt + generated), e.g. 4096 or 8k [default: 4096, capped at a
+    /// learned position table]
+    #[arg(long, value_parser = parse_size, allow_hyphen_values = true)]
+    pub(crate) seq_len: Option<u64>,
     /// Sequences served at once
     #[arg(long, default_value = "1", value_parser = parse_size, allow_hyphen_values = true)]
     pub(crate) batch: u64,
@@ -149,7 +174,8 @@ pub(crate) struct MemoryArgs {
     /// Also find the longest context that fits the GPU at this batch
     #[arg(long, requires = "gpu")]
     pub(crate) max_context: bool,
-    /// A table over several lengths or batches: `seq=1k,8k,32k,128k` or `batch=1,8,32`
+    /// A table over several values of one option: `seq=1k,8k,32k,128k`, `batch=1,8,32`,
+    /// `dtype=bf16,q8_0,q4_k_m` or `gpu=rtx4090,a100,h100`
     #[arg(long, conflicts_with_all = ["max_context", "explain"])]
     pub(crate) sweep: Option<String>,
     /// Print JSON (bytes as integers)
@@ -163,10 +189,14 @@ pub(crate) struct MemoryArgs {
 #[derive(Debug, Args)]
 pub(crate) struct FlopsArgs {
     #[command(flatten)]
-    pub(crate) model: ModelArgs,
-    /// Tokens per sequence, e.g. 2048 or 8k
-    #[arg(long, default_value = "2048", value_parser = parse_size, allow_hyphen_values = true)]
-    pub(crate) seq_len: u64,
+    pub(crate) model: ModelsArgs,
+    /// Tokens per sequence, e.g. 2048 or 8k; a decode step's context [default: 2048 (or the
+    /// prompt), capped at a learned position table]
+    #[arg(long, value_parser = parse_size, allow_hyphen_values = true)]
+    pub(crate) seq_len: Option<u64>,
+    /// Prompt tokens per sequence, for the time to first token [default: --seq-len]
+    #[arg(long, value_parser = parse_size, allow_hyphen_values = true)]
+    pub(crate) prompt: Option<u64>,
     /// Sequences
     #[arg(long, default_value = "1", value_parser = parse_size, allow_hyphen_values = true)]
     pub(crate) batch: u64,
@@ -188,6 +218,13 @@ pub(crate) struct FlopsArgs {
     /// Fraction of peak memory bandwidth assumed for decode
     #[arg(long, default_value = "0.8")]
     pub(crate) bw_eff: f64,
+    /// Price in dollars per GPU-hour, for the cost of a million tokens (with a GPU)
+    #[arg(long, allow_hyphen_values = true)]
+    pub(crate) price: Option<f64>,
+    /// A table over several values of one option: `seq=1k,8k`, `batch=1,8,32`,
+    /// `dtype=bf16,q4_k_m` (with --gpu) or `gpu=rtx4090,a100,h100`
+    #[arg(long, conflicts_with = "explain")]
+    pub(crate) sweep: Option<String>,
     /// Print JSON
     #[arg(long, conflicts_with = "explain")]
     pub(crate) json: bool,

@@ -4,6 +4,13 @@
 //! caches, `--max-context`, full attention and the roofline, equals what the binary of commit
 //! 30f760b printed (`tests/fixtures/golden/make.py` recorded it, 1,434 runs). The contract may
 //! gain keys since (issue 9: `exact`, `state_bytes`, four new components), never change one.
+//!
+//! Issue 11 changed 346 records on purpose, re-recorded with its binary: the roofline's decode
+//! bytes (one embedding row per token, expected expert coverage, no encoder in a decode step;
+//! 125 `flops --gpu` runs), a default length capped at a learned position table (memory and
+//! flops of GPT-2/GPT-3/OPT/BERT-like models), an explicit `--seq-len` past that table now
+//! an error (exit 2; 60 runs at `--seq-len 32k`), and encoders (attention `bidirectional`,
+//! the forward's matmul parameters, one forward's activations with every position's logits).
 
 #![allow(
     clippy::unwrap_used,

@@ -232,12 +232,22 @@ fn fits_exit_status_and_max_context() {
     let (_, v) = json(&["memory", "gpt2", "--gpu", "h100", "--max-context", "--json"]);
     assert_eq!(v["max_context"], 1024);
     assert_eq!(v["max_context_bound"], "position table");
-    // Past the table, a warning says the model cannot take it.
-    let (_, v) = json(&["memory", "gpt2", "--seq-len", "2k", "--json"]);
+    // Past the table is an error (exit 2) naming the config field: the model has no
+    // position for those tokens. Without `--seq-len`, the default 4096 is capped at the table.
+    let r = llmsize(&["memory", "gpt2", "--seq-len", "2k"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("`--seq-len 2048` is longer than `gpt2` can take: `n_positions` = 1024"),
+        "{}",
+        r.stderr
+    );
+    let (_, v) = json(&["memory", "gpt2", "--json"]);
+    assert_eq!(v["seq_len"], 1024);
     assert!(
         v["assumptions"]
             .to_string()
-            .contains("exceed the 1024 rows"),
+            .contains("--seq-len defaults to 4096 tokens; capped at 1024 positions"),
         "{}",
         v["assumptions"]
     );
@@ -327,7 +337,7 @@ fn bad_input_lists_the_valid_choices() {
         (
             vec![
                 "memory",
-                "gpt2",
+                "Llama-2-7b-hf",
                 "--batch",
                 "18446744073709551615",
                 "--seq-len",

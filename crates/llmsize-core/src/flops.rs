@@ -76,6 +76,12 @@ pub struct FlopsReport {
     pub active_params: u64,
     /// `None` when the model's structure is known exactly; else why this is an estimate.
     pub estimate: Option<String>,
+    /// The model generates tokens (it has a decoder); an encoder alone reads its input in one
+    /// pass, has no per-token lines, and its matmul parameters are the forward's.
+    pub generates: bool,
+    /// The model has an encoder stack, whose self-attention is bidirectional (every query sees
+    /// every key, `s²` pairs, whatever the convention).
+    pub has_encoder: bool,
 }
 
 /// Parameters of the matrices a token multiplies by (`2·rows·cols` FLOPs per token each),
@@ -392,7 +398,9 @@ pub fn flops(
         .iter()
         .try_fold(0u128, |a, l| a.checked_add(l.flops))
         .ok_or_else(too_large)?;
-    let matmul = dm.total()?;
+    // The parameters a token multiplies by: a generated token runs the decoder only; an
+    // encoder's token runs the whole forward (its stack is what `dm` leaves out).
+    let matmul = if generates { dm.total()? } else { m.total()? };
     Ok(FlopsReport {
         seq_len,
         batch,
@@ -405,5 +413,7 @@ pub fn flops(
         params: count.total,
         active_params: count.active.as_ref().map_or(count.total, |a| a.per_token),
         estimate: spec.estimate.clone(),
+        generates,
+        has_encoder: spec.stacks.iter().any(|s| s.role == StackRole::Encoder),
     })
 }

@@ -141,6 +141,8 @@ pub struct MemoryReport {
     pub weights_from_files: bool,
     /// Assumptions behind the numbers.
     pub assumptions: Vec<String>,
+    /// The model is an encoder alone: one forward, no KV cache, no generated tokens.
+    pub encoder_only: bool,
     /// `None` when the model's structure is known exactly; else why the weights, cache and
     /// state are an estimate (`--assume`).
     pub estimate: Option<String>,
@@ -590,14 +592,33 @@ fn memory_of(
     let (state_bytes, state_per_gpu, state_formula) = state_bytes(&geometry.states, options)?;
 
     // Workspace: one layer's activations for the whole prefill in bf16 (no FlashAttention
-    // score matrix), plus fp32 logits of the last position of each sequence.
+    // score matrix), plus fp32 logits of the last position of each sequence; an encoder's one
+    // forward ends instead in the bf16 logits of every position (an MLM head), or in the hidden
+    // states already counted (a bare encoder).
     let (per_token, widest) = activation_elements_per_token(spec)?;
     let tokens = mul(options.batch, options.seq_len, "batch·seq_len")?;
     let layer_bytes = mul(mul(tokens, per_token, "activations")?, 2, "activations")?;
-    let logits = mul(mul(options.batch, spec.vocab_size, "logits")?, 4, "logits")?;
+    let encoder_only = spec.stacks.iter().all(|s| s.role == StackRole::Encoder);
+    // (bytes, symbols, numbers)
+    let (logits, logits_sym, logits_num) = match (encoder_only, &spec.head) {
+        (false, _) => (
+            mul(mul(options.batch, spec.vocab_size, "logits")?, 4, "logits")?,
+            "b·V·4 B",
+            format!("{}·{}·4", options.batch, spec.vocab_size),
+        ),
+        (true, OutputHead::Lm { .. }) => (
+            mul(mul(tokens, spec.vocab_size, "logits")?, 2, "logits")?,
+            "b·s·V·2 B",
+            format!(
+                "{}·{}·{}·2",
+                options.batch, options.seq_len, spec.vocab_size
+            ),
+        ),
+        (true, OutputHead::None) => (0, "0 B (no head)", "0".to_owned()),
+    };
     let activation_bytes = add(layer_bytes.div_ceil(tp), logits, "activations")?;
     let activation_formula = format!(
-        "b·s·(2·d + widest)·2 B{} + b·V·4 B = {}·{}·(2·{} + {})·2{} + {}·{}·4 (widest: {widest})",
+        "b·s·(2·d + widest)·2 B{} + {logits_sym} = {}·{}·(2·{} + {})·2{} + {logits_num} (widest: {widest})",
         if tp > 1 { " / tp" } else { "" },
         options.batch,
         options.seq_len,
@@ -608,8 +629,6 @@ fn memory_of(
         } else {
             String::new()
         },
-        options.batch,
-        spec.vocab_size
     );
 
     let weights_per_gpu = weights_bytes.div_ceil(tp);
@@ -632,11 +651,16 @@ fn memory_of(
             format!("weights: {}", options.format.describe())
         },
         "weights split evenly across tensor-parallel ranks (norms are replicated in practice; negligible)".to_owned(),
-        match options.window {
-            CachePolicy::Transformers => "KV cache as transformers' own cache holds it after a prefill (sliding layers keep `sliding_window − 1` tokens); `--cache runtime` for a serving runtime's layout".to_owned(),
-            CachePolicy::Runtime => "KV cache as a serving runtime holds it: whole sliding windows, grouped KV heads only".to_owned(),
+        match (encoder_only, options.window) {
+            (true, _) => "an encoder keeps no KV cache and generates nothing: it reads its input in one forward".to_owned(),
+            (false, CachePolicy::Transformers) => "KV cache as transformers' own cache holds it after a prefill (sliding layers keep `sliding_window − 1` tokens); `--cache runtime` for a serving runtime's layout".to_owned(),
+            (false, CachePolicy::Runtime) => "KV cache as a serving runtime holds it: whole sliding windows, grouped KV heads only".to_owned(),
         },
-        "activations: one layer's prefill working set in bf16 (FlashAttention-style, no s×s score matrix) and fp32 logits of the last position; an estimate".to_owned(),
+        if encoder_only {
+            "activations: one layer's working set of the forward in bf16 (FlashAttention-style, no s×s score matrix) and the bf16 logits of every position when the model has an LM head; an estimate".to_owned()
+        } else {
+            "activations: one layer's prefill working set in bf16 (FlashAttention-style, no s×s score matrix) and fp32 logits of the last position; an estimate".to_owned()
+        },
         format!("runtime overhead per GPU: {} MiB (CUDA context and allocator reserve; set with --overhead)", options.overhead_bytes >> 20),
     ];
     if spec.stacks.iter().any(|s| {
@@ -686,6 +710,7 @@ fn memory_of(
         fits,
         weights_from_files,
         assumptions,
+        encoder_only,
         estimate: spec.estimate.clone(),
     })
 }

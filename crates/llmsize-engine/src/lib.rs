@@ -34,12 +34,12 @@ pub mod wire;
 pub use error::{Error, ErrorKind};
 pub use hub::{DEFAULT_ENDPOINT, HubEnv, looks_like_repo_id};
 pub use request::{
-    AuditRequest, Design, FlopsRequest, HubOptions, InspectRequest, MemoryRequest, ParamsRequest,
-    Sweep, SweepAxis, parse_count, parse_size,
+    AuditRequest, Design, FLOPS_SEQ_LEN, FlopsRequest, HubOptions, InspectRequest, MEMORY_SEQ_LEN,
+    MemoryRequest, OVERHEAD_MIB, ParamsRequest, Sweep, SweepAxis, Swept, parse_count, parse_size,
 };
 pub use run::{
-    AuditOutcome, FlopsOutcome, InspectOutcome, MemoryOutcome, MemoryResult, ParamsOutcome, gpus,
-    model_types, presets,
+    AuditOutcome, FlopsOutcome, FlopsPoint, InspectOutcome, MemoryOutcome, MemoryResult,
+    ModelMemory, ParamsOutcome, gpus, model_types, presets,
 };
 pub use train::{TrainJson, TrainOutcome, TrainRequest};
 

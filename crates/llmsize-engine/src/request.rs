@@ -66,62 +66,142 @@ impl ParamsRequest {
     }
 }
 
-/// What a memory sweep varies.
+/// What a sweep varies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SweepAxis {
     /// Tokens per sequence.
     SeqLen,
     /// Sequences.
     Batch,
+    /// Weight format (`--dtype`).
+    Dtype,
+    /// GPU and count (`--gpu`).
+    Gpu,
 }
 
 impl SweepAxis {
-    /// The name in tables and JSON (`seq_len`, `batch`).
+    /// The name in tables and JSON (`seq_len`, `batch`, `dtype`, `gpu`).
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             SweepAxis::SeqLen => "seq_len",
             SweepAxis::Batch => "batch",
+            SweepAxis::Dtype => "dtype",
+            SweepAxis::Gpu => "gpu",
         }
     }
 }
 
-/// A memory sweep: one axis, several values.
+/// One value of a sweep: the option it sets, with a value of that option's type.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sweep {
-    /// What varies.
-    pub axis: SweepAxis,
-    /// Its values, in order.
-    pub values: Vec<u64>,
+pub enum Swept {
+    /// `--seq-len`.
+    SeqLen(u64),
+    /// `--batch`.
+    Batch(u64),
+    /// `--dtype`, validated where the format is read (with the list of valid names).
+    Dtype(String),
+    /// `--gpu`, validated where the GPU is looked up.
+    Gpu(String),
+}
+
+impl Swept {
+    /// The option it sets.
+    #[must_use]
+    pub fn axis(&self) -> SweepAxis {
+        match self {
+            Swept::SeqLen(_) => SweepAxis::SeqLen,
+            Swept::Batch(_) => SweepAxis::Batch,
+            Swept::Dtype(_) => SweepAxis::Dtype,
+            Swept::Gpu(_) => SweepAxis::Gpu,
+        }
+    }
+
+    /// The value as a table writes it (`8,192`, `q4_k_m`, `h100x2`).
+    #[must_use]
+    pub fn label(&self) -> String {
+        match self {
+            Swept::SeqLen(n) | Swept::Batch(n) => llmsize_core::units::thousands(*n),
+            Swept::Dtype(s) | Swept::Gpu(s) => s.clone(),
+        }
+    }
+}
+
+/// A sweep: one option, several values of its type, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sweep {
+    /// `seq=1k,8k,128k`.
+    SeqLen(Vec<u64>),
+    /// `batch=1,8,32`.
+    Batch(Vec<u64>),
+    /// `dtype=bf16,q8_0,q4_k_m`.
+    Dtype(Vec<String>),
+    /// `gpu=rtx4090,a100,h100`.
+    Gpu(Vec<String>),
 }
 
 impl Sweep {
-    /// `seq=1k,8k` or `batch=1,8`.
+    /// `seq=1k,8k`, `batch=1,8`, `dtype=bf16,q4_k_m` or `gpu=rtx4090,h100x2`.
     pub fn parse(s: &str) -> Result<Sweep, Error> {
         let bad = || {
             Error::bad_input(
                 format!("`--sweep {s}` is not understood"),
-                "use `seq=1k,8k,32k,128k` or `batch=1,8,32`",
+                "use `seq=1k,8k,32k,128k`, `batch=1,8,32`, `dtype=bf16,q8_0,q4_k_m` or `gpu=rtx4090,a100,h100`",
             )
         };
         let (axis, values) = s.split_once('=').ok_or_else(bad)?;
-        let axis = match axis.trim() {
-            "seq" | "seq-len" | "seq_len" | "context" => SweepAxis::SeqLen,
-            "batch" => SweepAxis::Batch,
-            _ => return Err(bad()),
-        };
-        let values = values
-            .split(',')
-            .map(|v| {
-                parse_size(v).map_err(|e| {
-                    Error::bad_input(
-                        format!("`--sweep {s}`: {e}"),
-                        "values are positive sizes such as 8k",
-                    )
+        let sizes = || {
+            values
+                .split(',')
+                .map(|v| {
+                    parse_size(v).map_err(|e| {
+                        Error::bad_input(
+                            format!("`--sweep {s}`: {e}"),
+                            "values are positive sizes such as 8k",
+                        )
+                    })
                 })
-            })
-            .collect::<Result<Vec<u64>, Error>>()?;
-        Ok(Sweep { axis, values })
+                .collect::<Result<Vec<u64>, Error>>()
+        };
+        let names = || -> Result<Vec<String>, Error> {
+            let list: Vec<String> = values.split(',').map(|v| v.trim().to_owned()).collect();
+            if list.iter().any(String::is_empty) {
+                return Err(Error::bad_input(
+                    format!("`--sweep {s}`: an empty value"),
+                    "separate the values with commas, e.g. `dtype=bf16,q4_k_m`",
+                ));
+            }
+            Ok(list)
+        };
+        Ok(match axis.trim() {
+            "seq" | "seq-len" | "seq_len" | "context" => Sweep::SeqLen(sizes()?),
+            "batch" => Sweep::Batch(sizes()?),
+            "dtype" => Sweep::Dtype(names()?),
+            "gpu" => Sweep::Gpu(names()?),
+            _ => return Err(bad()),
+        })
+    }
+
+    /// The option swept.
+    #[must_use]
+    pub fn axis(&self) -> SweepAxis {
+        match self {
+            Sweep::SeqLen(_) => SweepAxis::SeqLen,
+            Sweep::Batch(_) => SweepAxis::Batch,
+            Sweep::Dtype(_) => SweepAxis::Dtype,
+            Sweep::Gpu(_) => SweepAxis::Gpu,
+        }
+    }
+
+    /// Its values, one [`Swept`] each, in order.
+    #[must_use]
+    pub fn points(&self) -> Vec<Swept> {
+        match self {
+            Sweep::SeqLen(v) => v.iter().copied().map(Swept::SeqLen).collect(),
+            Sweep::Batch(v) => v.iter().copied().map(Swept::Batch).collect(),
+            Sweep::Dtype(v) => v.iter().cloned().map(Swept::Dtype).collect(),
+            Sweep::Gpu(v) => v.iter().cloned().map(Swept::Gpu).collect(),
+        }
     }
 }
 
@@ -172,11 +252,19 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
     Ok(v.round() as u64)
 }
 
-/// `memory`: one model under one set of serving options (or a sweep over one of them).
+/// `--seq-len` of `memory` when none is given (capped at a learned position table).
+pub const MEMORY_SEQ_LEN: u64 = 4096;
+/// `--seq-len` of `flops` when none is given (capped at a learned position table).
+pub const FLOPS_SEQ_LEN: u64 = 2048;
+
+/// Runtime overhead per GPU of `memory` (and of the fit check of `flops --gpu`), MiB.
+pub const OVERHEAD_MIB: u64 = 512;
+
+/// `memory`: models under one set of serving options (or a sweep over one of them).
 #[derive(Debug, Clone)]
 pub struct MemoryRequest {
-    /// The model.
-    pub model: String,
+    /// The models, side by side.
+    pub models: Vec<String>,
     /// `KEY=VALUE` overrides of config fields.
     pub overrides: Vec<String>,
     /// `--assume TYPE`: count a model type llmsize does not know as this one, marked as an
@@ -192,8 +280,9 @@ pub struct MemoryRequest {
     pub hub: HubOptions,
     /// Weight format [default: bf16; weight files are measured as stored].
     pub dtype: Option<String>,
-    /// Tokens per sequence.
-    pub seq_len: u64,
+    /// Tokens per sequence [default: [`MEMORY_SEQ_LEN`], capped at a learned position
+    /// table, with a note]; more than the table is an error.
+    pub seq_len: Option<u64>,
     /// Sequences served at once.
     pub batch: u64,
     /// KV cache element type.
@@ -210,7 +299,7 @@ pub struct MemoryRequest {
     pub overhead_mib: u64,
     /// Also find the longest context that fits the GPU.
     pub max_context: bool,
-    /// A sweep over lengths or batches instead of one point.
+    /// A sweep over lengths, batches, formats or GPUs instead of one point.
     pub sweep: Option<Sweep>,
 }
 
@@ -218,7 +307,7 @@ impl MemoryRequest {
     /// A request for `model` with the command line's defaults.
     pub fn new(model: impl Into<String>) -> Self {
         MemoryRequest {
-            model: model.into(),
+            models: vec![model.into()],
             overrides: Vec::new(),
             assume: None,
             text_only: false,
@@ -226,25 +315,25 @@ impl MemoryRequest {
             image_tokens: None,
             hub: HubOptions::default(),
             dtype: None,
-            seq_len: 4096,
+            seq_len: None,
             batch: 1,
             kv_dtype: "bf16".into(),
             gpu: None,
             tp: None,
             mla_cache: MlaCache::Latent,
             cache: CachePolicy::Transformers,
-            overhead_mib: 512,
+            overhead_mib: OVERHEAD_MIB,
             max_context: false,
             sweep: None,
         }
     }
 }
 
-/// `flops`: one model's FLOPs, and its speed on a GPU.
+/// `flops`: models' FLOPs, and their speed on a GPU.
 #[derive(Debug, Clone)]
 pub struct FlopsRequest {
-    /// The model.
-    pub model: String,
+    /// The models, side by side.
+    pub models: Vec<String>,
     /// `KEY=VALUE` overrides of config fields.
     pub overrides: Vec<String>,
     /// `--assume TYPE`: count a model type llmsize does not know as this one, marked as an
@@ -258,8 +347,11 @@ pub struct FlopsRequest {
     pub image_tokens: Option<u64>,
     /// Where Hub repo ids are looked up.
     pub hub: HubOptions,
-    /// Tokens per sequence.
-    pub seq_len: u64,
+    /// Tokens per sequence [default: [`FLOPS_SEQ_LEN`], capped at a learned position table,
+    /// with a note]; the context of a decode step.
+    pub seq_len: Option<u64>,
+    /// Prompt tokens per sequence, for the time to first token [default: `seq_len`].
+    pub prompt: Option<u64>,
     /// Sequences.
     pub batch: u64,
     /// Attention over the causal triangle or the full matrix.
@@ -274,20 +366,25 @@ pub struct FlopsRequest {
     pub mfu: f64,
     /// Fraction of peak bandwidth, in (0, 1].
     pub bw_eff: f64,
+    /// Dollars per GPU-hour, for the cost of a million tokens.
+    pub price: Option<f64>,
+    /// A sweep over lengths, batches, formats or GPUs instead of one point.
+    pub sweep: Option<Sweep>,
 }
 
 impl FlopsRequest {
     /// A request for `model` with the command line's defaults.
     pub fn new(model: impl Into<String>) -> Self {
         FlopsRequest {
-            model: model.into(),
+            models: vec![model.into()],
             overrides: Vec::new(),
             assume: None,
             text_only: false,
             images: 0,
             image_tokens: None,
             hub: HubOptions::default(),
-            seq_len: 2048,
+            seq_len: None,
+            prompt: None,
             batch: 1,
             attention: AttentionConvention::Causal,
             gpu: None,
@@ -295,6 +392,8 @@ impl FlopsRequest {
             kv_dtype: "bf16".into(),
             mfu: 0.5,
             bw_eff: 0.8,
+            price: None,
+            sweep: None,
         }
     }
 }
@@ -334,11 +433,21 @@ mod tests {
     fn sweeps() {
         assert_eq!(
             Sweep::parse("seq=1k,8k").unwrap(),
-            Sweep {
-                axis: SweepAxis::SeqLen,
-                values: vec![1024, 8192]
-            }
+            Sweep::SeqLen(vec![1024, 8192])
         );
+        let gpus = Sweep::parse("gpu=rtx4090, h100x2").unwrap();
+        assert_eq!(gpus.axis(), SweepAxis::Gpu);
+        assert_eq!(
+            gpus.points(),
+            vec![Swept::Gpu("rtx4090".into()), Swept::Gpu("h100x2".into())]
+        );
+        assert_eq!(
+            Sweep::parse("dtype=bf16,q4_k_m").unwrap().points()[1].label(),
+            "q4_k_m"
+        );
+        assert_eq!(Swept::Batch(1024).label(), "1,024");
+        assert!(Sweep::parse("dtype=bf16,,q8_0").is_err());
+        assert!(Sweep::parse("batch=1,x").is_err());
         let e = Sweep::parse("heads=1").unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::BadInput);
         assert!(e.hint().unwrap().contains("seq=1k"));

@@ -9,7 +9,7 @@ use llmsize_core::formats::{KvDtype, WeightFormat};
 use llmsize_core::gpu::{self, GPUS, Gpu};
 use llmsize_core::memory::{
     CachePolicy, MaxContext, MemoryOptions, MemoryReport, MlaCache, StorageLine, max_context,
-    memory as core_memory, memory_with,
+    memory_with,
 };
 use llmsize_core::speed::{SpeedOptions, SpeedReport, speed};
 use llmsize_core::{ModelSpec, ParamsReport, count};
@@ -17,11 +17,12 @@ use llmsize_core::{ModelSpec, ParamsReport, count};
 use crate::Error;
 use crate::hub::HubEnv;
 use crate::request::{
-    AuditRequest, FlopsRequest, HubOptions, InspectRequest, MemoryRequest, ParamsRequest, SweepAxis,
+    AuditRequest, FLOPS_SEQ_LEN, FlopsRequest, HubOptions, InspectRequest, MEMORY_SEQ_LEN,
+    MemoryRequest, OVERHEAD_MIB, ParamsRequest, Sweep, SweepAxis, Swept,
 };
 use crate::resolve::{Lookup, Model, Want, resolve_model};
 use crate::wire::{
-    self, AuditJson, Envelope, FlopsJson, GpuJson, InspectJson, MemoryJson, MemoryWire, Ordered,
+    self, AuditJson, Envelope, FlopsJson, FlopsWire, GpuJson, InspectJson, MemoryJson, MemoryWire,
     ParamsJson, ParamsWire, PresetJson,
 };
 
@@ -151,53 +152,78 @@ pub enum MemoryResult {
         /// What varied.
         axis: SweepAxis,
         /// Each value and its estimate.
-        points: Vec<(u64, MemoryReport)>,
+        points: Vec<(Swept, MemoryReport)>,
     },
+}
+
+/// The estimate of one model.
+#[derive(Debug, Clone)]
+pub struct ModelMemory {
+    /// The model's name.
+    pub name: String,
+    /// The estimate.
+    pub result: MemoryResult,
+}
+
+impl ModelMemory {
+    /// Its objects on the wire: one, or one per point of a sweep (each with `swept`).
+    fn wire(&self) -> Vec<Envelope<MemoryJson>> {
+        match &self.result {
+            MemoryResult::Single {
+                report,
+                max_context,
+            } => vec![Envelope::new(MemoryJson::new(
+                &self.name,
+                report,
+                *max_context,
+            ))],
+            MemoryResult::Sweep { points, .. } => points
+                .iter()
+                .map(|(v, r)| {
+                    let mut j = MemoryJson::new(&self.name, r, None);
+                    j.swept = Some(wire::swept(v));
+                    Envelope::new(j)
+                })
+                .collect(),
+        }
+    }
 }
 
 /// The estimate of `memory`.
 #[derive(Debug, Clone)]
 pub struct MemoryOutcome {
-    /// The model's name.
-    pub name: String,
-    /// The estimate.
-    pub result: MemoryResult,
-    /// Warnings.
+    /// One estimate per model, in the order asked.
+    pub models: Vec<ModelMemory>,
+    /// Warnings, each prefixed with its model's name.
     pub warnings: Vec<String>,
 }
 
 impl MemoryOutcome {
-    /// False when a GPU was named and the model does not fit it (at any point of a sweep).
+    /// False when a GPU was named and a model does not fit it (at any point of a sweep).
     #[must_use]
     pub fn fits(&self) -> bool {
-        match &self.result {
+        self.models.iter().all(|m| match &m.result {
             MemoryResult::Single { report, .. } => report.fits != Some(false),
             MemoryResult::Sweep { points, .. } => points.iter().all(|(_, r)| r.fits != Some(false)),
-        }
+        })
     }
 
-    /// The wire form: one object, or an array for a sweep (each point with `swept`).
+    /// The wire form: one object for one model at one point; an array for a sweep or for
+    /// several models (every model's objects in order, as `params` does).
     #[must_use]
     pub fn wire(&self) -> MemoryWire {
-        match &self.result {
-            MemoryResult::Single {
-                report,
-                max_context,
-            } => MemoryWire::One(Box::new(Envelope::new(MemoryJson::new(
-                &self.name,
-                report,
-                *max_context,
-            )))),
-            MemoryResult::Sweep { axis, points } => MemoryWire::Sweep(
-                points
-                    .iter()
-                    .map(|(v, r)| {
-                        let mut j = MemoryJson::new(&self.name, r, None);
-                        j.swept = Some(Ordered(vec![(axis.as_str().to_owned(), *v)]));
-                        Envelope::new(j)
-                    })
-                    .collect(),
-            ),
+        let mut list: Vec<_> = self.models.iter().flat_map(ModelMemory::wire).collect();
+        let single = matches!(
+            self.models.as_slice(),
+            [ModelMemory {
+                result: MemoryResult::Single { .. },
+                ..
+            }]
+        );
+        if single && list.len() == 1 {
+            MemoryWire::One(Box::new(list.remove(0)))
+        } else {
+            MemoryWire::Many(list)
         }
     }
 
@@ -328,7 +354,8 @@ fn memory_options(req: &MemoryRequest) -> Result<MemoryOptions, Error> {
     }
     Ok(MemoryOptions {
         format: weight_format(req.dtype.as_deref().unwrap_or("bf16"))?,
-        seq_len: req.seq_len,
+        // The length is settled per model (`context_length`): a position table caps it.
+        seq_len: req.seq_len.unwrap_or(MEMORY_SEQ_LEN),
         batch: req.batch,
         kv_dtype: kv_dtype(&req.kv_dtype)?,
         tp,
@@ -360,10 +387,127 @@ fn storage_lines(checkpoint: &Checkpoint, name: &str) -> Result<Vec<StorageLine>
         .collect())
 }
 
+/// The config field a learned position table's size comes from, with its value, for
+/// messages: the first of the usual keys whose value is the table's `limit` (top level or one
+/// level down, as `text_config`), else the table's rows.
+fn position_field(model: &Model, limit: u64) -> String {
+    const KEYS: [&str; 5] = [
+        "max_position_embeddings",
+        "n_positions",
+        "n_ctx",
+        "max_source_positions",
+        "max_target_positions",
+    ];
+    let value = model
+        .config
+        .as_ref()
+        .and_then(|c| serde_json::from_str::<serde_json::Value>(&c.text).ok());
+    let found = value.as_ref().and_then(|v| {
+        let objects = std::iter::once(v).chain(
+            v.as_object()
+                .into_iter()
+                .flat_map(|o| o.values().filter(|x| x.is_object())),
+        );
+        objects
+            .flat_map(|o| KEYS.iter().map(move |k| (*k, o.get(*k))))
+            .find_map(|(k, x)| (x.and_then(serde_json::Value::as_u64) == Some(limit)).then_some(k))
+    });
+    match found {
+        Some(k) => format!("`{k}` = {limit}"),
+        None => format!("its learned position table ({limit} rows)"),
+    }
+}
+
+/// Tokens per sequence for a model: the length given, else `default` capped at a learned
+/// position table (with a note saying so). A length the table cannot take is an error, not a
+/// number: the model has no position for those tokens. `extra` positions (images) join each
+/// sequence.
+fn context_length(
+    spec: &ModelSpec,
+    model: &Model,
+    given: Option<u64>,
+    default: u64,
+    extra: u64,
+    flag: &str,
+) -> Result<(u64, Option<String>), Error> {
+    let total = with_images(given.unwrap_or(default), extra)?;
+    let Some(p) = spec.position_limit().filter(|p| total > *p) else {
+        return Ok((total, None));
+    };
+    let images = if extra > 0 {
+        format!(" plus {extra} image positions")
+    } else {
+        String::new()
+    };
+    let field = position_field(model, p);
+    if let Some(s) = given {
+        return Err(Error::bad_input(
+            format!(
+                "`{flag} {s}`{images} is longer than `{}` can take: {field}",
+                spec.name
+            ),
+            format!(
+                "give at most {} tokens: a learned position table has one row per position",
+                p.saturating_sub(extra)
+            ),
+        ));
+    }
+    if p <= extra {
+        return Err(Error::bad_input(
+            format!(
+                "the {extra} image positions are more than `{}` can take: {field}",
+                spec.name
+            ),
+            "give fewer images",
+        ));
+    }
+    Ok((
+        p,
+        Some(format!(
+            "{flag} defaults to {default} tokens; capped at {} positions{images}, the most `{}` can take ({field})",
+            p - extra,
+            spec.name
+        )),
+    ))
+}
+
+/// The request with one swept option set.
+fn memory_point(req: &MemoryRequest, point: Option<&Swept>) -> MemoryRequest {
+    let mut r = req.clone();
+    match point {
+        None => {}
+        Some(Swept::SeqLen(v)) => r.seq_len = Some(*v),
+        Some(Swept::Batch(v)) => r.batch = *v,
+        Some(Swept::Dtype(d)) => r.dtype = Some(d.clone()),
+        Some(Swept::Gpu(g)) => r.gpu = Some(g.clone()),
+    }
+    r
+}
+
 pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome, Error> {
+    if req.models.is_empty() {
+        return Err(Error::bad_input(
+            "no MODEL given",
+            "name a preset (`llmsize presets`), a config.json, a directory or a Hub repo id",
+        ));
+    }
     let mut warnings = Vec::new();
+    let mut models = Vec::with_capacity(req.models.len());
+    for model in &req.models {
+        models.push(memory_model(req, model, env, &mut warnings)?);
+    }
+    Ok(MemoryOutcome { models, warnings })
+}
+
+/// `memory` for one MODEL argument.
+fn memory_model(
+    req: &MemoryRequest,
+    arg: &str,
+    env: &HubEnv,
+    warnings: &mut Vec<String>,
+) -> Result<ModelMemory, Error> {
     let (spec, model) = read_model(
-        &req.model,
+        arg,
         &ReadOptions {
             overrides: req.overrides.clone(),
             assume: req.assume.clone(),
@@ -373,9 +517,8 @@ pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome,
         &req.hub,
         Want::IfPresent,
         env,
-        &mut warnings,
+        warnings,
     )?;
-    let mut options = memory_options(req)?;
     let images = image_positions(&spec, req.images, req.image_tokens)?;
     let extra = images.as_ref().map_or(0, |(n, _)| *n);
     if images.is_some() && req.max_context {
@@ -384,55 +527,63 @@ pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome,
             "ask for the longest context without images, or add the images' positions to `--seq-len`",
         ));
     }
-    options.seq_len = with_images(options.seq_len, extra)?;
     // Weight files, when the model has them, are measured rather than estimated.
     let from_files = match &model.weights {
         None => None,
         Some(w) => Some(storage_lines(&w.checkpoint(), &spec.name)?),
     };
     let files = from_files.as_deref();
+    if files.is_some() && matches!(req.sweep, Some(Sweep::Dtype(_))) {
+        return Err(Error::bad_input(
+            format!(
+                "`--sweep dtype=…`: `{}` is measured from its weight files as stored",
+                spec.name
+            ),
+            "sweep formats over a config.json or a preset, without weight files",
+        ));
+    }
     if files.is_some() && req.dtype.is_some() {
-        warnings
-            .push("`--dtype` is ignored: the weights are measured from the files as stored".into());
+        warnings.push(format!(
+            "{}: `--dtype` is ignored: the weights are measured from the files as stored",
+            spec.name
+        ));
     }
     let wrap = Error::spec;
-    let result = if let Some(sweep) = &req.sweep {
-        let mut points = Vec::with_capacity(sweep.values.len());
-        for &v in &sweep.values {
-            let o = match sweep.axis {
-                SweepAxis::Batch => MemoryOptions {
-                    batch: v,
-                    ..options
-                },
-                SweepAxis::SeqLen => MemoryOptions {
-                    seq_len: v.saturating_add(extra),
-                    ..options
-                },
-            };
-            let mut report = memory_with(&spec, &o, files).map_err(wrap(&spec.name))?;
-            if let Some((_, note)) = &images {
-                report.assumptions.push(note.clone());
-            }
-            points.push((v, report));
-        }
-        MemoryResult::Sweep {
-            axis: sweep.axis,
-            points,
-        }
-    } else {
+    // One point: the request with the swept option set, validated as the flags are.
+    let estimate = |point: Option<&Swept>| -> Result<MemoryReport, Error> {
+        let r = memory_point(req, point);
+        let mut options = memory_options(&r)?;
+        let (seq_len, note) =
+            context_length(&spec, &model, r.seq_len, MEMORY_SEQ_LEN, extra, "--seq-len")?;
+        options.seq_len = seq_len;
         let mut report = memory_with(&spec, &options, files).map_err(wrap(&spec.name))?;
+        report.assumptions.extend(note);
         if let Some((_, note)) = &images {
             report.assumptions.push(note.clone());
         }
+        Ok(report)
+    };
+    let result = if let Some(sweep) = &req.sweep {
+        let mut points = Vec::new();
+        for v in sweep.points() {
+            let report = estimate(Some(&v))?;
+            points.push((v, report));
+        }
+        MemoryResult::Sweep {
+            axis: sweep.axis(),
+            points,
+        }
+    } else {
+        let report = estimate(None)?;
         let longest = if req.max_context {
-            if options.gpu.is_none() {
+            if report.options.gpu.is_none() {
                 return Err(Error::bad_input(
                     "`--max-context` needs a GPU",
                     "name one with `--gpu`, e.g. `--gpu rtx4090`",
                 ));
             }
             Some(
-                max_context(&spec, &options, files, MAX_CONTEXT_SEARCH)
+                max_context(&spec, &report.options, files, MAX_CONTEXT_SEARCH)
                     .map_err(wrap(&spec.name))?,
             )
         } else {
@@ -443,38 +594,64 @@ pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome,
             max_context: longest,
         }
     };
-    Ok(MemoryOutcome {
+    Ok(ModelMemory {
         name: spec.name,
         result,
-        warnings,
     })
 }
 
 // ---------------------------------------------------------------------------------------
 // flops
 
-/// The counts of `flops`.
+/// Decode batches of the tokens/s table when no `--sweep batch=` gives them (the asked
+/// `--batch` joins them).
+const SPEED_BATCHES: [u64; 4] = [1, 8, 32, 128];
+
+/// One model's FLOPs (at one point of a sweep), and its speed on a GPU.
 #[derive(Debug, Clone)]
-pub struct FlopsOutcome {
+pub struct FlopsPoint {
     /// The model's name.
     pub name: String,
+    /// The swept option's value here, in a sweep.
+    pub swept: Option<Swept>,
     /// FLOPs by component.
     pub report: FlopsReport,
     /// The speed estimate, when a GPU was named.
     pub speed: Option<SpeedReport>,
+    /// Notes on the options (a default length capped at a position table).
+    pub notes: Vec<String>,
+}
+
+impl FlopsPoint {
+    fn json(&self) -> Envelope<FlopsJson> {
+        let mut j = FlopsJson::new(&self.name, &self.report, self.speed.as_ref());
+        j.swept = self.swept.as_ref().map(wire::swept);
+        j.notes.clone_from(&self.notes);
+        Envelope::new(j)
+    }
+}
+
+/// The counts of `flops`.
+#[derive(Debug, Clone)]
+pub struct FlopsOutcome {
+    /// One point per model (per model and value in a sweep), in order.
+    pub points: Vec<FlopsPoint>,
+    /// What was swept, in a sweep.
+    pub sweep: Option<SweepAxis>,
     /// Warnings.
     pub warnings: Vec<String>,
 }
 
 impl FlopsOutcome {
-    /// The wire form.
+    /// The wire form: one object for one model at one point, else an array (as `params`).
     #[must_use]
-    pub fn wire(&self) -> Envelope<FlopsJson> {
-        Envelope::new(FlopsJson::new(
-            &self.name,
-            &self.report,
-            self.speed.as_ref(),
-        ))
+    pub fn wire(&self) -> FlopsWire {
+        let mut list: Vec<_> = self.points.iter().map(FlopsPoint::json).collect();
+        if list.len() == 1 && self.sweep.is_none() {
+            FlopsWire::One(Box::new(list.remove(0)))
+        } else {
+            FlopsWire::Many(list)
+        }
     }
 
     /// `--json`.
@@ -484,20 +661,12 @@ impl FlopsOutcome {
 }
 
 pub(crate) fn flops(req: &FlopsRequest, env: &HubEnv) -> Result<FlopsOutcome, Error> {
-    let mut warnings = Vec::new();
-    let (spec, _) = read_model(
-        &req.model,
-        &ReadOptions {
-            overrides: req.overrides.clone(),
-            assume: req.assume.clone(),
-            text_only: req.text_only,
-            ..ReadOptions::default()
-        },
-        &req.hub,
-        Want::No,
-        env,
-        &mut warnings,
-    )?;
+    if req.models.is_empty() {
+        return Err(Error::bad_input(
+            "no MODEL given",
+            "name a preset (`llmsize presets`), a config.json, a directory or a Hub repo id",
+        ));
+    }
     for (flag, v) in [("--mfu", req.mfu), ("--bw-eff", req.bw_eff)] {
         if !(v > 0.0 && v <= 1.0) {
             return Err(Error::bad_input(
@@ -506,58 +675,150 @@ pub(crate) fn flops(req: &FlopsRequest, env: &HubEnv) -> Result<FlopsOutcome, Er
             ));
         }
     }
+    if let Some(p) = req.price
+        && !(p.is_finite() && p > 0.0)
+    {
+        return Err(Error::bad_input(
+            format!("`--price {p}` is out of range"),
+            "give dollars per GPU-hour, e.g. 2.5",
+        ));
+    }
+    let gpu_swept = matches!(req.sweep, Some(Sweep::Gpu(_)));
+    if req.price.is_some() && req.gpu.is_none() && !gpu_swept {
+        return Err(Error::bad_input(
+            "`--price` prices GPU time, and no GPU is named",
+            "name one with `--gpu`, e.g. `--gpu h100 --price 2.5`",
+        ));
+    }
+    if let Some(Sweep::Dtype(_)) = &req.sweep
+        && req.gpu.is_none()
+    {
+        return Err(Error::bad_input(
+            "`--sweep dtype=…` changes only the speed estimate, which needs a GPU",
+            "name one with `--gpu`, e.g. `--gpu h100`",
+        ));
+    }
+    let mut warnings = Vec::new();
+    let mut points = Vec::new();
+    for model in &req.models {
+        let (spec, resolved) = read_model(
+            model,
+            &ReadOptions {
+                overrides: req.overrides.clone(),
+                assume: req.assume.clone(),
+                text_only: req.text_only,
+                ..ReadOptions::default()
+            },
+            &req.hub,
+            Want::No,
+            env,
+            &mut warnings,
+        )?;
+        let images = image_positions(&spec, req.images, req.image_tokens)?;
+        if let Some((_, note)) = &images {
+            warnings.push(format!("{}: {note}", spec.name));
+        }
+        let extra = images.as_ref().map_or(0, |(n, _)| *n);
+        match &req.sweep {
+            None => points.push(flops_point(req, &spec, &resolved, extra, None)?),
+            Some(sweep) => {
+                for v in sweep.points() {
+                    points.push(flops_point(req, &spec, &resolved, extra, Some(v))?);
+                }
+            }
+        }
+    }
+    Ok(FlopsOutcome {
+        points,
+        sweep: req.sweep.as_ref().map(Sweep::axis),
+        warnings,
+    })
+}
+
+/// One model at one point: FLOPs, and the roofline when a GPU is named.
+fn flops_point(
+    req: &FlopsRequest,
+    spec: &ModelSpec,
+    model: &Model,
+    extra: u64,
+    point: Option<Swept>,
+) -> Result<FlopsPoint, Error> {
+    let (mut seq_given, mut batch, mut dtype, mut gpu) =
+        (req.seq_len, req.batch, req.dtype.clone(), req.gpu.clone());
+    match &point {
+        None => {}
+        Some(Swept::SeqLen(v)) => seq_given = Some(*v),
+        Some(Swept::Batch(v)) => batch = *v,
+        Some(Swept::Dtype(d)) => dtype.clone_from(d),
+        Some(Swept::Gpu(g)) => gpu = Some(g.clone()),
+    }
     // Validate every option up front, even those only the speed estimate uses.
-    let format = weight_format(&req.dtype)?;
+    let format = weight_format(&dtype)?;
     let kv = kv_dtype(&req.kv_dtype)?;
     let wrap = Error::spec;
-    let images = image_positions(&spec, req.images, req.image_tokens)?;
-    let seq_len = match &images {
-        None => req.seq_len,
-        Some((extra, note)) => {
-            warnings.push(format!("{}: {note}", spec.name));
-            with_images(req.seq_len, *extra)?
-        }
+    // A prompt longer than the default context makes the context; longer than an explicit
+    // one is a contradiction.
+    if let (Some(p), Some(s)) = (req.prompt, seq_given)
+        && p > s
+    {
+        return Err(Error::bad_input(
+            format!("`--prompt {p}` is longer than `--seq-len {s}`"),
+            "the context holds the prompt and the generated tokens: give `--seq-len` at least the prompt",
+        ));
+    }
+    let default = req.prompt.map_or(FLOPS_SEQ_LEN, |p| p.max(FLOPS_SEQ_LEN));
+    let (seq_len, note) = context_length(spec, model, seq_given, default, extra, "--seq-len")?;
+    let prompt = match req.prompt {
+        None => seq_len,
+        Some(p) => context_length(spec, model, Some(p), p, extra, "--prompt")?.0,
     };
-    let report = count_flops(&spec, seq_len, req.batch, req.attention).map_err(wrap(&spec.name))?;
-    let speed_report = match gpu_spec(req.gpu.as_deref())? {
+    let report = count_flops(spec, seq_len, batch, req.attention).map_err(wrap(&spec.name))?;
+    let speed_report = match gpu_spec(gpu.as_deref())? {
         None => None,
         Some((gpu, count)) => {
-            let mem = core_memory(
-                &spec,
-                &MemoryOptions {
-                    format,
-                    seq_len,
-                    batch: req.batch,
-                    kv_dtype: kv,
-                    tp: count,
-                    gpu: Some((gpu, count)),
-                    mla: MlaCache::Latent,
-                    window: CachePolicy::Transformers,
-                    overhead_bytes: 0,
-                },
-            )
-            .map_err(wrap(&spec.name))?;
+            let memory = MemoryOptions {
+                format,
+                seq_len,
+                batch,
+                kv_dtype: kv,
+                tp: count,
+                gpu: Some((gpu, count)),
+                mla: MlaCache::Latent,
+                window: CachePolicy::Transformers,
+                overhead_bytes: OVERHEAD_MIB << 20,
+            };
+            let mut batches: Vec<u64> = match (&point, &req.sweep) {
+                // A sweep's table is the sweep: no second table per point.
+                (Some(_), _) => Vec::new(),
+                _ => SPEED_BATCHES.iter().copied().chain([batch]).collect(),
+            };
+            batches.sort_unstable();
+            batches.dedup();
             Some(
                 speed(
-                    &spec,
-                    &mem,
-                    &report,
+                    spec,
+                    &memory,
+                    prompt,
+                    req.attention,
                     SpeedOptions {
                         gpu,
                         gpus: count,
                         mfu: req.mfu,
                         bandwidth_efficiency: req.bw_eff,
+                        price_per_gpu_hour: req.price,
                     },
+                    &batches,
                 )
                 .map_err(wrap(&spec.name))?,
             )
         }
     };
-    Ok(FlopsOutcome {
-        name: spec.name,
+    Ok(FlopsPoint {
+        name: spec.name.clone(),
+        swept: point,
         report,
         speed: speed_report,
-        warnings,
+        notes: note.into_iter().collect(),
     })
 }
 

@@ -5,8 +5,8 @@
 //!
 //! Every report object (`params`, `memory`, `flops`, `inspect`, `audit`) is wrapped in an
 //! [`Envelope`], which writes `schema_version` ([`SCHEMA_VERSION`]) first, then the report's
-//! keys in a fixed order. Several `params` models, and a `memory --sweep`, are JSON arrays of
-//! such objects. Integers are exact (counts are `u64`, FLOPs `u128`); bytes are plain bytes.
+//! keys in a fixed order. Several models (`params`, `memory`, `flops`), and a `--sweep`, are
+//! JSON arrays of such objects. Integers are exact (counts are `u64`, FLOPs `u128`); bytes are plain bytes.
 //! The lists of `presets` and `gpus` are bare arrays of rows, without a version.
 //!
 //! - `params`: `name`, `source`, `model_type`, `architecture`, `hidden_size`, `vocab_size`,
@@ -21,7 +21,8 @@
 //!   activations, overhead, per-GPU and total bytes, `fits`, `assumptions`; `gpu` with a GPU;
 //!   `max_context` and `max_context_bound` with `--max-context`; `swept` in a sweep.
 //! - `flops`: the options, `forward` and `per_token` lines with their totals, the parameter
-//!   counts, the article's 2·P and 6·P; `speed` with a GPU.
+//!   counts, the article's 2·P and 6·P; `speed` with a GPU (time to first token, decode at
+//!   `--batch` and by batch, cost with `--price`); `notes`; `swept` in a sweep.
 //! - `inspect` and `audit`: the checkpoint's count by component and dtype, buffers apart;
 //!   the audit's two counts and explained differences.
 
@@ -30,7 +31,7 @@ use std::collections::BTreeMap;
 use llmsize_adapters::checkpoint::{Audit, Checkpoint, Entry, Format, Summary};
 use llmsize_core::flops::{FlopsLine, FlopsReport};
 use llmsize_core::memory::{MaxContext, MemoryReport};
-use llmsize_core::speed::SpeedReport;
+use llmsize_core::speed::{SpeedReport, StepEstimate};
 use llmsize_core::{Category, ParamsReport};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
@@ -343,17 +344,38 @@ pub struct MemoryJson {
     pub max_context_bound: Option<Option<String>>,
     /// In a sweep: the swept option and its value here.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub swept: Option<Ordered<u64>>,
+    pub swept: Option<Ordered<SweptJson>>,
 }
 
-/// `memory --json`: one object, or an array for a sweep.
+/// `memory --json`: one object, or an array for a sweep or several models.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub enum MemoryWire {
-    /// One configuration.
+    /// One model, one configuration.
     One(Box<Envelope<MemoryJson>>),
-    /// A sweep: one object per value, each with `swept`.
-    Sweep(Vec<Envelope<MemoryJson>>),
+    /// A sweep (one object per value, each with `swept`), or several models, in order.
+    Many(Vec<Envelope<MemoryJson>>),
+}
+
+/// The value of a swept option: a count (`seq_len`, `batch`) or a name (`dtype`, `gpu`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum SweptJson {
+    /// Tokens or sequences.
+    Count(u64),
+    /// A weight format or a GPU, as given.
+    Name(String),
+}
+
+/// `swept`: `{"seq_len": 8192}`, `{"gpu": "h100x2"}`.
+#[must_use]
+pub fn swept(v: &crate::request::Swept) -> Ordered<SweptJson> {
+    use crate::request::Swept;
+    let value = match v {
+        Swept::SeqLen(n) | Swept::Batch(n) => SweptJson::Count(*n),
+        Swept::Dtype(s) | Swept::Gpu(s) => SweptJson::Name(s.clone()),
+    };
+    Ordered(vec![(v.axis().as_str().to_owned(), value)])
 }
 
 /// Weights in one storage format.
@@ -482,7 +504,8 @@ pub struct FlopsJson {
     pub seq_len: u64,
     /// Sequences.
     pub batch: u64,
-    /// `causal` or `full`.
+    /// `causal` or `full`; `bidirectional` for an encoder alone (an encoder-decoder's
+    /// encoder and cross-attention are bidirectional whatever this says).
     pub attention: String,
     /// [`FLOPS_CONVENTION`].
     pub convention: String,
@@ -512,6 +535,22 @@ pub struct FlopsJson {
     /// Speed on a GPU, when one is named.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speed: Option<SpeedJson>,
+    /// Notes on the options (a default length capped at a learned position table).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// In a sweep: the swept option and its value here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swept: Option<Ordered<SweptJson>>,
+}
+
+/// `flops --json`: one object, or an array for a sweep or several models.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum FlopsWire {
+    /// One model, one configuration.
+    One(Box<Envelope<FlopsJson>>),
+    /// A sweep (each object with `swept`), or several models, in order.
+    Many(Vec<Envelope<FlopsJson>>),
 }
 
 /// One component's FLOPs.
@@ -536,26 +575,124 @@ pub struct SpeedJson {
     pub mfu: f64,
     /// Fraction of peak bandwidth assumed.
     pub bandwidth_efficiency: f64,
-    /// Peak FLOP/s of all GPUs.
+    /// Dollars per GPU-hour (`--price`).
+    pub price_per_gpu_hour: Option<f64>,
+    /// Peak FLOP/s of one GPU.
     pub peak_flops: f64,
-    /// Seconds for the prefill.
+    /// Prompt tokens per sequence.
+    pub prompt_tokens: u64,
+    /// Seconds for the prefill of the prompts: the time to first token.
     pub prefill_seconds: f64,
-    /// Bytes one decode step reads.
-    pub decode_bytes_per_step: u64,
-    /// FLOPs of one decode step.
-    pub decode_flops_per_step: u128,
-    /// Seconds per decode step.
-    pub decode_step_seconds: f64,
-    /// `memory` or `compute`.
-    pub decode_bound: String,
-    /// Generated tokens per second, all sequences.
-    pub decode_tokens_per_second: f64,
-    /// Whether the model fits.
+    /// The prefill step.
+    pub prefill: StepJson,
+    /// Bytes one decode step reads (weights read + KV cache); null for an encoder.
+    pub decode_bytes_per_step: Option<u64>,
+    /// FLOPs of one decode step; null for an encoder.
+    pub decode_flops_per_step: Option<u128>,
+    /// Seconds per decode step; null for an encoder.
+    pub decode_step_seconds: Option<f64>,
+    /// `memory` or `compute`; null for an encoder.
+    pub decode_bound: Option<String>,
+    /// Generated tokens per second, all sequences; null for an encoder.
+    pub decode_tokens_per_second: Option<f64>,
+    /// The decode step at `--batch`; null for an encoder.
+    pub decode: Option<StepJson>,
+    /// Decode at several batches.
+    pub decode_by_batch: Vec<StepJson>,
+    /// Whether the model fits (at the decode step; the prefill for an encoder).
     pub fits: Option<bool>,
     /// Memory on each GPU.
     pub memory_per_gpu_bytes: u64,
     /// The assumptions of the estimate.
     pub assumptions: Vec<String>,
+}
+
+/// One step of the roofline.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepJson {
+    /// Sequences.
+    pub batch: u64,
+    /// Tokens the step reads (prefill) or generates (decode).
+    pub tokens: u64,
+    /// Bytes of weights read.
+    pub weights_bytes_read: u64,
+    /// Bytes of every weight stored.
+    pub weights_bytes_stored: u64,
+    /// Bytes of input tables read (one row per token unless tied to the head).
+    pub embedding_bytes_read: u64,
+    /// Expected routed experts touched per MoE layer, `E·(1 − (1 − k/E)^tokens)`.
+    pub experts_touched_per_layer: Option<f64>,
+    /// KV cache (and recurrent state) bytes moved.
+    pub cache_bytes: u64,
+    /// All bytes moved, all GPUs.
+    pub bytes: u64,
+    /// Bytes one GPU moves (its share of the weights, its own cache): what sets the time.
+    pub bytes_per_gpu: u64,
+    /// FLOPs.
+    pub flops: u128,
+    /// Seconds.
+    pub seconds: f64,
+    /// `memory` or `compute`.
+    pub bound: String,
+    /// Tokens per second.
+    pub tokens_per_second: f64,
+    /// Dollars per million tokens at `--price`.
+    pub cost_per_million_tokens: Option<f64>,
+    /// Whether it fits the GPUs.
+    pub fits: Option<bool>,
+    /// Memory per GPU.
+    pub memory_per_gpu_bytes: u64,
+}
+
+impl StepJson {
+    fn new(s: &StepEstimate) -> Self {
+        StepJson {
+            batch: s.batch,
+            tokens: s.tokens,
+            weights_bytes_read: s.weights.bytes,
+            weights_bytes_stored: s.weights.stored,
+            embedding_bytes_read: s.weights.embedding_bytes,
+            experts_touched_per_layer: s.weights.experts.map(|c| c.touched),
+            cache_bytes: s.cache_bytes,
+            bytes: s.bytes,
+            bytes_per_gpu: s.bytes_per_gpu,
+            flops: s.flops,
+            seconds: s.seconds,
+            bound: s.bound.to_owned(),
+            tokens_per_second: s.tokens_per_second,
+            cost_per_million_tokens: s.cost_per_million,
+            fits: s.fits,
+            memory_per_gpu_bytes: s.memory_per_gpu,
+        }
+    }
+}
+
+impl SpeedJson {
+    fn new(s: &SpeedReport) -> Self {
+        let d = s.decode.as_ref();
+        let at = d.unwrap_or(&s.prefill);
+        SpeedJson {
+            gpu: s.options.gpu.name.to_owned(),
+            gpus: s.options.gpus,
+            mfu: s.options.mfu,
+            bandwidth_efficiency: s.options.bandwidth_efficiency,
+            price_per_gpu_hour: s.options.price_per_gpu_hour,
+            peak_flops: s.peak,
+            prompt_tokens: s.prompt,
+            prefill_seconds: s.prefill.seconds,
+            prefill: StepJson::new(&s.prefill),
+            decode_bytes_per_step: d.map(|d| d.bytes),
+            decode_flops_per_step: d.map(|d| d.flops),
+            decode_step_seconds: d.map(|d| d.seconds),
+            decode_bound: d.map(|d| d.bound.to_owned()),
+            decode_tokens_per_second: d.map(|d| d.tokens_per_second),
+            decode: d.map(StepJson::new),
+            decode_by_batch: s.by_batch.iter().map(StepJson::new).collect(),
+            fits: at.fits,
+            memory_per_gpu_bytes: at.memory_per_gpu,
+            assumptions: s.assumptions.clone(),
+        }
+    }
 }
 
 fn flops_lines(lines: &[FlopsLine]) -> Vec<FlopsLineJson> {
@@ -577,7 +714,12 @@ impl FlopsJson {
             name: name.to_owned(),
             seq_len: r.seq_len,
             batch: r.batch,
-            attention: r.convention.name().to_owned(),
+            attention: if r.generates {
+                r.convention.name()
+            } else {
+                "bidirectional"
+            }
+            .to_owned(),
             convention: FLOPS_CONVENTION.to_owned(),
             exact: r.estimate.is_none(),
             estimate_basis: r.estimate.clone(),
@@ -590,22 +732,9 @@ impl FlopsJson {
             matmul_params_per_token: r.matmul_params,
             estimate_2p_per_token: 2 * u128::from(r.params),
             estimate_6p_per_training_token: 6 * u128::from(r.params),
-            speed: speed.map(|s| SpeedJson {
-                gpu: s.options.gpu.name.to_owned(),
-                gpus: s.options.gpus,
-                mfu: s.options.mfu,
-                bandwidth_efficiency: s.options.bandwidth_efficiency,
-                peak_flops: s.peak,
-                prefill_seconds: s.prefill_seconds,
-                decode_bytes_per_step: s.decode_bytes,
-                decode_flops_per_step: s.decode_flops,
-                decode_step_seconds: s.decode_step_seconds,
-                decode_bound: s.decode_bound.to_owned(),
-                decode_tokens_per_second: s.decode_tokens_per_second,
-                fits: s.fits,
-                memory_per_gpu_bytes: s.memory_per_gpu,
-                assumptions: s.assumptions.clone(),
-            }),
+            speed: speed.map(SpeedJson::new),
+            notes: Vec::new(),
+            swept: None,
         }
     }
 }

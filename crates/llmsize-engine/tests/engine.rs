@@ -140,15 +140,19 @@ fn memory_fits_and_sweeps() {
     let mut request = MemoryRequest::new("llama-2-7b");
     request.gpu = Some("rtx4090".into());
     assert!(engine().memory(&request).unwrap().fits());
-    request.model = "llama-2-70b".into();
+    request.models = vec!["llama-2-70b".into()];
     assert!(!engine().memory(&request).unwrap().fits());
 
-    let mut request = MemoryRequest::new("gpt2");
+    let mut request = MemoryRequest::new("llama-2-7b");
     request.sweep = Some(Sweep::parse("seq=1k,8k").unwrap());
-    assert_eq!(request.sweep.as_ref().unwrap().axis, SweepAxis::SeqLen);
+    assert_eq!(request.sweep.as_ref().unwrap().axis(), SweepAxis::SeqLen);
     let json = engine().memory(&request).unwrap().to_json().unwrap();
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v[1]["swept"]["seq_len"], 8192);
+    // GPT-2's learned table has 1,024 rows: 8k is no length for it.
+    request.models = vec!["gpt2".into()];
+    let e = engine().memory(&request).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadInput);
     assert_eq!(v[1]["schema_version"], 1);
 }
 

@@ -116,7 +116,7 @@ fn memory(
     r.image_tokens = image_tokens;
     r.hub = hub(online, revision);
     r.dtype = dtype;
-    r.seq_len = seq_len.unwrap_or(r.seq_len);
+    r.seq_len = seq_len.or(r.seq_len);
     r.batch = batch.unwrap_or(r.batch);
     r.kv_dtype = kv_dtype.unwrap_or(r.kv_dtype);
     r.gpu = gpu;
@@ -175,7 +175,7 @@ fn flops(
     r.images = images;
     r.image_tokens = image_tokens;
     r.hub = hub(online, revision);
-    r.seq_len = seq_len.unwrap_or(r.seq_len);
+    r.seq_len = seq_len.or(r.seq_len);
     r.batch = batch.unwrap_or(r.batch);
     r.attention = match attention {
         None | Some("causal") => AttentionConvention::Causal,

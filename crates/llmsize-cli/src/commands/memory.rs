@@ -9,14 +9,15 @@ use crate::{Failure, Outcome, output};
 
 /// Arguments → the engine's request.
 pub(crate) fn request(args: &MemoryArgs) -> Result<MemoryRequest, Failure> {
+    let read = &args.model.read;
     Ok(MemoryRequest {
-        model: args.model.model.clone(),
-        overrides: args.model.set.clone(),
-        assume: args.model.assume.clone(),
-        text_only: args.model.text_only,
-        images: args.model.images,
-        image_tokens: args.model.image_tokens,
-        hub: hub(&args.model.hub),
+        models: args.model.models.clone(),
+        overrides: read.set.clone(),
+        assume: read.assume.clone(),
+        text_only: read.text_only,
+        images: read.images,
+        image_tokens: read.image_tokens,
+        hub: hub(&read.hub),
         dtype: args.dtype.clone(),
         seq_len: args.seq_len,
         batch: args.batch,
@@ -37,14 +38,35 @@ pub(crate) fn run(args: &MemoryArgs) -> Result<Outcome, Failure> {
     let text = if args.json {
         outcome.to_json()?
     } else {
-        match &outcome.result {
-            MemoryResult::Single {
-                report,
-                max_context,
-            } => render::memory::render(&outcome.name, report, *max_context, args.explain),
-            MemoryResult::Sweep { axis, points } => {
-                render::memory::render_sweep(&outcome.name, axis.as_str(), points)
+        let singles: Option<Vec<_>> = outcome
+            .models
+            .iter()
+            .map(|m| match &m.result {
+                MemoryResult::Single { report, .. } => Some((m.name.as_str(), &**report)),
+                MemoryResult::Sweep { .. } => None,
+            })
+            .collect();
+        match singles {
+            // Several models at one point: side by side (`--explain` and `--max-context`
+            // print each in full).
+            Some(list) if list.len() > 1 && !args.explain && !args.max_context => {
+                render::memory::render_comparison(&list)
             }
+            _ => outcome
+                .models
+                .iter()
+                .map(|m| match &m.result {
+                    MemoryResult::Single {
+                        report,
+                        max_context,
+                    } => render::memory::render(&m.name, report, *max_context, args.explain),
+                    MemoryResult::Sweep { axis, points } => {
+                        let points: Vec<_> = points.iter().map(|(v, r)| (v.label(), r)).collect();
+                        render::memory::render_sweep(&m.name, axis.as_str(), &points)
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
         }
     };
     output::print(&text)?;

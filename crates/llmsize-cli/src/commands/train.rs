@@ -11,10 +11,10 @@ use crate::{Failure, Outcome, output};
 pub(crate) fn request(args: &TrainArgs) -> TrainRequest {
     TrainRequest {
         model: args.model.model.clone(),
-        overrides: args.model.set.clone(),
-        assume: args.model.assume.clone(),
-        text_only: args.model.text_only,
-        hub: hub(&args.model.hub),
+        overrides: args.model.read.set.clone(),
+        assume: args.model.read.assume.clone(),
+        text_only: args.model.read.text_only,
+        hub: hub(&args.model.read.hub),
         seq_len: args.seq_len,
         batch: args.batch,
         dtype: args.dtype.clone(),

@@ -6,8 +6,8 @@ use super::columns;
 use crate::memory::{MaxContext, MemoryReport};
 use crate::units::{bytes_both, thousands};
 
-/// A point of a sweep: the value swept and its report.
-pub type SweepPoint = (u64, MemoryReport);
+/// A point of a sweep: the value swept, as a table writes it, and its report.
+pub type SweepPoint<'a> = (String, &'a MemoryReport);
 
 /// Human table; `explain` adds each line's formula and the assumptions in full.
 #[must_use]
@@ -24,7 +24,7 @@ pub fn render(
     }
     let _ = writeln!(
         out,
-        "{name}: memory to serve in {} with {} tokens × batch {}, KV cache {}{}\n",
+        "{name}: memory to serve in {} with {} tokens × batch {}{}{}\n",
         if r.weights_from_files {
             "the weight files as stored"
         } else {
@@ -32,7 +32,11 @@ pub fn render(
         },
         thousands(o.seq_len),
         o.batch,
-        o.kv_dtype.name(),
+        if r.encoder_only {
+            " (one forward; an encoder keeps no KV cache)".to_owned()
+        } else {
+            format!(", KV cache {}", o.kv_dtype.name())
+        },
         if o.tp > 1 {
             format!(", tensor parallel {}", o.tp)
         } else {
@@ -73,16 +77,19 @@ pub fn render(
             },
         ]);
     }
-    rows.push(vec![
-        "KV cache".into(),
-        thousands(r.kv_bytes),
-        bytes_both(r.kv_bytes),
-        format!(
-            "{} B per token of context ({}), all layers",
-            thousands(r.kv_bytes_per_token_full),
-            o.kv_dtype.name()
-        ),
-    ]);
+    // An encoder caches nothing (its groups are empty): no KV line rather than zeros.
+    if !r.encoder_only {
+        rows.push(vec![
+            "KV cache".into(),
+            thousands(r.kv_bytes),
+            bytes_both(r.kv_bytes),
+            format!(
+                "{} B per token of context ({}), all layers",
+                thousands(r.kv_bytes_per_token_full),
+                o.kv_dtype.name()
+            ),
+        ]);
+    }
     for g in &r.kv {
         rows.push(vec![
             format!("  {} × {}", g.layers, g.stack.as_str()),
@@ -132,6 +139,8 @@ pub fn render(
         bytes_both(r.activation_bytes),
         if explain {
             r.activation_formula.clone()
+        } else if r.encoder_only {
+            "workspace of one forward, estimate (per GPU)".into()
         } else {
             "prefill workspace, estimate (per GPU)".into()
         },
@@ -228,7 +237,7 @@ pub fn render_sweep(name: &str, axis: &str, points: &[SweepPoint]) -> String {
     ]];
     for (v, r) in points {
         rows.push(vec![
-            thousands(*v),
+            v.clone(),
             bytes_both(r.weights_per_gpu),
             bytes_both(r.kv_per_gpu),
             bytes_both(r.per_gpu),
@@ -241,6 +250,83 @@ pub fn render_sweep(name: &str, axis: &str, points: &[SweepPoint]) -> String {
     }
     format!(
         "{name}: memory by {axis}\n\n{}",
-        columns(&rows, &[true, true, true, true, false])
+        // Counts right-aligned, names (`dtype`, `gpu`) left.
+        columns(
+            &rows,
+            &[matches!(axis, "seq_len" | "batch"), true, true, true, false]
+        )
     )
+}
+
+/// Several models side by side: one column each, the items as rows.
+#[must_use]
+pub fn render_comparison(models: &[(&str, &MemoryReport)]) -> String {
+    let mut rows = vec![
+        std::iter::once("item".to_owned())
+            .chain(models.iter().map(|(n, _)| (*n).to_owned()))
+            .collect::<Vec<_>>(),
+    ];
+    let mut row = |label: &str, f: &dyn Fn(&MemoryReport) -> String| {
+        rows.push(
+            std::iter::once(label.to_owned())
+                .chain(models.iter().map(|(_, r)| f(r)))
+                .collect(),
+        );
+    };
+    row("format", &|r| {
+        if r.weights_from_files {
+            "files as stored".into()
+        } else {
+            r.options.format.name().into()
+        }
+    });
+    row("tokens × batch", &|r| {
+        format!("{} × {}", thousands(r.options.seq_len), r.options.batch)
+    });
+    row("parameters", &|r| thousands(r.params));
+    row("weights", &|r| bytes_both(r.weights_bytes));
+    row("KV cache", &|r| {
+        if r.kv.is_empty() {
+            "none".into()
+        } else {
+            bytes_both(r.kv_bytes)
+        }
+    });
+    if models.iter().any(|(_, r)| r.state_bytes > 0) {
+        row("recurrent state", &|r| bytes_both(r.state_bytes));
+    }
+    row("activations", &|r| bytes_both(r.activation_bytes));
+    row("runtime overhead", &|r| {
+        bytes_both(r.options.overhead_bytes)
+    });
+    row("per GPU", &|r| bytes_both(r.per_gpu));
+    row("total", &|r| bytes_both(r.total));
+    if models.iter().any(|(_, r)| r.fits.is_some()) {
+        row("fits", &|r| match (r.options.gpu, r.fits) {
+            (Some((g, n)), Some(true)) => format!("yes ({n} × {})", g.name),
+            (Some((g, n)), Some(false)) => format!("no ({n} × {})", g.name),
+            _ => "-".into(),
+        });
+    }
+    let right: Vec<bool> = std::iter::once(false)
+        .chain(models.iter().map(|_| true))
+        .collect();
+    let mut out = columns(&rows, &right);
+    // What every model assumes is said once; what one model adds, under its name.
+    let common: Vec<&String> = models.first().map_or_else(Vec::new, |(_, r)| {
+        r.assumptions
+            .iter()
+            .filter(|a| models.iter().all(|(_, m)| m.assumptions.contains(a)))
+            .collect()
+    });
+    out.push_str("\nassumptions\n");
+    for a in &common {
+        let _ = writeln!(out, "  - {a}");
+    }
+    for (name, r) in models {
+        for a in r.assumptions.iter().filter(|a| !common.contains(a)) {
+            let _ = writeln!(out, "  - {name}: {a}");
+        }
+    }
+    out
 }
