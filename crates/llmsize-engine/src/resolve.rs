@@ -94,7 +94,8 @@ impl Model {
         }
         if let Some((file, header)) = self.weights.as_ref().and_then(Weights::gguf_header) {
             let map = gguf_config::config_from_gguf(header, file)?;
-            return Ok(read_config_map(map, file, &self.name, options)?);
+            return Ok(read_config_map(map, file, &self.name, options)
+                .map_err(|e| gguf_config::name_gguf_keys(e, header, &options.overrides))?);
         }
         Err(Error::bad_input(
             format!(
