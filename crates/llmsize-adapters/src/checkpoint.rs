@@ -153,6 +153,7 @@ impl Checkpoint {
     }
 
     /// From one GGUF file's header.
+    #[must_use]
     pub fn from_gguf(file: &str, file_len: u64, header: &GgufHeader) -> Self {
         Self::from_gguf_set(&GgufSet {
             shards: vec![llmsize_weights::gguf::split::GgufShard {
@@ -165,6 +166,7 @@ impl Checkpoint {
     }
 
     /// From a GGUF model: one file, or every shard of a split one (each tensor names its own).
+    #[must_use]
     pub fn from_gguf_set(set: &GgufSet) -> Self {
         let header = &set.header;
         let files: Vec<Arc<str>> = set

@@ -4,9 +4,9 @@
 //! written by the reference writers (gguf-py's `GGUFWriter`, whose `split_max_tensors` writes
 //! llama.cpp's split format, and `safetensors`): see `make.py` there.
 //!
-//! The model is a tiny llama (2 layers, d = 16, 2 heads of 8, 1 KV head, d_ff = 32, V = 32,
+//! The model is a tiny llama (2 layers, d = 16, 2 heads of 8, 1 KV head, `d_ff` = 32, V = 32,
 //! untied), 5,712 parameters by hand: embeddings 512, attention 2·(256 + 128 + 128 + 256) =
-//! 1,536, ffn 2·3·512 = 3,072, norms 2·32 + 16 = 80, lm_head 512. Its GGUF stores the
+//! 1,536, ffn 2·3·512 = 3,072, norms 2·32 + 16 = 80, `lm_head` 512. Its GGUF stores the
 //! matrices in F16 (5,632 parameters, 11,264 bytes) and the norms in F32 (80, 320 bytes).
 
 #![allow(

@@ -251,6 +251,10 @@ fn name_bytes(name: &OsStr) -> &[u8] {
 
 /// `prefix` (bytes of an OS file name, cut at an ASCII character) followed by `suffix`.
 #[cfg(unix)]
+#[expect(
+    clippy::unnecessary_wraps,
+    reason = "the same signature as on other systems, where a name may not convert"
+)]
 fn join_name(prefix: &[u8], suffix: &str) -> Option<OsString> {
     use std::os::unix::ffi::OsStringExt;
     let mut v = prefix.to_vec();
