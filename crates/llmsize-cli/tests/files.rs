@@ -338,3 +338,51 @@ fn gguf_messages_name_the_gguf_key_its_type_and_value() {
         )
     );
 }
+
+/// Shards whose names are not UTF-8 are found by their bytes (the name is shown lossily).
+#[cfg(unix)]
+#[test]
+fn split_shards_with_names_that_are_not_utf8_are_found() {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+    let dir = tempfile::tempdir().unwrap();
+    for (i, shard) in SHARDS.iter().enumerate() {
+        let mut name = b"ti\xffny".to_vec();
+        name.extend_from_slice(format!("-{:05}-of-00003.gguf", i + 1).as_bytes());
+        fs::copy(
+            fixtures().join(shard),
+            dir.path().join(OsString::from_vec(name)),
+        )
+        .unwrap();
+    }
+    let i = json(&["inspect", "--json", dir.path().to_str().unwrap()]);
+    assert_eq!(i["total"], TOTAL);
+    assert_eq!(
+        used(&i["files"]),
+        [
+            "ti\u{fffd}ny-00001-of-00003.gguf",
+            "ti\u{fffd}ny-00002-of-00003.gguf",
+            "ti\u{fffd}ny-00003-of-00003.gguf"
+        ]
+    );
+}
+
+#[test]
+fn a_folder_of_gguf_models_counts_a_split_set_as_one() {
+    let dir = copy(&[SHARDS[0], SHARDS[1], SHARDS[2], "gguf-whole/tiny.gguf"]);
+    let run = llmsize_in(dir.path().to_str().unwrap(), &["inspect", "."]);
+    assert_eq!(run.code, 2);
+    assert_eq!(
+        run.stderr,
+        "error: `.` holds 2 GGUF models\n\nhint: name one of them: tiny-00001-of-00003.gguf (3 shards), tiny.gguf\n"
+    );
+    // A PyTorch pickle beside them (Mistral's `consolidated.00.pth`) is named, not read.
+    fs::remove_file(dir.path().join("tiny.gguf")).unwrap();
+    fs::write(dir.path().join("consolidated.00.pth"), b"not read").unwrap();
+    let i = json(&["inspect", "--json", dir.path().to_str().unwrap()]);
+    assert_eq!(i["total"], TOTAL);
+    assert_eq!(
+        i["ignored"],
+        serde_json::json!([{"file": "consolidated.00.pth", "why": "a PyTorch pickle, not read"}])
+    );
+}

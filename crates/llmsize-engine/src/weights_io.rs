@@ -466,38 +466,55 @@ pub(crate) fn find_weights(dir: &Path) -> Result<Option<Weights>, Error> {
     Ok(weights)
 }
 
-/// The one GGUF model of a directory: one file, or the shards of one split GGUF.
-fn gguf_in_dir(dir: &Path, ggufs: &[PathBuf]) -> Result<Option<Weights>, Error> {
-    // Shards of one set count as one model: keyed by their name without the shard number.
-    let mut models: Vec<(Vec<u8>, &PathBuf, usize)> = Vec::new();
-    for p in ggufs {
-        let key = match split_name(p) {
+/// GGUF files grouped into models: the shards of one split set (same prefix and count) are
+/// one model, in shard order; any other file is a model of its own. `name` gives a file's name
+/// as bytes (a local file's OS name, a Hub path's UTF-8), so local and remote listings group
+/// alike.
+pub(crate) fn gguf_models<'a, T>(files: &'a [T], name: impl Fn(&T) -> &[u8]) -> Vec<Vec<&'a T>> {
+    let mut models: Vec<(Vec<u8>, Vec<(u64, &T)>)> = Vec::new();
+    for f in files {
+        let bytes = name(f);
+        let (key, no) = match parse_split_name(bytes) {
             Some(s) => {
-                let name = name_bytes(p.file_name().unwrap_or_default());
-                let mut key = name.get(..s.prefix_len).unwrap_or_default().to_vec();
+                let mut key = bytes.get(..s.prefix_len).unwrap_or_default().to_vec();
                 key.extend_from_slice(split_suffix(0, s.count).as_bytes());
-                key
+                (key, s.no)
             }
-            None => name_bytes(p.file_name().unwrap_or_default()).to_vec(),
+            None => (bytes.to_vec(), 0),
         };
-        match models.iter_mut().find(|(k, _, _)| *k == key) {
-            Some(m) => m.2 += 1,
-            None => models.push((key, p, 1)),
+        match models.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, members)) => members.push((no, f)),
+            None => models.push((key, vec![(no, f)])),
         }
     }
+    models
+        .into_iter()
+        .map(|(_, mut members)| {
+            members.sort_by_key(|(no, _)| *no);
+            members.into_iter().map(|(_, f)| f).collect()
+        })
+        .collect()
+}
+
+/// The one GGUF model of a directory: one file, or the shards of one split GGUF.
+fn gguf_in_dir(dir: &Path, ggufs: &[PathBuf]) -> Result<Option<Weights>, Error> {
+    let models = gguf_models(ggufs, |p| name_bytes(p.file_name().unwrap_or_default()));
     match models.as_slice() {
         [] => Ok(None),
-        [(_, first, _)] => read_gguf_model(first).map(Some),
+        [one] => match one.first() {
+            Some(first) => read_gguf_model(first).map(Some),
+            None => Ok(None),
+        },
         many => Err(Error::bad_input(
             format!("`{}` holds {} GGUF models", dir.display(), many.len()),
             format!(
                 "name one of them: {}",
                 many.iter()
-                    .map(|(_, p, n)| if *n > 1 {
-                        format!("{} ({n} shards)", file_name(p))
-                    } else {
-                        file_name(p)
-                    })
+                    .filter_map(|m| Some(match m.as_slice() {
+                        [one] => file_name(one),
+                        [first, ..] => format!("{} ({} shards)", file_name(first), m.len()),
+                        [] => return None,
+                    }))
                     .collect::<Vec<_>>()
                     .join(", ")
             ),

@@ -319,6 +319,85 @@ pub fn merge_split(parts: Vec<(String, u64, GgufHeader)>) -> Result<GgufSet, Wei
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gguf::{GgmlType, GgufKv, GgufTensor};
+
+    /// A shard `no` (0-based) of `count` holding 4-element F32 tensors `names`.
+    fn shard(no: u16, count: u16, total: i32, names: &[&str]) -> (String, u64, GgufHeader) {
+        let kv = |key: &str, value| GgufKv {
+            key: key.to_owned(),
+            value,
+        };
+        let tensors: Vec<GgufTensor> = names
+            .iter()
+            .map(|n| GgufTensor {
+                name: (*n).to_owned(),
+                ggml_type: GgmlType::F32,
+                dims: vec![4],
+                elements: 4,
+                bytes: 16,
+                offset: 0,
+            })
+            .collect();
+        let n = tensors.len() as u64;
+        (
+            format!("m-{:05}-of-{count:05}.gguf", no + 1),
+            1000,
+            GgufHeader {
+                version: 3,
+                alignment: 32,
+                metadata: vec![
+                    kv(SPLIT_NO, GgufValue::U16(no)),
+                    kv(SPLIT_COUNT, GgufValue::U16(count)),
+                    kv(SPLIT_TENSORS_COUNT, GgufValue::I32(total)),
+                ],
+                tensors,
+                header_len: 100,
+                data_start: 128,
+                data_len: 872,
+                total_elements: 4 * n,
+                total_bytes: 16 * n,
+            },
+        )
+    }
+
+    #[test]
+    fn shards_in_any_order_make_one_model() {
+        let set = merge_split(vec![shard(1, 2, 3, &["c"]), shard(0, 2, 3, &["a", "b"])]).unwrap();
+        let names: Vec<&str> = set.header.tensors.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert_eq!(set.file_of(2), Some("m-00002-of-00002.gguf"));
+        assert_eq!(
+            (set.header.total_elements, set.header.total_bytes),
+            (12, 48)
+        );
+    }
+
+    #[test]
+    fn sets_that_do_not_add_up_are_refused() {
+        let err = |parts| merge_split(parts).unwrap_err().to_string();
+        assert_eq!(
+            err(vec![shard(0, 2, 3, &["a", "b"]), shard(1, 2, 3, &["a"])]),
+            "tensor `a` is in two files, `m-00001-of-00002.gguf` and `m-00002-of-00002.gguf`"
+        );
+        assert_eq!(
+            err(vec![shard(0, 2, 4, &["a", "b"]), shard(1, 2, 4, &["c"])]),
+            "`m-00001-of-00002.gguf`: `split.tensors.count` is 4, but the 2 shards hold 3 tensors"
+        );
+        assert_eq!(
+            err(vec![shard(0, 3, 3, &["a"]), shard(1, 3, 3, &["b"])]),
+            "`m-00001-of-00003.gguf`: `split.count` is 3, but 2 shard(s) were given"
+        );
+        assert_eq!(
+            err(vec![shard(0, 2, 2, &["a"]), shard(0, 2, 2, &["b"])]),
+            "`m-00001-of-00002.gguf`: has `split.no` = 0, as `m-00001-of-00002.gguf` does: a shard is given twice"
+        );
+        let (file, len, mut h) = shard(0, 2, 2, &["a"]);
+        h.metadata[1].value = GgufValue::String("2".into());
+        assert_eq!(
+            err(vec![(file, len, h)]),
+            "`m-00001-of-00002.gguf`: `split.count` is a string \"2\", expected a non-negative integer (llama.cpp's `gguf-split` writes a u16 or an i32)"
+        );
+    }
 
     #[test]
     fn shard_names_follow_the_writers_format() {
