@@ -470,8 +470,10 @@ pub(crate) fn find_weights(dir: &Path) -> Result<Option<Weights>, Error> {
 /// one model, in shard order; any other file is a model of its own. `name` gives a file's name
 /// as bytes (a local file's OS name, a Hub path's UTF-8), so local and remote listings group
 /// alike.
-pub(crate) fn gguf_models<'a, T>(files: &'a [T], name: impl Fn(&T) -> &[u8]) -> Vec<Vec<&'a T>> {
-    let mut models: Vec<(Vec<u8>, Vec<(u64, &T)>)> = Vec::new();
+pub(crate) fn gguf_models<T>(files: &[T], name: impl Fn(&T) -> &[u8]) -> Vec<Vec<&T>> {
+    // (the name without the shard number, the members with their shard numbers)
+    type Model<'a, T> = (Vec<u8>, Vec<(u64, &'a T)>);
+    let mut models: Vec<Model<'_, T>> = Vec::new();
     for f in files {
         let bytes = name(f);
         let (key, no) = match parse_split_name(bytes) {
