@@ -52,11 +52,21 @@ pub fn config_from_gguf(
     header: &GgufHeader,
     file: &str,
 ) -> Result<Map<String, Value>, ConfigError> {
-    let arch = header.architecture().ok_or_else(|| ConfigError::Missing {
-        file: file.to_owned(),
-        key: "general.architecture".into(),
-        expected: "the model architecture (e.g. `llama`)".into(),
-    })?;
+    let arch = match header.get("general.architecture") {
+        None => {
+            return Err(ConfigError::Missing {
+                file: file.to_owned(),
+                key: "general.architecture".into(),
+                expected: "the model architecture (e.g. `llama`)".into(),
+            });
+        }
+        Some(v) => v.as_str().ok_or_else(|| ConfigError::Invalid {
+            file: file.to_owned(),
+            key: "general.architecture".into(),
+            found: v.describe(),
+            expected: "a string naming the model architecture (e.g. `llama`)".into(),
+        })?,
+    };
     // A present key with a value of the wrong type is named with its GGUF type and value, not
     // taken for an absent one.
     let get = |suffix: &str| -> Result<Option<u64>, ConfigError> {

@@ -321,6 +321,13 @@ fn gguf_messages_name_the_gguf_key_its_type_and_value() {
             "error: `embedding-negative.gguf`: key `llama.embedding_length` is an i32 -16: expected an unsigned integer\n".into()
         )
     );
+    assert_eq!(
+        bad("arch-number.gguf"),
+        (
+            2,
+            "error: `arch-number.gguf`: key `general.architecture` is a u32 7: expected a string naming the model architecture (e.g. `llama`)\n".into()
+        )
+    );
     // Keys read later by the config reader are named as the file has them, never as the
     // `config.json` keys they become (`intermediate_size`, `num_key_value_heads`).
     assert_eq!(
