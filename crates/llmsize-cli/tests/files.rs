@@ -224,17 +224,19 @@ fn hf_shards_beside_a_consolidated_checkpoint_are_read_once() {
 #[test]
 fn unrecognised_tensors_count_in_memory_as_other() {
     // A vision projector and a vision block the name table does not place: 2 F16 matrices of
-    // 16 × 16 = 512 parameters, 1,024 bytes.
+    // 16 × 16 = 512 parameters, 1,024 bytes; and `rope_freqs.weight`, a saved buffer (F32 [4],
+    // 16 bytes), loaded with the weights though it is not a parameter.
     let path = fx("gguf-unknown/tiny-mm.gguf");
     let run = llmsize(&["memory", "--json", &path]);
     assert_eq!(run.code, 0);
     let m: Value = serde_json::from_str(&run.stdout).unwrap();
-    assert_eq!(m["weights_bytes"], WEIGHT_BYTES + 1_024);
+    assert_eq!(m["weights_bytes"], WEIGHT_BYTES + 16 + 1_024);
     assert_eq!(
         m["weights"],
         serde_json::json!([
             {"storage": "F16", "params": 5_632, "bytes": 11_264},
             {"storage": "F32", "params": 80, "bytes": 320},
+            {"storage": "buffers", "params": 0, "bytes": 16},
             {"storage": "other", "params": 512, "bytes": 1_024},
         ])
     );

@@ -396,6 +396,19 @@ fn storage_lines(
             bytes,
         })
         .collect();
+    // Saved tensors that are not parameters (quantization scales such as gpt-oss's MXFP4
+    // `*_scales` and FP8 `weight_scale_inv`, `inv_freq`, …) are loaded with the weights.
+    let buffer_bytes = summary
+        .buffers
+        .iter()
+        .fold(0u64, |a, b| a.saturating_add(b.bytes));
+    if buffer_bytes > 0 {
+        lines.push(StorageLine {
+            storage: BUFFER_STORAGE.into(),
+            params: 0,
+            bytes: buffer_bytes,
+        });
+    }
     if !summary.unknown.is_empty() {
         let (mut params, mut bytes) = (0u64, 0u64);
         for u in &summary.unknown {
@@ -422,6 +435,9 @@ fn storage_lines(
     }
     Ok(lines)
 }
+
+/// The storage line of saved tensors that are not parameters.
+const BUFFER_STORAGE: &str = "buffers";
 
 /// The storage line of tensors the name table does not place.
 const OTHER_STORAGE: &str = "other";
