@@ -395,3 +395,26 @@ fn a_folder_of_gguf_models_counts_a_split_set_as_one() {
         serde_json::json!([{"file": "consolidated.00.pth", "why": "a PyTorch pickle, not read"}])
     );
 }
+
+#[test]
+fn numbered_safetensors_shards_without_an_index_must_all_be_there() {
+    let dir = copy(&[
+        "mistral/config.json",
+        "mistral/model-00002-of-00002.safetensors",
+    ]);
+    let run = llmsize_in(dir.path().to_str().unwrap(), &["inspect", "."]);
+    assert_eq!(run.code, 2);
+    assert_eq!(
+        run.stderr,
+        "error: `.` holds 1 of the 2 shards `model-…-of-00002.safetensors`; missing: `model-00001-of-00002.safetensors`\n\n\
+         hint: download every shard (and `model.safetensors.index.json`), or pass `--online` to read the headers from the Hub\n"
+    );
+    // With both shards and no index, the checkpoint is whole.
+    fs::copy(
+        fixtures().join("mistral/model-00001-of-00002.safetensors"),
+        dir.path().join("model-00001-of-00002.safetensors"),
+    )
+    .unwrap();
+    let i = json(&["inspect", "--json", dir.path().to_str().unwrap()]);
+    assert_eq!(i["total"], TOTAL);
+}

@@ -435,6 +435,7 @@ pub(crate) fn find_weights(dir: &Path) -> Result<Option<Weights>, Error> {
                 why: why.into(),
             });
         }
+        check_numbered_shards(dir, &read)?;
         let mut shards = Vec::new();
         for p in read {
             let (len, h) = read_safetensors(p)?;
@@ -464,6 +465,53 @@ pub(crate) fn find_weights(dir: &Path) -> Result<Option<Weights>, Error> {
         w.ignored = ignored;
     }
     Ok(weights)
+}
+
+/// SafeTensors shards named as `transformers` numbers them (`model-00001-of-00004.safetensors`)
+/// and read without an index: every number up to the count is there, or the missing ones are
+/// named (half a model is not counted as a model).
+fn check_numbered_shards(dir: &Path, files: &[&PathBuf]) -> Result<(), Error> {
+    let mut sets: Vec<(Vec<u8>, u64, Vec<u64>)> = Vec::new();
+    for p in files {
+        let name = name_bytes(p.file_name().unwrap_or_default());
+        let Some(s) = split::parse_shard_name(name, ".safetensors") else {
+            continue;
+        };
+        let prefix = name.get(..s.prefix_len).unwrap_or_default().to_vec();
+        match sets
+            .iter_mut()
+            .find(|(k, count, _)| *k == prefix && *count == s.count)
+        {
+            Some((_, _, present)) => present.push(s.no),
+            None => sets.push((prefix, s.count, vec![s.no])),
+        }
+    }
+    for (prefix, count, present) in sets {
+        let prefix = String::from_utf8_lossy(&prefix);
+        let missing: Vec<String> = (1..=count)
+            .filter(|no| !present.contains(no))
+            .take(5)
+            .map(|no| format!("`{prefix}-{no:05}-of-{count:05}.safetensors`"))
+            .collect();
+        if !missing.is_empty() {
+            let n = count - present.len() as u64;
+            return Err(Error::not_found(
+                format!(
+                    "`{}` holds {} of the {count} shards `{prefix}-…-of-{count:05}.safetensors`; missing: {}{}",
+                    dir.display(),
+                    present.len(),
+                    missing.join(", "),
+                    if n > 5 {
+                        format!(" and {} more", n - 5)
+                    } else {
+                        String::new()
+                    }
+                ),
+                "download every shard (and `model.safetensors.index.json`), or pass `--online` to read the headers from the Hub",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// GGUF files grouped into models: the shards of one split set (same prefix and count) are

@@ -56,9 +56,16 @@ fn trailing_number(s: &[u8]) -> Option<(&[u8], u64)> {
 /// `model`, shard 2 of 3). Bytes, so a prefix that is not UTF-8 is kept as it is.
 #[must_use]
 pub fn parse_split_name(name: &[u8]) -> Option<SplitName> {
-    let stem_len = name.len().checked_sub(5)?;
-    let (stem, ext) = name.split_at(stem_len);
-    if !ext.eq_ignore_ascii_case(b".gguf") {
+    parse_shard_name(name, ".gguf")
+}
+
+/// The `-NNNNN-of-MMMMM{ext}` suffix of a file name with extension `ext` (`.gguf`, or
+/// `.safetensors` for the shards `transformers` writes: `model-00001-of-00004.safetensors`).
+#[must_use]
+pub fn parse_shard_name(name: &[u8], ext: &str) -> Option<SplitName> {
+    let stem_len = name.len().checked_sub(ext.len())?;
+    let (stem, end) = name.split_at(stem_len);
+    if !end.eq_ignore_ascii_case(ext.as_bytes()) {
         return None;
     }
     let (rest, count) = trailing_number(stem)?;
