@@ -38,8 +38,8 @@ pub use request::{
     MemoryRequest, OVERHEAD_MIB, ParamsRequest, Sweep, SweepAxis, Swept, parse_count, parse_size,
 };
 pub use run::{
-    AuditOutcome, FlopsOutcome, FlopsPoint, InspectOutcome, MemoryOutcome, MemoryResult,
-    ModelMemory, ParamsOutcome, gpus, model_types, presets,
+    AuditOutcome, FilesUsed, FlopsOutcome, FlopsPoint, InspectOutcome, MemoryOutcome,
+    MemoryResult, ModelMemory, ParamsOutcome, gpus, model_types, presets,
 };
 pub use train::{TrainJson, TrainOutcome, TrainRequest};
 

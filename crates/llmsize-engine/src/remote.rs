@@ -245,7 +245,11 @@ pub(crate) fn model(repo: &str, lookup: &Lookup, env: &HubEnv) -> Result<Model, 
                 .iter()
                 .map(|s| shard(s))
                 .collect::<Result<Vec<_>, _>>()?;
-            Some(Weights::Safetensors(shards))
+            Some(Weights::indexed(
+                &index,
+                "model.safetensors.index.json",
+                shards,
+            ))
         } else if files.iter().any(|f| is_root_safetensors(f)) {
             // Every top-level shard, as a local directory is read (sub-folders hold other
             // variants, e.g. `onnx/` or `original/`).
@@ -254,7 +258,7 @@ pub(crate) fn model(repo: &str, lookup: &Lookup, env: &HubEnv) -> Result<Model, 
                 .filter(|f| is_root_safetensors(f))
                 .map(|s| shard(s))
                 .collect::<Result<Vec<_>, _>>()?;
-            Some(Weights::Safetensors(shards))
+            Some(Weights::safetensors(shards))
         } else {
             let ggufs: Vec<&String> = files
                 .iter()
@@ -265,7 +269,7 @@ pub(crate) fn model(repo: &str, lookup: &Lookup, env: &HubEnv) -> Result<Model, 
                 [one] => {
                     let mut f = hub.file(repo, revision, one)?;
                     let header = weights_io::gguf_header(&mut f)?;
-                    Some(Weights::Gguf((*one).clone(), f.len, Box::new(header)))
+                    Some(Weights::gguf(vec![((*one).clone(), f.len, header)])?)
                 }
                 many => {
                     return Err(Error::bad_input(

@@ -1,8 +1,10 @@
 //! Pure header readers for the weight files whose parameters `llmsize` counts.
 //!
 //! - [`safetensors`]: the JSON header of a `.safetensors` file and the
-//!   `model.safetensors.index.json` of a sharded checkpoint.
-//! - [`gguf`]: the header of a llama.cpp `.gguf` file, metadata and tensor infos.
+//!   `model.safetensors.index.json` of a sharded checkpoint, and how an index and its shards
+//!   disagree ([`safetensors::IndexCheck`]).
+//! - [`gguf`]: the header of a llama.cpp `.gguf` file, metadata and tensor infos;
+//!   [`gguf::split`]: the shards of a split GGUF as one model.
 //! - [`names`]: which of the 13 parameter categories (or a buffer) a tensor name belongs to.
 //!
 //! Nothing here does IO: every function takes bytes or text the caller already read, plus the

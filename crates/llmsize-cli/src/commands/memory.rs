@@ -55,14 +55,22 @@ pub(crate) fn run(args: &MemoryArgs) -> Result<Outcome, Failure> {
             _ => outcome
                 .models
                 .iter()
-                .map(|m| match &m.result {
-                    MemoryResult::Single {
-                        report,
-                        max_context,
-                    } => render::memory::render(&m.name, report, *max_context, args.explain),
-                    MemoryResult::Sweep { axis, points } => {
-                        let points: Vec<_> = points.iter().map(|(v, r)| (v.label(), r)).collect();
-                        render::memory::render_sweep(&m.name, axis.as_str(), &points)
+                .map(|m| {
+                    let table = match &m.result {
+                        MemoryResult::Single {
+                            report,
+                            max_context,
+                        } => render::memory::render(&m.name, report, *max_context, args.explain),
+                        MemoryResult::Sweep { axis, points } => {
+                            let points: Vec<_> =
+                                points.iter().map(|(v, r)| (v.label(), r)).collect();
+                            render::memory::render_sweep(&m.name, axis.as_str(), &points)
+                        }
+                    };
+                    // The weight files measured, and those beside them that were not read.
+                    match &m.files {
+                        Some(files) => format!("{table}\n{}", files.table()),
+                        None => table,
                     }
                 })
                 .collect::<Vec<_>>()
