@@ -95,6 +95,8 @@ pub struct KvGroup {
     pub elements_per_token: u64,
     /// Tokens each layer keeps.
     pub tokens: u64,
+    /// The layers' sliding window (self-attention), if they slide.
+    pub window: Option<u64>,
     /// Bytes of the group for the whole batch (all GPUs).
     pub bytes: u64,
     /// Bytes of the group on one GPU.
@@ -144,20 +146,23 @@ pub struct MemoryReport {
     /// `None` when the model's structure is known exactly; else why the weights, cache and
     /// state are an estimate (`--assume`).
     pub estimate: Option<String>,
+    /// A serving runtime's placement (llama.cpp, vLLM, a pipeline split), when one was asked
+    /// for; the per-GPU figures above are then its most loaded GPU's.
+    pub serving: Option<crate::runtime::ServingReport>,
 }
 
-fn overflow(what: &str) -> SpecError {
+pub(crate) fn overflow(what: &str) -> SpecError {
     SpecError::TooLarge {
         what: what.to_owned(),
     }
 }
 
 /// `a · b`, or an overflow error naming `what`.
-fn mul(a: u64, b: u64, what: &str) -> Result<u64, SpecError> {
+pub(crate) fn mul(a: u64, b: u64, what: &str) -> Result<u64, SpecError> {
     a.checked_mul(b).ok_or_else(|| overflow(what))
 }
 
-fn add(a: u64, b: u64, what: &str) -> Result<u64, SpecError> {
+pub(crate) fn add(a: u64, b: u64, what: &str) -> Result<u64, SpecError> {
     a.checked_add(b).ok_or_else(|| overflow(what))
 }
 
@@ -209,7 +214,7 @@ pub fn weight_lines(spec: &ModelSpec, format: WeightFormat) -> Result<Vec<Storag
 }
 
 /// Tokens a layer keeps after `seq_len` tokens.
-fn kept(window: Option<u64>, seq_len: u64, policy: CachePolicy) -> u64 {
+pub(crate) fn kept(window: Option<u64>, seq_len: u64, policy: CachePolicy) -> u64 {
     match window {
         None => seq_len,
         Some(w) => match policy {
@@ -225,7 +230,7 @@ pub fn kv_groups(spec: &ModelSpec, options: &MemoryOptions) -> Result<Vec<KvGrou
 }
 
 /// KV cache groups of a layout's attention geometry.
-fn kv_groups_of(
+pub(crate) fn kv_groups_of(
     attention: &[AttentionGeometry],
     options: &MemoryOptions,
 ) -> Result<Vec<KvGroup>, SpecError> {
@@ -346,6 +351,7 @@ fn kv_groups_of(
                 what,
                 elements_per_token: per,
                 tokens,
+                window: if g.cross { None } else { g.window },
                 bytes,
                 bytes_per_gpu,
             }),
@@ -356,7 +362,7 @@ fn kv_groups_of(
 
 /// The largest layer working set of a prefill, in elements per token: the residual and its
 /// normed copy, plus the wider of attention (q, k, v, output) and the MLP's inner activations.
-fn activation_elements_per_token(spec: &ModelSpec) -> Result<(u64, String), SpecError> {
+pub(crate) fn activation_elements_per_token(spec: &ModelSpec) -> Result<(u64, String), SpecError> {
     let prod = |f: &[u64]| -> Result<u64, SpecError> {
         f.iter()
             .try_fold(1u64, |a, b| a.checked_mul(*b))
@@ -407,7 +413,7 @@ fn activation_elements_per_token(spec: &ModelSpec) -> Result<(u64, String), Spec
 
 /// Tensor parallelism splits query heads evenly across ranks (as vLLM and Megatron require),
 /// and KV heads either evenly or by replication (ranks a multiple of the KV heads).
-fn check_tp(spec: &ModelSpec, tp: u64) -> Result<(), SpecError> {
+pub(crate) fn check_tp(spec: &ModelSpec, tp: u64) -> Result<(), SpecError> {
     if tp == 1 {
         return Ok(());
     }
@@ -687,6 +693,7 @@ fn memory_of(
         weights_from_files,
         assumptions,
         estimate: spec.estimate.clone(),
+        serving: None,
     })
 }
 
