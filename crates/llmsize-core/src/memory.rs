@@ -411,6 +411,12 @@ pub(crate) fn activation_elements_per_token(spec: &ModelSpec) -> Result<(u64, St
     Ok((sum(&[prod(&[2, spec.hidden_size])?, widest])?, why))
 }
 
+/// Whether tensor parallelism of degree `tp` splits every layer's heads (see `check_tp`).
+#[must_use]
+pub fn tp_fits(spec: &ModelSpec, tp: u64) -> bool {
+    tp >= 1 && check_tp(spec, tp).is_ok()
+}
+
 /// Tensor parallelism splits query heads evenly across ranks (as vLLM and Megatron require),
 /// and KV heads either evenly or by replication (ranks a multiple of the KV heads).
 pub(crate) fn check_tp(spec: &ModelSpec, tp: u64) -> Result<(), SpecError> {

@@ -34,8 +34,8 @@ pub mod wire;
 pub use error::{Error, ErrorKind};
 pub use hub::{DEFAULT_ENDPOINT, HubEnv, looks_like_repo_id};
 pub use request::{
-    AuditRequest, Design, FlopsRequest, HubOptions, InspectRequest, MemoryRequest, ParamsRequest,
-    Sweep, SweepAxis, parse_count, parse_size,
+    AuditRequest, CustomGpuFlags, Design, FlopsRequest, HubOptions, InspectRequest, MemoryRequest,
+    ParamsRequest, RuntimeFlags, Sweep, SweepAxis, parse_count, parse_size,
 };
 pub use run::{
     AuditOutcome, FlopsOutcome, InspectOutcome, MemoryOutcome, MemoryResult, ParamsOutcome, gpus,
@@ -48,6 +48,7 @@ pub use llmsize_adapters::HeadChoice;
 pub use llmsize_core::design::Style;
 pub use llmsize_core::flops::AttentionConvention;
 pub use llmsize_core::memory::{CachePolicy, MlaCache};
+pub use llmsize_core::runtime::Runtime;
 pub use llmsize_core::train::parallel::Parallelism;
 
 /// The engine: the environment it resolves Hub repo ids in, and the commands.

@@ -9,15 +9,17 @@ use llmsize_core::formats::{KvDtype, WeightFormat};
 use llmsize_core::gpu::{self, GPUS, Gpu};
 use llmsize_core::memory::{
     CachePolicy, MaxContext, MemoryOptions, MemoryReport, MlaCache, StorageLine, max_context,
-    memory as core_memory, memory_with,
+    memory as core_memory,
 };
+use llmsize_core::runtime::{Runtime, ServingOptions, placed_from_files, serve};
 use llmsize_core::speed::{SpeedOptions, SpeedReport, speed};
 use llmsize_core::{ModelSpec, ParamsReport, count};
 
 use crate::Error;
 use crate::hub::HubEnv;
 use crate::request::{
-    AuditRequest, FlopsRequest, HubOptions, InspectRequest, MemoryRequest, ParamsRequest, SweepAxis,
+    AuditRequest, CustomGpuFlags, FlopsRequest, HubOptions, InspectRequest, MemoryRequest,
+    ParamsRequest, SweepAxis,
 };
 use crate::resolve::{Lookup, Model, Want, resolve_model};
 use crate::wire::{
@@ -309,28 +311,141 @@ fn with_images(seq_len: u64, extra: u64) -> Result<u64, Error> {
     })
 }
 
-/// Request → core options, validated in one place.
-fn memory_options(req: &MemoryRequest) -> Result<MemoryOptions, Error> {
-    let gpu = gpu_spec(req.gpu.as_deref())?;
+/// `--gpu` with `--gpu-mem`/`--gpu-bw`/`--gpu-tflops`: the GPU and its count; a described
+/// GPU is interned by the core (see [`gpu::custom`]).
+pub(crate) fn gpu_choice(
+    spec: Option<&str>,
+    flags: &CustomGpuFlags,
+) -> Result<Option<(&'static Gpu, u64)>, Error> {
+    let named = gpu_spec(spec)?;
+    let bad = |flag: &str, e: String| {
+        Error::bad_input(
+            format!("`{flag}`: {e}"),
+            "describe a GPU as `--gpu-mem 24GiB --gpu-bw 936GB/s --gpu-tflops 71`",
+        )
+    };
+    let custom = gpu::CustomGpu {
+        base: named.map(|(g, _)| g),
+        memory_bytes: flags
+            .memory
+            .as_deref()
+            .map(gpu::parse_memory)
+            .transpose()
+            .map_err(|e| bad("--gpu-mem", e))?,
+        bandwidth: flags
+            .bandwidth
+            .as_deref()
+            .map(gpu::parse_bandwidth)
+            .transpose()
+            .map_err(|e| bad("--gpu-bw", e))?,
+        peak_16bit: flags
+            .tflops
+            .as_deref()
+            .map(gpu::parse_tflops)
+            .transpose()
+            .map_err(|e| bad("--gpu-tflops", e))?,
+    };
+    if named.is_none() && custom.is_empty() {
+        return Ok(None);
+    }
+    let g = gpu::custom(&custom).map_err(|e| bad("--gpu-mem", e))?;
+    Ok(Some((g, named.map_or(1, |(_, n)| n))))
+}
+
+/// The tensor-parallel degrees that split `spec`'s heads, up to `max`.
+fn tp_degrees(spec: &ModelSpec, max: u64) -> Vec<u64> {
+    (1..=max.min(1024))
+        .filter(|d| llmsize_core::memory::tp_fits(spec, *d))
+        .collect()
+}
+
+/// Request → core options, validated in one place: the GPUs' layout (tensor parallelism
+/// where the heads allow it, else a layer split) and the runtime's settings.
+fn memory_options(
+    req: &MemoryRequest,
+    spec: &ModelSpec,
+    gguf: bool,
+) -> Result<(MemoryOptions, ServingOptions, Vec<String>), Error> {
+    let gpu = gpu_choice(req.gpu.as_deref(), &req.custom_gpu)?;
     let count = gpu.map_or(1, |(_, n)| n);
-    let tp = req.tp.unwrap_or(count);
-    if tp == 0 {
+    let runtime = req.runtime.runtime.unwrap_or(if gguf {
+        Runtime::LlamaCpp
+    } else {
+        Runtime::Transformers
+    });
+    let mut notes = Vec::new();
+    for (flag, v) in [("--tp", req.tp), ("--pp", req.pp)] {
+        if v == Some(0) {
+            return Err(Error::bad_input(
+                format!("`{flag} 0` is out of range"),
+                "give a degree of at least 1",
+            ));
+        }
+    }
+    let degrees = |max| {
+        tp_degrees(spec, max)
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(tp) = req.tp
+        && !llmsize_core::memory::tp_fits(spec, tp)
+    {
         return Err(Error::bad_input(
-            "`--tp 0` is out of range",
-            "give the tensor-parallel degree, at least 1",
+            format!(
+                "`--tp {tp}` does not split `{}`'s attention heads evenly",
+                spec.name
+            ),
+            format!(
+                "tensor-parallel degrees that work: {}; or split the layers with `--pp`",
+                degrees(count.max(tp))
+            ),
         ));
     }
-    if gpu.is_some() && tp > count {
+    let (tp, pp) = match (runtime, req.tp, req.pp) {
+        // llama.cpp's default multi-GPU mode is a layer split over every GPU.
+        (Runtime::LlamaCpp, tp, pp) => (tp.unwrap_or(1), pp.unwrap_or(count)),
+        (_, Some(tp), pp) => (tp, pp.unwrap_or(1)),
+        (_, None, Some(pp)) => (count.checked_div(pp).unwrap_or(1).max(1), pp),
+        (_, None, None) => {
+            // The widest tensor parallelism the heads allow over a divisor of the GPUs; the
+            // rest of the GPUs become pipeline stages.
+            let tp = (1..=count)
+                .rev()
+                .find(|d| count.is_multiple_of(*d) && llmsize_core::memory::tp_fits(spec, *d))
+                .unwrap_or(1);
+            if tp < count {
+                notes.push(format!(
+                    "{count} GPUs: tensor parallelism {count} does not split the attention heads (degrees that work: {}), so the layers are split into {} pipeline stages{}; choose with --tp/--pp",
+                    degrees(count),
+                    count / tp,
+                    if tp > 1 {
+                        format!(" of tensor parallelism {tp}")
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+            (tp, count / tp)
+        }
+    };
+    if gpu.is_some() && tp.saturating_mul(pp) > count {
         return Err(Error::bad_input(
-            format!("`--tp {tp}` is more than the {count} GPU(s) of `--gpu`"),
-            "name as many GPUs as the tensor-parallel degree, e.g. `--gpu h100x8`",
+            format!("`--tp {tp}` × `--pp {pp}` is more than the {count} GPU(s) of `--gpu`"),
+            "name as many GPUs as tp × pp, e.g. `--gpu h100x8`",
         ));
     }
-    Ok(MemoryOptions {
+    let kv_default = if runtime == Runtime::LlamaCpp {
+        "f16"
+    } else {
+        "bf16"
+    };
+    let options = MemoryOptions {
         format: weight_format(req.dtype.as_deref().unwrap_or("bf16"))?,
         seq_len: req.seq_len,
         batch: req.batch,
-        kv_dtype: kv_dtype(&req.kv_dtype)?,
+        kv_dtype: kv_dtype(req.kv_dtype.as_deref().unwrap_or(kv_default))?,
         tp,
         gpu,
         mla: req.mla_cache,
@@ -342,7 +457,47 @@ fn memory_options(req: &MemoryRequest) -> Result<MemoryOptions, Error> {
                 message: "`--overhead` is too large".into(),
                 hint: None,
             })?,
-    })
+    };
+    let f = &req.runtime;
+    let serving = ServingOptions {
+        runtime,
+        pp,
+        ctx_size: f.ctx_size,
+        n_gpu_layers: f.n_gpu_layers,
+        tensor_split: f.tensor_split.clone(),
+        swa_full: f.swa_full,
+        n_ubatch: 512,
+        gpu_memory_utilization: f.gpu_memory_utilization,
+        block_size: f.block_size,
+        max_model_len: f.max_model_len,
+        max_num_batched_tokens: f.max_num_batched_tokens,
+    };
+    if runtime != Runtime::LlamaCpp
+        && (f.ctx_size.is_some()
+            || f.n_gpu_layers.is_some()
+            || !f.tensor_split.is_empty()
+            || f.swa_full)
+    {
+        return Err(Error::bad_input(
+            "`--ctx-size`, `--n-gpu-layers`, `--tensor-split` and `--swa-full` are llama.cpp's",
+            "add `--runtime llama.cpp`",
+        ));
+    }
+    if runtime != Runtime::Vllm
+        && (f.max_model_len.is_some()
+            || f.max_num_batched_tokens.is_some()
+            || (f.gpu_memory_utilization - 0.9).abs() > f64::EPSILON
+            || f.block_size != 16)
+    {
+        return Err(Error::bad_input(
+            "`--gpu-memory-utilization`, `--block-size`, `--max-model-len` and `--max-num-batched-tokens` are vLLM's",
+            "add `--runtime vllm`",
+        ));
+    }
+    if gguf && req.runtime.runtime.is_none() {
+        notes.push("a GGUF file: sized as llama.cpp serves it (`--runtime transformers` for transformers' cache)".into());
+    }
+    Ok((options, serving, notes))
 }
 
 /// Weight files as storage lines: bytes as stored, by dtype.
@@ -375,7 +530,14 @@ pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome,
         env,
         &mut warnings,
     )?;
-    let mut options = memory_options(req)?;
+    let checkpoint = model
+        .weights
+        .as_ref()
+        .map(crate::weights_io::Weights::checkpoint);
+    let gguf = checkpoint
+        .as_ref()
+        .is_some_and(|c| c.format == checkpoint::Format::Gguf);
+    let (mut options, serving, notes) = memory_options(req, &spec, gguf)?;
     let images = image_positions(&spec, req.images, req.image_tokens)?;
     let extra = images.as_ref().map_or(0, |(n, _)| *n);
     if images.is_some() && req.max_context {
@@ -384,18 +546,45 @@ pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome,
             "ask for the longest context without images, or add the images' positions to `--seq-len`",
         ));
     }
+    let plain = serving.runtime == Runtime::Transformers && serving.pp == 1;
+    if req.max_context && !plain {
+        return Err(Error::bad_input(
+            "`--max-context` searches transformers' cache on tensor-parallel GPUs only",
+            "drop `--runtime`/`--pp` (vLLM's view reports its max sequences at `--max-model-len`; for llama.cpp, try `--ctx-size` values)",
+        ));
+    }
     options.seq_len = with_images(options.seq_len, extra)?;
     // Weight files, when the model has them, are measured rather than estimated.
-    let from_files = match &model.weights {
+    let from_files = match &checkpoint {
         None => None,
-        Some(w) => Some(storage_lines(&w.checkpoint(), &spec.name)?),
+        Some(c) => Some(storage_lines(c, &spec.name)?),
     };
     let files = from_files.as_deref();
+    // Where the files' tensors sit, for a runtime that places layers.
+    let placed = match (&checkpoint, plain) {
+        (Some(c), false) => {
+            let entries: Vec<(&str, llmsize_core::Category, u64)> = c
+                .entries
+                .iter()
+                .map(|e| (e.name.as_str(), e.role, e.bytes))
+                .collect();
+            Some(placed_from_files(&spec, &entries).map_err(Error::spec(&spec.name))?)
+        }
+        _ => None,
+    };
     if files.is_some() && req.dtype.is_some() {
         warnings
             .push("`--dtype` is ignored: the weights are measured from the files as stored".into());
     }
     let wrap = Error::spec;
+    let one = |o: &MemoryOptions| -> Result<MemoryReport, Error> {
+        let mut r = serve(&spec, o, &serving, files, placed.as_ref()).map_err(wrap(&spec.name))?;
+        r.assumptions.extend(notes.iter().cloned());
+        if let Some((_, note)) = &images {
+            r.assumptions.push(note.clone());
+        }
+        Ok(r)
+    };
     let result = if let Some(sweep) = &req.sweep {
         let mut points = Vec::with_capacity(sweep.values.len());
         for &v in &sweep.values {
@@ -409,21 +598,14 @@ pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome,
                     ..options
                 },
             };
-            let mut report = memory_with(&spec, &o, files).map_err(wrap(&spec.name))?;
-            if let Some((_, note)) = &images {
-                report.assumptions.push(note.clone());
-            }
-            points.push((v, report));
+            points.push((v, one(&o)?));
         }
         MemoryResult::Sweep {
             axis: sweep.axis,
             points,
         }
     } else {
-        let mut report = memory_with(&spec, &options, files).map_err(wrap(&spec.name))?;
-        if let Some((_, note)) = &images {
-            report.assumptions.push(note.clone());
-        }
+        let report = one(&options)?;
         let longest = if req.max_context {
             if options.gpu.is_none() {
                 return Err(Error::bad_input(
