@@ -403,6 +403,22 @@ fn memory_options(
             ),
         ));
     }
+    if runtime == Runtime::Vllm && gpu.is_none() {
+        return Err(Error::bad_input(
+            "`--runtime vllm` needs a GPU: vLLM sizes its KV cache from the GPU's memory",
+            "name one with `--gpu h100`, or describe it with `--gpu-mem 80GiB`",
+        ));
+    }
+    if runtime == Runtime::LlamaCpp
+        && let Some(tp) = req.tp.filter(|t| *t > 1)
+    {
+        return Err(Error::bad_input(
+            format!(
+                "`--tp {tp}` under llama.cpp: its row split (`--split-mode row`) is not modelled"
+            ),
+            "drop `--tp`: llama.cpp's default layer split over the GPUs of `--gpu` is",
+        ));
+    }
     let (tp, pp) = match (runtime, req.tp, req.pp) {
         // llama.cpp's default multi-GPU mode is a layer split over every GPU.
         (Runtime::LlamaCpp, tp, pp) => (tp.unwrap_or(1), pp.unwrap_or(count)),
