@@ -36,7 +36,7 @@ pub(crate) enum Command {
     ///
     /// Exits 1 when the model does not fit the `--gpu` (0 when it fits or no GPU is named).
     #[command(after_help = EXIT_CODES)]
-    Memory(MemoryArgs),
+    Memory(Box<MemoryArgs>),
     /// FLOPs of a forward pass and of one generated token, by component; speed on a GPU
     #[command(after_help = EXIT_CODES)]
     Flops(FlopsArgs),
@@ -110,6 +110,10 @@ pub(crate) struct HubArgs {
     pub(crate) revision: String,
 }
 
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is a flag of the command"
+)]
 #[derive(Debug, Args)]
 pub(crate) struct MemoryArgs {
     #[command(flatten)]

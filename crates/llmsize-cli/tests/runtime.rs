@@ -16,6 +16,7 @@
     clippy::cast_precision_loss,
     clippy::cast_possible_truncation,
     clippy::float_cmp,
+    clippy::cast_sign_loss,
     missing_docs,
     reason = "a test fails loudly on what it did not expect"
 )]

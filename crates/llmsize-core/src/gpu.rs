@@ -218,7 +218,7 @@ pub static GPUS: &[Gpu] = &[
         bandwidth: 600.0e9,
         peak_16bit: 70.0e12,
         peak_fp8: None,
-        source: "AWS EC2 G5 (A10G): 24 GB GDDR6 at 600 GB/s as the A10, tensor peak 70 TFLOP/s dense BF16 (lower than the A10's 125; https://www.baseten.co/blog/nvidia-a10-vs-a10g-for-ml-model-inference/)",
+        source: "AWS EC2 G5 (A10G): 24 GB GDDR6 at 600 GB/s as the A10, tensor peak 70 TFLOP/s dense FP16/BF16 as Baseten reports it (the A10 has 125; NVIDIA publishes no A10G datasheet; https://www.baseten.co/blog/nvidia-a10-vs-a10g-for-ml-model-inference/)",
     },
     Gpu {
         name: "Apple-M2-Ultra-192GB",

@@ -581,6 +581,11 @@ pub fn serve(
             field: "--pp".into(),
         });
     }
+    if serving.runtime == Runtime::Transformers && pp == 1 {
+        // Nothing to place: the plain report, at the cost of the layer kinds (a hostile
+        // config's million layers included).
+        return memory::memory_with(spec, options, from_files);
+    }
     let n_layer = checked_layers(spec)?;
     if pp > n_layer.max(1) {
         return Err(SpecError::Invalid {
@@ -1068,6 +1073,17 @@ fn vllm_batch_defaults(gpu: &Gpu) -> (u64, u64) {
     }
 }
 
+/// One pipeline stage of vLLM before its blocks are counted.
+struct StagePlan {
+    range: Range<u64>,
+    weights: u64,
+    extras: Vec<&'static str>,
+    activations: u64,
+    kv_budget: u64,
+    // (page bytes, window) of each cached layer.
+    specs: Vec<(u64, Option<u64>)>,
+}
+
 /// vLLM's allocation.
 #[expect(clippy::too_many_lines, reason = "one runtime's rules, in order")]
 fn vllm(
@@ -1128,15 +1144,6 @@ fn vllm(
     let act_layer = mul(mul(mnbt, per_token, "activations")?, 2, "activations")?.div_ceil(tp);
     let logits = mul(mul(max_num_seqs, spec.vocab_size, "logits")?, 4, "logits")?;
 
-    struct StagePlan {
-        range: Range<u64>,
-        weights: u64,
-        extras: Vec<&'static str>,
-        activations: u64,
-        kv_budget: u64,
-        // (page bytes, window) of each cached layer.
-        specs: Vec<(u64, Option<u64>)>,
-    }
     let mut plans = Vec::new();
     for (s, range) in (0u64..).zip(pipeline_partition(n_layer, pp)) {
         let (first, last) = (s == 0, s + 1 == pp);
@@ -1377,7 +1384,6 @@ mod tests {
     use super::*;
     use crate::design::{Design, Style, design_spec};
     use crate::formats::KvDtype;
-    use crate::gpu::find;
     use crate::memory::MlaCache;
 
     /// Llama-3-8B's shape: d 4096, 32 layers, 32 heads, 8 KV heads, FFN 14336, V 128256.

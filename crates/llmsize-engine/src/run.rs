@@ -368,12 +368,22 @@ fn memory_options(
 ) -> Result<(MemoryOptions, ServingOptions, Vec<String>), Error> {
     let gpu = gpu_choice(req.gpu.as_deref(), &req.custom_gpu)?;
     let count = gpu.map_or(1, |(_, n)| n);
-    let runtime = req.runtime.runtime.unwrap_or(if gguf {
+    let mut notes = Vec::new();
+    // A GGUF is served by llama.cpp, which places layers one by one; past the layers a
+    // placement takes, the plain report (and a note) rather than an error nobody asked for.
+    let placeable = spec.num_layers() <= llmsize_core::runtime::MAX_PLACED_LAYERS;
+    let runtime = req.runtime.runtime.unwrap_or(if gguf && placeable {
         Runtime::LlamaCpp
     } else {
         Runtime::Transformers
     });
-    let mut notes = Vec::new();
+    if gguf && !placeable && req.runtime.runtime.is_none() {
+        notes.push(format!(
+            "a GGUF file of {} layers: sized as transformers holds it (llama.cpp's placement is worked out for at most {} layers)",
+            spec.num_layers(),
+            llmsize_core::runtime::MAX_PLACED_LAYERS
+        ));
+    }
     for (flag, v) in [("--tp", req.tp), ("--pp", req.pp)] {
         if v == Some(0) {
             return Err(Error::bad_input(
@@ -510,7 +520,7 @@ fn memory_options(
             "add `--runtime vllm`",
         ));
     }
-    if gguf && req.runtime.runtime.is_none() {
+    if gguf && placeable && req.runtime.runtime.is_none() {
         notes.push("a GGUF file: sized as llama.cpp serves it (`--runtime transformers` for transformers' cache)".into());
     }
     Ok((options, serving, notes))

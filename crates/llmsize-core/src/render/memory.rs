@@ -283,7 +283,7 @@ fn placement(out: &mut String, s: &ServingReport) {
         "also holds".to_owned(),
     ]];
     for st in &s.stages {
-        let layers = if st.layers.iter().all(|r| r.is_empty()) {
+        let layers = if st.layers.iter().all(std::ops::Range::is_empty) {
             "-".to_owned()
         } else {
             st.layers
