@@ -247,6 +247,29 @@ fn llama_cpp_partial_offload() {
 }
 
 #[test]
+fn longest_context_under_llama_cpp() {
+    // Llama-3.1-8B (131,072 trained) on an RTX 3090 (24,576 MiB = 25,769,803,776 B): 32 layers
+    // + the head 15,009,849,344 B, compute 367,525,888, overhead 536,870,912 leave
+    // 9,855,557,632 B = 75,192.9 cells of 131,072 B; n_ctx pads to 256, so 293 × 256 = 75,008.
+    let r = llmsize(&[
+        "memory",
+        "Llama-3.1-8B",
+        "--runtime",
+        "llama.cpp",
+        "--gpu",
+        "rtx3090",
+        "--max-context",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("longest context that fits at batch 1: 75,008 tokens (limited by memory)"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
 fn llama_cpp_pads_n_ctx_and_sizes_sliding_caches() {
     // --ctx-size 5000 becomes 5,120 cells: 32 × 5,120 × 4,096 B.
     let (_, v) = json(&[
@@ -526,11 +549,6 @@ fn bad_runtime_input_names_the_flag() {
             ],
             "`--gpu-memory-utilization` = 1.5 is invalid: expected a fraction in (0, 1]",
             "",
-        ),
-        (
-            vec!["--pp", "2", "--max-context", "--gpu", "h100x2"],
-            "`--max-context` searches transformers' cache on tensor-parallel GPUs only",
-            "drop `--runtime`/`--pp`",
         ),
     ] {
         let mut a = vec!["memory", "Meta-Llama-3-8B"];

@@ -615,6 +615,72 @@ pub fn serve(
     }
 }
 
+/// The longest context that fits under a runtime (`None` inside: not one token), found by
+/// bisection over `seq_len` with everything else as asked; the plain transformers view uses
+/// [`memory::max_context`]. Capped as it is: the position table, the trained context, `limit`.
+pub fn max_context(
+    spec: &ModelSpec,
+    options: &MemoryOptions,
+    serving: &ServingOptions,
+    from_files: Option<&[StorageLine]>,
+    placed: Option<&PlacedWeights>,
+    limit: u64,
+) -> Result<Option<memory::MaxContext>, SpecError> {
+    if serving.runtime == Runtime::Transformers && serving.pp == 1 {
+        return memory::max_context(spec, options, from_files, limit);
+    }
+    if options.gpu.is_none() {
+        return Ok(None);
+    }
+    // The context is what varies: a fixed `--ctx-size`/`--max-model-len` would hide it.
+    let serving = ServingOptions {
+        ctx_size: None,
+        max_model_len: None,
+        ..serving.clone()
+    };
+    let placed = match placed {
+        Some(p) => p.clone(),
+        None => placed_from_layout(spec, options.format)?,
+    };
+    let fits = |s: u64| -> Result<bool, SpecError> {
+        let r = serve(
+            spec,
+            &MemoryOptions {
+                seq_len: s,
+                ..*options
+            },
+            &serving,
+            from_files,
+            Some(&placed),
+        )?;
+        Ok(r.fits == Some(true))
+    };
+    if !fits(1)? {
+        return Ok(None);
+    }
+    let (cap, bound) = match (spec.position_limit(), spec.context_length) {
+        (Some(p), _) if p <= limit => (p, "position table"),
+        (_, Some(c)) if c <= limit => (c, "trained context"),
+        _ => (limit.max(1), "search limit"),
+    };
+    if fits(cap)? {
+        return Ok(Some(memory::MaxContext { tokens: cap, bound }));
+    }
+    let (mut lo, mut hi) = (1u64, cap);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid)? {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(Some(memory::MaxContext {
+        tokens: lo,
+        bound: "memory",
+    }))
+}
+
 /// The first stage holds the input and towers, the last the output (and, when tied and not
 /// the first too, a copy of the token table).
 fn stage_weights(

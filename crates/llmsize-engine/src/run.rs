@@ -8,10 +8,12 @@ use llmsize_core::flops::{FlopsReport, flops as count_flops};
 use llmsize_core::formats::{KvDtype, WeightFormat};
 use llmsize_core::gpu::{self, GPUS, Gpu};
 use llmsize_core::memory::{
-    CachePolicy, MaxContext, MemoryOptions, MemoryReport, MlaCache, StorageLine, max_context,
+    CachePolicy, MaxContext, MemoryOptions, MemoryReport, MlaCache, StorageLine,
     memory as core_memory,
 };
-use llmsize_core::runtime::{Runtime, ServingOptions, placed_from_files, serve};
+use llmsize_core::runtime::{
+    Runtime, ServingOptions, max_context as runtime_max_context, placed_from_files, serve,
+};
 use llmsize_core::speed::{SpeedOptions, SpeedReport, speed};
 use llmsize_core::{ModelSpec, ParamsReport, count};
 
@@ -573,12 +575,6 @@ pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome,
         ));
     }
     let plain = serving.runtime == Runtime::Transformers && serving.pp == 1;
-    if req.max_context && !plain {
-        return Err(Error::bad_input(
-            "`--max-context` searches transformers' cache on tensor-parallel GPUs only",
-            "drop `--runtime`/`--pp` (vLLM's view reports its max sequences at `--max-model-len`; for llama.cpp, try `--ctx-size` values)",
-        ));
-    }
     options.seq_len = with_images(options.seq_len, extra)?;
     // Weight files, when the model has them, are measured rather than estimated.
     let from_files = match &checkpoint {
@@ -640,8 +636,15 @@ pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome,
                 ));
             }
             Some(
-                max_context(&spec, &options, files, MAX_CONTEXT_SEARCH)
-                    .map_err(wrap(&spec.name))?,
+                runtime_max_context(
+                    &spec,
+                    &options,
+                    &serving,
+                    files,
+                    placed.as_ref(),
+                    MAX_CONTEXT_SEARCH,
+                )
+                .map_err(wrap(&spec.name))?,
             )
         } else {
             None
