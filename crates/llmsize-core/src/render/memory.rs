@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use super::columns;
 use crate::memory::{MaxContext, MemoryReport};
-use crate::runtime::ServingReport;
+use crate::runtime::{Runtime, ServingReport};
 use crate::units::{bytes_both, thousands};
 
 /// A point of a sweep: the value swept and its report.
@@ -95,9 +95,14 @@ pub fn render(
         thousands(r.kv_bytes),
         bytes_both(r.kv_bytes),
         format!(
-            "{} B per token of context ({}), all layers",
+            "{} B per token of context ({}), all layers{}",
             thousands(r.kv_bytes_per_token_full),
-            o.kv_dtype.name()
+            o.kv_dtype.name(),
+            match r.serving.as_ref().map(|s| s.runtime) {
+                Some(Runtime::Vllm) => "; what the batch needs at max_model_len (vLLM's pool, below, takes what is left)",
+                Some(Runtime::LlamaCpp) => "; llama.cpp's cells for the whole context",
+                _ => "",
+            }
         ),
     ]);
     for g in &r.kv {
