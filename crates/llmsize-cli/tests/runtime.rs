@@ -87,6 +87,16 @@ fn three_gpus_that_do_not_divide_the_heads_are_a_layer_split() {
     let (_, v) = json(&["memory", "Meta-Llama-3-8B", "--gpu", "rtx4090x6"]);
     assert_eq!(v["tp"], 2);
     assert_eq!(v["serving"]["pp"], 3);
+    // --pp 2 over 6 GPUs: 3 each, but 3 does not split 32 heads: tensor parallel 2 a stage.
+    let (_, v) = json(&[
+        "memory",
+        "Meta-Llama-3-8B",
+        "--gpu",
+        "rtx4090x6",
+        "--pp",
+        "2",
+    ]);
+    assert_eq!(v["tp"], 2);
     // Eight GPUs divide the heads: tensor parallel 8 as before, no placement.
     let (_, v) = json(&["memory", "Meta-Llama-3-8B", "--gpu", "h100x8"]);
     assert_eq!(v["tp"], 8);

@@ -254,10 +254,11 @@ pub static GPUS: &[Gpu] = &[
 
 /// What the GPU of an Apple Silicon machine may use of its unified memory by default: Metal's
 /// `recommendedMaxWorkingSetSize`, which llama.cpp logs at start-up (`ggml_metal_init`) and
-/// honours. It is 75% of the unified memory on machines with more than 36 GB (2/3 below), so
-/// a 192 GB M2 Ultra reports 147,456 MiB (154,618.82 MB); `sudo sysctl iogpu.wired_limit_mb=N`
-/// raises it (then pass `--gpu-mem`).
-const UNIFIED_SOURCE: &str = "75% of the unified memory: Metal's default recommendedMaxWorkingSetSize on machines over 36 GB (raise with `sysctl iogpu.wired_limit_mb`, then pass --gpu-mem)";
+/// honours. On the large machines listed here it is 75% of the unified memory: a 192 GB
+/// M2 Ultra reports 154,618.82 MB = 147,456 MiB = 0.75 × 196,608 MiB (smaller machines get
+/// about two thirds: 10,922.67 MB of a 16 GB M1, llama.cpp issue #687). `sudo sysctl
+/// iogpu.wired_limit_mb=N` raises it; then pass `--gpu-mem`.
+const UNIFIED_SOURCE: &str = "75% of the unified memory: Metal's default recommendedMaxWorkingSetSize on large machines (raise with `sysctl iogpu.wired_limit_mb`, then pass --gpu-mem)";
 
 fn squash(s: &str) -> String {
     s.chars()

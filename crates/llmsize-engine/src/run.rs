@@ -435,7 +435,14 @@ fn memory_options(
         // llama.cpp's default multi-GPU mode is a layer split over every GPU.
         (Runtime::LlamaCpp, tp, pp) => (tp.unwrap_or(1), pp.unwrap_or(count)),
         (_, Some(tp), pp) => (tp, pp.unwrap_or(1)),
-        (_, None, Some(pp)) => (count.checked_div(pp).unwrap_or(1).max(1), pp),
+        // The widest tensor parallelism the heads allow within each stage's share of GPUs.
+        (_, None, Some(pp)) => (
+            (1..=count.checked_div(pp).unwrap_or(1).max(1))
+                .rev()
+                .find(|d| llmsize_core::memory::tp_fits(spec, *d))
+                .unwrap_or(1),
+            pp,
+        ),
         (_, None, None) => {
             // The widest tensor parallelism the heads allow over a divisor of the GPUs; the
             // rest of the GPUs become pipeline stages.

@@ -19,7 +19,9 @@
 //!   and then `estimate_basis` says what was assumed).
 //! - `memory`: the options, `params`, `weights_bytes` and lines, the KV cache by group,
 //!   activations, overhead, per-GPU and total bytes, `fits`, `assumptions`; `gpu` with a GPU;
-//!   `max_context` and `max_context_bound` with `--max-context`; `swept` in a sweep.
+//!   `max_context` and `max_context_bound` with `--max-context`; `swept` in a sweep;
+//!   `serving` under a runtime or a layer split (its stages, llama.cpp's cells, vLLM's
+//!   blocks), the per-GPU figures then being its most loaded GPU's.
 //! - `flops`: the options, `forward` and `per_token` lines with their totals, the parameter
 //!   counts, the article's 2·P and 6·P; `speed` with a GPU.
 //! - `inspect` and `audit`: the checkpoint's count by component and dtype, buffers apart;
