@@ -448,6 +448,39 @@ fn vllm_blocks_and_max_sequences() {
 }
 
 #[test]
+fn a_tied_head_is_loaded_again_where_the_output_is() {
+    // Llama-3.2-1B ties its head to the 128,256×2048 table (525,336,576 B in bf16). llama.cpp
+    // keeps the table in RAM and loads it again as the output on the GPU: 16 layers of
+    // 121,643,008 B + the final norm 4,096 + the copy.
+    let (_, v) = json(&["memory", "Llama-3.2-1B", "--runtime", "llama.cpp"]);
+    assert_eq!(
+        stage(&v, 0)["weights_bytes"],
+        16 * 121_643_008 + 4_096 + 525_336_576_u64
+    );
+    assert_eq!(stage(&v, 1)["weights_bytes"], 525_336_576_u64);
+}
+
+#[test]
+fn vllm_pages_of_an_mla_cache() {
+    // DeepSeek-V2-Lite caches the 512 + 64 latent: a block of a layer is 16 × 576 × 2 B, and
+    // its 27 layers share a block id.
+    let (_, v) = json(&[
+        "memory",
+        "DeepSeek-V2-Lite",
+        "--runtime",
+        "vllm",
+        "--gpu",
+        "h100",
+    ]);
+    let p = &v["serving"]["vllm"];
+    assert_eq!(p["page_bytes"], 18_432);
+    assert_eq!(p["layers_per_block"], 27);
+    let kv_budget = p["kv_budget_bytes"].as_u64().unwrap();
+    assert_eq!(p["num_blocks"], kv_budget / (18_432 * 27));
+    assert_eq!(p["blocks_per_request"], 4_096 / 16);
+}
+
+#[test]
 fn custom_gpus_from_flags() {
     // A 24 GiB GPU described by flags holds Llama-3-8B in bf16 at 4k (18.13 GiB): exit 0.
     let (code, v) = json(&[
