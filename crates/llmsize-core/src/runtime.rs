@@ -1052,6 +1052,12 @@ fn llama_cpp(
         });
     }
     let most = most_loaded(&stages);
+    r.activation_formula = format!(
+        "llama.cpp compute buffer, an estimate: n_ubatch·(2·d + widest)·4 B on every GPU with layers + n_ubatch·V·4 B where the output is = {ubatch}·(2·{} + {})·4 + {ubatch}·{}·4",
+        spec.hidden_size,
+        per_token.saturating_sub(2 * spec.hidden_size),
+        spec.vocab_size
+    );
     let a = &mut r.assumptions;
     a.retain(|x| {
         !x.starts_with("KV cache as")
@@ -1377,6 +1383,18 @@ fn vllm(
         });
     }
     let most = most_loaded(&stages);
+    r.activation_formula = format!(
+        "vLLM profiling peak, an estimate: max_num_batched_tokens·(2·d + widest)·2 B{} + max_num_seqs·V·4 B on the last stage = {mnbt}·(2·{} + {})·2{} + {max_num_seqs}·{}·4",
+        if tp > 1 { " / tp" } else { "" },
+        spec.hidden_size,
+        per_token.saturating_sub(2 * spec.hidden_size),
+        if tp > 1 {
+            format!(" / {tp}")
+        } else {
+            String::new()
+        },
+        spec.vocab_size
+    );
     let constrained = per_stage
         .iter()
         .position(|b| b.0 == num_blocks)

@@ -372,8 +372,16 @@ pub fn render_sweep(name: &str, axis: &str, points: &[SweepPoint]) -> String {
         "total per GPU".to_owned(),
         "fits".to_owned(),
     ]];
+    // Under vLLM the pool is the same size at every point; what changes is how many
+    // sequences it holds.
+    let vllm = points
+        .iter()
+        .any(|(_, r)| r.serving.as_ref().is_some_and(|s| s.vllm.is_some()));
+    if vllm && let Some(h) = rows.first_mut() {
+        h.push("max sequences".to_owned());
+    }
     for (v, r) in points {
-        rows.push(vec![
+        let mut row = vec![
             thousands(*v),
             bytes_both(r.weights_per_gpu),
             bytes_both(r.kv_per_gpu),
@@ -383,10 +391,19 @@ pub fn render_sweep(name: &str, axis: &str, points: &[SweepPoint]) -> String {
                 Some(false) => "no".into(),
                 None => "-".into(),
             },
-        ]);
+        ];
+        if vllm {
+            row.push(
+                r.serving
+                    .as_ref()
+                    .and_then(|s| s.vllm)
+                    .map_or_else(|| "-".to_owned(), |p| thousands(p.max_sequences)),
+            );
+        }
+        rows.push(row);
     }
     format!(
         "{name}: memory by {axis}\n\n{}",
-        columns(&rows, &[true, true, true, true, false])
+        columns(&rows, &[true, true, true, true, false, true])
     )
 }
