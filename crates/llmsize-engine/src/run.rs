@@ -361,6 +361,14 @@ fn tp_degrees(spec: &ModelSpec, max: u64) -> Vec<u64> {
         .collect()
 }
 
+/// The widest tensor parallelism over a divisor of `count` GPUs that splits the heads.
+fn widest_tp(spec: &ModelSpec, count: u64) -> u64 {
+    (1..=count)
+        .rev()
+        .find(|d| count.is_multiple_of(*d) && llmsize_core::memory::tp_fits(spec, *d))
+        .unwrap_or(1)
+}
+
 /// Request → core options, validated in one place: the GPUs' layout (tensor parallelism
 /// where the heads allow it, else a layer split) and the runtime's settings.
 fn memory_options(
@@ -446,10 +454,7 @@ fn memory_options(
         (_, None, None) => {
             // The widest tensor parallelism the heads allow over a divisor of the GPUs; the
             // rest of the GPUs become pipeline stages.
-            let tp = (1..=count)
-                .rev()
-                .find(|d| count.is_multiple_of(*d) && llmsize_core::memory::tp_fits(spec, *d))
-                .unwrap_or(1);
+            let tp = widest_tp(spec, count);
             if tp < count {
                 notes.push(format!(
                     "{count} GPUs: tensor parallelism {count} does not split the attention heads (degrees that work: {}), so the layers are split into {} pipeline stages{}; choose with --tp/--pp",
@@ -740,6 +745,16 @@ pub(crate) fn flops(req: &FlopsRequest, env: &HubEnv) -> Result<FlopsOutcome, Er
     let speed_report = match gpu_spec(req.gpu.as_deref())? {
         None => None,
         Some((gpu, count)) => {
+            // Tensor parallelism where the heads allow it; the other GPUs would be pipeline
+            // stages, which do not shorten one step.
+            let tp = widest_tp(&spec, count);
+            if tp < count {
+                warnings.push(format!(
+                    "{}: {count} GPUs: the speed is for tensor parallelism {tp} (the attention heads do not split {count} ways); pipeline stages do not shorten a decode step",
+                    spec.name
+                ));
+            }
+            let count = tp;
             let mem = core_memory(
                 &spec,
                 &MemoryOptions {
