@@ -345,7 +345,7 @@ fn placement(out: &mut String, s: &ServingReport) {
     if let Some(v) = &s.vllm {
         let _ = writeln!(
             out,
-            "vLLM: {} × GPU = {} per GPU; KV budget {}; {} blocks of {} tokens ({} B a layer, {} layers a block); a {}-token request needs {} blocks: max concurrency {:.2}, {} whole sequences; KV cache {} tokens",
+            "vLLM: {} × GPU = {} per GPU; KV budget {}; {} blocks of {} tokens ({} B a layer, {} layers a block); a request of {} tokens needs {} blocks: max concurrency {:.2}, {} whole sequences; KV cache {} tokens",
             v.gpu_memory_utilization,
             bytes_both(v.budget),
             bytes_both(v.kv_budget),
