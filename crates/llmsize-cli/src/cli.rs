@@ -7,7 +7,7 @@
 use clap::{Args, Parser, Subcommand};
 // The option enums are the engine's own, deriving `clap::ValueEnum` (feature `clap`).
 use llmsize_engine::{
-    AttentionConvention, CachePolicy, HeadChoice, MlaCache, Style, parse_count, parse_size,
+    AttentionConvention, CachePolicy, HeadChoice, MlaCache, Runtime, Style, parse_count, parse_size,
 };
 
 const EXIT_CODES: &str = "\
@@ -37,7 +37,7 @@ pub(crate) enum Command {
     /// Several MODELs print side by side; `--sweep` varies one option (length, batch, format,
     /// GPU). Exits 1 when a model does not fit the `--gpu` (0 when it fits or no GPU is named).
     #[command(after_help = EXIT_CODES)]
-    Memory(MemoryArgs),
+    Memory(Box<MemoryArgs>),
     /// FLOPs of a forward pass and of one generated token, by component; speed on a GPU
     ///
     /// With `--gpu`: time to first token, decode tokens/s by batch (the bytes a step really
@@ -134,6 +134,10 @@ pub(crate) struct HubArgs {
     pub(crate) revision: String,
 }
 
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is a flag of the command"
+)]
 #[derive(Debug, Args)]
 pub(crate) struct MemoryArgs {
     #[command(flatten)]
@@ -151,15 +155,68 @@ pub(crate) struct MemoryArgs {
     /// Sequences served at once
     #[arg(long, default_value = "1", value_parser = parse_size, allow_hyphen_values = true)]
     pub(crate) batch: u64,
-    /// KV cache element type: bf16, fp16, fp32, fp8, q8_0, q4_0
-    #[arg(long, default_value = "bf16")]
-    pub(crate) kv_dtype: String,
+    /// KV cache element type: bf16, fp16, fp32, fp8, q8_0, q4_0 [default: bf16; f16 under
+    /// llama.cpp, whose --cache-type-k/v this is]
+    #[arg(long)]
+    pub(crate) kv_dtype: Option<String>,
     /// GPU and count, e.g. `h100`, `h100x8`, `rtx4090` (`llmsize gpus` lists them)
     #[arg(long)]
     pub(crate) gpu: Option<String>,
-    /// Tensor-parallel degree [default: the GPU count]
+    /// A GPU's memory, e.g. `24GiB` or `48GB`: describes a GPU not in the table (with
+    /// --gpu-bw, --gpu-tflops) or overrides --gpu's
+    #[arg(long, value_name = "SIZE")]
+    pub(crate) gpu_mem: Option<String>,
+    /// A GPU's memory bandwidth, e.g. `936GB/s`
+    #[arg(long, value_name = "RATE")]
+    pub(crate) gpu_bw: Option<String>,
+    /// A GPU's dense 16-bit peak in TFLOP/s, e.g. `71`
+    #[arg(long, value_name = "TFLOPS")]
+    pub(crate) gpu_tflops: Option<String>,
+    /// Tensor-parallel degree [default: the most of the GPUs the attention heads divide by]
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) tp: Option<u64>,
+    /// Pipeline stages: layers split over GPUs, embeddings on the first, head on the last
+    /// [default: the GPUs tensor parallelism cannot use; every GPU under llama.cpp]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) pp: Option<u64>,
+    /// Serving runtime whose allocation to size [default: llama.cpp for a GGUF file, else
+    /// transformers]
+    #[arg(long, value_enum)]
+    pub(crate) runtime: Option<Runtime>,
+    /// llama.cpp --ctx-size: KV cells for all sequences [default: seq-len × batch]
+    #[arg(long, value_parser = parse_size, help_heading = "llama.cpp (--runtime llama.cpp)")]
+    pub(crate) ctx_size: Option<u64>,
+    /// llama.cpp --n-gpu-layers: the last N layers on the GPUs, the rest (and their KV) in
+    /// system RAM; layers + 1 also puts the output layer there [default: all]
+    #[arg(
+        long,
+        visible_alias = "ngl",
+        help_heading = "llama.cpp (--runtime llama.cpp)"
+    )]
+    pub(crate) n_gpu_layers: Option<u64>,
+    /// llama.cpp --tensor-split: proportions of the layers per GPU, e.g. `3,1` [default: equal]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        help_heading = "llama.cpp (--runtime llama.cpp)"
+    )]
+    pub(crate) tensor_split: Vec<f64>,
+    /// llama.cpp --swa-full: sliding-window layers keep the whole context
+    #[arg(long, help_heading = "llama.cpp (--runtime llama.cpp)")]
+    pub(crate) swa_full: bool,
+    /// vLLM --gpu-memory-utilization: the fraction of each GPU vLLM takes
+    #[arg(long, default_value = "0.9", help_heading = "vLLM (--runtime vllm)")]
+    pub(crate) gpu_memory_utilization: f64,
+    /// vLLM --block-size: tokens per KV block
+    #[arg(long, default_value = "16", value_parser = parse_size, help_heading = "vLLM (--runtime vllm)")]
+    pub(crate) block_size: u64,
+    /// vLLM --max-model-len: the context each request may reach [default: --seq-len]
+    #[arg(long, value_parser = parse_size, help_heading = "vLLM (--runtime vllm)")]
+    pub(crate) max_model_len: Option<u64>,
+    /// vLLM --max-num-batched-tokens [default: 8192 on GPUs of 70 GiB or more other than the
+    /// A100, else 2048, as `vllm serve`]
+    #[arg(long, value_parser = parse_size, help_heading = "vLLM (--runtime vllm)")]
+    pub(crate) max_num_batched_tokens: Option<u64>,
     /// DeepSeek MLA cache: the compressed latent, or expanded per-head K/V
     #[arg(long, value_enum, default_value_t = MlaCache::Latent)]
     pub(crate) mla_cache: MlaCache,

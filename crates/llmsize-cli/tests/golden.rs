@@ -11,6 +11,9 @@
 //! flops of GPT-2/GPT-3/OPT/BERT-like models), an explicit `--seq-len` past that table now
 //! an error (exit 2; 60 runs at `--seq-len 32k`), and encoders (attention `bidirectional`,
 //! the forward's matmul parameters, one forward's activations with every position's logits).
+//! A GPU count the attention heads do not divide is a layer split now, not an invalid `--tp`
+//! (42 `--gpu h100x2` and `--gpu h200x8 --max-context` runs went from exit 2 to 0); the
+//! records both changed were recorded again with the merged binary.
 
 #![allow(
     clippy::unwrap_used,

@@ -128,7 +128,7 @@ pub static GPUS: &[Gpu] = &[
         bandwidth: 1008.0e9,
         peak_16bit: 165.2e12,
         peak_fp8: Some(330.3e12),
-        source: "NVIDIA Ada GPU architecture whitepaper, RTX 4090 (dense, FP32 accumulate)",
+        source: "NVIDIA Ada GPU architecture whitepaper, Appendix A, RTX 4090: peak FP16/BF16 tensor 165.2 TFLOP/s dense with FP32 accumulate (330.3 with FP16 accumulate), FP8 330.3 with FP32 accumulate",
     },
     Gpu {
         name: "RTX-3090-24GB",
@@ -138,7 +138,7 @@ pub static GPUS: &[Gpu] = &[
         bandwidth: 936.0e9,
         peak_16bit: 71.0e12,
         peak_fp8: None,
-        source: "NVIDIA Ampere GA102 whitepaper, RTX 3090 (dense, FP16 accumulate)",
+        source: "NVIDIA Ampere GA102 GPU architecture whitepaper, Appendix A, RTX 3090: peak FP16/BF16 tensor 71 TFLOP/s dense with FP32 accumulate (142 with FP16 accumulate; GeForce halves the FP32-accumulate rate)",
     },
     Gpu {
         name: "T4-16GB",
@@ -170,7 +170,95 @@ pub static GPUS: &[Gpu] = &[
         peak_fp8: Some(2614.9e12),
         source: "AMD Instinct MI300X datasheet (dense)",
     },
+    Gpu {
+        name: "MI325X-256GB",
+        aliases: &["mi325x", "mi325x256gb", "amdmi325x"],
+        memory_bytes: 256 * GIB,
+        memory_source: "AMD Instinct MI325X datasheet, 256 GB HBM3E (8 × 32 GiB stacks)",
+        bandwidth: 6.0e12,
+        peak_16bit: 1307.4e12,
+        peak_fp8: Some(2614.9e12),
+        source: "AMD Instinct MI325X datasheet (dense; the MI300X's compute with HBM3E)",
+    },
+    Gpu {
+        name: "RTX-5090-32GB",
+        aliases: &["rtx5090", "5090", "geforcertx5090"],
+        memory_bytes: 32_607 * MIB,
+        memory_source: "nvidia-smi total, 32,607 MiB (32 GB GDDR7)",
+        bandwidth: 1792.0e9,
+        peak_16bit: 209.5e12,
+        peak_fp8: Some(419.0e12),
+        source: "NVIDIA RTX Blackwell GPU architecture whitepaper, Appendix A, RTX 5090: peak FP16/BF16 tensor 209.5 TFLOP/s dense with FP32 accumulate (419 with FP16 accumulate), FP8 419 with FP32 accumulate; 1,792 GB/s",
+    },
+    Gpu {
+        name: "RTX-4080-16GB",
+        aliases: &["rtx4080", "4080", "geforcertx4080"],
+        memory_bytes: 16_376 * MIB,
+        memory_source: "nvidia-smi total, 16,376 MiB (16 GB GDDR6X)",
+        bandwidth: 716.8e9,
+        peak_16bit: 97.5e12,
+        peak_fp8: Some(194.9e12),
+        source: "NVIDIA Ada GPU architecture whitepaper, Appendix A, RTX 4080: peak FP16/BF16 tensor 97.5 TFLOP/s dense with FP32 accumulate (194.9 with FP16 accumulate), FP8 194.9 with FP32 accumulate; 716.8 GB/s",
+    },
+    Gpu {
+        name: "RTX-3060-12GB",
+        aliases: &["rtx3060", "3060", "geforcertx3060", "rtx306012gb"],
+        memory_bytes: 12_288 * MIB,
+        memory_source: "nvidia-smi total, 12,288 MiB (12 GB GDDR6)",
+        bandwidth: 360.0e9,
+        peak_16bit: 25.6e12,
+        peak_fp8: None,
+        source: "NVIDIA Ampere GA102 GPU architecture whitepaper, Appendix A (GA106), RTX 3060: peak FP16/BF16 tensor 25.6 TFLOP/s dense with FP32 accumulate (51.2 with FP16 accumulate); 360 GB/s",
+    },
+    Gpu {
+        name: "A10G-24GB",
+        aliases: &["a10g", "a10g24gb"],
+        memory_bytes: 23_028 * MIB,
+        memory_source: "nvidia-smi total, 23,028 MiB (24 GB GDDR6, as the A10)",
+        bandwidth: 600.0e9,
+        peak_16bit: 70.0e12,
+        peak_fp8: None,
+        source: "AWS EC2 G5 (A10G): 24 GB GDDR6 at 600 GB/s as the A10, tensor peak 70 TFLOP/s dense FP16/BF16 as Baseten reports it (the A10 has 125; NVIDIA publishes no A10G datasheet; https://www.baseten.co/blog/nvidia-a10-vs-a10g-for-ml-model-inference/)",
+    },
+    Gpu {
+        name: "Apple-M2-Ultra-192GB",
+        aliases: &["m2ultra", "m2ultra192gb", "applem2ultra"],
+        memory_bytes: 147_456 * MIB,
+        memory_source: UNIFIED_SOURCE,
+        bandwidth: 800.0e9,
+        peak_16bit: 27.2e12,
+        peak_fp8: None,
+        source: "Apple M2 Ultra: 800 GB/s unified memory (Apple newsroom, June 2023); 16-bit peak derived, not published: 76 GPU cores × 128 ALUs × 2 FLOPs × 1.398 GHz (Apple GPUs run FP16 at the FP32 rate, no tensor cores)",
+    },
+    Gpu {
+        name: "Apple-M3-Max-128GB",
+        aliases: &["m3max", "m3max128gb", "applem3max"],
+        memory_bytes: 98_304 * MIB,
+        memory_source: UNIFIED_SOURCE,
+        bandwidth: 400.0e9,
+        peak_16bit: 14.2e12,
+        peak_fp8: None,
+        source: "Apple M3 Max (40-core GPU): 400 GB/s unified memory (Apple newsroom, October 2023); 16-bit peak derived, not published: 40 GPU cores × 128 ALUs × 2 FLOPs × 1.38 GHz",
+    },
+    Gpu {
+        name: "Apple-M4-Max-128GB",
+        aliases: &["m4max", "m4max128gb", "applem4max"],
+        memory_bytes: 98_304 * MIB,
+        memory_source: UNIFIED_SOURCE,
+        bandwidth: 546.0e9,
+        peak_16bit: 16.1e12,
+        peak_fp8: None,
+        source: "Apple M4 Max (40-core GPU): 546 GB/s unified memory (Apple newsroom, October 2024); 16-bit peak derived, not published: 40 GPU cores × 128 ALUs × 2 FLOPs × 1.578 GHz",
+    },
 ];
+
+/// What the GPU of an Apple Silicon machine may use of its unified memory by default: Metal's
+/// `recommendedMaxWorkingSetSize`, which llama.cpp logs at start-up (`ggml_metal_init`) and
+/// honours. On the large machines listed here it is 75% of the unified memory: a 192 GB
+/// M2 Ultra reports 154,618.82 MB = 147,456 MiB = 0.75 × 196,608 MiB (smaller machines get
+/// about two thirds: 10,922.67 MB of a 16 GB M1, llama.cpp issue #687). `sudo sysctl
+/// iogpu.wired_limit_mb=N` raises it; then pass `--gpu-mem`.
+const UNIFIED_SOURCE: &str = "75% of the unified memory: Metal's default recommendedMaxWorkingSetSize on large machines (raise with `sysctl iogpu.wired_limit_mb`, then pass --gpu-mem)";
 
 fn squash(s: &str) -> String {
     s.chars()
@@ -215,6 +303,206 @@ pub fn parse_spec(spec: &str) -> Result<(&'static Gpu, u64), String> {
     find(s).map(|g| (g, 1)).ok_or_else(|| unknown(s))
 }
 
+/// A GPU described by flags (`--gpu-mem 24GiB --gpu-bw 936GB/s --gpu-tflops 71`), alone or
+/// overriding a named GPU's figures.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CustomGpu {
+    /// The named GPU whose other figures are kept (`--gpu`), if any.
+    pub base: Option<&'static Gpu>,
+    /// Memory, bytes.
+    pub memory_bytes: Option<u64>,
+    /// Bandwidth, bytes per second.
+    pub bandwidth: Option<f64>,
+    /// Dense 16-bit peak, FLOP/s.
+    pub peak_16bit: Option<f64>,
+}
+
+impl CustomGpu {
+    /// True when no figure was given (the named GPU, or none, is used as is).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.memory_bytes.is_none() && self.bandwidth.is_none() && self.peak_16bit.is_none()
+    }
+}
+
+/// Custom GPUs made so far, each leaked once.
+///
+/// Why interning: every consumer (the memory fit, the speed roofline, the training fit, the
+/// JSON) holds a `&'static Gpu`, as the table's rows are; an owned or `Cow` GPU would make
+/// `MemoryOptions` and `SpeedOptions` non-`Copy` and thread a lifetime through all of them for
+/// the one process-lifetime value a command-line run has. Leaking is bounded: equal
+/// descriptions share one entry, and at most [`MAX_CUSTOM_GPUS`] distinct ones exist per
+/// process (a long-lived Python session asking for new figures over and over gets an error,
+/// not unbounded growth).
+static CUSTOM: std::sync::Mutex<Vec<&'static Gpu>> = std::sync::Mutex::new(Vec::new());
+
+/// Distinct custom GPUs one process may describe.
+pub const MAX_CUSTOM_GPUS: usize = 256;
+
+/// The GPU a description names: the table's row when nothing is overridden, else an interned
+/// custom GPU. Without a base, memory is required; a missing bandwidth or peak is 0 ("not
+/// given"), which only speed estimates read.
+pub fn custom(c: &CustomGpu) -> Result<&'static Gpu, String> {
+    if let (Some(base), true) = (c.base, c.is_empty()) {
+        return Ok(base);
+    }
+    if let Some(m) = c.memory_bytes
+        && m == 0
+    {
+        return Err("`--gpu-mem` must be more than 0 bytes".into());
+    }
+    for (flag, v) in [("--gpu-bw", c.bandwidth), ("--gpu-tflops", c.peak_16bit)] {
+        if let Some(v) = v
+            && !(v.is_finite() && v > 0.0)
+        {
+            return Err(format!("`{flag}` must be a positive number"));
+        }
+    }
+    let memory_bytes = match (c.memory_bytes, c.base) {
+        (Some(m), _) => m,
+        (None, Some(b)) => b.memory_bytes,
+        (None, None) => {
+            return Err(
+                "a GPU described by flags needs its memory: `--gpu-mem 24GiB` (or name one with `--gpu`)"
+                    .into(),
+            );
+        }
+    };
+    let gib = |b: u64| {
+        #[expect(clippy::cast_precision_loss, reason = "display only")]
+        let g = b as f64 / (1u64 << 30) as f64;
+        format!("{g:.2} GiB")
+    };
+    let mut changed = Vec::new();
+    if let Some(m) = c.memory_bytes {
+        changed.push(format!("memory {}", gib(m)));
+    }
+    if let Some(bw) = c.bandwidth {
+        changed.push(format!("{:.0} GB/s", bw / 1e9));
+    }
+    if let Some(p) = c.peak_16bit {
+        changed.push(format!("{:.1} TFLOP/s", p / 1e12));
+    }
+    let name = match c.base {
+        Some(b) => format!("{} ({})", b.name, changed.join(", ")),
+        None => format!("custom GPU ({})", changed.join(", ")),
+    };
+    let gpu = Gpu {
+        name: "",
+        aliases: &[],
+        memory_bytes,
+        memory_source: "",
+        bandwidth: c.bandwidth.or(c.base.map(|b| b.bandwidth)).unwrap_or(0.0),
+        peak_16bit: c.peak_16bit.or(c.base.map(|b| b.peak_16bit)).unwrap_or(0.0),
+        // An FP8 peak is kept only when the 16-bit one is the datasheet's.
+        peak_fp8: match (c.peak_16bit, c.base) {
+            (None, Some(b)) => b.peak_fp8,
+            _ => None,
+        },
+        source: "",
+    };
+    let mut table = CUSTOM
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(g) = table.iter().find(|g| {
+        g.name == name
+            && g.memory_bytes == gpu.memory_bytes
+            && g.bandwidth.to_bits() == gpu.bandwidth.to_bits()
+            && g.peak_16bit.to_bits() == gpu.peak_16bit.to_bits()
+    }) {
+        return Ok(g);
+    }
+    if table.len() >= MAX_CUSTOM_GPUS {
+        return Err(format!(
+            "more than {MAX_CUSTOM_GPUS} distinct custom GPUs in one process"
+        ));
+    }
+    let source = match c.base {
+        Some(b) => format!("{}; overridden by flags: {}", b.source, changed.join(", ")),
+        None => "given by flags (--gpu-mem, --gpu-bw, --gpu-tflops)".to_owned(),
+    };
+    let memory_source = match (c.memory_bytes, c.base) {
+        (Some(m), _) => format!("--gpu-mem, {m} bytes"),
+        (None, Some(b)) => b.memory_source.to_owned(),
+        (None, None) => String::new(),
+    };
+    let leaked: &'static Gpu = Box::leak(Box::new(Gpu {
+        name: Box::leak(name.into_boxed_str()),
+        memory_source: Box::leak(memory_source.into_boxed_str()),
+        source: Box::leak(source.into_boxed_str()),
+        ..gpu
+    }));
+    table.push(leaked);
+    Ok(leaked)
+}
+
+/// Split `24GiB`, `936 GB/s`, `3.35e12` into the number and its lowercase unit.
+fn number_unit(s: &str) -> Option<(f64, String)> {
+    let t = s.trim();
+    let end = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '_'))
+        .unwrap_or(t.len());
+    // `e` starts a unit only when no digit follows it (`3e12` is a number).
+    let (num, unit) = t.split_at(end);
+    let x: f64 = num.replace('_', "").parse().ok()?;
+    (x.is_finite() && x > 0.0).then(|| (x, unit.trim().to_ascii_lowercase()))
+}
+
+/// `--gpu-mem`: `24GiB`, `24GB` (10⁹), `80 GiB`, `16384MiB`, or bytes with `B`; a bare number
+/// is refused, since GB and GiB differ by 7%.
+pub fn parse_memory(s: &str) -> Result<u64, String> {
+    let bad = || format!("`{s}` is not a memory size; write it with its unit, e.g. 24GiB or 24GB");
+    let (x, unit) = number_unit(s).ok_or_else(bad)?;
+    let mult: f64 = match unit.as_str() {
+        "b" => 1.0,
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "tb" => 1e12,
+        "kib" => 1024.0,
+        "mib" => 1_048_576.0,
+        "gib" => 1_073_741_824.0,
+        "tib" => 1_099_511_627_776.0,
+        _ => return Err(bad()),
+    };
+    let v = (x * mult).round();
+    if !(1.0..1.8e19).contains(&v) {
+        return Err(bad());
+    }
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "checked range"
+    )]
+    Ok(v as u64)
+}
+
+/// `--gpu-bw`: `936GB/s`, `3.35TB/s`, `1008 GB/s`; a bare number is GB/s.
+pub fn parse_bandwidth(s: &str) -> Result<f64, String> {
+    let bad = || format!("`{s}` is not a bandwidth; e.g. 936GB/s or 3.35TB/s");
+    let (x, unit) = number_unit(s).ok_or_else(bad)?;
+    let mult = match unit.trim_end_matches("/s").trim_end_matches("ps") {
+        "" | "gb" | "g" => 1e9,
+        "tb" | "t" => 1e12,
+        "mb" | "m" => 1e6,
+        "gib" => 1_073_741_824.0,
+        "tib" => 1_099_511_627_776.0,
+        _ => return Err(bad()),
+    };
+    Ok(x * mult)
+}
+
+/// `--gpu-tflops`: the dense 16-bit peak in TFLOP/s (`71`, `71T`, `989.4 TFLOPS`).
+pub fn parse_tflops(s: &str) -> Result<f64, String> {
+    let bad = || format!("`{s}` is not a peak in TFLOP/s; e.g. 71 or 989.4");
+    let (x, unit) = number_unit(s).ok_or_else(bad)?;
+    match unit.as_str() {
+        "" | "t" | "tflops" | "tflop/s" => Ok(x * 1e12),
+        "p" | "pflops" | "pflop/s" => Ok(x * 1e15),
+        _ => Err(bad()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,5 +523,59 @@ mod tests {
                 .unwrap_err()
                 .contains("known: H100-SXM-80GB")
         );
+    }
+
+    #[test]
+    fn custom_gpus_are_interned_and_checked() {
+        let c = CustomGpu {
+            memory_bytes: Some(parse_memory("24GiB").unwrap()),
+            bandwidth: Some(parse_bandwidth("936GB/s").unwrap()),
+            peak_16bit: Some(parse_tflops("71").unwrap()),
+            ..CustomGpu::default()
+        };
+        let a = custom(&c).unwrap();
+        assert_eq!(a.memory_bytes, 24 << 30);
+        assert!((a.bandwidth - 936e9).abs() < 1.0);
+        assert!((a.peak_16bit - 71e12).abs() < 1.0);
+        // Equal descriptions share one leaked entry.
+        assert!(std::ptr::eq(a, custom(&c).unwrap()));
+        // A named GPU with only its memory overridden keeps its speed figures.
+        let modded = custom(&CustomGpu {
+            base: find("rtx4090"),
+            memory_bytes: Some(48 << 30),
+            ..CustomGpu::default()
+        })
+        .unwrap();
+        assert_eq!(modded.memory_bytes, 48 << 30);
+        assert!((modded.bandwidth - 1008e9).abs() < 1.0);
+        assert_eq!(modded.peak_fp8, Some(330.3e12));
+        assert!(modded.name.starts_with("RTX-4090-24GB (memory 48.00 GiB"));
+        // Nothing overridden: the table's own row.
+        assert!(std::ptr::eq(
+            custom(&CustomGpu {
+                base: find("h100"),
+                ..CustomGpu::default()
+            })
+            .unwrap(),
+            find("h100").unwrap()
+        ));
+        assert!(
+            custom(&CustomGpu::default())
+                .unwrap_err()
+                .contains("--gpu-mem")
+        );
+        assert!(parse_memory("24").unwrap_err().contains("unit"));
+        assert_eq!(parse_memory("24GB"), Ok(24_000_000_000));
+        assert_eq!(parse_memory("16384 MiB"), Ok(16 << 30));
+        assert!((parse_bandwidth("3.35TB/s").unwrap() - 3.35e12).abs() < 1.0);
+        assert!(parse_tflops("-3").is_err());
+    }
+
+    #[test]
+    fn apple_unified_memory_is_three_quarters() {
+        // Metal's recommendedMaxWorkingSetSize on a 192 GB M2 Ultra: 154,618.82 MB = 147,456 MiB,
+        // 0.75 × 196,608 MiB.
+        assert_eq!(find("m2ultra").unwrap().memory_bytes, 196_608 * MIB / 4 * 3);
+        assert_eq!(find("m3max").unwrap().memory_bytes, 128 * GIB / 4 * 3);
     }
 }

@@ -900,7 +900,7 @@ fn layer_tensors(b: &mut Builder, layer: &Layer, w: &Widths) -> Result<(), Overf
     Ok(())
 }
 
-fn geometry(
+pub(crate) fn geometry(
     a: &Attention,
     stack: StackRole,
     layers: u64,

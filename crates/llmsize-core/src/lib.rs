@@ -20,6 +20,7 @@ pub mod layout;
 pub mod memory;
 pub mod render;
 pub mod report;
+pub mod runtime;
 pub mod spec;
 pub mod speed;
 pub mod train;

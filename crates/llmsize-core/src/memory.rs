@@ -95,6 +95,8 @@ pub struct KvGroup {
     pub elements_per_token: u64,
     /// Tokens each layer keeps.
     pub tokens: u64,
+    /// The layers' sliding window (self-attention), if they slide.
+    pub window: Option<u64>,
     /// Bytes of the group for the whole batch (all GPUs).
     pub bytes: u64,
     /// Bytes of the group on one GPU.
@@ -146,20 +148,23 @@ pub struct MemoryReport {
     /// `None` when the model's structure is known exactly; else why the weights, cache and
     /// state are an estimate (`--assume`).
     pub estimate: Option<String>,
+    /// A serving runtime's placement (llama.cpp, vLLM, a pipeline split), when one was asked
+    /// for; the per-GPU figures above are then its most loaded GPU's.
+    pub serving: Option<crate::runtime::ServingReport>,
 }
 
-fn overflow(what: &str) -> SpecError {
+pub(crate) fn overflow(what: &str) -> SpecError {
     SpecError::TooLarge {
         what: what.to_owned(),
     }
 }
 
 /// `a · b`, or an overflow error naming `what`.
-fn mul(a: u64, b: u64, what: &str) -> Result<u64, SpecError> {
+pub(crate) fn mul(a: u64, b: u64, what: &str) -> Result<u64, SpecError> {
     a.checked_mul(b).ok_or_else(|| overflow(what))
 }
 
-fn add(a: u64, b: u64, what: &str) -> Result<u64, SpecError> {
+pub(crate) fn add(a: u64, b: u64, what: &str) -> Result<u64, SpecError> {
     a.checked_add(b).ok_or_else(|| overflow(what))
 }
 
@@ -211,7 +216,7 @@ pub fn weight_lines(spec: &ModelSpec, format: WeightFormat) -> Result<Vec<Storag
 }
 
 /// Tokens a layer keeps after `seq_len` tokens.
-fn kept(window: Option<u64>, seq_len: u64, policy: CachePolicy) -> u64 {
+pub(crate) fn kept(window: Option<u64>, seq_len: u64, policy: CachePolicy) -> u64 {
     match window {
         None => seq_len,
         Some(w) => match policy {
@@ -227,7 +232,7 @@ pub fn kv_groups(spec: &ModelSpec, options: &MemoryOptions) -> Result<Vec<KvGrou
 }
 
 /// KV cache groups of a layout's attention geometry.
-fn kv_groups_of(
+pub(crate) fn kv_groups_of(
     attention: &[AttentionGeometry],
     options: &MemoryOptions,
 ) -> Result<Vec<KvGroup>, SpecError> {
@@ -348,6 +353,7 @@ fn kv_groups_of(
                 what,
                 elements_per_token: per,
                 tokens,
+                window: if g.cross { None } else { g.window },
                 bytes,
                 bytes_per_gpu,
             }),
@@ -358,7 +364,7 @@ fn kv_groups_of(
 
 /// The largest layer working set of a prefill, in elements per token: the residual and its
 /// normed copy, plus the wider of attention (q, k, v, output) and the MLP's inner activations.
-fn activation_elements_per_token(spec: &ModelSpec) -> Result<(u64, String), SpecError> {
+pub(crate) fn activation_elements_per_token(spec: &ModelSpec) -> Result<(u64, String), SpecError> {
     let prod = |f: &[u64]| -> Result<u64, SpecError> {
         f.iter()
             .try_fold(1u64, |a, b| a.checked_mul(*b))
@@ -407,9 +413,15 @@ fn activation_elements_per_token(spec: &ModelSpec) -> Result<(u64, String), Spec
     Ok((sum(&[prod(&[2, spec.hidden_size])?, widest])?, why))
 }
 
+/// Whether tensor parallelism of degree `tp` splits every layer's heads (see `check_tp`).
+#[must_use]
+pub fn tp_fits(spec: &ModelSpec, tp: u64) -> bool {
+    tp >= 1 && check_tp(spec, tp).is_ok()
+}
+
 /// Tensor parallelism splits query heads evenly across ranks (as vLLM and Megatron require),
 /// and KV heads either evenly or by replication (ranks a multiple of the KV heads).
-fn check_tp(spec: &ModelSpec, tp: u64) -> Result<(), SpecError> {
+pub(crate) fn check_tp(spec: &ModelSpec, tp: u64) -> Result<(), SpecError> {
     if tp == 1 {
         return Ok(());
     }
@@ -712,6 +724,7 @@ fn memory_of(
         assumptions,
         encoder_only,
         estimate: spec.estimate.clone(),
+        serving: None,
     })
 }
 

@@ -34,12 +34,13 @@ pub mod wire;
 pub use error::{Error, ErrorKind};
 pub use hub::{DEFAULT_ENDPOINT, HubEnv, looks_like_repo_id};
 pub use request::{
-    AuditRequest, Design, FLOPS_SEQ_LEN, FlopsRequest, HubOptions, InspectRequest, MEMORY_SEQ_LEN,
-    MemoryRequest, OVERHEAD_MIB, ParamsRequest, Sweep, SweepAxis, Swept, parse_count, parse_size,
+    AuditRequest, CustomGpuFlags, Design, FLOPS_SEQ_LEN, FlopsRequest, HubOptions, InspectRequest,
+    MEMORY_SEQ_LEN, MemoryRequest, OVERHEAD_MIB, ParamsRequest, RuntimeFlags, Sweep, SweepAxis,
+    Swept, parse_count, parse_size,
 };
 pub use run::{
-    AuditOutcome, FilesUsed, FlopsOutcome, FlopsPoint, InspectOutcome, MemoryOutcome,
-    MemoryResult, ModelMemory, ParamsOutcome, gpus, model_types, presets,
+    AuditOutcome, FilesUsed, FlopsOutcome, FlopsPoint, InspectOutcome, MemoryOutcome, MemoryResult,
+    ModelMemory, ParamsOutcome, gpus, model_types, presets,
 };
 pub use train::{TrainJson, TrainOutcome, TrainRequest};
 
@@ -48,6 +49,7 @@ pub use llmsize_adapters::HeadChoice;
 pub use llmsize_core::design::Style;
 pub use llmsize_core::flops::AttentionConvention;
 pub use llmsize_core::memory::{CachePolicy, MlaCache};
+pub use llmsize_core::runtime::Runtime;
 pub use llmsize_core::train::parallel::Parallelism;
 
 /// The engine: the environment it resolves Hub repo ids in, and the commands.

@@ -6,6 +6,7 @@ use llmsize_adapters::HeadChoice;
 use llmsize_core::design::Style;
 use llmsize_core::flops::AttentionConvention;
 use llmsize_core::memory::{CachePolicy, MlaCache};
+use llmsize_core::runtime::Runtime;
 
 use crate::Error;
 
@@ -285,12 +286,18 @@ pub struct MemoryRequest {
     pub seq_len: Option<u64>,
     /// Sequences served at once.
     pub batch: u64,
-    /// KV cache element type.
-    pub kv_dtype: String,
+    /// KV cache element type [default: bf16; f16 under llama.cpp, its default].
+    pub kv_dtype: Option<String>,
     /// GPU and count, e.g. `h100x8`.
     pub gpu: Option<String>,
-    /// Tensor-parallel degree [default: the GPU count].
+    /// A GPU described by flags, alone or overriding `gpu`'s figures.
+    pub custom_gpu: CustomGpuFlags,
+    /// Tensor-parallel degree [default: the GPU count when the heads divide by it].
     pub tp: Option<u64>,
+    /// Pipeline (layer-split) stages [default: 1, or what tensor parallelism cannot use].
+    pub pp: Option<u64>,
+    /// A serving runtime's view and its settings.
+    pub runtime: RuntimeFlags,
     /// DeepSeek MLA cache layout.
     pub mla_cache: MlaCache,
     /// Whose KV cache layout.
@@ -317,14 +324,67 @@ impl MemoryRequest {
             dtype: None,
             seq_len: None,
             batch: 1,
-            kv_dtype: "bf16".into(),
+            kv_dtype: None,
             gpu: None,
+            custom_gpu: CustomGpuFlags::default(),
             tp: None,
+            pp: None,
+            runtime: RuntimeFlags::default(),
             mla_cache: MlaCache::Latent,
             cache: CachePolicy::Transformers,
             overhead_mib: OVERHEAD_MIB,
             max_context: false,
             sweep: None,
+        }
+    }
+}
+
+/// `--gpu-mem 24GiB --gpu-bw 936GB/s --gpu-tflops 71`: a GPU by its figures, as typed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CustomGpuFlags {
+    /// Memory (`24GiB`, `24GB`).
+    pub memory: Option<String>,
+    /// Bandwidth (`936GB/s`).
+    pub bandwidth: Option<String>,
+    /// Dense 16-bit peak in TFLOP/s (`71`).
+    pub tflops: Option<String>,
+}
+
+/// A serving runtime and its settings, each named after the runtime's own flag.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuntimeFlags {
+    /// `--runtime` [default: llama.cpp for a GGUF file, else transformers].
+    pub runtime: Option<Runtime>,
+    /// llama.cpp `--ctx-size` [default: `seq_len · batch`].
+    pub ctx_size: Option<u64>,
+    /// llama.cpp `--n-gpu-layers` [default: every layer and the output].
+    pub n_gpu_layers: Option<u64>,
+    /// llama.cpp `--tensor-split` proportions [default: equal].
+    pub tensor_split: Vec<f64>,
+    /// llama.cpp `--swa-full`.
+    pub swa_full: bool,
+    /// vLLM `--gpu-memory-utilization`.
+    pub gpu_memory_utilization: f64,
+    /// vLLM `--block-size`.
+    pub block_size: u64,
+    /// vLLM `--max-model-len` [default: `seq_len`].
+    pub max_model_len: Option<u64>,
+    /// vLLM `--max-num-batched-tokens` [default: vLLM's for the GPU].
+    pub max_num_batched_tokens: Option<u64>,
+}
+
+impl Default for RuntimeFlags {
+    fn default() -> Self {
+        RuntimeFlags {
+            runtime: None,
+            ctx_size: None,
+            n_gpu_layers: None,
+            tensor_split: Vec::new(),
+            swa_full: false,
+            gpu_memory_utilization: 0.9,
+            block_size: 16,
+            max_model_len: None,
+            max_num_batched_tokens: None,
         }
     }
 }

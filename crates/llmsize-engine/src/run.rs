@@ -8,8 +8,11 @@ use llmsize_core::flops::{FlopsReport, flops as count_flops};
 use llmsize_core::formats::{KvDtype, WeightFormat};
 use llmsize_core::gpu::{self, GPUS, Gpu};
 use llmsize_core::memory::{
-    CachePolicy, MaxContext, MemoryOptions, MemoryReport, MlaCache, StorageLine, max_context,
-    memory_with,
+    CachePolicy, MaxContext, MemoryOptions, MemoryReport, MlaCache, StorageLine,
+};
+use llmsize_core::runtime::{
+    PlacedWeights, Runtime, ServingOptions, max_context as runtime_max_context, placed_from_files,
+    serve,
 };
 use llmsize_core::speed::{SpeedOptions, SpeedReport, speed};
 use llmsize_core::{ModelSpec, ParamsReport, count};
@@ -17,8 +20,8 @@ use llmsize_core::{ModelSpec, ParamsReport, count};
 use crate::Error;
 use crate::hub::HubEnv;
 use crate::request::{
-    AuditRequest, FLOPS_SEQ_LEN, FlopsRequest, HubOptions, InspectRequest, MEMORY_SEQ_LEN,
-    MemoryRequest, OVERHEAD_MIB, ParamsRequest, Sweep, SweepAxis, Swept,
+    AuditRequest, CustomGpuFlags, FLOPS_SEQ_LEN, FlopsRequest, HubOptions, InspectRequest,
+    MEMORY_SEQ_LEN, MemoryRequest, OVERHEAD_MIB, ParamsRequest, Sweep, SweepAxis, Swept,
 };
 use crate::resolve::{Lookup, Model, Want, resolve_model};
 use crate::wire::{
@@ -369,29 +372,180 @@ fn with_images(seq_len: u64, extra: u64) -> Result<u64, Error> {
     })
 }
 
-/// Request → core options, validated in one place.
-fn memory_options(req: &MemoryRequest) -> Result<MemoryOptions, Error> {
-    let gpu = gpu_spec(req.gpu.as_deref())?;
+/// `--gpu` with `--gpu-mem`/`--gpu-bw`/`--gpu-tflops`: the GPU and its count; a described
+/// GPU is interned by the core (see [`gpu::custom`]).
+pub(crate) fn gpu_choice(
+    spec: Option<&str>,
+    flags: &CustomGpuFlags,
+) -> Result<Option<(&'static Gpu, u64)>, Error> {
+    let named = gpu_spec(spec)?;
+    let bad = |flag: &str, e: String| {
+        Error::bad_input(
+            format!("`{flag}`: {e}"),
+            "describe a GPU as `--gpu-mem 24GiB --gpu-bw 936GB/s --gpu-tflops 71`",
+        )
+    };
+    let custom = gpu::CustomGpu {
+        base: named.map(|(g, _)| g),
+        memory_bytes: flags
+            .memory
+            .as_deref()
+            .map(gpu::parse_memory)
+            .transpose()
+            .map_err(|e| bad("--gpu-mem", e))?,
+        bandwidth: flags
+            .bandwidth
+            .as_deref()
+            .map(gpu::parse_bandwidth)
+            .transpose()
+            .map_err(|e| bad("--gpu-bw", e))?,
+        peak_16bit: flags
+            .tflops
+            .as_deref()
+            .map(gpu::parse_tflops)
+            .transpose()
+            .map_err(|e| bad("--gpu-tflops", e))?,
+    };
+    if named.is_none() && custom.is_empty() {
+        return Ok(None);
+    }
+    let g = gpu::custom(&custom).map_err(|e| bad("--gpu-mem", e))?;
+    Ok(Some((g, named.map_or(1, |(_, n)| n))))
+}
+
+/// The tensor-parallel degrees that split `spec`'s heads, up to `max`.
+fn tp_degrees(spec: &ModelSpec, max: u64) -> Vec<u64> {
+    (1..=max.min(1024))
+        .filter(|d| llmsize_core::memory::tp_fits(spec, *d))
+        .collect()
+}
+
+/// The widest tensor parallelism over a divisor of `count` GPUs that splits the heads.
+fn widest_tp(spec: &ModelSpec, count: u64) -> u64 {
+    (1..=count)
+        .rev()
+        .find(|d| count.is_multiple_of(*d) && llmsize_core::memory::tp_fits(spec, *d))
+        .unwrap_or(1)
+}
+
+/// Request → core options, validated in one place: the GPUs' layout (tensor parallelism
+/// where the heads allow it, else a layer split) and the runtime's settings.
+fn memory_options(
+    req: &MemoryRequest,
+    spec: &ModelSpec,
+    gguf: bool,
+) -> Result<(MemoryOptions, ServingOptions, Vec<String>), Error> {
+    let gpu = gpu_choice(req.gpu.as_deref(), &req.custom_gpu)?;
     let count = gpu.map_or(1, |(_, n)| n);
-    let tp = req.tp.unwrap_or(count);
-    if tp == 0 {
-        return Err(Error::bad_input(
-            "`--tp 0` is out of range",
-            "give the tensor-parallel degree, at least 1",
+    let mut notes = Vec::new();
+    // A GGUF is served by llama.cpp, which places layers one by one; past the layers a
+    // placement takes, the plain report (and a note) rather than an error nobody asked for.
+    let placeable = spec.num_layers() <= llmsize_core::runtime::MAX_PLACED_LAYERS;
+    let runtime = req.runtime.runtime.unwrap_or(if gguf && placeable {
+        Runtime::LlamaCpp
+    } else {
+        Runtime::Transformers
+    });
+    if gguf && !placeable && req.runtime.runtime.is_none() {
+        notes.push(format!(
+            "a GGUF file of {} layers: sized as transformers holds it (llama.cpp's placement is worked out for at most {} layers)",
+            spec.num_layers(),
+            llmsize_core::runtime::MAX_PLACED_LAYERS
         ));
     }
-    if gpu.is_some() && tp > count {
+    for (flag, v) in [("--tp", req.tp), ("--pp", req.pp)] {
+        if v == Some(0) {
+            return Err(Error::bad_input(
+                format!("`{flag} 0` is out of range"),
+                "give a degree of at least 1",
+            ));
+        }
+    }
+    let degrees = |max| {
+        tp_degrees(spec, max)
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(tp) = req.tp
+        && !llmsize_core::memory::tp_fits(spec, tp)
+    {
         return Err(Error::bad_input(
-            format!("`--tp {tp}` is more than the {count} GPU(s) of `--gpu`"),
-            "name as many GPUs as the tensor-parallel degree, e.g. `--gpu h100x8`",
+            format!(
+                "`--tp {tp}` does not split `{}`'s attention heads evenly",
+                spec.name
+            ),
+            format!(
+                "tensor-parallel degrees that work: {}; or split the layers with `--pp`",
+                degrees(count.max(tp))
+            ),
         ));
     }
-    Ok(MemoryOptions {
+    if runtime == Runtime::Vllm && gpu.is_none() {
+        return Err(Error::bad_input(
+            "`--runtime vllm` needs a GPU: vLLM sizes its KV cache from the GPU's memory",
+            "name one with `--gpu h100`, or describe it with `--gpu-mem 80GiB`",
+        ));
+    }
+    if runtime == Runtime::LlamaCpp
+        && let Some(tp) = req.tp.filter(|t| *t > 1)
+    {
+        return Err(Error::bad_input(
+            format!(
+                "`--tp {tp}` under llama.cpp: its row split (`--split-mode row`) is not modelled"
+            ),
+            "drop `--tp`: llama.cpp's default layer split over the GPUs of `--gpu` is",
+        ));
+    }
+    let (tp, pp) = match (runtime, req.tp, req.pp) {
+        // llama.cpp's default multi-GPU mode is a layer split over every GPU.
+        (Runtime::LlamaCpp, tp, pp) => (tp.unwrap_or(1), pp.unwrap_or(count)),
+        (_, Some(tp), pp) => (tp, pp.unwrap_or(1)),
+        // The widest tensor parallelism the heads allow within each stage's share of GPUs.
+        (_, None, Some(pp)) => (
+            (1..=count.checked_div(pp).unwrap_or(1).max(1))
+                .rev()
+                .find(|d| llmsize_core::memory::tp_fits(spec, *d))
+                .unwrap_or(1),
+            pp,
+        ),
+        (_, None, None) => {
+            // The widest tensor parallelism the heads allow over a divisor of the GPUs; the
+            // rest of the GPUs become pipeline stages.
+            let tp = widest_tp(spec, count);
+            if tp < count {
+                notes.push(format!(
+                    "{count} GPUs: tensor parallelism {count} does not split the attention heads (degrees that work: {}), so the layers are split into {} pipeline stages{}; choose with --tp/--pp",
+                    degrees(count),
+                    count / tp,
+                    if tp > 1 {
+                        format!(" of tensor parallelism {tp}")
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+            (tp, count / tp)
+        }
+    };
+    if gpu.is_some() && tp.saturating_mul(pp) > count {
+        return Err(Error::bad_input(
+            format!("`--tp {tp}` × `--pp {pp}` is more than the {count} GPU(s) of `--gpu`"),
+            "name as many GPUs as tp × pp, e.g. `--gpu h100x8`",
+        ));
+    }
+    let kv_default = if runtime == Runtime::LlamaCpp {
+        "f16"
+    } else {
+        "bf16"
+    };
+    let options = MemoryOptions {
         format: weight_format(req.dtype.as_deref().unwrap_or("bf16"))?,
         // The length is settled per model (`context_length`): a position table caps it.
         seq_len: req.seq_len.unwrap_or(MEMORY_SEQ_LEN),
         batch: req.batch,
-        kv_dtype: kv_dtype(&req.kv_dtype)?,
+        kv_dtype: kv_dtype(req.kv_dtype.as_deref().unwrap_or(kv_default))?,
         tp,
         gpu,
         mla: req.mla_cache,
@@ -403,7 +557,47 @@ fn memory_options(req: &MemoryRequest) -> Result<MemoryOptions, Error> {
                 message: "`--overhead` is too large".into(),
                 hint: None,
             })?,
-    })
+    };
+    let f = &req.runtime;
+    let serving = ServingOptions {
+        runtime,
+        pp,
+        ctx_size: f.ctx_size,
+        n_gpu_layers: f.n_gpu_layers,
+        tensor_split: f.tensor_split.clone(),
+        swa_full: f.swa_full,
+        n_ubatch: 512,
+        gpu_memory_utilization: f.gpu_memory_utilization,
+        block_size: f.block_size,
+        max_model_len: f.max_model_len,
+        max_num_batched_tokens: f.max_num_batched_tokens,
+    };
+    if runtime != Runtime::LlamaCpp
+        && (f.ctx_size.is_some()
+            || f.n_gpu_layers.is_some()
+            || !f.tensor_split.is_empty()
+            || f.swa_full)
+    {
+        return Err(Error::bad_input(
+            "`--ctx-size`, `--n-gpu-layers`, `--tensor-split` and `--swa-full` are llama.cpp's",
+            "add `--runtime llama.cpp`",
+        ));
+    }
+    if runtime != Runtime::Vllm
+        && (f.max_model_len.is_some()
+            || f.max_num_batched_tokens.is_some()
+            || (f.gpu_memory_utilization - 0.9).abs() > f64::EPSILON
+            || f.block_size != 16)
+    {
+        return Err(Error::bad_input(
+            "`--gpu-memory-utilization`, `--block-size`, `--max-model-len` and `--max-num-batched-tokens` are vLLM's",
+            "add `--runtime vllm`",
+        ));
+    }
+    if gguf && placeable && req.runtime.runtime.is_none() {
+        notes.push("a GGUF file: sized as llama.cpp serves it (`--runtime transformers` for transformers' cache)".into());
+    }
+    Ok((options, serving, notes))
 }
 
 /// Weight files as storage lines: bytes as stored, by dtype, and the tensors the name table
@@ -581,6 +775,10 @@ pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome,
     Ok(MemoryOutcome { models, warnings })
 }
 
+/// One point of `memory`: the report, and the runtime and placement it was made under (what
+/// `--max-context` searches again).
+type Point = (MemoryReport, ServingOptions, Option<PlacedWeights>);
+
 /// `memory` for one MODEL argument.
 fn memory_model(
     req: &MemoryRequest,
@@ -601,6 +799,14 @@ fn memory_model(
         env,
         warnings,
     )?;
+    let checkpoint = model
+        .weights
+        .as_ref()
+        .map(crate::weights_io::Weights::checkpoint)
+        .transpose()?;
+    let gguf = checkpoint
+        .as_ref()
+        .is_some_and(|c| c.format == checkpoint::Format::Gguf);
     let images = image_positions(&spec, req.images, req.image_tokens)?;
     let extra = images.as_ref().map_or(0, |(n, _)| *n);
     if images.is_some() && req.max_context {
@@ -611,18 +817,16 @@ fn memory_model(
     }
     // Weight files, when the model has them, are measured rather than estimated.
     let mut files_used = None;
-    let from_files = match &model.weights {
+    let from_files = match &checkpoint {
         None => None,
-        Some(w) => {
-            let checkpoint = w.checkpoint()?;
+        Some(c) => {
             warnings.extend(
-                checkpoint
-                    .file_problems
+                c.file_problems
                     .iter()
                     .map(|p| format!("{}: {p}", spec.name)),
             );
-            files_used = Some(FilesUsed::of(&checkpoint));
-            Some(storage_lines(&checkpoint, &spec.name, warnings)?)
+            files_used = Some(FilesUsed::of(c));
+            Some(storage_lines(c, &spec.name, warnings)?)
         }
     };
     let files = from_files.as_deref();
@@ -635,6 +839,27 @@ fn memory_model(
             "sweep formats over a config.json or a preset, without weight files",
         ));
     }
+    // Where the files' tensors sit, for a runtime that places layers (worked out once, when
+    // one asks).
+    let mut placed_once: Option<PlacedWeights> = None;
+    let mut placement = |serving: &ServingOptions| -> Result<Option<PlacedWeights>, Error> {
+        let plain = serving.runtime == Runtime::Transformers && serving.pp == 1;
+        match (&checkpoint, plain) {
+            (Some(c), false) => {
+                if placed_once.is_none() {
+                    let entries: Vec<(&str, llmsize_core::Category, u64)> = c
+                        .entries
+                        .iter()
+                        .map(|e| (e.name.as_str(), e.role, e.bytes))
+                        .collect();
+                    placed_once =
+                        Some(placed_from_files(&spec, &entries).map_err(Error::spec(&spec.name))?);
+                }
+                Ok(placed_once.clone())
+            }
+            _ => Ok(None),
+        }
+    };
     if files.is_some() && req.dtype.is_some() {
         warnings.push(format!(
             "{}: `--dtype` is ignored: the weights are measured from the files as stored",
@@ -643,23 +868,26 @@ fn memory_model(
     }
     let wrap = Error::spec;
     // One point: the request with the swept option set, validated as the flags are.
-    let estimate = |point: Option<&Swept>| -> Result<MemoryReport, Error> {
+    let mut estimate = |point: Option<&Swept>| -> Result<Point, Error> {
         let r = memory_point(req, point);
-        let mut options = memory_options(&r)?;
+        let (mut options, serving, notes) = memory_options(&r, &spec, gguf)?;
         let (seq_len, note) =
             context_length(&spec, &model, r.seq_len, MEMORY_SEQ_LEN, extra, "--seq-len")?;
         options.seq_len = seq_len;
-        let mut report = memory_with(&spec, &options, files).map_err(wrap(&spec.name))?;
+        let placed = placement(&serving)?;
+        let mut report =
+            serve(&spec, &options, &serving, files, placed.as_ref()).map_err(wrap(&spec.name))?;
+        report.assumptions.extend(notes);
         report.assumptions.extend(note);
         if let Some((_, note)) = &images {
             report.assumptions.push(note.clone());
         }
-        Ok(report)
+        Ok((report, serving, placed))
     };
     let result = if let Some(sweep) = &req.sweep {
         let mut points = Vec::new();
         for v in sweep.points() {
-            let report = estimate(Some(&v))?;
+            let (report, _, _) = estimate(Some(&v))?;
             points.push((v, report));
         }
         MemoryResult::Sweep {
@@ -667,7 +895,7 @@ fn memory_model(
             points,
         }
     } else {
-        let report = estimate(None)?;
+        let (report, serving, placed) = estimate(None)?;
         let longest = if req.max_context {
             if report.options.gpu.is_none() {
                 return Err(Error::bad_input(
@@ -676,8 +904,15 @@ fn memory_model(
                 ));
             }
             Some(
-                max_context(&spec, &report.options, files, MAX_CONTEXT_SEARCH)
-                    .map_err(wrap(&spec.name))?,
+                runtime_max_context(
+                    &spec,
+                    &report.options,
+                    &serving,
+                    files,
+                    placed.as_ref(),
+                    MAX_CONTEXT_SEARCH,
+                )
+                .map_err(wrap(&spec.name))?,
             )
         } else {
             None
@@ -867,9 +1102,19 @@ fn flops_point(
         Some(p) => context_length(spec, model, Some(p), p, extra, "--prompt")?.0,
     };
     let report = count_flops(spec, seq_len, batch, req.attention).map_err(wrap(&spec.name))?;
+    let mut tp_notes = Vec::new();
     let speed_report = match gpu_spec(gpu.as_deref())? {
         None => None,
         Some((gpu, count)) => {
+            // Tensor parallelism where the heads allow it; the other GPUs would be pipeline
+            // stages, which do not shorten one step.
+            let tp = widest_tp(spec, count);
+            if tp < count {
+                tp_notes.push(format!(
+                    "{count} GPUs: the speed is for tensor parallelism {tp} (the attention heads do not split {count} ways); pipeline stages do not shorten a decode step"
+                ));
+            }
+            let count = tp;
             let memory = MemoryOptions {
                 format,
                 seq_len,
@@ -912,7 +1157,7 @@ fn flops_point(
         swept: point,
         report,
         speed: speed_report,
-        notes: note.into_iter().collect(),
+        notes: note.into_iter().chain(tp_notes).collect(),
     })
 }
 

@@ -19,7 +19,9 @@
 //!   and then `estimate_basis` says what was assumed).
 //! - `memory`: the options, `params`, `weights_bytes` and lines, the KV cache by group,
 //!   activations, overhead, per-GPU and total bytes, `fits`, `assumptions`; `gpu` with a GPU;
-//!   `max_context` and `max_context_bound` with `--max-context`; `swept` in a sweep.
+//!   `max_context` and `max_context_bound` with `--max-context`; `swept` in a sweep;
+//!   `serving` under a runtime or a layer split (its stages, llama.cpp's cells, vLLM's
+//!   blocks), the per-GPU figures then being its most loaded GPU's.
 //! - `flops`: the options, `forward` and `per_token` lines with their totals, the parameter
 //!   counts, the article's 2·P and 6·P; `speed` with a GPU (time to first token, decode at
 //!   `--batch` and by batch, cost with `--price`); `notes`; `swept` in a sweep.
@@ -31,6 +33,7 @@ use std::collections::BTreeMap;
 use llmsize_adapters::checkpoint::{Audit, Checkpoint, Entry, Format, Ignored, Summary};
 use llmsize_core::flops::{FlopsLine, FlopsReport};
 use llmsize_core::memory::{MaxContext, MemoryReport};
+use llmsize_core::runtime::ServingReport;
 use llmsize_core::speed::{SpeedReport, StepEstimate};
 use llmsize_core::{Category, ParamsReport};
 use serde::Serialize;
@@ -348,6 +351,151 @@ pub struct MemoryJson {
     /// The weight files measured (when the weights come from files) and those not read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub files: Option<FilesJson>,
+    /// A serving runtime's placement (`--runtime`, `--pp`, a layer split); the per-GPU
+    /// figures above are then its most loaded GPU's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serving: Option<ServingJson>,
+}
+
+/// `memory --json`'s `serving`: where a runtime put the model.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServingJson {
+    /// `transformers`, `llama.cpp` or `vllm`.
+    pub runtime: String,
+    /// Tensor-parallel degree within a stage.
+    pub tp: u64,
+    /// Pipeline stages (layer-split GPUs).
+    pub pp: u64,
+    /// Each stage's GPU (figures per GPU), then the host for llama.cpp.
+    pub stages: Vec<StageJson>,
+    /// Index of the most loaded GPU's stage.
+    pub most_loaded: usize,
+    /// llama.cpp's cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llama_cpp: Option<LlamaCppJson>,
+    /// vLLM's block pool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vllm: Option<VllmJson>,
+}
+
+/// One device of a placement.
+#[derive(Debug, Clone, Serialize)]
+pub struct StageJson {
+    /// `GPU 0`, `GPUs 0–1`, `CPU (system RAM)`.
+    pub device: String,
+    /// A GPU (else system RAM).
+    pub gpu: bool,
+    /// Layers held, as `[start, end)` pairs.
+    pub layers: Vec<[u64; 2]>,
+    /// What else it holds (`embeddings`, `head`, `token table`, `output layer`).
+    pub holds: Vec<String>,
+    /// Weights, bytes.
+    pub weights_bytes: u64,
+    /// KV cache, bytes.
+    pub kv_cache_bytes: u64,
+    /// Recurrent state, bytes.
+    pub state_bytes: u64,
+    /// Activations or compute buffers, bytes (an estimate).
+    pub activation_bytes: u64,
+    /// Runtime overhead, bytes.
+    pub overhead_bytes: u64,
+    /// The sum.
+    pub total_bytes: u64,
+}
+
+/// llama.cpp's cache sizes.
+#[derive(Debug, Clone, Serialize)]
+pub struct LlamaCppJson {
+    /// `--ctx-size` asked.
+    pub n_ctx_asked: u64,
+    /// Cells of a full-attention layer (padded to 256).
+    pub n_ctx: u64,
+    /// Cells of a sliding layer, when the architecture has an SWA cache.
+    pub swa_cells: Option<u64>,
+    /// `--n-gpu-layers`, capped at layers + 1.
+    pub n_gpu_layers: u64,
+    /// The output layer is on a GPU.
+    pub output_on_gpu: bool,
+}
+
+/// vLLM's block pool.
+#[derive(Debug, Clone, Serialize)]
+pub struct VllmJson {
+    /// `gpu_memory_utilization`.
+    pub gpu_memory_utilization: f64,
+    /// What vLLM may use of one GPU, bytes.
+    pub budget_bytes: u64,
+    /// Left for the KV cache on the most constrained GPU, bytes.
+    pub kv_budget_bytes: u64,
+    /// Tokens per block.
+    pub block_size: u64,
+    /// Bytes of one block of one layer on one GPU.
+    pub page_bytes: u64,
+    /// Layers a block id spans (per group for a hybrid model).
+    pub layers_per_block: u64,
+    /// Blocks.
+    pub num_blocks: u64,
+    /// Blocks one request at `max_model_len` needs.
+    pub blocks_per_request: u64,
+    /// `max_model_len`.
+    pub max_model_len: u64,
+    /// `max_num_batched_tokens`.
+    pub max_num_batched_tokens: u64,
+    /// `num_blocks / blocks_per_request`.
+    pub max_concurrency: f64,
+    /// Whole requests at `max_model_len` at once.
+    pub max_sequences: u64,
+    /// Tokens the pool holds.
+    pub kv_cache_tokens: u64,
+}
+
+impl ServingJson {
+    fn new(s: &ServingReport) -> Self {
+        ServingJson {
+            runtime: s.runtime.name().to_owned(),
+            tp: s.tp,
+            pp: s.pp,
+            stages: s
+                .stages
+                .iter()
+                .map(|st| StageJson {
+                    device: st.device.clone(),
+                    gpu: st.gpu,
+                    layers: st.layers.iter().map(|r| [r.start, r.end]).collect(),
+                    holds: st.extras.iter().map(|e| (*e).to_owned()).collect(),
+                    weights_bytes: st.weights,
+                    kv_cache_bytes: st.kv,
+                    state_bytes: st.state,
+                    activation_bytes: st.activations,
+                    overhead_bytes: st.overhead,
+                    total_bytes: st.total,
+                })
+                .collect(),
+            most_loaded: s.most_loaded,
+            llama_cpp: s.llama_cpp.map(|l| LlamaCppJson {
+                n_ctx_asked: l.n_ctx_asked,
+                n_ctx: l.n_ctx,
+                swa_cells: l.swa_cells,
+                n_gpu_layers: l.n_gpu_layers,
+                output_on_gpu: l.output_on_gpu,
+            }),
+            vllm: s.vllm.map(|v| VllmJson {
+                gpu_memory_utilization: v.gpu_memory_utilization,
+                budget_bytes: v.budget,
+                kv_budget_bytes: v.kv_budget,
+                block_size: v.block_size,
+                page_bytes: v.page_bytes,
+                layers_per_block: v.layers_per_block,
+                num_blocks: v.num_blocks,
+                blocks_per_request: v.blocks_per_request,
+                max_model_len: v.max_model_len,
+                max_num_batched_tokens: v.max_num_batched_tokens,
+                max_concurrency: v.max_concurrency,
+                max_sequences: v.max_sequences,
+                kv_cache_tokens: v.kv_tokens,
+            }),
+        }
+    }
 }
 
 /// Weight files read and not read.
@@ -530,6 +678,7 @@ impl MemoryJson {
             max_context_bound: max_context.map(|mc| mc.map(|m| m.bound.to_owned())),
             swept: None,
             files: None,
+            serving: r.serving.as_ref().map(ServingJson::new),
         }
     }
 }

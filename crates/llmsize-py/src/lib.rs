@@ -118,7 +118,7 @@ fn memory(
     r.dtype = dtype;
     r.seq_len = seq_len.or(r.seq_len);
     r.batch = batch.unwrap_or(r.batch);
-    r.kv_dtype = kv_dtype.unwrap_or(r.kv_dtype);
+    r.kv_dtype = kv_dtype.or(r.kv_dtype);
     r.gpu = gpu;
     r.tp = tp;
     r.mla_cache = match mla_cache {

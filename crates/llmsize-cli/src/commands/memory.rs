@@ -1,7 +1,7 @@
 //! `llmsize memory`: can I run it?
 
 use llmsize_core::render;
-use llmsize_engine::{MemoryRequest, MemoryResult, Sweep};
+use llmsize_engine::{CustomGpuFlags, MemoryRequest, MemoryResult, RuntimeFlags, Sweep};
 
 use super::{engine, hub};
 use crate::cli::MemoryArgs;
@@ -23,7 +23,24 @@ pub(crate) fn request(args: &MemoryArgs) -> Result<MemoryRequest, Failure> {
         batch: args.batch,
         kv_dtype: args.kv_dtype.clone(),
         gpu: args.gpu.clone(),
+        custom_gpu: CustomGpuFlags {
+            memory: args.gpu_mem.clone(),
+            bandwidth: args.gpu_bw.clone(),
+            tflops: args.gpu_tflops.clone(),
+        },
         tp: args.tp,
+        pp: args.pp,
+        runtime: RuntimeFlags {
+            runtime: args.runtime,
+            ctx_size: args.ctx_size,
+            n_gpu_layers: args.n_gpu_layers,
+            tensor_split: args.tensor_split.clone(),
+            swa_full: args.swa_full,
+            gpu_memory_utilization: args.gpu_memory_utilization,
+            block_size: args.block_size,
+            max_model_len: args.max_model_len,
+            max_num_batched_tokens: args.max_num_batched_tokens,
+        },
         mla_cache: args.mla_cache,
         cache: args.cache,
         overhead_mib: args.overhead,

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use super::columns;
 use crate::memory::{MaxContext, MemoryReport};
+use crate::runtime::{Runtime, ServingReport};
 use crate::units::{bytes_both, thousands};
 
 /// A point of a sweep: the value swept, as a table writes it, and its report.
@@ -43,6 +44,22 @@ pub fn render(
             String::new()
         }
     );
+    if let Some(s) = &r.serving {
+        let _ = writeln!(
+            out,
+            "as {} places it{}\n",
+            s.runtime.name(),
+            if s.pp > 1 {
+                format!(
+                    ", layers split over {} {}",
+                    s.pp,
+                    if s.tp > 1 { "stages" } else { "GPUs" }
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
     let mut rows = vec![vec![
         "item".to_owned(),
         "bytes".to_owned(),
@@ -86,9 +103,14 @@ pub fn render(
             thousands(r.kv_bytes),
             bytes_both(r.kv_bytes),
             format!(
-                "{} B per token of context ({}), all layers",
+                "{} B per token of context ({}), all layers{}",
                 thousands(r.kv_bytes_per_token_full),
-                o.kv_dtype.name()
+                o.kv_dtype.name(),
+                match r.serving.as_ref().map(|s| s.runtime) {
+                    Some(Runtime::Vllm) => "; what the batch needs at max_model_len (vLLM's pool, below, takes what is left)",
+                    Some(Runtime::LlamaCpp) => "; llama.cpp's cells for the whole context",
+                    _ => "",
+                }
             ),
         ]);
     }
@@ -153,7 +175,21 @@ pub fn render(
         bytes_both(o.overhead_bytes),
         "CUDA context and allocator, per GPU".into(),
     ]);
-    if o.tp > 1 {
+    if let Some(s) = &r.serving
+        && let Some(st) = s.stages.get(s.most_loaded)
+    {
+        rows.push(vec![
+            format!("per GPU ({})", st.device),
+            thousands(r.per_gpu),
+            bytes_both(r.per_gpu),
+            format!(
+                "the most loaded GPU: weights {} + KV {} + compute {} + overhead",
+                bytes_both(r.weights_per_gpu),
+                bytes_both(r.kv_per_gpu),
+                bytes_both(r.activation_bytes)
+            ),
+        ]);
+    } else if o.tp > 1 {
         rows.push(vec![
             format!("per GPU (tp {})", o.tp),
             thousands(r.per_gpu),
@@ -169,7 +205,9 @@ pub fn render(
         "total".into(),
         thousands(r.total),
         bytes_both(r.total),
-        if o.tp > 1 {
+        if r.serving.is_some() {
+            "every GPU (system RAM apart)".to_owned()
+        } else if o.tp > 1 {
             format!(
                 "per GPU × {} (weights and KV above are for the whole model)",
                 o.tp
@@ -179,8 +217,30 @@ pub fn render(
         },
     ]);
     out.push_str(&columns(&rows, &[false, true, true, false]));
+    if let Some(s) = &r.serving {
+        placement(&mut out, s);
+    }
+    let vllm = r.serving.as_ref().and_then(|s| s.vllm);
     if let (Some((gpu, count)), Some(fits)) = (o.gpu, r.fits) {
-        let verdict = if fits {
+        let verdict = if let Some(v) = vllm {
+            if fits {
+                format!(
+                    "fits: {} sequences of {} tokens at once (batch {} asked)",
+                    thousands(v.max_sequences),
+                    thousands(v.max_model_len),
+                    o.batch
+                )
+            } else {
+                format!(
+                    "does not fit: the KV budget ({}) holds {} blocks; {} sequences of {} tokens need {} (vLLM refuses to start below one)",
+                    bytes_both(v.kv_budget),
+                    thousands(v.num_blocks),
+                    o.batch,
+                    thousands(v.max_model_len),
+                    thousands(v.blocks_per_request.saturating_mul(o.batch))
+                )
+            }
+        } else if fits {
             format!(
                 "fits: {} of {} used per GPU",
                 bytes_both(r.per_gpu),
@@ -227,6 +287,92 @@ pub fn render(
     out
 }
 
+/// Where the runtime put things, device by device, and its cache's own figures.
+fn placement(out: &mut String, s: &ServingReport) {
+    let mut rows = vec![vec![
+        "device".to_owned(),
+        "layers".to_owned(),
+        "weights".to_owned(),
+        "KV cache".to_owned(),
+        "compute".to_owned(),
+        "total".to_owned(),
+        "also holds".to_owned(),
+    ]];
+    for st in &s.stages {
+        let layers = if st.layers.iter().all(std::ops::Range::is_empty) {
+            "-".to_owned()
+        } else {
+            st.layers
+                .iter()
+                .filter(|r| !r.is_empty())
+                .map(|r| format!("{}–{}", r.start, r.end - 1))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        rows.push(vec![
+            st.device.clone(),
+            layers,
+            bytes_both(st.weights),
+            bytes_both(st.kv),
+            bytes_both(st.activations),
+            bytes_both(st.total),
+            st.extras.join(", "),
+        ]);
+    }
+    let _ = writeln!(
+        out,
+        "\nplacement ({}{})",
+        s.runtime.name(),
+        if s.tp > 1 {
+            format!(
+                "; each stage {} tensor-parallel GPUs, figures per GPU",
+                s.tp
+            )
+        } else {
+            String::new()
+        }
+    );
+    out.push_str(&columns(
+        &rows,
+        &[false, false, true, true, true, true, false],
+    ));
+    if let Some(l) = &s.llama_cpp {
+        let _ = writeln!(
+            out,
+            "llama.cpp: n_ctx {} cells{}{}; --n-gpu-layers {}, output layer on {}",
+            thousands(l.n_ctx),
+            if l.n_ctx == l.n_ctx_asked {
+                String::new()
+            } else {
+                format!(" (asked {}, padded to 256)", thousands(l.n_ctx_asked))
+            },
+            l.swa_cells
+                .map(|c| format!(", sliding layers {} cells", thousands(c)))
+                .unwrap_or_default(),
+            l.n_gpu_layers,
+            if l.output_on_gpu { "a GPU" } else { "the CPU" }
+        );
+    }
+    if let Some(v) = &s.vllm {
+        let _ = writeln!(
+            out,
+            "vLLM: {} × GPU = {} per GPU; KV budget {}; {} blocks of {} tokens ({} B a layer, {} layers a block); a request of {} tokens needs {} blocks: max concurrency {:.2}, {} whole sequences; KV cache {} tokens",
+            v.gpu_memory_utilization,
+            bytes_both(v.budget),
+            bytes_both(v.kv_budget),
+            thousands(v.num_blocks),
+            v.block_size,
+            thousands(v.page_bytes),
+            v.layers_per_block,
+            thousands(v.max_model_len),
+            thousands(v.blocks_per_request),
+            v.max_concurrency,
+            thousands(v.max_sequences),
+            thousands(v.kv_tokens)
+        );
+    }
+}
+
 /// A sweep table.
 #[must_use]
 pub fn render_sweep(name: &str, axis: &str, points: &[SweepPoint]) -> String {
@@ -237,8 +383,16 @@ pub fn render_sweep(name: &str, axis: &str, points: &[SweepPoint]) -> String {
         "total per GPU".to_owned(),
         "fits".to_owned(),
     ]];
+    // Under vLLM the pool is the same size at every point; what changes is how many
+    // sequences it holds.
+    let vllm = points
+        .iter()
+        .any(|(_, r)| r.serving.as_ref().is_some_and(|s| s.vllm.is_some()));
+    if vllm && let Some(h) = rows.first_mut() {
+        h.push("max sequences".to_owned());
+    }
     for (v, r) in points {
-        rows.push(vec![
+        let mut row = vec![
             v.clone(),
             bytes_both(r.weights_per_gpu),
             bytes_both(r.kv_per_gpu),
@@ -248,14 +402,30 @@ pub fn render_sweep(name: &str, axis: &str, points: &[SweepPoint]) -> String {
                 Some(false) => "no".into(),
                 None => "-".into(),
             },
-        ]);
+        ];
+        if vllm {
+            row.push(
+                r.serving
+                    .as_ref()
+                    .and_then(|s| s.vllm)
+                    .map_or_else(|| "-".to_owned(), |p| thousands(p.max_sequences)),
+            );
+        }
+        rows.push(row);
     }
     format!(
         "{name}: memory by {axis}\n\n{}",
         // Counts right-aligned, names (`dtype`, `gpu`) left.
         columns(
             &rows,
-            &[matches!(axis, "seq_len" | "batch"), true, true, true, false]
+            &[
+                matches!(axis, "seq_len" | "batch"),
+                true,
+                true,
+                true,
+                false,
+                true
+            ]
         )
     )
 }
