@@ -293,7 +293,19 @@ fn a_gguf_window_of_0_is_llama_cpp_s_no_window() {
     std::fs::write(dir.path().join("none.gguf"), phi3_gguf(0)).unwrap();
     std::fs::write(dir.path().join("w2047.gguf"), phi3_gguf(2047)).unwrap();
     let kv = |file: &str| {
-        let r = llmsize_in(d, &["memory", file, "--seq-len", "4096", "--json"]);
+        // transformers' cache: llama.cpp (a GGUF's default view) keeps Phi-3's whole context.
+        let r = llmsize_in(
+            d,
+            &[
+                "memory",
+                file,
+                "--seq-len",
+                "4096",
+                "--runtime",
+                "transformers",
+                "--json",
+            ],
+        );
         assert_eq!(r.code, 0, "{file}: {}", r.stderr);
         let v: Value = serde_json::from_str(&r.stdout).unwrap();
         v["kv_cache_bytes"].as_u64().unwrap()
