@@ -1046,11 +1046,15 @@ impl Scheme {
 }
 
 impl KindSet {
-    /// Which tensors the set quantizes and which stay as stored, in words.
+    /// Which tensors the set quantizes, in words: "every linear layer but …" or "only …"
+    /// (embeddings, norms and biases are never quantized by these formats).
     #[must_use]
     pub fn describe(self) -> String {
         use TensorKind as K;
-        let groups: [(&str, &[TensorKind]); 6] = [
+        if self == KindSet::block_matrices() {
+            return "embeddings, head, routers, norms and biases 16-bit".into();
+        }
+        let groups: [(&str, &[TensorKind]); 7] = [
             (
                 "attention",
                 &[
@@ -1073,37 +1077,31 @@ impl KindSet {
                 "shared experts",
                 &[K::SharedGate, K::SharedUp, K::SharedDown],
             ),
+            ("routers", &[K::Router]),
             ("other matrices", &[K::Matrix]),
             ("output head", &[K::Output]),
         ];
-        let (mut all, mut some, mut none) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut inside, mut outside) = (Vec::new(), Vec::new());
         for (name, kinds) in groups {
-            let n = kinds.iter().filter(|k| self.contains(**k)).count();
-            match n {
-                0 => none.push(name),
-                _ if n == kinds.len() => all.push(name),
-                _ => some.push(name),
-            }
-        }
-        if self == KindSet::block_matrices() {
-            return "embeddings, head, routers, norms and biases 16-bit".into();
-        }
-        let mut out = format!(
-            "quantized: {}",
-            if all.is_empty() {
-                "nothing".to_owned()
+            // A group quantized in part is named as quantized; the bytes are per kind.
+            if kinds.iter().any(|k| self.contains(*k)) {
+                inside.push(name);
             } else {
-                all.join(", ")
+                outside.push(name);
             }
-        );
-        if !some.is_empty() {
-            out.push_str(&format!("; in part: {}", some.join(", ")));
         }
-        out.push_str(&format!(
-            "; as stored (16-bit): embeddings, {}routers, norms and biases",
-            none.iter().map(|n| format!("{n}, ")).collect::<String>()
-        ));
-        out
+        let list = |v: &[&str]| v.join(", ");
+        if inside.len() >= outside.len() {
+            format!(
+                "every linear layer quantized but the {}; embeddings, norms and biases 16-bit",
+                list(&outside)
+            )
+        } else {
+            format!(
+                "only the {} quantized; every other tensor as stored (16-bit)",
+                list(&inside)
+            )
+        }
     }
 }
 

@@ -87,7 +87,7 @@ pub fn speed(
     options: SpeedOptions,
 ) -> Result<SpeedReport, SpecError> {
     let gpus = options.gpus.max(1) as f64;
-    let fp8 = matches!(memory.options.format, WeightFormat::Fp8 { .. });
+    let fp8 = memory.options.format.is_fp8();
     let peak = match (fp8, options.gpu.peak_fp8) {
         (true, Some(p)) => p,
         _ => options.gpu.peak_16bit,

@@ -345,6 +345,50 @@ fn memory_options(req: &MemoryRequest) -> Result<MemoryOptions, Error> {
     })
 }
 
+/// The storage a quantized release's config states, when `--dtype` is not given (a
+/// `--dtype` that overrides it is warned about).
+fn release_format(
+    spec: &ModelSpec,
+    dtype_given: bool,
+    warnings: &mut Vec<String>,
+) -> Option<WeightFormat> {
+    let q = spec.quantization.as_ref()?;
+    let f = q.format?;
+    if dtype_given {
+        warnings.push(format!(
+            "{}: `--dtype` overrides the release's quantization (`quant_method: {}`, stored as `{}`)",
+            spec.name,
+            q.method,
+            f.name()
+        ));
+        return None;
+    }
+    Some(f)
+}
+
+/// What goes beside the weights: the estimate in `format` when the weights were measured
+/// from files, and what the release's files hold that the model does not load.
+fn release_beside(
+    spec: &ModelSpec,
+    format: WeightFormat,
+    measured: bool,
+) -> Result<(Option<u64>, Option<(String, u64)>), llmsize_core::SpecError> {
+    let estimate = if measured {
+        let lines = llmsize_core::memory::weight_lines(spec, format)?;
+        Some(
+            lines
+                .iter()
+                .try_fold(0u64, |a, l| a.checked_add(l.bytes))
+                .ok_or_else(|| llmsize_core::SpecError::TooLarge {
+                    what: "weights".into(),
+                })?,
+        )
+    } else {
+        None
+    };
+    Ok((estimate, llmsize_core::quant::mtp_bytes(spec, format)?))
+}
+
 /// Weight files as storage lines: bytes as stored, by dtype.
 fn storage_lines(checkpoint: &Checkpoint, name: &str) -> Result<Vec<StorageLine>, Error> {
     Ok(checkpoint
@@ -376,6 +420,9 @@ pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome,
         &mut warnings,
     )?;
     let mut options = memory_options(req)?;
+    if let Some(f) = release_format(&spec, req.dtype.is_some(), &mut warnings) {
+        options.format = f;
+    }
     let images = image_positions(&spec, req.images, req.image_tokens)?;
     let extra = images.as_ref().map_or(0, |(n, _)| *n);
     if images.is_some() && req.max_context {
@@ -396,6 +443,8 @@ pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome,
             .push("`--dtype` is ignored: the weights are measured from the files as stored".into());
     }
     let wrap = Error::spec;
+    let beside =
+        release_beside(&spec, options.format, files.is_some()).map_err(wrap(&spec.name))?;
     let result = if let Some(sweep) = &req.sweep {
         let mut points = Vec::with_capacity(sweep.values.len());
         for &v in &sweep.values {
@@ -410,6 +459,7 @@ pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome,
                 },
             };
             let mut report = memory_with(&spec, &o, files).map_err(wrap(&spec.name))?;
+            (report.weights_estimate_bytes, report.files_only) = beside.clone();
             if let Some((_, note)) = &images {
                 report.assumptions.push(note.clone());
             }
@@ -421,6 +471,7 @@ pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome,
         }
     } else {
         let mut report = memory_with(&spec, &options, files).map_err(wrap(&spec.name))?;
+        (report.weights_estimate_bytes, report.files_only) = beside;
         if let Some((_, note)) = &images {
             report.assumptions.push(note.clone());
         }
@@ -507,7 +558,30 @@ pub(crate) fn flops(req: &FlopsRequest, env: &HubEnv) -> Result<FlopsOutcome, Er
         }
     }
     // Validate every option up front, even those only the speed estimate uses.
-    let format = weight_format(&req.dtype)?;
+    let mut format = weight_format(&req.dtype)?;
+    if req.gpu.is_some()
+        && let Some(q) = &spec.quantization
+        && let Some(f) = q.format
+    {
+        // A quantized release's decode reads its weights as stored; `--dtype` defaults to
+        // bf16 here, so only another name overrides the release.
+        if format == WeightFormat::Bf16 {
+            format = f;
+            warnings.push(format!(
+                "{}: decode bytes in the release's format `{}` (`quant_method: {}`); `--dtype` overrides it",
+                spec.name,
+                f.name(),
+                q.method
+            ));
+        } else {
+            warnings.push(format!(
+                "{}: `--dtype` overrides the release's quantization (`quant_method: {}`, stored as `{}`)",
+                spec.name,
+                q.method,
+                f.name()
+            ));
+        }
+    }
     let kv = kv_dtype(&req.kv_dtype)?;
     let wrap = Error::spec;
     let images = image_positions(&spec, req.images, req.image_tokens)?;

@@ -304,6 +304,13 @@ pub struct MemoryJson {
     pub weights_bytes: u64,
     /// Weights by storage.
     pub weights: Vec<StorageJson>,
+    /// When the weights were measured from files: the config-derived estimate beside them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weights_estimate_bytes: Option<u64>,
+    /// Weights the release's files hold that the model does not load (DeepSeek-V3's
+    /// multi-token-prediction layer), not in any total.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files_only: Option<FilesOnlyJson>,
     /// Bytes of the KV cache.
     pub kv_cache_bytes: u64,
     /// KV cache bytes per token, every layer at full length.
@@ -354,6 +361,15 @@ pub enum MemoryWire {
     One(Box<Envelope<MemoryJson>>),
     /// A sweep: one object per value, each with `swept`.
     Sweep(Vec<Envelope<MemoryJson>>),
+}
+
+/// Weights a release's files hold beyond what the model loads.
+#[derive(Debug, Clone, Serialize)]
+pub struct FilesOnlyJson {
+    /// What they are.
+    pub what: String,
+    /// Their bytes.
+    pub bytes: u64,
 }
 
 /// Weights in one storage format.
@@ -429,6 +445,11 @@ impl MemoryJson {
                     bytes: l.bytes,
                 })
                 .collect(),
+            weights_estimate_bytes: r.weights_estimate_bytes,
+            files_only: r.files_only.as_ref().map(|(what, bytes)| FilesOnlyJson {
+                what: what.clone(),
+                bytes: *bytes,
+            }),
             kv_cache_bytes: r.kv_bytes,
             kv_cache_bytes_per_token: r.kv_bytes_per_token_full,
             kv_cache: r
