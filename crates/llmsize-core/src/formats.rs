@@ -867,7 +867,7 @@ impl Scheme {
                 // One 16-bit scale per group and output.
                 let scales = groups.checked_mul(n)?.checked_mul(2)?;
                 // `m` values of `b` bits packed into int32 words, in bytes.
-                let words = |m: u64| Some(m.checked_mul(b)?.div_ceil(32).checked_mul(4)?);
+                let words = |m: u64| m.checked_mul(b)?.div_ceil(32).checked_mul(4);
                 let parts = match packing {
                     IntPacking::Gptq => [
                         words(k)?.checked_mul(n)?,      // qweight [⌈K·b/32⌉, N]
@@ -1376,5 +1376,194 @@ mod layout_tests {
             .unwrap();
         assert_eq!(ty, "Q5_0");
         assert_eq!(b, 4096 * (4000 / 32) * 22);
+    }
+}
+
+/// The quantized layouts of releases, derived by hand per matrix (N outputs, K inputs).
+#[cfg(test)]
+mod quant_layout_tests {
+    use super::*;
+
+    fn q(scheme: Scheme) -> WeightFormat {
+        WeightFormat::Quantized(Quant {
+            scheme,
+            kinds: KindSet::block_matrices(),
+        })
+    }
+
+    fn bytes(f: WeightFormat, n: u64, k: u64) -> u64 {
+        f.quant().unwrap().scheme.matrix_bytes(n, k).unwrap()
+    }
+
+    #[test]
+    fn mxfp4_is_blocks_of_32_with_a_byte_scale() {
+        // gpt-oss expert down_proj 2880×2880: 2880·2880/2 B of E2M1 + 2880·2880/32 E8M0
+        // scales = 4,147,200 + 259,200.
+        assert_eq!(
+            bytes(WeightFormat::parse("mxfp4").unwrap(), 2880, 2880),
+            4_147_200 + 259_200
+        );
+        // A row of 33 inputs takes two blocks: 2·17 B.
+        assert_eq!(bytes(q(Scheme::Mxfp4), 1, 33), 34);
+    }
+
+    #[test]
+    fn nvfp4_is_blocks_of_16_with_an_fp8_scale_and_two_fp32_globals() {
+        // 4096×4096: 16,777,216/2 packed + 16,777,216/16 E4M3 scales + 4 + 4.
+        assert_eq!(
+            bytes(WeightFormat::parse("nvfp4").unwrap(), 4096, 4096),
+            8_388_608 + 1_048_576 + 8
+        );
+    }
+
+    #[test]
+    fn fp8_scales_by_tensor_channel_and_block() {
+        // DeepSeek-V3 kv_a_proj_with_mqa [576, 7168]: 4,128,768 B + fp32 `weight_scale_inv`
+        // [⌈576/128⌉, 7168/128] = [5, 56] → 1,120 B.
+        let block = q(Scheme::Fp8 {
+            scales: Fp8Scales::Block {
+                rows: 128,
+                cols: 128,
+            },
+            scale_bytes: 4,
+            input_scale: false,
+        });
+        assert_eq!(bytes(block, 576, 7168), 4_128_768 + 5 * 56 * 4);
+        // compressed-tensors FP8-dynamic: a bf16 scale per output row.
+        assert_eq!(
+            bytes(WeightFormat::parse("fp8-channel").unwrap(), 4096, 4096),
+            16_777_216 + 4096 * 2
+        );
+        // Static activations add the fp32 `input_scale`.
+        let static_tensor = q(Scheme::Fp8 {
+            scales: Fp8Scales::Tensor,
+            scale_bytes: 4,
+            input_scale: true,
+        });
+        assert_eq!(bytes(static_tensor, 4096, 4096), 16_777_216 + 4 + 4);
+    }
+
+    #[test]
+    fn gptq_of_3_and_8_bits_and_per_channel() {
+        // 3-bit g128, 4096×4096: qweight [4096·3/32 = 384, 4096] int32 = 6,291,456; qzeros
+        // [32, 384] int32 = 49,152; scales [32, 4096] fp16 = 262,144; g_idx 16,384.
+        assert_eq!(
+            bytes(WeightFormat::parse("gptq-3bit").unwrap(), 4096, 4096),
+            6_291_456 + 49_152 + 262_144 + 16_384
+        );
+        // 8-bit per channel (`group_size: -1`): qweight [1024, 4096]·4 = 16,777,216; one
+        // group: qzeros [1, 1024]·4 = 4,096, scales [1, 4096]·2 = 8,192; g_idx 16,384.
+        let per_channel = q(Scheme::Int {
+            bits: 8,
+            group: 0,
+            packing: IntPacking::Gptq,
+        });
+        assert_eq!(
+            bytes(per_channel, 4096, 4096),
+            16_777_216 + 4_096 + 8_192 + 16_384
+        );
+    }
+
+    #[test]
+    fn compressed_tensors_int_schemes() {
+        // W4A16 (symmetric, g128): weight_packed [4096, 512] int32 = 8,388,608, bf16
+        // weight_scale [4096, 32] = 262,144, weight_shape int64[2] = 16.
+        assert_eq!(
+            bytes(WeightFormat::parse("w4a16").unwrap(), 4096, 4096),
+            8_388_608 + 262_144 + 16
+        );
+        // Asymmetric with actorder: + weight_zero_point [512, 32] int32 = 65,536 and
+        // weight_g_idx [4096] int32 = 16,384.
+        let asym = q(Scheme::Int {
+            bits: 4,
+            group: 128,
+            packing: IntPacking::Packed {
+                zero: true,
+                g_idx: true,
+            },
+        });
+        assert_eq!(
+            bytes(asym, 4096, 4096),
+            8_388_608 + 262_144 + 16 + 65_536 + 16_384
+        );
+        // W8A8 int8 per channel, symmetric: int8 weights + a bf16 scale per row.
+        assert_eq!(
+            bytes(WeightFormat::parse("w8a8").unwrap(), 4096, 4096),
+            16_777_216 + 8_192
+        );
+        // AWQ without zero points drops qzeros (32·512·4 = 65,536) from 8,716,288.
+        let awq = q(Scheme::Int {
+            bits: 4,
+            group: 128,
+            packing: IntPacking::Awq { zero: false },
+        });
+        assert_eq!(bytes(awq, 4096, 4096), 8_716_288 - 65_536);
+    }
+
+    #[test]
+    fn bnb_fp4_weighs_what_nf4_weighs() {
+        // Same packing, absmax and 16-entry code table; only the code differs.
+        let fp4 = WeightFormat::parse("bnb-fp4").unwrap();
+        assert_eq!(bytes(fp4, 4096, 4096), 8_388_608 + 1_048_576 + 64);
+    }
+
+    #[test]
+    fn a_kind_outside_the_set_stays_16_bit() {
+        use crate::count::Category;
+        use crate::expr::Expr;
+        use crate::layout::{Form, Place, Shape};
+        let experts_only = WeightFormat::Quantized(Quant {
+            scheme: Scheme::Mxfp4,
+            kinds: KindSet::EMPTY.with(TensorKind::ExpertDown),
+        });
+        let mut t = Tensor {
+            name: crate::layout::TensorName {
+                prefix: "decoder.0".into(),
+                cross: false,
+                local: "attn_q".into(),
+                suffix: ".weight",
+            },
+            part: "q_proj".into(),
+            kind: TensorKind::AttnQ,
+            category: Category::Attention,
+            place: Place::Layer { stack: 0, kind: 0 },
+            shape: Shape {
+                copies: Expr::Lit(1),
+                active_copies: Expr::Lit(1),
+                rows: Expr::Lit(2880),
+                cols: Expr::Lit(2880),
+                form: Form::Linear,
+            },
+            stack: None,
+            layer_runs: std::sync::Arc::from([std::ops::Range { start: 0, end: 1 }]),
+            layers: 1,
+            stack_layers: 1,
+            copies: 1,
+            active_copies: 1,
+            rows: 2880,
+            cols: 2880,
+        };
+        let ctx = MixContext {
+            gqa: 1,
+            experts: 32,
+            is_70b: false,
+            has_output: true,
+        };
+        assert_eq!(
+            experts_only.tensor_bytes(&t, 0, ctx),
+            Some((2880 * 2880 * 2, "16-bit"))
+        );
+        // 32 experts, each with its own blocks and scales.
+        t.kind = TensorKind::ExpertDown;
+        t.copies = 32;
+        assert_eq!(
+            experts_only.tensor_bytes(&t, 0, ctx),
+            Some((32 * (4_147_200 + 259_200), "mxfp4"))
+        );
+        assert!(
+            experts_only
+                .describe()
+                .contains("only the routed experts quantized")
+        );
     }
 }

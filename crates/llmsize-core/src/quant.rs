@@ -48,10 +48,8 @@ impl Quantization {
             ),
         };
         if !self.skipped.is_empty() {
-            s.push_str(&format!(
-                "; not converted by the config: {}",
-                self.skipped.join(", ")
-            ));
+            s.push_str("; not converted by the config: ");
+            s.push_str(&self.skipped.join(", "));
         }
         for n in &self.notes {
             s.push_str("; ");

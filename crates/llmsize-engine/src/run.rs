@@ -366,13 +366,17 @@ fn release_format(
     Some(f)
 }
 
+/// The config's estimate beside measured weights, and the bytes the files hold that the
+/// model does not load (with what they are).
+type Beside = (Option<u64>, Option<(String, u64)>);
+
 /// What goes beside the weights: the estimate in `format` when the weights were measured
 /// from files, and what the release's files hold that the model does not load.
 fn release_beside(
     spec: &ModelSpec,
     format: WeightFormat,
     measured: bool,
-) -> Result<(Option<u64>, Option<(String, u64)>), llmsize_core::SpecError> {
+) -> Result<Beside, llmsize_core::SpecError> {
     let estimate = if measured {
         let lines = llmsize_core::memory::weight_lines(spec, format)?;
         Some(

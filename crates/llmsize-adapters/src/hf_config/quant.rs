@@ -674,3 +674,112 @@ fn resolve_kinds(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test fails loudly on what it did not expect"
+)]
+mod tests {
+    use super::*;
+    use crate::{ReadOptions, read_config};
+
+    #[test]
+    fn transformers_matching_stops_at_module_boundaries() {
+        // `should_convert_module` (transformers 5.24): from the start up to a boundary, a
+        // regex, or a suffix.
+        let p = |s: &str| Pattern::new(s, Matching::Transformers);
+        assert!(p("model.layers.*.self_attn").matches("model.layers.3.self_attn.q_proj"));
+        assert!(p("lm_head").matches("lm_head"));
+        assert!(p("mlp.gate").matches("model.layers.0.mlp.gate"));
+        assert!(!p("mlp.gate").matches("model.layers.0.mlp.gate_proj"));
+        assert!(p("layer.1").matches("layer.1.attn"));
+        assert!(!p("layer.1").matches("layer.11.attn"));
+        assert!(p("model.layers.1.").matches("model.layers.1.mlp"));
+    }
+
+    #[test]
+    fn compressed_tensors_and_glob_matching() {
+        let ct = |s: &str| Pattern::new(s, Matching::CompressedTensors);
+        assert!(ct("re:.*mlp.gate$").matches("model.layers.0.mlp.gate"));
+        assert!(!ct("re:.*mlp.gate$").matches("model.layers.0.mlp.gate_proj"));
+        assert!(ct("lm_head").matches("lm_head"));
+        assert!(!ct("lm_head").matches("model.lm_head.x"));
+        let g = |s: &str| Pattern::new(s, Matching::Glob);
+        assert!(g("*.mlp.gate").matches("model.layers.7.mlp.gate"));
+        assert!(!g("lm_head").matches("lm_head_2"));
+    }
+
+    /// A llama-style config of 4 layers with `quantization_config`.
+    fn llama(q: &str) -> String {
+        format!(
+            r#"{{"model_type": "llama", "hidden_size": 256, "intermediate_size": 512,
+            "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 4,
+            "vocab_size": 1000, "tie_word_embeddings": false, "quantization_config": {q}}}"#
+        )
+    }
+
+    fn read(q: &str) -> ModelSpec {
+        read_config(&llama(q), "config.json", "t", &ReadOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn compressed_tensors_quantizes_the_head_unless_ignored() {
+        let q = |ignore: &str| {
+            read(&format!(
+                r#"{{"quant_method": "compressed-tensors", "format": "pack-quantized",
+                "config_groups": {{"group_0": {{"targets": ["Linear"], "weights": {{"num_bits": 4,
+                "type": "int", "strategy": "group", "group_size": 128, "symmetric": true}}}}}},
+                "ignore": {ignore}}}"#
+            ))
+            .quantization
+            .unwrap()
+        };
+        let kinds = |q: Quantization| match q.format {
+            Some(WeightFormat::Quantized(f)) => f.kinds,
+            other => panic!("{other:?}"),
+        };
+        assert!(kinds(q("[]")).contains(TensorKind::Output));
+        let ignored = kinds(q(r#"["lm_head"]"#));
+        assert!(!ignored.contains(TensorKind::Output));
+        assert!(ignored.contains(TensorKind::AttnQ));
+    }
+
+    #[test]
+    fn a_list_naming_some_layers_is_noted() {
+        // Layers 0 of 4 left unconverted: the kind stays quantized (3 of 4), with a note.
+        let q = read(
+            r#"{"quant_method": "gptq", "bits": 4, "group_size": 128,
+            "modules_to_not_convert": ["model.layers.0.self_attn"]}"#,
+        )
+        .quantization
+        .unwrap();
+        assert!(
+            q.notes.iter().any(|n| n.contains("names 1 of 4 layers")),
+            "{:?}",
+            q.notes
+        );
+        let Some(WeightFormat::Quantized(f)) = q.format else {
+            panic!()
+        };
+        assert!(f.kinds.contains(TensorKind::AttnQ));
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        let err = read_config(
+            &llama(r#"{"quant_method": "fp8", "weight_block_size": [128]}"#),
+            "config.json",
+            "t",
+            &ReadOptions::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("quantization_config.weight_block_size"),
+            "{err}"
+        );
+        assert!(err.contains("[128, 128]"), "{err}");
+    }
+}
