@@ -722,7 +722,33 @@ impl WeightFormat {
             WeightFormat::Gguf(_) => {
                 "llama.cpp mix: per-tensor types by llama-quantize's rules (llama-quant.cpp); norms and biases F32; file metadata not included".into()
             }
-            _ => self.quant().map_or_else(String::new, |q| {
+            WeightFormat::Fp8 { block: false } => {
+                "block linear weights 1 byte + one fp32 scale per tensor; embeddings, head, norms, biases bf16".into()
+            }
+            WeightFormat::Fp8 { block: true } => {
+                "block linear weights 1 byte + one fp32 scale per 128×128 block; embeddings, head, norms, biases bf16".into()
+            }
+            WeightFormat::Int8 => {
+                "LLM.int8(): block linear weights int8 + fp32 scale per output row; embeddings, head, norms, biases bf16".into()
+            }
+            WeightFormat::Int4 => {
+                "int4 weight-only, group 128, bf16 scale and zero per group; embeddings, head, norms, biases bf16".into()
+            }
+            WeightFormat::Nf4 {
+                double_quant: false,
+            } => {
+                "NF4: block linear weights 4-bit, fp32 absmax per 64 weights; embeddings, head, norms, biases bf16".into()
+            }
+            WeightFormat::Nf4 { double_quant: true } => {
+                "NF4 + double quantization: int8 absmax per 64 weights, fp32 scale per 256 blocks; embeddings, head, norms, biases bf16".into()
+            }
+            WeightFormat::Gptq4 => {
+                "GPTQ 4-bit g128 (qweight, scales fp16, qzeros, g_idx); embeddings, head, norms, biases fp16".into()
+            }
+            WeightFormat::Awq4 => {
+                "AWQ 4-bit g128 (qweight, qzeros, scales fp16); embeddings, head, norms, biases fp16".into()
+            }
+            WeightFormat::Quantized(_) => self.quant().map_or_else(String::new, |q| {
                 format!("{}; {}", q.scheme.describe(), q.kinds.describe())
             }),
         }
