@@ -447,8 +447,14 @@ pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome,
             .push("`--dtype` is ignored: the weights are measured from the files as stored".into());
     }
     let wrap = Error::spec;
-    let beside =
-        release_beside(&spec, options.format, files.is_some()).map_err(wrap(&spec.name))?;
+    // The config's estimate goes beside measured files when there is a config.json to
+    // estimate from (a GGUF's metadata describes its own file).
+    let beside = release_beside(
+        &spec,
+        options.format,
+        files.is_some() && model.config.is_some(),
+    )
+    .map_err(wrap(&spec.name))?;
     let result = if let Some(sweep) = &req.sweep {
         let mut points = Vec::with_capacity(sweep.values.len());
         for &v in &sweep.values {

@@ -255,8 +255,7 @@ pub(crate) fn read(
             skipped: keys.list("modules_to_not_convert")?,
             matching: Matching::Transformers,
             notes: vec![
-                "only the routed experts are MXFP4 (transformers converts `GptOssExperts` alone)"
-                    .into(),
+                "transformers' MXFP4 quantizer converts the experts (`GptOssExperts`) alone".into(),
             ],
         },
         "fp8" => {
