@@ -80,6 +80,17 @@ pub fn module_path(spec: &ModelSpec, t: &Tensor, layer: u64) -> String {
         _ => leaf,
     };
     match t.kind {
+        // An extra part's matrix carries its own path (`model.vision_tower.layers.*.…`, or
+        // `mixer.in_proj` within a layer); `*` stands for any index, matched as the first.
+        K::Matrix => {
+            let path = t.name.local.split(" (").next().unwrap_or_default();
+            let path = path.trim_end_matches(".weight").replace('*', "0");
+            if t.stack.is_some() && !path.starts_with("model.") {
+                format!("model.layers.{layer}.{path}")
+            } else {
+                path
+            }
+        }
         K::TokenEmbedding => "model.embed_tokens".into(),
         K::PositionEmbedding => "model.embed_positions".into(),
         K::Output => "lm_head".into(),

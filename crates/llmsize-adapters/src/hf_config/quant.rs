@@ -746,6 +746,30 @@ mod tests {
     }
 
     #[test]
+    fn an_ignored_vision_tower_stays_16_bit() {
+        // llm-compressor's VLM recipes ignore the tower by regex: its matrices (the `Matrix`
+        // kind of the tower) leave the set, the text tower's stay.
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/coverage/configs/llava.default.json"
+        );
+        let mut c: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        c["quantization_config"] = serde_json::json!({
+            "quant_method": "compressed-tensors", "format": "pack-quantized",
+            "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4,
+                "type": "int", "strategy": "group", "group_size": 128, "symmetric": true}}},
+            "ignore": ["lm_head", "re:.*vision_tower.*", "re:.*multi_modal_projector.*"]});
+        let spec =
+            read_config(&c.to_string(), "config.json", "t", &ReadOptions::default()).unwrap();
+        let Some(WeightFormat::Quantized(f)) = spec.quantization.unwrap().format else {
+            panic!()
+        };
+        assert!(!f.kinds.contains(TensorKind::Matrix));
+        assert!(f.kinds.contains(TensorKind::FfnDown));
+        assert!(!f.kinds.contains(TensorKind::Output));
+    }
+
+    #[test]
     fn a_list_naming_some_layers_is_noted() {
         // Layers 0 of 4 left unconverted: the kind stays quantized (3 of 4), with a note.
         let q = read(
