@@ -578,7 +578,7 @@ pub(crate) fn flops(req: &FlopsRequest, env: &HubEnv) -> Result<FlopsOutcome, Er
         if format == WeightFormat::Bf16 {
             format = f;
             warnings.push(format!(
-                "{}: decode bytes in the release's format `{}` (`quant_method: {}`); `--dtype` overrides it",
+                "{}: decode bytes in the release's format `{}` (`quant_method: {}`); a `--dtype` other than bf16 overrides it",
                 spec.name,
                 f.name(),
                 q.method
