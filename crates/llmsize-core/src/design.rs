@@ -266,6 +266,7 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
         extras: Vec::new(),
         estimate: None,
         image_tokens: None,
+        quantization: None,
         training: None,
     })
 }

@@ -18,6 +18,7 @@ pub mod ggml;
 pub mod gpu;
 pub mod layout;
 pub mod memory;
+pub mod quant;
 pub mod render;
 pub mod report;
 pub mod runtime;

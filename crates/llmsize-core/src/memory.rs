@@ -141,6 +141,13 @@ pub struct MemoryReport {
     pub fits: Option<bool>,
     /// The weights were measured from weight files, not estimated from `format`.
     pub weights_from_files: bool,
+    /// When the weights were measured from files: what the config's own format says they
+    /// weigh, shown beside the measurement.
+    pub weights_estimate_bytes: Option<u64>,
+    /// Weights a release's files hold that the model does not load (DeepSeek-V3's
+    /// multi-token-prediction layer, read only for speculative decoding): what they are and
+    /// their bytes. Not in any total.
+    pub files_only: Option<(String, u64)>,
     /// Assumptions behind the numbers.
     pub assumptions: Vec<String>,
     /// The model is an encoder alone: one forward, no KV cache, no generated tokens.
@@ -659,6 +666,8 @@ fn memory_of(
     let mut assumptions = vec![
         if weights_from_files {
             "weights: the tensors of the weight files, as stored (their headers were read; `--dtype` is ignored)".to_owned()
+        } else if let Some(q) = spec.quantization.as_ref().filter(|q| q.format == Some(options.format)) {
+            q.assumption()
         } else {
             format!("weights: {}", options.format.describe())
         },
@@ -721,6 +730,8 @@ fn memory_of(
         total,
         fits,
         weights_from_files,
+        weights_estimate_bytes: None,
+        files_only: None,
         assumptions,
         encoder_only,
         estimate: spec.estimate.clone(),

@@ -61,6 +61,9 @@ pub struct ModelSpec {
     /// key that says so (`image_seq_length`, `mm_tokens_per_image`, …); `None` when the
     /// count depends on the image's resolution (Qwen-VL) or the model has no vision tower.
     pub image_tokens: Option<(u64, String)>,
+    /// The release's quantization as its config states it (`quantization_config`,
+    /// `compression_config`); `None` for weights stored as plain floats.
+    pub quantization: Option<crate::quant::Quantization>,
     /// How the family's code computes a layer, for training activations and LoRA module
     /// names; `None` where the type's training step is not derived.
     pub training: Option<crate::train::TrainingProfile>,

@@ -335,7 +335,7 @@ pub fn speed(
     options: SpeedOptions,
     batches: &[u64],
 ) -> Result<SpeedReport, SpecError> {
-    let fp8 = matches!(memory_options.format, WeightFormat::Fp8 { .. });
+    let fp8 = memory_options.format.is_fp8();
     let peak = match (fp8, options.gpu.peak_fp8) {
         (true, Some(p)) => p,
         _ => options.gpu.peak_16bit,

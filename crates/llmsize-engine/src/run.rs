@@ -600,6 +600,54 @@ fn memory_options(
     Ok((options, serving, notes))
 }
 
+/// The storage a quantized release's config states, when `--dtype` is not given (a
+/// `--dtype` that overrides it is warned about).
+fn release_format(
+    spec: &ModelSpec,
+    dtype_given: bool,
+    warnings: &mut Vec<String>,
+) -> Option<WeightFormat> {
+    let q = spec.quantization.as_ref()?;
+    let f = q.format?;
+    if dtype_given {
+        warnings.push(format!(
+            "{}: `--dtype` overrides the release's quantization (`quant_method: {}`, stored as `{}`)",
+            spec.name,
+            q.method,
+            f.name()
+        ));
+        return None;
+    }
+    Some(f)
+}
+
+/// The config's estimate beside measured weights, and the bytes the files hold that the
+/// model does not load (with what they are).
+type Beside = (Option<u64>, Option<(String, u64)>);
+
+/// What goes beside the weights: the estimate in `format` when the weights were measured
+/// from files, and what the release's files hold that the model does not load.
+fn release_beside(
+    spec: &ModelSpec,
+    format: WeightFormat,
+    measured: bool,
+) -> Result<Beside, llmsize_core::SpecError> {
+    let estimate = if measured {
+        let lines = llmsize_core::memory::weight_lines(spec, format)?;
+        Some(
+            lines
+                .iter()
+                .try_fold(0u64, |a, l| a.checked_add(l.bytes))
+                .ok_or_else(|| llmsize_core::SpecError::TooLarge {
+                    what: "weights".into(),
+                })?,
+        )
+    } else {
+        None
+    };
+    Ok((estimate, llmsize_core::quant::mtp_bytes(spec, format)?))
+}
+
 /// Weight files as storage lines: bytes as stored, by dtype, and the tensors the name table
 /// does not recognise as one `other` line (they are loaded all the same), with a warning.
 fn storage_lines(
@@ -807,6 +855,10 @@ fn memory_model(
     let gguf = checkpoint
         .as_ref()
         .is_some_and(|c| c.format == checkpoint::Format::Gguf);
+    // A quantized release is sized as it ships unless `--dtype` (or a sweep of them) says
+    // otherwise.
+    let dtype_given = req.dtype.is_some() || matches!(req.sweep, Some(Sweep::Dtype(_)));
+    let release = release_format(&spec, dtype_given, warnings);
     let images = image_positions(&spec, req.images, req.image_tokens)?;
     let extra = images.as_ref().map_or(0, |(n, _)| *n);
     if images.is_some() && req.max_context {
@@ -871,12 +923,25 @@ fn memory_model(
     let mut estimate = |point: Option<&Swept>| -> Result<Point, Error> {
         let r = memory_point(req, point);
         let (mut options, serving, notes) = memory_options(&r, &spec, gguf)?;
+        if r.dtype.is_none()
+            && let Some(f) = release
+        {
+            options.format = f;
+        }
         let (seq_len, note) =
             context_length(&spec, &model, r.seq_len, MEMORY_SEQ_LEN, extra, "--seq-len")?;
         options.seq_len = seq_len;
         let placed = placement(&serving)?;
         let mut report =
             serve(&spec, &options, &serving, files, placed.as_ref()).map_err(wrap(&spec.name))?;
+        // The config's estimate goes beside measured files when there is a config.json to
+        // estimate from (a GGUF's metadata describes its own file).
+        (report.weights_estimate_bytes, report.files_only) = release_beside(
+            &spec,
+            options.format,
+            files.is_some() && model.config.is_some(),
+        )
+        .map_err(wrap(&spec.name))?;
         report.assumptions.extend(notes);
         report.assumptions.extend(note);
         if let Some((_, note)) = &images {
@@ -1082,7 +1147,29 @@ fn flops_point(
         Some(Swept::Gpu(g)) => gpu = Some(g.clone()),
     }
     // Validate every option up front, even those only the speed estimate uses.
-    let format = weight_format(&dtype)?;
+    let mut extra_notes = Vec::new();
+    let mut format = weight_format(&dtype)?;
+    if gpu.is_some()
+        && let Some(q) = &spec.quantization
+        && let Some(f) = q.format
+    {
+        // A quantized release's decode reads its weights as stored; `--dtype` defaults to
+        // bf16 here, so only another name overrides the release.
+        if format == WeightFormat::Bf16 {
+            format = f;
+            extra_notes.push(format!(
+                "decode bytes in the release's format `{}` (`quant_method: {}`); a `--dtype` other than bf16 overrides it",
+                f.name(),
+                q.method
+            ));
+        } else {
+            extra_notes.push(format!(
+                "`--dtype` overrides the release's quantization (`quant_method: {}`, stored as `{}`)",
+                q.method,
+                f.name()
+            ));
+        }
+    }
     let kv = kv_dtype(&req.kv_dtype)?;
     let wrap = Error::spec;
     // A prompt longer than the default context makes the context; longer than an explicit
@@ -1102,7 +1189,6 @@ fn flops_point(
         Some(p) => context_length(spec, model, Some(p), p, extra, "--prompt")?.0,
     };
     let report = count_flops(spec, seq_len, batch, req.attention).map_err(wrap(&spec.name))?;
-    let mut tp_notes = Vec::new();
     let speed_report = match gpu_spec(gpu.as_deref())? {
         None => None,
         Some((gpu, count)) => {
@@ -1110,7 +1196,7 @@ fn flops_point(
             // stages, which do not shorten one step.
             let tp = widest_tp(spec, count);
             if tp < count {
-                tp_notes.push(format!(
+                extra_notes.push(format!(
                     "{count} GPUs: the speed is for tensor parallelism {tp} (the attention heads do not split {count} ways); pipeline stages do not shorten a decode step"
                 ));
             }
@@ -1157,7 +1243,7 @@ fn flops_point(
         swept: point,
         report,
         speed: speed_report,
-        notes: note.into_iter().chain(tp_notes).collect(),
+        notes: note.into_iter().chain(extra_notes).collect(),
     })
 }
 

@@ -308,6 +308,13 @@ pub struct MemoryJson {
     pub weights_bytes: u64,
     /// Weights by storage.
     pub weights: Vec<StorageJson>,
+    /// When the weights were measured from files: the config-derived estimate beside them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weights_estimate_bytes: Option<u64>,
+    /// Weights the release's files hold that the model does not load (DeepSeek-V3's
+    /// multi-token-prediction layer), not in any total.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files_only: Option<FilesOnlyJson>,
     /// Bytes of the KV cache.
     pub kv_cache_bytes: u64,
     /// KV cache bytes per token, every layer at full length.
@@ -570,6 +577,15 @@ pub fn swept(v: &crate::request::Swept) -> Ordered<SweptJson> {
     Ordered(vec![(v.axis().as_str().to_owned(), value)])
 }
 
+/// Weights a release's files hold beyond what the model loads.
+#[derive(Debug, Clone, Serialize)]
+pub struct FilesOnlyJson {
+    /// What they are.
+    pub what: String,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
 /// Weights in one storage format.
 #[derive(Debug, Clone, Serialize)]
 pub struct StorageJson {
@@ -643,6 +659,11 @@ impl MemoryJson {
                     bytes: l.bytes,
                 })
                 .collect(),
+            weights_estimate_bytes: r.weights_estimate_bytes,
+            files_only: r.files_only.as_ref().map(|(what, bytes)| FilesOnlyJson {
+                what: what.clone(),
+                bytes: *bytes,
+            }),
             kv_cache_bytes: r.kv_bytes,
             kv_cache_bytes_per_token: r.kv_bytes_per_token_full,
             kv_cache: r

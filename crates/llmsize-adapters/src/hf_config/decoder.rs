@@ -100,6 +100,7 @@ impl Decoder {
             extras: Vec::new(),
             estimate: None,
             image_tokens: None,
+            quantization: None,
             training: None,
         }
     }

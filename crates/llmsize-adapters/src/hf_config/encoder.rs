@@ -126,6 +126,7 @@ impl Encoder {
             extras: Vec::new(),
             estimate: None,
             image_tokens: None,
+            quantization: None,
             training: None,
         }
     }

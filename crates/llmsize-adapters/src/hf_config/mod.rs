@@ -10,6 +10,7 @@ mod encoder;
 mod families;
 mod family;
 mod moe;
+mod quant;
 mod raw;
 mod seq2seq;
 mod training;
@@ -271,11 +272,13 @@ pub fn read_config_map(
             );
         }
     }
+    // The release's quantization (read after the layers, whose module paths it matches).
+    spec.quantization = quant::read(&map, &mut spec, file)?;
     // A `--set` of a key this model type never reads changes nothing: say so.
     for o in &options.overrides {
         let key = o.split_once('=').map_or(o.as_str(), |(k, _)| k).trim();
         let top = key.split('.').next().unwrap_or(key);
-        if !read.contains(top) {
+        if !read.contains(top) && top != "quantization_config" && top != "compression_config" {
             spec.warnings.push(format!(
                 "`--set {o}`: `{}` models do not read `{top}`, so it changed nothing",
                 spec.model_type

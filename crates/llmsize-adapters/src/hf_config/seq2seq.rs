@@ -69,6 +69,7 @@ fn seq2seq_spec(
         extras: Vec::new(),
         estimate: None,
         image_tokens: None,
+        quantization: None,
         training: None,
     }
 }

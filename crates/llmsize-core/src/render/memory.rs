@@ -96,6 +96,25 @@ pub fn render(
             },
         ]);
     }
+    if let Some(e) = r.weights_estimate_bytes {
+        rows.push(vec![
+            "  (estimate)".into(),
+            thousands(e),
+            bytes_both(e),
+            format!(
+                "the config's {} estimate, beside the files' bytes",
+                o.format.name()
+            ),
+        ]);
+    }
+    if let Some((what, bytes)) = &r.files_only {
+        rows.push(vec![
+            "  (not loaded)".into(),
+            thousands(*bytes),
+            bytes_both(*bytes),
+            format!("{what}; not in the totals"),
+        ]);
+    }
     // An encoder caches nothing (its groups are empty): no KV line rather than zeros.
     if !r.encoder_only {
         rows.push(vec![

@@ -365,6 +365,17 @@ fn linear_router(model_type: &str) -> bool {
     matches!(model_type, "llama4" | "llama4_text" | "phimoe")
 }
 
+/// The name of a tensor's module within its layer as peft (and the Hugging Face quantizers'
+/// module lists) see it: `q_proj`, `experts.gate_up_proj`, `lm_head`.
+#[must_use]
+pub fn hf_module_name(spec: &ModelSpec, t: &Tensor) -> String {
+    let names = spec
+        .training
+        .as_ref()
+        .map_or_else(|| family_modules(&spec.model_type), |p| p.modules);
+    module_name(t, names)
+}
+
 /// peft's name of a tensor's module: the profile's (or the family's), else the layout's own
 /// part name for attention and embedding projections (`q_proj`, `kv_a_proj_with_mqa`,
 /// `project_out`), else llama's.

@@ -255,6 +255,7 @@ pub(super) fn read(
         extras: Vec::new(),
         estimate: None,
         image_tokens: None,
+        quantization: None,
         training: None,
     })
 }
@@ -431,6 +432,7 @@ fn encoder_decoder(
         extras: Vec::new(),
         estimate: None,
         image_tokens: None,
+        quantization: None,
         training: None,
     })
 }

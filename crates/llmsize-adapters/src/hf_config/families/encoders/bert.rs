@@ -435,6 +435,7 @@ fn build(
         extras: parts.extras,
         estimate: None,
         image_tokens: None,
+        quantization: None,
         training: None,
     })
 }

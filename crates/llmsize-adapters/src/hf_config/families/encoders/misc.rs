@@ -58,6 +58,7 @@ impl One {
             extras: self.extras,
             estimate: None,
             image_tokens: None,
+            quantization: None,
             training: None,
         }
     }
