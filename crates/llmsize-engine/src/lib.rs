@@ -32,7 +32,7 @@ mod weights_io;
 pub mod wire;
 
 pub use error::{Error, ErrorKind};
-pub use hub::{DEFAULT_ENDPOINT, HubEnv, looks_like_repo_id};
+pub use hub::{DEFAULT_ENDPOINT, FetchProgress, HubEnv, ProgressSink, looks_like_repo_id};
 pub use request::{
     AuditRequest, Design, FlopsRequest, HubOptions, InspectRequest, MemoryRequest, ParamsRequest,
     Sweep, SweepAxis, parse_count, parse_size,
