@@ -78,11 +78,11 @@ fn one_request_per_shard_plus_listing_config_and_index() {
         *per_file.entry(s.path.as_str()).or_default() += 1;
     }
     assert!(per_file.values().all(|&n| n == 1), "{per_file:?}");
-    // Each shard's one request is the first range: 1 MiB, far more than its ~4 kB header.
+    // Each shard's one request is the first range: 256 KiB, more than its ~4 kB header.
     assert!(
         seen.iter()
             .filter(|s| s.path.ends_with(".safetensors"))
-            .all(|s| s.range == Some((0, (1 << 20) - 1))),
+            .all(|s| s.range == Some((0, (256 << 10) - 1))),
         "{seen:?}"
     );
     // In parallel, and no more than `--jobs` at once.
@@ -129,7 +129,7 @@ fn jobs_one_is_sequential_and_reads_the_same() {
 #[test]
 fn a_header_longer_than_the_first_range_takes_one_more_request() {
     // A shard whose header is 1.5 MiB (a long `__metadata__` string): the first range holds
-    // 1 MiB of it, the second request exactly the rest.
+    // 256 KiB of it, the second request exactly the rest.
     let pad = "x".repeat(3 << 19);
     let json = format!(
         "{{\"__metadata__\":{{\"note\":\"{pad}\"}},\"model.layers.0.self_attn.q_proj.weight\":{{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}}}"
@@ -150,7 +150,10 @@ fn a_header_longer_than_the_first_range_takes_one_more_request() {
         .collect();
     assert_eq!(
         ranges,
-        [Some((0, (1 << 20) - 1)), Some((1 << 20, header_end - 1))]
+        [
+            Some((0, (256 << 10) - 1)),
+            Some((256 << 10, header_end - 1))
+        ]
     );
 }
 
@@ -205,7 +208,7 @@ fn a_server_that_ignores_ranges_is_refused_before_the_body_is_read() {
     assert_eq!(
         r.stderr,
         format!(
-            "error: `{url}`: the server ignored the range request (HTTP 200 instead of 206 for bytes 0-1048575, a body of {len} bytes); refusing to download the whole file\n\n\
+            "error: `{url}`: the server ignored the range request (HTTP 200 instead of 206 for bytes 0-262143, a body of {len} bytes); refusing to download the whole file\n\n\
              hint: point `HF_ENDPOINT` at a server that answers HTTP range requests (the Hub and its mirrors do)\n"
         )
     );
@@ -395,7 +398,7 @@ fn a_split_gguf_picked_by_a_shard_fetches_every_shard() {
             ),
             (
                 "/org/quants/resolve/main/F16/m-F16-00002-of-00002.gguf".to_owned(),
-                Some((0, (1 << 20) - 1))
+                Some((0, (256 << 10) - 1))
             ),
         ]
     );

@@ -22,13 +22,16 @@ use crate::resolve::{Found, Lookup, Model, Want};
 use crate::weights_io::{self, ByteSource, Weights};
 
 /// The first range asked of a SafeTensors file, or of a split GGUF's second and later
-/// shards. `huggingface_hub` found 97% of the SafeTensors files of the top 1,000 Hub models
+/// shards. Its size trades one more round trip on a long header against bytes sent on every
+/// shard: `huggingface_hub` found 97% of the SafeTensors files of the top 1,000 Hub models
 /// have a header under 100 kB (its `get_safetensors_metadata` asks that much first,
-/// `huggingface_hub` PR #1855); 1 MiB holds ten times that, e.g. a DeepSeek-V3 shard's ~560
-/// tensors (~70 kB), and costs ~0.1 s at 100 Mbit/s, about one round trip. A GGUF split
-/// shard after the first holds only `split.*` keys and its tensor infos: llama.cpp's
-/// `gguf-split` writes the model's metadata (and tokenizer) into the first shard only.
-pub(crate) const SMALL_HEADER_RANGE: u64 = 1 << 20;
+/// `huggingface_hub` PR #1855). 256 KiB holds about 2,000 tensor entries (a DeepSeek-V3
+/// shard's ~560 take ~70 kB) and costs ~21 ms at 100 Mbit/s, a fraction of one round trip
+/// to the Hub; a 1 MiB range would cost ~84 ms on every shard, 8 s for 100 shards, to save a
+/// round trip on the rare shard whose header is longer. A GGUF split shard after the first
+/// holds only `split.*` keys and its tensor infos: llama.cpp's `gguf-split` writes the
+/// model's metadata (and tokenizer) into the first shard only.
+pub(crate) const SMALL_HEADER_RANGE: u64 = 256 << 10;
 
 /// The first range asked of a GGUF file (or a split GGUF's first shard). Its metadata holds
 /// the tokenizer: ~1 MB for a 32k `SentencePiece` vocabulary (Llama-2, Mistral), ~6 MB for

@@ -5,7 +5,7 @@
 //! request counter, and two misbehaviours: stalling and ignoring ranges.
 //!
 //! Files are stored as their first bytes plus a length; the rest reads as zeros, so a
-//! "5 GB shard" costs its header. The server stops when dropped, and by itself after two
+//! "5 GB shard" costs its header. The server stops when dropped, and by itself after ten
 //! minutes whatever happens.
 
 #![allow(
@@ -101,7 +101,7 @@ impl FakeHub {
             stop: Arc::clone(&stop),
         });
         std::thread::spawn(move || {
-            let deadline = Instant::now() + Duration::from_mins(2);
+            let deadline = Instant::now() + Duration::from_mins(10);
             while Instant::now() < deadline && !state.stop.load(Ordering::Relaxed) {
                 match listener.accept() {
                     Ok((stream, _)) => {

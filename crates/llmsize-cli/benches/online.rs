@@ -1,0 +1,67 @@
+//! `--online` over a stand-in Hub with 20 ms of latency per request (a nearby CDN's round
+//! trip): the headers of a 100-shard checkpoint (`bench/shards.py`'s layout: one MoE layer of
+//! 30 BF16 tensors per shard) fetched one at a time (`--jobs 1`) and 8 at a time (the
+//! default). Each run makes 103 requests: the file listing, `config.json`, the index and one
+//! per shard (`tests/online.rs` asserts the count); before this work a shard took two
+//! sequential requests, 203 in all, ~4.1 s at this latency.
+//!
+//! `cargo bench -p llmsize-cli --bench online`
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::case_sensitive_file_extension_comparisons,
+    missing_docs,
+    reason = "a bench fails loudly on what it did not expect"
+)]
+
+#[path = "../tests/fake_hub/mod.rs"]
+mod fake_hub;
+
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use fake_hub::{Behaviour, FakeHub};
+use llmsize_engine::{Engine, HubEnv, HubOptions, InspectRequest};
+
+const SHARDS: usize = 100;
+const LATENCY: Duration = Duration::from_millis(20);
+
+fn online_100_shards(c: &mut Criterion) {
+    let hub = FakeHub::start(
+        "org/moe-100",
+        fake_hub::moe_repo(SHARDS),
+        LATENCY,
+        Behaviour::Normal,
+    );
+    let engine = Engine::new(HubEnv {
+        endpoint: Some(hub.endpoint.clone()),
+        ..HubEnv::default()
+    });
+    let mut group = c.benchmark_group("online: 100 shards, 20 ms per request");
+    group.sample_size(10);
+    for jobs in [1, 4, 8] {
+        let request = InspectRequest {
+            model: "org/moe-100".into(),
+            hub: HubOptions {
+                online: true,
+                jobs,
+                ..HubOptions::default()
+            },
+        };
+        group.bench_function(format!("--jobs {jobs}"), |b| {
+            b.iter(|| {
+                let outcome = engine.inspect(&request).unwrap();
+                assert_eq!(outcome.summary.total, 100 * (28 * 4096 * 1024 + 2 * 4096));
+                std::hint::black_box(outcome)
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, online_100_shards);
+criterion_main!(benches);
