@@ -5,7 +5,9 @@
 //! per shard (`tests/online.rs` asserts the count); before this work a shard took two
 //! sequential requests, 203 in all, ~4.1 s at this latency.
 //!
-//! `cargo bench -p llmsize-cli --bench online`
+//! `cargo bench -p llmsize-cli --bench online`; `LLMSIZE_COMPARE=/a/llmsize:/b/llmsize` also
+//! times those binaries' `inspect org/moe-100 --online --json` against the same server (e.g.
+//! a build from before this work).
 
 #![allow(
     clippy::unwrap_used,
@@ -59,6 +61,22 @@ fn online_100_shards(c: &mut Criterion) {
                 std::hint::black_box(outcome)
             });
         });
+    }
+    if let Some(bins) = std::env::var_os("LLMSIZE_COMPARE") {
+        let cache = std::env::temp_dir().join("llmsize-bench-empty-hf-home");
+        for bin in std::env::split_paths(&bins) {
+            group.bench_function(format!("binary {}", bin.display()), |b| {
+                b.iter(|| {
+                    let out = std::process::Command::new(&bin)
+                        .args(["inspect", "org/moe-100", "--online", "--json"])
+                        .env("HF_ENDPOINT", &hub.endpoint)
+                        .env("HF_HOME", &cache)
+                        .output()
+                        .unwrap();
+                    assert!(out.status.success(), "{out:?}");
+                });
+            });
+        }
     }
     group.finish();
 }
