@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use llmsize_core::{Category, ModelSpec};
 use llmsize_weights::gguf::GgufHeader;
+use llmsize_weights::gguf::split::GgufSet;
 use llmsize_weights::names::{category_of_gguf, category_of_hf};
 use llmsize_weights::safetensors::SafetensorsHeader;
 
@@ -52,6 +53,21 @@ pub struct Checkpoint {
     pub entries: Vec<Entry>,
     /// Notable metadata (GGUF keys, SafeTensors `__metadata__`), as text.
     pub metadata: Vec<(String, String)>,
+    /// Weight files beside the used ones that were not read, and why (another copy of the
+    /// same weights, a format not read).
+    pub ignored: Vec<Ignored>,
+    /// Where the files disagree with their own description (an index naming tensors no shard
+    /// holds, a wrong `metadata.total_size`): a disagreement in `audit`, a warning elsewhere.
+    pub file_problems: Vec<String>,
+}
+
+/// A weight file that was not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ignored {
+    /// Its name.
+    pub file: String,
+    /// Why it was not read.
+    pub why: String,
 }
 
 /// A metadata value as short text (arrays, such as the tokenizer's, by their length).
@@ -115,18 +131,62 @@ impl Checkpoint {
             files: shards.iter().map(|(f, len, _)| (f.clone(), *len)).collect(),
             entries,
             metadata,
+            ignored: Vec::new(),
+            file_problems: Vec::new(),
         }
     }
 
-    /// From a GGUF header.
+    /// A tensor name held by two files: `(name, first file, second file)`. Two copies of one
+    /// weight would be counted twice, so the caller refuses them.
+    #[must_use]
+    pub fn tensor_in_two_files(&self) -> Option<(&str, &str, &str)> {
+        let mut seen: std::collections::HashMap<&str, &str> =
+            std::collections::HashMap::with_capacity(self.entries.len());
+        for e in &self.entries {
+            if let Some(first) = seen.insert(e.name.as_str(), &e.file)
+                && first != &*e.file
+            {
+                return Some((e.name.as_str(), first, &e.file));
+            }
+        }
+        None
+    }
+
+    /// From one GGUF file's header.
+    #[must_use]
     pub fn from_gguf(file: &str, file_len: u64, header: &GgufHeader) -> Self {
-        let shared: Arc<str> = Arc::from(file);
+        Self::from_gguf_set(&GgufSet {
+            shards: vec![llmsize_weights::gguf::split::GgufShard {
+                file: file.to_owned(),
+                len: file_len,
+            }],
+            header: header.clone(),
+            tensor_shard: vec![0; header.tensors.len()],
+        })
+    }
+
+    /// From a GGUF model: one file, or every shard of a split one (each tensor names its own).
+    #[must_use]
+    pub fn from_gguf_set(set: &GgufSet) -> Self {
+        let header = &set.header;
+        let files: Vec<Arc<str>> = set
+            .shards
+            .iter()
+            .map(|s| Arc::from(s.file.as_str()))
+            .collect();
+        let none: Arc<str> = Arc::from("");
         let entries = header
             .tensors
             .iter()
-            .map(|t| Entry {
+            .enumerate()
+            .map(|(i, t)| Entry {
                 name: t.name.clone(),
-                file: shared.clone(),
+                file: set
+                    .tensor_shard
+                    .get(i)
+                    .and_then(|s| files.get(*s))
+                    .unwrap_or(&none)
+                    .clone(),
                 dtype: t.ggml_type.name(),
                 shape: t.shape(),
                 params: t.elements,
@@ -149,9 +209,11 @@ impl Checkpoint {
         }
         Checkpoint {
             format: Format::Gguf,
-            files: vec![(file.to_owned(), file_len)],
+            files: set.shards.iter().map(|s| (s.file.clone(), s.len)).collect(),
             entries,
             metadata,
+            ignored: Vec::new(),
+            file_problems: Vec::new(),
         }
     }
 
@@ -250,13 +312,17 @@ pub struct Audit {
     pub summary: Summary,
     /// Disagreements, explained.
     pub differences: Vec<Difference>,
+    /// Where the files disagree with their own index ([`Checkpoint::file_problems`]).
+    pub file_problems: Vec<String>,
 }
 
 impl Audit {
     /// True when every category agrees.
     #[must_use]
     pub fn agrees(&self) -> bool {
-        self.differences.is_empty() && self.summary.unknown.is_empty()
+        self.differences.is_empty()
+            && self.summary.unknown.is_empty()
+            && self.file_problems.is_empty()
     }
 }
 
@@ -351,6 +417,7 @@ pub fn audit(spec: &ModelSpec, checkpoint: &Checkpoint) -> Result<Audit, llmsize
         config_total: count.total,
         summary,
         differences,
+        file_problems: checkpoint.file_problems.clone(),
     })
 }
 
@@ -378,7 +445,7 @@ pub mod render {
     use llmsize_core::Category;
     use llmsize_core::units::{bytes_both, human_count, thousands};
 
-    use super::{Audit, Checkpoint, Format, Summary};
+    use super::{Audit, Checkpoint, Format, Ignored, Summary};
 
     /// Buffers and unrecognised tensors a table lists by name before "… and N more".
     const LISTED: usize = 50;
@@ -399,11 +466,20 @@ pub mod render {
         let file_bytes: u64 = c.files.iter().map(|(_, l)| l).sum();
         let _ = writeln!(
             out,
-            "{name}: {kind}, {} file(s), {} ({} tensors)\n",
+            "{name}: {kind}, {} file(s), {} ({} tensors)",
             c.files.len(),
             bytes_both(file_bytes),
             c.entries.len()
         );
+        let used: Vec<&str> = c.files.iter().map(|(f, _)| f.as_str()).collect();
+        out.push_str(&files_lines(&used, &c.ignored));
+        if !c.file_problems.is_empty() {
+            out.push_str("the files disagree with their index:\n");
+            for p in &c.file_problems {
+                let _ = writeln!(out, "  {p}");
+            }
+        }
+        out.push('\n');
         let mut rows = vec![vec![
             "component".to_owned(),
             "parameters".to_owned(),
@@ -509,6 +585,24 @@ pub mod render {
         out
     }
 
+    /// The files read and the ones beside them that were not: `used: …` and `ignored: … (why)`
+    /// (shards of one set run together as `first … last (N files)`).
+    #[must_use]
+    pub fn files_lines(used: &[&str], ignored: &[Ignored]) -> String {
+        let mut out = String::new();
+        let used = match used {
+            [first, .., last] if used.len() > 4 => {
+                format!("{first} … {last} ({} files)", used.len())
+            }
+            some => some.join(", "),
+        };
+        let _ = writeln!(out, "files used: {used}");
+        for i in ignored {
+            let _ = writeln!(out, "ignored: {} ({})", i.file, i.why);
+        }
+        out
+    }
+
     /// First column left-aligned, the others right-aligned.
     fn crate_columns(rows: &[Vec<String>]) -> String {
         let n = rows.iter().map(Vec::len).max().unwrap_or(0);
@@ -579,6 +673,12 @@ pub mod render {
             }
             if d.names.len() > 12 {
                 let _ = writeln!(out, "  … and {} more", d.names.len() - 12);
+            }
+        }
+        if !a.file_problems.is_empty() {
+            out.push_str("\nthe files disagree with their index:\n");
+            for p in &a.file_problems {
+                let _ = writeln!(out, "  {p}");
             }
         }
         if !a.summary.unknown.is_empty() {

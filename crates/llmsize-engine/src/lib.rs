@@ -38,8 +38,8 @@ pub use request::{
     Sweep, SweepAxis, parse_count, parse_size,
 };
 pub use run::{
-    AuditOutcome, FlopsOutcome, InspectOutcome, MemoryOutcome, MemoryResult, ParamsOutcome, gpus,
-    model_types, presets,
+    AuditOutcome, FilesUsed, FlopsOutcome, InspectOutcome, MemoryOutcome, MemoryResult,
+    ParamsOutcome, gpus, model_types, presets,
 };
 pub use train::{TrainJson, TrainOutcome, TrainRequest};
 

@@ -451,29 +451,6 @@ fn gguf_choices(files: &[String]) -> Vec<String> {
     v
 }
 
-/// ADAPTER POINT (split GGUF): the headers of one GGUF file, or of every shard of a split
-/// one, as the local reader hands them on. Until `Weights` holds several GGUF shards (the
-/// "files" work on split GGUF), a split set is refused here rather than sized as its first
-/// shard, which is what the issue calls wrong.
-fn gguf_weights(
-    mut shards: Vec<(String, u64, llmsize_weights::gguf::GgufHeader)>,
-) -> Result<Weights, Error> {
-    if shards.len() == 1
-        && let Some((name, len, header)) = shards.pop()
-    {
-        return Ok(Weights::Gguf(name, len, Box::new(header)));
-    }
-    let names: Vec<&str> = shards.iter().map(|(n, _, _)| n.as_str()).collect();
-    Err(Error::bad_input(
-        format!(
-            "a split GGUF ({} shards: {}) was read, but its shards cannot be combined yet",
-            names.len(),
-            names.join(", ")
-        ),
-        "size it from its config, or from a single-file GGUF of the same model",
-    ))
-}
-
 /// A Hub repo as a model: its `config.json`, and (when asked, when there is no config, or
 /// when one file is picked) the headers of its weights.
 pub(crate) fn model(
@@ -496,13 +473,12 @@ pub(crate) fn model(
     } else {
         None
     };
-    let safetensors = |names: &[String]| -> Result<Weights, Error> {
-        let shards = fetch_all(names, jobs, env, |name| {
+    let safetensors = |names: &[String]| {
+        fetch_all(names, jobs, env, |name| {
             let mut f = hub.file(repo, revision, name, SMALL_HEADER_RANGE)?;
             let header = weights_io::safetensors_header(&mut f)?;
             Ok((name.to_owned(), f.len, header))
-        })?;
-        Ok(Weights::Safetensors(shards))
+        })
     };
     let gguf = |names: &[String]| -> Result<Weights, Error> {
         let shards = fetch_all(names, jobs, env, |name| {
@@ -515,7 +491,8 @@ pub(crate) fn model(
             let header = weights_io::gguf_header(&mut f)?;
             Ok((name.to_owned(), f.len, header))
         })?;
-        gguf_weights(shards)
+        // The same path as local files: one file, or every shard of a split set, merged.
+        Weights::gguf(shards)
     };
     let weights = if let Some(pick) = pick {
         if !files.iter().any(|f| f == pick) {
@@ -532,7 +509,7 @@ pub(crate) fn model(
         if is_gguf(pick) {
             Some(gguf(&gguf_set(pick, &files, repo)?)?)
         } else if pick.ends_with(".safetensors") {
-            Some(safetensors(&[pick.to_owned()])?)
+            Some(Weights::safetensors(safetensors(&[pick.to_owned()])?))
         } else {
             return Err(Error::bad_input(
                 format!("`{repo}:{pick}` is neither a `.gguf` nor a `.safetensors` file"),
@@ -550,7 +527,12 @@ pub(crate) fn model(
                 &index.shards,
                 &format!("{repo}/model.safetensors.index.json"),
             )?;
-            Some(safetensors(&index.shards)?)
+            let shards = safetensors(&index.shards)?;
+            Some(Weights::indexed(
+                &index,
+                "model.safetensors.index.json",
+                shards,
+            ))
         } else if files.iter().any(|f| is_root_safetensors(f)) {
             // Every top-level shard, as a local directory is read (sub-folders hold other
             // variants, e.g. `onnx/` or `original/`).
@@ -559,7 +541,7 @@ pub(crate) fn model(
                 .filter(|f| is_root_safetensors(f))
                 .cloned()
                 .collect();
-            Some(safetensors(&names)?)
+            Some(Weights::safetensors(safetensors(&names)?))
         } else {
             match gguf_choices(&files).as_slice() {
                 [] => None,

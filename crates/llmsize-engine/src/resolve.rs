@@ -7,7 +7,7 @@ use llmsize_core::ModelSpec;
 
 use crate::hub::HubEnv;
 use crate::weights_io::{
-    Weights, file_name, find_weights, read_gguf, read_index, read_safetensors,
+    Weights, file_name, find_weights, read_gguf_model, read_index, read_safetensors,
 };
 use crate::{Error, hub, remote};
 
@@ -29,12 +29,24 @@ fn name_of(path: &Path) -> String {
         path.parent()
             .and_then(dir_name)
             .unwrap_or_else(|| "config".into())
+    } else if let Some(stem) = split_prefix(path) {
+        // Every shard of a split GGUF names the same model.
+        stem
     } else {
         path.file_stem().map_or_else(
             || path.display().to_string(),
             |s| s.to_string_lossy().into_owned(),
         )
     }
+}
+
+/// The name of a split GGUF's shards without the `-0000N-of-0000M.gguf` suffix.
+fn split_prefix(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_string_lossy().into_owned();
+    let split = llmsize_weights::gguf::split::parse_split_name(name.as_bytes())?;
+    name.get(..split.prefix_len)
+        .filter(|p| !p.is_empty())
+        .map(str::to_owned)
 }
 
 /// How to find a MODEL.
@@ -78,9 +90,10 @@ impl Model {
         if let Some(found) = &self.config {
             return Ok(read_config(&found.text, &found.file, &self.name, options)?);
         }
-        if let Some(Weights::Gguf(file, _, header)) = &self.weights {
+        if let Some((file, header)) = self.weights.as_ref().and_then(Weights::gguf_header) {
             let map = gguf_config::config_from_gguf(header, file)?;
-            return Ok(read_config_map(map, file, &self.name, options)?);
+            return Ok(read_config_map(map, file, &self.name, options)
+                .map_err(|e| gguf_config::name_gguf_keys(e, header, &options.overrides))?);
         }
         Err(Error::bad_input(
             format!(
@@ -165,11 +178,10 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
     }
     if path.is_file() {
         if has_extension(arg, "gguf") {
-            let (len, h) = read_gguf(&path)?;
             return Ok(Model {
                 name: name_of(&path),
                 config: None,
-                weights: Some(Weights::Gguf(path.display().to_string(), len, Box::new(h))),
+                weights: Some(read_gguf_model(&path)?),
             });
         }
         if has_extension(arg, "safetensors") {
@@ -177,7 +189,7 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
             return Ok(Model {
                 name: name_of(&path),
                 config: sibling_config(&path)?,
-                weights: Some(Weights::Safetensors(vec![(file_name(&path), len, h)])),
+                weights: Some(Weights::safetensors(vec![(file_name(&path), len, h)])),
             });
         }
         if arg.to_ascii_lowercase().ends_with(".index.json") {

@@ -163,9 +163,42 @@ pub struct MemoryOutcome {
     pub result: MemoryResult,
     /// Warnings.
     pub warnings: Vec<String>,
+    /// The weight files measured, when the weights come from files.
+    pub files: Option<FilesUsed>,
+}
+
+/// The weight files read, and those beside them that were not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilesUsed {
+    /// Files read.
+    pub used: Vec<String>,
+    /// Files not read, and why.
+    pub ignored: Vec<llmsize_adapters::checkpoint::Ignored>,
+}
+
+impl FilesUsed {
+    fn of(c: &Checkpoint) -> Self {
+        FilesUsed {
+            used: c.files.iter().map(|(f, _)| f.clone()).collect(),
+            ignored: c.ignored.clone(),
+        }
+    }
+
+    /// `files used: …` and one `ignored: FILE (why)` line each, for a table.
+    #[must_use]
+    pub fn table(&self) -> String {
+        let used: Vec<&str> = self.used.iter().map(String::as_str).collect();
+        checkpoint::render::files_lines(&used, &self.ignored)
+    }
 }
 
 impl MemoryOutcome {
+    fn files_json(&self) -> Option<wire::FilesJson> {
+        self.files
+            .as_ref()
+            .map(|f| wire::FilesJson::new(&f.used, &f.ignored))
+    }
+
     /// False when a GPU was named and the model does not fit it (at any point of a sweep).
     #[must_use]
     pub fn fits(&self) -> bool {
@@ -182,16 +215,17 @@ impl MemoryOutcome {
             MemoryResult::Single {
                 report,
                 max_context,
-            } => MemoryWire::One(Box::new(Envelope::new(MemoryJson::new(
-                &self.name,
-                report,
-                *max_context,
-            )))),
+            } => {
+                let mut j = MemoryJson::new(&self.name, report, *max_context);
+                j.files = self.files_json();
+                MemoryWire::One(Box::new(Envelope::new(j)))
+            }
             MemoryResult::Sweep { axis, points } => MemoryWire::Sweep(
                 points
                     .iter()
                     .map(|(v, r)| {
                         let mut j = MemoryJson::new(&self.name, r, None);
+                        j.files = self.files_json();
                         j.swept = Some(Ordered(vec![(axis.as_str().to_owned(), *v)]));
                         Envelope::new(j)
                     })
@@ -344,11 +378,15 @@ fn memory_options(req: &MemoryRequest) -> Result<MemoryOptions, Error> {
     })
 }
 
-/// Weight files as storage lines: bytes as stored, by dtype.
-fn storage_lines(checkpoint: &Checkpoint, name: &str) -> Result<Vec<StorageLine>, Error> {
-    Ok(checkpoint
-        .summary()
-        .map_err(Error::spec(name))?
+/// Weight files as storage lines: bytes as stored, by dtype, and the tensors the name table
+/// does not recognise as one `other` line (they are loaded all the same), with a warning.
+fn storage_lines(
+    checkpoint: &Checkpoint,
+    name: &str,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<StorageLine>, Error> {
+    let summary = checkpoint.summary().map_err(Error::spec(name))?;
+    let mut lines: Vec<StorageLine> = summary
         .by_dtype
         .into_iter()
         .map(|(storage, (params, bytes))| StorageLine {
@@ -356,8 +394,52 @@ fn storage_lines(checkpoint: &Checkpoint, name: &str) -> Result<Vec<StorageLine>
             params,
             bytes,
         })
-        .collect())
+        .collect();
+    // Saved tensors that are not parameters (quantization scales such as gpt-oss's MXFP4
+    // `*_scales` and FP8 `weight_scale_inv`, `inv_freq`, …) are loaded with the weights.
+    let buffer_bytes = summary
+        .buffers
+        .iter()
+        .fold(0u64, |a, b| a.saturating_add(b.bytes));
+    if buffer_bytes > 0 {
+        lines.push(StorageLine {
+            storage: BUFFER_STORAGE.into(),
+            params: 0,
+            bytes: buffer_bytes,
+        });
+    }
+    if !summary.unknown.is_empty() {
+        let (mut params, mut bytes) = (0u64, 0u64);
+        for u in &summary.unknown {
+            params = params.saturating_add(u.params);
+            bytes = bytes.saturating_add(u.bytes);
+        }
+        lines.push(StorageLine {
+            storage: OTHER_STORAGE.into(),
+            params,
+            bytes,
+        });
+        let shown: Vec<String> = summary
+            .unknown
+            .iter()
+            .take(3)
+            .map(|u| format!("`{}`", u.name))
+            .collect();
+        warnings.push(format!(
+            "{name}: {} tensor(s) the name table does not recognise ({bytes} bytes) are counted as `{OTHER_STORAGE}`: {}{}",
+            summary.unknown.len(),
+            shown.join(", "),
+            if summary.unknown.len() > 3 { ", …" } else { "" }
+        ));
+    }
+    Ok(lines)
 }
+
+/// The storage line of saved tensors that are not parameters.
+const BUFFER_STORAGE: &str = "buffers";
+
+/// The storage line of tensors the name table does not place.
+const OTHER_STORAGE: &str = "other";
 
 pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome, Error> {
     let mut warnings = Vec::new();
@@ -385,9 +467,20 @@ pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome,
     }
     options.seq_len = with_images(options.seq_len, extra)?;
     // Weight files, when the model has them, are measured rather than estimated.
+    let mut files_used = None;
     let from_files = match &model.weights {
         None => None,
-        Some(w) => Some(storage_lines(&w.checkpoint(), &spec.name)?),
+        Some(w) => {
+            let checkpoint = w.checkpoint()?;
+            warnings.extend(
+                checkpoint
+                    .file_problems
+                    .iter()
+                    .map(|p| format!("{}: {p}", spec.name)),
+            );
+            files_used = Some(FilesUsed::of(&checkpoint));
+            Some(storage_lines(&checkpoint, &spec.name, &mut warnings)?)
+        }
     };
     let files = from_files.as_deref();
     if files.is_some() && req.dtype.is_some() {
@@ -446,6 +539,7 @@ pub(crate) fn memory(req: &MemoryRequest, env: &HubEnv) -> Result<MemoryOutcome,
         name: spec.name,
         result,
         warnings,
+        files: files_used,
     })
 }
 
@@ -640,7 +734,7 @@ fn load_weights(model: &str, hub: &HubOptions, env: &HubEnv) -> Result<(Model, C
             "pass the weights' directory or file, or a Hub repo id with `--online`",
         ));
     };
-    let checkpoint = weights.checkpoint();
+    let checkpoint = weights.checkpoint()?;
     Ok((resolved, checkpoint))
 }
 

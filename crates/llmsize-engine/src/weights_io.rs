@@ -6,13 +6,17 @@
 //! that grows (at least doubling) while the parser asks for more, up to the file's end or
 //! [`gguf::MAX_HEADER_SIZE`], where the parser's own error is returned.
 
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use llmsize_adapters::checkpoint::Checkpoint;
+use llmsize_adapters::checkpoint::{Checkpoint, Ignored};
+use llmsize_weights::gguf::split::{
+    self, GgufSet, SplitName, merge_split, parse_split_name, split_suffix,
+};
 use llmsize_weights::gguf::{self, GgufHeader};
-use llmsize_weights::safetensors::{self, SafetensorsHeader};
+use llmsize_weights::safetensors::{self, IndexCheck, SafetensorsHeader, ShardIndex};
 
 use crate::Error;
 
@@ -123,20 +127,90 @@ pub(crate) fn read_gguf(path: &Path) -> Result<(u64, GgufHeader), Error> {
     Ok((f.len, gguf_header(&mut f)?))
 }
 
-/// Weight files of a model.
-pub(crate) enum Weights {
-    /// SafeTensors shards: (file label, length, header).
+/// The files of a model, as read.
+pub(crate) enum WeightFiles {
+    /// SafeTensors files: (file label, length, header).
     Safetensors(Vec<(String, u64, SafetensorsHeader)>),
-    /// One GGUF file.
-    Gguf(String, u64, Box<GgufHeader>),
+    /// A GGUF model: one file or every shard of a split one.
+    Gguf(Box<GgufSet>),
+}
+
+/// Weight files of a model: those read, those beside them that were not, and where the files
+/// disagree with their index.
+pub(crate) struct Weights {
+    /// The files read.
+    pub(crate) files: WeightFiles,
+    /// Weight files not read, and why.
+    pub(crate) ignored: Vec<Ignored>,
+    /// Disagreements between an index and its shards (a warning; a disagreement in `audit`).
+    pub(crate) problems: Vec<String>,
 }
 
 impl Weights {
-    pub(crate) fn checkpoint(&self) -> Checkpoint {
-        match self {
-            Weights::Safetensors(shards) => Checkpoint::from_safetensors(shards),
-            Weights::Gguf(file, len, h) => Checkpoint::from_gguf(file, *len, h),
+    /// SafeTensors files read without an index.
+    pub(crate) fn safetensors(shards: Vec<(String, u64, SafetensorsHeader)>) -> Self {
+        Weights {
+            files: WeightFiles::Safetensors(shards),
+            ignored: Vec::new(),
+            problems: Vec::new(),
         }
+    }
+
+    /// The shards an index names (`index_label` in messages), compared with the index: a
+    /// tensor it names that no shard holds, one it does not name, a wrong `total_size`.
+    pub(crate) fn indexed(
+        index: &ShardIndex,
+        index_label: &str,
+        shards: Vec<(String, u64, SafetensorsHeader)>,
+    ) -> Self {
+        let headers: Vec<(&str, &SafetensorsHeader)> =
+            shards.iter().map(|(f, _, h)| (f.as_str(), h)).collect();
+        let problems = IndexCheck::new(index, &headers).messages(index_label);
+        Weights {
+            files: WeightFiles::Safetensors(shards),
+            ignored: Vec::new(),
+            problems,
+        }
+    }
+
+    /// A GGUF model from the headers of its files, however they were read (a local file, HTTP
+    /// range requests): one file, or every shard of a split GGUF in any order (checked to make
+    /// one set by [`merge_split`]).
+    pub(crate) fn gguf(parts: Vec<(String, u64, GgufHeader)>) -> Result<Self, Error> {
+        Ok(Weights {
+            files: WeightFiles::Gguf(Box::new(merge_split(parts)?)),
+            ignored: Vec::new(),
+            problems: Vec::new(),
+        })
+    }
+
+    /// The GGUF model's header (every shard's tensors, the first shard's metadata) and the
+    /// label of its first file.
+    pub(crate) fn gguf_header(&self) -> Option<(&str, &GgufHeader)> {
+        match &self.files {
+            WeightFiles::Gguf(set) => Some((
+                set.shards.first().map_or("", |s| s.file.as_str()),
+                &set.header,
+            )),
+            WeightFiles::Safetensors(_) => None,
+        }
+    }
+
+    /// Every tensor, once: a tensor name in two files is an error naming both.
+    pub(crate) fn checkpoint(&self) -> Result<Checkpoint, Error> {
+        let mut c = match &self.files {
+            WeightFiles::Safetensors(shards) => Checkpoint::from_safetensors(shards),
+            WeightFiles::Gguf(set) => Checkpoint::from_gguf_set(set),
+        };
+        if let Some((tensor, first, second)) = c.tensor_in_two_files() {
+            return Err(Error::bad_input(
+                format!("tensor `{tensor}` is in two files, `{first}` and `{second}`"),
+                "the files hold two copies of (part of) the weights, which would be counted twice: pass the directory or file of one checkpoint",
+            ));
+        }
+        c.ignored.clone_from(&self.ignored);
+        c.file_problems.clone_from(&self.problems);
+        Ok(c)
     }
 }
 
@@ -151,65 +225,298 @@ pub(crate) fn file_name(p: &Path) -> String {
 /// Shards named by a `model.safetensors.index.json`.
 pub(crate) fn read_index(path: &Path) -> Result<Weights, Error> {
     let text = read_text(path)?;
-    let index = safetensors::parse_index(&text, &path.display().to_string())?;
-    check_shards(&index.shards, &path.display().to_string())?;
+    let label = path.display().to_string();
+    let index = safetensors::parse_index(&text, &label)?;
+    check_shards(&index.shards, &label)?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut shards = Vec::new();
     for shard in &index.shards {
         let p = dir.join(shard);
         if !p.is_file() {
             return Err(Error::not_found(
-                format!(
-                    "`{}` lists shard `{shard}`, which is missing",
-                    path.display()
-                ),
+                format!("`{label}` lists shard `{shard}`, which is missing"),
                 "download every shard, or pass `--online` to read the headers from the Hub",
             ));
         }
         let (len, h) = read_safetensors(&p)?;
         shards.push((shard.clone(), len, h));
     }
-    Ok(Weights::Safetensors(shards))
+    Ok(Weights::indexed(&index, &file_name(path), shards))
 }
 
-/// The weights in a directory: an index, else every `.safetensors`, else one `.gguf`.
-pub(crate) fn find_weights(dir: &Path) -> Result<Option<Weights>, Error> {
-    let index = dir.join("model.safetensors.index.json");
-    if index.is_file() {
-        return read_index(&index).map(Some);
+/// The bytes of a file name, as the OS stores them (so a name that is not UTF-8 survives).
+fn name_bytes(name: &OsStr) -> &[u8] {
+    name.as_encoded_bytes()
+}
+
+/// `prefix` (bytes of an OS file name, cut at an ASCII character) followed by `suffix`.
+#[cfg(unix)]
+#[expect(
+    clippy::unnecessary_wraps,
+    reason = "the same signature as on other systems, where a name may not convert"
+)]
+fn join_name(prefix: &[u8], suffix: &str) -> Option<OsString> {
+    use std::os::unix::ffi::OsStringExt;
+    let mut v = prefix.to_vec();
+    v.extend_from_slice(suffix.as_bytes());
+    Some(OsString::from_vec(v))
+}
+
+/// `prefix` (bytes of an OS file name, cut at an ASCII character) followed by `suffix`.
+#[cfg(not(unix))]
+fn join_name(prefix: &[u8], suffix: &str) -> Option<OsString> {
+    let p = std::str::from_utf8(prefix).ok()?;
+    Some(OsString::from(format!("{p}{suffix}")))
+}
+
+/// The shard suffix of a path's file name, if any.
+fn split_name(path: &Path) -> Option<SplitName> {
+    parse_split_name(name_bytes(path.file_name()?))
+}
+
+/// A local GGUF model from one of its files: the file itself, or, when its `split.*` keys say
+/// it is a shard, every shard of its set (found by llama.cpp's `-%05d-of-%05d.gguf` names next
+/// to it; any shard finds the others). A missing shard is an error naming its file.
+pub(crate) fn read_gguf_model(path: &Path) -> Result<Weights, Error> {
+    let (len, header) = read_gguf(path)?;
+    let label = path.display().to_string();
+    let Some(info) = split::split_info(&header, &label)? else {
+        return Weights::gguf(vec![(label, len, header)]);
+    };
+    let count = info.count;
+    let Some(name) = split_name(path).filter(|n| n.count == count && n.no == info.no + 1) else {
+        return Err(Error::bad_input(
+            format!(
+                "`{label}` is shard {} of a split GGUF of {count} files (`split.no` = {}, `split.count` = {count}), but its name does not end in `{}`, so the other shards cannot be found",
+                info.no + 1,
+                info.no,
+                split_suffix(info.no + 1, count)
+            ),
+            "keep the shards' names as llama.cpp's gguf-split writes them (`PREFIX-00001-of-0000N.gguf` …), side by side",
+        ));
+    };
+    if count > MAX_SHARDS as u64 {
+        return Err(Error::bad_input(
+            format!(
+                "`{label}` is part of a split GGUF of {count} files, more than the limit of {MAX_SHARDS}"
+            ),
+            "a split GGUF has a few shards (llama.cpp's gguf-split writes up to 99,999)",
+        ));
     }
+    let file = path.file_name().unwrap_or_default();
+    let prefix = name_bytes(file).get(..name.prefix_len).unwrap_or_default();
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let mut paths = Vec::new();
+    for no in 1..=count {
+        let sibling = join_name(prefix, &split_suffix(no, count))
+            .map(|n| dir.join(n))
+            .ok_or_else(|| {
+                Error::bad_input(
+                    format!(
+                        "`{label}`: the names of the other shards cannot be made from this one"
+                    ),
+                    "rename the shards with UTF-8 names",
+                )
+            })?;
+        paths.push((no, sibling));
+    }
+    let missing: Vec<String> = paths
+        .iter()
+        .filter(|(no, p)| *no != name.no && !p.is_file())
+        .map(|(no, p)| format!("`{}` (shard {no})", p.display()))
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::not_found(
+            format!(
+                "`{label}` is part of a split GGUF of {count} files; {} {} missing",
+                missing.join(", "),
+                if missing.len() == 1 { "is" } else { "are" }
+            ),
+            "download every shard next to the others (llama.cpp's gguf-split names them `PREFIX-0000N-of-0000M.gguf`), or pass `--online` to read the headers from the Hub",
+        ));
+    }
+    let mut parts = Vec::with_capacity(paths.len());
+    let mut given = Some((len, header));
+    for (no, p) in paths {
+        let (len, h) = match given.take_if(|_| no == name.no) {
+            Some(read) => read,
+            None => read_gguf(&p)?,
+        };
+        // Side by side in one folder: their names say which is which.
+        parts.push((file_name(&p), len, h));
+    }
+    Weights::gguf(parts)
+}
+
+/// Whether a file name is Mistral's own checkpoint format (`consolidated.safetensors`,
+/// `consolidated-00001-of-00002.safetensors`, `consolidated.00.pth`): the same weights as the
+/// HF shards often published beside it, under other names.
+fn is_consolidated(name: &str) -> bool {
+    name.starts_with("consolidated")
+}
+
+/// A PyTorch pickle (`.bin`, `.pth`, `.pt`): not read, named when skipped.
+fn is_pickle(ext: &str) -> bool {
+    matches!(ext, "bin" | "pth" | "pt")
+}
+
+/// The weights in a directory: an index, else every `.safetensors`, else one GGUF model (a
+/// file, or the shards of one split GGUF). Weight files beside the chosen ones are named as
+/// ignored, with why. With both HF shards and Mistral's `consolidated*.safetensors` (the same
+/// weights twice), the HF shards are read when `config.json` is present (it describes them),
+/// else the consolidated file.
+pub(crate) fn find_weights(dir: &Path) -> Result<Option<Weights>, Error> {
+    let has_config = dir.join("config.json").is_file();
+    let index = dir.join("model.safetensors.index.json");
     let mut safetensors: Vec<PathBuf> = Vec::new();
     let mut ggufs: Vec<PathBuf> = Vec::new();
+    let mut pickles: Vec<PathBuf> = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(Error::io("list", dir))? {
         let p = entry.map_err(Error::io("list", dir))?.path();
-        match p.extension().and_then(|e| e.to_str()) {
+        let ext = p
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        match ext.as_deref() {
             Some("safetensors") => safetensors.push(p),
             Some("gguf") => ggufs.push(p),
+            Some(e) if is_pickle(e) => pickles.push(p),
             _ => {}
         }
     }
     safetensors.sort();
     ggufs.sort();
-    if !safetensors.is_empty() {
-        let mut shards = Vec::new();
+    pickles.sort();
+    let mut ignored = Vec::new();
+    let mut weights = if index.is_file() {
+        let w = read_index(&index)?;
+        let WeightFiles::Safetensors(used) = &w.files else {
+            return Ok(Some(w));
+        };
+        let used: Vec<&str> = used.iter().map(|(f, _, _)| f.as_str()).collect();
         for p in &safetensors {
+            let name = file_name(p);
+            if used.contains(&name.as_str()) {
+                continue;
+            }
+            let why = if is_consolidated(&name) {
+                "Mistral's consolidated checkpoint, the same weights as the HF shards `model.safetensors.index.json` names, which are read"
+            } else {
+                "not named by `model.safetensors.index.json`"
+            };
+            ignored.push(Ignored {
+                file: name,
+                why: why.into(),
+            });
+        }
+        Some(w)
+    } else if !safetensors.is_empty() {
+        let (consolidated, hf): (Vec<&PathBuf>, Vec<&PathBuf>) = safetensors
+            .iter()
+            .partition(|p| is_consolidated(&file_name(p)));
+        let (read, skip, why) = if consolidated.is_empty() || hf.is_empty() {
+            (safetensors.iter().collect(), Vec::new(), "")
+        } else if has_config {
+            (
+                hf,
+                consolidated,
+                "Mistral's consolidated checkpoint, the same weights as the HF shards, which are read (config.json describes them)",
+            )
+        } else {
+            (
+                consolidated,
+                hf,
+                "HF shards of the same weights as Mistral's consolidated checkpoint, which is read (there is no config.json)",
+            )
+        };
+        for p in skip {
+            ignored.push(Ignored {
+                file: file_name(p),
+                why: why.into(),
+            });
+        }
+        let mut shards = Vec::new();
+        for p in read {
             let (len, h) = read_safetensors(p)?;
             shards.push((file_name(p), len, h));
         }
-        return Ok(Some(Weights::Safetensors(shards)));
-    }
-    match ggufs.as_slice() {
-        [] => Ok(None),
-        [one] => {
-            let (len, h) = read_gguf(one)?;
-            Ok(Some(Weights::Gguf(file_name(one), len, Box::new(h))))
+        Some(Weights::safetensors(shards))
+    } else {
+        gguf_in_dir(dir, &ggufs)?
+    };
+    if weights.is_some() {
+        if !safetensors.is_empty() {
+            for p in &ggufs {
+                ignored.push(Ignored {
+                    file: file_name(p),
+                    why: "a GGUF beside the SafeTensors files, which are read; pass its path to read it".into(),
+                });
+            }
         }
+        for p in &pickles {
+            ignored.push(Ignored {
+                file: file_name(p),
+                why: "a PyTorch pickle, not read".into(),
+            });
+        }
+    }
+    if let Some(w) = &mut weights {
+        w.ignored = ignored;
+    }
+    Ok(weights)
+}
+
+/// GGUF files grouped into models: the shards of one split set (same prefix and count) are
+/// one model, in shard order; any other file is a model of its own. `name` gives a file's name
+/// as bytes (a local file's OS name, a Hub path's UTF-8), so local and remote listings group
+/// alike.
+pub(crate) fn gguf_models<T>(files: &[T], name: impl Fn(&T) -> &[u8]) -> Vec<Vec<&T>> {
+    // (the name without the shard number, the members with their shard numbers)
+    type Model<'a, T> = (Vec<u8>, Vec<(u64, &'a T)>);
+    let mut models: Vec<Model<'_, T>> = Vec::new();
+    for f in files {
+        let bytes = name(f);
+        let (key, no) = match parse_split_name(bytes) {
+            Some(s) => {
+                let mut key = bytes.get(..s.prefix_len).unwrap_or_default().to_vec();
+                key.extend_from_slice(split_suffix(0, s.count).as_bytes());
+                (key, s.no)
+            }
+            None => (bytes.to_vec(), 0),
+        };
+        match models.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, members)) => members.push((no, f)),
+            None => models.push((key, vec![(no, f)])),
+        }
+    }
+    models
+        .into_iter()
+        .map(|(_, mut members)| {
+            members.sort_by_key(|(no, _)| *no);
+            members.into_iter().map(|(_, f)| f).collect()
+        })
+        .collect()
+}
+
+/// The one GGUF model of a directory: one file, or the shards of one split GGUF.
+fn gguf_in_dir(dir: &Path, ggufs: &[PathBuf]) -> Result<Option<Weights>, Error> {
+    let models = gguf_models(ggufs, |p| name_bytes(p.file_name().unwrap_or_default()));
+    match models.as_slice() {
+        [] => Ok(None),
+        [one] => match one.first() {
+            Some(first) => read_gguf_model(first).map(Some),
+            None => Ok(None),
+        },
         many => Err(Error::bad_input(
-            format!("`{}` holds {} GGUF files", dir.display(), many.len()),
+            format!("`{}` holds {} GGUF models", dir.display(), many.len()),
             format!(
                 "name one of them: {}",
                 many.iter()
-                    .map(|p| file_name(p))
+                    .filter_map(|m| Some(match m.as_slice() {
+                        [one] => file_name(one),
+                        [first, ..] => format!("{} ({} shards)", file_name(first), m.len()),
+                        [] => return None,
+                    }))
                     .collect::<Vec<_>>()
                     .join(", ")
             ),

@@ -27,7 +27,7 @@
 
 use std::collections::BTreeMap;
 
-use llmsize_adapters::checkpoint::{Audit, Checkpoint, Entry, Format, Summary};
+use llmsize_adapters::checkpoint::{Audit, Checkpoint, Entry, Format, Ignored, Summary};
 use llmsize_core::flops::{FlopsLine, FlopsReport};
 use llmsize_core::memory::{MaxContext, MemoryReport};
 use llmsize_core::speed::SpeedReport;
@@ -344,6 +344,50 @@ pub struct MemoryJson {
     /// In a sweep: the swept option and its value here.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub swept: Option<Ordered<u64>>,
+    /// The weight files measured (when the weights come from files) and those not read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<FilesJson>,
+}
+
+/// Weight files read and not read.
+#[derive(Debug, Clone, Serialize)]
+pub struct FilesJson {
+    /// The files read.
+    pub used: Vec<String>,
+    /// Weight files beside them that were not read.
+    pub ignored: Vec<IgnoredJson>,
+}
+
+/// A weight file not read.
+#[derive(Debug, Clone, Serialize)]
+pub struct IgnoredJson {
+    /// The file.
+    pub file: String,
+    /// Why it was not read.
+    pub why: String,
+}
+
+impl IgnoredJson {
+    fn all(ignored: &[Ignored]) -> Vec<Self> {
+        ignored
+            .iter()
+            .map(|i| IgnoredJson {
+                file: i.file.clone(),
+                why: i.why.clone(),
+            })
+            .collect()
+    }
+}
+
+impl FilesJson {
+    /// The JSON of the files of a memory answer.
+    #[must_use]
+    pub fn new(used: &[String], ignored: &[Ignored]) -> Self {
+        FilesJson {
+            used: used.to_vec(),
+            ignored: IgnoredJson::all(ignored),
+        }
+    }
 }
 
 /// `memory --json`: one object, or an array for a sweep.
@@ -463,6 +507,7 @@ impl MemoryJson {
             max_context: max_context.map(|mc| mc.map(|m| m.tokens)),
             max_context_bound: max_context.map(|mc| mc.map(|m| m.bound.to_owned())),
             swept: None,
+            files: None,
         }
     }
 }
@@ -623,8 +668,13 @@ pub struct InspectJson {
     /// True when every tensor's category is known (the counts are then the files' own);
     /// false when some names matched no rule (listed under `unknown`, out of `total`).
     pub exact: bool,
-    /// The files and their lengths.
+    /// The files read and their lengths.
     pub files: Vec<FileJson>,
+    /// Weight files beside them that were not read, and why.
+    pub ignored: Vec<IgnoredJson>,
+    /// Where the files disagree with their index (an index naming tensors no shard holds, a
+    /// wrong `metadata.total_size`).
+    pub index_disagreements: Vec<String>,
     /// Parameters (buffers and unknown names excluded).
     pub total: u64,
     /// Parameters by category.
@@ -718,6 +768,8 @@ impl InspectJson {
                     bytes: *l,
                 })
                 .collect(),
+            ignored: IgnoredJson::all(&c.ignored),
+            index_disagreements: c.file_problems.clone(),
             total: s.total,
             components: all_components(&s.components),
             component_bytes: all_components(&s.component_bytes),
@@ -763,6 +815,8 @@ pub struct AuditJson {
     pub buffers: Vec<BufferJson>,
     /// Names of tensors no rule places.
     pub unknown: Vec<String>,
+    /// Where the files disagree with their index (each makes `agrees` false).
+    pub index_disagreements: Vec<String>,
 }
 
 /// One disagreeing category.
@@ -822,6 +876,7 @@ impl AuditJson {
                 })
                 .collect(),
             unknown: a.summary.unknown.iter().map(|u| u.name.clone()).collect(),
+            index_disagreements: a.file_problems.clone(),
         }
     }
 }

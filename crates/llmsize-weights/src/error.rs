@@ -524,6 +524,39 @@ pub enum WeightsError {
         file_len: u64,
     },
 
+    /// A `split.*` key of a split GGUF is absent or holds the wrong type or value.
+    #[error("`{file}`: `{key}` is {found}, expected {expected}")]
+    SplitKey {
+        /// File label.
+        file: String,
+        /// The key (`split.no`, `split.count`, `split.tensors.count`).
+        key: &'static str,
+        /// What the file holds (its type and value, or "absent").
+        found: String,
+        /// What llama.cpp's `gguf-split` writes.
+        expected: String,
+    },
+
+    /// The shards of a split GGUF do not make one set.
+    #[error("`{file}`: {problem}")]
+    SplitSet {
+        /// File label of the shard the problem is about.
+        file: String,
+        /// What is wrong.
+        problem: String,
+    },
+
+    /// A tensor name is in two files of one checkpoint.
+    #[error("tensor `{tensor}` is in two files, `{first}` and `{second}`")]
+    TensorInTwoFiles {
+        /// Tensor name.
+        tensor: String,
+        /// The first file holding it.
+        first: String,
+        /// The second file holding it.
+        second: String,
+    },
+
     /// A sum of element or byte counts over all tensors does not fit in 64 bits.
     #[error("`{file}`: the {what} summed over all tensors overflows 64 bits")]
     TotalOverflow {

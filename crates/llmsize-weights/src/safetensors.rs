@@ -1311,5 +1311,116 @@ fn is_plain_file_name(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0'])
 }
 
+/// How an index and the shards it names disagree (empty when they agree).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IndexCheck {
+    /// `(tensor, shard)`: the index places the tensor in a shard, and no shard holds it.
+    pub missing: Vec<(String, String)>,
+    /// `(tensor, index's shard, holding shard)`: another shard than the index's holds it.
+    pub elsewhere: Vec<(String, String, String)>,
+    /// `(tensor, shard)`: a shard holds a tensor the index does not name.
+    pub unnamed: Vec<(String, String)>,
+    /// `(metadata.total_size, bytes of every tensor in the shards)` when they differ.
+    pub total_size: Option<(u64, u64)>,
+}
+
+/// Names a message lists before "and N more".
+const LISTED_NAMES: usize = 5;
+
+fn some_names<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> String {
+    let n = names.len();
+    let mut out: Vec<String> = names.take(LISTED_NAMES).map(|t| format!("`{t}`")).collect();
+    if n > LISTED_NAMES {
+        out.push(format!("and {} more", n - LISTED_NAMES));
+    }
+    out.join(", ")
+}
+
+impl IndexCheck {
+    /// Compare an index with the headers of the shards it names (`(shard name, header)`).
+    #[must_use]
+    pub fn new(index: &ShardIndex, shards: &[(&str, &SafetensorsHeader)]) -> IndexCheck {
+        let mut check = IndexCheck::default();
+        let mut holder: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut bytes = 0u64;
+        for (shard, header) in shards {
+            for t in &header.tensors {
+                holder.insert(t.name.as_str(), shard);
+                bytes = bytes.saturating_add(t.bytes);
+                if !index.weight_map.contains_key(&t.name) {
+                    check.unnamed.push((t.name.clone(), (*shard).to_owned()));
+                }
+            }
+        }
+        for (tensor, shard) in &index.weight_map {
+            match holder.get(tensor.as_str()) {
+                None => check.missing.push((tensor.clone(), shard.clone())),
+                Some(found) if *found != shard.as_str() => {
+                    check
+                        .elsewhere
+                        .push((tensor.clone(), shard.clone(), (*found).to_owned()));
+                }
+                Some(_) => {}
+            }
+        }
+        check.total_size = index.total_size.filter(|t| *t != bytes).map(|t| (t, bytes));
+        check
+    }
+
+    /// True when the index and the shards agree.
+    #[must_use]
+    pub fn agrees(&self) -> bool {
+        self.missing.is_empty()
+            && self.elsewhere.is_empty()
+            && self.unnamed.is_empty()
+            && self.total_size.is_none()
+    }
+
+    /// One sentence per kind of disagreement, naming a few tensors (`index` labels the index).
+    #[must_use]
+    pub fn messages(&self, index: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.missing.is_empty() {
+            out.push(format!(
+                "`{index}` names {} tensor(s) that no shard holds: {}",
+                self.missing.len(),
+                some_names(self.missing.iter().map(|(t, _)| t.as_str()))
+            ));
+        }
+        if !self.elsewhere.is_empty() {
+            out.push(format!(
+                "`{index}` places {} tensor(s) in another shard than the one holding them: {}",
+                self.elsewhere.len(),
+                self.elsewhere
+                    .iter()
+                    .take(LISTED_NAMES)
+                    .map(|(t, i, f)| format!("`{t}` (index: `{i}`, held by `{f}`)"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if !self.unnamed.is_empty() {
+            let mut files: Vec<&str> = self.unnamed.iter().map(|(_, f)| f.as_str()).collect();
+            files.dedup();
+            out.push(format!(
+                "{} tensor(s) in {} are not named by `{index}`: {}",
+                self.unnamed.len(),
+                files
+                    .iter()
+                    .map(|f| format!("`{f}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                some_names(self.unnamed.iter().map(|(t, _)| t.as_str()))
+            ));
+        }
+        if let Some((declared, found)) = self.total_size {
+            out.push(format!(
+                "`{index}` declares `metadata.total_size` = {declared} bytes, but the shards' tensors hold {found}"
+            ));
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests;

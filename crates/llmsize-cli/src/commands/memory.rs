@@ -37,7 +37,7 @@ pub(crate) fn run(args: &MemoryArgs) -> Result<Outcome, Failure> {
     let text = if args.json {
         outcome.to_json()?
     } else {
-        match &outcome.result {
+        let table = match &outcome.result {
             MemoryResult::Single {
                 report,
                 max_context,
@@ -45,6 +45,11 @@ pub(crate) fn run(args: &MemoryArgs) -> Result<Outcome, Failure> {
             MemoryResult::Sweep { axis, points } => {
                 render::memory::render_sweep(&outcome.name, axis.as_str(), points)
             }
+        };
+        // The weight files measured, and those beside them that were not read.
+        match &outcome.files {
+            Some(files) => format!("{table}\n{}", files.table()),
+            None => table,
         }
     };
     output::print(&text)?;

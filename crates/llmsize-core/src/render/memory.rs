@@ -63,7 +63,9 @@ pub fn render(
             format!("  {}", l.storage),
             thousands(l.bytes),
             bytes_both(l.bytes),
-            if explain {
+            if l.params == 0 {
+                "saved tensors that are not parameters (quantization scales, buffers)".into()
+            } else if explain {
                 format!(
                     "{} parameters × {lbpw:.4} bits / 8 (blocks, scales and zeros included)",
                     thousands(l.params)

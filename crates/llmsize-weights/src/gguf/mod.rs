@@ -48,6 +48,7 @@
 //! ```
 
 mod reader;
+pub mod split;
 mod value;
 
 use std::collections::BTreeSet;

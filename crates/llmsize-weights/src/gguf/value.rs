@@ -335,6 +335,37 @@ impl GgufValue {
         }
     }
 
+    /// The value for a message: its GGUF type and value, e.g. `a string "abc"`, `an i32 -3`,
+    /// `an array of 32 u32` (long strings cut at 40 characters).
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let ty = self.value_type().as_str();
+        // Read aloud: "an i32", "an f32", but "a u32", "a string", "a bool".
+        let article = if ty.starts_with(['i', 'f']) {
+            "an"
+        } else {
+            "a"
+        };
+        let value = match self {
+            GgufValue::String(s) => {
+                let cut: String = s.chars().take(40).collect();
+                let more = if cut.len() < s.len() { "…" } else { "" };
+                format!("{cut:?}{more}")
+            }
+            GgufValue::Array(a) => {
+                return format!("an array of {} {}", a.len(), a.element_type().as_str());
+            }
+            GgufValue::Bool(b) => b.to_string(),
+            GgufValue::F32(v) => v.to_string(),
+            GgufValue::F64(v) => v.to_string(),
+            other => other.as_i64().map_or_else(
+                || other.as_u64().map_or_else(String::new, |v| v.to_string()),
+                |v| v.to_string(),
+            ),
+        };
+        format!("{article} {ty} {value}")
+    }
+
     /// The value as an array if it is one.
     #[must_use]
     pub fn as_array(&self) -> Option<&GgufArray> {

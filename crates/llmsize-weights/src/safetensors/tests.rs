@@ -877,3 +877,42 @@ fn err_index_too_many_entries() {
         "`i`: `weight_map` has 262145 entries, more than the limit of 262144"
     );
 }
+
+#[test]
+fn an_index_is_checked_against_its_shards() {
+    let a = parse(&format!("{{{}}}", tensor("x", "F32", "[2]", 0, 8)), 8).unwrap();
+    let b = parse(
+        &format!(
+            "{{{},{}}}",
+            tensor("y", "F32", "[2]", 0, 8),
+            tensor("z", "F32", "[2]", 8, 16)
+        ),
+        16,
+    )
+    .unwrap();
+    let shards = [("a.safetensors", &a), ("b.safetensors", &b)];
+    // The index places `y` in `a` (`b` holds it), names `w` (nobody holds it), leaves out `z`
+    // and declares 32 bytes where the tensors hold 24.
+    let index = parse_index(
+        r#"{"metadata":{"total_size":32},"weight_map":{"x":"a.safetensors","y":"a.safetensors","w":"b.safetensors"}}"#,
+        "i.json",
+    )
+    .unwrap();
+    let check = IndexCheck::new(&index, &shards);
+    assert!(!check.agrees());
+    assert_eq!(
+        check.messages("i.json"),
+        [
+            "`i.json` names 1 tensor(s) that no shard holds: `w`",
+            "`i.json` places 1 tensor(s) in another shard than the one holding them: `y` (index: `a.safetensors`, held by `b.safetensors`)",
+            "1 tensor(s) in `b.safetensors` are not named by `i.json`: `z`",
+            "`i.json` declares `metadata.total_size` = 32 bytes, but the shards' tensors hold 24",
+        ]
+    );
+    let honest = parse_index(
+        r#"{"metadata":{"total_size":24},"weight_map":{"x":"a.safetensors","y":"b.safetensors","z":"b.safetensors"}}"#,
+        "i.json",
+    )
+    .unwrap();
+    assert!(IndexCheck::new(&honest, &shards).agrees());
+}
