@@ -239,18 +239,26 @@ fn tiny_gguf() -> File {
     }
 }
 
-/// A minimal GGUF v3 split shard: `split.no`, `split.count`, one F32 tensor of 4 elements.
-fn split_shard(no: u16, count: u16, tensor: &str) -> File {
+/// A minimal GGUF v3 split shard as llama.cpp's `gguf-split` marks one: `split.no` (u16,
+/// from 0), `split.count` (u16), `split.tensors.count` (i32, the tensors of the whole set),
+/// and one F32 norm tensor of 4 elements, `blk.{no}.attn_norm.weight`.
+fn split_shard(no: u16, count: u16) -> File {
     let mut b = b"GGUF".to_vec();
     b.extend_from_slice(&3u32.to_le_bytes());
     b.extend_from_slice(&1u64.to_le_bytes()); // tensors
-    b.extend_from_slice(&2u64.to_le_bytes()); // key-value pairs
-    for (key, value) in [("split.no", no), ("split.count", count)] {
-        b.extend_from_slice(&(key.len() as u64).to_le_bytes());
-        b.extend_from_slice(key.as_bytes());
-        b.extend_from_slice(&2u32.to_le_bytes()); // UINT16
-        b.extend_from_slice(&value.to_le_bytes());
-    }
+    b.extend_from_slice(&3u64.to_le_bytes()); // key-value pairs
+    let key = |b: &mut Vec<u8>, k: &str, ty: u32| {
+        b.extend_from_slice(&(k.len() as u64).to_le_bytes());
+        b.extend_from_slice(k.as_bytes());
+        b.extend_from_slice(&ty.to_le_bytes());
+    };
+    key(&mut b, "split.no", 2); // UINT16
+    b.extend_from_slice(&no.to_le_bytes());
+    key(&mut b, "split.count", 2);
+    b.extend_from_slice(&count.to_le_bytes());
+    key(&mut b, "split.tensors.count", 5); // INT32
+    b.extend_from_slice(&i32::from(count).to_le_bytes());
+    let tensor = format!("blk.{no}.attn_norm.weight");
     b.extend_from_slice(&(tensor.len() as u64).to_le_bytes());
     b.extend_from_slice(tensor.as_bytes());
     b.extend_from_slice(&1u32.to_le_bytes()); // dims
@@ -271,11 +279,11 @@ fn quant_repo() -> BTreeMap<String, File> {
         ("m-Q8_0.gguf".to_owned(), tiny_gguf()),
         (
             "F16/m-F16-00001-of-00002.gguf".to_owned(),
-            split_shard(0, 2, "a.weight"),
+            split_shard(0, 2),
         ),
         (
             "F16/m-F16-00002-of-00002.gguf".to_owned(),
-            split_shard(1, 2, "b.weight"),
+            split_shard(1, 2),
         ),
     ])
 }
