@@ -410,16 +410,24 @@ fn a_split_gguf_picked_by_a_shard_fetches_every_shard() {
             ),
         ]
     );
-    // ADAPTER POINT: until `Weights` combines split GGUF shards (branch h/files), the set is
-    // refused by name rather than sized as its first shard. Update on merge.
-    assert_eq!(r.code, 2, "{}", r.stderr);
+    // Both shards' tensors are counted: a 4-element norm in each.
+    assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr.contains(
-            "\nerror: a split GGUF (2 shards: F16/m-F16-00001-of-00002.gguf, F16/m-F16-00002-of-00002.gguf) was read"
-        ),
+        r.stdout.contains("F16/m-F16-00001-of-00002.gguf"),
         "{}",
-        r.stderr
+        r.stdout
     );
+    let r = online(
+        &hub,
+        &[
+            "inspect",
+            "org/quants:F16/m-F16-00001-of-00002.gguf",
+            "--online",
+            "--json",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(json_of(&r)["total"], 8);
 }
 
 // ---------------------------------------------------------------------------------------
