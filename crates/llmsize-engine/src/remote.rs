@@ -403,29 +403,29 @@ fn is_gguf(f: &str) -> bool {
     f.to_ascii_lowercase().ends_with(".gguf")
 }
 
-/// `name-00001-of-00003.gguf` → (`name`, 1, 3): llama.cpp's split names
-/// (`%s-%05d-of-%05d.gguf`).
-fn split_parts(file: &str) -> Option<(&str, u32, u32)> {
-    let stem = file.strip_suffix(".gguf")?;
-    let (rest, m) = stem.rsplit_once("-of-")?;
-    let (prefix, n) = rest.rsplit_once('-')?;
-    let digits = |s: &str| s.len() == 5 && s.bytes().all(|b| b.is_ascii_digit());
-    if !digits(n) || !digits(m) {
-        return None;
-    }
-    let (n, m) = (n.parse().ok()?, m.parse().ok()?);
-    (n >= 1 && n <= m).then_some((prefix, n, m))
+/// `name-00001-of-00003.gguf` → (`name`, 1, 3): llama.cpp's split names, read as local
+/// folders read them ([`llmsize_weights::gguf::split::parse_split_name`]).
+fn split_parts(file: &str) -> Option<(&str, u64, u64)> {
+    let s = llmsize_weights::gguf::split::parse_split_name(file.as_bytes())?;
+    Some((file.get(..s.prefix_len)?, s.no, s.count))
 }
 
 /// Every shard of the split GGUF `file` belongs to, in order (`file` itself if not split);
 /// an error names a shard the listing lacks.
 fn gguf_set(file: &str, files: &[String], repo: &str) -> Result<Vec<String>, Error> {
-    let Some((prefix, _, m)) = split_parts(file) else {
+    let Some((_, _, m)) = split_parts(file) else {
         return Ok(vec![file.to_owned()]);
     };
-    let set: Vec<String> = (1..=m)
-        .map(|i| format!("{prefix}-{i:05}-of-{m:05}.gguf"))
-        .collect();
+    if m > weights_io::MAX_SHARDS as u64 {
+        return Err(Error::bad_input(
+            format!(
+                "`{file}` names a split GGUF of {m} files, more than the limit of {}",
+                weights_io::MAX_SHARDS
+            ),
+            "a split GGUF has a few shards",
+        ));
+    }
+    let set = llmsize_weights::gguf::split::shard_names(file).unwrap_or_default();
     if let Some(missing) = set.iter().find(|s| !files.contains(s)) {
         return Err(Error::not_found(
             format!("`{repo}` lists `{file}`, a shard of {m}, but not its shard `{missing}`"),
@@ -599,6 +599,7 @@ mod tests {
         assert_eq!(split_parts("m-00003-of-00003.gguf"), Some(("m", 3, 3)));
         assert_eq!(split_parts("m-00004-of-00003.gguf"), None);
         assert_eq!(split_parts("m-0001-of-0003.gguf"), None);
+        assert!(gguf_set("m-00001-of-99999.gguf", &[], "o/r").is_err());
         assert_eq!(split_parts("m-Q4_K_M.gguf"), None);
     }
 
