@@ -423,6 +423,15 @@ fn gguf_set(file: &str, files: &[String], repo: &str) -> Result<Vec<String>, Err
     let Some((prefix, _, m)) = split_parts(file) else {
         return Ok(vec![file.to_owned()]);
     };
+    if m as usize > weights_io::MAX_SHARDS {
+        return Err(Error::bad_input(
+            format!(
+                "`{file}` names a split GGUF of {m} files, more than the limit of {}",
+                weights_io::MAX_SHARDS
+            ),
+            "a split GGUF has a few shards",
+        ));
+    }
     let set: Vec<String> = (1..=m)
         .map(|i| format!("{prefix}-{i:05}-of-{m:05}.gguf"))
         .collect();
@@ -617,6 +626,7 @@ mod tests {
         assert_eq!(split_parts("m-00003-of-00003.gguf"), Some(("m", 3, 3)));
         assert_eq!(split_parts("m-00004-of-00003.gguf"), None);
         assert_eq!(split_parts("m-0001-of-0003.gguf"), None);
+        assert!(gguf_set("m-00001-of-99999.gguf", &[], "o/r").is_err());
         assert_eq!(split_parts("m-Q4_K_M.gguf"), None);
     }
 
