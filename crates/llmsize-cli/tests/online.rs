@@ -363,6 +363,14 @@ fn repo_colon_file_picks_one_gguf_with_one_request() {
         "error: `org/quants:m-Q8_0.gguf` picks `m-Q8_0.gguf`, and `--file` picks `m-Q4_K_M.gguf`\n\n\
          hint: pick the file once: `org/name:FILE` or `--file FILE`\n"
     );
+    // `--file` belongs to a repo id.
+    let r = online(&hub, &["params", "gpt2", "--file", "m-Q8_0.gguf"]);
+    assert_eq!(r.code, 2);
+    assert_eq!(
+        r.stderr,
+        "error: `--file` picks a file of a Hub repo, and `gpt2` is not a repo id\n\n\
+         hint: pass the file's path as MODEL instead\n"
+    );
     // A file the repo does not have: the GGUF files are listed.
     let r = online(&hub, &["params", "org/quants:m-Q2_K.gguf", "--online"]);
     assert_eq!(r.code, 2);

@@ -345,7 +345,9 @@ fn fetch_all<T: Send>(
     };
     report(0);
     let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
+    // Counted and reported under one lock, so reports arrive in order (a progress line that
+    // drew 50/50 is not redrawn as 49/50 by a slower thread).
+    let done = Mutex::new(0usize);
     let failed = AtomicBool::new(false);
     let results: Mutex<Vec<Option<Result<T, Error>>>> =
         Mutex::new((0..total).map(|_| None).collect());
@@ -356,8 +358,9 @@ fn fetch_all<T: Send>(
             let r = fetch(name);
             if r.is_err() {
                 failed.store(true, Ordering::Relaxed);
-            } else {
-                report(done.fetch_add(1, Ordering::Relaxed) + 1);
+            } else if let Ok(mut d) = done.lock() {
+                *d += 1;
+                report(*d);
             }
             if let Ok(mut v) = results.lock()
                 && let Some(slot) = v.get_mut(i)
