@@ -440,5 +440,39 @@ mod tests {
             Some(repo.join("snapshots").join(hash))
         );
         assert!(snapshot(&env, "org/model", "v2").is_err());
+        // A prefix names a snapshot only when one folder starts with it.
+        let other = "0123456789ffffffffffffffffffffffffffffff";
+        std::fs::create_dir_all(repo.join("snapshots").join(other)).unwrap();
+        let err = snapshot(&env, "org/model", "0123456789").unwrap_err();
+        assert!(
+            err.to_string().contains("the start of 2 snapshots"),
+            "{err}"
+        );
+        assert_eq!(
+            snapshot(&env, "org/model", "0123456789a").unwrap(),
+            Some(repo.join("snapshots").join(hash))
+        );
+        assert!(snapshot(&env, "org/model", "../model").is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_are_followed_to_their_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("blob"), "{}").unwrap();
+        std::os::unix::fs::symlink("blob", d.join("hop")).unwrap();
+        std::os::unix::fs::symlink("hop", d.join("config.json")).unwrap();
+        check_link(&d.join("config.json"), "o/r").unwrap();
+        // Two hops, the second to nothing: the whole chain and the missing end are named.
+        std::fs::remove_file(d.join("blob")).unwrap();
+        let err = check_link(&d.join("config.json"), "o/r").unwrap_err();
+        assert!(
+            err.to_string().ends_with(&format!(
+                "is a broken symlink: it points to `hop` → `blob`, and `{}` does not exist",
+                d.join("blob").display()
+            )),
+            "{err}"
+        );
     }
 }
