@@ -129,9 +129,35 @@ pub(crate) struct HubArgs {
     /// headers (HTTP range requests), from `HF_ENDPOINT` with `HF_TOKEN`
     #[arg(long)]
     pub(crate) online: bool,
-    /// Branch, tag or commit of a Hub repo (cache or `--online`)
+    /// Branch, tag or commit of a Hub repo (cache or `--online`); in the cache, also any
+    /// folder under `snapshots/` or a unique start of one
     #[arg(long, default_value = "main")]
     pub(crate) revision: String,
+    /// One file of a Hub repo that holds several (every GGUF quant repo), as the repo lists
+    /// it; the same as `org/name:FILE`. A split GGUF is named by any of its shards
+    #[arg(long, value_name = "FILE")]
+    pub(crate) file: Option<String>,
+    /// `--online`: give up when connecting, or waiting for the server's next bytes, takes
+    /// longer than this many seconds
+    #[arg(long, value_name = "SECONDS", default_value = "30", value_parser = parse_timeout)]
+    pub(crate) timeout: std::time::Duration,
+    /// `--online`: weight-file headers fetched at once
+    #[arg(long, value_name = "N", default_value = "8", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub(crate) jobs: u16,
+}
+
+/// `--timeout 30`, `--timeout 2.5`: positive seconds, at most a day.
+fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
+    let secs: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if !(secs > 0.0 && secs <= 86_400.0) {
+        return Err(format!(
+            "`{s}`: a timeout is more than 0 and at most 86400 seconds"
+        ));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
 }
 
 #[allow(

@@ -5,9 +5,58 @@
     reason = "this module is the one place that writes to the terminal"
 )]
 
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
+use std::sync::Mutex;
+
+use llmsize_engine::{FetchProgress, ProgressSink};
 
 use crate::Failure;
+
+/// `--online`'s progress, on stderr so stdout (a table, `--json`) stays clean. On a terminal,
+/// one line redrawn in place (`fetching headers: 12/50 files`) and erased when done; to a
+/// file or pipe, plain lines for two files or more: the start, every tenth of the files for 20 or
+/// more, and the end with the time taken. The same with or without `--json`: stderr is not the data.
+pub(crate) fn fetch_progress() -> ProgressSink {
+    let tty = std::io::stderr().is_terminal();
+    let last_tenth = Mutex::new(0usize);
+    ProgressSink::new(move |p: FetchProgress| {
+        let FetchProgress {
+            done,
+            total,
+            elapsed,
+        } = p;
+        let files = if total == 1 { "file" } else { "files" };
+        let mut err = std::io::stderr().lock();
+        if tty {
+            if done == total && done > 0 {
+                let _ = write!(err, "\r\x1b[2K");
+            } else {
+                let _ = write!(err, "\r\x1b[2Kfetching headers: {done}/{total} {files}");
+            }
+            let _ = err.flush();
+            return;
+        }
+        let tenth = (done * 10).checked_div(total).unwrap_or(10);
+        let Ok(mut last) = last_tenth.lock() else {
+            return;
+        };
+        if total < 2 {
+            // One file: nothing worth a line in a log.
+        } else if done == 0 {
+            *last = 0;
+            let _ = writeln!(err, "fetching headers: 0/{total} {files}");
+        } else if done == total {
+            let _ = writeln!(
+                err,
+                "fetching headers: {done}/{total} {files}, done in {:.1} s",
+                elapsed.as_secs_f64()
+            );
+        } else if total >= 20 && tenth > *last {
+            *last = tenth;
+            let _ = writeln!(err, "fetching headers: {done}/{total} {files}");
+        }
+    })
+}
 
 /// Write data to stdout.
 pub(crate) fn print(text: &str) -> std::io::Result<()> {
@@ -34,6 +83,10 @@ pub(crate) fn print_error(failure: &Failure) {
         Failure::Output(e) => format!("cannot write the output to stdout: {e}"),
         Failure::Engine(e) => e.to_string(),
     };
+    if std::io::stderr().is_terminal() {
+        // Erase a progress line an error cut short.
+        eprint!("\r\x1b[2K");
+    }
     eprintln!("error: {previous}");
     let mut cause = top.source();
     while let Some(c) = cause {

@@ -7,7 +7,9 @@
 //! the network.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::Error;
 
@@ -30,6 +32,42 @@ pub struct HubEnv {
     pub endpoint: Option<String>,
     /// `HF_TOKEN` for `--online`.
     pub token: Option<String>,
+    /// Told how `--online` is getting on with the weight headers (the engine never prints:
+    /// the CLI draws a progress line on stderr; a library caller may leave it `None`).
+    pub progress: Option<ProgressSink>,
+}
+
+/// How far `--online` is with the weight headers of one model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FetchProgress {
+    /// Files whose header has been read.
+    pub done: usize,
+    /// Files to read.
+    pub total: usize,
+    /// Time since the first request for a header.
+    pub elapsed: std::time::Duration,
+}
+
+/// A callback for [`FetchProgress`], called once with `done == 0` before the first request
+/// and once per file after; from the fetching threads, so it must be `Send + Sync`.
+#[derive(Clone)]
+pub struct ProgressSink(Arc<dyn Fn(FetchProgress) + Send + Sync>);
+
+impl ProgressSink {
+    /// Wrap a callback.
+    pub fn new(f: impl Fn(FetchProgress) + Send + Sync + 'static) -> Self {
+        ProgressSink(Arc::new(f))
+    }
+
+    pub(crate) fn report(&self, p: FetchProgress) {
+        (self.0)(p);
+    }
+}
+
+impl fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ProgressSink(..)")
+    }
 }
 
 impl HubEnv {
@@ -46,6 +84,7 @@ impl HubEnv {
             home: path("HOME"),
             endpoint: text("HF_ENDPOINT"),
             token: text("HF_TOKEN"),
+            progress: None,
         }
     }
 
@@ -95,8 +134,13 @@ pub fn looks_like_repo_id(s: &str) -> bool {
 
 /// The snapshot directory of `repo` at `revision` in the cache, if the repo is cached.
 ///
+/// `revision` is a ref (`main`, a tag: `refs/<revision>` holds the commit), else the name of
+/// a folder under `snapshots/` (a commit hash, or any folder a user put there), else a prefix
+/// of exactly one such folder (`abc1234`, as git takes short hashes).
+///
 /// `Ok(None)`: the repo is not in the cache at all. An error: it is there but broken (a ref
-/// without its snapshot), which deserves a message rather than a fall-through.
+/// without its snapshot, a weight or config symlink that leads nowhere or in a loop), or
+/// has no such revision; each deserves a message rather than a fall-through.
 pub(crate) fn snapshot(env: &HubEnv, repo: &str, revision: &str) -> Result<Option<PathBuf>, Error> {
     let Some(cache) = env.cache_dir() else {
         return Ok(None);
@@ -105,35 +149,219 @@ pub(crate) fn snapshot(env: &HubEnv, repo: &str, revision: &str) -> Result<Optio
     if !folder.is_dir() {
         return Ok(None);
     }
-    let is_hash = revision.len() == 40 && revision.chars().all(|c| c.is_ascii_hexdigit());
-    let commit = if is_hash {
-        revision.to_owned()
+    // A revision is a path below `refs/` or `snapshots/`: no way out of the repo's folder.
+    if revision.is_empty()
+        || revision.starts_with('/')
+        || revision
+            .split(['/', '\\'])
+            .any(|c| c == ".." || c == "." || c.is_empty())
+    {
+        return Err(Error::bad_input(
+            format!("`--revision {revision}` is not a branch, tag or commit name"),
+            "pass a branch (`main`), a tag or a commit hash",
+        ));
+    }
+    let snapshots = folder.join("snapshots");
+    let reference = folder.join("refs").join(revision);
+    let snap = if reference.is_file() {
+        let commit = std::fs::read_to_string(&reference)
+            .map_err(Error::io("read", &reference))?
+            .trim()
+            .to_owned();
+        let snap = snapshots.join(&commit);
+        if !snap.is_dir() {
+            return Err(Error::not_found(
+                format!(
+                    "the Hugging Face cache entry of `{repo}` is broken: ref `{revision}` points to commit `{commit}`, but `{}` is missing",
+                    snap.display()
+                ),
+                "download the model again (`hf download`), or pass `--online`",
+            ));
+        }
+        snap
+    } else if snapshots.join(revision).is_dir() {
+        snapshots.join(revision)
     } else {
-        let reference = folder.join("refs").join(revision);
-        match std::fs::read_to_string(&reference) {
-            Ok(s) => s.trim().to_owned(),
-            Err(_) => {
+        let folders = snapshot_folders(&snapshots);
+        let matching: Vec<&String> = folders.iter().filter(|f| f.starts_with(revision)).collect();
+        match matching.as_slice() {
+            [one] if revision.len() >= 4 => snapshots.join(one),
+            _ => {
+                let refs = ref_names(&folder.join("refs"));
+                let list = |v: &[String]| {
+                    if v.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        v.join(", ")
+                    }
+                };
                 return Err(Error::not_found(
                     format!(
-                        "`{repo}` is in the Hugging Face cache (`{}`) but has no ref `{revision}`",
-                        folder.display()
+                        "`{repo}` is in the Hugging Face cache (`{}`) but has no ref or snapshot `{revision}`{}",
+                        folder.display(),
+                        if matching.len() > 1 {
+                            format!(" (it is the start of {} snapshots)", matching.len())
+                        } else {
+                            String::new()
+                        }
                     ),
-                    "download it again, or pass `--revision` with a commit hash under `snapshots/`",
+                    format!(
+                        "pass `--revision` with a ref ({}) or a snapshot folder ({}), or add `--online`",
+                        list(&refs),
+                        list(&folders)
+                    ),
                 ));
             }
         }
     };
-    let snap = folder.join("snapshots").join(&commit);
-    if !snap.is_dir() {
-        return Err(Error::not_found(
-            format!(
-                "the Hugging Face cache entry of `{repo}` is broken: ref `{revision}` points to commit `{commit}`, but `{}` is missing",
-                snap.display()
-            ),
-            "download the model again (`huggingface-cli download`), or pass `--online`",
-        ));
-    }
+    check_links(&snap, repo)?;
     Ok(Some(snap))
+}
+
+/// The folders under `snapshots/`, sorted.
+fn snapshot_folders(snapshots: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(snapshots)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The refs of a cached repo (`main`, tags), sorted; `refs/pr/1` as `pr/1`.
+fn ref_names(refs: &Path) -> Vec<String> {
+    let mut v = Vec::new();
+    let mut stack = vec![refs.to_path_buf()];
+    // Refs nest one or two levels (`refs/pr/1`); a bound keeps a looping folder harmless.
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() && stack.len() < 16 {
+                stack.push(p);
+            } else if let Ok(rel) = p.strip_prefix(refs) {
+                v.push(rel.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+/// True for the files llmsize reads from a snapshot.
+fn is_model_file(name: &str) -> bool {
+    let ext = |e: &str| {
+        Path::new(name)
+            .extension()
+            .is_some_and(|x| x.eq_ignore_ascii_case(e))
+    };
+    name == "config.json"
+        || name.to_ascii_lowercase().ends_with(".index.json")
+        || ext("safetensors")
+        || ext("gguf")
+}
+
+/// Every file llmsize would read from `snap` (top level) resolves: the cache's files are
+/// symlinks into `blobs/`, and a deleted blob or a hand-made loop would otherwise read as
+/// "no config.json" or a bare "No such file".
+fn check_links(snap: &Path, repo: &str) -> Result<(), Error> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(snap)
+        .map_err(Error::io("list", snap))?
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(is_model_file))
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        check_link(&p, repo)?;
+    }
+    Ok(())
+}
+
+/// Most symlinks followed before a chain counts as a loop (Linux's `MAXSYMLINKS` is 40).
+const MAX_LINKS: usize = 40;
+
+/// `path`, if it is a symlink, leads to an existing file (or folder); else an error naming
+/// the link, where it points, and whether the target is missing or the chain loops.
+pub(crate) fn check_link(path: &Path, repo: &str) -> Result<(), Error> {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(()); // Not there at all: the caller's own "not found" says it better.
+    };
+    if !meta.file_type().is_symlink() || std::fs::metadata(path).is_ok() {
+        return Ok(());
+    }
+    let mut chain: Vec<PathBuf> = Vec::new();
+    let mut seen: Vec<PathBuf> = vec![path.to_path_buf()];
+    let mut current = path.to_path_buf();
+    let broken = |what: String| {
+        Err(Error::not_found(
+            format!(
+                "the Hugging Face cache entry of `{repo}` is broken: `{}` {what}",
+                path.display()
+            ),
+            "download the model again (`hf download`), or pass `--online`",
+        ))
+    };
+    let arrows = |chain: &[PathBuf]| {
+        chain
+            .iter()
+            .map(|t| format!("`{}`", t.display()))
+            .collect::<Vec<_>>()
+            .join(" → ")
+    };
+    for _ in 0..MAX_LINKS {
+        let Ok(target) = std::fs::read_link(&current) else {
+            break;
+        };
+        chain.push(target.clone());
+        let next = current
+            .parent()
+            .map_or_else(|| target.clone(), |dir| dir.join(&target));
+        let next = normalize(&next);
+        if seen.contains(&next) {
+            return broken(format!(
+                "is a symlink loop: it points to {}, which leads back to itself",
+                arrows(&chain)
+            ));
+        }
+        match std::fs::symlink_metadata(&next) {
+            Err(_) => {
+                return broken(format!(
+                    "is a broken symlink: it points to {}, and `{}` does not exist",
+                    arrows(&chain),
+                    next.display()
+                ));
+            }
+            Ok(m) if !m.file_type().is_symlink() => return Ok(()),
+            Ok(_) => {}
+        }
+        seen.push(next.clone());
+        current = next;
+    }
+    broken(format!(
+        "is a symlink chain that does not end: it points to {} …",
+        arrows(&chain)
+    ))
+}
+
+/// `a/b/../c` → `a/c`, lexically (the cache's links are relative: `../../blobs/<sha>`).
+fn normalize(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -212,5 +440,39 @@ mod tests {
             Some(repo.join("snapshots").join(hash))
         );
         assert!(snapshot(&env, "org/model", "v2").is_err());
+        // A prefix names a snapshot only when one folder starts with it.
+        let other = "0123456789ffffffffffffffffffffffffffffff";
+        std::fs::create_dir_all(repo.join("snapshots").join(other)).unwrap();
+        let err = snapshot(&env, "org/model", "0123456789").unwrap_err();
+        assert!(
+            err.to_string().contains("the start of 2 snapshots"),
+            "{err}"
+        );
+        assert_eq!(
+            snapshot(&env, "org/model", "0123456789a").unwrap(),
+            Some(repo.join("snapshots").join(hash))
+        );
+        assert!(snapshot(&env, "org/model", "../model").is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_are_followed_to_their_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("blob"), "{}").unwrap();
+        std::os::unix::fs::symlink("blob", d.join("hop")).unwrap();
+        std::os::unix::fs::symlink("hop", d.join("config.json")).unwrap();
+        check_link(&d.join("config.json"), "o/r").unwrap();
+        // Two hops, the second to nothing: the whole chain and the missing end are named.
+        std::fs::remove_file(d.join("blob")).unwrap();
+        let err = check_link(&d.join("config.json"), "o/r").unwrap_err();
+        assert!(
+            err.to_string().ends_with(&format!(
+                "is a broken symlink: it points to `hop` → `blob`, and `{}` does not exist",
+                d.join("blob").display()
+            )),
+            "{err}"
+        );
     }
 }

@@ -32,7 +32,7 @@ mod weights_io;
 pub mod wire;
 
 pub use error::{Error, ErrorKind};
-pub use hub::{DEFAULT_ENDPOINT, HubEnv, looks_like_repo_id};
+pub use hub::{DEFAULT_ENDPOINT, FetchProgress, HubEnv, ProgressSink, looks_like_repo_id};
 pub use request::{
     AuditRequest, CustomGpuFlags, Design, FLOPS_SEQ_LEN, FlopsRequest, HubOptions, InspectRequest,
     MEMORY_SEQ_LEN, MemoryRequest, OVERHEAD_MIB, ParamsRequest, RuntimeFlags, Sweep, SweepAxis,

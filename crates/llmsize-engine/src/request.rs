@@ -17,6 +17,23 @@ pub struct HubOptions {
     pub online: bool,
     /// Branch, tag or commit.
     pub revision: String,
+    /// One file of a repo that holds several (`--file`, or `org/name:FILE`): every GGUF
+    /// quant repo holds a dozen. A split GGUF is named by any of its shards.
+    pub file: Option<String>,
+    /// `--online`: give up on a request when connecting, or waiting for its next bytes,
+    /// takes longer than this.
+    pub timeout: std::time::Duration,
+    /// `--online`: requests in flight at once (shard headers are fetched in parallel).
+    pub jobs: usize,
+}
+
+impl HubOptions {
+    /// The default `--timeout`: a Hub answer takes well under a second; 30 s tells a stalled
+    /// server from a slow one without leaving the user waiting a minute in silence.
+    pub const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+    /// The default `--jobs`: `huggingface_hub`'s `snapshot_download` fetches 8 files at once
+    /// (`max_workers=8`); the Hub is used to that, and 8 hides most of a round trip's latency.
+    pub const DEFAULT_JOBS: usize = 8;
 }
 
 impl Default for HubOptions {
@@ -24,6 +41,9 @@ impl Default for HubOptions {
         HubOptions {
             online: false,
             revision: "main".into(),
+            file: None,
+            timeout: Self::DEFAULT_TIMEOUT,
+            jobs: Self::DEFAULT_JOBS,
         }
     }
 }

@@ -52,10 +52,8 @@ fn split_prefix(path: &Path) -> Option<String> {
 /// How to find a MODEL.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Lookup {
-    /// Fetch from the Hub when a repo id is not in the cache.
-    pub(crate) online: bool,
-    /// Branch, tag or commit of a Hub repo.
-    pub(crate) revision: String,
+    /// Where Hub repo ids are looked up (`--online`, `--revision`, `--file`, …).
+    pub(crate) hub: crate::HubOptions,
     /// What to do about weight files.
     pub(crate) weights: Want,
 }
@@ -178,6 +176,18 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
         });
     }
     let path = PathBuf::from(arg);
+    // `org/name:FILE` (or `--file FILE`) picks one file of a Hub repo; a path wins.
+    if !path.exists()
+        && let Some((repo, file)) = repo_and_file(arg, lookup)?
+    {
+        return resolve_repo_file(repo, &file, lookup, env);
+    }
+    if lookup.hub.file.is_some() {
+        return Err(Error::bad_input(
+            format!("`--file` picks a file of a Hub repo, and `{arg}` is not a repo id"),
+            "pass the file's path as MODEL instead",
+        ));
+    }
     if path.is_dir() {
         return model_from_dir(&path, dir_name(&path), lookup);
     }
@@ -212,7 +222,7 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
         });
     }
     if hub::looks_like_repo_id(arg)
-        && let Some(snapshot) = hub::snapshot(env, arg, &lookup.revision)?
+        && let Some(snapshot) = hub::snapshot(env, arg, &lookup.hub.revision)?
     {
         return model_from_dir(&snapshot, arg.to_owned(), lookup);
     }
@@ -233,7 +243,7 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
     }
     // `Llama-3.1-8B-Instruct`: a tuned release whose config has its base preset's sizes.
     if lookup.weights != Want::Required
-        && !lookup.online
+        && !lookup.hub.online
         && let Some(p) = presets::find_tuned(arg)
     {
         let name = arg.trim().rsplit('/').next().unwrap_or(arg).to_owned();
@@ -248,8 +258,8 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
             weights: None,
         });
     }
-    if lookup.online && hub::looks_like_repo_id(arg) {
-        return remote::model(arg, lookup, env);
+    if lookup.hub.online && hub::looks_like_repo_id(arg) {
+        return remote::model(arg, None, lookup, env);
     }
     if lookup.weights == Want::Required && presets::find(arg).is_some() {
         return Err(Error::not_found(
@@ -309,6 +319,77 @@ fn first_missing(path: &Path) -> PathBuf {
         }
     }
     path.to_path_buf()
+}
+
+/// The repo and the picked file of `org/name:FILE` or `org/name --file FILE`; both at once
+/// must agree.
+fn repo_and_file<'a>(arg: &'a str, lookup: &Lookup) -> Result<Option<(&'a str, String)>, Error> {
+    let (repo, inline) = match arg.split_once(':') {
+        Some((repo, file)) if hub::looks_like_repo_id(repo) && !file.is_empty() => {
+            (repo, Some(file))
+        }
+        _ => (arg, None),
+    };
+    let picked = match (inline, lookup.hub.file.as_deref()) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(Error::bad_input(
+                format!("`{arg}` picks `{a}`, and `--file` picks `{b}`"),
+                "pick the file once: `org/name:FILE` or `--file FILE`",
+            ));
+        }
+        (Some(a), _) => a.to_owned(),
+        (None, Some(b)) if hub::looks_like_repo_id(repo) => b.to_owned(),
+        (None, _) => return Ok(None),
+    };
+    if picked.starts_with('/') || picked.split(['/', '\\']).any(|c| c == ".." || c.is_empty()) {
+        return Err(Error::bad_input(
+            format!("`{picked}` is not a file name inside the repo `{repo}`"),
+            "name a file as the repo lists it, e.g. `model-Q4_K_M.gguf` or `BF16/model-00001-of-00002.gguf`",
+        ));
+    }
+    Ok(Some((repo, picked)))
+}
+
+/// One file of a Hub repo: from the local cache (read as the local file it is, so a split
+/// GGUF is followed as any local one), else with `--online` from the Hub.
+fn resolve_repo_file(
+    repo: &str,
+    file: &str,
+    lookup: &Lookup,
+    env: &HubEnv,
+) -> Result<Model, Error> {
+    if let Some(snapshot) = hub::snapshot(env, repo, &lookup.hub.revision)? {
+        let path = snapshot.join(file);
+        hub::check_link(&path, repo)?;
+        if path.is_file() {
+            let inner = Lookup {
+                hub: crate::HubOptions {
+                    file: None,
+                    ..lookup.hub.clone()
+                },
+                ..lookup.clone()
+            };
+            let mut model = resolve_model(&path.to_string_lossy(), &inner, env)?;
+            model.name = format!("{repo}:{file}");
+            return Ok(model);
+        }
+        if !lookup.hub.online {
+            return Err(Error::not_found(
+                format!(
+                    "`{repo}` is in the Hugging Face cache, but its snapshot `{}` has no file `{file}`",
+                    snapshot.display()
+                ),
+                "download that file, or add `--online` to read its header from the Hub",
+            ));
+        }
+    }
+    if lookup.hub.online {
+        return remote::model(repo, Some(file), lookup, env);
+    }
+    Err(Error::not_found(
+        format!("`{repo}` is not in the local Hugging Face cache"),
+        "pass `--online` to read the file's header from the Hub (HF_ENDPOINT, HF_TOKEN)",
+    ))
 }
 
 fn dir_name(p: &Path) -> String {

@@ -34,8 +34,7 @@ const MAX_CONTEXT_SEARCH: u64 = 1 << 24;
 
 fn lookup(hub: &HubOptions, weights: Want) -> Lookup {
     Lookup {
-        online: hub.online,
-        revision: hub.revision.clone(),
+        hub: hub.clone(),
         weights,
     }
 }

@@ -233,7 +233,7 @@ fn online_without_a_server_is_a_network_error() {
     let request = ParamsRequest {
         hub: HubOptions {
             online: true,
-            revision: "main".into(),
+            ..HubOptions::default()
         },
         ..ParamsRequest::models(["org/not-cached"])
     };

@@ -43,7 +43,11 @@ fn bad_input(message: String, hint: &str) -> PyErr {
 }
 
 fn hub(online: bool, revision: String) -> HubOptions {
-    HubOptions { online, revision }
+    HubOptions {
+        online,
+        revision,
+        ..HubOptions::default()
+    }
 }
 
 /// JSON text and warnings.
