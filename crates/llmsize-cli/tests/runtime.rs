@@ -107,12 +107,13 @@ fn three_gpus_that_do_not_divide_the_heads_are_a_layer_split() {
 fn flops_on_three_gpus_is_not_an_invalid_tp() {
     let r = llmsize(&["flops", "Meta-Llama-3-8B", "--gpu", "rtx4090x3"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
+    // The point's note (printed with the other notes of the answer).
     assert!(
-        r.stderr.contains(
-            "3 GPUs: the speed is for tensor parallelism 1 (the attention heads do not split 3 ways)"
+        r.stdout.contains(
+            "note: 3 GPUs: the speed is for tensor parallelism 1 (the attention heads do not split 3 ways)"
         ),
         "{}",
-        r.stderr
+        r.stdout
     );
     assert!(
         r.stdout.contains("speed on 1 × RTX-4090-24GB"),
