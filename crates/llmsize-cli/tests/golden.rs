@@ -8,8 +8,9 @@
 //! Issue 11 changed 346 records on purpose, re-recorded with its binary: the roofline's decode
 //! bytes (one embedding row per token, expected expert coverage, no encoder in a decode step;
 //! 125 `flops --gpu` runs), a default length capped at a learned position table (memory and
-//! flops of GPT-2/GPT-3/OPT/BERT-like models), an explicit `--seq-len` past that table now
-//! an error (exit 2; 60 runs at `--seq-len 32k`), and encoders (attention `bidirectional`,
+//! flops of GPT-2/GPT-3/OPT/BERT-like models), an explicit `--seq-len` past that table
+//! counted as asked with a note naming the config field (it replaced the core's old warning
+//! line; 61 runs), and encoders (attention `bidirectional`,
 //! the forward's matmul parameters, one forward's activations with every position's logits).
 //! A GPU count the attention heads do not divide is a layer split now, not an invalid `--tp`
 //! (42 `--gpu h100x2` and `--gpu h200x8 --max-context` runs went from exit 2 to 0); the

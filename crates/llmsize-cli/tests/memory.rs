@@ -232,15 +232,16 @@ fn fits_exit_status_and_max_context() {
     let (_, v) = json(&["memory", "gpt2", "--gpu", "h100", "--max-context", "--json"]);
     assert_eq!(v["max_context"], 1024);
     assert_eq!(v["max_context_bound"], "position table");
-    // Past the table is an error (exit 2) naming the config field: the model has no
-    // position for those tokens. Without `--seq-len`, the default 4096 is capped at the table.
-    let r = llmsize(&["memory", "gpt2", "--seq-len", "2k"]);
-    assert_eq!(r.code, 2, "{}", r.stderr);
+    // Past the table: counted as asked, and a note names the config field (the model has no
+    // position for those tokens). Without `--seq-len`, the default 4096 is capped at the table.
+    let (_, v) = json(&["memory", "gpt2", "--seq-len", "2k", "--json"]);
+    assert_eq!(v["seq_len"], 2048);
     assert!(
-        r.stderr
-            .contains("`--seq-len 2048` is longer than `gpt2` can take: `n_positions` = 1024"),
+        v["assumptions"].to_string().contains(
+            "`--seq-len 2048` is longer than `gpt2` can take (`n_positions` = 1024): counted as asked"
+        ),
         "{}",
-        r.stderr
+        v["assumptions"]
     );
     let (_, v) = json(&["memory", "gpt2", "--json"]);
     assert_eq!(v["seq_len"], 1024);

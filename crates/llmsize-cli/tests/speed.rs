@@ -318,16 +318,15 @@ fn encoders_are_bidirectional_and_generate_nothing() {
     assert_eq!(v["matmul_params_per_token"], 108_965_376);
     assert_eq!(v["speed"]["decode"], Value::Null);
     assert_eq!(v["speed"]["decode_by_batch"], Value::Array(vec![]));
-    // An explicit length past the table is an error naming the field.
+    // An explicit length past the table is counted as asked, with a note naming the field.
     for cmd in ["flops", "memory"] {
-        let r = llmsize(&[cmd, "bert-base-uncased", "--seq-len", "1024"]);
-        assert_eq!(r.code, 2, "{cmd}");
+        let v = json(&[cmd, "bert-base-uncased", "--seq-len", "1024", "--json"]);
+        assert_eq!(v["seq_len"], 1024, "{cmd}");
         assert!(
-            r.stderr.contains(
-                "`--seq-len 1024` is longer than `bert-base-uncased` can take: `max_position_embeddings` = 512"
+            v.to_string().contains(
+                "`--seq-len 1024` is longer than `bert-base-uncased` can take (`max_position_embeddings` = 512): counted as asked"
             ),
-            "{cmd}: {}",
-            r.stderr
+            "{cmd}: {v}"
         );
     }
 }
@@ -476,10 +475,21 @@ fn sweeps_over_dtype_gpu_batch_and_seq() {
         .collect();
     assert_eq!(touched, [2.0, 3.5, 5.468_75]);
     assert_eq!(v[2]["swept"]["batch"], 4);
-    // A sweep past a position table is an error like `--seq-len`.
-    let r = llmsize(&["memory", "gpt2", "--sweep", "seq=512,2k"]);
-    assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("`n_positions` = 1024"), "{}", r.stderr);
+    // A sweep past a position table is counted as asked, with `--seq-len`'s note there only.
+    let v = json(&["memory", "gpt2", "--sweep", "seq=512,2k", "--json"]);
+    assert_eq!(v[1]["seq_len"], 2048);
+    assert!(
+        !v[0]["assumptions"]
+            .to_string()
+            .contains("`n_positions` = 1024")
+    );
+    assert!(
+        v[1]["assumptions"]
+            .to_string()
+            .contains("`--seq-len 2048` is longer than `gpt2` can take (`n_positions` = 1024)"),
+        "{}",
+        v[1]["assumptions"]
+    );
     // Bad sweeps.
     for (arg, needle) in [
         ("dtype=bf16,,q8_0", "an empty value"),

@@ -701,12 +701,13 @@ fn memory_of(
                 .to_owned(),
         );
     }
-    if let Some(p) = spec.position_limit().filter(|p| options.seq_len > *p) {
-        assumptions.push(format!(
-            "warning: {} tokens exceed the {p} rows of the learned position table; the model cannot take them",
-            options.seq_len
-        ));
-    } else if let Some(c) = spec.context_length.filter(|c| options.seq_len > *c) {
+    // Past a learned position table the engine says so, naming the config field; past a
+    // trained context (rotary positions go on) the model runs, but was not trained there.
+    let past_table = spec.position_limit().is_some_and(|p| options.seq_len > p);
+    if let Some(c) = spec
+        .context_length
+        .filter(|c| !past_table && options.seq_len > *c)
+    {
         assumptions.push(format!(
             "warning: {} tokens exceed the trained context of {c} tokens",
             options.seq_len

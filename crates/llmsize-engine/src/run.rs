@@ -736,9 +736,9 @@ fn position_field(model: &Model, limit: u64) -> String {
 }
 
 /// Tokens per sequence for a model: the length given, else `default` capped at a learned
-/// position table (with a note saying so). A length the table cannot take is an error, not a
-/// number: the model has no position for those tokens. `extra` positions (images) join each
-/// sequence.
+/// position table (with a note saying so). A length given past the table is counted as asked,
+/// with a note that the model has no position for those tokens. `extra` positions (images)
+/// join each sequence.
 fn context_length(
     spec: &ModelSpec,
     model: &Model,
@@ -758,15 +758,14 @@ fn context_length(
     };
     let field = position_field(model, p);
     if let Some(s) = given {
-        return Err(Error::bad_input(
-            format!(
-                "`{flag} {s}`{images} is longer than `{}` can take: {field}",
+        // Asked for explicitly: counted as asked and said (the arithmetic of a longer context
+        // is well defined: the ground truth's FLOP and KV counts of GPT-2 go past its table).
+        return Ok((
+            total,
+            Some(format!(
+                "`{flag} {s}`{images} is longer than `{}` can take ({field}): counted as asked, though the model has no position for the tokens past {p}",
                 spec.name
-            ),
-            format!(
-                "give at most {} tokens: a learned position table has one row per position",
-                p.saturating_sub(extra)
-            ),
+            )),
         ));
     }
     if p <= extra {
