@@ -14,7 +14,9 @@
 //! the forward's matmul parameters, one forward's activations with every position's logits).
 //! A GPU count the attention heads do not divide is a layer split now, not an invalid `--tp`
 //! (42 `--gpu h100x2` and `--gpu h200x8 --max-context` runs went from exit 2 to 0); the
-//! records both changed were recorded again with the merged binary.
+//! records both changed were recorded again with the merged binary. `--dtype fp8-block` on
+//! DeepSeek-V3 names the release's own format, which is then described as the release ships
+//! it (the same bytes; one assumption line reworded; recorded again).
 
 #![allow(
     clippy::unwrap_used,

@@ -599,25 +599,31 @@ fn memory_options(
     Ok((options, serving, notes))
 }
 
-/// The storage a quantized release's config states, when `--dtype` is not given (a
-/// `--dtype` that overrides it is warned about).
+/// The storage a quantized release's config states, applied where `--dtype` is not given or
+/// names the release's own format (which then keeps the release's own choice of tensors); a
+/// `--dtype` that overrides it is warned about.
 fn release_format(
     spec: &ModelSpec,
     dtype_given: bool,
+    given_format: Option<WeightFormat>,
     warnings: &mut Vec<String>,
 ) -> Option<WeightFormat> {
     let q = spec.quantization.as_ref()?;
     let f = q.format?;
-    if dtype_given {
+    if dtype_given && !same_format(given_format, f) {
         warnings.push(format!(
             "{}: `--dtype` overrides the release's quantization (`quant_method: {}`, stored as `{}`)",
             spec.name,
             q.method,
             f.name()
         ));
-        return None;
     }
     Some(f)
+}
+
+/// `--dtype` names the release's format (`fp8-block` for DeepSeek-V3's 128×128 FP8).
+fn same_format(given: Option<WeightFormat>, release: WeightFormat) -> bool {
+    given.is_some_and(|g| g.name() == release.name())
 }
 
 /// The config's estimate beside measured weights, and the bytes the files hold that the
@@ -856,7 +862,8 @@ fn memory_model(
     // A quantized release is sized as it ships unless `--dtype` (or a sweep of them) says
     // otherwise.
     let dtype_given = req.dtype.is_some() || matches!(req.sweep, Some(Sweep::Dtype(_)));
-    let release = release_format(&spec, dtype_given, warnings);
+    let given = req.dtype.as_deref().and_then(WeightFormat::parse);
+    let release = release_format(&spec, dtype_given, given, warnings);
     let images = image_positions(&spec, req.images, req.image_tokens)?;
     let extra = images.as_ref().map_or(0, |(n, _)| *n);
     if images.is_some() && req.max_context {
@@ -921,8 +928,9 @@ fn memory_model(
     let mut estimate = |point: Option<&Swept>| -> Result<Point, Error> {
         let r = memory_point(req, point);
         let (mut options, serving, notes) = memory_options(&r, &spec, gguf)?;
-        if r.dtype.is_none()
-            && let Some(f) = release
+        if let Some(f) = release
+            && (r.dtype.is_none()
+                || same_format(r.dtype.as_deref().and_then(WeightFormat::parse), f))
         {
             options.format = f;
         }
