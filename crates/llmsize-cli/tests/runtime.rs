@@ -565,6 +565,16 @@ fn bad_runtime_input_names_the_flag() {
             "--gpu-mem 24GiB --gpu-bw 936GB/s --gpu-tflops 71",
         ),
         (
+            vec!["--gpu-mem", "0GiB"],
+            "`--gpu-mem`: `0GiB` is out of range: a GPU's memory is at least 1 byte and below 16 EiB",
+            "--gpu-mem 24GiB --gpu-bw 936GB/s --gpu-tflops 71",
+        ),
+        (
+            vec!["--gpu-mem", "24GiB", "--gpu-bw", "0"],
+            "`--gpu-bw`: `0` is out of range: a bandwidth is above 0 and below 10⁹ TB/s",
+            "--gpu-mem 24GiB --gpu-bw 936GB/s --gpu-tflops 71",
+        ),
+        (
             vec!["--gpu-bw", "900GB/s"],
             "a GPU described by flags needs its memory",
             "--gpu-mem 24GiB",

@@ -445,7 +445,7 @@ fn number_unit(s: &str) -> Option<(f64, String)> {
     // `e` starts a unit only when no digit follows it (`3e12` is a number).
     let (num, unit) = t.split_at(end);
     let x: f64 = num.replace('_', "").parse().ok()?;
-    (x.is_finite() && x > 0.0).then(|| (x, unit.trim().to_ascii_lowercase()))
+    (x.is_finite() && x >= 0.0).then(|| (x, unit.trim().to_ascii_lowercase()))
 }
 
 /// `--gpu-mem`: `24GiB`, `24GB` (10⁹), `80 GiB`, `16384MiB`, or bytes with `B`; a bare number
@@ -467,7 +467,9 @@ pub fn parse_memory(s: &str) -> Result<u64, String> {
     };
     let v = (x * mult).round();
     if !(1.0..1.8e19).contains(&v) {
-        return Err(bad());
+        return Err(format!(
+            "`{s}` is out of range: a GPU's memory is at least 1 byte and below 16 EiB"
+        ));
     }
     #[expect(
         clippy::cast_possible_truncation,
@@ -489,18 +491,33 @@ pub fn parse_bandwidth(s: &str) -> Result<f64, String> {
         "tib" => 1_099_511_627_776.0,
         _ => return Err(bad()),
     };
-    Ok(x * mult)
+    positive(
+        s,
+        x * mult,
+        1e18,
+        "a bandwidth is above 0 and below 10⁹ TB/s",
+    )
+}
+
+/// `v` when it is in `(0, max)`, else an out-of-range message saying `what`.
+fn positive(s: &str, v: f64, max: f64, what: &str) -> Result<f64, String> {
+    if v > 0.0 && v < max {
+        Ok(v)
+    } else {
+        Err(format!("`{s}` is out of range: {what}"))
+    }
 }
 
 /// `--gpu-tflops`: the dense 16-bit peak in TFLOP/s (`71`, `71T`, `989.4 TFLOPS`).
 pub fn parse_tflops(s: &str) -> Result<f64, String> {
     let bad = || format!("`{s}` is not a peak in TFLOP/s; e.g. 71 or 989.4");
     let (x, unit) = number_unit(s).ok_or_else(bad)?;
-    match unit.as_str() {
-        "" | "t" | "tflops" | "tflop/s" => Ok(x * 1e12),
-        "p" | "pflops" | "pflop/s" => Ok(x * 1e15),
-        _ => Err(bad()),
-    }
+    let v = match unit.as_str() {
+        "" | "t" | "tflops" | "tflop/s" => x * 1e12,
+        "p" | "pflops" | "pflop/s" => x * 1e15,
+        _ => return Err(bad()),
+    };
+    positive(s, v, 1e24, "a peak is above 0 and below 10¹² TFLOP/s")
 }
 
 #[cfg(test)]
