@@ -192,7 +192,7 @@ fn flops(
         }
     };
     r.gpu = gpu;
-    r.dtype = dtype.unwrap_or(r.dtype);
+    r.dtype = dtype;
     r.kv_dtype = kv_dtype.unwrap_or(r.kv_dtype);
     r.mfu = mfu.unwrap_or(r.mfu);
     r.bw_eff = bw_eff.unwrap_or(r.bw_eff);
