@@ -297,6 +297,8 @@ def test_sweeps_and_several_models_are_lists():
         llmsize.memory("gpt2", sweep="colour=red")
     with pytest.raises(llmsize.InputError, match="runtime `tgi`"):
         llmsize.memory("gpt2", runtime="tgi")
+    with pytest.raises(llmsize.InputError, match="tensor_split"):
+        llmsize.memory("gpt2", runtime="llama.cpp", tensor_split="3,a")
 
 
 HASH = "0123456789abcdef0123456789abcdef01234567"

@@ -280,8 +280,14 @@ def memory(
     >>> llmsize.memory("Meta-Llama-3-8B", runtime="vllm", gpu="a100", seq_len=8192)["serving"]["vllm"]["max_sequences"]
     56
     """
-    if isinstance(tensor_split, str):
-        tensor_split = [float(x) for x in tensor_split.split(",") if x.strip()]
+    try:
+        parts = tensor_split.split(",") if isinstance(tensor_split, str) else tensor_split
+        split = [float(x) for x in parts or []]
+    except (TypeError, ValueError):
+        raise InputError(
+            f"tensor_split {tensor_split!r}: expected proportions per GPU",
+            'e.g. tensor_split=[3, 1] or "3,1", as llama.cpp\'s --tensor-split',
+        ) from None
     return _answer(
         _llmsize.memory,
         _models(model),
@@ -303,7 +309,7 @@ def memory(
         runtime,
         ctx_size,
         n_gpu_layers,
-        [float(x) for x in tensor_split or []],
+        split,
         swa_full,
         gpu_memory_utilization,
         block_size,
