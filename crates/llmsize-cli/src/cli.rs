@@ -289,9 +289,10 @@ pub(crate) struct FlopsArgs {
     /// Estimate speed on this GPU (`h100`, `h100x8`, …)
     #[arg(long)]
     pub(crate) gpu: Option<String>,
-    /// Weight format for the bytes a decode step reads (see `memory --dtype`)
-    #[arg(long, default_value = "bf16")]
-    pub(crate) dtype: String,
+    /// Weight format for the bytes a decode step reads (see `memory --dtype`) [default: a
+    /// quantized release's format, else bf16; any value overrides the release's]
+    #[arg(long)]
+    pub(crate) dtype: Option<String>,
     /// KV cache element type for the bytes a decode step reads
     #[arg(long, default_value = "bf16")]
     pub(crate) kv_dtype: String,

@@ -303,3 +303,54 @@ fn new_dtype_names_are_accepted() {
         assert_eq!(j["format"], name);
     }
 }
+
+/// `flops --json` of a fixture (extra arguments after it), with its stderr.
+fn flops(name: &str, extra: &[&str]) -> (Value, String) {
+    let path = fixture(name);
+    let mut args = vec!["flops", path.as_str(), "--json"];
+    args.extend_from_slice(extra);
+    let r = llmsize(&args);
+    assert_eq!(r.code, 0, "{name}: {}", r.stderr);
+    (serde_json::from_str(&r.stdout).unwrap(), r.stderr)
+}
+
+#[test]
+fn flops_decodes_the_release_as_stored_unless_dtype_is_given() {
+    // gpt-oss-120b on an H100, batch 1, 2,048 tokens: 36 layers of 128 experts (k = 4) of
+    // 3 × 2,880² matrix weights; the token table 201,088 × 2,880 is read one row (5,760 B in
+    // 16-bit); the expert biases and everything else are 16-bit in the release too.
+    let (_, j, _) = memory("gpt-oss-120b.config.json", &[]);
+    let (_, bf16, _) = memory("gpt-oss-120b.config.json", &["--dtype", "bf16"]);
+    let (release, _) = flops("gpt-oss-120b.config.json", &["--gpu", "h100"]);
+    let (forced, _) = flops(
+        "gpt-oss-120b.config.json",
+        &["--gpu", "h100", "--dtype", "bf16"],
+    );
+    let (r, f) = (&release["speed"]["decode"], &forced["speed"]["decode"]);
+    // The weights stored are `memory`'s, in the release's format and in the asked one.
+    assert_eq!(r["weights_bytes_stored"], weights(&j));
+    assert_eq!(f["weights_bytes_stored"], weights(&bf16));
+    assert_eq!(weights(&bf16), 233_658_313_344);
+    // The rest, 16-bit in both: 233,658,313,344 − 36·128·3·2,880²·2 (229,323,571,200)
+    // = 4,334,742,144 B, less the table (1,158,266,880 B) plus its row: 3,176,481,024 B.
+    // Experts read k/E = 1/32: MXFP4 60,914,073,600 / 32 = 1,903,564,800 B; bf16
+    // 229,323,571,200 / 32 = 7,166,361,600 B.
+    assert_eq!(r["weights_bytes_read"], 3_176_481_024u64 + 1_903_564_800);
+    assert_eq!(f["weights_bytes_read"], 3_176_481_024u64 + 7_166_361_600);
+    // The KV cache is the same; the explicit bf16 reads 5,262,796,800 B more per step.
+    assert_eq!(r["cache_bytes"], f["cache_bytes"]);
+    let step = |v: &Value| v["speed"]["decode_bytes_per_step"].as_u64().unwrap();
+    assert_eq!(step(&forced) - step(&release), 5_262_796_800);
+    let notes = |v: &Value| v["notes"].to_string();
+    assert!(notes(&release).contains("decode bytes in the release's format `mxfp4`"));
+    assert!(notes(&forced).contains("`--dtype` overrides the release's quantization"));
+    // A swept dtype is given too: its bf16 point is the forced one (and its `mxfp4` point is
+    // the whole model in MXFP4, not the release, which keeps the rest 16-bit).
+    let (swept, _) = flops(
+        "gpt-oss-120b.config.json",
+        &["--gpu", "h100", "--sweep", "dtype=bf16,mxfp4"],
+    );
+    let points = swept.as_array().unwrap();
+    assert_eq!(step(&points[0]), step(&forced));
+    assert!(step(&points[1]) < step(&release));
+}

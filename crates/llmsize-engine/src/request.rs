@@ -438,8 +438,10 @@ pub struct FlopsRequest {
     pub attention: AttentionConvention,
     /// Estimate speed on this GPU.
     pub gpu: Option<String>,
-    /// Weight format for the bytes a decode step reads.
-    pub dtype: String,
+    /// Weight format for the bytes a decode step reads [default: a quantized release's
+    /// format as its config states it, else bf16]. Any value given, bf16 included,
+    /// overrides the release's format (with a note).
+    pub dtype: Option<String>,
     /// KV cache element type for the bytes a decode step reads.
     pub kv_dtype: String,
     /// Model FLOPs utilisation, in (0, 1].
@@ -468,7 +470,7 @@ impl FlopsRequest {
             batch: 1,
             attention: AttentionConvention::Causal,
             gpu: None,
-            dtype: "bf16".into(),
+            dtype: None,
             kv_dtype: "bf16".into(),
             mfu: 0.5,
             bw_eff: 0.8,

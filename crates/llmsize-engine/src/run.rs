@@ -1149,22 +1149,22 @@ fn flops_point(
         None => {}
         Some(Swept::SeqLen(v)) => seq_given = Some(*v),
         Some(Swept::Batch(v)) => batch = *v,
-        Some(Swept::Dtype(d)) => dtype.clone_from(d),
+        Some(Swept::Dtype(d)) => dtype = Some(d.clone()),
         Some(Swept::Gpu(g)) => gpu = Some(g.clone()),
     }
     // Validate every option up front, even those only the speed estimate uses.
     let mut extra_notes = Vec::new();
-    let mut format = weight_format(&dtype)?;
+    let mut format = weight_format(dtype.as_deref().unwrap_or("bf16"))?;
     if gpu.is_some()
         && let Some(q) = &spec.quantization
         && let Some(f) = q.format
     {
-        // A quantized release's decode reads its weights as stored; `--dtype` defaults to
-        // bf16 here, so only another name overrides the release.
-        if format == WeightFormat::Bf16 {
+        // A quantized release's decode reads its weights as stored, unless a `--dtype` (or a
+        // swept one), bf16 included, asks what another format would read.
+        if dtype.is_none() {
             format = f;
             extra_notes.push(format!(
-                "decode bytes in the release's format `{}` (`quant_method: {}`); a `--dtype` other than bf16 overrides it",
+                "decode bytes in the release's format `{}` (`quant_method: {}`); `--dtype` overrides it",
                 f.name(),
                 q.method
             ));

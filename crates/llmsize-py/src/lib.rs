@@ -5,9 +5,9 @@
 //! typed exceptions; no formula is written here.
 
 use llmsize_engine::{
-    AttentionConvention, AuditRequest, CachePolicy, Engine, Error, ErrorKind, FlopsRequest,
-    HeadChoice, HubEnv, HubOptions, InspectRequest, MemoryRequest, MlaCache, Parallelism,
-    ParamsRequest, TrainRequest,
+    AttentionConvention, AuditRequest, CachePolicy, CustomGpuFlags, Engine, Error, ErrorKind,
+    FlopsRequest, HeadChoice, HubEnv, HubOptions, InspectRequest, MemoryRequest, MlaCache,
+    Parallelism, ParamsRequest, Runtime, RuntimeFlags, Sweep, TrainRequest,
 };
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -42,11 +42,57 @@ fn bad_input(message: String, hint: &str) -> PyErr {
     EngineError::new_err(("bad_input", message, Some(hint.to_owned())))
 }
 
-fn hub(online: bool, revision: String) -> HubOptions {
-    HubOptions {
+/// The Hub options every model-reading function takes, as Python passes them:
+/// `(online, revision, file, timeout seconds, jobs)`; `None` keeps the CLI's default.
+type Hub = (bool, String, Option<String>, Option<f64>, Option<u64>);
+
+/// The Hub options, checked as the CLI's `--timeout` and `--jobs` are.
+fn hub((online, revision, file, timeout, jobs): Hub) -> PyResult<HubOptions> {
+    let timeout = match timeout {
+        None => HubOptions::DEFAULT_TIMEOUT,
+        Some(secs) if secs > 0.0 && secs <= 86_400.0 => std::time::Duration::from_secs_f64(secs),
+        Some(secs) => {
+            return Err(bad_input(
+                format!("timeout {secs}: a timeout is more than 0 and at most 86400 seconds"),
+                "give seconds, e.g. `timeout=30`",
+            ));
+        }
+    };
+    let jobs = match jobs {
+        None => HubOptions::DEFAULT_JOBS,
+        Some(n @ 1..=64) => usize::try_from(n).unwrap_or(HubOptions::DEFAULT_JOBS),
+        Some(n) => {
+            return Err(bad_input(
+                format!("jobs {n}: requests in flight at once are 1 to 64"),
+                "the default, 8, is what `huggingface_hub` uses",
+            ));
+        }
+    };
+    Ok(HubOptions {
         online,
         revision,
-        ..HubOptions::default()
+        file,
+        timeout,
+        jobs,
+    })
+}
+
+/// `sweep="gpu=rtx4090,h100"`, parsed as the CLI's `--sweep`.
+fn sweep(text: Option<&str>) -> PyResult<Option<Sweep>> {
+    text.map(Sweep::parse).transpose().map_err(|e| to_py(&e))
+}
+
+/// `runtime=`, the names (and aliases) the CLI's `--runtime` takes.
+fn runtime(name: Option<&str>) -> PyResult<Option<Runtime>> {
+    match name {
+        None => Ok(None),
+        Some("transformers") => Ok(Some(Runtime::Transformers)),
+        Some("llama.cpp" | "llamacpp" | "llama-cpp") => Ok(Some(Runtime::LlamaCpp)),
+        Some("vllm") => Ok(Some(Runtime::Vllm)),
+        Some(other) => Err(bad_input(
+            format!("runtime `{other}`: expected `transformers`, `llama.cpp` or `vllm`"),
+            "the default is llama.cpp for a GGUF file, else transformers",
+        )),
     }
 }
 
@@ -55,15 +101,14 @@ type Answer = (String, Vec<String>);
 
 /// `llmsize params`.
 #[pyfunction]
-#[pyo3(signature = (models, set, assume, text_only, head, online, revision))]
+#[pyo3(signature = (models, set, assume, text_only, head, hub_options))]
 fn params(
     models: Vec<String>,
     set: Vec<String>,
     assume: Option<String>,
     text_only: bool,
     head: &str,
-    online: bool,
-    revision: String,
+    hub_options: Hub,
 ) -> PyResult<Answer> {
     let head = match head {
         "config" => HeadChoice::Config,
@@ -82,7 +127,7 @@ fn params(
         assume,
         text_only,
         head,
-        hub: hub(online, revision),
+        hub: hub(hub_options)?,
         design: None,
     };
     let outcome = engine().params(&request).map_err(|e| to_py(&e))?;
@@ -91,9 +136,9 @@ fn params(
 
 /// `llmsize memory`; `None` keeps the CLI's default.
 #[pyfunction]
-#[pyo3(signature = (model, set, assume, text_only, images, image_tokens, dtype, seq_len, batch, kv_dtype, gpu, tp, mla_cache, cache, overhead_mib, max_context, online, revision))]
+#[pyo3(signature = (models, set, assume, text_only, images, image_tokens, dtype, seq_len, batch, kv_dtype, gpu, gpu_mem, gpu_bw, gpu_tflops, tp, pp, runtime_name, ctx_size, n_gpu_layers, tensor_split, swa_full, gpu_memory_utilization, block_size, max_model_len, max_num_batched_tokens, mla_cache, cache, overhead_mib, max_context, sweep_text, hub_options))]
 fn memory(
-    model: String,
+    models: Vec<String>,
     set: Vec<String>,
     assume: Option<String>,
     text_only: bool,
@@ -104,27 +149,59 @@ fn memory(
     batch: Option<u64>,
     kv_dtype: Option<String>,
     gpu: Option<String>,
+    gpu_mem: Option<String>,
+    gpu_bw: Option<String>,
+    gpu_tflops: Option<String>,
     tp: Option<u64>,
+    pp: Option<u64>,
+    runtime_name: Option<&str>,
+    ctx_size: Option<u64>,
+    n_gpu_layers: Option<u64>,
+    tensor_split: Vec<f64>,
+    swa_full: bool,
+    gpu_memory_utilization: Option<f64>,
+    block_size: Option<u64>,
+    max_model_len: Option<u64>,
+    max_num_batched_tokens: Option<u64>,
     mla_cache: Option<&str>,
     cache: Option<&str>,
     overhead_mib: Option<u64>,
     max_context: bool,
-    online: bool,
-    revision: String,
+    sweep_text: Option<&str>,
+    hub_options: Hub,
 ) -> PyResult<Answer> {
-    let mut r = MemoryRequest::new(model);
+    let mut r = MemoryRequest::new(String::new());
+    r.models = models;
     r.overrides = set;
     r.assume = assume;
     r.text_only = text_only;
     r.images = images;
     r.image_tokens = image_tokens;
-    r.hub = hub(online, revision);
+    r.hub = hub(hub_options)?;
     r.dtype = dtype;
     r.seq_len = seq_len.or(r.seq_len);
     r.batch = batch.unwrap_or(r.batch);
     r.kv_dtype = kv_dtype.or(r.kv_dtype);
     r.gpu = gpu;
+    r.custom_gpu = CustomGpuFlags {
+        memory: gpu_mem,
+        bandwidth: gpu_bw,
+        tflops: gpu_tflops,
+    };
     r.tp = tp;
+    r.pp = pp;
+    let d = RuntimeFlags::default();
+    r.runtime = RuntimeFlags {
+        runtime: runtime(runtime_name)?,
+        ctx_size,
+        n_gpu_layers,
+        tensor_split,
+        swa_full,
+        gpu_memory_utilization: gpu_memory_utilization.unwrap_or(d.gpu_memory_utilization),
+        block_size: block_size.unwrap_or(d.block_size),
+        max_model_len,
+        max_num_batched_tokens,
+    };
     r.mla_cache = match mla_cache {
         None | Some("latent") => MlaCache::Latent,
         Some("expanded") => MlaCache::Expanded,
@@ -147,21 +224,23 @@ fn memory(
     };
     r.overhead_mib = overhead_mib.unwrap_or(r.overhead_mib);
     r.max_context = max_context;
+    r.sweep = sweep(sweep_text)?;
     let outcome = engine().memory(&r).map_err(|e| to_py(&e))?;
     Ok((outcome.to_json().map_err(|e| to_py(&e))?, outcome.warnings))
 }
 
 /// `llmsize flops`; `None` keeps the CLI's default.
 #[pyfunction]
-#[pyo3(signature = (model, set, assume, text_only, images, image_tokens, seq_len, batch, attention, gpu, dtype, kv_dtype, mfu, bw_eff, online, revision))]
+#[pyo3(signature = (models, set, assume, text_only, images, image_tokens, seq_len, prompt, batch, attention, gpu, dtype, kv_dtype, mfu, bw_eff, price, sweep_text, hub_options))]
 fn flops(
-    model: String,
+    models: Vec<String>,
     set: Vec<String>,
     assume: Option<String>,
     text_only: bool,
     images: u64,
     image_tokens: Option<u64>,
     seq_len: Option<u64>,
+    prompt: Option<u64>,
     batch: Option<u64>,
     attention: Option<&str>,
     gpu: Option<String>,
@@ -169,17 +248,20 @@ fn flops(
     kv_dtype: Option<String>,
     mfu: Option<f64>,
     bw_eff: Option<f64>,
-    online: bool,
-    revision: String,
+    price: Option<f64>,
+    sweep_text: Option<&str>,
+    hub_options: Hub,
 ) -> PyResult<Answer> {
-    let mut r = FlopsRequest::new(model);
+    let mut r = FlopsRequest::new(String::new());
+    r.models = models;
     r.overrides = set;
     r.assume = assume;
     r.text_only = text_only;
     r.images = images;
     r.image_tokens = image_tokens;
-    r.hub = hub(online, revision);
+    r.hub = hub(hub_options)?;
     r.seq_len = seq_len.or(r.seq_len);
+    r.prompt = prompt;
     r.batch = batch.unwrap_or(r.batch);
     r.attention = match attention {
         None | Some("causal") => AttentionConvention::Causal,
@@ -192,17 +274,19 @@ fn flops(
         }
     };
     r.gpu = gpu;
-    r.dtype = dtype.unwrap_or(r.dtype);
+    r.dtype = dtype;
     r.kv_dtype = kv_dtype.unwrap_or(r.kv_dtype);
     r.mfu = mfu.unwrap_or(r.mfu);
     r.bw_eff = bw_eff.unwrap_or(r.bw_eff);
+    r.price = price;
+    r.sweep = sweep(sweep_text)?;
     let outcome = engine().flops(&r).map_err(|e| to_py(&e))?;
     Ok((outcome.to_json().map_err(|e| to_py(&e))?, outcome.warnings))
 }
 
 /// `llmsize train`; `None` keeps the CLI's default.
 #[pyfunction]
-#[pyo3(signature = (model, set, assume, text_only, seq_len, batch, dtype, precision, optimizer, attn_impl, checkpointing, device, attention, freeze, lora_rank, lora_targets, lora_dropout, dora, qlora, gpu, dp, tp, pp, cp, ep, zero, fsdp, shard_group, sp, offload_optimizer, offload_params, micro_batches, interleave, max_batch, max_seq, tokens, mfu, price, online, revision))]
+#[pyo3(signature = (model, set, assume, text_only, seq_len, batch, dtype, precision, optimizer, attn_impl, checkpointing, device, attention, freeze, lora_rank, lora_targets, lora_dropout, dora, qlora, gpu, dp, tp, pp, cp, ep, zero, fsdp, shard_group, sp, offload_optimizer, offload_params, micro_batches, interleave, max_batch, max_seq, tokens, mfu, price, hub_options))]
 fn train(
     model: String,
     set: Vec<String>,
@@ -242,14 +326,13 @@ fn train(
     tokens: Option<u64>,
     mfu: Option<f64>,
     price: Option<f64>,
-    online: bool,
-    revision: String,
+    hub_options: Hub,
 ) -> PyResult<Answer> {
     let mut r = TrainRequest::new(model);
     r.overrides = set;
     r.assume = assume;
     r.text_only = text_only;
-    r.hub = hub(online, revision);
+    r.hub = hub(hub_options)?;
     r.seq_len = seq_len.unwrap_or(r.seq_len);
     r.batch = batch.unwrap_or(r.batch);
     r.dtype = dtype.unwrap_or(r.dtype);
@@ -304,11 +387,11 @@ fn train(
 
 /// `llmsize inspect`.
 #[pyfunction]
-#[pyo3(signature = (model, online, revision))]
-fn inspect(model: String, online: bool, revision: String) -> PyResult<Answer> {
+#[pyo3(signature = (model, hub_options))]
+fn inspect(model: String, hub_options: Hub) -> PyResult<Answer> {
     let request = InspectRequest {
         model,
-        hub: hub(online, revision),
+        hub: hub(hub_options)?,
     };
     let outcome = engine().inspect(&request).map_err(|e| to_py(&e))?;
     Ok((outcome.to_json().map_err(|e| to_py(&e))?, Vec::new()))
@@ -316,11 +399,11 @@ fn inspect(model: String, online: bool, revision: String) -> PyResult<Answer> {
 
 /// `llmsize audit`.
 #[pyfunction]
-#[pyo3(signature = (model, online, revision))]
-fn audit(model: String, online: bool, revision: String) -> PyResult<Answer> {
+#[pyo3(signature = (model, hub_options))]
+fn audit(model: String, hub_options: Hub) -> PyResult<Answer> {
     let request = AuditRequest {
         model,
-        hub: hub(online, revision),
+        hub: hub(hub_options)?,
     };
     let outcome = engine().audit(&request).map_err(|e| to_py(&e))?;
     Ok((outcome.to_json().map_err(|e| to_py(&e))?, Vec::new()))

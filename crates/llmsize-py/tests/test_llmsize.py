@@ -171,3 +171,212 @@ def test_train_answers_with_the_cli_json():
         llmsize.train("llama-2-7b", optimizer="adamax")
     with pytest.raises(llmsize.InputError, match="--gpu"):
         llmsize.train("llama-2-7b", max_batch=True)
+
+
+# ---------------------------------------------------------------------------------------
+# Serving as it really happens: quantized releases, runtimes, pipelines, custom GPUs, speed
+# and cost, sweeps, several models, and the Hub options.
+
+
+def test_a_quantized_release_is_sized_as_it_ships():
+    # gpt-oss-120b's config states MXFP4 experts: 36·128·3·2,880² = 114,661,785,600 params in
+    # MXFP4 (60,914,073,600 B) and the rest, 2,167,371,072, in 16-bit (4,334,742,144 B).
+    r = llmsize.memory("gpt-oss-120b", gpu="h100")
+    assert r["weights_bytes"] == 65248815744 == 60914073600 + 4334742144
+    assert r["fits"] is True
+    with pytest.warns(llmsize.LlmsizeWarning, match="overrides the release's quantization"):
+        assert llmsize.memory("gpt-oss-120b", dtype="bf16")["weights_bytes"] == 2 * 116829156672
+
+
+def test_flops_decodes_the_release_as_stored_unless_dtype_is_given():
+    # One decode step at batch 1 reads k/E = 4/128 of the experts, the 16-bit rest less the
+    # token table (201,088 × 2,880 × 2 B) plus one row, and the KV cache (80,179,200 B):
+    # MXFP4 1,903,564,800 + 3,176,481,024 + 80,179,200 = 5,160,225,024 B;
+    # bf16   7,166,361,600 + 3,176,481,024 + 80,179,200 = 10,423,021,824 B.
+    release = llmsize.flops("gpt-oss-120b", gpu="h100")["speed"]
+    forced = llmsize.flops("gpt-oss-120b", gpu="h100", dtype="bf16")["speed"]
+    assert release["decode_bytes_per_step"] == 5160225024
+    assert forced["decode_bytes_per_step"] == 10423021824
+    assert forced["decode"]["weights_bytes_stored"] == 233658313344
+
+
+def test_vllm_pages_the_cache_into_max_sequences():
+    # Llama-3-8B on an A100-80GB at 0.9: 77,309,411,328 B; less weights, activations, logits
+    # and 512 MiB: 60,370,968,576 B of 2 MiB blocks = 28,787; an 8k request takes 512: 56.
+    v = llmsize.memory("Meta-Llama-3-8B", runtime="vllm", gpu="a100", seq_len=8192)
+    p = v["serving"]["vllm"]
+    assert p["num_blocks"] == 28787
+    assert p["max_sequences"] == 56
+    # Half the memory to vLLM: 0.45 × 81,920 MiB less the same 16,938,442,752 B.
+    half = llmsize.memory(
+        "Meta-Llama-3-8B", runtime="vllm", gpu="a100", seq_len=8192, gpu_memory_utilization=0.45
+    )["serving"]["vllm"]
+    assert half["budget_bytes"] == int(0.45 * 81920 * 2**20)
+    assert half["kv_budget_bytes"] == half["budget_bytes"] - (77309411328 - 60370968576)
+
+
+LAYER = 436224000  # Llama-3-8B, one decoder layer in bf16 (tests/runtime.rs)
+TABLE = 128256 * 4096 * 2
+
+
+def test_llama_cpp_layer_split_and_offload():
+    # 32 layers + the output over 3 GPUs, `tensor_split` 2,1,1: layer i goes to the GPU whose
+    # cumulative share first exceeds i/33: 0–16, 17–24, 25–31 (as llama.cpp assigns them).
+    for split in ("2,1,1", [2, 1, 1]):
+        v = llmsize.memory("Meta-Llama-3-8B", runtime="llama.cpp", gpu="rtx3090x3", tensor_split=split)
+        stages = v["serving"]["stages"]
+        assert [s["layers"] for s in stages[:3]] == [[[0, 17]], [[17, 25]], [[25, 32]]]
+        assert stages[0]["weights_bytes"] == 17 * LAYER
+        # The token table stays in system RAM.
+        assert stages[3]["device"] == "CPU (system RAM)" and stages[3]["weights_bytes"] == TABLE
+    # n_gpu_layers=20: the last 20 layers on the GPU, with their KV at 4,096 cells × 4,096 B.
+    v = llmsize.memory("Meta-Llama-3-8B", runtime="llama.cpp", gpu="rtx3060", n_gpu_layers=20)
+    gpu0 = v["serving"]["stages"][0]
+    assert gpu0["layers"] == [[12, 32]]
+    assert gpu0["weights_bytes"] == 20 * LAYER
+    assert gpu0["kv_cache_bytes"] == 20 * 4096 * 4096
+    assert v["serving"]["llama_cpp"]["output_on_gpu"] is False
+    # ctx_size: KV cells for all sequences, padded to 256: 32 layers × 8,192 × 4,096 B.
+    v = llmsize.memory("Meta-Llama-3-8B", runtime="llama.cpp", ctx_size=8000)
+    assert v["kv_cache_bytes"] == 32 * 8192 * 4096
+
+
+def test_pipeline_stages_and_custom_gpus():
+    # pp=2 on 2 GPUs: 16 layers each; the table with the first, the head with the last.
+    v = llmsize.memory("Meta-Llama-3-8B", gpu="h100x2", tp=1, pp=2)
+    assert v["serving"]["pp"] == 2
+    # A 24 GiB GPU described by its figures holds Llama-3-8B at 4k; 16 GB does not.
+    v = llmsize.memory("Meta-Llama-3-8B", gpu_mem="24GiB", gpu_bw="936GB/s", gpu_tflops=71)
+    assert v["gpu"]["memory_bytes"] == 24 << 30
+    assert v["gpu"]["name"] == "custom GPU (memory 24.00 GiB, 936 GB/s, 71.0 TFLOP/s)"
+    assert v["fits"] is True
+    assert llmsize.memory("Meta-Llama-3-8B", gpu_mem="16GB")["fits"] is False
+
+
+def test_flops_speed_prompt_and_price():
+    # Mixtral-8x7B on 2 × H100 at batch 4 touches 8·(1 − (6/8)⁴) = 5.46875 experts a layer:
+    # 64,605,429,760 B of weights and 1,073,741,824 B of KV a step (tests/speed.rs).
+    s = llmsize.flops("Mixtral-8x7B-v0.1", gpu="h100x2", batch=4)["speed"]
+    assert s["decode"]["experts_touched_per_layer"] == 5.46875
+    assert s["decode_bytes_per_step"] == 65679171584 == 64605429760 + 1073741824
+    # Time to first token of a 512-token prompt: a 6,834,500,927,488-FLOP forward at half of
+    # the H100's 989.4 TFLOP/s; the decode step sees the whole 4,096-token context (2 GiB KV).
+    s = llmsize.flops("Llama-2-7b-hf", gpu="h100", prompt=512, seq_len=4096)["speed"]
+    assert s["prompt_tokens"] == 512
+    assert s["prefill_seconds"] == pytest.approx(6834500927488 / (989.4e12 * 0.5), rel=1e-9)
+    assert s["decode"]["cache_bytes"] == 2 << 30
+    # $2.50 per GPU-hour: the cost of a million tokens at batch 1's rate.
+    s = llmsize.flops("Meta-Llama-3-8B", gpu="h100", price=2.5)["speed"]
+    d = s["decode_by_batch"][0]
+    assert d["cost_per_million_tokens"] == pytest.approx(2.5 / (d["tokens_per_second"] * 3600) * 1e6)
+    assert d["cost_per_million_tokens"] == pytest.approx(3.959, abs=1e-3)
+    with pytest.raises(llmsize.InputError, match="no GPU is named"):
+        llmsize.flops("gpt2", price=2)
+
+
+def test_sweeps_and_several_models_are_lists():
+    # Llama-2-7B's bf16 KV cache is 524,288 B a token: 1k and 8k tokens.
+    r = llmsize.memory("llama-2-7b", sweep="seq=1k,8k")
+    assert isinstance(r, list)
+    assert [p["swept"] for p in r] == [{"seq_len": 1024}, {"seq_len": 8192}]
+    assert [p["kv_cache_bytes"] for p in r] == [524288 * 1024, 524288 * 8192]
+    # The dict form is the same sweep.
+    assert llmsize.memory("llama-2-7b", sweep={"seq": ["1k", "8k"]}) == r
+    # 13.5 GB of bf16 weights: not on a 12 GB RTX 3060, on an H100.
+    g = llmsize.memory("llama-2-7b", sweep="gpu=rtx3060,h100")
+    assert [(p["swept"]["gpu"], p["fits"]) for p in g] == [("rtx3060", False), ("h100", True)]
+    f = llmsize.flops("llama-2-7b", gpu="h100", sweep="batch=1,8")
+    assert [p["swept"] for p in f] == [{"batch": 1}, {"batch": 8}]
+    # Several models side by side, as `llmsize memory gpt2 llama-2-7b --json`.
+    both = llmsize.memory(["gpt2", "llama-2-7b"])
+    assert [m["name"] for m in both] == ["gpt2", "Llama-2-7b-hf"]
+    assert both[1] == llmsize.memory("llama-2-7b")
+    assert [p["total"] for p in llmsize.params(("gpt2", "llama-2-7b"))] == [124439808, 6738415616]
+    assert len(llmsize.flops(["gpt2", "llama-2-7b"], seq_len=128)) == 2
+    with pytest.raises(llmsize.InputError, match="sweep"):
+        llmsize.memory("gpt2", sweep="colour=red")
+    with pytest.raises(llmsize.InputError, match="runtime `tgi`"):
+        llmsize.memory("gpt2", runtime="tgi")
+    with pytest.raises(llmsize.InputError, match="tensor_split"):
+        llmsize.memory("gpt2", runtime="llama.cpp", tensor_split="3,a")
+
+
+HASH = "0123456789abcdef0123456789abcdef01234567"
+
+
+def test_hub_options_file_timeout_jobs(tmp_path, monkeypatch):
+    # A cached repo with two GGUF files (the 2-layer fixture of tests/fixtures/gguf): `file`
+    # picks one, as `org/name:FILE` does; without it the error lists them.
+    header = (ROOT / "tests/fixtures/gguf/tiny-llama-consistent.gguf.header").read_bytes()
+    snap = tmp_path / "models--org--quants" / "snapshots" / HASH
+    snap.mkdir(parents=True)
+    (tmp_path / "models--org--quants" / "refs").mkdir()
+    (tmp_path / "models--org--quants" / "refs" / "main").write_text(HASH)
+    for name in ("m-Q8_0.gguf", "m-F16.gguf"):
+        with open(snap / name, "wb") as f:
+            f.write(header)
+            f.truncate(1_099_584)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    with pytest.raises(llmsize.InputError, match="holds 2 GGUF models") as e:
+        llmsize.memory("org/quants")
+    assert "m-F16.gguf, m-Q8_0.gguf" in e.value.hint
+    # The files' tensors as stored: 1,094,144 B; a GGUF is sized as llama.cpp serves it.
+    r = llmsize.memory("org/quants", file="m-Q8_0.gguf")
+    assert r["weights_bytes"] == 1094144
+    assert r["serving"]["runtime"] == "llama.cpp"
+    assert r == llmsize.memory("org/quants:m-Q8_0.gguf")
+    assert llmsize.inspect("org/quants", file="m-F16.gguf")["parameter_bytes"] == 1094144
+    with pytest.raises(llmsize.InputError, match="not a repo id"):
+        llmsize.params("gpt2", file="m-Q8_0.gguf")
+    with pytest.raises(llmsize.InputError, match="at most 86400 seconds"):
+        llmsize.params("gpt2", timeout=0)
+    with pytest.raises(llmsize.InputError, match="1 to 64"):
+        llmsize.params("gpt2", jobs=65)
+    # In range, they change nothing offline.
+    assert llmsize.params("gpt2", timeout=2.5, jobs=1)["total"] == 124439808
+
+
+@pytest.mark.skipif(CLI is None, reason="LLMSIZE_BIN names the CLI binary to compare with")
+@pytest.mark.parametrize(
+    "command, models, flags, kwargs",
+    [
+        ("memory", ["gpt-oss-120b"], ["--gpu", "h100"], {"gpu": "h100"}),
+        (
+            "memory",
+            ["Meta-Llama-3-8B"],
+            ["--runtime", "vllm", "--gpu", "a100", "--block-size", "32", "--max-model-len", "4k",
+             "--max-num-batched-tokens", "4k", "--gpu-memory-utilization", "0.8"],
+            {"runtime": "vllm", "gpu": "a100", "block_size": 32, "max_model_len": 4096,
+             "max_num_batched_tokens": 4096, "gpu_memory_utilization": 0.8},
+        ),
+        (
+            "memory",
+            ["Meta-Llama-3-8B"],
+            ["--runtime", "llama.cpp", "--gpu", "rtx3090x2", "--swa-full", "--ctx-size", "16k",
+             "--tensor-split", "3,1", "--ngl", "30"],
+            {"runtime": "llama.cpp", "gpu": "rtx3090x2", "swa_full": True, "ctx_size": 16384,
+             "tensor_split": [3, 1], "n_gpu_layers": 30},
+        ),
+        ("memory", ["Meta-Llama-3-8B"], ["--gpu", "h100x4", "--tp", "2", "--pp", "2"],
+         {"gpu": "h100x4", "tp": 2, "pp": 2}),
+        (
+            "memory",
+            ["llama-2-7b"],
+            ["--gpu-mem", "24GiB", "--gpu-bw", "936GB/s", "--gpu-tflops", "71", "--sweep", "dtype=bf16,q4_k_m"],
+            {"gpu_mem": "24GiB", "gpu_bw": "936GB/s", "gpu_tflops": 71, "sweep": "dtype=bf16,q4_k_m"},
+        ),
+        ("memory", ["gpt2", "llama-2-7b"], ["--gpu", "rtx4090"], {"gpu": "rtx4090"}),
+        ("flops", ["gpt-oss-120b"], ["--gpu", "h100"], {"gpu": "h100"}),
+        ("flops", ["gpt-oss-120b"], ["--gpu", "h100", "--dtype", "bf16"], {"gpu": "h100", "dtype": "bf16"}),
+        ("flops", ["Meta-Llama-3-8B"], ["--gpu", "h100", "--prompt", "512", "--price", "2.5"],
+         {"gpu": "h100", "prompt": 512, "price": 2.5}),
+        ("flops", ["llama-2-7b", "gpt2"], ["--sweep", "gpu=rtx4090,a100,h100"],
+         {"sweep": "gpu=rtx4090,a100,h100"}),
+    ],
+)
+def test_new_options_return_the_cli_json(command, models, flags, kwargs):
+    call = llmsize.memory if command == "memory" else llmsize.flops
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = call(models if len(models) > 1 else models[0], **kwargs)
+    assert got == cli_json(command, *models, *flags)

@@ -27,8 +27,15 @@ __version__: str = _llmsize.__version__
 Model = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 """A preset name, a path, a Hub repo id, or a config dict."""
 
+Models = Union[Model, Sequence[Model]]
+"""One model, or several side by side (a list or tuple): the answer is then a list."""
+
 Overrides = Union[Mapping[str, Any], Sequence[str], None]
 """Config overrides: ``{"num_key_value_heads": 8}`` or ``["num_key_value_heads=8"]``."""
+
+SweepSpec = Union[str, Mapping[str, Sequence[Any]], None]
+"""A sweep over one option: ``"gpu=rtx4090,h100"`` (the CLI's ``--sweep``) or
+``{"seq": ["1k", "8k"]}``."""
 
 __all__ = [
     "params",
@@ -106,6 +113,37 @@ def _model(model: Model) -> str:
     )
 
 
+def _models(model: Models) -> List[str]:
+    """One model or several: a list or tuple names several, anything else is one."""
+    if isinstance(model, (list, tuple)):
+        if not model:
+            raise ValueError("no model given")
+        return [_model(m) for m in model]
+    return [_model(model)]
+
+
+def _hub(
+    online: bool, revision: str, file: Optional[str], timeout: Optional[float], jobs: Optional[int]
+) -> Any:
+    """The Hub options as the native module takes them; ``None`` keeps the CLI's default."""
+    return (online, revision, file, None if timeout is None else float(timeout), jobs)
+
+
+def _sweep(sweep: SweepSpec) -> Optional[str]:
+    if sweep is None or isinstance(sweep, str):
+        return sweep
+    if isinstance(sweep, Mapping) and len(sweep) == 1:
+        ((axis, values),) = sweep.items()
+        if isinstance(values, (str, int, float)):
+            values = [values]
+        return f"{axis}=" + ",".join(str(v) for v in values)
+    raise TypeError('sweep is a string such as "gpu=rtx4090,h100" or a one-key dict such as {"gpu": ["rtx4090", "h100"]}')
+
+
+def _str(value: Any) -> Optional[str]:
+    return None if value is None else str(value)
+
+
 def _overrides(set: Overrides) -> List[str]:
     if set is None:
         return []
@@ -133,7 +171,7 @@ def _answer(call: Any, *args: Any) -> Any:
 
 
 def params(
-    model: Model,
+    model: Models,
     *,
     set: Overrides = None,
     assume: Optional[str] = None,
@@ -141,7 +179,10 @@ def params(
     head: Optional[str] = None,
     online: bool = False,
     revision: str = "main",
-) -> Dict[str, Any]:
+    file: Optional[str] = None,
+    timeout: Optional[float] = None,
+    jobs: Optional[int] = None,
+) -> Any:
     """Parameters by component, exactly as the transformers implementation builds them.
 
     ``head``: ``"config"`` (default: the class the config names), ``"base"`` (the bare model,
@@ -150,7 +191,12 @@ def params(
     ``UnsupportedModel``. ``text_only``: a vision-language model's text tower alone. The
     result has ``exact``, ``total``, ``components`` (17
     categories), ``formulas``, ``non_embedding``, ``assumptions``, … — MoE models add
-    ``active_per_token``.
+    ``active_per_token``. Several models (a list) give a list, as the CLI's ``--json`` does.
+
+    Hub options, for every function that reads a model: ``online`` (fetch a repo that is not
+    in the local cache: config and weight headers only), ``revision``, ``file`` (one file of a
+    repo that holds several, as ``org/name:FILE``), ``timeout`` (seconds, default 30) and
+    ``jobs`` (requests in flight, default 8).
 
     >>> llmsize.params("llama-2-7b")["components"]["lm_head"]
     131072000
@@ -159,29 +205,42 @@ def params(
     """
     return _answer(
         _llmsize.params,
-        [_model(model)],
+        _models(model),
         _overrides(set),
         assume,
         text_only,
         head or "config",
-        online,
-        revision,
+        _hub(online, revision, file, timeout, jobs),
     )
 
 
 def memory(
-    model: Model,
+    model: Models,
     *,
     dtype: Optional[str] = None,
     seq_len: Optional[int] = None,
     batch: Optional[int] = None,
     kv_dtype: Optional[str] = None,
     gpu: Optional[str] = None,
+    gpu_mem: Optional[str] = None,
+    gpu_bw: Optional[str] = None,
+    gpu_tflops: Optional[Union[float, str]] = None,
     tp: Optional[int] = None,
+    pp: Optional[int] = None,
+    runtime: Optional[str] = None,
+    ctx_size: Optional[int] = None,
+    n_gpu_layers: Optional[int] = None,
+    tensor_split: Optional[Union[str, Sequence[float]]] = None,
+    swa_full: bool = False,
+    gpu_memory_utilization: Optional[float] = None,
+    block_size: Optional[int] = None,
+    max_model_len: Optional[int] = None,
+    max_num_batched_tokens: Optional[int] = None,
     mla_cache: Optional[str] = None,
     cache: Optional[str] = None,
     overhead_mib: Optional[int] = None,
     max_context: bool = False,
+    sweep: SweepSpec = None,
     set: Overrides = None,
     assume: Optional[str] = None,
     text_only: bool = False,
@@ -189,23 +248,49 @@ def memory(
     image_tokens: Optional[int] = None,
     online: bool = False,
     revision: str = "main",
-) -> Dict[str, Any]:
+    file: Optional[str] = None,
+    timeout: Optional[float] = None,
+    jobs: Optional[int] = None,
+) -> Any:
     """Memory to serve a model: weights in a format, KV cache, activations, overhead, and
     whether it fits ``gpu`` (``"h100"``, ``"rtx4090x2"``).
 
-    Defaults are the CLI's: ``dtype="bf16"`` (weight files are measured as stored),
-    ``seq_len=4096``, ``batch=1``, ``kv_dtype="bf16"``. Bytes are plain integers
-    (``weights_bytes``, ``kv_cache_bytes``, ``per_gpu_bytes``, …); ``fits`` is set with a GPU.
-    ``images``: images per sequence of a vision-language model, whose positions
-    (``image_tokens`` each, or what the config fixes) join each sequence.
+    Defaults are the CLI's: ``dtype`` the release's own format (a quantized release as it
+    ships; weight files are measured as stored), else bf16; ``seq_len=4096``, ``batch=1``,
+    ``kv_dtype="bf16"``. Bytes are plain integers (``weights_bytes``, ``kv_cache_bytes``,
+    ``per_gpu_bytes``, …); ``fits`` is set with a GPU. ``images``: images per sequence of a
+    vision-language model, whose positions (``image_tokens`` each, or what the config fixes)
+    join each sequence.
+
+    A GPU by its figures: ``gpu_mem="24GiB"``, ``gpu_bw="936GB/s"``, ``gpu_tflops=71`` (alone,
+    or overriding ``gpu``'s). ``tp``/``pp``: tensor-parallel degree and pipeline stages.
+
+    ``runtime``: ``"transformers"`` (default; ``"llama.cpp"`` for a GGUF file),
+    ``"llama.cpp"`` or ``"vllm"``, sized as that runtime allocates, with its own options:
+    llama.cpp's ``ctx_size``, ``n_gpu_layers``, ``tensor_split`` (``[3, 1]`` or ``"3,1"``),
+    ``swa_full``; vLLM's ``gpu_memory_utilization`` (0.9), ``block_size`` (16),
+    ``max_model_len`` and ``max_num_batched_tokens``. The result then has ``serving``.
+
+    Several models (a list) or a ``sweep`` (``"gpu=rtx4090,h100"``, ``"seq=1k,8k,32k"``,
+    ``{"batch": [1, 8]}``) give a list, as the CLI's ``--json`` does.
 
     >>> r = llmsize.memory("llama-2-7b", dtype="q4_k_m", seq_len=8192, gpu="rtx4090")
     >>> r["fits"]
     True
+    >>> llmsize.memory("Meta-Llama-3-8B", runtime="vllm", gpu="a100", seq_len=8192)["serving"]["vllm"]["max_sequences"]
+    56
     """
+    try:
+        parts = tensor_split.split(",") if isinstance(tensor_split, str) else tensor_split
+        split = [float(x) for x in parts or []]
+    except (TypeError, ValueError):
+        raise InputError(
+            f"tensor_split {tensor_split!r}: expected proportions per GPU",
+            'e.g. tensor_split=[3, 1] or "3,1", as llama.cpp\'s --tensor-split',
+        ) from None
     return _answer(
         _llmsize.memory,
-        _model(model),
+        _models(model),
         _overrides(set),
         assume,
         text_only,
@@ -216,20 +301,34 @@ def memory(
         batch,
         kv_dtype,
         gpu,
+        _str(gpu_mem),
+        _str(gpu_bw),
+        _str(gpu_tflops),
         tp,
+        pp,
+        runtime,
+        ctx_size,
+        n_gpu_layers,
+        split,
+        swa_full,
+        gpu_memory_utilization,
+        block_size,
+        max_model_len,
+        max_num_batched_tokens,
         mla_cache,
         cache,
         overhead_mib,
         max_context,
-        online,
-        revision,
+        _sweep(sweep),
+        _hub(online, revision, file, timeout, jobs),
     )
 
 
 def flops(
-    model: Model,
+    model: Models,
     *,
     seq_len: Optional[int] = None,
+    prompt: Optional[int] = None,
     batch: Optional[int] = None,
     attention: Optional[str] = None,
     gpu: Optional[str] = None,
@@ -237,6 +336,8 @@ def flops(
     kv_dtype: Optional[str] = None,
     mfu: Optional[float] = None,
     bw_eff: Optional[float] = None,
+    price: Optional[float] = None,
+    sweep: SweepSpec = None,
     set: Overrides = None,
     assume: Optional[str] = None,
     text_only: bool = False,
@@ -244,25 +345,36 @@ def flops(
     image_tokens: Optional[int] = None,
     online: bool = False,
     revision: str = "main",
-) -> Dict[str, Any]:
+    file: Optional[str] = None,
+    timeout: Optional[float] = None,
+    jobs: Optional[int] = None,
+) -> Any:
     """FLOPs of a forward pass over ``seq_len`` tokens and of one generated token, by
-    component; with ``gpu``, a roofline speed estimate.
+    component; with ``gpu``, a roofline speed estimate (``speed``).
 
     ``attention="full"`` counts what torch's FlopCounterMode counts; the default,
-    ``"causal"``, the triangle a causal mask keeps.
+    ``"causal"``, the triangle a causal mask keeps. ``prompt``: prompt tokens for the time to
+    first token (default ``seq_len``). ``dtype``: the weight format a decode step reads
+    (default: a quantized release's own format, else bf16; any ``dtype`` overrides it).
+    ``price``: dollars per GPU-hour, for the cost of a million tokens. ``mfu`` (0.5) and
+    ``bw_eff`` (0.8): the fractions of peak compute and bandwidth assumed.
+
+    Several models (a list) or a ``sweep`` (``"gpu=rtx4090,a100,h100"``,
+    ``"batch=1,8,32"``) give a list, as the CLI's ``--json`` does.
 
     >>> llmsize.flops("gpt2", seq_len=1024, attention="full")["forward_flops"] > 0
     True
     """
     return _answer(
         _llmsize.flops,
-        _model(model),
+        _models(model),
         _overrides(set),
         assume,
         text_only,
         images,
         image_tokens,
         seq_len,
+        prompt,
         batch,
         attention,
         gpu,
@@ -270,8 +382,9 @@ def flops(
         kv_dtype,
         mfu,
         bw_eff,
-        online,
-        revision,
+        price,
+        _sweep(sweep),
+        _hub(online, revision, file, timeout, jobs),
     )
 
 
@@ -317,6 +430,9 @@ def train(
     text_only: bool = False,
     online: bool = False,
     revision: str = "main",
+    file: Optional[str] = None,
+    timeout: Optional[float] = None,
+    jobs: Optional[int] = None,
 ) -> Dict[str, Any]:
     """One training step: model states, activations held for backward and the forward peak,
     the most loaded GPU under the parallel layout, the step's FLOPs; with ``gpu``, whether it
@@ -371,27 +487,42 @@ def train(
         tokens,
         mfu,
         price,
-        online,
-        revision,
+        _hub(online, revision, file, timeout, jobs),
     )
 
 
-def inspect(path: Union[str, "os.PathLike[str]"], *, online: bool = False, revision: str = "main") -> Dict[str, Any]:
+def inspect(
+    path: Union[str, "os.PathLike[str]"],
+    *,
+    online: bool = False,
+    revision: str = "main",
+    file: Optional[str] = None,
+    timeout: Optional[float] = None,
+    jobs: Optional[int] = None,
+) -> Dict[str, Any]:
     """The tensors of weight files (SafeTensors, shards, an index, a GGUF, a cached repo) by
     component and dtype, read from their headers only.
 
     >>> llmsize.inspect("model.safetensors")["total"]  # doctest: +SKIP
     """
-    return _answer(_llmsize.inspect, _model(path), online, revision)
+    return _answer(_llmsize.inspect, _model(path), _hub(online, revision, file, timeout, jobs))
 
 
-def audit(path: Union[str, "os.PathLike[str]"], *, online: bool = False, revision: str = "main") -> Dict[str, Any]:
+def audit(
+    path: Union[str, "os.PathLike[str]"],
+    *,
+    online: bool = False,
+    revision: str = "main",
+    file: Optional[str] = None,
+    timeout: Optional[float] = None,
+    jobs: Optional[int] = None,
+) -> Dict[str, Any]:
     """The config's count against the tensors of the weight files beside it; ``agrees`` is
     true when every category matches.
 
     >>> llmsize.audit("path/to/model-dir")["agrees"]  # doctest: +SKIP
     """
-    return _answer(_llmsize.audit, _model(path), online, revision)
+    return _answer(_llmsize.audit, _model(path), _hub(online, revision, file, timeout, jobs))
 
 
 def presets() -> List[Dict[str, Any]]:

@@ -4,6 +4,9 @@ from typing import List, Optional, Tuple
 
 __version__: str
 
+# (online, revision, file, timeout seconds, jobs); None keeps the CLI's default.
+Hub = Tuple[bool, str, Optional[str], Optional[float], Optional[int]]
+
 class EngineError(Exception):
     """args: (kind, message, hint)."""
 
@@ -13,11 +16,10 @@ def params(
     assume: Optional[str],
     text_only: bool,
     head: str,
-    online: bool,
-    revision: str,
+    hub_options: Hub,
 ) -> Tuple[str, List[str]]: ...
 def memory(
-    model: str,
+    models: List[str],
     set: List[str],
     assume: Optional[str],
     text_only: bool,
@@ -28,22 +30,36 @@ def memory(
     batch: Optional[int],
     kv_dtype: Optional[str],
     gpu: Optional[str],
+    gpu_mem: Optional[str],
+    gpu_bw: Optional[str],
+    gpu_tflops: Optional[str],
     tp: Optional[int],
+    pp: Optional[int],
+    runtime_name: Optional[str],
+    ctx_size: Optional[int],
+    n_gpu_layers: Optional[int],
+    tensor_split: List[float],
+    swa_full: bool,
+    gpu_memory_utilization: Optional[float],
+    block_size: Optional[int],
+    max_model_len: Optional[int],
+    max_num_batched_tokens: Optional[int],
     mla_cache: Optional[str],
     cache: Optional[str],
     overhead_mib: Optional[int],
     max_context: bool,
-    online: bool,
-    revision: str,
+    sweep_text: Optional[str],
+    hub_options: Hub,
 ) -> Tuple[str, List[str]]: ...
 def flops(
-    model: str,
+    models: List[str],
     set: List[str],
     assume: Optional[str],
     text_only: bool,
     images: int,
     image_tokens: Optional[int],
     seq_len: Optional[int],
+    prompt: Optional[int],
     batch: Optional[int],
     attention: Optional[str],
     gpu: Optional[str],
@@ -51,8 +67,9 @@ def flops(
     kv_dtype: Optional[str],
     mfu: Optional[float],
     bw_eff: Optional[float],
-    online: bool,
-    revision: str,
+    price: Optional[float],
+    sweep_text: Optional[str],
+    hub_options: Hub,
 ) -> Tuple[str, List[str]]: ...
 def train(
     model: str,
@@ -93,10 +110,9 @@ def train(
     tokens: Optional[int],
     mfu: Optional[float],
     price: Optional[float],
-    online: bool,
-    revision: str,
+    hub_options: Hub,
 ) -> Tuple[str, List[str]]: ...
-def inspect(model: str, online: bool, revision: str) -> Tuple[str, List[str]]: ...
-def audit(model: str, online: bool, revision: str) -> Tuple[str, List[str]]: ...
+def inspect(model: str, hub_options: Hub) -> Tuple[str, List[str]]: ...
+def audit(model: str, hub_options: Hub) -> Tuple[str, List[str]]: ...
 def presets() -> str: ...
 def gpus() -> str: ...
