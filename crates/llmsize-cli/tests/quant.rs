@@ -344,13 +344,15 @@ fn flops_decodes_the_release_as_stored_unless_dtype_is_given() {
     let notes = |v: &Value| v["notes"].to_string();
     assert!(notes(&release).contains("decode bytes in the release's format `mxfp4`"));
     assert!(notes(&forced).contains("`--dtype` overrides the release's quantization"));
-    // A swept dtype is given too: its bf16 point is the forced one (and its `mxfp4` point is
-    // the whole model in MXFP4, not the release, which keeps the rest 16-bit).
+    // A swept dtype is given too: its bf16 point is the forced one, and its `mxfp4` point,
+    // the release's own format, is the release (the rest kept 16-bit), as in `memory`.
     let (swept, _) = flops(
         "gpt-oss-120b.config.json",
         &["--gpu", "h100", "--sweep", "dtype=bf16,mxfp4"],
     );
     let points = swept.as_array().unwrap();
     assert_eq!(step(&points[0]), step(&forced));
-    assert!(step(&points[1]) < step(&release));
+    assert_eq!(step(&points[1]), step(&release));
+    let (_, mem, _) = memory("gpt-oss-120b.config.json", &["--dtype", "mxfp4"]);
+    assert_eq!(weights(&mem), weights(&j));
 }

@@ -1160,8 +1160,9 @@ fn flops_point(
         && let Some(f) = q.format
     {
         // A quantized release's decode reads its weights as stored, unless a `--dtype` (or a
-        // swept one), bf16 included, asks what another format would read.
-        if dtype.is_none() {
+        // swept one), bf16 included, asks what another format would read; one that names the
+        // release's own format is the release (as in `memory`).
+        if dtype.is_none() || same_format(Some(format), f) {
             format = f;
             extra_notes.push(format!(
                 "decode bytes in the release's format `{}` (`quant_method: {}`); `--dtype` overrides it",
