@@ -356,3 +356,47 @@ fn flops_decodes_the_release_as_stored_unless_dtype_is_given() {
     let (_, mem, _) = memory("gpt-oss-120b.config.json", &["--dtype", "mxfp4"]);
     assert_eq!(weights(&mem), weights(&j));
 }
+
+#[test]
+fn an_index_without_its_shards_sizes_the_files_from_total_size() {
+    // gpt-oss-20b's published config beside an index (its published `total_size`,
+    // 13,761,264,768 B; a weight map of two of its tensors in two of its three shards) and no
+    // shard: the index's bytes are the weights, and the config's MXFP4 estimate, beside them,
+    // is the same number.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixture("gpt-oss-20b.config.json"),
+        dir.path().join("config.json"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("model.safetensors.index.json"),
+        r#"{"metadata": {"total_size": 13761264768}, "weight_map": {
+            "model.embed_tokens.weight": "model-00000-of-00002.safetensors",
+            "lm_head.weight": "model-00002-of-00002.safetensors"}}"#,
+    )
+    .unwrap();
+    let d = dir.path().to_str().unwrap();
+    let r = llmsize(&["memory", d, "--gpu", "h100", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let j: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(j["weights_bytes"], 13_761_264_768u64);
+    assert_eq!(j["weights_estimate_bytes"], 13_761_264_768u64);
+    assert_eq!(j["files"]["used"][0], "model.safetensors.index.json");
+    assert!(
+        r.stderr.contains(
+            "`model.safetensors.index.json` names 2 shard(s), 2 of them not here: the weights are its `metadata.total_size`"
+        ),
+        "{}",
+        r.stderr
+    );
+    // `inspect` counts tensors, which only the shards hold: a missing one is still an error.
+    let r = llmsize(&["inspect", d]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("lists shard `model-00000-of-00002.safetensors`, which is missing"),
+        "{}",
+        r.stderr
+    );
+}

@@ -586,6 +586,7 @@ pub(crate) fn model(
         name: pick.map_or_else(|| repo.to_owned(), |p| format!("{repo}:{p}")),
         config,
         weights,
+        index_only: None,
     })
 }
 

@@ -7,7 +7,8 @@ use llmsize_core::ModelSpec;
 
 use crate::hub::HubEnv;
 use crate::weights_io::{
-    Weights, file_name, find_weights, read_gguf_model, read_index, read_safetensors,
+    IndexOnly, Weights, file_name, find_weights, index_without_shards, read_gguf_model, read_index,
+    read_safetensors,
 };
 use crate::{Error, hub, remote};
 
@@ -78,6 +79,9 @@ pub(crate) struct Model {
     pub(crate) config: Option<Found>,
     /// The weight headers.
     pub(crate) weights: Option<Weights>,
+    /// `memory` of a folder holding a config and an index whose shards are not here: the
+    /// index's `total_size` stands for the files.
+    pub(crate) index_only: Option<IndexOnly>,
 }
 
 impl Model {
@@ -127,7 +131,13 @@ fn model_from_dir(dir: &Path, name: String, lookup: &Lookup) -> Result<Model, Er
     } else {
         None
     };
-    let weights = if lookup.weights != Want::No || config.is_none() {
+    // `memory` of a config with an index but not its shards sizes the files from the index.
+    let index_only = if lookup.weights == Want::IfPresent && config.is_some() {
+        index_without_shards(dir)?
+    } else {
+        None
+    };
+    let weights = if index_only.is_none() && (lookup.weights != Want::No || config.is_none()) {
         find_weights(dir)?
     } else {
         None
@@ -145,6 +155,7 @@ fn model_from_dir(dir: &Path, name: String, lookup: &Lookup) -> Result<Model, Er
         name,
         config,
         weights,
+        index_only,
     })
 }
 
@@ -173,6 +184,7 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
                 text: arg.to_owned(),
             }),
             weights: None,
+            index_only: None,
         });
     }
     let path = PathBuf::from(arg);
@@ -197,6 +209,7 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
                 name: name_of(&path),
                 config: None,
                 weights: Some(read_gguf_model(&path)?),
+                index_only: None,
             });
         }
         if has_extension(arg, "safetensors") {
@@ -205,6 +218,7 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
                 name: name_of(&path),
                 config: sibling_config(&path)?,
                 weights: Some(Weights::safetensors(vec![(file_name(&path), len, h)])),
+                index_only: None,
             });
         }
         if arg.to_ascii_lowercase().ends_with(".index.json") {
@@ -212,6 +226,7 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
                 name: dir_name(path.parent().unwrap_or(Path::new("."))),
                 config: sibling_config(&path)?,
                 weights: Some(read_index(&path)?),
+                index_only: None,
             });
         }
         let found = read_file(&path)?;
@@ -219,6 +234,7 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
             name: found.name.clone(),
             config: Some(found),
             weights: None,
+            index_only: None,
         });
     }
     if hub::looks_like_repo_id(arg)
@@ -239,6 +255,7 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
                 text: p.config.to_owned(),
             }),
             weights: None,
+            index_only: None,
         });
     }
     // `Llama-3.1-8B-Instruct`: a tuned release whose config has its base preset's sizes.
@@ -256,6 +273,7 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
                 text: p.config.to_owned(),
             }),
             weights: None,
+            index_only: None,
         });
     }
     if lookup.hub.online && hub::looks_like_repo_id(arg) {

@@ -809,6 +809,9 @@ fn memory_point(req: &MemoryRequest, point: Option<&Swept>) -> MemoryRequest {
 /// The storage line of saved tensors that are not parameters.
 const BUFFER_STORAGE: &str = "buffers";
 
+/// The storage line of an index's `metadata.total_size` when its shards are not at hand.
+const INDEX_STORAGE: &str = "index total_size";
+
 /// The storage line of tensors the name table does not place.
 const OTHER_STORAGE: &str = "other";
 
@@ -875,7 +878,26 @@ fn memory_model(
     // Weight files, when the model has them, are measured rather than estimated.
     let mut files_used = None;
     let from_files = match &checkpoint {
-        None => None,
+        // A config and its index without the shards: the index's `total_size` is the files'
+        // bytes (one line), and the config's estimate goes beside it.
+        None => match &model.index_only {
+            None => None,
+            Some(i) => {
+                warnings.push(format!(
+                    "{}: `{}` names {} shard(s), {} of them not here: the weights are its `metadata.total_size`, with the config's estimate beside",
+                    spec.name, i.file, i.shards, i.missing
+                ));
+                files_used = Some(FilesUsed {
+                    used: vec![i.file.clone()],
+                    ignored: Vec::new(),
+                });
+                Some(vec![StorageLine {
+                    storage: INDEX_STORAGE.into(),
+                    params: count(&spec).map_err(Error::spec(&spec.name))?.total,
+                    bytes: i.total_size,
+                }])
+            }
+        },
         Some(c) => {
             warnings.extend(
                 c.file_problems
@@ -948,6 +970,15 @@ fn memory_model(
             files.is_some() && model.config.is_some(),
         )
         .map_err(wrap(&spec.name))?;
+        if let (Some(i), None) = (&model.index_only, &checkpoint)
+            && let Some(first) = report.assumptions.first_mut()
+        {
+            // The core's first line speaks of headers read; here only the index was.
+            *first = format!(
+                "weights: `{}`'s `metadata.total_size` ({} of its {} shards are not here, so their headers were not read; `--dtype` is ignored)",
+                i.file, i.missing, i.shards
+            );
+        }
         report.assumptions.extend(notes);
         report.assumptions.extend(note);
         if let Some((_, note)) = &images {

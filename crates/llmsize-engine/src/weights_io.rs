@@ -222,6 +222,45 @@ pub(crate) fn file_name(p: &Path) -> String {
     )
 }
 
+/// A `model.safetensors.index.json` whose shards are not (all) at hand, and the bytes its
+/// `metadata.total_size` says they hold: what a download of the config and index alone gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IndexOnly {
+    /// The index's file name.
+    pub(crate) file: String,
+    /// `metadata.total_size`.
+    pub(crate) total_size: u64,
+    /// Shards it names.
+    pub(crate) shards: usize,
+    /// Of those, not in the folder.
+    pub(crate) missing: usize,
+}
+
+/// The index of `dir` when some shard it names is missing and it states `total_size`; `None`
+/// when there is no index, every shard is present (read them), or the size is not stated.
+pub(crate) fn index_without_shards(dir: &Path) -> Result<Option<IndexOnly>, Error> {
+    let path = dir.join("model.safetensors.index.json");
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let text = read_text(&path)?;
+    let index = safetensors::parse_index(&text, &path.display().to_string())?;
+    let missing = index
+        .shards
+        .iter()
+        .filter(|s| !dir.join(s.as_str()).is_file())
+        .count();
+    Ok(index
+        .total_size
+        .filter(|_| missing > 0)
+        .map(|total_size| IndexOnly {
+            file: file_name(&path),
+            total_size,
+            shards: index.shards.len(),
+            missing,
+        }))
+}
+
 /// Shards named by a `model.safetensors.index.json`.
 pub(crate) fn read_index(path: &Path) -> Result<Weights, Error> {
     let text = read_text(path)?;
