@@ -1292,7 +1292,8 @@ mod layout_tests {
     use super::*;
     use crate::count::Category;
 
-    fn matrix() -> Tensor {
+    /// A `q_proj` of `rows × cols` in layer 0 of 1 (one copy).
+    pub(super) fn matrix_of(rows: u64, cols: u64) -> Tensor {
         use crate::expr::Expr;
         use crate::layout::{Form, Place, Shape};
         Tensor {
@@ -1309,8 +1310,8 @@ mod layout_tests {
             shape: Shape {
                 copies: Expr::Lit(1),
                 active_copies: Expr::Lit(1),
-                rows: Expr::Lit(4096),
-                cols: Expr::Lit(4096),
+                rows: Expr::Lit(rows),
+                cols: Expr::Lit(cols),
                 form: Form::Linear,
             },
             stack: None,
@@ -1319,9 +1320,13 @@ mod layout_tests {
             stack_layers: 1,
             copies: 1,
             active_copies: 1,
-            rows: 4096,
-            cols: 4096,
+            rows,
+            cols,
         }
+    }
+
+    fn matrix() -> Tensor {
+        matrix_of(4096, 4096)
     }
 
     const CTX: MixContext = MixContext {
@@ -1535,40 +1540,11 @@ mod quant_layout_tests {
 
     #[test]
     fn a_kind_outside_the_set_stays_16_bit() {
-        use crate::count::Category;
-        use crate::expr::Expr;
-        use crate::layout::{Form, Place, Shape};
         let experts_only = WeightFormat::Quantized(Quant {
             scheme: Scheme::Mxfp4,
             kinds: KindSet::EMPTY.with(TensorKind::ExpertDown),
         });
-        let mut t = Tensor {
-            name: crate::layout::TensorName {
-                prefix: "decoder.0".into(),
-                cross: false,
-                local: "attn_q".into(),
-                suffix: ".weight",
-            },
-            part: "q_proj".into(),
-            kind: TensorKind::AttnQ,
-            category: Category::Attention,
-            place: Place::Layer { stack: 0, kind: 0 },
-            shape: Shape {
-                copies: Expr::Lit(1),
-                active_copies: Expr::Lit(1),
-                rows: Expr::Lit(2880),
-                cols: Expr::Lit(2880),
-                form: Form::Linear,
-            },
-            stack: None,
-            layer_runs: std::sync::Arc::from([std::ops::Range { start: 0, end: 1 }]),
-            layers: 1,
-            stack_layers: 1,
-            copies: 1,
-            active_copies: 1,
-            rows: 2880,
-            cols: 2880,
-        };
+        let mut t = super::layout_tests::matrix_of(2880, 2880);
         let ctx = MixContext {
             gqa: 1,
             experts: 32,
