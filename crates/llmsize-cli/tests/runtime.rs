@@ -44,6 +44,13 @@ fn json(args: &[&str]) -> (i32, Value) {
     (r.code, serde_json::from_str(&r.stdout).unwrap())
 }
 
+/// `memory MODEL --runtime llama.cpp EXTRA… --json`.
+fn llama_cpp(model: &str, extra: &[&str]) -> Value {
+    let mut a = vec!["memory", model, "--runtime", "llama.cpp"];
+    a.extend_from_slice(extra);
+    json(&a).1
+}
+
 fn stage(v: &Value, i: usize) -> &Value {
     &v["serving"]["stages"][i]
 }
@@ -225,16 +232,10 @@ fn llama_cpp_layer_split_over_three_gpus() {
     assert_eq!(v["per_gpu_bytes"], 6_485_090_304_u64);
 
     // --tensor-split 2,1,1: half the layers on the first GPU (i/33 < 0.5: 0–16).
-    let (_, v) = json(&[
-        "memory",
+    let v = llama_cpp(
         "Meta-Llama-3-8B",
-        "--runtime",
-        "llama.cpp",
-        "--gpu",
-        "rtx3090x3",
-        "--tensor-split",
-        "2,1,1",
-    ]);
+        &["--gpu", "rtx3090x3", "--tensor-split", "2,1,1"],
+    );
     assert_eq!(layers(stage(&v, 0)), vec![[0, 17]]);
     assert_eq!(layers(stage(&v, 1)), vec![[17, 25]]);
     assert_eq!(layers(stage(&v, 2)), vec![[25, 32]]);
@@ -301,83 +302,31 @@ fn longest_context_under_llama_cpp() {
 #[test]
 fn llama_cpp_pads_n_ctx_and_sizes_sliding_caches() {
     // --ctx-size 5000 becomes 5,120 cells: 32 × 5,120 × 4,096 B.
-    let (_, v) = json(&[
-        "memory",
-        "Meta-Llama-3-8B",
-        "--runtime",
-        "llama.cpp",
-        "--ctx-size",
-        "5000",
-    ]);
+    let v = llama_cpp("Meta-Llama-3-8B", &["--ctx-size", "5000"]);
     assert_eq!(v["serving"]["llama_cpp"]["n_ctx"], 5_120);
     assert_eq!(v["kv_cache_bytes"], 32 * 5_120 * KV_TOKEN_LAYER);
     // Without --ctx-size, n_ctx is the tokens of all sequences: 3,000 × 2 → 6,144.
-    let (_, v) = json(&[
-        "memory",
-        "Meta-Llama-3-8B",
-        "--runtime",
-        "llama.cpp",
-        "--seq-len",
-        "3000",
-        "--batch",
-        "2",
-    ]);
+    let v = llama_cpp("Meta-Llama-3-8B", &["--seq-len", "3000", "--batch", "2"]);
     assert_eq!(v["serving"]["llama_cpp"]["n_ctx"], 6_144);
 
     // Gemma-2-9B at 32k: 21 global layers keep 32,768 cells, 21 sliding (n_swa 4096) keep
     // GGML_PAD(4096 + 512, 256) = 4,608; 2·8·256·2 = 8,192 B a token and layer.
-    let (_, v) = json(&[
-        "memory",
-        "gemma-2-9b",
-        "--runtime",
-        "llama.cpp",
-        "--seq-len",
-        "32k",
-    ]);
+    let v = llama_cpp("gemma-2-9b", &["--seq-len", "32k"]);
     assert_eq!(v["serving"]["llama_cpp"]["swa_cells"], 4_608);
     assert_eq!(
         v["kv_cache_bytes"],
         21 * 8_192 * 32_768 + 21 * 8_192 * 4_608_u64
     );
     // --swa-full: every layer keeps 32,768.
-    let (_, v) = json(&[
-        "memory",
-        "gemma-2-9b",
-        "--runtime",
-        "llama.cpp",
-        "--seq-len",
-        "32k",
-        "--swa-full",
-    ]);
+    let v = llama_cpp("gemma-2-9b", &["--seq-len", "32k", "--swa-full"]);
     assert_eq!(v["kv_cache_bytes"], 42 * 8_192 * 32_768_u64);
     // Gemma-3-1B: n_swa 512 → 1,024 cells; gpt-oss-20b: n_swa 128 → GGML_PAD(640, 256) = 768.
-    let (_, v) = json(&[
-        "memory",
-        "gemma-3-1b-pt",
-        "--runtime",
-        "llama.cpp",
-        "--seq-len",
-        "32k",
-    ]);
+    let v = llama_cpp("gemma-3-1b-pt", &["--seq-len", "32k"]);
     assert_eq!(v["serving"]["llama_cpp"]["swa_cells"], 1_024);
-    let (_, v) = json(&[
-        "memory",
-        "gpt-oss-20b",
-        "--runtime",
-        "llama.cpp",
-        "--seq-len",
-        "32k",
-    ]);
+    let v = llama_cpp("gpt-oss-20b", &["--seq-len", "32k"]);
     assert_eq!(v["serving"]["llama_cpp"]["swa_cells"], 768);
     // Mistral-7B-v0.1's sliding_window 4096 is not a llama.cpp SWA cache: 32k cells in all.
-    let (_, v) = json(&[
-        "memory",
-        "Mistral-7B-v0.1",
-        "--runtime",
-        "llama.cpp",
-        "--seq-len",
-        "32k",
-    ]);
+    let v = llama_cpp("Mistral-7B-v0.1", &["--seq-len", "32k"]);
     assert!(v["serving"]["llama_cpp"]["swa_cells"].is_null());
     assert_eq!(v["kv_cache_bytes"], 32 * 32_768 * KV_TOKEN_LAYER);
 }
