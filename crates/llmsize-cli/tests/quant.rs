@@ -384,6 +384,13 @@ fn an_index_without_its_shards_sizes_the_files_from_total_size() {
     assert_eq!(j["weights_estimate_bytes"], 13_761_264_768u64);
     assert_eq!(j["files"]["used"][0], "model.safetensors.index.json");
     assert!(
+        j["assumptions"].to_string().contains(
+            "`model.safetensors.index.json`'s `metadata.total_size` stands for the files (2 of its 2 shards are not here)"
+        ),
+        "{}",
+        j["assumptions"]
+    );
+    assert!(
         r.stderr.contains(
             "`model.safetensors.index.json` names 2 shard(s), 2 of them not here: the weights are its `metadata.total_size`"
         ),

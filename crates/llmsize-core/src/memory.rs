@@ -665,7 +665,7 @@ fn memory_of(
     let fits = options.gpu.map(|(g, _)| per_gpu <= g.memory_bytes);
     let mut assumptions = vec![
         if weights_from_files {
-            "weights: the tensors of the weight files, as stored (their headers were read; `--dtype` is ignored)".to_owned()
+            "weights: the bytes the weight files hold, as stored (`--dtype` is ignored)".to_owned()
         } else if let Some(q) = spec.quantization.as_ref().filter(|q| q.format == Some(options.format)) {
             q.assumption()
         } else {

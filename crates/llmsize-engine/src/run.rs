@@ -970,14 +970,11 @@ fn memory_model(
             files.is_some() && model.config.is_some(),
         )
         .map_err(wrap(&spec.name))?;
-        if let (Some(i), None) = (&model.index_only, &checkpoint)
-            && let Some(first) = report.assumptions.first_mut()
-        {
-            // The core's first line speaks of headers read; here only the index was.
-            *first = format!(
-                "weights: `{}`'s `metadata.total_size` ({} of its {} shards are not here, so their headers were not read; `--dtype` is ignored)",
+        if let (Some(i), None) = (&model.index_only, &checkpoint) {
+            report.assumptions.push(format!(
+                "weights: `{}`'s `metadata.total_size` stands for the files ({} of its {} shards are not here)",
                 i.file, i.missing, i.shards
-            );
+            ));
         }
         report.assumptions.extend(notes);
         report.assumptions.extend(note);
