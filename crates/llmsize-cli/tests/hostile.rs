@@ -67,34 +67,17 @@ fn a_million_layer_llama_is_counted_exactly() {
 
 /// A GGUF of metadata only (no tensors): llama with `block_count` 1,000,000.
 fn gguf_1m_layers() -> Vec<u8> {
-    fn string(out: &mut Vec<u8>, s: &str) {
-        out.extend((s.len() as u64).to_le_bytes());
-        out.extend(s.as_bytes());
-    }
-    let mut out = b"GGUF".to_vec();
-    out.extend(3u32.to_le_bytes());
-    out.extend(0u64.to_le_bytes()); // tensors
-    let kvs: [(&str, u32); 6] = [
-        ("llama.block_count", 1_000_000),
-        ("llama.embedding_length", 4096),
-        ("llama.feed_forward_length", 11008),
-        ("llama.attention.head_count", 32),
-        ("llama.context_length", 4096),
-        ("llama.vocab_size", 32000),
-    ];
-    out.extend((kvs.len() as u64 + 1).to_le_bytes());
-    string(&mut out, "general.architecture");
-    out.extend(8u32.to_le_bytes()); // string
-    string(&mut out, "llama");
-    for (k, v) in kvs {
-        string(&mut out, k);
-        out.extend(4u32.to_le_bytes()); // u32
-        out.extend(v.to_le_bytes());
-    }
-    while !out.len().is_multiple_of(32) {
-        out.push(0);
-    }
-    out
+    common::metadata_gguf(
+        "llama",
+        &[
+            ("llama.block_count", 1_000_000),
+            ("llama.embedding_length", 4096),
+            ("llama.feed_forward_length", 11008),
+            ("llama.attention.head_count", 32),
+            ("llama.context_length", 4096),
+            ("llama.vocab_size", 32000),
+        ],
+    )
 }
 
 #[test]

@@ -254,36 +254,19 @@ fn a_full_stdout_exits_2_saying_so() {
 /// A metadata-only GGUF (no tensors) of a small Phi-3, whose layers all slide when a window
 /// is set, with `phi3.attention.sliding_window` = `window`.
 fn phi3_gguf(window: u32) -> Vec<u8> {
-    fn string(out: &mut Vec<u8>, s: &str) {
-        out.extend((s.len() as u64).to_le_bytes());
-        out.extend(s.as_bytes());
-    }
-    let mut out = b"GGUF".to_vec();
-    out.extend(3u32.to_le_bytes());
-    out.extend(0u64.to_le_bytes()); // tensors
-    let kvs: [(&str, u32); 8] = [
-        ("phi3.block_count", 2),
-        ("phi3.embedding_length", 256),
-        ("phi3.feed_forward_length", 512),
-        ("phi3.attention.head_count", 4),
-        ("phi3.attention.head_count_kv", 4),
-        ("phi3.context_length", 4096),
-        ("phi3.vocab_size", 320),
-        ("phi3.attention.sliding_window", window),
-    ];
-    out.extend((kvs.len() as u64 + 1).to_le_bytes());
-    string(&mut out, "general.architecture");
-    out.extend(8u32.to_le_bytes()); // string
-    string(&mut out, "phi3");
-    for (k, v) in kvs {
-        string(&mut out, k);
-        out.extend(4u32.to_le_bytes()); // u32
-        out.extend(v.to_le_bytes());
-    }
-    while !out.len().is_multiple_of(32) {
-        out.push(0);
-    }
-    out
+    common::metadata_gguf(
+        "phi3",
+        &[
+            ("phi3.block_count", 2),
+            ("phi3.embedding_length", 256),
+            ("phi3.feed_forward_length", 512),
+            ("phi3.attention.head_count", 4),
+            ("phi3.attention.head_count_kv", 4),
+            ("phi3.context_length", 4096),
+            ("phi3.vocab_size", 320),
+            ("phi3.attention.sliding_window", window),
+        ],
+    )
 }
 
 #[test]

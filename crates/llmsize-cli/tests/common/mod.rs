@@ -88,3 +88,28 @@ macro_rules! llmsize_snapshot {
         run
     }};
 }
+
+/// A metadata-only GGUF (v3, no tensors) of architecture `arch` with the given `u32` keys, as
+/// llama.cpp's writer lays it out (the metadata padded to 32 bytes).
+pub(crate) fn metadata_gguf(arch: &str, kvs: &[(&str, u32)]) -> Vec<u8> {
+    fn string(out: &mut Vec<u8>, s: &str) {
+        out.extend((s.len() as u64).to_le_bytes());
+        out.extend(s.as_bytes());
+    }
+    let mut out = b"GGUF".to_vec();
+    out.extend(3u32.to_le_bytes());
+    out.extend(0u64.to_le_bytes()); // tensors
+    out.extend((kvs.len() as u64 + 1).to_le_bytes());
+    string(&mut out, "general.architecture");
+    out.extend(8u32.to_le_bytes()); // string
+    string(&mut out, arch);
+    for (k, v) in kvs {
+        string(&mut out, k);
+        out.extend(4u32.to_le_bytes()); // u32
+        out.extend(v.to_le_bytes());
+    }
+    while !out.len().is_multiple_of(32) {
+        out.push(0);
+    }
+    out
+}
