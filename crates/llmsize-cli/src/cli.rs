@@ -66,6 +66,53 @@ pub(crate) enum Command {
     /// List the built-in GPUs with memory, bandwidth and peak FLOP/s
     #[command(after_help = EXIT_CODES)]
     Gpus(PresetsArgs),
+    /// A local web calculator: pick or paste a model, see its tables and charts
+    ///
+    /// Serves one page and its JSON API (`/api/params`, `/api/memory`, … answer as `--json`)
+    /// on 127.0.0.1 only; everything the page needs is in the binary.
+    #[command(after_help = EXIT_CODES)]
+    Serve(ServeArgs),
+    /// Print a shell completion script: `llmsize completions bash > ~/.local/share/bash-completion/completions/llmsize`
+    #[command(after_help = EXIT_CODES)]
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff): `llmsize man > llmsize.1; man ./llmsize.1`
+    #[command(after_help = EXIT_CODES)]
+    Man,
+}
+
+/// `llmsize serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Port on 127.0.0.1 (0 picks a free one, printed on stderr)
+    #[arg(long, default_value_t = 8421)]
+    pub(crate) port: u16,
+    /// Open the page in the default browser
+    #[arg(long)]
+    pub(crate) open: bool,
+}
+
+/// `llmsize completions`.
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell
+    #[arg(value_enum)]
+    pub(crate) shell: clap_complete::Shell,
+}
+
+impl Command {
+    /// `--wide`, where the command prints tables.
+    pub(crate) fn wide(&self) -> bool {
+        match self {
+            Command::Params(a) => a.out.wide,
+            Command::Memory(a) => a.out.wide,
+            Command::Flops(a) => a.out.wide,
+            Command::Train(a) => a.out.wide,
+            Command::Inspect(a) | Command::Audit(a) => a.out.wide,
+            Command::Presets(a) => a.out.wide,
+            Command::Gpus(a) => a.out.wide,
+            Command::Serve(_) | Command::Completions(_) | Command::Man => false,
+        }
+    }
 }
 
 /// One model and the way to read it.
@@ -261,11 +308,10 @@ pub(crate) struct MemoryArgs {
     /// `dtype=bf16,q8_0,q4_k_m` or `gpu=rtx4090,a100,h100`
     #[arg(long, conflicts_with_all = ["max_context", "explain"])]
     pub(crate) sweep: Option<String>,
-    /// Print JSON (bytes as integers)
-    #[arg(long, conflicts_with = "explain")]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) out: OutputArgs,
     /// Print every formula with its numbers
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["json", "format"])]
     pub(crate) explain: bool,
 }
 
@@ -309,11 +355,10 @@ pub(crate) struct FlopsArgs {
     /// `dtype=bf16,q4_k_m` (with --gpu) or `gpu=rtx4090,a100,h100`
     #[arg(long, conflicts_with = "explain")]
     pub(crate) sweep: Option<String>,
-    /// Print JSON
-    #[arg(long, conflicts_with = "explain")]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) out: OutputArgs,
     /// Print every formula
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["json", "format"])]
     pub(crate) explain: bool,
 }
 
@@ -432,11 +477,10 @@ pub(crate) struct TrainArgs {
     /// Price in dollars per GPU-hour, for cost
     #[arg(long)]
     pub(crate) price: Option<f64>,
-    /// Print JSON
-    #[arg(long, conflicts_with = "explain")]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) out: OutputArgs,
     /// Print every formula, and what the article's rules of thumb assume
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["json", "format"])]
     pub(crate) explain: bool,
 }
 
@@ -446,12 +490,11 @@ pub(crate) struct ParamsArgs {
     #[arg(value_name = "MODEL")]
     pub(crate) models: Vec<String>,
 
-    /// Print one JSON object (an array for several models), integers in plain units
-    #[arg(long, conflicts_with = "explain")]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) out: OutputArgs,
 
     /// Print the derivation: every formula with its symbols and its numbers
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["json", "format"])]
     pub(crate) explain: bool,
 
     /// Override a config field before counting (repeatable), e.g. `num_key_value_heads=8`;
@@ -518,29 +561,66 @@ pub(crate) struct WeightsArgs {
     pub(crate) model: String,
     #[command(flatten)]
     pub(crate) hub: HubArgs,
-    /// Print JSON
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) out: OutputArgs,
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct PresetsArgs {
-    /// Print JSON
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) out: OutputArgs,
 }
 
 /// `llmsize presets`.
 #[derive(Debug, Args)]
 pub(crate) struct PresetsListArgs {
-    /// Print JSON
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) out: OutputArgs,
 
     /// List the model types read exactly (any config of these types is counted), not the
     /// built-in models
     #[arg(long)]
     pub(crate) types: bool,
+}
+
+/// What a command prints. `--json` stays the public contract (`--format json` is the same);
+/// table, Markdown and CSV render one document of the report; SVG and Mermaid draw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Format {
+    /// A table for people, fitted to the terminal's width
+    Table,
+    /// The JSON contract, integers in plain units
+    Json,
+    /// Markdown: the table's columns, every table with a header
+    Markdown,
+    /// CSV: one row per line item, plain numbers
+    Csv,
+}
+
+/// How the output is written: the format, and whether tables fit the terminal.
+#[derive(Debug, Args)]
+pub(crate) struct OutputArgs {
+    /// Output format
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub(crate) format: Option<Format>,
+    /// Print JSON: the same as `--format json`
+    #[arg(long, conflicts_with = "format")]
+    pub(crate) json: bool,
+    /// One line per table row however wide (default: fit `COLUMNS` or the terminal; a pipe
+    /// or file gets one line per row too)
+    #[arg(long)]
+    pub(crate) wide: bool,
+}
+
+impl OutputArgs {
+    /// The format asked for: `--json`, `--format`, or the table.
+    pub(crate) fn format(&self) -> Format {
+        if self.json {
+            Format::Json
+        } else {
+            self.format.unwrap_or(Format::Table)
+        }
+    }
 }
 
 #[cfg(test)]

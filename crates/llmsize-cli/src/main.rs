@@ -6,12 +6,14 @@
 mod cli;
 mod commands;
 mod output;
+mod serve;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
 /// Outcome of a command, mapped to the exit status in one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Outcome {
     /// Exit 0.
     Success,
@@ -45,16 +47,12 @@ const BROKEN_PIPE: u8 = 141;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    let result = match &cli.command {
-        cli::Command::Params(args) => commands::params::run(args),
-        cli::Command::Memory(args) => commands::memory::run(args),
-        cli::Command::Flops(args) => commands::flops::run(args),
-        cli::Command::Train(args) => commands::train::run(args),
-        cli::Command::Inspect(args) => commands::inspect::inspect(args),
-        cli::Command::Audit(args) => commands::inspect::audit(args),
-        cli::Command::Presets(args) => commands::presets::run(args),
-        cli::Command::Gpus(args) => commands::presets::gpus(args),
-    };
+    let env = commands::Env::process(output::text_options(cli.command.wide()));
+    let result = commands::run(&cli.command, &env).and_then(|r| {
+        output::warn_all(&r.warnings);
+        output::print(&r.text)?;
+        Ok(r.outcome)
+    });
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::No) => ExitCode::from(1),

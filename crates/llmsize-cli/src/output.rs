@@ -8,6 +8,7 @@
 use std::io::{IsTerminal as _, Write as _};
 use std::sync::Mutex;
 
+use llmsize_core::render::doc::TextOptions;
 use llmsize_engine::{FetchProgress, ProgressSink};
 
 use crate::Failure;
@@ -56,6 +57,31 @@ pub(crate) fn fetch_progress() -> ProgressSink {
             let _ = writeln!(err, "fetching headers: {done}/{total} {files}");
         }
     })
+}
+
+/// How tables are laid out on this process's stdout: fitted to `COLUMNS` or the terminal's
+/// width unless `--wide` (a pipe or a file without `COLUMNS` gets one line per row, as scripts
+/// expect); coloured on a terminal unless `NO_COLOR` is set (<https://no-color.org>).
+pub(crate) fn text_options(wide: bool) -> TextOptions {
+    let tty = std::io::stdout().is_terminal();
+    let columns = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|c| *c > 0);
+    let width = if wide {
+        None
+    } else {
+        columns.or_else(|| {
+            tty.then(terminal_size::terminal_size)
+                .flatten()
+                .map(|(w, _)| usize::from(w.0))
+        })
+    };
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    TextOptions {
+        width,
+        color: tty && !no_color,
+    }
 }
 
 /// Write data to stdout.

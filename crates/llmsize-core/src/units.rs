@@ -54,12 +54,47 @@ pub fn share(part: u64, whole: u64) -> String {
     format!("{r:.2}%")
 }
 
-/// Bytes as both binary and decimal units, labelled: `4.58 GiB (4.92 GB)`.
+/// Bytes in the binary unit that keeps the number readable: `512 B`, `4.00 KiB`, `4.00 MiB`,
+/// `12.55 GiB`, `1.20 TiB`. A table of GPU-sized numbers used to print anything under 5 MB as
+/// "0.00 GiB"; a cache of 4 MiB is worth saying.
+#[must_use]
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [(u32, &str); 5] = [
+        (50, "PiB"),
+        (40, "TiB"),
+        (30, "GiB"),
+        (20, "MiB"),
+        (10, "KiB"),
+    ];
+    for (shift, unit) in UNITS {
+        let scale = 1u64 << shift;
+        if n >= scale {
+            #[expect(clippy::cast_precision_loss, reason = "display only")]
+            let v = n as f64 / scale as f64;
+            return format!("{v:.2} {unit}");
+        }
+    }
+    format!("{n} B")
+}
+
+/// Bytes as both binary and decimal units, labelled and scaled alike: `4.58 GiB (4.92 GB)`,
+/// `4.00 MiB (4.19 MB)`, `512 B`.
 #[must_use]
 pub fn bytes_both(n: u64) -> String {
-    #[expect(clippy::cast_precision_loss, reason = "display only")]
-    let (gib, gb) = (n as f64 / f64::from(1u32 << 30), n as f64 / 1e9);
-    format!("{gib:.2} GiB ({gb:.2} GB)")
+    const UNITS: [(u32, f64, &str); 4] = [
+        (40, 1e12, "TB"),
+        (30, 1e9, "GB"),
+        (20, 1e6, "MB"),
+        (10, 1e3, "kB"),
+    ];
+    for (shift, decimal, unit) in UNITS {
+        if n >= 1u64 << shift {
+            #[expect(clippy::cast_precision_loss, reason = "display only")]
+            let d = n as f64 / decimal;
+            return format!("{} ({d:.2} {unit})", human_bytes(n));
+        }
+    }
+    human_bytes(n)
 }
 
 /// FLOPs with an SI prefix: `1.70 TFLOP`, `29.3 PFLOP`.

@@ -5,9 +5,9 @@ use std::fmt::Write as _;
 use llmsize_core::render;
 use llmsize_engine::{FlopsPoint, FlopsRequest, Sweep, Swept};
 
-use super::{engine, hub};
-use crate::cli::FlopsArgs;
-use crate::{Failure, Outcome, output};
+use super::{Env, Rendered, doc_text, hub};
+use crate::Failure;
+use crate::cli::{FlopsArgs, Format};
 
 /// Arguments → the engine's request.
 pub(crate) fn request(args: &FlopsArgs) -> Result<FlopsRequest, Failure> {
@@ -42,13 +42,14 @@ fn notes(p: &FlopsPoint) -> String {
     })
 }
 
-pub(crate) fn run(args: &FlopsArgs) -> Result<Outcome, Failure> {
-    let outcome = engine().flops(&request(args)?)?;
-    output::warn_all(&outcome.warnings);
+pub(crate) fn run(args: &FlopsArgs, env: &Env) -> Result<Rendered, Failure> {
+    let outcome = env.engine.flops(&request(args)?)?;
     let points = &outcome.points;
-    let text = if args.json {
-        outcome.to_json()?
-    } else if let Some(axis) = outcome.sweep {
+    let format = args.out.format();
+    if format == Format::Json {
+        return Ok(Rendered::new(outcome.to_json()?, outcome.warnings));
+    }
+    let text = if let Some(axis) = outcome.sweep {
         // One table per model, a row per value.
         let mut out = Vec::new();
         for run in points.chunk_by(|a, b| a.name == b.name) {
@@ -97,6 +98,7 @@ pub(crate) fn run(args: &FlopsArgs) -> Result<Outcome, Failure> {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    output::print(&text)?;
-    Ok(Outcome::Success)
+    let mut doc = render::doc::Doc::new();
+    doc.pre(text);
+    Ok(Rendered::new(doc_text(&doc, format, env), outcome.warnings))
 }

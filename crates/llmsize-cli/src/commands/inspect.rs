@@ -1,39 +1,40 @@
 //! `llmsize inspect` and `llmsize audit`: weight files as a count, and against the config.
 
+use llmsize_core::render::doc::Doc;
 use llmsize_engine::{AuditRequest, InspectRequest};
 
-use super::{engine, hub};
-use crate::cli::WeightsArgs;
-use crate::{Failure, Outcome, output};
+use super::{Env, Rendered, doc_text, hub};
+use crate::Failure;
+use crate::cli::{Format, WeightsArgs};
 
-pub(crate) fn inspect(args: &WeightsArgs) -> Result<Outcome, Failure> {
-    let outcome = engine().inspect(&InspectRequest {
+pub(crate) fn inspect(args: &WeightsArgs, env: &Env) -> Result<Rendered, Failure> {
+    let outcome = env.engine.inspect(&InspectRequest {
         model: args.model.clone(),
         hub: hub(&args.hub),
     })?;
-    let text = if args.json {
+    let format = args.out.format();
+    let text = if format == Format::Json {
         outcome.to_json()?
     } else {
-        outcome.table()
+        let mut doc = Doc::new();
+        doc.pre(outcome.table());
+        doc_text(&doc, format, env)
     };
-    output::print(&text)?;
-    Ok(Outcome::Success)
+    Ok(Rendered::new(text, Vec::new()))
 }
 
-pub(crate) fn audit(args: &WeightsArgs) -> Result<Outcome, Failure> {
-    let outcome = engine().audit(&AuditRequest {
+pub(crate) fn audit(args: &WeightsArgs, env: &Env) -> Result<Rendered, Failure> {
+    let outcome = env.engine.audit(&AuditRequest {
         model: args.model.clone(),
         hub: hub(&args.hub),
     })?;
-    let text = if args.json {
+    let format = args.out.format();
+    let text = if format == Format::Json {
         outcome.to_json()?
     } else {
-        outcome.table()
+        let mut doc = Doc::new();
+        doc.pre(outcome.table());
+        doc_text(&doc, format, env)
     };
-    output::print(&text)?;
-    Ok(if outcome.agrees() {
-        Outcome::Success
-    } else {
-        Outcome::No
-    })
+    Ok(Rendered::new(text, Vec::new()).status(outcome.agrees()))
 }

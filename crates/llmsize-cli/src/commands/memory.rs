@@ -3,9 +3,9 @@
 use llmsize_core::render;
 use llmsize_engine::{CustomGpuFlags, MemoryRequest, MemoryResult, RuntimeFlags, Sweep};
 
-use super::{engine, hub};
-use crate::cli::MemoryArgs;
-use crate::{Failure, Outcome, output};
+use super::{Env, Rendered, doc_text, hub};
+use crate::Failure;
+use crate::cli::{Format, MemoryArgs};
 
 /// Arguments → the engine's request.
 pub(crate) fn request(args: &MemoryArgs) -> Result<MemoryRequest, Failure> {
@@ -49,10 +49,10 @@ pub(crate) fn request(args: &MemoryArgs) -> Result<MemoryRequest, Failure> {
     })
 }
 
-pub(crate) fn run(args: &MemoryArgs) -> Result<Outcome, Failure> {
-    let outcome = engine().memory(&request(args)?)?;
-    output::warn_all(&outcome.warnings);
-    let text = if args.json {
+pub(crate) fn run(args: &MemoryArgs, env: &Env) -> Result<Rendered, Failure> {
+    let outcome = env.engine.memory(&request(args)?)?;
+    let format = args.out.format();
+    let text = if format == Format::Json {
         outcome.to_json()?
     } else {
         let singles: Option<Vec<_>> = outcome
@@ -63,7 +63,7 @@ pub(crate) fn run(args: &MemoryArgs) -> Result<Outcome, Failure> {
                 MemoryResult::Sweep { .. } => None,
             })
             .collect();
-        match singles {
+        let text = match singles {
             // Several models at one point: side by side (`--explain` and `--max-context`
             // print each in full).
             Some(list) if list.len() > 1 && !args.explain && !args.max_context => {
@@ -92,12 +92,11 @@ pub(crate) fn run(args: &MemoryArgs) -> Result<Outcome, Failure> {
                 })
                 .collect::<Vec<_>>()
                 .join("\n"),
-        }
+        };
+        let mut doc = render::doc::Doc::new();
+        doc.pre(text);
+        doc_text(&doc, format, env)
     };
-    output::print(&text)?;
-    Ok(if outcome.fits() {
-        Outcome::Success
-    } else {
-        Outcome::No
-    })
+    let fits = outcome.fits();
+    Ok(Rendered::new(text, outcome.warnings).status(fits))
 }

@@ -3,9 +3,9 @@
 use llmsize_core::render;
 use llmsize_engine::{Design, ParamsRequest};
 
-use super::{engine, hub};
-use crate::cli::{DesignArgs, ParamsArgs};
-use crate::{Failure, Outcome, output};
+use super::{Env, Rendered, doc_text, hub};
+use crate::Failure;
+use crate::cli::{DesignArgs, Format, ParamsArgs};
 
 fn design_of(args: &DesignArgs) -> Option<Design> {
     let (hidden, layers) = (args.hidden?, args.layers?);
@@ -36,23 +36,29 @@ pub(crate) fn request(args: &ParamsArgs) -> ParamsRequest {
     }
 }
 
-pub(crate) fn run(args: &ParamsArgs) -> Result<Outcome, Failure> {
-    let outcome = engine().params(&request(args))?;
-    output::warn_all(&outcome.warnings);
+pub(crate) fn run(args: &ParamsArgs, env: &Env) -> Result<Rendered, Failure> {
+    let outcome = env.engine.params(&request(args))?;
     let reports = &outcome.reports;
-    let text = if args.json {
+    let format = args.out.format();
+    let text = if format == Format::Json {
         outcome.to_json()?
-    } else if args.explain {
-        reports
-            .iter()
-            .map(render::explain::render)
-            .collect::<Vec<_>>()
-            .join("\n")
-    } else if let [one] = reports.as_slice() {
-        render::table::render(one)
     } else {
-        render::table::render_comparison(reports)
+        let doc = if args.explain {
+            let mut doc = render::doc::Doc::new();
+            doc.pre(
+                reports
+                    .iter()
+                    .map(render::explain::render)
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            );
+            doc
+        } else if let [one] = reports.as_slice() {
+            render::table::doc(one)
+        } else {
+            render::table::comparison_doc(reports)
+        };
+        doc_text(&doc, format, env)
     };
-    output::print(&text)?;
-    Ok(Outcome::Success)
+    Ok(Rendered::new(text, outcome.warnings))
 }

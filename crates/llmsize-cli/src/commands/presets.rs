@@ -1,114 +1,122 @@
 //! `llmsize presets` and `llmsize gpus`: the built-in models and GPUs.
 
-use std::fmt::Write as _;
-
-use llmsize_core::units::{bytes_both, human_count, thousands};
+use llmsize_core::render::doc::{Cell, Column, Doc, Raw, Table};
+use llmsize_core::units::human_count;
 use llmsize_engine::wire;
 
-use crate::cli::{PresetsArgs, PresetsListArgs};
-use crate::{Failure, Outcome, output};
+use super::{Env, Rendered, doc_text};
+use crate::Failure;
+use crate::cli::{Format, PresetsArgs, PresetsListArgs};
 
-pub(crate) fn run(args: &PresetsListArgs) -> Result<Outcome, Failure> {
+pub(crate) fn run(args: &PresetsListArgs, env: &Env) -> Result<Rendered, Failure> {
+    let format = args.out.format();
     if args.types {
-        return types(args.json);
+        return types(format, env);
     }
     let rows = llmsize_engine::presets()?;
-    let text = if args.json {
-        wire::to_pretty(&rows)?
-    } else {
-        let mut s = String::new();
-        let id_w = rows.iter().map(|r| r.id.len()).max().unwrap_or(0);
-        let repo_w = rows
-            .iter()
-            .map(|r| r.hf_repo.as_ref().map_or(1, String::len))
-            .max()
-            .unwrap_or(0);
-        for r in &rows {
-            let active = r
-                .active_per_token
-                .map(|a| format!("  ({} active)", human_count(a)))
-                .unwrap_or_default();
-            let _ = writeln!(
-                s,
-                "{:id_w$}  {:repo_w$}  {:12}  {:>17}  {:>7}{active}",
-                r.id,
-                r.hf_repo.as_deref().unwrap_or("-"),
-                r.model_type,
-                thousands(r.total),
-                human_count(r.total)
-            );
-        }
-        let _ = writeln!(
-            s,
-            "\n{} built-in models; any config of the {} model types of `llmsize presets --types` is read exactly",
-            rows.len(),
-            llmsize_engine::model_types().len()
-        );
-        s
-    };
-    output::print(&text)?;
-    Ok(Outcome::Success)
+    if format == Format::Json {
+        return Ok(Rendered::new(wire::to_pretty(&rows)?, Vec::new()));
+    }
+    let mut table = Table::new(
+        "presets",
+        vec![
+            Column::left("preset"),
+            Column::right("parameters"),
+            Column::right("size"),
+            Column::right("active").csv("active_per_token"),
+            Column::fold("type"),
+            Column::fold("Hugging Face repo"),
+        ],
+    );
+    for r in &rows {
+        table.push(vec![
+            Cell::text(&r.id),
+            Cell::count(r.total),
+            Cell::text(human_count(r.total)),
+            r.active_per_token.map_or_else(Cell::empty, |a| {
+                Cell::with_raw(human_count(a), Raw::Int(i128::from(a)))
+            }),
+            Cell::text(&r.model_type),
+            Cell::text(r.hf_repo.as_deref().unwrap_or("-")),
+        ]);
+    }
+    let mut doc = Doc::new();
+    doc.table(table).blank().line(format!(
+        "{} built-in models; any config of the {} model types of `llmsize presets --types` is read exactly",
+        rows.len(),
+        llmsize_engine::model_types().len()
+    ));
+    Ok(Rendered::new(doc_text(&doc, format, env), Vec::new()))
 }
 
 /// `llmsize presets --types`: the registry's model types.
-fn types(json: bool) -> Result<Outcome, Failure> {
+fn types(format: Format, env: &Env) -> Result<Rendered, Failure> {
     let rows = llmsize_engine::model_types();
-    let text = if json {
-        wire::to_pretty(&rows)?
-    } else {
-        let w = rows
-            .iter()
-            .map(|r| r.model_type.len())
-            .max()
-            .unwrap_or(0)
-            .max(10);
-        let c = rows
-            .iter()
-            .map(|r| r.config_class.len())
-            .max()
-            .unwrap_or(0)
-            .max(12);
-        let mut s = format!(
-            "{:w$}  {:c$}  {:6}  default class\n",
-            "model_type", "config class", "reader"
-        );
-        for r in &rows {
-            let _ = writeln!(
-                s,
-                "{:w$}  {:c$}  {:6}  {}",
-                r.model_type, r.config_class, r.reader, r.default_class
-            );
-        }
-        let _ = writeln!(s, "\n{} model types read exactly", rows.len());
-        s
-    };
-    output::print(&text)?;
-    Ok(Outcome::Success)
+    if format == Format::Json {
+        return Ok(Rendered::new(wire::to_pretty(&rows)?, Vec::new()));
+    }
+    let mut table = Table::new(
+        "model_types",
+        vec![
+            Column::left("model_type"),
+            Column::left("config class"),
+            Column::left("reader"),
+            Column::fold("default class"),
+        ],
+    );
+    for r in &rows {
+        table.push(vec![
+            Cell::text(&r.model_type),
+            Cell::text(&r.config_class),
+            Cell::text(&r.reader),
+            Cell::text(&r.default_class),
+        ]);
+    }
+    let mut doc = Doc::new();
+    doc.table(table)
+        .blank()
+        .line(format!("{} model types read exactly", rows.len()));
+    Ok(Rendered::new(doc_text(&doc, format, env), Vec::new()))
 }
 
 /// `llmsize gpus`.
-pub(crate) fn gpus(args: &PresetsArgs) -> Result<Outcome, Failure> {
+pub(crate) fn gpus(args: &PresetsArgs, env: &Env) -> Result<Rendered, Failure> {
     let rows = llmsize_engine::gpus();
-    let text = if args.json {
-        wire::to_pretty(&rows)?
-    } else {
-        let mut s = String::new();
-        for g in &rows {
-            let _ = writeln!(
-                s,
-                "{:16}  {:>24}  {:>6.0} GB/s  {:>7.1} TFLOP/s 16-bit  {:>9}  ({}; {})",
-                g.name,
-                bytes_both(g.memory_bytes),
-                g.bandwidth_bytes_per_s / 1e9,
-                g.peak_16bit_flops / 1e12,
-                g.peak_fp8_flops
-                    .map_or_else(|| "no fp8".to_owned(), |p| format!("{:.0} fp8", p / 1e12)),
-                g.memory_source,
-                g.source
-            );
-        }
-        s
-    };
-    output::print(&text)?;
-    Ok(Outcome::Success)
+    let format = args.out.format();
+    if format == Format::Json {
+        return Ok(Rendered::new(wire::to_pretty(&rows)?, Vec::new()));
+    }
+    let mut table = Table::new(
+        "gpus",
+        vec![
+            Column::left("gpu"),
+            Column::right("memory").csv("memory_bytes"),
+            Column::right("bandwidth").csv("bandwidth_bytes_per_s"),
+            Column::right("16-bit TFLOP/s").csv("peak_16bit_flops"),
+            Column::right("fp8 TFLOP/s").csv("peak_fp8_flops"),
+            Column::fold("sources"),
+        ],
+    );
+    for g in &rows {
+        table.push(vec![
+            Cell::text(&g.name),
+            Cell::bytes(g.memory_bytes),
+            Cell::with_raw(
+                format!("{:.0} GB/s", g.bandwidth_bytes_per_s / 1e9),
+                Raw::Float(g.bandwidth_bytes_per_s),
+            ),
+            Cell::with_raw(
+                format!("{:.1}", g.peak_16bit_flops / 1e12),
+                Raw::Float(g.peak_16bit_flops),
+            ),
+            g.peak_fp8_flops.map_or_else(
+                || Cell::text("-"),
+                |p| Cell::with_raw(format!("{:.0}", p / 1e12), Raw::Float(p)),
+            ),
+            Cell::text(format!("memory: {}; {}", g.memory_source, g.source)),
+        ]);
+    }
+    let mut doc = Doc::new();
+    doc.table(table);
+    Ok(Rendered::new(doc_text(&doc, format, env), Vec::new()))
 }

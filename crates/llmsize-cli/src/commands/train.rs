@@ -3,9 +3,9 @@
 use llmsize_core::render;
 use llmsize_engine::{Parallelism, TrainRequest};
 
-use super::{engine, hub};
-use crate::cli::TrainArgs;
-use crate::{Failure, Outcome, output};
+use super::{Env, Rendered, doc_text, hub};
+use crate::Failure;
+use crate::cli::{Format, TrainArgs};
 
 /// Arguments → the engine's request.
 pub(crate) fn request(args: &TrainArgs) -> TrainRequest {
@@ -56,13 +56,14 @@ pub(crate) fn request(args: &TrainArgs) -> TrainRequest {
     }
 }
 
-pub(crate) fn run(args: &TrainArgs) -> Result<Outcome, Failure> {
-    let outcome = engine().train(&request(args))?;
-    output::warn_all(&outcome.warnings);
-    let text = if args.json {
+pub(crate) fn run(args: &TrainArgs, env: &Env) -> Result<Rendered, Failure> {
+    let outcome = env.engine.train(&request(args))?;
+    let format = args.out.format();
+    let text = if format == Format::Json {
         outcome.to_json()?
     } else {
-        render::train::render(&render::train::View {
+        let mut doc = render::doc::Doc::new();
+        doc.pre(render::train::render(&render::train::View {
             name: &outcome.name,
             report: &outcome.report,
             gpu: outcome.gpu,
@@ -72,12 +73,9 @@ pub(crate) fn run(args: &TrainArgs) -> Result<Outcome, Failure> {
             max_seq: outcome.max_seq,
             time: outcome.time.as_ref(),
             explain: args.explain,
-        })
+        }));
+        doc_text(&doc, format, env)
     };
-    output::print(&text)?;
-    Ok(if outcome.fits() {
-        Outcome::Success
-    } else {
-        Outcome::No
-    })
+    let fits = outcome.fits();
+    Ok(Rendered::new(text, outcome.warnings.clone()).status(fits))
 }

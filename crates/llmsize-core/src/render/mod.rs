@@ -3,6 +3,7 @@
 //! Tables and `--explain` are for people (thousands separators, `124.4M`). JSON, for scripts,
 //! is the engine's typed wire format (`llmsize-engine`'s `wire` module).
 
+pub mod doc;
 pub mod explain;
 pub mod flops;
 pub mod memory;

@@ -1,19 +1,51 @@
-//! The human table of `llmsize params`, for one model or side by side for several.
+//! The human table of `llmsize params`, for one model or side by side for several: a
+//! [`Doc`] that prints as a terminal table, Markdown or CSV.
 
 use std::fmt::Write as _;
 
-use super::columns;
+use super::doc::{Cell, Column, Doc, Raw, Table, TextOptions, Tone};
 use crate::count::Category;
 use crate::report::ParamsReport;
-use crate::units::{human_count, relative, share, thousands};
+use crate::units::{human_count, relative, share};
 
-/// The table for one model: components with share and formula, totals, estimates, assumptions.
+/// The table for one model as one line per row (a pipe, a file).
 #[must_use]
 pub fn render(report: &ParamsReport) -> String {
+    doc(report).to_text(&TextOptions::default())
+}
+
+/// A share as text and as the fraction behind it.
+fn share_cell(part: u64, whole: u64) -> Cell {
+    #[expect(clippy::cast_precision_loss, reason = "a share is a ratio for display")]
+    let fraction = if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    };
+    Cell::with_raw(share(part, whole), Raw::Float(fraction))
+}
+
+/// An estimate against the exact count: `-31.75%`, and the fraction behind it.
+fn relative_cell(estimate: u64, exact: u64) -> Cell {
+    let cell = Cell::text(relative(estimate, exact));
+    if exact == 0 {
+        return cell;
+    }
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "a relative error is for display"
+    )]
+    let fraction = (estimate as f64 - exact as f64) / exact as f64;
+    cell.raw(Raw::Float(fraction))
+}
+
+/// The document for one model: components with share and formula, totals, estimates,
+/// assumptions.
+#[must_use]
+pub fn doc(report: &ParamsReport) -> Doc {
     let c = &report.count;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
+    let mut doc = Doc::new();
+    doc.title(format!(
         "{}{}  ({}, {}; from {})",
         if report.estimate.is_some() {
             "ESTIMATE — "
@@ -24,14 +56,17 @@ pub fn render(report: &ParamsReport) -> String {
         report.model_type,
         report.architecture,
         report.source
+    ))
+    .blank();
+    let mut rows = Table::new(
+        "components",
+        vec![
+            Column::left("component"),
+            Column::right("parameters"),
+            Column::right("share"),
+            Column::fold("formula"),
+        ],
     );
-    out.push('\n');
-    let mut rows = vec![vec![
-        "component".to_owned(),
-        "parameters".to_owned(),
-        "share".to_owned(),
-        "formula".to_owned(),
-    ]];
     let tied = report.tied_embeddings == Some(true);
     for comp in c.components.iter().filter(|x| x.count > 0) {
         let mut formula = comp.formula.symbolic();
@@ -39,92 +74,117 @@ pub fn render(report: &ParamsReport) -> String {
             formula.push_str("  (bias; the weight is tied to token_embedding)");
         }
         rows.push(vec![
-            comp.category.as_str().to_owned(),
-            thousands(comp.count),
-            share(comp.count, c.total),
-            formula,
+            Cell::text(comp.category.as_str()),
+            Cell::count(comp.count),
+            share_cell(comp.count, c.total),
+            Cell::text(formula).tone(Tone::Dim),
         ]);
     }
     if tied && c.get(Category::LmHead) == 0 {
         rows.push(vec![
-            "lm_head".to_owned(),
-            "0".to_owned(),
-            String::new(),
-            "tied to token_embedding".to_owned(),
+            Cell::text("lm_head"),
+            Cell::count(0),
+            Cell::empty(),
+            Cell::text("tied to token_embedding"),
         ]);
     }
+    // The share column of a subtotal shows its size in words; CSV gets its share.
+    let sized = |n: u64| share_cell(n, c.total).text_as(human_count(n));
     rows.push(vec![
-        "total".to_owned(),
-        thousands(c.total),
-        human_count(c.total),
+        Cell::text("total").tone(Tone::Strong),
+        Cell::count(c.total).tone(Tone::Strong),
+        sized(c.total),
     ]);
     if let Some(why) = &report.estimate {
         rows.push(vec![
-            "  ESTIMATE".to_owned(),
-            String::new(),
-            String::new(),
-            why.clone(),
+            Cell::text("  ESTIMATE").tone(Tone::Warn),
+            Cell::empty(),
+            Cell::empty(),
+            Cell::text(why.clone()).tone(Tone::Warn),
         ]);
     }
     rows.push(vec![
-        "non-embedding".to_owned(),
-        thousands(c.non_embedding()),
-        human_count(c.non_embedding()),
-        "total − token, position and token-type tables".to_owned(),
+        Cell::text("non-embedding"),
+        Cell::count(c.non_embedding()),
+        sized(c.non_embedding()),
+        Cell::text("total − token, position and token-type tables"),
     ]);
     let (vision, audio) = (c.get(Category::Vision), c.get(Category::Audio));
     if vision > 0 || audio > 0 {
         let text = c.total.saturating_sub(vision).saturating_sub(audio);
         rows.push(vec![
-            "text model".to_owned(),
-            thousands(text),
-            human_count(text),
-            "total − vision − audio (embeddings and head included); --text-only counts it alone"
-                .to_owned(),
+            Cell::text("text model"),
+            Cell::count(text),
+            sized(text),
+            Cell::text(
+                "total − vision − audio (embeddings and head included); --text-only counts it alone",
+            ),
         ]);
     }
     if let Some(a) = &c.active {
         rows.push(vec![
-            "active per token".to_owned(),
-            thousands(a.per_token),
-            human_count(a.per_token),
-            format!("total − routed experts + {}", a.routed_formula.symbolic()),
+            Cell::text("active per token"),
+            Cell::count(a.per_token),
+            sized(a.per_token),
+            Cell::text(format!(
+                "total − routed experts + {}",
+                a.routed_formula.symbolic()
+            )),
         ]);
         rows.push(vec![
-            "  without embedding".to_owned(),
-            thousands(a.per_token_excl_token_embedding),
-            human_count(a.per_token_excl_token_embedding),
-            "active − token_embedding".to_owned(),
+            Cell::text("  without embedding"),
+            Cell::count(a.per_token_excl_token_embedding),
+            sized(a.per_token_excl_token_embedding),
+            Cell::text("active − token_embedding"),
         ]);
     }
     if c.stacks.len() > 1 {
         for s in &c.stacks {
             rows.push(vec![
-                format!("  {} ({} layers)", s.role.as_str(), s.layers),
-                thousands(s.params),
-                human_count(s.params),
-                "its layers, positions and norms".to_owned(),
+                Cell::text(format!("  {} ({} layers)", s.role.as_str(), s.layers)),
+                Cell::count(s.params),
+                sized(s.params),
+                Cell::text("its layers, positions and norms"),
             ]);
         }
     }
-    out.push_str(&columns(&rows, &[false, true, true, false]));
-    out.push_str("\nquick estimates (the article's formulas)\n");
-    let mut est = Vec::new();
+    doc.table(rows);
+    doc.blank()
+        .heading("quick estimates (the article's formulas)");
+    let mut est = Table::new(
+        "estimates",
+        vec![
+            Column::fold("estimate"),
+            Column::right("value"),
+            Column::right("vs total"),
+            Column::left("vs non-embedding"),
+        ],
+    );
     for e in &report.estimates {
         est.push(vec![
-            e.formula.symbolic(),
-            thousands(e.value),
-            format!("{} vs total", relative(e.value, c.total)),
+            Cell::text(e.formula.symbolic()),
+            Cell::count(e.value),
+            relative_cell(e.value, c.total),
             if e.key == "kaplan_12_l_d2" {
-                format!("{} vs non-embedding", relative(e.value, c.non_embedding()))
+                relative_cell(e.value, c.non_embedding())
             } else {
-                String::new()
+                Cell::empty()
             },
         ]);
     }
-    out.push_str(&columns(&est, &[false, true, true, false]));
-    out.push_str(&render_assumptions(report));
-    out
+    doc.table(est);
+    assumptions(&mut doc, report);
+    doc
+}
+
+/// `assumed (not in the input)`: the values a config left out.
+pub(crate) fn assumptions(doc: &mut Doc, report: &ParamsReport) {
+    if !report.assumptions.is_empty() {
+        doc.blank().heading("assumed (not in the input)");
+        for a in &report.assumptions {
+            doc.line(format!("  {} = {}  ({})", a.field, a.value, a.reason));
+        }
+    }
 }
 
 pub(crate) fn render_assumptions(report: &ParamsReport) -> String {
@@ -138,58 +198,72 @@ pub(crate) fn render_assumptions(report: &ParamsReport) -> String {
     out
 }
 
-/// Several models side by side: one column each.
+/// Several models side by side, one line per row.
 #[must_use]
 pub fn render_comparison(reports: &[ParamsReport]) -> String {
-    let mut rows = vec![
-        std::iter::once(String::new())
-            .chain(reports.iter().map(|r| r.name.clone()))
-            .collect::<Vec<_>>(),
-    ];
+    comparison_doc(reports).to_text(&TextOptions::default())
+}
+
+/// Several models side by side: one column each, the models' names as the header.
+#[must_use]
+pub fn comparison_doc(reports: &[ParamsReport]) -> Doc {
+    let mut table = Table::new(
+        "comparison",
+        std::iter::once(Column::left(""))
+            .chain(reports.iter().map(|r| Column::right(r.name.clone())))
+            .collect(),
+    );
+    let line = |label: &str, f: &dyn Fn(&ParamsReport) -> Cell| -> Vec<Cell> {
+        std::iter::once(Cell::text(label))
+            .chain(reports.iter().map(f))
+            .collect()
+    };
     for category in Category::ALL {
         if reports.iter().all(|r| r.count.get(category) == 0) {
             continue;
         }
-        rows.push(
-            std::iter::once(category.as_str().to_owned())
-                .chain(reports.iter().map(|r| thousands(r.count.get(category))))
-                .collect(),
-        );
-    }
-    let line = |label: &str, f: &dyn Fn(&ParamsReport) -> String| -> Vec<String> {
-        std::iter::once(label.to_owned())
-            .chain(reports.iter().map(f))
-            .collect()
-    };
-    rows.push(line("total", &|r| thousands(r.count.total)));
-    rows.push(line("", &|r| human_count(r.count.total)));
-    rows.push(line("non-embedding", &|r| {
-        thousands(r.count.non_embedding())
-    }));
-    if reports.iter().any(|r| r.count.active.is_some()) {
-        rows.push(line("active per token", &|r| {
-            r.count
-                .active
-                .as_ref()
-                .map_or_else(|| thousands(r.count.total), |a| thousands(a.per_token))
+        table.push(line(category.as_str(), &|r| {
+            Cell::count(r.count.get(category))
         }));
     }
-    rows.push(line("layers", &|r| {
-        r.count
-            .stacks
-            .iter()
-            .map(|s| s.layers)
-            .sum::<u64>()
-            .to_string()
+    table.push(line("total", &|r| {
+        Cell::count(r.count.total).tone(Tone::Strong)
     }));
-    rows.push(line("hidden size d", &|r| r.hidden_size.to_string()));
-    rows.push(line("vocabulary V", &|r| r.vocab_size.to_string()));
-    rows.push(line("tied head", &|r| match r.tied_embeddings {
-        Some(true) => "yes".into(),
-        Some(false) => "no".into(),
-        None => "no head".into(),
+    table.push(line("", &|r| Cell::text(human_count(r.count.total))));
+    table.push(line("non-embedding", &|r| {
+        Cell::count(r.count.non_embedding())
     }));
-    let mut right = vec![false];
-    right.extend(std::iter::repeat_n(true, reports.len()));
-    columns(&rows, &right)
+    if reports.iter().any(|r| r.count.active.is_some()) {
+        table.push(line("active per token", &|r| {
+            Cell::count(
+                r.count
+                    .active
+                    .as_ref()
+                    .map_or(r.count.total, |a| a.per_token),
+            )
+        }));
+    }
+    table.push(line("layers", &|r| {
+        let layers = r.count.stacks.iter().map(|s| s.layers).sum::<u64>();
+        Cell::with_raw(layers.to_string(), Raw::Int(i128::from(layers)))
+    }));
+    table.push(line("hidden size d", &|r| {
+        Cell::with_raw(
+            r.hidden_size.to_string(),
+            Raw::Int(i128::from(r.hidden_size)),
+        )
+    }));
+    table.push(line("vocabulary V", &|r| {
+        Cell::with_raw(r.vocab_size.to_string(), Raw::Int(i128::from(r.vocab_size)))
+    }));
+    table.push(line("tied head", &|r| {
+        Cell::text(match r.tied_embeddings {
+            Some(true) => "yes",
+            Some(false) => "no",
+            None => "no head",
+        })
+    }));
+    let mut doc = Doc::new();
+    doc.table(table);
+    doc
 }
