@@ -106,7 +106,7 @@ fn a_split_gguf_is_every_shard_from_any_shard() {
     assert_eq!(d["total"], TOTAL);
     let t = llmsize(&["inspect", &fx(SHARDS[1])]);
     assert!(t.stdout.starts_with(
-        "tiny: GGUF, 3 file(s), 0.00 GiB (0.00 GB) (21 tensors)\nfiles used: tiny-00001-of-00003.gguf, tiny-00002-of-00003.gguf, tiny-00003-of-00003.gguf\n"
+        "tiny: GGUF, 3 file(s), 13.62 KiB (13.95 kB) (21 tensors)\nfiles used: tiny-00001-of-00003.gguf, tiny-00002-of-00003.gguf, tiny-00003-of-00003.gguf\n"
     ), "{}", t.stdout);
 }
 

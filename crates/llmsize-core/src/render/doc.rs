@@ -372,7 +372,15 @@ impl Doc {
                     }
                 }
                 Block::Blank => out.push('\n'),
-                Block::Pre(text) => out.push_str(text),
+                // A derivation keeps its layout; only a line past the width wraps, its
+                // continuation indented under it.
+                Block::Pre(text) => {
+                    for l in text.lines() {
+                        for w in wrap(l, width, FOLD_INDENT) {
+                            let _ = writeln!(out, "{w}");
+                        }
+                    }
+                }
                 Block::Table(t) => out.push_str(&table_text(t, width, paint)),
             }
         }
