@@ -1,0 +1,237 @@
+//! A terminal-friendly CLI (issue 12): every command's table fits 80 columns under
+//! `COLUMNS=80` — each command on presets and fixture files, and every example of the README
+//! that needs no file of the reader's — while `--wide` (and a pipe without `COLUMNS`) keeps
+//! one line per row; colour only on a terminal and never with `NO_COLOR`; shell completions and
+//! a man page from clap's own generators.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    missing_docs,
+    reason = "a test fails loudly on what it did not expect"
+)]
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{llmsize, llmsize_env};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn fixture(rel: &str) -> String {
+    repo()
+        .join("tests/fixtures/files")
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+/// The widest stdout line, in characters.
+fn widest(text: &str) -> usize {
+    text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
+/// Run with `COLUMNS=80`: a status of 0 or 1 (a "no" is an answer too) and no line wider
+/// than 80; then with `--wide` the rows are today's one-line rows: the same as a pipe
+/// without `COLUMNS`.
+fn fits_80(args: &[&str]) {
+    let narrow = llmsize_env(args, &[("COLUMNS", "80")]);
+    assert!(
+        narrow.code == 0 || narrow.code == 1,
+        "`llmsize {}` exited {}: {}",
+        args.join(" "),
+        narrow.code,
+        narrow.stderr
+    );
+    assert!(!narrow.stdout.trim().is_empty(), "{args:?} printed nothing");
+    for line in narrow.stdout.lines() {
+        assert!(
+            line.chars().count() <= 80,
+            "`COLUMNS=80 llmsize {}`: a line of {} columns:\n{line}\n\n{}",
+            args.join(" "),
+            line.chars().count(),
+            narrow.stdout
+        );
+    }
+    let mut wide_args = args.to_vec();
+    wide_args.push("--wide");
+    let wide = llmsize_env(&wide_args, &[("COLUMNS", "80")]);
+    let piped = llmsize(args);
+    assert_eq!(wide.stdout, piped.stdout, "--wide is not the piped output");
+    assert_eq!(wide.code, narrow.code);
+}
+
+#[test]
+fn every_command_fits_80_columns() {
+    let mistral = fixture("mistral");
+    let gguf = fixture("gguf-whole/tiny.gguf");
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["params", "gpt2"],
+        vec!["params", "llama-2-7b"],
+        vec!["params", "Mixtral-8x7B-v0.1"],
+        vec!["params", "DeepSeek-V3"],
+        vec!["params", "gpt2", "--explain"],
+        vec![
+            "params",
+            "gpt2",
+            "llama-2-7b",
+            "Mixtral-8x7B-v0.1",
+            "DeepSeek-V3",
+            "gpt-oss-120b",
+        ],
+        vec!["params", &gguf],
+        vec!["memory", "llama-2-7b", "--gpu", "rtx4090"],
+        vec!["memory", "llama-2-7b", "--explain"],
+        vec!["flops", "gpt2"],
+        vec!["flops", "llama-2-7b", "--gpu", "h100", "--explain"],
+        vec!["train", "gpt2"],
+        vec![
+            "train",
+            "llama-2-7b",
+            "--gpu",
+            "h100x8",
+            "--zero",
+            "3",
+            "--explain",
+        ],
+        vec!["inspect", &mistral],
+        vec!["audit", &mistral],
+        vec!["inspect", &gguf],
+        vec!["audit", &gguf],
+        vec!["presets"],
+        vec!["presets", "--types"],
+        vec!["gpus"],
+    ];
+    for args in &cases {
+        fits_80(args);
+    }
+}
+
+/// The README's example commands (lines `llmsize …` of its `sh` blocks) that need nothing of
+/// the reader's: no `path/to` file, no weight file in the current directory, no network.
+fn readme_examples() -> Vec<Vec<String>> {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let mut out = Vec::new();
+    let mut in_sh = false;
+    for line in readme.lines() {
+        if line.starts_with("```") {
+            in_sh = !in_sh && line.trim() == "```sh";
+            continue;
+        }
+        let Some(rest) = line.strip_prefix("llmsize ").filter(|_| in_sh) else {
+            continue;
+        };
+        let command = rest.split(" #").next().unwrap().trim();
+        let words: Vec<String> = command.split_whitespace().map(str::to_owned).collect();
+        let needs_files = words.iter().any(|w| {
+            w.contains("path/to")
+                || w.contains("$(")
+                || w.ends_with(".gguf")
+                || w.ends_with(".safetensors")
+                || w == "--online"
+                || w == "--json"
+                || w.contains(':')
+        });
+        // A Hub id that is not a preset reads the reader's cache.
+        let hub_only = words
+            .first()
+            .is_some_and(|w| w == "inspect" || w == "audit");
+        if !needs_files && !hub_only {
+            out.push(words);
+        }
+    }
+    out
+}
+
+#[test]
+fn every_readme_example_fits_80_columns() {
+    let examples = readme_examples();
+    // The tour has 29 such lines today; a README that lost its examples fails here.
+    assert!(examples.len() >= 25, "{examples:?}");
+    for words in &examples {
+        let args: Vec<&str> = words.iter().map(String::as_str).collect();
+        fits_80(&args);
+    }
+}
+
+/// `script` gives the binary a pseudo-terminal, as a user's shell does.
+fn on_a_terminal(command: &str, env: &[(&str, &str)]) -> Option<String> {
+    let script = std::process::Command::new("script")
+        .arg("--version")
+        .output();
+    if script.is_err() {
+        eprintln!("skipped: `script` (util-linux) is not installed");
+        return None;
+    }
+    let mut cmd = std::process::Command::new("script");
+    cmd.args(["-qec", command, "/dev/null"]);
+    cmd.env_remove("NO_COLOR").env("COLUMNS", "100");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn colour_on_a_terminal_only_and_never_with_no_color() {
+    let bin = env!("CARGO_BIN_EXE_llmsize");
+    let command = format!("{bin} params gpt2");
+    let Some(tty) = on_a_terminal(&command, &[]) else {
+        return;
+    };
+    // Bold headers and total on a terminal…
+    assert!(tty.contains("\u{1b}[1m"), "{tty}");
+    assert!(tty.contains("124,439,808"), "{tty}");
+    // …none with NO_COLOR, none in a pipe.
+    let no_color = on_a_terminal(&command, &[("NO_COLOR", "1")]).unwrap();
+    assert!(!no_color.contains('\u{1b}'), "{no_color}");
+    assert!(!llmsize(&["params", "gpt2"]).stdout.contains('\u{1b}'));
+}
+
+#[test]
+fn completions_for_every_shell_name_every_command() {
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let r = llmsize(&["completions", shell]);
+        assert_eq!(r.code, 0, "{shell}: {}", r.stderr);
+        for command in [
+            "params", "memory", "flops", "train", "inspect", "audit", "serve",
+        ] {
+            assert!(
+                r.stdout.contains(command),
+                "{shell} completion lacks {command}"
+            );
+        }
+        // Options of a subcommand are completed too.
+        assert!(
+            r.stdout.contains("kv-dtype"),
+            "{shell} lacks memory's --kv-dtype"
+        );
+    }
+    assert_eq!(llmsize(&["completions", "tcsh"]).code, 2);
+}
+
+#[test]
+fn man_page_documents_every_command() {
+    let r = llmsize(&["man"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains(".TH llmsize 1"), "{}", r.stdout);
+    for command in [
+        "PARAMS", "MEMORY", "FLOPS", "TRAIN", "INSPECT", "AUDIT", "SERVE",
+    ] {
+        assert!(
+            r.stdout.contains(&format!(".SH \"LLMSIZE {command}\"")),
+            "no section for {command}"
+        );
+    }
+    assert!(
+        r.stdout.contains("\\-\\-seq\\-len"),
+        "memory's options are documented"
+    );
+}
