@@ -31,11 +31,6 @@ fn fixture(rel: &str) -> String {
         .to_string()
 }
 
-/// The widest stdout line, in characters.
-fn widest(text: &str) -> usize {
-    text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
-}
-
 /// Run with `COLUMNS=80`: a status of 0 or 1 (a "no" is an answer too) and no line wider
 /// than 80; then with `--wide` the rows are today's one-line rows: the same as a pipe
 /// without `COLUMNS`.
@@ -131,8 +126,8 @@ fn readme_examples() -> Vec<Vec<String>> {
         let needs_files = words.iter().any(|w| {
             w.contains("path/to")
                 || w.contains("$(")
-                || w.ends_with(".gguf")
-                || w.ends_with(".safetensors")
+                || w.to_ascii_lowercase().ends_with(".gguf")
+                || w.to_ascii_lowercase().ends_with(".safetensors")
                 || w == "--online"
                 || w == "--json"
                 || w.contains(':')
