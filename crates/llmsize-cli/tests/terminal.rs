@@ -154,15 +154,9 @@ fn every_readme_example_fits_80_columns() {
     }
 }
 
-/// `script` gives the binary a pseudo-terminal, as a user's shell does.
-fn on_a_terminal(command: &str, env: &[(&str, &str)]) -> Option<String> {
-    let script = std::process::Command::new("script")
-        .arg("--version")
-        .output();
-    if script.is_err() {
-        eprintln!("skipped: `script` (util-linux) is not installed");
-        return None;
-    }
+/// `script` (util-linux; Debian's essential `bsdutils`) gives the binary a pseudo-terminal, as
+/// a user's shell does.
+fn on_a_terminal(command: &str, env: &[(&str, &str)]) -> String {
     let mut cmd = std::process::Command::new("script");
     cmd.args(["-qec", command, "/dev/null"]);
     cmd.env_remove("NO_COLOR").env("COLUMNS", "100");
