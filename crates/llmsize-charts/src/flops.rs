@@ -1,0 +1,3 @@
+//! todo
+/// todo
+pub fn flops_svg() {}

@@ -1,0 +1,3 @@
+//! todo
+/// todo
+pub fn params_mermaid() {}

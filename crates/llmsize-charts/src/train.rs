@@ -1,0 +1,3 @@
+//! todo
+/// todo
+pub fn train_svg() {}
