@@ -13,7 +13,7 @@ pub(crate) struct Scale {
 impl Scale {
     /// `v` in this unit.
     #[expect(clippy::cast_precision_loss, reason = "drawing only; labels are exact")]
-    pub fn of(self, v: u128) -> f64 {
+    pub(crate) fn of(self, v: u128) -> f64 {
         v as f64 / self.div
     }
 }

@@ -95,3 +95,51 @@ fn memory_views() {
         keep(file, &svg);
     }
 }
+
+fn flops(models: &[&str], sweep: Option<&str>) -> llmsize_engine::FlopsOutcome {
+    let mut req = llmsize_engine::FlopsRequest::new(models[0]);
+    req.models = models.iter().map(|m| (*m).to_owned()).collect();
+    req.sweep = sweep.map(|s| llmsize_engine::Sweep::parse(s).unwrap());
+    engine().flops(&req).unwrap()
+}
+
+#[test]
+fn flops_views() {
+    let cases: [(&str, &[&str], Option<&str>); 4] = [
+        ("flops-gpt2.svg", &["gpt2"], None),
+        ("flops-mixtral.svg", &["Mixtral-8x7B-v0.1"], None),
+        (
+            "flops-three.svg",
+            &["gpt2", "llama-2-7b", "Mixtral-8x7B-v0.1"],
+            None,
+        ),
+        (
+            "flops-seq.svg",
+            &["llama-2-7b", "Mixtral-8x7B-v0.1"],
+            Some("seq=1k,4k,16k,64k"),
+        ),
+    ];
+    for (file, models, sweep) in cases {
+        let svg = llmsize_charts::flops_svg(&flops(models, sweep)).unwrap();
+        keep(file, &svg);
+    }
+}
+
+#[test]
+fn mermaid_views() {
+    let out = engine()
+        .params(&ParamsRequest::models([
+            "gpt2",
+            "llama-2-7b",
+            "Mixtral-8x7B-v0.1",
+            "t5-small",
+            "gemma-2-2b",
+        ]))
+        .unwrap();
+    for r in &out.reports {
+        keep(
+            &format!("{}.mmd", r.name),
+            &llmsize_charts::params_mermaid(r),
+        );
+    }
+}
