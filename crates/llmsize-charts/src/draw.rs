@@ -53,14 +53,34 @@ fn fail(e: impl std::fmt::Display) -> ChartError {
     ChartError::Draw(e.to_string())
 }
 
-/// A label cut to [`MAX_LABEL`] characters.
+/// Text as XML 1.0 allows it: control characters (which no escape can carry) as spaces.
+/// plotters escapes `<`, `>`, `&` and quotes itself.
+fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// A label cut to [`MAX_LABEL`] characters, printable.
 pub(crate) fn clip(s: &str) -> String {
     if s.chars().count() <= MAX_LABEL {
-        s.to_owned()
+        printable(s)
     } else {
         let mut t: String = s.chars().take(MAX_LABEL - 1).collect();
         t.push('…');
-        t
+        printable(&t)
+    }
+}
+
+/// A header or note line: printable and cut at 200 characters (a 10 kB name stays bounded;
+/// the lines llmsize writes are shorter).
+fn line_text(s: &str) -> String {
+    if s.chars().count() <= 200 {
+        printable(s)
+    } else {
+        let mut t: String = s.chars().take(199).collect();
+        t.push('…');
+        printable(&t)
     }
 }
 
@@ -146,7 +166,7 @@ pub(crate) struct Header {
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
 fn text(area: &Area<'_>, s: &str, at: (i32, i32), style: &TextStyle<'_>) -> Result<(), ChartError> {
-    area.draw(&Text::new(s.to_owned(), at, style.clone()))
+    area.draw(&Text::new(line_text(s), at, style.clone()))
         .map_err(fail)
 }
 
@@ -266,7 +286,7 @@ fn cap_label(
 /// The SVG text with a `<title>` (the chart's title, for screen readers and tooltips) as the
 /// first child of `<svg>`.
 fn finish(svg: String, title: &str) -> String {
-    let escaped = title
+    let escaped = line_text(title)
         .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;");
@@ -342,7 +362,20 @@ impl HBars {
         let label_w = fonts.widest(TEXT, labels.iter().map(String::as_str))? + 24;
         let num_w = fonts.widest(TEXT, numbers.iter().flatten().map(String::as_str))?;
         let note_w = fonts.widest(SMALL, notes_of.iter().flatten().map(String::as_str))?;
-        let width = WIDTH.max(label_w + num_w + note_w + 420);
+        // Measured with the regular face: bold is up to a tenth wider.
+        let title_w = (fonts.width(TITLE, &line_text(&self.header.title))? * 11 / 10).max(
+            fonts.widest(
+                TEXT,
+                self.header
+                    .lines
+                    .iter()
+                    .map(|l| line_text(l))
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .map(String::as_str),
+            )?,
+        ) + 40;
+        let width = WIDTH.max(label_w + num_w + note_w + 420).max(title_w);
         let series: Vec<(String, RGBColor)> = self
             .series
             .iter()
@@ -904,7 +937,20 @@ impl Lines {
             })
             .collect::<Result<_, _>>()?;
         let table_w = 16 + first_w + col_ws.iter().sum::<i32>();
-        let width = WIDTH.max(table_w + 16);
+        let head_w = fonts
+            .widest(
+                TEXT,
+                self.header
+                    .lines
+                    .iter()
+                    .chain(&self.notes)
+                    .map(|l| line_text(l))
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .map(String::as_str),
+            )?
+            .max(fonts.width(TITLE, &line_text(&self.header.title))? * 11 / 10);
+        let width = WIDTH.max(table_w + 16).max(head_w + 40);
         let legend_items: Vec<(String, RGBColor)> = self
             .lines
             .iter()

@@ -119,7 +119,12 @@ fn bars(points: &[FlopsPoint]) -> Result<String, ChartError> {
         let who = if one {
             String::new()
         } else {
-            format!("{}: ", label(p, several_models))
+            format!(
+                "{} ({} tokens × batch {}): ",
+                label(p, several_models),
+                thousands(p.report.seq_len),
+                p.report.batch
+            )
         };
         lines.push(format!(
             "{who}forward {} FLOPs ({}); one generated token {} FLOPs",
@@ -131,12 +136,7 @@ fn bars(points: &[FlopsPoint]) -> Result<String, ChartError> {
     let first = points.first().map(|p| &p.report);
     let title = match (points, first) {
         ([p], Some(r)) => format!("{}: FLOPs of {}", p.name, question(r)),
-        (_, Some(r)) => format!(
-            "FLOPs of a forward pass over {} tokens × batch {}: {}",
-            thousands(r.seq_len),
-            r.batch,
-            names(points)
-        ),
+        (_, Some(_)) => format!("FLOPs of a forward pass: {}", names(points)),
         _ => "FLOPs".to_owned(),
     };
     HBars {

@@ -130,6 +130,28 @@ fn question(r: &MemoryReport) -> String {
     )
 }
 
+/// What stays fixed over a sweep of `axis`.
+fn sweep_question(r: &MemoryReport, axis: SweepAxis) -> String {
+    let o = &r.options;
+    let weights = if r.weights_from_files {
+        "the weight files' own"
+    } else {
+        o.format.name()
+    };
+    let kv = if r.encoder_only {
+        "an encoder: no KV cache".to_owned()
+    } else {
+        format!("KV cache {}", o.kv_dtype.name())
+    };
+    match axis {
+        SweepAxis::Batch => format!(
+            "{weights} weights, {} tokens per sequence, {kv}",
+            thousands(o.seq_len)
+        ),
+        _ => format!("{weights} weights, batch {}, {kv}", o.batch),
+    }
+}
+
 fn verdict(name: &str, r: &MemoryReport) -> Option<String> {
     let (gpu, _) = r.options.gpu?;
     Some(match r.fits? {
@@ -252,7 +274,7 @@ fn sweep_lines(models: &[ModelMemory]) -> Result<String, ChartError> {
                 .collect(),
         });
         if let Some((_, r)) = points.first() {
-            header_lines.push(format!("{}: {}", m.name, question(r)));
+            header_lines.push(format!("{}: {}", m.name, sweep_question(r, *a)));
             caps.extend(capacity(r));
         }
         if let Some((v, r)) = points.iter().find(|(_, r)| r.fits == Some(false)) {
