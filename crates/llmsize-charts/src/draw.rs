@@ -727,7 +727,12 @@ impl Stacked {
                     let (px1, py1) = chart.backend_coord(&(x1, t));
                     let label = format!("{} {}", short(scale.of(v)), scale.name);
                     if py0 - py1 >= 17 && fonts.width(SMALL, &label)? + 6 <= px1 - px0 {
-                        text(&root, &label, ((px0 + px1) / 2, (py0 + py1) / 2), &inside)?;
+                        text(
+                            &root,
+                            &label,
+                            (i32::midpoint(px0, px1), i32::midpoint(py0, py1)),
+                            &inside,
+                        )?;
                     }
                 }
                 let (pcx, ptop) = chart.backend_coord(&(f(count(i)) + 0.5, scale.of(c.total)));
@@ -827,7 +832,7 @@ pub(crate) struct Lines {
     /// The x axis (`seq_len`, `batch`).
     pub x_axis: String,
     pub y_axis: String,
-    pub lines: Vec<Line>,
+    pub series: Vec<Line>,
     pub capacity: Option<Capacity>,
     pub notes: Vec<String>,
 }
@@ -839,13 +844,13 @@ fn as_f64(v: u64) -> f64 {
 
 impl Lines {
     pub(crate) fn svg(&self, scale_of: fn(u128) -> Scale) -> Result<String, ChartError> {
-        bound("lines", self.lines.len(), 2 * MAX_SERIES)?;
-        for l in &self.lines {
+        bound("lines", self.series.len(), 2 * MAX_SERIES)?;
+        for l in &self.series {
             bound("sweep points", l.points.len(), MAX_POINTS)?;
         }
         let fonts = Fonts::new()?;
         let mut xs: Vec<u64> = self
-            .lines
+            .series
             .iter()
             .flat_map(|l| l.points.iter().map(|(x, _)| *x))
             .collect();
@@ -892,7 +897,7 @@ impl Lines {
             .map(|x| llmsize_core::units::thousands(*x))
             .collect();
         let max = self
-            .lines
+            .series
             .iter()
             .flat_map(|l| l.points.iter().map(|(_, v)| *v))
             .chain(self.capacity.as_ref().map(|k| k.bytes))
@@ -901,13 +906,13 @@ impl Lines {
         let scale = scale_of(max);
 
         // Table: a row per x, a column per line.
-        let heads: Vec<String> = self.lines.iter().map(|l| clip(&l.name)).collect();
+        let heads: Vec<String> = self.series.iter().map(|l| clip(&l.name)).collect();
         let rows: Vec<(String, Vec<String>)> = xs
             .iter()
             .map(|x| {
                 (
                     llmsize_core::units::thousands(*x),
-                    self.lines
+                    self.series
                         .iter()
                         .map(|l| {
                             l.points
@@ -923,7 +928,7 @@ impl Lines {
             .widest(TEXT, rows.iter().map(|(x, _)| x.as_str()))?
             .max(fonts.width(TEXT, &self.x_axis)?)
             + 30;
-        let col_ws: Vec<i32> = (0..self.lines.len())
+        let col_ws: Vec<i32> = (0..self.series.len())
             .map(|i| -> Result<i32, ChartError> {
                 let head = heads.get(i).map_or("", String::as_str);
                 let w = fonts
@@ -952,7 +957,7 @@ impl Lines {
             .max(fonts.width(TITLE, &line_text(&self.header.title))? * 11 / 10);
         let width = WIDTH.max(table_w + 16).max(head_w + 40);
         let legend_items: Vec<(String, RGBColor)> = self
-            .lines
+            .series
             .iter()
             .map(|l| (clip(&l.name), l.color))
             .collect();
@@ -968,7 +973,7 @@ impl Lines {
                 .into_drawing_area();
             root.fill(&WHITE).map_err(fail)?;
             let below = header(&root, &fonts, &self.header)?;
-            let dashes: Vec<bool> = self.lines.iter().map(|l| l.dashed).collect();
+            let dashes: Vec<bool> = self.series.iter().map(|l| l.dashed).collect();
             legend(&root, &fonts, &legend_items, Some(&dashes), below, width)?;
             let (_, rest) = root.split_vertically(top);
             let (chart_area, _) = rest.split_vertically(chart_h);
@@ -1002,7 +1007,7 @@ impl Lines {
                 .bold_line_style(RGBColor(0xe4, 0xe4, 0xe4))
                 .draw()
                 .map_err(fail)?;
-            for l in &self.lines {
+            for l in &self.series {
                 let pts: Vec<(f64, f64)> = l
                     .points
                     .iter()

@@ -229,7 +229,7 @@ fn lines(outcome: &FlopsOutcome, axis: SweepAxis) -> Result<String, ChartError> 
         },
         x_axis: axis.as_str().to_owned(),
         y_axis: "forward FLOPs".to_owned(),
-        lines: series,
+        series,
         capacity: None,
         notes: vec![
             "a multiply-add is 2 FLOPs; attention's share grows with the context (s² pairs)"

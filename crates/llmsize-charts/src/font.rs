@@ -4,7 +4,7 @@
 //! asks the system for fonts, which would make a chart's bytes depend on the machine; its
 //! `ab_glyph` feature measures with a font registered from bytes instead, which is what this
 //! module does, once per process. The SVG then names the family and the viewer draws the text
-//! (DejaVu Sans where installed, else Verdana or a sans-serif of similar width).
+//! (`DejaVu Sans` where installed, else Verdana or a sans-serif of similar width).
 
 use std::sync::OnceLock;
 
@@ -15,7 +15,7 @@ use crate::ChartError;
 /// The family written into the SVG (`font-family`), and the name the font is registered under.
 pub(crate) const FAMILY: &str = "DejaVu Sans, Verdana, sans-serif";
 
-/// DejaVu Sans cut down to Latin, punctuation, Greek, arrows and math (see
+/// `DejaVu Sans` cut down to Latin, punctuation, Greek, arrows and math (see
 /// `fonts/LICENSE-DejaVu.txt`).
 static DEJAVU: &[u8] = include_bytes!("../fonts/DejaVuSans-subset.ttf");
 

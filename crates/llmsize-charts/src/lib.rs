@@ -3,7 +3,7 @@
 //!
 //! Every function is pure: it takes an engine outcome (or a core report) and returns the
 //! document as a `String`. No file, clock, environment or system font is read: text is
-//! measured with a DejaVu Sans subset compiled into the crate, so the same input gives the
+//! measured with a `DejaVu Sans` subset compiled into the crate, so the same input gives the
 //! same bytes on every machine (the tests render twice and compare).
 //!
 //! The charts carry the report's exact numbers as text, not only as bar lengths: every bar or

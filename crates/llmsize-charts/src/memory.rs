@@ -154,17 +154,18 @@ fn sweep_question(r: &MemoryReport, axis: SweepAxis) -> String {
 
 fn verdict(name: &str, r: &MemoryReport) -> Option<String> {
     let (gpu, _) = r.options.gpu?;
-    Some(match r.fits? {
-        true => format!(
+    Some(if r.fits? {
+        format!(
             "{name} fits: {} of {} per GPU",
             bytes_both(r.per_gpu),
             bytes_both(gpu.memory_bytes)
-        ),
-        false => format!(
+        )
+    } else {
+        format!(
             "{name} does not fit: needs {} per GPU, has {}",
             bytes_both(r.per_gpu),
             bytes_both(gpu.memory_bytes)
-        ),
+        )
     })
 }
 
@@ -304,7 +305,7 @@ fn sweep_lines(models: &[ModelMemory]) -> Result<String, ChartError> {
         },
         x_axis: axis.as_str().to_owned(),
         y_axis: "memory per GPU".to_owned(),
-        lines,
+        series: lines,
         capacity,
         notes: vec![
             "solid: total per GPU (weights, KV cache, activations, overhead); dashed: KV cache per GPU".to_owned(),

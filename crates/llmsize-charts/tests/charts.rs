@@ -3,6 +3,15 @@
 //!
 //! Set `LLMSIZE_CHARTS_OUT=DIR` to keep every chart drawn here as a file (to look at it).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    missing_docs,
+    reason = "a test fails loudly on what it did not expect"
+)]
+
 use llmsize_charts::{ChartError, MAX_POINTS, MAX_SERIES, flops_svg, memory_svg, params_svg};
 use llmsize_core::report::ParamsReport;
 use llmsize_engine::{
