@@ -362,8 +362,8 @@ impl HBars {
         let label_w = fonts.widest(TEXT, labels.iter().map(String::as_str))? + 24;
         let num_w = fonts.widest(TEXT, numbers.iter().flatten().map(String::as_str))?;
         let note_w = fonts.widest(SMALL, notes_of.iter().flatten().map(String::as_str))?;
-        // Measured with the regular face: bold is up to a tenth wider.
-        let title_w = (fonts.width(TITLE, &line_text(&self.header.title))? * 11 / 10).max(
+        // Measured with the regular face: bold is up to a fifth wider.
+        let title_w = (fonts.width(TITLE, &line_text(&self.header.title))? * 6 / 5).max(
             fonts.widest(
                 TEXT,
                 self.header
@@ -642,12 +642,13 @@ impl Stacked {
                     .lines
                     .iter()
                     .chain(&self.notes)
+                    .map(|l| line_text(l))
+                    .collect::<Vec<_>>()
+                    .iter()
                     .map(String::as_str),
             )?
-            .max(fonts.width(TITLE, &self.header.title)?);
+            .max(fonts.width(TITLE, &line_text(&self.header.title))? * 6 / 5);
         let width = (plot_left + n * slot + 40).max(head_w + 40).max(600);
-        // Spread the slots over the width.
-        let plot_w = width - plot_left - 40;
         let plot_h = 380;
         let top = header_height(&self.header);
         let x_area = 34;
@@ -703,11 +704,13 @@ impl Stacked {
                 .bold_line_style(RGBColor(0xe4, 0xe4, 0xe4))
                 .draw()
                 .map_err(fail)?;
-            let _ = plot_w;
+            // Bars take 56% of their slot, and at most 180 px (a lone bar stays a bar).
+            let slot_px = f(width - plot_left - 40) / f(n);
+            let half = (90.0 / slot_px).min(0.28);
             let inside = fonts.style(SMALL, WHITE, HPos::Center, VPos::Center);
             let above = fonts.style(TEXT, BLACK, HPos::Center, VPos::Bottom);
             for (i, c) in self.columns.iter().enumerate() {
-                let (x0, x1) = (f(count(i)) + 0.22, f(count(i)) + 0.78);
+                let (x0, x1) = (f(count(i)) + 0.5 - half, f(count(i)) + 0.5 + half);
                 let mut acc: u128 = 0;
                 for (k, (_, color)) in self.items.iter().enumerate() {
                     let v = c.values.get(k).copied().unwrap_or(0);
@@ -954,7 +957,7 @@ impl Lines {
                     .iter()
                     .map(String::as_str),
             )?
-            .max(fonts.width(TITLE, &line_text(&self.header.title))? * 11 / 10);
+            .max(fonts.width(TITLE, &line_text(&self.header.title))? * 6 / 5);
         let width = WIDTH.max(table_w + 16).max(head_w + 40);
         let legend_items: Vec<(String, RGBColor)> = self
             .series

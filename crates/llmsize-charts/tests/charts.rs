@@ -568,3 +568,26 @@ fn snapshots() {
         .unwrap()
     );
 }
+
+fn train(model: &str, gpu: Option<&str>) -> llmsize_engine::TrainOutcome {
+    let mut req = llmsize_engine::TrainRequest::new(model);
+    req.gpu = gpu.map(str::to_owned);
+    engine().train(&req).unwrap()
+}
+
+#[test]
+fn training_memory_carries_every_term() {
+    for (model, gpu) in [("llama-2-7b", "h100"), ("gpt2", "rtx4090")] {
+        let out = train(model, Some(gpu));
+        let svg = stable(|| llmsize_charts::train_svg(&out).unwrap());
+        keep(&format!("train-{model}-{gpu}.svg"), &svg);
+        let p = &out.report.per_gpu;
+        for t in &p.terms {
+            assert_eq!(row(&svg, &t.key), [t.value], "{model} {}", t.key);
+        }
+        assert_eq!(row(&svg, "per GPU"), [p.bytes]);
+        assert_eq!(p.terms.iter().map(|t| t.value).sum::<u128>(), p.bytes);
+        let (g, _) = out.gpu.unwrap();
+        assert_eq!(row(&svg, "GPU memory"), [u128::from(g.memory_bytes)]);
+    }
+}
