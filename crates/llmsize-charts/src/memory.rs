@@ -109,7 +109,7 @@ fn columns(label: &str, r: &MemoryReport) -> Vec<Column> {
 fn question(r: &MemoryReport) -> String {
     let o = &r.options;
     format!(
-        "{} weights, {} tokens × batch {}{}{}",
+        "{} weights, {} tokens × batch {}{}{}{}",
         if r.weights_from_files {
             "the weight files' own"
         } else {
@@ -126,6 +126,15 @@ fn question(r: &MemoryReport) -> String {
             format!(", tensor parallel {}", o.tp)
         } else {
             String::new()
+        },
+        match &r.serving {
+            Some(s) if s.pp > 1 => format!(
+                "; as {} places it over {} pipeline stages",
+                s.runtime.name(),
+                s.pp
+            ),
+            Some(s) => format!("; as {} places it", s.runtime.name()),
+            None => String::new(),
         }
     )
 }

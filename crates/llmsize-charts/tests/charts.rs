@@ -591,3 +591,28 @@ fn training_memory_carries_every_term() {
         assert_eq!(row(&svg, "GPU memory"), [u128::from(g.memory_bytes)]);
     }
 }
+
+#[test]
+fn a_placed_model_has_a_bar_per_gpu() {
+    // Llama-2-70b over 4 H100s in 2 pipeline stages of tensor-parallel pairs: one bar per
+    // stage, each with that stage's own figures (every GPU of a stage holds the same).
+    let mut req = MemoryRequest::new("Llama-2-70b-hf");
+    req.gpu = Some("h100x4".to_owned());
+    req.tp = Some(2);
+    req.pp = Some(2);
+    let out = engine().memory(&req).unwrap();
+    let MemoryResult::Single { report: r, .. } = &out.models[0].result else {
+        panic!("one point")
+    };
+    let s = r.serving.as_ref().expect("a pipeline is placed");
+    assert_eq!(s.stages.len(), 2);
+    let svg = stable(|| memory_svg(&out).unwrap());
+    keep("memory-llama-2-70b-pp2-tp2.svg", &svg);
+    let weights: Vec<u128> = s.stages.iter().map(|st| u128::from(st.weights)).collect();
+    let totals: Vec<u128> = s.stages.iter().map(|st| u128::from(st.total)).collect();
+    assert_eq!(row(&svg, "weights"), weights);
+    assert_eq!(row(&svg, "total per GPU"), totals);
+    // The most loaded stage is the report's per-GPU figure.
+    assert!(totals.contains(&u128::from(r.per_gpu)));
+    assert!(texts(&svg).iter().any(|t| t.s == "Llama-2-70b-hf · GPUs 0–1"));
+}
