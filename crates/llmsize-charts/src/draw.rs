@@ -433,9 +433,9 @@ impl HBars {
             let root = SVGBackend::with_string(&mut buf, (to_u32(width), to_u32(height)))
                 .into_drawing_area();
             root.fill(&WHITE).map_err(fail)?;
-            let mut below = header(&root, &fonts, &self.header)?;
+            let below = header(&root, &fonts, &self.header)?;
             if many {
-                below = legend(&root, &fonts, &series, None, below, width)?;
+                legend(&root, &fonts, &series, None, below, width)?;
             }
             let (_, rest) = root.split_vertically(top);
             let (chart_area, _) = rest.split_vertically(chart_h);
@@ -453,7 +453,7 @@ impl HBars {
                 .margin_right(24)
                 .x_label_area_size(52)
                 .y_label_area_size(label_w)
-                .build_cartesian_2d(0.0..axis_top(max), keyed(0.0..f(plot_h), centers.clone()))
+                .build_cartesian_2d(value_axis(max), keyed(0.0..f(plot_h), centers.clone()))
                 .map_err(fail)?;
             let axis_title = if self.scale.name.is_empty() {
                 self.axis.clone()
@@ -465,7 +465,6 @@ impl HBars {
                 .disable_y_mesh()
                 .y_label_formatter(&label_of)
                 .x_label_formatter(&|v| tick(*v))
-                .x_labels(8)
                 .x_desc(axis_title)
                 .label_style(fonts.style(TEXT, BLACK, HPos::Center, VPos::Center))
                 .axis_desc_style(fonts.style(TEXT, GREY, HPos::Center, VPos::Center))
@@ -490,7 +489,6 @@ impl HBars {
                     text(&root, n, (num_x + 10, py), &note_style)?;
                 }
             }
-            let _ = below;
             notes(&root, &fonts, &self.notes, top + chart_h)?;
             root.present().map_err(fail)?;
         }
@@ -539,6 +537,46 @@ impl Ranged for Keyed {
     fn range(&self) -> std::ops::Range<f64> {
         self.lo..self.hi
     }
+}
+
+/// A value axis from 0 to a little above `max`, ticked at 1, 2 or 5 × 10ᵏ steps.
+///
+/// The ticks are found by multiplying and dividing by 10 only (plotters' own use `log10` and
+/// `powf`, whose last bits may differ between C libraries), so that the bytes of a chart do
+/// not depend on the machine.
+fn value_axis(max: f64) -> Keyed {
+    let top = axis_top(max);
+    let mut step = 1.0;
+    for _ in 0..400 {
+        if top / step < 10.0 {
+            break;
+        }
+        step *= 10.0;
+    }
+    for _ in 0..400 {
+        if top / step >= 1.0 {
+            break;
+        }
+        step /= 10.0;
+    }
+    let q = top / step;
+    // Four to eight ticks.
+    let step = if q < 1.5 {
+        step * 0.2
+    } else if q < 3.5 {
+        step * 0.5
+    } else if q < 7.5 {
+        step
+    } else {
+        step * 2.0
+    };
+    let mut keys = Vec::new();
+    let mut k = 0.0;
+    while k * step <= top && keys.len() < 12 {
+        keys.push(k * step);
+        k += 1.0;
+    }
+    keyed(0.0..top, keys)
 }
 
 fn keyed(range: std::ops::Range<f64>, keys: Vec<f64>) -> Keyed {
@@ -686,17 +724,13 @@ impl Stacked {
                 .margin_right(40)
                 .x_label_area_size(x_area)
                 .y_label_area_size(plot_left)
-                .build_cartesian_2d(
-                    keyed(0.0..f(n), centers.clone()),
-                    0.0..axis_top(scale.of(max)),
-                )
+                .build_cartesian_2d(keyed(0.0..f(n), centers.clone()), value_axis(scale.of(max)))
                 .map_err(fail)?;
             chart
                 .configure_mesh()
                 .disable_x_mesh()
                 .x_label_formatter(&label_of)
                 .y_label_formatter(&|v| tick(*v))
-                .y_labels(8)
                 .y_desc(format!("{} ({})", self.axis, scale.name))
                 .label_style(fonts.style(TEXT, BLACK, HPos::Center, VPos::Center))
                 .axis_desc_style(fonts.style(TEXT, GREY, HPos::Center, VPos::Center))
@@ -994,14 +1028,13 @@ impl Lines {
                 .y_label_area_size(90)
                 .build_cartesian_2d(
                     keyed((x_min - pad)..(x_max + pad), keys.clone()),
-                    0.0..axis_top(scale.of(max)),
+                    value_axis(scale.of(max)),
                 )
                 .map_err(fail)?;
             chart
                 .configure_mesh()
                 .x_label_formatter(&label_of)
                 .y_label_formatter(&|v| tick(*v))
-                .y_labels(8)
                 .x_desc(self.x_axis.clone())
                 .y_desc(format!("{} ({})", self.y_axis, scale.name))
                 .label_style(fonts.style(TEXT, BLACK, HPos::Center, VPos::Center))

@@ -49,7 +49,7 @@ pub fn params_mermaid(report: &ParamsReport) -> String {
     let _ = writeln!(
         out,
         "  %% {}: {} parameters ({}, {}), counted by llmsize",
-        esc(&report.name),
+        esc(&report.name.chars().take(200).collect::<String>()),
         thousands(c.total),
         esc(&report.model_type),
         esc(&report.architecture)

@@ -465,6 +465,7 @@ fn hostile_names_stay_inside_their_text() {
         svg.len()
     );
     let mermaid = llmsize_charts::params_mermaid(&reports[0]);
+    keep("hostile.mmd", &mermaid);
     assert!(!mermaid.contains("<script>"));
     assert!(!mermaid.contains('\u{7}'));
 }
@@ -614,5 +615,9 @@ fn a_placed_model_has_a_bar_per_gpu() {
     assert_eq!(row(&svg, "total per GPU"), totals);
     // The most loaded stage is the report's per-GPU figure.
     assert!(totals.contains(&u128::from(r.per_gpu)));
-    assert!(texts(&svg).iter().any(|t| t.s == "Llama-2-70b-hf · GPUs 0–1"));
+    assert!(
+        texts(&svg)
+            .iter()
+            .any(|t| t.s == "Llama-2-70b-hf · GPUs 0–1")
+    );
 }
