@@ -1059,9 +1059,12 @@ impl Lines {
                         .draw_series(LineSeries::new(pts.clone(), style))
                         .map_err(fail)?;
                 }
-                chart
-                    .draw_series(pts.iter().map(|p| Circle::new(*p, 3, l.color.filled())))
-                    .map_err(fail)?;
+                // A dot on each point while they are few enough to tell apart.
+                if pts.len() <= 40 {
+                    chart
+                        .draw_series(pts.iter().map(|p| Circle::new(*p, 3, l.color.filled())))
+                        .map_err(fail)?;
+                }
             }
             if let Some(k) = &self.capacity {
                 let y = scale.of(k.bytes);

@@ -8,6 +8,7 @@
     clippy::expect_used,
     clippy::indexing_slicing,
     clippy::panic,
+    clippy::cast_precision_loss,
     missing_docs,
     reason = "a test fails loudly on what it did not expect"
 )]
@@ -178,6 +179,71 @@ fn params_of_one_model_carry_every_component_and_the_total() {
         .find(|l| l.first().is_some_and(|s| s == "lm_head"))
         .unwrap();
     assert_eq!(tied, ["lm_head", "0", "tied to token_embedding"]);
+}
+
+/// The coloured (not white) `<rect>`s: `(x, y, width, height)`.
+fn bars(svg: &str) -> Vec<(i64, i64, i64, i64)> {
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    doc.descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("fill") != Some("#FFFFFF"))
+        .map(|n| {
+            let a = |k: &str| n.attribute(k).unwrap().parse::<i64>().unwrap();
+            (a("x"), a("y"), a("width"), a("height"))
+        })
+        .collect()
+}
+
+#[test]
+fn bar_lengths_are_proportional_to_the_numbers() {
+    // gpt2's components, top to bottom: each bar's length is its count over the longest
+    // (ffn's), within the pixel the drawing rounds to.
+    let reports = params(&["gpt2"]);
+    let svg = params_svg(&reports).unwrap();
+    let mut counts: Vec<u64> = reports[0]
+        .count
+        .components
+        .iter()
+        .map(|c| c.count)
+        .filter(|n| *n > 0)
+        .collect();
+    // The tied head's row: a bar of 0.
+    counts.push(0);
+    let mut b = bars(&svg);
+    b.sort_by_key(|r| r.1);
+    let widths: Vec<i64> = b.iter().map(|r| r.2).collect();
+    assert_eq!(widths.len(), counts.len(), "one bar per component: {b:?}");
+    let (wmax, cmax) = (*widths.iter().max().unwrap(), *counts.iter().max().unwrap());
+    for (w, c) in widths.iter().zip(&counts) {
+        let want = *c as f64 / cmax as f64 * wmax as f64;
+        assert!(
+            (*w as f64 - want).abs() <= 1.5,
+            "width {w}, want {want:.1} for {c}"
+        );
+    }
+    // The memory stack: each segment's height over the weights', as bytes over bytes.
+    let out = memory(&["llama-2-7b"], Some("rtx4090"), None);
+    let MemoryResult::Single { report: r, .. } = &out.models[0].result else {
+        panic!("one point")
+    };
+    let svg = memory_svg(&out).unwrap();
+    // The bar's segments share its x; the table's swatches sit at x = 16.
+    let segs: Vec<(i64, i64, i64, i64)> = bars(&svg).into_iter().filter(|b| b.0 > 16).collect();
+    let want = [
+        r.weights_per_gpu,
+        r.kv_per_gpu,
+        r.activation_bytes,
+        r.options.overhead_bytes,
+    ];
+    assert_eq!(segs.len(), want.len(), "{segs:?}");
+    let h0 = segs[0].3 as f64;
+    for (s, bytes) in segs.iter().zip(want) {
+        let expect = bytes as f64 / want[0] as f64 * h0;
+        assert!(
+            (s.3 as f64 - expect).abs() <= 1.5,
+            "height {}, want {expect:.1}",
+            s.3
+        );
+    }
 }
 
 #[test]
@@ -527,6 +593,7 @@ fn too_many_is_an_error_and_the_limit_draws() {
             .collect();
     }
     let svg = memory_svg(&out).unwrap();
+    keep("memory-256-points.svg", &svg);
     assert_eq!(table_row(&svg, "256").len(), 2);
     if let MemoryResult::Sweep { points, .. } = &mut out.models[0].result {
         let extra = points[0].clone();
