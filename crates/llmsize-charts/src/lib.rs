@@ -14,6 +14,18 @@
 //! Inputs are bounded: more models, bars or sweep points than a chart can show legibly is a
 //! [`ChartError::TooMany`], and any `u64`/`u128` value (up to `u64::MAX` bytes, `u128::MAX`
 //! FLOPs) is drawn without panicking.
+//!
+//! ```
+//! use llmsize_engine::{Engine, HubEnv, ParamsRequest};
+//!
+//! let out = Engine::new(HubEnv::default())
+//!     .params(&ParamsRequest::models(["gpt2"]))
+//!     .unwrap();
+//! let svg = llmsize_charts::params_svg(&out.reports).unwrap();
+//! assert!(svg.contains(">\n38,597,376\n</text>")); // token_embedding, exactly
+//! let flow = llmsize_charts::params_mermaid(&out.reports[0]);
+//! assert!(flow.starts_with("flowchart TD\n"));
+//! ```
 
 mod draw;
 mod flops;
