@@ -98,7 +98,8 @@ fn terms_table(
         }
     };
     let mut columns = vec![
-        Column::left(title),
+        // One `item` column in CSV for every table's line items.
+        Column::left(title).csv("item"),
         Column::right(if unit == "flops" { "FLOPs" } else { "bytes" }).csv(unit),
         Column::right(if unit == "flops" { "scaled" } else { "size" }).csv(unit),
     ];
@@ -409,7 +410,7 @@ fn time_cost(doc: &mut Doc, t: &TimeCost) {
     let mut table = Table::new(
         "training_run",
         vec![
-            Column::left("quantity"),
+            Column::left("quantity").csv("item"),
             Column::right("value").csv("value (seconds for times, dollars for cost)"),
         ],
     );
