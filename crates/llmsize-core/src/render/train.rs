@@ -262,7 +262,7 @@ fn per_gpu(doc: &mut Doc, v: &View<'_>) {
     let g = &r.per_gpu;
     let formula = v.explain.then_some(Formula::WithValue);
     doc.blank()
-        .toned(format!("per GPU: {}", g.most_loaded), Tone::Strong)
+        .toned(format!("per GPU ({})", g.most_loaded), Tone::Strong)
         .table(terms_table(
             "per_gpu",
             "per GPU",
