@@ -100,14 +100,20 @@ pub(crate) fn warn_all(warnings: &[String]) {
 
 /// `error: …`, one `caused by: …` per source not already quoted, then the `hint:`.
 pub(crate) fn print_error(failure: &Failure) {
+    if let Failure::Chart(message) = failure {
+        eprintln!("error: {message}");
+        return;
+    }
     let (top, hint): (&dyn std::error::Error, Option<&str>) = match failure {
         Failure::Engine(e) => (e, e.hint()),
         Failure::Output(e) => (e, None),
+        Failure::Chart(_) => return,
     };
     let mut previous = match failure {
         // `> /dev/full`, a full disk: say what was being written, not only the OS's words.
         Failure::Output(e) => format!("cannot write the output to stdout: {e}"),
         Failure::Engine(e) => e.to_string(),
+        Failure::Chart(m) => m.clone(),
     };
     if std::io::stderr().is_terminal() {
         // Erase a progress line an error cut short.

@@ -134,3 +134,61 @@ fn csv_rows_carry_the_json_numbers() {
         }
     }
 }
+
+/// Every text of an SVG, in document order.
+fn svg_texts(svg: &str) -> Vec<String> {
+    let doc = roxmltree::Document::parse(svg).expect("the SVG is valid XML");
+    doc.descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .map(|n| {
+            n.descendants()
+                .filter(roxmltree::Node::is_text)
+                .filter_map(|t| t.text())
+                .collect::<String>()
+                .trim()
+                .to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn svg_and_mermaid_pictures() {
+    for model in MODELS {
+        let json: Value =
+            serde_json::from_str(&llmsize(&["params", model, "--json"]).stdout).unwrap();
+        let svg = llmsize(&["params", model, "--format", "svg"]).stdout;
+        // Deterministic: the same question draws the same bytes.
+        assert_eq!(svg, llmsize(&["params", model, "--format", "svg"]).stdout);
+        // Every component's exact count is a text of the picture (the charts crate's own
+        // tests read the bars' lengths back too).
+        let texts = svg_texts(&svg);
+        for (name, n) in json["components"].as_object().unwrap() {
+            let n = n.as_u64().unwrap();
+            if n > 0 {
+                let shown = llmsize_core::units::thousands(n);
+                assert!(texts.iter().any(|t| t == &shown), "{model} {name} {shown}");
+            }
+        }
+        insta::assert_snapshot!(format!("params_{model}_svg"), svg);
+        let mermaid = llmsize(&["params", model, "--format", "mermaid"]).stdout;
+        assert!(mermaid.starts_with("flowchart TD\n"), "{mermaid}");
+        let total = llmsize_core::units::thousands(json["total"].as_u64().unwrap());
+        assert!(mermaid.contains(&total), "{mermaid}");
+        insta::assert_snapshot!(format!("params_{model}_mermaid"), mermaid);
+        for (name, args) in questions(model).into_iter().skip(1) {
+            let svg = run(&args, "svg");
+            svg_texts(&svg);
+            insta::assert_snapshot!(format!("{name}_{model}_svg"), svg);
+        }
+    }
+    // Pictures only where a command has one: exit 2 with the commands that do.
+    let r = llmsize(&["gpus", "--format", "svg"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("`params`, `memory`, `flops` and `train` draw one"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(llmsize(&["memory", "gpt2", "--format", "mermaid"]).code, 2);
+}

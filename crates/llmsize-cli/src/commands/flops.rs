@@ -44,8 +44,16 @@ pub(crate) fn run(args: &FlopsArgs, env: &Env) -> Result<Rendered, Failure> {
     let outcome = env.engine.flops(&request(args)?)?;
     let points = &outcome.points;
     let format = args.out.format();
-    if format == Format::Json {
-        return Ok(Rendered::new(outcome.to_json()?, outcome.warnings));
+    match format {
+        Format::Json => return Ok(Rendered::new(outcome.to_json()?, outcome.warnings)),
+        Format::Svg => {
+            return Ok(Rendered::new(
+                llmsize_charts::flops_svg(&outcome)?,
+                outcome.warnings,
+            ));
+        }
+        Format::Mermaid => return Err(super::no_picture("flops", format)),
+        Format::Table | Format::Markdown | Format::Csv => {}
     }
     let mut doc = Doc::new();
     if let Some(axis) = outcome.sweep {

@@ -54,6 +54,10 @@ pub(crate) fn run(args: &MemoryArgs, env: &Env) -> Result<Rendered, Failure> {
     let format = args.out.format();
     let text = if format == Format::Json {
         outcome.to_json()?
+    } else if format == Format::Svg {
+        llmsize_charts::memory_svg(&outcome)?
+    } else if format == Format::Mermaid {
+        return Err(super::no_picture("memory", format));
     } else {
         let singles: Option<Vec<_>> = outcome
             .models

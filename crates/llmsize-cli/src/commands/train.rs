@@ -61,6 +61,10 @@ pub(crate) fn run(args: &TrainArgs, env: &Env) -> Result<Rendered, Failure> {
     let format = args.out.format();
     let text = if format == Format::Json {
         outcome.to_json()?
+    } else if format == Format::Svg {
+        llmsize_charts::train_svg(&outcome)?
+    } else if format == Format::Mermaid {
+        return Err(super::no_picture("train", format));
     } else {
         let doc = render::train::doc(&render::train::View {
             name: &outcome.name,
