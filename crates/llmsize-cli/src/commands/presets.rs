@@ -116,7 +116,7 @@ pub(crate) fn gpus(args: &PresetsArgs, env: &Env) -> Result<Rendered, Failure> {
                 Raw::Float(g.peak_16bit_flops),
             ),
             g.peak_fp8_flops.map_or_else(
-                || Cell::text("-"),
+                || Cell::dash(),
                 |p| Cell::with_raw(format!("{:.0}", p / 1e12), Raw::Float(p)),
             ),
             Cell::text(format!("memory: {}; {}", g.memory_source, g.source)),

@@ -60,7 +60,7 @@ fn rate_cell(x: f64) -> Cell {
 /// `$1.234` per million tokens, or `-` without a price; CSV gets the dollars.
 fn cost_cell(step: &StepEstimate) -> Cell {
     step.cost_per_million.map_or_else(
-        || Cell::text("-"),
+        || Cell::dash(),
         |c| Cell::with_raw(format!("${c:.3}"), Raw::Float(c)),
     )
 }
@@ -70,7 +70,7 @@ fn fits_cell(f: Option<bool>) -> Cell {
     match f {
         Some(true) => Cell::text("yes").tone(Tone::Good),
         Some(false) => Cell::text("no").tone(Tone::Bad),
-        None => Cell::text("-"),
+        None => Cell::dash(),
     }
 }
 
@@ -374,7 +374,7 @@ pub type FlopsPoint<'a> = (String, &'a FlopsReport, Option<&'a SpeedReport>);
 
 /// The cells of one sweep point: FLOPs, and the roofline when a GPU was named.
 fn cells(r: &FlopsReport, s: Option<&SpeedReport>, with_speed: bool) -> Vec<Cell> {
-    let dash = || Cell::text("-");
+    let dash = || Cell::dash();
     let mut c = vec![
         Cell::count(r.seq_len),
         Cell::count(r.batch),
@@ -559,7 +559,7 @@ pub fn comparison_doc(points: &[FlopsPoint<'_>]) -> Doc {
         }
     });
     if with_speed {
-        let dash = || Cell::text("-");
+        let dash = || Cell::dash();
         add("GPU", &|_, s| {
             s.map_or_else(dash, |s| {
                 Cell::text(format!("{} × {}", s.options.gpus, s.options.gpu.name))
