@@ -317,6 +317,8 @@ function writeUrl() {
 
 let timer = null;
 function changed() {
+  // Busy from the change on, so a reader of the page never sees the old view as done.
+  document.body.dataset.busy = "1";
   writeUrl();
   $("seq-value").textContent = tokens(Number(state.seq));
   $("batch-value").textContent = state.batch;
