@@ -1,5 +1,5 @@
 //! The page in a real browser: headless Chromium (Debian's `chromium`) loads what
-//! `llmsize serve` serves, driven over the DevTools protocol (a WebSocket, JSON commands).
+//! `llmsize serve` serves, driven over the `DevTools` protocol (a WebSocket, JSON commands).
 //!
 //! Without Chromium the test is skipped with a reason, unless `CI` is set: there it fails
 //! (`.ci/run` installs Chromium).
@@ -29,11 +29,11 @@ use tungstenite::{Message, WebSocket};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 
-/// Chromium with a fresh profile, no network of its own, and its DevTools port on
+/// Chromium with a fresh profile, no network of its own, and its `DevTools` port on
 /// 127.0.0.1; killed on drop.
 struct Browser {
     child: Child,
-    _profile: tempfile::TempDir,
+    profile: tempfile::TempDir,
     port: u16,
 }
 
@@ -64,11 +64,11 @@ impl Browser {
             .expect("chromium starts");
         let mut browser = Browser {
             child,
-            _profile: profile,
+            profile,
             port: 0,
         };
         // Chromium writes the port it picked to `DevToolsActivePort` in the profile.
-        let file = browser._profile.path().join("DevToolsActivePort");
+        let file = browser.profile.path().join("DevToolsActivePort");
         let deadline = Instant::now() + Duration::from_secs(30);
         while browser.port == 0 {
             if let Some(port) = std::fs::read_to_string(&file)
@@ -84,7 +84,7 @@ impl Browser {
         browser
     }
 
-    /// The first page's DevTools session.
+    /// The first page's `DevTools` session.
     fn page(&self) -> Page {
         let targets: Value = serde_json::from_str(
             &Server::agent()
@@ -119,14 +119,14 @@ impl Drop for Browser {
     }
 }
 
-/// A page's DevTools session: commands by id, events ignored.
+/// A page's `DevTools` session: commands by id, events ignored.
 struct Page {
     socket: WebSocket<MaybeTlsStream<TcpStream>>,
     next: u64,
 }
 
 impl Page {
-    fn call(&mut self, method: &str, params: Value) -> Value {
+    fn call(&mut self, method: &str, params: &Value) -> Value {
         self.next += 1;
         let id = self.next;
         let text = json!({ "id": id, "method": method, "params": params }).to_string();
@@ -147,7 +147,7 @@ impl Page {
     fn eval(&mut self, expression: &str) -> Value {
         let r = self.call(
             "Runtime.evaluate",
-            json!({ "expression": expression, "returnByValue": true }),
+            &json!({ "expression": expression, "returnByValue": true }),
         );
         assert!(
             r["exceptionDetails"].is_null(),
@@ -179,7 +179,7 @@ impl Page {
     fn open(&mut self, url: &str) {
         // Marks the document being left, so the old page is never taken for the new one.
         self.eval("window.leaving = true");
-        self.call("Page.navigate", json!({ "url": url }));
+        self.call("Page.navigate", &json!({ "url": url }));
         self.wait_for(
             "!window.leaving && document.readyState === 'complete' && document.body.dataset.busy === '0'",
         );
@@ -209,7 +209,7 @@ fn commas(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -225,7 +225,7 @@ fn the_page_in_a_real_browser() {
     let mut page = browser.page();
     page.call(
         "Emulation.setDeviceMetricsOverride",
-        json!({ "width": 1280, "height": 1900, "deviceScaleFactor": 1, "mobile": false }),
+        &json!({ "width": 1280, "height": 1900, "deviceScaleFactor": 1, "mobile": false }),
     );
 
     // 1. `/?model=llama-2-7b` alone: the exact total, and its chart once the page has run.
@@ -331,7 +331,7 @@ fn the_page_in_a_real_browser() {
     // 3. A screenshot, kept as an artefact of the test run.
     let shot = page.call(
         "Page.captureScreenshot",
-        json!({ "format": "png", "captureBeyondViewport": true }),
+        &json!({ "format": "png", "captureBeyondViewport": true }),
     );
     let png = data_encoding::BASE64
         .decode(shot["data"].as_str().unwrap().as_bytes())

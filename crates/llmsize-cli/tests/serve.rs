@@ -110,7 +110,7 @@ fn every_endpoint_answers_as_the_command_line() {
     assert!(gpus.as_array().unwrap().len() > 10);
 }
 
-/// A config's text, POSTed as the body (or in `config=`), is the model: as `llmsize params
+/// A config's text, sent as a POST's body (or in `config=`), is the model: as `llmsize params
 /// '{…}'` reads it.
 #[test]
 fn a_pasted_config_is_sized_as_the_command_line_sizes_it() {
