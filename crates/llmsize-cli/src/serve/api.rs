@@ -444,7 +444,11 @@ pub(crate) async fn handle(
         Err(r) => return plain(r.status, r.text),
     };
     let env = shared.env.clone();
-    let work = tokio::task::spawn_blocking(move || answer(&question, &env));
+    finish(tokio::task::spawn_blocking(move || answer(&question, &env))).await
+}
+
+/// The answer of a command run on the blocking pool, within [`REQUEST_TIMEOUT`].
+async fn finish(work: tokio::task::JoinHandle<Response>) -> Response {
     match tokio::time::timeout(REQUEST_TIMEOUT, work).await {
         Ok(Ok(response)) => response,
         Ok(Err(_)) => plain(
@@ -459,6 +463,130 @@ pub(crate) async fn handle(
             ),
         ),
     }
+}
+
+/// The largest file a header may say it comes from (a sparse stand-in takes no disk).
+const MAX_FILE: u64 = 1 << 44;
+
+/// A weight file's header, as the page sends it: a `.safetensors` file's first 8 bytes (the
+/// header's length, little-endian) and the JSON header, nothing else. Anything that is not
+/// exactly that is refused; the engine reads it from a stand-in file in a private temporary
+/// directory, as long as the original (`size`) with no tensor data (a sparse file).
+pub(crate) fn header_file(query: Option<&str>, body: &[u8]) -> Result<tempfile::TempDir, Refusal> {
+    let not_header = |why: &str| {
+        Refusal::bad(
+            format!("the body is not a .safetensors header: {why}"),
+            "send the file's first 8 bytes and the JSON header they announce, nothing more",
+        )
+    };
+    let mut name = "model.safetensors".to_owned();
+    let mut size = None;
+    for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        match key.as_ref() {
+            "name" => name = value.into_owned(),
+            "size" => {
+                size = Some(value.parse::<u64>().map_err(|_| {
+                    Refusal::bad(
+                        format!("`size={value}` is not a number of bytes"),
+                        "size is the whole file's length in bytes",
+                    )
+                })?);
+            }
+            other => {
+                return Err(Refusal::bad(
+                    format!("unknown query key `{other}` for /api/inspect"),
+                    "known keys: name, size",
+                ));
+            }
+        }
+    }
+    let (len, rest) = body
+        .split_first_chunk::<8>()
+        .ok_or_else(|| not_header("shorter than 8 bytes"))?;
+    let len = u64::from_le_bytes(*len);
+    if usize::try_from(len).ok() != Some(rest.len()) {
+        return Err(not_header(&format!(
+            "its first 8 bytes announce {len} bytes of header, and {} follow",
+            rest.len()
+        )));
+    }
+    if rest.first() != Some(&b'{') {
+        return Err(not_header("the header is not a JSON object"));
+    }
+    let body_len = u64::try_from(body.len()).unwrap_or(u64::MAX);
+    let size = size.unwrap_or(body_len);
+    if size < body_len || size > MAX_FILE {
+        return Err(Refusal::bad(
+            format!("`size={size}` cannot be the length of a file with a {body_len}-byte header"),
+            "size is the whole file's length in bytes, at most 16 TiB",
+        ));
+    }
+    // Only the file's own name, in characters any file system takes.
+    let base: String = name
+        .rsplit(['/', '\\'])
+        .next()
+        .unwrap_or("")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let base = if base.starts_with('.') || !base.ends_with(".safetensors") || base.len() > 200 {
+        "model.safetensors".to_owned()
+    } else {
+        base
+    };
+    let internal = |e: std::io::Error| Refusal {
+        status: StatusCode::INTERNAL_SERVER_ERROR,
+        text: format!("error: cannot write the header to a temporary file: {e}\n"),
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("llmsize-serve-")
+        .tempdir()
+        .map_err(internal)?;
+    let file = std::fs::File::create(dir.path().join(&base)).map_err(internal)?;
+    std::io::Write::write_all(&mut &file, body).map_err(internal)?;
+    file.set_len(size).map_err(internal)?;
+    Ok(dir)
+}
+
+/// `POST /api/inspect?name=…&size=…` with a `.safetensors` header as the body: `llmsize
+/// inspect --json` of a file with that header.
+pub(crate) async fn inspect(
+    State(shared): State<Arc<Shared>>,
+    RawQuery(query): RawQuery,
+    body: Bytes,
+) -> Response {
+    let env = shared.env.clone();
+    let work = tokio::task::spawn_blocking(move || {
+        let dir = match header_file(query.as_deref(), &body) {
+            Ok(dir) => dir,
+            Err(r) => return plain(r.status, r.text),
+        };
+        let Some(path) = std::fs::read_dir(dir.path())
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(Result::ok)
+            .map(|e| e.path().to_string_lossy().into_owned())
+        else {
+            return plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "error: the header file vanished\n".into(),
+            );
+        };
+        let question = Question {
+            argv: ["llmsize", "inspect", "--json", "--", &path]
+                .map(str::to_owned)
+                .to_vec(),
+            format: "json".into(),
+        };
+        answer(&question, &env)
+    });
+    finish(work).await
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 
 use crate::Failure;
 use crate::cli::ServeArgs;
@@ -119,6 +119,10 @@ fn router(shared: Arc<Shared>) -> Router {
         .route(
             "/style.css",
             get(|| async { asset(STYLE_CSS, "text/css; charset=utf-8") }),
+        )
+        .route(
+            "/api/inspect",
+            post(api::inspect).layer(DefaultBodyLimit::max(BODY_LIMIT)),
         )
         .route(
             "/api/{command}",
