@@ -328,6 +328,21 @@ fn the_page_in_a_real_browser() {
     page.open(href.as_str().unwrap());
     assert_eq!(page.text("memory-total"), shown);
 
+    // A weight file chosen in the page: only its header is sent (the server refuses anything
+    // else), and the page shows the tensors' count.
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _, _) = server::tiny_safetensors(dir.path());
+    let input = page.call(
+        "Runtime.evaluate",
+        &json!({ "expression": "document.getElementById('file')" }),
+    );
+    page.call(
+        "DOM.setFileInputFiles",
+        &json!({ "files": [path], "objectId": input["result"]["objectId"] }),
+    );
+    page.wait_for("document.getElementById('inspect-total')");
+    assert_eq!(page.text("inspect-total"), commas(server::TINY_PARAMS));
+
     // 3. A screenshot, kept as an artefact of the test run.
     let shot = page.call(
         "Page.captureScreenshot",

@@ -391,29 +391,8 @@ fn warnings_travel_in_headers() {
 #[test]
 fn a_safetensors_header_is_inspected_as_the_file() {
     let server = Server::start();
-    // Two Llama tensors in bf16: the embedding (32000 × 4096) and one query projection
-    // (4096 × 4096).
-    let embed = 32_000 * 4096 * 2;
-    let q = 4096 * 4096 * 2;
-    let header = serde_json::json!({
-        "model.embed_tokens.weight": {"dtype": "BF16", "shape": [32000, 4096], "data_offsets": [0, embed]},
-        "model.layers.0.self_attn.q_proj.weight": {"dtype": "BF16", "shape": [4096, 4096], "data_offsets": [embed, embed + q]},
-    })
-    .to_string();
-    let mut head = (header.len() as u64).to_le_bytes().to_vec();
-    head.extend_from_slice(header.as_bytes());
-    let size = head.len() as u64 + embed + q;
-
-    // The whole file for the command line (sparse: its data is never read).
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("tiny.safetensors");
-    std::fs::write(&path, &head).unwrap();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .unwrap()
-        .set_len(size)
-        .unwrap();
+    let (path, head, size) = server::tiny_safetensors(dir.path());
     let cli = llmsize(&["inspect", path.to_str().unwrap(), "--json"]);
     assert_eq!(cli.code, 0, "{}", cli.stderr);
 
@@ -424,7 +403,7 @@ fn a_safetensors_header_is_inspected_as_the_file() {
     assert_eq!(answer.status, 200, "{}", answer.body);
     assert_eq!(answer.body, cli.stdout);
     let report = json(&answer.body);
-    assert_eq!(report["total"], 32_000 * 4096 + 4096 * 4096);
+    assert_eq!(report["total"], server::TINY_PARAMS);
     assert_eq!(report["components"]["token_embedding"], 32_000 * 4096);
 
     // A body that is not exactly a header: refused, never written as a file to inspect.

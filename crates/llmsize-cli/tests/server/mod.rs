@@ -123,6 +123,34 @@ impl Server {
     }
 }
 
+/// Parameters in [`tiny_safetensors`]: Llama's embedding (32000 × 4096) and one query
+/// projection (4096 × 4096).
+pub(crate) const TINY_PARAMS: u64 = 32_000 * 4096 + 4096 * 4096;
+
+/// `dir/tiny.safetensors`, a sparse file (its data never read) with two bf16 Llama tensors:
+/// its path, its header (the 8 length bytes and the JSON) and its size.
+pub(crate) fn tiny_safetensors(dir: &std::path::Path) -> (std::path::PathBuf, Vec<u8>, u64) {
+    let embed = 32_000 * 4096 * 2;
+    let q = 4096 * 4096 * 2;
+    let header = serde_json::json!({
+        "model.embed_tokens.weight": {"dtype": "BF16", "shape": [32000, 4096], "data_offsets": [0, embed]},
+        "model.layers.0.self_attn.q_proj.weight": {"dtype": "BF16", "shape": [4096, 4096], "data_offsets": [embed, embed + q]},
+    })
+    .to_string();
+    let mut head = (header.len() as u64).to_le_bytes().to_vec();
+    head.extend_from_slice(header.as_bytes());
+    let size = head.len() as u64 + embed + q;
+    let path = dir.join("tiny.safetensors");
+    std::fs::write(&path, &head).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(size)
+        .unwrap();
+    (path, head, size)
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
