@@ -428,3 +428,20 @@ fn a_safetensors_header_is_inspected_as_the_file() {
     assert_eq!(small.status, 400);
     assert_eq!(server.get("/api/inspect").status, 405);
 }
+
+/// A port already taken: exit 2 with a message that says so, not a panic or a hang.
+#[test]
+fn a_taken_port_is_an_error() {
+    let server = Server::start();
+    let port = server.port.to_string();
+    let second = llmsize(&["serve", "--port", &port]);
+    assert_eq!(second.code, 2);
+    assert!(
+        second
+            .stderr
+            .starts_with(&format!("error: cannot listen on 127.0.0.1:{port}: ")),
+        "{}",
+        second.stderr
+    );
+    assert!(second.stderr.contains("hint: another program has the port"));
+}

@@ -47,31 +47,49 @@ struct Shared {
 
 /// Serve the page and its API on 127.0.0.1 until interrupted.
 pub(crate) fn run(args: &ServeArgs) -> Result<(), Failure> {
-    let listener = std::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, args.port)))
-        .map_err(|e| {
-            Failure::Output(std::io::Error::new(
-                e.kind(),
-                format!("cannot listen on 127.0.0.1:{}: {e}", args.port),
-            ))
-        })?;
-    listener.set_nonblocking(true)?;
-    let port = listener.local_addr()?.port();
+    let address = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));
+    let listener = std::net::TcpListener::bind(address).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AddrInUse {
+            Failure::Engine(llmsize_engine::Error::BadInput {
+                message: format!("cannot listen on {address}: {e}"),
+                hint: Some("another program has the port: pick another with `--port`, or `--port 0` for a free one".into()),
+            })
+        } else {
+            io_failure(format!("listen on {address}"))(e)
+        }
+    })?;
+    listener
+        .set_nonblocking(true)
+        .map_err(io_failure(format!("listen on {address}")))?;
+    let port = listener
+        .local_addr()
+        .map_err(io_failure(format!("listen on {address}")))?
+        .port();
     let url = format!("http://127.0.0.1:{port}/");
-    announce(&url, args.open);
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .max_blocking_threads(ENGINE_THREADS)
-        .build()?;
+        .build()
+        .map_err(io_failure("start the server's runtime".into()))?;
     let shared = Arc::new(Shared {
         port,
         env: api::server_env(),
     });
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::from_std(listener)?;
-        axum::serve(listener, router(shared)).await
-    })?;
+    announce(&url, args.open);
+    runtime
+        .block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener)?;
+            axum::serve(listener, router(shared)).await
+        })
+        .map_err(io_failure(format!("serve {url}")))?;
     Ok(())
+}
+
+/// An I/O error of the server (not of writing stdout), as the CLI prints an engine's:
+/// `error: failed to listen on 127.0.0.1:8421` with the system's words under it.
+fn io_failure(what: String) -> impl FnOnce(std::io::Error) -> Failure {
+    move |source| Failure::Engine(llmsize_engine::Error::Io { what, source })
 }
 
 /// The URL on stderr (scripts and tests read the port from it), and the browser if asked.
