@@ -278,6 +278,7 @@ async function redraw() {
     const fItems = showFlops(f.json);
     if (t.error) $("train-table").replaceChildren(h("caption", {}, t.error.message)); else showTrain(t.json, t.no);
     syncModel(p.json);
+    syncGpu(m.json);
     await Promise.all([
       chart($("params-chart"), "params", qp, () => barChart(pItems, "")),
       chart($("memory-chart"), "memory", qm, () => stackChart(memoryItems(m.json),
@@ -294,6 +295,12 @@ async function redraw() {
 }
 
 // The picker shows the preset the answer names (`llama-2-7b` in the URL is `Llama-2-7b-hf`).
+function syncGpu(m) {
+  if (!m.gpu) return;
+  $("gpu").value = m.gpu.name;
+  $("gpus").value = String(m.gpu.count);
+}
+
 function syncModel(p) {
   const sel = $("model");
   if (state.config) return;
@@ -332,6 +339,19 @@ function gpuValue() {
   return name ? (n > 1 ? `${name}x${n}` : name) : "";
 }
 
+// The table's GPU for `name` (`H100-SXM-80GB`, `h100`, `rtx4090`, `h100x8`) and the count.
+function findGpu(gpus, name) {
+  const norm = (t) => t.toLowerCase().replace(/[^a-z0-9]/g, "");
+  // `a10` is `A10-24GB`, not `A100-…`: a short name ends where the table's name has a dash.
+  const prefixes = (n) => n.split("-").map((_, i, parts) => norm(parts.slice(0, i + 1).join("")));
+  const find = (t) => t && gpus.find((g) => prefixes(g.name).includes(norm(t)));
+  const whole = find(name);
+  if (whole) return [whole.name, 1];
+  const m = /^(.+)x(\d+)$/i.exec(name);
+  const part = m && find(m[1]);
+  return part ? [part.name, Math.min(64, Number(m[2]))] : ["", 1];
+}
+
 function fill(sel, values, current) {
   sel.replaceChildren(...values.map((v) => h("option", { value: v.value ?? v }, v.label ?? v)));
   if (current !== undefined) sel.value = current;
@@ -346,15 +366,18 @@ async function start() {
   ]);
   fill($("model"), presets.map((p) => ({ value: p.id, label: `${p.id} — ${human(p.total, "")}` })));
   const modelOption = [...$("model").options].find((o) => o.value.toLowerCase() === state.model.toLowerCase());
-  if (modelOption) $("model").value = modelOption.value;
-  // `gpu=h100x8`: a name (or a short one the CLI knows) and a count.
-  const m = /^(.*?)(?:x(\d+))?$/i.exec(state.gpu || "");
-  fill($("gpu"), [{ value: "", label: "none" }, ...gpus.map((g) => ({ value: g.name, label: `${g.name}` }))]);
-  const wanted = (m && m[1] || "").toLowerCase().replace(/[^a-z0-9]/g, "");
-  const g = gpus.find((x) => x.name.toLowerCase() === (m && m[1] || "").toLowerCase())
-    || gpus.find((x) => wanted && x.name.toLowerCase().replace(/[^a-z0-9]/g, "").startsWith(wanted));
-  $("gpu").value = g ? g.name : "";
-  $("gpus").value = m && m[2] ? m[2] : "1";
+  if (modelOption) {
+    $("model").value = modelOption.value;
+  } else {
+    // A name the list does not spell so (a Hub id, a tuned release, a typo): shown as asked.
+    $("model").prepend(h("option", { value: state.model }, state.model));
+    $("model").value = state.model;
+  }
+  // `gpu=h100x8`: a name (or a short one the CLI knows, `rtx4090`) and a count.
+  fill($("gpu"), [{ value: "", label: "none" }, ...gpus.map((g) => ({ value: g.name, label: g.name }))]);
+  const [gpu, count] = findGpu(gpus, state.gpu || "");
+  $("gpu").value = gpu;
+  $("gpus").value = String(count);
   fill($("dtype"), DTYPES.includes(state.dtype) ? DTYPES : [state.dtype, ...DTYPES], state.dtype);
   fill($("kv_dtype"), KV_DTYPES.includes(state.kv_dtype) ? KV_DTYPES : [state.kv_dtype, ...KV_DTYPES], state.kv_dtype);
   $("seq").max = String(SEQS.length - 1);
