@@ -18,6 +18,7 @@ Python 3 standard library only.
 
 import http.client
 import json
+import os
 import subprocess
 import sys
 import time
@@ -87,7 +88,9 @@ def main():
         if not line.startswith(prefix):
             sys.exit(f"unexpected first line on stderr: {line!r}")
         port = int(line[len(prefix):].rstrip("/"))
-        print(f"{binary} serve on port {port}; {n} requests per row, sequential")
+        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"{binary} serve on port {port}; {n} requests per row, sequential; "
+              f"load average {load} on {os.cpu_count()} CPUs")
         print(f"{'endpoint':50} {'connection':11} {'p50':>7} {'p90':>7} {'p99':>7} {'max':>7}  (ms)")
         failed = False
         for path in PATHS:
