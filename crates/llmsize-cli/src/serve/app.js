@@ -268,28 +268,38 @@ async function redraw() {
   const qf = query({ gpu, seq: state.seq, batch: state.batch, dtype: state.dtype, kv_dtype: state.kv_dtype });
   const qt = query({ gpu, seq: state.seq, batch: state.batch });
   $("cli").textContent = cliLine();
-  try {
-    const [p, m, f, t] = await Promise.all([api("params", qp), api("memory", qm), api("flops", qf),
-      api("train", qt).catch((e) => ({ error: e }))]);
-    if (mine !== generation) return;
-    $("error").hidden = true;
-    const pItems = showParams(p.json);
-    showMemory(m.json, m.no);
-    const fItems = showFlops(f.json);
-    if (t.error) $("train-table").replaceChildren(h("caption", {}, t.error.message)); else showTrain(t.json, t.no);
-    syncModel(p.json);
-    syncGpu(m.json);
-    await Promise.all([
-      chart($("params-chart"), "params", qp, () => barChart(pItems, "")),
-      chart($("memory-chart"), "memory", qm, () => stackChart(memoryItems(m.json),
-        m.json.gpu ? m.json.gpu.memory_bytes : null,
-        m.json.gpu ? `${m.json.gpu.name}: ${human(m.json.gpu.memory_bytes, "B")}` : "")),
-      chart($("flops-chart"), "flops", qf, () => barChart(fItems, "")),
-    ]);
-  } catch (e) {
-    if (mine !== generation) return;
-    $("error").textContent = e.message;
+  // Each section stands alone: a question one command cannot answer (a model too long for a
+  // setting) leaves the others shown, with the command line's message in its place.
+  const [p, m, f, t] = await Promise.allSettled([api("params", qp), api("memory", qm), api("flops", qf), api("train", qt)]);
+  if (mine !== generation) return;
+  const failed = (r, section) => {
+    const box = $(section).querySelector(".section-error") || $(section).appendChild(h("pre", { class: "section-error" }));
+    box.textContent = r.status === "rejected" ? r.reason.message : "";
+    box.hidden = r.status !== "rejected";
+    $(section).classList.toggle("failed", r.status === "rejected");
+    return r.status === "rejected";
+  };
+  if (p.status === "rejected") {
+    $("error").textContent = p.reason.message;
     $("error").hidden = false;
+  } else {
+    $("error").hidden = true;
+    const pItems = showParams(p.value.json);
+    syncModel(p.value.json);
+    const charts = [chart($("params-chart"), "params", qp, () => barChart(pItems, ""))];
+    if (!failed(m, "memory")) {
+      showMemory(m.value.json, m.value.no);
+      syncGpu(m.value.json);
+      const mj = m.value.json;
+      charts.push(chart($("memory-chart"), "memory", qm, () => stackChart(memoryItems(mj),
+        mj.gpu ? mj.gpu.memory_bytes : null, mj.gpu ? `${mj.gpu.name}: ${human(mj.gpu.memory_bytes, "B")}` : "")));
+    }
+    if (!failed(f, "flops")) {
+      const fItems = showFlops(f.value.json);
+      charts.push(chart($("flops-chart"), "flops", qf, () => barChart(fItems, "")));
+    }
+    if (!failed(t, "train")) showTrain(t.value.json, t.value.no);
+    await Promise.all(charts);
   }
   if (mine === generation) document.body.dataset.busy = "0";
 }
