@@ -29,6 +29,8 @@ use tungstenite::{Message, WebSocket};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 
+const GPT2_CONFIG: &str = r#"{"model_type": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12, "vocab_size": 50257, "n_positions": 1024}"#;
+
 /// Chromium with a fresh profile, no network of its own, and its `DevTools` port on
 /// 127.0.0.1; killed on drop.
 struct Browser {
@@ -261,6 +263,61 @@ fn the_page_in_a_real_browser() {
         components.sort();
         assert_eq!(bars, components);
     }
+
+    // Every count's formula, on a click (and on hover, as the row's title).
+    page.eval("document.querySelector('#params-table tr.item').click()");
+    assert_eq!(
+        page.eval(
+            "document.querySelector('#params-table tr.formula-row:not([hidden])').textContent"
+        ),
+        json!(format!(
+            "= {}",
+            report["formulas"]["token_embedding"].as_str().unwrap()
+        ))
+    );
+
+    // A pasted config.json is sized as the command line sizes it.
+    page.eval(&format!(
+        "document.getElementById('config').value = {}; document.getElementById('use-config').click()",
+        json!(GPT2_CONFIG)
+    ));
+    page.wait_for(
+        "document.body.dataset.busy === '0' && document.getElementById('params-total').textContent === '124,439,808'",
+    );
+    assert_eq!(
+        page.eval("new URLSearchParams(location.search).has('model')"),
+        json!(false),
+        "a pasted config is not in the address"
+    );
+
+    // "Does not fit" is shown as such; the command line's warnings are shown too.
+    page.open(&server.url("/?model=llama-2-70b&gpu=rtx4090&seq=512"));
+    assert!(
+        page.text("memory-verdict")
+            .starts_with("Does not fit on RTX-4090-24GB"),
+        "{}",
+        page.text("memory-verdict")
+    );
+    page.open(&server.url("/?model=bert-base-uncased&gpu=h100&seq=4096&batch=1"));
+    let cli = common::llmsize(&[
+        "train",
+        "bert-base-uncased",
+        "--gpu",
+        "h100",
+        "--seq-len",
+        "4096",
+        "--batch",
+        "1",
+        "--json",
+    ]);
+    let warning = cli.stderr.lines().next().unwrap();
+    assert!(warning.starts_with("warning: "), "{}", cli.stderr);
+    let shown =
+        page.eval("[...document.querySelectorAll('#warnings li')].map(li => li.textContent)");
+    assert!(
+        shown.as_array().unwrap().contains(&json!(warning)),
+        "{shown} lacks {warning}"
+    );
 
     // 2. Pick a model in the picker, move the context slider: the memory total is the
     // command line's for the same question.

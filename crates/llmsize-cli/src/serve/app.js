@@ -164,7 +164,11 @@ async function api(command, q) {
   const r = await fetch(`/api/${command}?${q}`, fetchOptions());
   const text = await r.text();
   if (!r.ok) throw new Error(text);
-  return { json: parseJson(text), no: r.headers.get("x-llmsize-outcome") === "no" };
+  // Warnings (stderr on the command line) come one per `X-Llmsize-Warning` header, which
+  // fetch joins with ", "; each is form-encoded, so a comma inside one is `%2C`.
+  const warned = r.headers.get("x-llmsize-warning");
+  const warnings = warned ? warned.split(", ").map((w) => new URLSearchParams("w=" + w).get("w")) : [];
+  return { json: parseJson(text), no: r.headers.get("x-llmsize-outcome") === "no", warnings };
 }
 
 // ---------- sections ----------
@@ -299,6 +303,9 @@ async function redraw() {
       charts.push(chart($("flops-chart"), "flops", qf, () => barChart(fItems, "")));
     }
     if (!failed(t, "train")) showTrain(t.value.json, t.value.no);
+    const warnings = [...new Set([p, m, f, t].flatMap((r) => (r.status === "fulfilled" ? r.value.warnings : [])))];
+    $("warnings").replaceChildren(...warnings.map((w) => h("li", {}, "warning: " + w)));
+    $("warnings").hidden = warnings.length === 0;
     await Promise.all(charts);
   }
   if (mine === generation) document.body.dataset.busy = "0";
