@@ -110,7 +110,11 @@ impl Browser {
         if let MaybeTlsStream::Plain(s) = socket.get_ref() {
             s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         }
-        Page { socket, next: 0 }
+        Page {
+            socket,
+            next: 0,
+            events: Vec::new(),
+        }
     }
 }
 
@@ -121,10 +125,11 @@ impl Drop for Browser {
     }
 }
 
-/// A page's `DevTools` session: commands by id, events ignored.
+/// A page's `DevTools` session: commands by id, and the events that arrived meanwhile.
 struct Page {
     socket: WebSocket<MaybeTlsStream<TcpStream>>,
     next: u64,
+    events: Vec<Value>,
 }
 
 impl Page {
@@ -141,6 +146,9 @@ impl Page {
             if reply["id"] == id {
                 assert!(reply["error"].is_null(), "{method}: {}", reply["error"]);
                 return reply["result"].clone();
+            }
+            if reply["id"].is_null() {
+                self.events.push(reply);
             }
         }
     }
@@ -231,7 +239,36 @@ fn the_page_in_a_real_browser() {
     );
 
     // 1. `/?model=llama-2-7b` alone: the exact total, and its chart once the page has run.
+    page.call("Network.enable", &json!({}));
     page.open(&server.url("/?model=llama-2-7b"));
+    // Every request the page made went to this server (or stayed in the browser).
+    let requests: Vec<String> = page
+        .events
+        .iter()
+        .filter(|e| e["method"] == "Network.requestWillBeSent")
+        .map(|e| e["params"]["request"]["url"].as_str().unwrap().to_owned())
+        .collect();
+    for path in [
+        "/?model=llama-2-7b",
+        "/app.js",
+        "/style.css",
+        "/api/presets",
+        "/api/params?model=llama-2-7b",
+    ] {
+        assert!(
+            requests.contains(&server.url(path)),
+            "{path} not in {requests:?}"
+        );
+    }
+    for url in &requests {
+        assert!(
+            url.starts_with(&server.url("/"))
+                || url.starts_with("blob:")
+                || url.starts_with("data:"),
+            "the page asked {url}"
+        );
+    }
+    page.call("Network.disable", &json!({}));
     assert_eq!(page.text("params-total"), "6,738,415,616");
     assert_eq!(page.text("model-name"), "Llama-2-7b-hf");
     assert_eq!(
