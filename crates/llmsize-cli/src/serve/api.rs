@@ -670,4 +670,27 @@ mod tests {
             assert_eq!(r.status, StatusCode::BAD_REQUEST, "{name}");
         }
     }
+
+    #[test]
+    fn a_header_is_written_under_its_own_name_only() {
+        let json = br#"{"__metadata__":{}}"#;
+        let mut body = (json.len() as u64).to_le_bytes().to_vec();
+        body.extend_from_slice(json);
+        for (name, kept) in [
+            ("..%2F..%2Fetc%2Fx.safetensors", "x.safetensors"),
+            ("C%3A%5Cm%5Cy.safetensors", "y.safetensors"),
+            (".hidden.safetensors", "model.safetensors"),
+            ("weights.bin", "model.safetensors"),
+            ("a%20b.safetensors", "a_b.safetensors"),
+        ] {
+            let dir = header_file(Some(&format!("name={name}&size=100")), &body).unwrap();
+            let files: Vec<_> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap())
+                .collect();
+            assert_eq!(files.len(), 1);
+            assert_eq!(files[0].file_name().to_str().unwrap(), kept, "{name}");
+            assert_eq!(files[0].metadata().unwrap().len(), 100);
+        }
+    }
 }
