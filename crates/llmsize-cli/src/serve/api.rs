@@ -43,8 +43,6 @@ struct Keys {
     models: bool,
 }
 
-const READ: [&str; 4] = ["set", "assume", "images", "image_tokens"];
-
 const PARAMS: Keys = Keys {
     values: &[
         "set", "assume", "head", "hidden", "layers", "vocab", "heads", "kv_heads", "ffn", "ctx",
@@ -56,10 +54,10 @@ const PARAMS: Keys = Keys {
 
 const MEMORY: Keys = Keys {
     values: &[
-        READ[0],
-        READ[1],
-        READ[2],
-        READ[3],
+        "set",
+        "assume",
+        "images",
+        "image_tokens",
         "dtype",
         "seq",
         "seq_len",
@@ -90,10 +88,10 @@ const MEMORY: Keys = Keys {
 
 const FLOPS: Keys = Keys {
     values: &[
-        READ[0],
-        READ[1],
-        READ[2],
-        READ[3],
+        "set",
+        "assume",
+        "images",
+        "image_tokens",
         "seq",
         "seq_len",
         "prompt",
@@ -113,10 +111,10 @@ const FLOPS: Keys = Keys {
 
 const TRAIN: Keys = Keys {
     values: &[
-        READ[0],
-        READ[1],
-        READ[2],
-        READ[3],
+        "set",
+        "assume",
+        "images",
+        "image_tokens",
         "seq",
         "seq_len",
         "batch",
