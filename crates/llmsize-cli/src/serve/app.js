@@ -10,12 +10,9 @@ const DTYPES = ["bf16", "fp16", "fp32", "fp8", "int8", "int4", "nf4", "gptq-4bit
 const KV_DTYPES = ["bf16", "fp16", "fp32", "fp8", "q8_0", "q4_0"];
 const DEFAULTS = { model: "llama-2-7b", gpu: "h100", seq: "4096", batch: "1", dtype: "bf16", kv_dtype: "bf16" };
 const URL_KEYS = ["model", "gpu", "seq", "batch", "dtype", "kv_dtype"];
-const COLORS = ["#3563d8", "#e08a2c", "#2f9e6b", "#9b59b6", "#d64545", "#1fa2b8", "#8c6d31", "#7f8c8d", "#c0398b", "#5d6dbe"];
 
 const $ = (id) => document.getElementById(id);
 const state = { ...DEFAULTS, config: null };
-// Whether the server draws charts itself (`format=svg`); learnt on the first try.
-const serverSvg = {};
 let generation = 0;
 
 // ---------- numbers ----------
@@ -56,14 +53,6 @@ function h(tag, attrs, ...children) {
   }
   return el;
 }
-const SVG = "http://www.w3.org/2000/svg";
-function s(tag, attrs, ...children) {
-  const el = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, v);
-  for (const c of children) el.append(c instanceof Node ? c : String(c));
-  return el;
-}
-
 // A table of items; each row with a formula shows it on hover (title) and below on click.
 function table(el, head, rows, sum) {
   el.replaceChildren(h("thead", {}, h("tr", {}, head.map((t, i) => h("th", { class: i ? "n" : "" }, t)))));
@@ -82,69 +71,27 @@ function table(el, head, rows, sum) {
   el.append(body);
 }
 
-// ---------- charts (drawn here until the server draws them: `format=svg`) ----------
+// ---------- charts ----------
 
-function barChart(items, unit) {
-  const width = 520, row = 24, left = 150, right = 90;
-  const max = Math.max(...items.map((i) => Number(i.value)), 1);
-  const svg = s("svg", { viewBox: `0 0 ${width} ${items.length * row + 8}`, role: "img" });
-  items.forEach((it, i) => {
-    const y = 4 + i * row, w = Math.max(1, (width - left - right) * Number(it.value) / max);
-    svg.append(s("text", { x: left - 8, y: y + 15, "text-anchor": "end", "font-size": 12, fill: "#1d2330" }, it.label));
-    const bar = s("rect", { x: left, y: y + 3, width: w.toFixed(1), height: row - 8, rx: 3, fill: COLORS[i % COLORS.length], "data-value": String(it.value) });
-    bar.append(s("title", {}, `${it.label}: ${exact(it.value)}${unit === "B" ? " B" : ""}`));
-    svg.append(bar);
-    svg.append(s("text", { x: left + w + 6, y: y + 15, "font-size": 12, fill: "#6a7385" }, human(it.value, unit)));
-  });
-  return svg;
-}
-
-function stackChart(items, capacity, capacityLabel) {
-  const width = 1000, left = 10, right = 10, top = 26, bar = 34;
-  const total = items.reduce((a, i) => a + Number(i.value), 0);
-  const scale = (width - left - right) / Math.max(total, Number(capacity || 0), 1);
-  const svg = s("svg", { viewBox: `0 0 ${width} ${top + bar + 46}`, role: "img" });
-  if (capacity) {
-    svg.append(s("rect", { x: left, y: top, width: (Number(capacity) * scale).toFixed(1), height: bar, fill: "#eef1f6" }));
+// Every chart is the server's (`/api/<cmd>?…&format=svg`: the same SVG as `llmsize <cmd>
+// --format svg`), placed inline so its texts, the exact numbers, are part of the page.
+// One drawing code, in the binary: the page draws nothing of its own.
+async function chart(el, command, query) {
+  try {
+    const r = await fetch(`/api/${command}?${query}&format=svg`, fetchOptions());
+    const text = await r.text();
+    if (!r.ok) {
+      el.replaceChildren(h("p", { class: "error" }, text));
+      return;
+    }
+    const svg = new DOMParser().parseFromString(text, "image/svg+xml").documentElement;
+    if (svg.nodeName !== "svg") throw new Error("not an SVG");
+    svg.removeAttribute("width");
+    svg.removeAttribute("height");
+    el.replaceChildren(document.importNode(svg, true));
+  } catch (e) {
+    el.replaceChildren(h("p", { class: "error" }, `The chart could not be drawn: ${e.message}`));
   }
-  let x = left;
-  items.forEach((it, i) => {
-    const w = Number(it.value) * scale;
-    const rect = s("rect", { x: x.toFixed(1), y: top, width: Math.max(w, 0).toFixed(1), height: bar, fill: COLORS[i % COLORS.length], "data-value": String(it.value) });
-    rect.append(s("title", {}, `${it.label}: ${bytes(it.value)}`));
-    svg.append(rect);
-    x += w;
-  });
-  if (capacity) {
-    const cx = left + Number(capacity) * scale;
-    svg.append(s("line", { x1: cx, x2: cx, y1: top - 10, y2: top + bar + 8, stroke: "#1d2330", "stroke-width": 2, "stroke-dasharray": "4 3" }));
-    svg.append(s("text", { x: Math.min(cx, width - 4), y: top - 13, "text-anchor": "end", "font-size": 13, fill: "#1d2330" }, capacityLabel));
-  }
-  let lx = left;
-  items.forEach((it, i) => {
-    svg.append(s("rect", { x: lx, y: top + bar + 22, width: 11, height: 11, rx: 2, fill: COLORS[i % COLORS.length] }));
-    const t = s("text", { x: lx + 16, y: top + bar + 32, "font-size": 13, fill: "#1d2330" }, `${it.label} ${human(it.value, "B")}`);
-    svg.append(t);
-    lx += 30 + 8 * (`${it.label} ${human(it.value, "B")}`).length;
-  });
-  return svg;
-}
-
-// The server's chart when it draws one (`/api/<cmd>?…&format=svg`), else ours.
-async function chart(el, command, query, draw) {
-  if (serverSvg[command] !== false) {
-    const url = `/api/${command}?${query}&format=svg`;
-    try {
-      const r = await fetch(url, fetchOptions());
-      if (r.ok && (r.headers.get("content-type") || "").startsWith("image/svg+xml")) {
-        serverSvg[command] = true;
-        el.replaceChildren(h("img", { src: URL.createObjectURL(await r.blob()), alt: el.getAttribute("aria-label") }));
-        return;
-      }
-    } catch (e) { /* fall back to drawing it here */ }
-    serverSvg[command] = false;
-  }
-  el.replaceChildren(draw());
 }
 
 // ---------- the API ----------
@@ -183,19 +130,6 @@ function showParams(p) {
   table($("params-table"), ["Component", "Parameters", "Share"],
     items.map((i) => ({ cells: [i.label, exact(i.value), (100 * Number(i.value) / total).toFixed(1) + "%"], formula: i.formula })),
     ["Total", exact(p.total), "100%"]);
-  return items;
-}
-
-function memoryItems(m) {
-  const items = [
-    { label: "Weights", value: m.weights_bytes_per_gpu },
-    { label: "KV cache", value: m.kv_cache_bytes_per_gpu },
-    { label: "Activations", value: m.activation_bytes },
-    { label: "Overhead", value: m.overhead_bytes },
-  ];
-  if (Number(m.state_bytes)) items.push({ label: "State", value: m.state_bytes });
-  const rest = Number(m.per_gpu_bytes) - items.reduce((a, i) => a + Number(i.value), 0);
-  if (rest > 0) items.push({ label: "Other", value: rest });
   return items;
 }
 
@@ -288,19 +222,17 @@ async function redraw() {
     $("error").hidden = false;
   } else {
     $("error").hidden = true;
-    const pItems = showParams(p.value.json);
+    showParams(p.value.json);
     syncModel(p.value.json);
-    const charts = [chart($("params-chart"), "params", qp, () => barChart(pItems, ""))];
+    const charts = [chart($("params-chart"), "params", qp)];
     if (!failed(m, "memory")) {
       showMemory(m.value.json, m.value.no);
       syncGpu(m.value.json);
-      const mj = m.value.json;
-      charts.push(chart($("memory-chart"), "memory", qm, () => stackChart(memoryItems(mj),
-        mj.gpu ? mj.gpu.memory_bytes : null, mj.gpu ? `${mj.gpu.name}: ${human(mj.gpu.memory_bytes, "B")}` : "")));
+      charts.push(chart($("memory-chart"), "memory", qm));
     }
     if (!failed(f, "flops")) {
-      const fItems = showFlops(f.value.json);
-      charts.push(chart($("flops-chart"), "flops", qf, () => barChart(fItems, "")));
+      showFlops(f.value.json);
+      charts.push(chart($("flops-chart"), "flops", qf));
     }
     if (!failed(t, "train")) showTrain(t.value.json, t.value.no);
     const warnings = [...new Set([p, m, f, t].flatMap((r) => (r.status === "fulfilled" ? r.value.warnings : [])))];
