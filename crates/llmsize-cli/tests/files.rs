@@ -105,13 +105,17 @@ fn a_split_gguf_is_every_shard_from_any_shard() {
     let d = json(&["inspect", "--json", &fx("gguf-split")]);
     assert_eq!(d["total"], TOTAL);
     let t = llmsize(&["inspect", &fx(SHARDS[1])]);
-    assert!(t.stdout.starts_with(
-        "tiny: GGUF, 3 file(s), 13.62 KiB (13.95 kB) (21 tensors)\n\
+    assert!(
+        t.stdout.starts_with(
+            "tiny: GGUF, 3 file(s), 13.62 KiB (13.95 kB) (21 tensors)\n\
          files  path                      why\n\
          used   tiny-00001-of-00003.gguf\n\
          used   tiny-00002-of-00003.gguf\n\
          used   tiny-00003-of-00003.gguf\n"
-    ), "{}", t.stdout);
+        ),
+        "{}",
+        t.stdout
+    );
 }
 
 #[test]

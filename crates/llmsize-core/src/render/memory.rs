@@ -158,7 +158,7 @@ pub fn doc(
     }
     doc.blank().heading("assumptions");
     for a in &r.assumptions {
-        doc.line(format!("  - {a}"));
+        doc.line(format!("  {a}"));
     }
     doc
 }
@@ -706,11 +706,11 @@ pub fn comparison_doc(models: &[(&str, &MemoryReport)], compact: bool) -> Doc {
     });
     doc.blank().heading("assumptions");
     for a in &common {
-        doc.line(format!("  - {a}"));
+        doc.line(format!("  {a}"));
     }
     for (name, r) in models {
         for a in r.assumptions.iter().filter(|a| !common.contains(a)) {
-            doc.line(format!("  - {name}: {a}"));
+            doc.line(format!("  {name}: {a}"));
         }
     }
     doc
