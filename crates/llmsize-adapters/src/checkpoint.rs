@@ -666,13 +666,18 @@ pub mod render {
         t
     }
 
-    /// A difference as `=` or `+N`/`-N`; CSV gets the number.
+    /// A difference as `=` or `+1,536`/`-1,536`; CSV gets the number.
     fn difference(got: u64, want: u64) -> Cell {
         let diff = i128::from(got) - i128::from(want);
         if diff == 0 {
             Cell::with_raw("=", Raw::Int(0)).tone(Tone::Good)
         } else {
-            Cell::with_raw(format!("{diff:+}"), Raw::Int(diff)).tone(Tone::Bad)
+            let sign = if diff < 0 { '-' } else { '+' };
+            Cell::with_raw(
+                format!("{sign}{}", thousands(got.abs_diff(want))),
+                Raw::Int(diff),
+            )
+            .tone(Tone::Bad)
         }
     }
 

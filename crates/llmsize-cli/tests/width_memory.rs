@@ -259,4 +259,11 @@ fn inspect_and_audit_fit_80_columns() {
     let r = at_80(&["audit", b]);
     assert_eq!(r.code, 1);
     assert!(r.stdout.contains("disagree"), "{}", r.stdout);
+    // One layer's attention too many in the config: 4 · (384² + 384) = 591,360.
+    let attention = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("attention "))
+        .unwrap();
+    assert!(attention.ends_with("-591,360"), "{attention}");
 }
