@@ -715,3 +715,34 @@ pub fn comparison_doc(models: &[(&str, &MemoryReport)], compact: bool) -> Doc {
     }
     doc
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unfolded_width_leaves_out_fold_columns_but_not_the_first() {
+        let mut t = Table::new(
+            "memory",
+            vec![
+                Column::left("item"),
+                Column::right("bytes"),
+                Column::fold("what"),
+            ],
+        );
+        t.push(vec![
+            Cell::text("KV cache"),
+            Cell::count(2_147_483_648),
+            Cell::text("a long explanation that may move under its row"),
+        ]);
+        let mut doc = Doc::new();
+        doc.title("a title longer than any table, which wraps on its own")
+            .table(t);
+        // `KV cache` (8) + 2 + `2,147,483,648` (13).
+        assert_eq!(unfolded_width(&doc), 23);
+        // The sizes of a narrow table: bytes alone, CSV's number either way.
+        assert_eq!(size(4_194_304, true).text, "4.00 MiB");
+        assert_eq!(size(4_194_304, false).text, "4.00 MiB (4.19 MB)");
+        assert_eq!(size(4_194_304, true).raw, Some(Raw::Int(4_194_304)));
+    }
+}
