@@ -226,11 +226,11 @@ impl FilesUsed {
         }
     }
 
-    /// `files used: …` and one `ignored: FILE (why)` line each, for a table.
+    /// One row per file read (a set of shards as one row) and per file not read, with why.
     #[must_use]
-    pub fn table(&self) -> String {
+    pub fn table(&self) -> llmsize_core::render::doc::Table {
         let used: Vec<&str> = self.used.iter().map(String::as_str).collect();
-        checkpoint::render::files_lines(&used, &self.ignored)
+        checkpoint::render::files(&used, &self.ignored)
     }
 }
 
@@ -1297,9 +1297,9 @@ pub struct InspectOutcome {
 }
 
 impl InspectOutcome {
-    /// The table.
+    /// The tables: files, tensors by component and by stored type, buffers, metadata.
     #[must_use]
-    pub fn table(&self) -> String {
+    pub fn table(&self) -> llmsize_core::render::doc::Doc {
         checkpoint::render::inspect(&self.name, &self.checkpoint, &self.summary)
     }
 
@@ -1335,9 +1335,9 @@ impl AuditOutcome {
         self.audit.agrees()
     }
 
-    /// The table.
+    /// The config against the files, component by component, and the verdict.
     #[must_use]
-    pub fn table(&self) -> String {
+    pub fn table(&self) -> llmsize_core::render::doc::Doc {
         checkpoint::render::audit(&self.name, &self.audit)
     }
 

@@ -1,6 +1,5 @@
 //! `llmsize inspect` and `llmsize audit`: weight files as a count, and against the config.
 
-use llmsize_core::render::doc::Doc;
 use llmsize_engine::{AuditRequest, InspectRequest};
 
 use super::{Env, Rendered, doc_text, hub};
@@ -20,9 +19,7 @@ pub(crate) fn inspect(args: &WeightsArgs, env: &Env) -> Result<Rendered, Failure
     let text = if format == Format::Json {
         outcome.to_json()?
     } else {
-        let mut doc = Doc::new();
-        doc.pre(outcome.table());
-        doc_text(&doc, format, env)
+        doc_text(&outcome.table(), format, env)
     };
     Ok(Rendered::new(text, Vec::new()))
 }
@@ -40,9 +37,7 @@ pub(crate) fn audit(args: &WeightsArgs, env: &Env) -> Result<Rendered, Failure> 
     let text = if format == Format::Json {
         outcome.to_json()?
     } else {
-        let mut doc = Doc::new();
-        doc.pre(outcome.table());
-        doc_text(&doc, format, env)
+        doc_text(&outcome.table(), format, env)
     };
     Ok(Rendered::new(text, Vec::new()).status(outcome.agrees()))
 }
