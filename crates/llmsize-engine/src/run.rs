@@ -1389,6 +1389,22 @@ pub(crate) fn audit(req: &AuditRequest, env: &HubEnv) -> Result<AuditOutcome, Er
 // ---------------------------------------------------------------------------------------
 // lists
 
+/// The MODEL to pass on for a Hub id that names a built-in preset: the preset's own id, or for
+/// a tuned release of one (`meta-llama/Llama-3.1-8B-Instruct`) the release's name, which the
+/// engine counts as its base. `None` when the id is no preset's. A server that reads no files
+/// a request names (`llmsize serve`) turns ids into names with it, so an id that is also a
+/// relative path is never read from its disk.
+#[must_use]
+pub fn preset_for_repo_id(id: &str) -> Option<String> {
+    if let Some(p) = llmsize_adapters::presets::find(id) {
+        return Some(p.id.to_owned());
+    }
+    let (_, repo) = id.split_once('/')?;
+    (llmsize_adapters::presets::find_tuned(id).is_some()
+        && llmsize_adapters::presets::find_tuned(repo).is_some())
+    .then(|| repo.to_owned())
+}
+
 /// The built-in presets with their sizes (`llmsize presets`).
 pub fn presets() -> Result<Vec<PresetJson>, Error> {
     PRESETS

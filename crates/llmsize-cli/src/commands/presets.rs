@@ -115,10 +115,9 @@ pub(crate) fn gpus(args: &PresetsArgs, env: &Env) -> Result<Rendered, Failure> {
                 format!("{:.1}", g.peak_16bit_flops / 1e12),
                 Raw::Float(g.peak_16bit_flops),
             ),
-            g.peak_fp8_flops.map_or_else(
-                || Cell::dash(),
-                |p| Cell::with_raw(format!("{:.0}", p / 1e12), Raw::Float(p)),
-            ),
+            g.peak_fp8_flops.map_or_else(Cell::dash, |p| {
+                Cell::with_raw(format!("{:.0}", p / 1e12), Raw::Float(p))
+            }),
             Cell::text(format!("memory: {}; {}", g.memory_source, g.source)),
         ]);
     }

@@ -340,14 +340,9 @@ pub(crate) fn check_model(name: &str) -> Result<String, Refusal> {
         if org.is_empty() || repo.is_empty() || repo.contains('/') {
             return Err(refuse());
         }
-        if let Some(p) = llmsize_adapters::presets::find(name) {
-            return Ok(p.id.to_owned());
-        }
         // `meta-llama/Llama-3.1-8B-Instruct`: a tuned release, named as the CLI names it.
-        if llmsize_adapters::presets::find_tuned(name).is_some()
-            && llmsize_adapters::presets::find_tuned(repo).is_some()
-        {
-            return Ok(repo.to_owned());
+        if let Some(preset) = llmsize_engine::preset_for_repo_id(name) {
+            return Ok(preset);
         }
         return Err(Refusal::bad(
             format!("`{name}` is not the Hub id of a built-in preset"),

@@ -59,10 +59,9 @@ fn rate_cell(x: f64) -> Cell {
 
 /// `$1.234` per million tokens, or `-` without a price; CSV gets the dollars.
 fn cost_cell(step: &StepEstimate) -> Cell {
-    step.cost_per_million.map_or_else(
-        Cell::dash,
-        |c| Cell::with_raw(format!("${c:.3}"), Raw::Float(c)),
-    )
+    step.cost_per_million.map_or_else(Cell::dash, |c| {
+        Cell::with_raw(format!("${c:.3}"), Raw::Float(c))
+    })
 }
 
 /// The fits verdict of a step: `yes` (good), `no` (bad) or `-` without a GPU's memory.
