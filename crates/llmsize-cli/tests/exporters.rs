@@ -192,3 +192,35 @@ fn svg_and_mermaid_pictures() {
     );
     assert_eq!(llmsize(&["memory", "gpt2", "--format", "mermaid"]).code, 2);
 }
+
+/// The README's pictures are the binary's own output, byte for byte (the charts are
+/// deterministic); `LLMSIZE_BLESS=1` rewrites them.
+#[test]
+fn readme_pictures_are_the_binarys_output() {
+    let docs = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+    let pictures: [(&str, &[&str]); 2] = [
+        ("gpt2-params.svg", &["params", "gpt2", "--format", "svg"]),
+        (
+            "llama-2-7b-kv-sweep.svg",
+            &[
+                "memory",
+                "llama-2-7b",
+                "--sweep",
+                "seq=1k,4k,16k,32k,64k",
+                "--gpu",
+                "rtx4090",
+                "--format",
+                "svg",
+            ],
+        ),
+    ];
+    for (file, args) in pictures {
+        let drawn = llmsize(args).stdout;
+        let path = docs.join(file);
+        if std::env::var_os("LLMSIZE_BLESS").is_some() {
+            std::fs::write(&path, &drawn).unwrap();
+        }
+        let kept = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(kept, drawn, "{file} is not `llmsize {}`", args.join(" "));
+    }
+}

@@ -121,7 +121,9 @@ fn readme_examples() -> Vec<Vec<String>> {
         let Some(rest) = line.strip_prefix("llmsize ").filter(|_| in_sh) else {
             continue;
         };
-        let command = rest.split(" #").next().unwrap().trim();
+        // The command without its comment and its redirection.
+        let command = rest.split(" #").next().unwrap();
+        let command = command.split(" >").next().unwrap().trim();
         let words: Vec<String> = command.split_whitespace().map(str::to_owned).collect();
         let needs_files = words.iter().any(|w| {
             w.contains("path/to")
@@ -132,11 +134,14 @@ fn readme_examples() -> Vec<Vec<String>> {
                 || w == "--json"
                 || w.contains(':')
         });
-        // A Hub id that is not a preset reads the reader's cache.
-        let hub_only = words
-            .first()
-            .is_some_and(|w| w == "inspect" || w == "audit");
-        if !needs_files && !hub_only {
+        // A Hub id that is not a preset reads the reader's cache; a server runs until stopped;
+        // pictures, Markdown, CSV and scripts are not terminal tables.
+        let not_a_table = words.first().is_some_and(|w| {
+            ["inspect", "audit", "serve", "completions", "man"].contains(&w.as_str())
+        }) || words
+            .windows(2)
+            .any(|w| w[0] == "--format" && w[1] != "table");
+        if !needs_files && !not_a_table {
             out.push(words);
         }
     }
