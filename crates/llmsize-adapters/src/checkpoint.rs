@@ -443,7 +443,7 @@ mod tests {
 pub mod render {
     use llmsize_core::Category;
     use llmsize_core::render::doc::{Cell, Column, Doc, Raw, Table, Tone};
-    use llmsize_core::units::{bytes_both, human_count, share, thousands};
+    use llmsize_core::units::{bytes_both, human_count, thousands};
 
     use super::{Audit, Checkpoint, Format, Ignored, Summary};
 
@@ -459,17 +459,6 @@ pub mod render {
     fn bpw_cell(bytes: u64, params: u64) -> Cell {
         let b = bpw(bytes, params);
         Cell::with_raw(format!("{b:.4}"), Raw::Float(b))
-    }
-
-    /// A share as text and as the fraction behind it.
-    fn share_cell(part: u64, whole: u64) -> Cell {
-        #[expect(clippy::cast_precision_loss, reason = "a share is a ratio for display")]
-        let fraction = if whole == 0 {
-            0.0
-        } else {
-            part as f64 / whole as f64
-        };
-        Cell::with_raw(share(part, whole), Raw::Float(fraction))
     }
 
     /// `inspect` as a document.
@@ -506,7 +495,7 @@ pub mod render {
                 t.push(vec![
                     Cell::text(cat.as_str()),
                     Cell::count(n),
-                    share_cell(n, s.total),
+                    Cell::share(n, s.total),
                     Cell::count(s.component_bytes.get(&cat).copied().unwrap_or(0)),
                 ]);
             }
@@ -514,7 +503,7 @@ pub mod render {
         t.push(vec![
             Cell::text("total").tone(Tone::Strong),
             Cell::count(s.total).tone(Tone::Strong),
-            share_cell(s.total, s.total).text_as(human_count(s.total)),
+            Cell::share(s.total, s.total).text_as(human_count(s.total)),
             Cell::count(s.param_bytes).tone(Tone::Strong),
         ]);
         doc.table(t);

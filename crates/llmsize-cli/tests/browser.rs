@@ -214,19 +214,6 @@ fn chromium() -> Option<PathBuf> {
     None
 }
 
-/// `1234567` → `1,234,567`, as the page writes exact numbers.
-fn commas(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 #[test]
 fn the_page_in_a_real_browser() {
     let Some(binary) = chromium() else { return };
@@ -393,7 +380,7 @@ fn the_page_in_a_real_browser() {
     let total = memory["total_bytes"].as_u64().unwrap();
     let shown = page.text("memory-total");
     assert!(
-        shown.starts_with(&format!("{} B (", commas(total))),
+        shown.starts_with(&format!("{} B (", llmsize_core::units::thousands(total))),
         "the page shows {shown}, the CLI {total}"
     );
     assert_eq!(
@@ -432,7 +419,10 @@ fn the_page_in_a_real_browser() {
         &json!({ "files": [path], "objectId": input["result"]["objectId"] }),
     );
     page.wait_for("document.getElementById('inspect-total')");
-    assert_eq!(page.text("inspect-total"), commas(server::TINY_PARAMS));
+    assert_eq!(
+        page.text("inspect-total"),
+        llmsize_core::units::thousands(server::TINY_PARAMS)
+    );
 
     // 3. A screenshot, kept as an artefact of the test run.
     let shot = page.call(

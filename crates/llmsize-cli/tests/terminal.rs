@@ -17,7 +17,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{llmsize, llmsize_env};
+use common::{assert_fits, at_width, exact_numbers, llmsize};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -31,32 +31,23 @@ fn fixture(rel: &str) -> String {
         .to_string()
 }
 
-/// Run with `COLUMNS=80`: a status of 0 or 1 (a "no" is an answer too) and no line wider
-/// than 80; then with `--wide` the rows are today's one-line rows: the same as a pipe
-/// without `COLUMNS`.
+/// Run with `COLUMNS=80`: an answer and no line wider than 80, every exact count of the
+/// one-line layout still there (folding moves words, it drops none); with `--wide` the rows
+/// are today's one-line rows, the same as a pipe without `COLUMNS`.
 fn fits_80(args: &[&str]) {
-    let narrow = llmsize_env(args, &[("COLUMNS", "80")]);
-    assert!(
-        narrow.code == 0 || narrow.code == 1,
-        "`llmsize {}` exited {}: {}",
-        args.join(" "),
-        narrow.code,
-        narrow.stderr
-    );
-    assert!(!narrow.stdout.trim().is_empty(), "{args:?} printed nothing");
-    for line in narrow.stdout.lines() {
+    let narrow = at_width(args, 80);
+    assert_fits(args, &narrow, 80);
+    let piped = llmsize(args);
+    for n in exact_numbers(&piped.stdout) {
         assert!(
-            line.chars().count() <= 80,
-            "`COLUMNS=80 llmsize {}`: a line of {} columns:\n{line}\n\n{}",
-            args.join(" "),
-            line.chars().count(),
+            narrow.stdout.contains(&n),
+            "{args:?}: {n} is missing at 80 columns:\n{}",
             narrow.stdout
         );
     }
     let mut wide_args = args.to_vec();
     wide_args.push("--wide");
-    let wide = llmsize_env(&wide_args, &[("COLUMNS", "80")]);
-    let piped = llmsize(args);
+    let wide = at_width(&wide_args, 80);
     assert_eq!(wide.stdout, piped.stdout, "--wide is not the piped output");
     assert_eq!(wide.code, narrow.code);
 }

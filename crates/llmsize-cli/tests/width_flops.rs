@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{Run, llmsize, llmsize_env};
+use common::{assert_fits, at_width, exact_numbers, llmsize};
 use serde_json::Value;
 
 /// The README's `flops` and `train` examples.
@@ -99,47 +99,14 @@ const EXAMPLES: [&[&str]; 10] = [
     ],
 ];
 
-/// Exit 0 (fits or no GPU asked) or 1 (a well-formed "does not fit"), never an error.
-fn answered(args: &[&str], r: &Run) {
-    assert!(
-        r.code == 0 || r.code == 1,
-        "{args:?}: exit {}: {}",
-        r.code,
-        r.stderr
-    );
-}
-
-/// The exact counts of a text: words of digits in groups of three (`6,738,415,616`).
-fn exact_numbers(text: &str) -> Vec<String> {
-    text.split(|c: char| !(c.is_ascii_digit() || c == ','))
-        .map(|w| w.trim_matches(','))
-        .filter(|w| {
-            w.contains(',')
-                && w.split(',').skip(1).all(|g| g.len() == 3)
-                && w.split(',').all(|g| !g.is_empty())
-        })
-        .map(str::to_owned)
-        .collect()
-}
-
 #[test]
 fn every_example_fits_80_columns_and_keeps_every_exact_number() {
     for args in EXAMPLES {
-        let narrow = llmsize_env(args, &[("COLUMNS", "80")]);
-        answered(args, &narrow);
-        assert!(!narrow.stdout.is_empty(), "{args:?}");
-        for line in narrow.stdout.lines() {
-            assert!(
-                line.chars().count() <= 80,
-                "{args:?}: {} columns: {line:?}\n{}",
-                line.chars().count(),
-                narrow.stdout
-            );
-        }
+        let narrow = at_width(args, 80);
+        assert_fits(args, &narrow, 80);
         // Folding moves words, it does not drop them: every exact count of the one-line
         // layout is in the fitted one.
         let wide = llmsize(args);
-        answered(args, &wide);
         let numbers = exact_numbers(&wide.stdout);
         assert!(!numbers.is_empty(), "{args:?}: {}", wide.stdout);
         for n in numbers {
@@ -149,22 +116,19 @@ fn every_example_fits_80_columns_and_keeps_every_exact_number() {
                 narrow.stdout
             );
         }
+        let mut with_wide = args.to_vec();
+        with_wide.push("--wide");
+        let wide_80 = at_width(&with_wide, 80);
+        assert_eq!(wide_80.stdout, wide.stdout, "{args:?}");
+        assert_eq!(wide_80.code, wide.code, "{args:?}");
     }
 }
 
 #[test]
-fn wide_is_one_line_per_row_whatever_columns_says() {
-    for args in EXAMPLES {
-        let plain = llmsize(args);
-        let mut with_wide = args.to_vec();
-        with_wide.push("--wide");
-        let wide = llmsize_env(&with_wide, &[("COLUMNS", "80")]);
-        assert_eq!(wide.stdout, plain.stdout, "{args:?}");
-        assert_eq!(wide.code, plain.code, "{args:?}");
-    }
-    // One line per row: the forward table's rows each hold the component, its exact FLOPs
-    // and its share on one line (Llama-2-7b at 2,048 tokens, causal: 2·b·s·W_attn =
-    // 2·1·2048·2,147,483,648 = 8,796,093,022,208 of 28,162,637,430,784 = 31.23%).
+fn wide_rows_are_one_line() {
+    // The forward table's rows each hold the component, its exact FLOPs and its share on one
+    // line (Llama-2-7b at 2,048 tokens, causal: 2·b·s·W_attn = 2·1·2048·2,147,483,648 =
+    // 8,796,093,022,208 of 28,162,637,430,784 = 31.23%).
     let r = llmsize(&["flops", "llama-2-7b", "--explain"]);
     let row = r
         .stdout
@@ -219,19 +183,6 @@ fn json(args: &[&str]) -> Value {
     a.push("--json");
     let r = llmsize(&a);
     serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout))
-}
-
-/// `1234567` → `1,234,567`, as the tables print exact counts.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[test]
@@ -368,7 +319,7 @@ fn flops_markdown_has_the_tables_columns() {
     assert!(
         md.contains(&format!(
             "| forward total | {} | 28.2 TFLOP |",
-            grouped(forward)
+            llmsize_core::units::thousands(forward)
         )),
         "{md}"
     );
@@ -423,7 +374,7 @@ fn train_csv_and_markdown_have_the_bytes_per_gpu() {
     assert!(
         md.contains(&format!(
             "| total per GPU | {} | 19.20 GiB |",
-            grouped(per_gpu)
+            llmsize_core::units::thousands(per_gpu)
         )),
         "{md}"
     );

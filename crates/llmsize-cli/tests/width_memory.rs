@@ -15,28 +15,14 @@ mod common;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::{Run, llmsize_env};
+use common::{Run, assert_fits, at_width, llmsize_env};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn at_80(args: &[&str]) -> Run {
-    llmsize_env(args, &[("COLUMNS", "80"), ("NO_COLOR", "1")])
-}
-
-/// Every line of stdout is at most 80 characters (not bytes: `×`, `·`, `–` are one each).
-fn assert_fits(args: &[&str], r: &Run) {
-    assert!(r.code == 0 || r.code == 1, "{args:?}: {}", r.stderr);
-    assert!(!r.stdout.is_empty(), "{args:?} printed nothing");
-    for line in r.stdout.lines() {
-        assert!(
-            line.chars().count() <= 80,
-            "{args:?}: a line of {} columns:\n{line}\n\n{}",
-            line.chars().count(),
-            r.stdout
-        );
-    }
+    at_width(args, 80)
 }
 
 /// A header-only weight file padded with zeros (sparse) to its real length.
@@ -156,7 +142,7 @@ fn memory_tables_fit_80_columns() {
         ],
     ];
     for args in cases {
-        assert_fits(args, &at_80(args));
+        assert_fits(args, &at_80(args), 80);
     }
 }
 
@@ -253,7 +239,7 @@ fn inspect_and_audit_fit_80_columns() {
         ["inspect", m],
         ["memory", m],
     ] {
-        assert_fits(&args, &at_80(&args));
+        assert_fits(&args, &at_80(&args), 80);
     }
     // The disagreement is still named, and still exits 1.
     let r = at_80(&["audit", b]);

@@ -64,6 +64,46 @@ pub(crate) fn llmsize(args: &[&str]) -> Run {
     llmsize_env(args, &[])
 }
 
+/// Run `llmsize` in a terminal of `width` columns (`COLUMNS`; no colour).
+pub(crate) fn at_width(args: &[&str], width: usize) -> Run {
+    llmsize_env(args, &[("COLUMNS", &width.to_string()), ("NO_COLOR", "1")])
+}
+
+/// An answer (exit 0, or 1 for a well-formed "no"), something printed, and no stdout line
+/// wider than `width` characters (not bytes: `×`, `·`, `–` are one each).
+pub(crate) fn assert_fits(args: &[&str], r: &Run, width: usize) {
+    assert!(
+        r.code == 0 || r.code == 1,
+        "`llmsize {}` exited {}: {}",
+        args.join(" "),
+        r.code,
+        r.stderr
+    );
+    assert!(!r.stdout.trim().is_empty(), "{args:?} printed nothing");
+    for line in r.stdout.lines() {
+        assert!(
+            line.chars().count() <= width,
+            "`COLUMNS={width} llmsize {}`: a line of {} columns:\n{line}\n\n{}",
+            args.join(" "),
+            line.chars().count(),
+            r.stdout
+        );
+    }
+}
+
+/// The exact counts of a text: words of digits in groups of three (`6,738,415,616`).
+pub(crate) fn exact_numbers(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_ascii_digit() || c == ','))
+        .map(|w| w.trim_matches(','))
+        .filter(|w| {
+            w.contains(',')
+                && w.split(',').skip(1).all(|g| g.len() == 3)
+                && w.split(',').all(|g| !g.is_empty())
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
 impl Run {
     /// The run as uv's snapshots show it: status, exit code, stdout and stderr together, so a
     /// snapshot pins what a user sees and how the program ends.

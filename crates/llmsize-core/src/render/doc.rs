@@ -111,6 +111,21 @@ impl Cell {
         Cell::text(thousands_u128(n)).raw(raw)
     }
 
+    /// A share of a whole (`30.06%`), with the fraction behind it for CSV. Any size: a share
+    /// of a FLOP count past 2⁶⁴ is scaled into 64 bits first, which a share never notices.
+    #[must_use]
+    pub fn share(part: impl Into<u128>, whole: impl Into<u128>) -> Self {
+        let (part, whole) = (part.into(), whole.into());
+        let shift = (128 - whole.leading_zeros()).saturating_sub(60);
+        let (p, w) = (
+            u64::try_from(part >> shift).unwrap_or(u64::MAX),
+            u64::try_from(whole >> shift).unwrap_or(u64::MAX),
+        );
+        #[expect(clippy::cast_precision_loss, reason = "a share is a ratio for display")]
+        let fraction = if w == 0 { 0.0 } else { p as f64 / w as f64 };
+        Cell::with_raw(crate::units::share(p, w), Raw::Float(fraction))
+    }
+
     /// Bytes in a scaled binary unit (`512 B`, `4.00 MiB`, `12.55 GiB`); CSV gets the bytes.
     #[must_use]
     pub fn bytes(n: u64) -> Self {

@@ -6,21 +6,7 @@
 use super::doc::{Cell, Column, Doc, Raw, Table, TextOptions, Tone};
 use crate::flops::{AttentionConvention, FlopsLine, FlopsReport};
 use crate::speed::{SpeedReport, StepEstimate};
-use crate::units::{bytes_both, human_flops, human_seconds, share, thousands, thousands_u128};
-
-/// A share of a `u128` total as text (`30.06%`) and as the fraction behind it.
-fn share_cell(part: u128, whole: u128) -> Cell {
-    // Scale both down into u64 range first: a share needs no more than 60 bits.
-    let shift = 128 - whole.leading_zeros().min(128);
-    let s = shift.saturating_sub(60);
-    let (p, w) = (
-        u64::try_from(part >> s).unwrap_or(u64::MAX),
-        u64::try_from(whole >> s).unwrap_or(u64::MAX),
-    );
-    #[expect(clippy::cast_precision_loss, reason = "a share is a ratio for display")]
-    let fraction = if w == 0 { 0.0 } else { p as f64 / w as f64 };
-    Cell::with_raw(share(p, w), Raw::Float(fraction))
-}
+use crate::units::{bytes_both, human_flops, human_seconds, thousands, thousands_u128};
 
 /// FLOPs in words (`28.2 TFLOP`) with the exact count behind them for CSV.
 fn flops_cell(n: u128) -> Cell {
@@ -117,7 +103,7 @@ fn components(name: &str, lines: &[FlopsLine], total: u128, label: &str, explain
         let mut row = vec![
             Cell::text(l.key),
             Cell::count_u128(l.flops),
-            share_cell(l.flops, total),
+            Cell::share(l.flops, total),
         ];
         if explain {
             row.push(Cell::text(l.formula.clone()).tone(Tone::Dim));
@@ -127,7 +113,7 @@ fn components(name: &str, lines: &[FlopsLine], total: u128, label: &str, explain
     t.push(vec![
         Cell::text(label).tone(Tone::Strong),
         Cell::count_u128(total).tone(Tone::Strong),
-        share_cell(total, total).text_as(human_flops(total)),
+        Cell::share(total, total).text_as(human_flops(total)),
     ]);
     t
 }

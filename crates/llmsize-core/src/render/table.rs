@@ -6,23 +6,12 @@ use std::fmt::Write as _;
 use super::doc::{Cell, Column, Doc, Raw, Table, TextOptions, Tone};
 use crate::count::Category;
 use crate::report::ParamsReport;
-use crate::units::{human_count, relative, share};
+use crate::units::{human_count, relative};
 
 /// The table for one model as one line per row (a pipe, a file).
 #[must_use]
 pub fn render(report: &ParamsReport) -> String {
     doc(report).to_text(&TextOptions::default())
-}
-
-/// A share as text and as the fraction behind it.
-fn share_cell(part: u64, whole: u64) -> Cell {
-    #[expect(clippy::cast_precision_loss, reason = "a share is a ratio for display")]
-    let fraction = if whole == 0 {
-        0.0
-    } else {
-        part as f64 / whole as f64
-    };
-    Cell::with_raw(share(part, whole), Raw::Float(fraction))
 }
 
 /// An estimate against the exact count: `-31.75%`, and the fraction behind it.
@@ -76,7 +65,7 @@ pub fn doc(report: &ParamsReport) -> Doc {
         rows.push(vec![
             Cell::text(comp.category.as_str()),
             Cell::count(comp.count),
-            share_cell(comp.count, c.total),
+            Cell::share(comp.count, c.total),
             Cell::text(formula).tone(Tone::Dim),
         ]);
     }
@@ -89,7 +78,7 @@ pub fn doc(report: &ParamsReport) -> Doc {
         ]);
     }
     // The share column of a subtotal shows its size in words; CSV gets its share.
-    let sized = |n: u64| share_cell(n, c.total).text_as(human_count(n));
+    let sized = |n: u64| Cell::share(n, c.total).text_as(human_count(n));
     rows.push(vec![
         Cell::text("total").tone(Tone::Strong),
         Cell::count(c.total).tone(Tone::Strong),
