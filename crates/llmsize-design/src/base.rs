@@ -359,7 +359,7 @@ impl Base {
                     Origin::Like(n) => n.clone(),
                     Origin::Style(_) => MOE_PRESET.to_owned(),
                 };
-                let mut cmd = format!("llmsize params {name}");
+                let mut cmd = format!("llmsize params {}", shell_word(&name));
                 let mut changes = self.changes(shape);
                 // `--experts`, `--top-k`, which may differ from the named model's.
                 for key in [self.keys.experts, self.keys.top_k].into_iter().flatten() {
@@ -370,7 +370,7 @@ impl Base {
                 for (k, v) in changes {
                     // Only what differs from the named model's own config.
                     if self.original(&k) != Some(&v) {
-                        cmd.push_str(&format!(" --set {k}={v}"));
+                        cmd.push_str(&format!(" --set {}", shell_word(&format!("{k}={v}"))));
                     }
                 }
                 cmd
@@ -380,5 +380,17 @@ impl Base {
 
     fn original(&self, key: &str) -> Option<&Value> {
         self.original.get(key)
+    }
+}
+
+/// A word for a POSIX shell: as is when it is plain, else in single quotes.
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._/-=:+,".contains(&b))
+    {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
     }
 }
