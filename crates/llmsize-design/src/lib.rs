@@ -680,24 +680,27 @@ fn relaxations(
             *target,
         ));
     }
-    let _ = c.aspect;
-    if c.head_dims.is_some() {
+    let list = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+    if let Some(h) = &c.head_dims {
         tries.push((
-            "--head-dim".into(),
+            format!("--head-dim {}", list(h)),
             with(&|s| s.head_dims = vec![32, 64, 80, 96, 128, 256]),
             *target,
         ));
     }
-    if c.kv.is_some() {
+    if let Some(kv) = &c.kv {
         tries.push((
-            "--kv-heads/--gqa-group".into(),
+            match kv {
+                KvChoice::Heads(v) => format!("--kv-heads {}", list(v)),
+                KvChoice::Group(v) => format!("--gqa-group {}", list(v)),
+            },
             with(&|s| s.kv = KvChoice::Group(vec![1, 2, 4, 8])),
             *target,
         ));
     }
-    if c.align.is_some_and(|a| a > 1) {
+    if let Some(a) = c.align.filter(|a| *a > 1) {
         tries.push((
-            "--align".into(),
+            format!("--align {a}"),
             with(&|s| {
                 s.hidden.2 = 1;
                 s.ffn_align = 1;
@@ -705,9 +708,9 @@ fn relaxations(
             *target,
         ));
     }
-    if c.hidden.is_some() {
+    if let Some((a, b)) = c.hidden {
         tries.push((
-            "--hidden-range".into(),
+            format!("--hidden-range {a}..{b}"),
             with(&|s| {
                 s.hidden.0 = HIDDEN_RANGE.0;
                 s.hidden.1 = HIDDEN_RANGE.1;

@@ -208,19 +208,13 @@ pub(crate) fn request(args: &DesignCmdArgs) -> DesignRequest {
     } else {
         None
     };
-    let style_head_dim = match (&args.like, args.style) {
-        (None, Some(DesignStyle::Gpt)) => None,
-        _ => None,
-    };
     DesignRequest {
         base,
         goal,
         tolerance: args.tolerance,
         constraints: DesignConstraints {
             vocab: args.vocab,
-            head_dims: (!args.head_dim.is_empty())
-                .then(|| args.head_dim.clone())
-                .or(style_head_dim),
+            head_dims: (!args.head_dim.is_empty()).then(|| args.head_dim.clone()),
             kv,
             ffn: args
                 .ffn_rule
@@ -255,7 +249,8 @@ pub(crate) fn run(args: &DesignCmdArgs, env: &Env) -> Result<Rendered, Failure> 
         doc_text(&doc(&outcome, args), format, env)
     };
     let mut warnings = outcome.warnings.clone();
-    if !found {
+    if !found && format == Format::Json {
+        // The table says it on stdout; JSON readers get it on stderr.
         warnings.push(no_shape_message(&outcome));
     }
     Ok(Rendered::new(text, warnings).status(found))
@@ -263,7 +258,17 @@ pub(crate) fn run(args: &DesignCmdArgs, env: &Env) -> Result<Rendered, Failure> 
 
 fn no_shape_message(outcome: &DesignOutcome) -> String {
     let r = &outcome.result;
-    if r.relax.is_empty() {
+    if r.evaluated == 0 {
+        format!(
+            "no hidden size meets the head width, KV heads and parallelism constraints \
+             together; relax {}",
+            if r.relax.is_empty() {
+                "them".to_owned()
+            } else {
+                r.relax.join(" or ")
+            }
+        )
+    } else if r.relax.is_empty() {
         format!(
             "no shape of the {} evaluated meets the target; no single constraint's removal \
              helps: widen --hidden-range/--layers-range or the tolerance",
