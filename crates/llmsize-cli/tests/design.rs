@@ -34,7 +34,7 @@ mod tests {
         let mut any = false;
         for c in cmd.chars() {
             match (quoted, c) {
-                (false, '\'') | (true, '\'') => {
+                (_, '\'') => {
                     quoted = !quoted;
                     any = true;
                 }

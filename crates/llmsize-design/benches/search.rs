@@ -50,11 +50,11 @@ fn bench(c: &mut Criterion) {
         .build()
         .expect("pool");
     group.bench_function("one core", |b| {
-        b.iter(|| one.install(|| search(&space, &forms.total, &target, &pref, 10)));
+        b.iter(|| one.install(|| search(&space, &forms.total, &target, pref, 10)));
     });
     group.bench_function(
         format!("all cores ({})", rayon::current_num_threads()),
-        |b| b.iter(|| search(&space, &forms.total, &target, &pref, 10)),
+        |b| b.iter(|| search(&space, &forms.total, &target, pref, 10)),
     );
     group.finish();
 }

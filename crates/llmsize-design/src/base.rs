@@ -135,6 +135,11 @@ impl Base {
     /// The base of a real model's parsed `config.json`: its size keys found by the names the
     /// `transformers` configuration classes use.
     pub fn like(name: &str, config: Map<String, Value>) -> Result<Self, DesignError> {
+        const HIDDEN: &[&str] = &["hidden_size", "n_embd", "d_model"];
+        const LAYERS: &[&str] = &["num_hidden_layers", "n_layer", "num_layers"];
+        const HEADS: &[&str] = &["num_attention_heads", "n_head"];
+        const VOCAB: &[&str] = &["vocab_size"];
+        const EXPERTS: &[&str] = &["num_local_experts", "num_experts", "n_routed_experts"];
         let missing = |what: &str, names: &[&str]| DesignError::Unsupported {
             model: name.to_owned(),
             reason: format!(
@@ -146,11 +151,6 @@ impl Base {
                     .join(", ")
             ),
         };
-        const HIDDEN: &[&str] = &["hidden_size", "n_embd", "d_model"];
-        const LAYERS: &[&str] = &["num_hidden_layers", "n_layer", "num_layers"];
-        const HEADS: &[&str] = &["num_attention_heads", "n_head"];
-        const VOCAB: &[&str] = &["vocab_size"];
-        const EXPERTS: &[&str] = &["num_local_experts", "num_experts", "n_routed_experts"];
         let hidden = first_key(&config, HIDDEN).ok_or_else(|| missing("hidden size", HIDDEN))?;
         let layers = first_key(&config, LAYERS).ok_or_else(|| missing("layer count", LAYERS))?;
         let heads = first_key(&config, HEADS).ok_or_else(|| missing("head count", HEADS))?;
@@ -370,7 +370,8 @@ impl Base {
                 for (k, v) in changes {
                     // Only what differs from the named model's own config.
                     if self.original(&k) != Some(&v) {
-                        cmd.push_str(&format!(" --set {}", shell_word(&format!("{k}={v}"))));
+                        cmd.push_str(" --set ");
+                        cmd.push_str(&shell_word(&format!("{k}={v}")));
                     }
                 }
                 cmd

@@ -228,7 +228,7 @@ pub fn parse_count(s: &str) -> Result<(u64, u64), String> {
     reason = "checked range"
 )]
 fn to_u64(x: f64) -> u64 {
-    if x.is_finite() && x >= 0.0 && x < 1.8e19 {
+    if (0.0..1.8e19).contains(&x) {
         x.round() as u64
     } else {
         u64::MAX
@@ -274,7 +274,7 @@ fn space_of(req: &Request) -> Result<search::Space, DesignError> {
         .head_dims
         .clone()
         .unwrap_or_else(|| vec![base.shape.head_dim]);
-    if head_dims.iter().any(|h| *h == 0) {
+    if head_dims.contains(&0) {
         return Err(invalid("--head-dim", "must be at least 1".into()));
     }
     let kv = c.kv.clone().unwrap_or_else(|| {
@@ -588,12 +588,12 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
         Goal::Memory { .. } => 4000,
         _ => req.top,
     };
-    let found = search::search(&space, &form, &target, &pref, keep);
+    let found = search::search(&space, &form, &target, pref, keep);
     let mut candidates = Vec::new();
     if let Goal::Memory { bytes, .. } = req.goal {
         // The largest first (by the estimate), measured exactly until enough fit.
         let mut hits = found.hits.clone();
-        hits.sort_by(|a, b| b.value.cmp(&a.value));
+        hits.sort_by_key(|h| std::cmp::Reverse(h.value));
         let mut fits = Vec::new();
         for h in hits {
             let c = candidate(&base, &forms, &h.shape, req.ctx, &req.goal)?;
@@ -621,7 +621,7 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
         }
     }
     let relax = if candidates.is_empty() {
-        relaxations(req, &base, &space, &form, &target, &pref)
+        relaxations(req, &base, &space, &form, &target, pref)
     } else {
         Vec::new()
     };
@@ -658,7 +658,7 @@ fn relaxations(
     space: &search::Space,
     form: &form::Form,
     target: &search::Target,
-    pref: &search::Preference,
+    pref: search::Preference,
 ) -> Vec<String> {
     let c = &req.constraints;
     let mut tries: Vec<(String, search::Space, search::Target)> = Vec::new();

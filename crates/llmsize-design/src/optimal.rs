@@ -4,7 +4,7 @@
 //! "Chinchilla Scaling: A replication attempt"), beside the 20-tokens-per-parameter rule.
 //!
 //! L(N, D) = E + A/N^α + B/D^β, with C = 6·N·D. Minimising L on C = 6ND gives
-//! N_opt = G·(C/6)^(β/(α+β)), D_opt = (C/6)/N_opt, G = (αA/(βB))^(1/(α+β)).
+//! `N_opt = G·(C/6)^(β/(α+β))`, `D_opt = (C/6)/N_opt`, `G = (αA/(βB))^(1/(α+β))`.
 //! The 20-tokens rule: D = 20N, so C = 120N², N = √(C/120).
 
 /// One fit of the parametric loss.
@@ -88,7 +88,7 @@ impl Fit {
         self.e + self.a / n.powf(self.alpha) + self.b / d.powf(self.beta)
     }
 
-    /// N_opt and D_opt for C FLOPs.
+    /// `N_opt` and `D_opt` for C FLOPs.
     #[must_use]
     pub fn optimum(&self, c: f64) -> (f64, f64) {
         let s = self.alpha + self.beta;

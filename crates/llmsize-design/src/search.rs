@@ -325,13 +325,7 @@ fn keep_best(mut hits: Vec<Hit>, k: usize) -> Vec<Hit> {
 
 /// Search the space for shapes whose `form` value meets `target`; keep the best `keep`.
 #[must_use]
-pub fn search(
-    space: &Space,
-    form: &Form,
-    target: &Target,
-    pref: &Preference,
-    keep: usize,
-) -> Found {
+pub fn search(space: &Space, form: &Form, target: &Target, pref: Preference, keep: usize) -> Found {
     let outer = outer(space);
     let (l_lo, l_hi) = space.layers;
     let pp = space.pp.max(1);

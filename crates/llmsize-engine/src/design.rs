@@ -180,7 +180,12 @@ fn from_design(e: DesignError) -> Error {
 /// `Meta-Llama-3-8B`, `mixtral-8x7b` for `Mixtral-8x7B-v0.1`): its id starts or ends with the
 /// name on `-` boundaries. `None` when the name is a preset already, a path, or ambiguous.
 fn short_preset(name: &str) -> Option<&'static presets::Preset> {
-    if presets::find(name).is_some() || name.contains(['/', '\\', '{']) || name.ends_with(".json") {
+    if presets::find(name).is_some()
+        || name.contains(['/', '\\', '{'])
+        || std::path::Path::new(name)
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+    {
         return None;
     }
     let want = name.trim().to_ascii_lowercase().replace('_', "-");

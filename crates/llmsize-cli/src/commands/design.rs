@@ -446,7 +446,7 @@ fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
 
 /// `5.88e23`.
 fn sci(x: f64) -> String {
-    format!("{x:.3e}").replace("e", "e+").replace("e+-", "e-")
+    format!("{x:.3e}").replace('e', "e+").replace("e+-", "e-")
 }
 
 fn thousands(n: u64) -> String {
