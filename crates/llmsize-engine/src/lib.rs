@@ -38,7 +38,9 @@ pub use design::{
 };
 pub use error::{Error, ErrorKind};
 pub use hub::{DEFAULT_ENDPOINT, FetchProgress, HubEnv, ProgressSink, looks_like_repo_id};
-pub use llmsize_design::{Constraints as DesignConstraints, DesignStyle, Goal, Quantity};
+pub use llmsize_design::{
+    Constraints as DesignConstraints, DesignStyle, Goal, Quantity, parse_count as parse_param_count,
+};
 pub use request::{
     AuditRequest, CustomGpuFlags, Design, FLOPS_SEQ_LEN, FlopsRequest, HubOptions, InspectRequest,
     MEMORY_SEQ_LEN, MemoryRequest, OVERHEAD_MIB, ParamsRequest, RuntimeFlags, Sweep, SweepAxis,

@@ -39,7 +39,11 @@ fn decimal_ratio(s: &str) -> Option<(u64, u64)> {
     }
     let den = 10u64.pow(u32::try_from(frac.len()).ok()?);
     let num: u64 = format!("{int}{frac}").parse().ok()?;
-    let g = llmsize_design::search::gcd(num, den).max(1);
+    let (mut a, mut b) = (num, den);
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    let g = a.max(1);
     (num > 0 && num <= 1000 * den).then_some((num / g, den / g))
 }
 
@@ -93,7 +97,7 @@ fn ffn_rule(spec: FfnSpec, multiple_of: Option<u64>) -> FfnRule {
 }
 
 pub(crate) fn parse_params(s: &str) -> Result<(u64, u64), String> {
-    llmsize_design::parse_count(s)
+    llmsize_engine::parse_param_count(s)
 }
 
 /// `1e23`, `3.8e25`, `5.88e23`: FLOPs, from 1e12 to 1e32.
