@@ -644,9 +644,9 @@ pub(crate) struct DesignCmdArgs {
     /// The FFN rule's rounding [default: 256 swiglu and mult, 1 for 4d and ratio]
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=65536), help_heading = "Constraints")]
     pub(crate) multiple_of: Option<u64>,
-    /// Hidden size and FFN width multiples of this, e.g. 128
-    #[arg(long, default_value = "64", value_parser = clap::value_parser!(u64).range(1..=65536), help_heading = "Constraints")]
-    pub(crate) align: u64,
+    /// Hidden size and FFN width multiples of this, e.g. 128 [default: 64]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=65536), help_heading = "Constraints")]
+    pub(crate) align: Option<u64>,
     /// Tensor-parallel degree: heads, hidden size and FFN width divisible by it
     #[arg(long, default_value = "1", value_parser = clap::value_parser!(u64).range(1..=1024), help_heading = "Constraints")]
     pub(crate) tp: u64,

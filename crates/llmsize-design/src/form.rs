@@ -75,6 +75,47 @@ impl Form {
         v * (g0 * d + g1) + g2 * d + g3
     }
 
+    /// The form as people write it: `L·(2·d² + 2·d·w + 3·d·f + 2·d) + 2·V·d + d`, with
+    /// w = `kv_heads·head_dim`, h = `head_dim`, n = heads, k = `kv_heads`.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        fn sum(terms: &[(i128, &str)]) -> String {
+            let mut out = String::new();
+            for (c, m) in terms.iter().filter(|(c, _)| *c != 0) {
+                let (sign, a) = if *c < 0 { ("-", -c) } else { ("+", *c) };
+                if out.is_empty() {
+                    if sign == "-" {
+                        out.push('-');
+                    }
+                } else {
+                    out.push_str(&format!(" {sign} "));
+                }
+                match (a, m.is_empty()) {
+                    (_, true) => out.push_str(&a.to_string()),
+                    (1, false) => out.push_str(m),
+                    (_, false) => out.push_str(&format!("{a}·{m}")),
+                }
+            }
+            if out.is_empty() { "0".to_owned() } else { out }
+        }
+        let [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9] = self.layer;
+        let [g0, g1, g2, g3] = self.global;
+        let layer = sum(&[
+            (c0, "d²"),
+            (c1, "d·w"),
+            (c2, "d·f"),
+            (c3, "d"),
+            (c4, "w"),
+            (c5, "f"),
+            (c6, "h"),
+            (c7, "n"),
+            (c8, "k"),
+            (c9, ""),
+        ]);
+        let global = sum(&[(g0, "V·d"), (g1, "V"), (g2, "d"), (g3, "")]);
+        format!("L·({layer}) + {global}")
+    }
+
     /// The count of `s`.
     #[must_use]
     pub fn eval(&self, s: &Shape) -> i128 {

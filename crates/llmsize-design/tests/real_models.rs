@@ -108,6 +108,10 @@ fn llama_style_form_is_the_hand_written_one() {
     .expect("form");
     assert_eq!(forms.total.layer, [2, 2, 3, 2, 0, 0, 0, 0, 0, 0]);
     assert_eq!(forms.total.global, [2, 0, 1, 0]);
+    assert_eq!(
+        forms.total.describe(),
+        "L·(2·d² + 2·d·w + 3·d·f + 2·d) + 2·V·d + d"
+    );
     // Without the input table: V·d less.
     assert_eq!(forms.non_embedding.global, [1, 0, 1, 0]);
 }
@@ -169,4 +173,24 @@ fn ffn_rules_give_the_published_widths() {
         }
     );
     assert_eq!(qwen.ffn(3584), 18_944);
+}
+
+#[test]
+fn mixtral_form_counts_experts_and_router() {
+    // Per layer: attention as LLaMA's (2·d² + 2·d·w), 8 experts of 3·d·f, two RMSNorms 2·d
+    // and the router 8·d: 24·d·f + 10·d. Active: 2 of 8 experts, 6·d·f.
+    let forms = llmsize_design::form::measure(&like("Mixtral-8x7B-v0.1")).expect("form");
+    assert_eq!(forms.total.layer, [2, 2, 24, 10, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(forms.active.layer, [2, 2, 6, 10, 0, 0, 0, 0, 0, 0]);
+}
+
+#[test]
+fn a_model_with_a_fixed_projection_width_is_refused() {
+    // OPT-1.3B projects embeddings from `word_embed_proj_dim` = 2048 when the hidden size
+    // differs: not a closed form of the sizes the search varies.
+    let err = llmsize_design::form::measure(&like("opt-1.3b")).expect_err("refused");
+    assert!(
+        matches!(err, llmsize_design::DesignError::Unsupported { .. }),
+        "{err}"
+    );
 }

@@ -86,6 +86,8 @@ struct DesignWire<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     quantity: Option<&'static str>,
     rank_rule: &'a str,
+    /// The closed form of the total the search evaluated.
+    closed_form: String,
     space: Map<String, Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     compute_optimal: Option<Vec<OptimumWire>>,
@@ -128,6 +130,7 @@ impl DesignOutcome {
             target: r.target.map(|t| t.0),
             quantity: r.target.map(|t| quantity_name(t.1)),
             rank_rule: &r.rank_rule,
+            closed_form: r.forms.total.describe(),
             space: r
                 .space
                 .iter()

@@ -227,7 +227,7 @@ pub(crate) fn request(args: &DesignCmdArgs) -> DesignRequest {
                     // `--multiple-of` alone: the LLaMA rule with that rounding.
                     args.multiple_of.map(|m| ffn_rule(FfnSpec::Swiglu, Some(m)))
                 }),
-            align: Some(args.align),
+            align: args.align,
             tp: args.tp,
             pp: args.pp,
             aspect: args.aspect,
@@ -369,6 +369,11 @@ fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
     ]);
     doc.heading("Space searched (exhaustively)")
         .table(space)
+        .line(format!(
+            "total = {}, measured on the reader (w = kv·hd, h = hd, n = heads, k = kv); every \
+             candidate below re-counted by it",
+            r.forms.total.describe()
+        ))
         .blank();
     if r.candidates.is_empty() {
         doc.line(no_shape_message(outcome));
