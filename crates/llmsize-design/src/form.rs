@@ -88,12 +88,18 @@ impl Form {
                         out.push('-');
                     }
                 } else {
-                    out.push_str(&format!(" {sign} "));
+                    out.push(' ');
+                    out.push_str(sign);
+                    out.push(' ');
                 }
                 match (a, m.is_empty()) {
                     (_, true) => out.push_str(&a.to_string()),
                     (1, false) => out.push_str(m),
-                    (_, false) => out.push_str(&format!("{a}·{m}")),
+                    (_, false) => {
+                        out.push_str(&a.to_string());
+                        out.push('·');
+                        out.push_str(m);
+                    }
                 }
             }
             if out.is_empty() { "0".to_owned() } else { out }
