@@ -438,12 +438,12 @@ mod tests {
     }
 }
 
-/// Renderers of `inspect` and `audit` (pure: text and JSON values).
+/// Renderers of `inspect` and `audit` as documents (pure): tables of tensors by component
+/// and by stored type, the config against the files, and the files read.
 pub mod render {
-    use std::fmt::Write as _;
-
     use llmsize_core::Category;
-    use llmsize_core::units::{bytes_both, human_count, thousands};
+    use llmsize_core::render::doc::{Cell, Column, Doc, Raw, Table, Tone};
+    use llmsize_core::units::{bytes_both, human_count, share, thousands};
 
     use super::{Audit, Checkpoint, Format, Ignored, Summary};
 
@@ -455,110 +455,136 @@ pub mod render {
         bytes as f64 * 8.0 / params.max(1) as f64
     }
 
-    /// `inspect` as a table.
+    /// Bits per weight as text and the number behind it.
+    fn bpw_cell(bytes: u64, params: u64) -> Cell {
+        let b = bpw(bytes, params);
+        Cell::with_raw(format!("{b:.4}"), Raw::Float(b))
+    }
+
+    /// A share as text and as the fraction behind it.
+    fn share_cell(part: u64, whole: u64) -> Cell {
+        #[expect(clippy::cast_precision_loss, reason = "a share is a ratio for display")]
+        let fraction = if whole == 0 {
+            0.0
+        } else {
+            part as f64 / whole as f64
+        };
+        Cell::with_raw(share(part, whole), Raw::Float(fraction))
+    }
+
+    /// `inspect` as a document.
     #[must_use]
-    pub fn inspect(name: &str, c: &Checkpoint, s: &Summary) -> String {
-        let mut out = String::new();
+    pub fn inspect(name: &str, c: &Checkpoint, s: &Summary) -> Doc {
+        let mut doc = Doc::new();
         let kind = match c.format {
             Format::Safetensors => "SafeTensors",
             Format::Gguf => "GGUF",
         };
         let file_bytes: u64 = c.files.iter().map(|(_, l)| l).sum();
-        let _ = writeln!(
-            out,
+        doc.title(format!(
             "{name}: {kind}, {} file(s), {} ({} tensors)",
             c.files.len(),
             bytes_both(file_bytes),
             c.entries.len()
-        );
+        ));
         let used: Vec<&str> = c.files.iter().map(|(f, _)| f.as_str()).collect();
-        out.push_str(&files_lines(&used, &c.ignored));
-        if !c.file_problems.is_empty() {
-            out.push_str("the files disagree with their index:\n");
-            for p in &c.file_problems {
-                let _ = writeln!(out, "  {p}");
-            }
-        }
-        out.push('\n');
-        let mut rows = vec![vec![
-            "component".to_owned(),
-            "parameters".to_owned(),
-            "share".to_owned(),
-            "bytes".to_owned(),
-        ]];
+        doc.table(files(&used, &c.ignored));
+        file_problems(&mut doc, &c.file_problems);
+        doc.blank();
+        let mut t = Table::new(
+            "components",
+            vec![
+                Column::left("component"),
+                Column::right("parameters"),
+                Column::right("share"),
+                Column::right("bytes"),
+            ],
+        );
         for cat in Category::ALL {
             let n = s.components.get(&cat).copied().unwrap_or(0);
             if n > 0 {
-                rows.push(vec![
-                    cat.as_str().into(),
-                    thousands(n),
-                    llmsize_core::units::share(n, s.total),
-                    thousands(s.component_bytes.get(&cat).copied().unwrap_or(0)),
+                t.push(vec![
+                    Cell::text(cat.as_str()),
+                    Cell::count(n),
+                    share_cell(n, s.total),
+                    Cell::count(s.component_bytes.get(&cat).copied().unwrap_or(0)),
                 ]);
             }
         }
-        rows.push(vec![
-            "total".into(),
-            thousands(s.total),
-            human_count(s.total),
-            thousands(s.param_bytes),
+        t.push(vec![
+            Cell::text("total").tone(Tone::Strong),
+            Cell::count(s.total).tone(Tone::Strong),
+            share_cell(s.total, s.total).text_as(human_count(s.total)),
+            Cell::count(s.param_bytes).tone(Tone::Strong),
         ]);
-        out.push_str(&crate_columns(&rows));
-        out.push_str("\nby stored type\n");
-        let mut rows = vec![vec![
-            "dtype".to_owned(),
-            "parameters".to_owned(),
-            "bytes".to_owned(),
-            "bits/weight".to_owned(),
-        ]];
+        doc.table(t);
+        doc.blank().heading("by stored type");
+        let mut t = Table::new(
+            "dtypes",
+            vec![
+                Column::left("dtype"),
+                Column::right("parameters"),
+                Column::right("bytes"),
+                Column::right("bits/weight"),
+            ],
+        );
         for (d, (p, b)) in &s.by_dtype {
-            rows.push(vec![
-                d.clone(),
-                thousands(*p),
-                thousands(*b),
-                format!("{:.4}", bpw(*b, *p)),
+            t.push(vec![
+                Cell::text(d.clone()),
+                Cell::count(*p),
+                Cell::count(*b),
+                bpw_cell(*b, *p),
             ]);
         }
-        rows.push(vec![
-            "all".into(),
-            thousands(s.total),
-            thousands(s.param_bytes),
-            format!("{:.4}", bpw(s.param_bytes, s.total)),
+        t.push(vec![
+            Cell::text("all").tone(Tone::Strong),
+            Cell::count(s.total),
+            Cell::count(s.param_bytes),
+            bpw_cell(s.param_bytes, s.total),
         ]);
-        out.push_str(&crate_columns(&rows));
+        doc.table(t);
         if !s.buffers.is_empty() {
-            out.push_str("\nbuffers (saved, not parameters)\n");
-            for b in s.buffers.iter().take(LISTED) {
-                let _ = writeln!(
-                    out,
-                    "  {}  {} {:?}  {} elements",
-                    b.name,
-                    b.dtype,
-                    b.shape,
-                    thousands(b.params)
-                );
-            }
-        }
-        if s.buffers.len() > LISTED {
-            let _ = writeln!(
-                out,
-                "  … and {} more (`--json` lists them all)",
-                s.buffers.len() - LISTED
+            doc.blank().heading("buffers (saved, not parameters)");
+            let mut t = Table::new(
+                "buffers",
+                vec![
+                    Column::left("tensor"),
+                    Column::left("dtype"),
+                    Column::left("shape"),
+                    Column::right("elements"),
+                ],
             );
+            for b in s.buffers.iter().take(LISTED) {
+                t.push(vec![
+                    Cell::text(b.name.clone()),
+                    Cell::text(b.dtype),
+                    Cell::text(format!("{:?}", b.shape)),
+                    Cell::count(b.params),
+                ]);
+            }
+            doc.table(t);
+            more(&mut doc, s.buffers.len());
         }
         if !s.unknown.is_empty() {
-            out.push_str("\nunrecognised tensors (not counted)\n");
+            doc.blank().heading("unrecognised tensors (not counted)");
             // A table is read by a person: the first ones and how many more (`--json` lists all).
+            let mut t = Table::new(
+                "unrecognised",
+                vec![
+                    Column::left("tensor"),
+                    Column::left("dtype"),
+                    Column::left("shape"),
+                ],
+            );
             for u in s.unknown.iter().take(LISTED) {
-                let _ = writeln!(out, "  {}  {} {:?}", u.name, u.dtype, u.shape);
+                t.push(vec![
+                    Cell::text(u.name.clone()),
+                    Cell::text(u.dtype),
+                    Cell::text(format!("{:?}", u.shape)),
+                ]);
             }
-            if s.unknown.len() > LISTED {
-                let _ = writeln!(
-                    out,
-                    "  … and {} more (`--json` lists them all)",
-                    s.unknown.len() - LISTED
-                );
-            }
+            doc.table(t);
+            more(&mut doc, s.unknown.len());
         }
         let shown: Vec<&(String, String)> = c
             .metadata
@@ -577,125 +603,155 @@ pub mod render {
             })
             .collect();
         if !shown.is_empty() {
-            out.push_str("\nmetadata\n");
+            doc.blank().heading("metadata");
+            let mut t = Table::new("metadata", vec![Column::left("key"), Column::fold("value")]);
             for (k, v) in shown {
-                let _ = writeln!(out, "  {k} = {v}");
+                t.push(vec![Cell::text(k.clone()), Cell::text(v.clone())]);
+            }
+            doc.table(t);
+        }
+        doc
+    }
+
+    /// `… and N more` under a list cut at [`LISTED`].
+    fn more(doc: &mut Doc, n: usize) {
+        if n > LISTED {
+            doc.line(format!(
+                "  … and {} more (`--json` lists them all)",
+                n - LISTED
+            ));
+        }
+    }
+
+    /// What the files say against their index, when they disagree.
+    fn file_problems(doc: &mut Doc, problems: &[String]) {
+        if !problems.is_empty() {
+            doc.blank().heading("the files disagree with their index:");
+            for p in problems {
+                doc.line(format!("  {p}"));
             }
         }
-        out
     }
 
-    /// The files read and the ones beside them that were not: `used: …` and `ignored: … (why)`
-    /// (shards of one set run together as `first … last (N files)`).
+    /// The files read and the ones beside them that were not, one row each (shards of one
+    /// set run together as `first … last (N files)`).
     #[must_use]
-    pub fn files_lines(used: &[&str], ignored: &[Ignored]) -> String {
-        let mut out = String::new();
-        let used = match used {
-            [first, .., last] if used.len() > 4 => {
-                format!("{first} … {last} ({} files)", used.len())
-            }
-            some => some.join(", "),
-        };
-        let _ = writeln!(out, "files used: {used}");
-        for i in ignored {
-            let _ = writeln!(out, "ignored: {} ({})", i.file, i.why);
-        }
-        out
-    }
-
-    /// First column left-aligned, the others right-aligned.
-    fn crate_columns(rows: &[Vec<String>]) -> String {
-        let n = rows.iter().map(Vec::len).max().unwrap_or(0);
-        let right: Vec<bool> = (0..n).map(|i| i > 0).collect();
-        llmsize_core::render::columns(rows, &right)
-    }
-
-    /// `audit` as a table.
-    #[must_use]
-    pub fn audit(name: &str, a: &Audit) -> String {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "{name}: config-based count vs tensors in the weight files\n"
+    pub fn files(used: &[&str], ignored: &[Ignored]) -> Table {
+        let mut t = Table::new(
+            "files",
+            vec![
+                Column::left("files"),
+                Column::fold("path"),
+                Column::fold("why"),
+            ],
         );
-        let mut rows = vec![vec![
-            "component".to_owned(),
-            "config".to_owned(),
-            "tensors".to_owned(),
-            "difference".to_owned(),
-        ]];
+        match used {
+            [first, .., last] if used.len() > 4 => t.push(vec![
+                Cell::text("used"),
+                Cell::text(format!("{first} … {last} ({} files)", used.len())),
+            ]),
+            some => {
+                for f in some {
+                    t.push(vec![Cell::text("used"), Cell::text(*f)]);
+                }
+            }
+        }
+        for i in ignored {
+            t.push(vec![
+                Cell::text("ignored").tone(Tone::Dim),
+                Cell::text(i.file.clone()),
+                Cell::text(i.why.clone()),
+            ]);
+        }
+        t
+    }
+
+    /// A difference as `=` or `+1,536`/`-1,536`; CSV gets the number.
+    fn difference(got: u64, want: u64) -> Cell {
+        let diff = i128::from(got) - i128::from(want);
+        if diff == 0 {
+            Cell::with_raw("=", Raw::Int(0)).tone(Tone::Good)
+        } else {
+            let sign = if diff < 0 { '-' } else { '+' };
+            Cell::with_raw(
+                format!("{sign}{}", thousands(got.abs_diff(want))),
+                Raw::Int(diff),
+            )
+            .tone(Tone::Bad)
+        }
+    }
+
+    /// `audit` as a document.
+    #[must_use]
+    pub fn audit(name: &str, a: &Audit) -> Doc {
+        let mut doc = Doc::new();
+        doc.title(format!(
+            "{name}: config-based count vs tensors in the weight files"
+        ))
+        .blank();
+        let mut t = Table::new(
+            "audit",
+            vec![
+                Column::left("component"),
+                Column::right("config"),
+                Column::right("tensors"),
+                Column::right("difference"),
+            ],
+        );
         for cat in Category::ALL {
             let want = a.config.get(&cat).copied().unwrap_or(0);
             let got = a.summary.components.get(&cat).copied().unwrap_or(0);
             if want == 0 && got == 0 {
                 continue;
             }
-            let diff = i128::from(got) - i128::from(want);
-            rows.push(vec![
-                cat.as_str().into(),
-                thousands(want),
-                thousands(got),
-                if diff == 0 {
-                    "=".into()
-                } else {
-                    format!("{diff:+}")
-                },
+            t.push(vec![
+                Cell::text(cat.as_str()),
+                Cell::count(want),
+                Cell::count(got),
+                difference(got, want),
             ]);
         }
-        let diff = i128::from(a.summary.total) - i128::from(a.config_total);
-        rows.push(vec![
-            "total".into(),
-            thousands(a.config_total),
-            thousands(a.summary.total),
-            if diff == 0 {
-                "=".into()
-            } else {
-                format!("{diff:+}")
-            },
+        t.push(vec![
+            Cell::text("total").tone(Tone::Strong),
+            Cell::count(a.config_total).tone(Tone::Strong),
+            Cell::count(a.summary.total).tone(Tone::Strong),
+            difference(a.summary.total, a.config_total),
         ]);
-        out.push_str(&crate_columns(&rows));
+        doc.table(t);
         if !a.summary.buffers.is_empty() {
-            let _ = writeln!(
-                out,
-                "\nbuffers in the files, not parameters (not compared): {}",
+            doc.blank().line(format!(
+                "buffers in the files, not parameters (not compared): {}",
                 a.summary
                     .buffers
                     .iter()
                     .map(|b| format!("{} ({})", b.name, thousands(b.params)))
                     .collect::<Vec<_>>()
                     .join(", ")
-            );
+            ));
         }
         for d in &a.differences {
-            let _ = writeln!(out, "\n{}: {}", d.category.as_str(), d.explanation);
+            doc.blank()
+                .heading(format!("{}: {}", d.category.as_str(), d.explanation));
             for n in d.names.iter().take(12) {
-                let _ = writeln!(out, "  {n}");
+                doc.line(format!("  {n}"));
             }
             if d.names.len() > 12 {
-                let _ = writeln!(out, "  … and {} more", d.names.len() - 12);
+                doc.line(format!("  … and {} more", d.names.len() - 12));
             }
         }
-        if !a.file_problems.is_empty() {
-            out.push_str("\nthe files disagree with their index:\n");
-            for p in &a.file_problems {
-                let _ = writeln!(out, "  {p}");
-            }
-        }
+        file_problems(&mut doc, &a.file_problems);
         if !a.summary.unknown.is_empty() {
-            out.push_str("\nunrecognised tensors (not counted):\n");
+            doc.blank().heading("unrecognised tensors (not counted):");
             for u in &a.summary.unknown {
-                let _ = writeln!(out, "  {}", u.name);
+                doc.line(format!("  {}", u.name));
             }
         }
-        let _ = writeln!(
-            out,
-            "\n{}",
-            if a.agrees() {
-                "agree: every component matches"
-            } else {
-                "disagree: see the differences above"
-            }
-        );
-        out
+        doc.blank();
+        if a.agrees() {
+            doc.toned("agree: every component matches", Tone::Good);
+        } else {
+            doc.toned("disagree: see the differences above", Tone::Bad);
+        }
+        doc
     }
 }

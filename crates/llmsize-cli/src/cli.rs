@@ -716,6 +716,10 @@ pub(crate) enum Format {
     Markdown,
     /// CSV: one row per line item, plain numbers
     Csv,
+    /// An SVG chart of the report (params, memory, flops, train)
+    Svg,
+    /// A Mermaid flowchart of where the parameters go (params)
+    Mermaid,
 }
 
 /// How the output is written: the format, and whether tables fit the terminal.

@@ -28,6 +28,14 @@ pub(crate) enum Failure {
     Engine(llmsize_engine::Error),
     /// Writing the output failed (a closed pipe exits quietly: see `main`).
     Output(std::io::Error),
+    /// A picture that cannot be drawn: a format the command has none of, or a chart's limit.
+    Chart(String),
+}
+
+impl From<llmsize_charts::ChartError> for Failure {
+    fn from(e: llmsize_charts::ChartError) -> Self {
+        Failure::Chart(e.to_string())
+    }
 }
 
 impl From<llmsize_engine::Error> for Failure {

@@ -100,31 +100,41 @@ pub(crate) fn warn_all(warnings: &[String]) {
 
 /// `error: …`, one `caused by: …` per source not already quoted, then the `hint:`.
 pub(crate) fn print_error(failure: &Failure) {
+    if std::io::stderr().is_terminal() {
+        // Erase a progress line an error cut short.
+        eprint!("\r\x1b[2K");
+    }
+    eprint!("{}", error_text(failure));
+}
+
+/// The text [`print_error`] writes, for `llmsize serve` to answer a bad request with the very
+/// message the command line prints.
+pub(crate) fn error_text(failure: &Failure) -> String {
+    use std::fmt::Write as _;
     let (top, hint): (&dyn std::error::Error, Option<&str>) = match failure {
         Failure::Engine(e) => (e, e.hint()),
         Failure::Output(e) => (e, None),
+        Failure::Chart(m) => return format!("error: {m}\n"),
     };
     let mut previous = match failure {
         // `> /dev/full`, a full disk: say what was being written, not only the OS's words.
         Failure::Output(e) => format!("cannot write the output to stdout: {e}"),
         Failure::Engine(e) => e.to_string(),
+        Failure::Chart(m) => m.clone(),
     };
-    if std::io::stderr().is_terminal() {
-        // Erase a progress line an error cut short.
-        eprint!("\r\x1b[2K");
-    }
-    eprintln!("error: {previous}");
+    let mut out = format!("error: {previous}\n");
     let mut cause = top.source();
     while let Some(c) = cause {
         let text = c.to_string();
         // Typed errors often quote their source already; print each cause once.
         if !previous.ends_with(&text) {
-            eprintln!("  caused by: {text}");
+            let _ = writeln!(out, "  caused by: {text}");
             previous = text;
         }
         cause = c.source();
     }
     if let Some(h) = hint {
-        eprintln!("\nhint: {h}");
+        let _ = write!(out, "\nhint: {h}\n");
     }
+    out
 }

@@ -105,9 +105,17 @@ fn a_split_gguf_is_every_shard_from_any_shard() {
     let d = json(&["inspect", "--json", &fx("gguf-split")]);
     assert_eq!(d["total"], TOTAL);
     let t = llmsize(&["inspect", &fx(SHARDS[1])]);
-    assert!(t.stdout.starts_with(
-        "tiny: GGUF, 3 file(s), 13.62 KiB (13.95 kB) (21 tensors)\nfiles used: tiny-00001-of-00003.gguf, tiny-00002-of-00003.gguf, tiny-00003-of-00003.gguf\n"
-    ), "{}", t.stdout);
+    assert!(
+        t.stdout.starts_with(
+            "tiny: GGUF, 3 file(s), 13.62 KiB (13.95 kB) (21 tensors)\n\
+         files  path                      why\n\
+         used   tiny-00001-of-00003.gguf\n\
+         used   tiny-00002-of-00003.gguf\n\
+         used   tiny-00003-of-00003.gguf\n"
+        ),
+        "{}",
+        t.stdout
+    );
 }
 
 #[test]
@@ -190,8 +198,10 @@ fn hf_shards_beside_a_consolidated_checkpoint_are_read_once() {
     assert_eq!(m["files"]["ignored"][0]["file"], "consolidated.safetensors");
     let t = llmsize(&["memory", &fx("mistral")]);
     assert!(t.stdout.ends_with(
-        "files used: model-00001-of-00002.safetensors, model-00002-of-00002.safetensors\n\
-         ignored: consolidated.safetensors (Mistral's consolidated checkpoint, the same weights as the HF shards `model.safetensors.index.json` names, which are read)\n"
+        "files    path                              why\n\
+         used     model-00001-of-00002.safetensors\n\
+         used     model-00002-of-00002.safetensors\n\
+         ignored  consolidated.safetensors          Mistral's consolidated checkpoint, the same weights as the HF shards `model.safetensors.index.json` names, which are read\n"
     ), "{}", t.stdout);
 
     // Without the index, config.json still picks the HF shards.

@@ -433,3 +433,273 @@ fn snapshots() {
         insta::assert_snapshot!(name, r.stdout);
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Exporters: Markdown has the table's columns, CSV one row per line item with plain numbers.
+
+/// CSV records (quoted fields with commas and doubled quotes), enough for llmsize's output.
+fn csv_records(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .map(|line| {
+            let mut fields = vec![String::new()];
+            let mut quoted = false;
+            let mut chars = line.chars().peekable();
+            while let Some(c) = chars.next() {
+                match c {
+                    '"' if quoted && chars.peek() == Some(&'"') => {
+                        chars.next();
+                        fields.last_mut().unwrap().push('"');
+                    }
+                    '"' => quoted = !quoted,
+                    ',' if !quoted => fields.push(String::new()),
+                    c => fields.last_mut().unwrap().push(c),
+                }
+            }
+            fields
+        })
+        .collect()
+}
+
+/// A command's CSV: its header and its rows.
+struct Csv {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Csv {
+    fn of(args: &[&str]) -> Self {
+        let mut full = args.to_vec();
+        full.extend(["--format", "csv"]);
+        let r = llmsize(&full);
+        assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
+        let mut records = csv_records(&r.stdout);
+        let header = records.remove(0);
+        for row in &records {
+            assert_eq!(row.len(), header.len(), "{row:?} against {header:?}");
+        }
+        Csv {
+            header,
+            rows: records,
+        }
+    }
+
+    fn col(&self, name: &str) -> usize {
+        self.header
+            .iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("no column {name} in {:?}", self.header))
+    }
+
+    /// The rows of `section`.
+    fn section(&self, section: &str) -> Vec<&Vec<String>> {
+        self.rows.iter().filter(|r| r[0] == section).collect()
+    }
+
+    /// `column` of the row of `section` whose `key` column is `value`, as an integer.
+    fn int(&self, section: &str, key: &str, value: &str, column: &str) -> u64 {
+        let (k, c) = (self.col(key), self.col(column));
+        let row = self
+            .section(section)
+            .into_iter()
+            .find(|r| r[k] == value)
+            .unwrap_or_else(|| panic!("no {section} row with {key} = {value}"));
+        row[c]
+            .parse()
+            .unwrap_or_else(|_| panic!("{column} of {value} is {:?}", row[c]))
+    }
+}
+
+#[test]
+fn csv_memory_is_one_row_per_line_item_in_plain_bytes() {
+    let csv = Csv::of(&["memory", "llama-2-7b"]);
+    assert_eq!(csv.header, ["section", "item", "bytes", "GiB", "what"]);
+    let items: Vec<&str> = csv
+        .section("memory")
+        .iter()
+        .map(|r| r[1].as_str())
+        .collect();
+    assert_eq!(
+        items,
+        [
+            "weights",
+            "16-bit",
+            "KV cache",
+            "32 × decoder",
+            "activations",
+            "runtime overhead",
+            "total"
+        ]
+    );
+    // KV cache at 4,096 tokens in bf16: K and V · 32 layers · 4,096 wide · 4,096 tokens · 2 B.
+    assert_eq!(
+        csv.int("memory", "item", "KV cache", "bytes"),
+        2 * 32 * 4096 * 4096 * 2
+    );
+    assert_eq!(
+        csv.int("memory", "item", "KV cache", "bytes"),
+        2_147_483_648
+    );
+    // 6,738,415,616 parameters · 2 B.
+    let weights = csv.int("memory", "item", "weights", "bytes");
+    assert_eq!(weights, 6_738_415_616 * 2);
+    // The total is the sum of the top-level items, in plain bytes.
+    let sum: u64 = ["weights", "KV cache", "activations", "runtime overhead"]
+        .iter()
+        .map(|i| csv.int("memory", "item", i, "bytes"))
+        .sum();
+    assert_eq!(csv.int("memory", "item", "total", "bytes"), sum);
+    // The GiB column is the same bytes in GiB.
+    let row = &csv.section("memory")[2];
+    assert_eq!(row[csv.col("GiB")], "2");
+}
+
+#[test]
+fn csv_memory_sweep_placement_vllm_and_comparison() {
+    // A sweep: the swept length and the per-GPU KV cache as plain numbers, one row a point.
+    let csv = Csv::of(&[
+        "memory",
+        "llama-2-7b",
+        "--sweep",
+        "seq=1k,8k",
+        "--gpu",
+        "rtx4090",
+    ]);
+    assert_eq!(csv.section("sweep").len(), 2);
+    for tokens in [1024, 8192] {
+        assert_eq!(
+            csv.int(
+                "sweep",
+                "seq_len",
+                &tokens.to_string(),
+                "kv_cache_per_gpu_bytes"
+            ),
+            2 * 32 * 4096 * tokens * 2
+        );
+    }
+
+    // Placement over three GPUs: the devices' totals add up to the total line item.
+    let csv = Csv::of(&["memory", "Meta-Llama-3-8B", "--gpu", "rtx4090x3"]);
+    let devices: u64 = ["GPU 0", "GPU 1", "GPU 2"]
+        .iter()
+        .map(|d| csv.int("placement", "device", d, "total_bytes"))
+        .sum();
+    assert_eq!(devices, csv.int("memory", "item", "total", "bytes"));
+    assert_eq!(devices, 19_466_810_368);
+
+    // vLLM's pool: the tokens it holds are its blocks times the block size.
+    let csv = Csv::of(&[
+        "memory",
+        "Meta-Llama-3-8B",
+        "--runtime",
+        "vllm",
+        "--gpu",
+        "a100",
+    ]);
+    let blocks = csv.int("vllm", "setting", "num_blocks", "value");
+    let block = csv.int("vllm", "setting", "block_size", "value");
+    assert_eq!(block, 16);
+    assert_eq!(
+        csv.int("vllm", "setting", "KV cache", "value"),
+        blocks * block
+    );
+
+    // Side by side: one column per model, plain numbers in each.
+    let csv = Csv::of(&["memory", "gpt2", "llama-2-7b"]);
+    assert_eq!(csv.header, ["section", "item", "gpt2", "Llama-2-7b-hf"]);
+    assert_eq!(
+        csv.int("comparison", "item", "weights", "gpt2"),
+        124_439_808 * 2
+    );
+    assert_eq!(
+        csv.int("comparison", "item", "parameters", "Llama-2-7b-hf"),
+        6_738_415_616
+    );
+}
+
+#[test]
+fn markdown_memory_has_the_tables_columns() {
+    let table = llmsize(&["memory", "llama-2-7b", "--wide"]);
+    let md = llmsize(&["memory", "llama-2-7b", "--format", "markdown"]);
+    assert_eq!(md.code, 0, "{}", md.stderr);
+    // The terminal's header row, column by column, is Markdown's.
+    let header = table
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("item "))
+        .unwrap();
+    let columns: Vec<&str> = header.split("  ").filter(|c| !c.is_empty()).collect();
+    let columns: Vec<&str> = columns.iter().map(|c| c.trim()).collect();
+    assert_eq!(columns, ["item", "bytes", "size", "what"]);
+    assert!(
+        md.stdout.contains(&format!(
+            "| {} |\n| :-- | --: | --: | :-- |\n",
+            columns.join(" | ")
+        )),
+        "{}",
+        md.stdout
+    );
+    // Every line item is a row with its exact bytes and its size.
+    assert!(
+        md.stdout.contains(
+            "| KV cache | 2,147,483,648 | 2.00 GiB (2.15 GB) | 524,288 B per token of context (bf16), all layers |"
+        ),
+        "{}",
+        md.stdout
+    );
+    assert!(
+        md.stdout
+            .contains("| total | 16,498,955,264 | 15.37 GiB (16.50 GB) |  |"),
+        "{}",
+        md.stdout
+    );
+    assert!(
+        md.stdout.starts_with(
+            "### Llama-2-7b-hf: memory to serve in bf16 with 4,096 tokens × batch 1, KV cache bf16\n"
+        ),
+        "{}",
+        md.stdout
+    );
+    assert!(md.stdout.contains("**assumptions**"), "{}", md.stdout);
+    // No terminal layout leaks into Markdown.
+    assert!(!md.stdout.contains("  16-bit"), "{}", md.stdout);
+}
+
+#[test]
+fn csv_inspect_and_audit_count_in_plain_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let header = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/gguf/tiny-llama-consistent.gguf.header"),
+    )
+    .unwrap();
+    let p = dir.path().join("tiny.gguf");
+    std::fs::write(&p, &header).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .set_len(1_099_584)
+        .unwrap();
+    let f = p.to_str().unwrap();
+    let csv = Csv::of(&["inspect", f]);
+    // The tiny Llama GGUF: 1,344,768 parameters in 1,094,144 bytes (its JSON says the same).
+    assert_eq!(
+        csv.int("components", "component", "total", "parameters"),
+        1_344_768
+    );
+    assert_eq!(
+        csv.int("components", "component", "total", "bytes"),
+        1_094_144
+    );
+    let by_dtype: u64 = csv
+        .section("dtypes")
+        .iter()
+        .filter(|r| r[csv.col("dtype")] != "all")
+        .map(|r| r[csv.col("parameters")].parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(by_dtype, 1_344_768);
+    assert_eq!(csv.section("files").len(), 1);
+    let csv = Csv::of(&["audit", f]);
+    assert_eq!(csv.int("audit", "component", "total", "config"), 1_344_768);
+    assert_eq!(csv.int("audit", "component", "total", "difference"), 0);
+}

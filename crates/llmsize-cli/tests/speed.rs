@@ -266,10 +266,15 @@ fn tokens_per_second_by_batch_and_cost() {
     ]);
     assert!(r.stdout.contains("time to first token"), "{}", r.stdout);
     assert!(r.stdout.contains("decode by batch"), "{}", r.stdout);
+    // The decode step's row: its cost per million tokens, said to be generated tokens.
+    let decode = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("decode step"))
+        .unwrap_or_else(|| panic!("no decode step row: {}", r.stdout));
     assert!(
-        r.stdout.contains("$3.959 per million generated tokens"),
-        "{}",
-        r.stdout
+        decode.contains("$3.959") && decode.contains("$ per million generated tokens"),
+        "{decode}"
     );
     // A price needs a GPU, and a sensible value.
     for (args, needle) in [

@@ -48,7 +48,7 @@ pub use request::{
 };
 pub use run::{
     AuditOutcome, FilesUsed, FlopsOutcome, FlopsPoint, InspectOutcome, MemoryOutcome, MemoryResult,
-    ModelMemory, ParamsOutcome, gpus, model_types, presets,
+    ModelMemory, ParamsOutcome, gpus, model_types, preset_for_repo_id, presets,
 };
 pub use train::{TrainJson, TrainOutcome, TrainRequest};
 

@@ -226,11 +226,11 @@ impl FilesUsed {
         }
     }
 
-    /// `files used: …` and one `ignored: FILE (why)` line each, for a table.
+    /// One row per file read (a set of shards as one row) and per file not read, with why.
     #[must_use]
-    pub fn table(&self) -> String {
+    pub fn table(&self) -> llmsize_core::render::doc::Table {
         let used: Vec<&str> = self.used.iter().map(String::as_str).collect();
-        checkpoint::render::files_lines(&used, &self.ignored)
+        checkpoint::render::files(&used, &self.ignored)
     }
 }
 
@@ -1297,9 +1297,9 @@ pub struct InspectOutcome {
 }
 
 impl InspectOutcome {
-    /// The table.
+    /// The tables: files, tensors by component and by stored type, buffers, metadata.
     #[must_use]
-    pub fn table(&self) -> String {
+    pub fn table(&self) -> llmsize_core::render::doc::Doc {
         checkpoint::render::inspect(&self.name, &self.checkpoint, &self.summary)
     }
 
@@ -1335,9 +1335,9 @@ impl AuditOutcome {
         self.audit.agrees()
     }
 
-    /// The table.
+    /// The config against the files, component by component, and the verdict.
     #[must_use]
-    pub fn table(&self) -> String {
+    pub fn table(&self) -> llmsize_core::render::doc::Doc {
         checkpoint::render::audit(&self.name, &self.audit)
     }
 
@@ -1388,6 +1388,22 @@ pub(crate) fn audit(req: &AuditRequest, env: &HubEnv) -> Result<AuditOutcome, Er
 
 // ---------------------------------------------------------------------------------------
 // lists
+
+/// The MODEL to pass on for a Hub id that names a built-in preset: the preset's own id, or for
+/// a tuned release of one (`meta-llama/Llama-3.1-8B-Instruct`) the release's name, which the
+/// engine counts as its base. `None` when the id is no preset's. A server that reads no files
+/// a request names (`llmsize serve`) turns ids into names with it, so an id that is also a
+/// relative path is never read from its disk.
+#[must_use]
+pub fn preset_for_repo_id(id: &str) -> Option<String> {
+    if let Some(p) = llmsize_adapters::presets::find(id) {
+        return Some(p.id.to_owned());
+    }
+    let (_, repo) = id.split_once('/')?;
+    (llmsize_adapters::presets::find_tuned(id).is_some()
+        && llmsize_adapters::presets::find_tuned(repo).is_some())
+    .then(|| repo.to_owned())
+}
 
 /// The built-in presets with their sizes (`llmsize presets`).
 pub fn presets() -> Result<Vec<PresetJson>, Error> {

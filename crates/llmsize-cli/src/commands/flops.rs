@@ -1,9 +1,8 @@
 //! `llmsize flops`: FLOPs by component, and speed on a GPU.
 
-use std::fmt::Write as _;
-
 use llmsize_core::render;
-use llmsize_engine::{FlopsPoint, FlopsRequest, Sweep, Swept};
+use llmsize_core::render::doc::Doc;
+use llmsize_engine::{FlopsRequest, Sweep, Swept};
 
 use super::{Env, Rendered, doc_text, hub};
 use crate::Failure;
@@ -34,25 +33,35 @@ pub(crate) fn request(args: &FlopsArgs) -> Result<FlopsRequest, Failure> {
     })
 }
 
-/// Notes on a point's options, one line each.
-fn notes(p: &FlopsPoint) -> String {
-    p.notes.iter().fold(String::new(), |mut s, n| {
-        let _ = writeln!(s, "note: {n}");
-        s
-    })
+/// A point's notes on its options, one line each.
+fn notes(doc: &mut Doc, notes: &[String]) {
+    for n in notes {
+        doc.line(format!("note: {n}"));
+    }
 }
 
 pub(crate) fn run(args: &FlopsArgs, env: &Env) -> Result<Rendered, Failure> {
     let outcome = env.engine.flops(&request(args)?)?;
     let points = &outcome.points;
     let format = args.out.format();
-    if format == Format::Json {
-        return Ok(Rendered::new(outcome.to_json()?, outcome.warnings));
+    match format {
+        Format::Json => return Ok(Rendered::new(outcome.to_json()?, outcome.warnings)),
+        Format::Svg => {
+            return Ok(Rendered::new(
+                llmsize_charts::flops_svg(&outcome)?,
+                outcome.warnings,
+            ));
+        }
+        Format::Mermaid => return Err(super::no_picture("flops", format)),
+        Format::Table | Format::Markdown | Format::Csv => {}
     }
-    let text = if let Some(axis) = outcome.sweep {
+    let mut doc = Doc::new();
+    if let Some(axis) = outcome.sweep {
         // One table per model, a row per value.
-        let mut out = Vec::new();
-        for run in points.chunk_by(|a, b| a.name == b.name) {
+        for (i, run) in points.chunk_by(|a, b| a.name == b.name).enumerate() {
+            if i > 0 {
+                doc.blank();
+            }
             let rows: Vec<_> = run
                 .iter()
                 .map(|p| {
@@ -63,42 +72,34 @@ pub(crate) fn run(args: &FlopsArgs, env: &Env) -> Result<Rendered, Failure> {
                     )
                 })
                 .collect();
-            let mut notes_of: Vec<&String> = run.iter().flat_map(|p| &p.notes).collect();
+            let mut notes_of: Vec<String> = run.iter().flat_map(|p| p.notes.clone()).collect();
             notes_of.dedup();
-            let mut text = notes_of.iter().fold(String::new(), |mut s, n| {
-                let _ = writeln!(s, "note: {n}");
-                s
-            });
+            notes(&mut doc, &notes_of);
             let name = run.first().map_or("", |p| p.name.as_str());
-            text.push_str(&render::flops::render_sweep(name, axis.as_str(), &rows));
-            out.push(text);
+            doc.extend(render::flops::sweep_doc(name, axis.as_str(), &rows));
         }
-        out.join("\n")
     } else if points.len() > 1 && !args.explain {
         let list: Vec<_> = points
             .iter()
             .map(|p| (p.name.clone(), &p.report, p.speed.as_ref()))
             .collect();
-        let mut text: String = points.iter().map(notes).collect();
-        text.push_str(&render::flops::render_comparison(&list));
-        text
+        for p in points {
+            notes(&mut doc, &p.notes);
+        }
+        doc.extend(render::flops::comparison_doc(&list));
     } else {
-        points
-            .iter()
-            .map(|p| {
-                let mut text = notes(p);
-                text.push_str(&render::flops::render(
-                    &p.name,
-                    &p.report,
-                    p.speed.as_ref(),
-                    args.explain,
-                ));
-                text
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    let mut doc = render::doc::Doc::new();
-    doc.pre(text);
+        for (i, p) in points.iter().enumerate() {
+            if i > 0 {
+                doc.blank();
+            }
+            notes(&mut doc, &p.notes);
+            doc.extend(render::flops::doc(
+                &p.name,
+                &p.report,
+                p.speed.as_ref(),
+                args.explain,
+            ));
+        }
+    }
     Ok(Rendered::new(doc_text(&doc, format, env), outcome.warnings))
 }

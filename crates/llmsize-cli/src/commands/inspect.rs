@@ -1,6 +1,5 @@
 //! `llmsize inspect` and `llmsize audit`: weight files as a count, and against the config.
 
-use llmsize_core::render::doc::Doc;
 use llmsize_engine::{AuditRequest, InspectRequest};
 
 use super::{Env, Rendered, doc_text, hub};
@@ -8,33 +7,37 @@ use crate::Failure;
 use crate::cli::{Format, WeightsArgs};
 
 pub(crate) fn inspect(args: &WeightsArgs, env: &Env) -> Result<Rendered, Failure> {
+    const COMMAND: &str = "inspect";
     let outcome = env.engine.inspect(&InspectRequest {
         model: args.model.clone(),
         hub: hub(&args.hub),
     })?;
     let format = args.out.format();
+    if matches!(format, Format::Svg | Format::Mermaid) {
+        return Err(super::no_picture(COMMAND, format));
+    }
     let text = if format == Format::Json {
         outcome.to_json()?
     } else {
-        let mut doc = Doc::new();
-        doc.pre(outcome.table());
-        doc_text(&doc, format, env)
+        doc_text(&outcome.table(), format, env)
     };
     Ok(Rendered::new(text, Vec::new()))
 }
 
 pub(crate) fn audit(args: &WeightsArgs, env: &Env) -> Result<Rendered, Failure> {
+    const COMMAND: &str = "audit";
     let outcome = env.engine.audit(&AuditRequest {
         model: args.model.clone(),
         hub: hub(&args.hub),
     })?;
     let format = args.out.format();
+    if matches!(format, Format::Svg | Format::Mermaid) {
+        return Err(super::no_picture(COMMAND, format));
+    }
     let text = if format == Format::Json {
         outcome.to_json()?
     } else {
-        let mut doc = Doc::new();
-        doc.pre(outcome.table());
-        doc_text(&doc, format, env)
+        doc_text(&outcome.table(), format, env)
     };
     Ok(Rendered::new(text, Vec::new()).status(outcome.agrees()))
 }

@@ -54,6 +54,10 @@ pub(crate) fn run(args: &MemoryArgs, env: &Env) -> Result<Rendered, Failure> {
     let format = args.out.format();
     let text = if format == Format::Json {
         outcome.to_json()?
+    } else if format == Format::Svg {
+        llmsize_charts::memory_svg(&outcome)?
+    } else if format == Format::Mermaid {
+        return Err(super::no_picture("memory", format));
     } else {
         let singles: Option<Vec<_>> = outcome
             .models
@@ -63,38 +67,54 @@ pub(crate) fn run(args: &MemoryArgs, env: &Env) -> Result<Rendered, Failure> {
                 MemoryResult::Sweep { .. } => None,
             })
             .collect();
-        let text = match singles {
+        let build = |compact: bool| match &singles {
             // Several models at one point: side by side (`--explain` and `--max-context`
             // print each in full).
             Some(list) if list.len() > 1 && !args.explain && !args.max_context => {
-                render::memory::render_comparison(&list)
+                render::memory::comparison_doc(list, compact)
             }
-            _ => outcome
-                .models
-                .iter()
-                .map(|m| {
-                    let table = match &m.result {
+            _ => {
+                let mut doc = render::doc::Doc::new();
+                for (i, m) in outcome.models.iter().enumerate() {
+                    if i > 0 {
+                        doc.blank();
+                    }
+                    doc.extend(match &m.result {
                         MemoryResult::Single {
                             report,
                             max_context,
-                        } => render::memory::render(&m.name, report, *max_context, args.explain),
+                        } => render::memory::doc(
+                            &m.name,
+                            report,
+                            *max_context,
+                            args.explain,
+                            compact,
+                        ),
                         MemoryResult::Sweep { axis, points } => {
                             let points: Vec<_> =
                                 points.iter().map(|(v, r)| (v.label(), r)).collect();
-                            render::memory::render_sweep(&m.name, axis.as_str(), &points)
+                            render::memory::sweep_doc(&m.name, axis.as_str(), &points, compact)
                         }
-                    };
+                    });
                     // The weight files measured, and those beside them that were not read.
-                    match &m.files {
-                        Some(files) => format!("{table}\n{}", files.table()),
-                        None => table,
+                    if let Some(files) = &m.files {
+                        doc.blank().table(files.table());
                     }
-                })
-                .collect::<Vec<_>>()
-                .join("\n"),
+                }
+                doc
+            }
         };
-        let mut doc = render::doc::Doc::new();
-        doc.pre(text);
+        // Sizes with their decimal GB beside, unless a terminal is too narrow for the
+        // placement, sweep or comparison table on one line: then binary units alone.
+        let mut doc = build(false);
+        if format == Format::Table
+            && env
+                .text
+                .width
+                .is_some_and(|w| render::memory::unfolded_width(&doc) > w)
+        {
+            doc = build(true);
+        }
         doc_text(&doc, format, env)
     };
     let fits = outcome.fits();

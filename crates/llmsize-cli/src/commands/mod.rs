@@ -72,8 +72,19 @@ pub(crate) fn doc_text(doc: &Doc, format: Format, env: &Env) -> String {
     match format {
         Format::Markdown => doc.to_markdown(),
         Format::Csv => doc.to_csv(),
-        Format::Table | Format::Json => doc.to_text(&env.text),
+        Format::Table | Format::Json | Format::Svg | Format::Mermaid => doc.to_text(&env.text),
     }
+}
+
+/// `--format svg` or `mermaid` asked of a command that has no such picture.
+pub(crate) fn no_picture(command: &str, format: Format) -> Failure {
+    let (name, has) = match format {
+        Format::Mermaid => ("mermaid", "`params`"),
+        _ => ("svg", "`params`, `memory`, `flops` and `train`"),
+    };
+    Failure::Chart(format!(
+        "`llmsize {command}` has no {name} picture: {has} draw one; use --format table, json, markdown or csv"
+    ))
 }
 
 /// Run a command.

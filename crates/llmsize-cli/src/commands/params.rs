@@ -42,6 +42,14 @@ pub(crate) fn run(args: &ParamsArgs, env: &Env) -> Result<Rendered, Failure> {
     let format = args.out.format();
     let text = if format == Format::Json {
         outcome.to_json()?
+    } else if format == Format::Svg {
+        llmsize_charts::params_svg(reports)?
+    } else if format == Format::Mermaid {
+        reports
+            .iter()
+            .map(llmsize_charts::params_mermaid)
+            .collect::<Vec<_>>()
+            .join("\n")
     } else {
         let doc = if args.explain {
             let mut doc = render::doc::Doc::new();

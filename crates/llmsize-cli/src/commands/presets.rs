@@ -10,6 +10,9 @@ use crate::cli::{Format, PresetsArgs, PresetsListArgs};
 
 pub(crate) fn run(args: &PresetsListArgs, env: &Env) -> Result<Rendered, Failure> {
     let format = args.out.format();
+    if matches!(format, Format::Svg | Format::Mermaid) {
+        return Err(super::no_picture("presets", format));
+    }
     if args.types {
         return types(format, env);
     }
@@ -83,6 +86,9 @@ fn types(format: Format, env: &Env) -> Result<Rendered, Failure> {
 pub(crate) fn gpus(args: &PresetsArgs, env: &Env) -> Result<Rendered, Failure> {
     let rows = llmsize_engine::gpus();
     let format = args.out.format();
+    if matches!(format, Format::Svg | Format::Mermaid) {
+        return Err(super::no_picture("gpus", format));
+    }
     if format == Format::Json {
         return Ok(Rendered::new(wire::to_pretty(&rows)?, Vec::new()));
     }
@@ -109,10 +115,9 @@ pub(crate) fn gpus(args: &PresetsArgs, env: &Env) -> Result<Rendered, Failure> {
                 format!("{:.1}", g.peak_16bit_flops / 1e12),
                 Raw::Float(g.peak_16bit_flops),
             ),
-            g.peak_fp8_flops.map_or_else(
-                || Cell::text("-"),
-                |p| Cell::with_raw(format!("{:.0}", p / 1e12), Raw::Float(p)),
-            ),
+            g.peak_fp8_flops.map_or_else(Cell::dash, |p| {
+                Cell::with_raw(format!("{:.0}", p / 1e12), Raw::Float(p))
+            }),
             Cell::text(format!("memory: {}; {}", g.memory_source, g.source)),
         ]);
     }

@@ -61,9 +61,12 @@ pub(crate) fn run(args: &TrainArgs, env: &Env) -> Result<Rendered, Failure> {
     let format = args.out.format();
     let text = if format == Format::Json {
         outcome.to_json()?
+    } else if format == Format::Svg {
+        llmsize_charts::train_svg(&outcome)?
+    } else if format == Format::Mermaid {
+        return Err(super::no_picture("train", format));
     } else {
-        let mut doc = render::doc::Doc::new();
-        doc.pre(render::train::render(&render::train::View {
+        let doc = render::train::doc(&render::train::View {
             name: &outcome.name,
             report: &outcome.report,
             gpu: outcome.gpu,
@@ -73,7 +76,7 @@ pub(crate) fn run(args: &TrainArgs, env: &Env) -> Result<Rendered, Failure> {
             max_seq: outcome.max_seq,
             time: outcome.time.as_ref(),
             explain: args.explain,
-        }));
+        });
         doc_text(&doc, format, env)
     };
     let fits = outcome.fits();

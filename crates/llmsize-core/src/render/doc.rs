@@ -48,6 +48,9 @@ pub enum Raw {
     Int(i128),
     /// A measured or derived quantity (seconds, a share as a fraction, TFLOP/s).
     Float(f64),
+    /// No value (a price not given, a decode step an encoder has not): an empty CSV field,
+    /// never a `-` in a column of numbers.
+    Missing,
 }
 
 impl std::fmt::Display for Raw {
@@ -56,6 +59,7 @@ impl std::fmt::Display for Raw {
             Raw::Int(n) => write!(f, "{n}"),
             // `{}` of an f64 is the shortest text that reads back to the same number.
             Raw::Float(x) => write!(f, "{x}"),
+            Raw::Missing => Ok(()),
         }
     }
 }
@@ -86,6 +90,12 @@ impl Cell {
     #[must_use]
     pub fn empty() -> Self {
         Cell::default()
+    }
+
+    /// No value: `-` for people, an empty field in CSV.
+    #[must_use]
+    pub fn dash() -> Self {
+        Cell::text("-").raw(Raw::Missing)
     }
 
     /// An exact count shown with thousands separators: `6,738,415,616`.

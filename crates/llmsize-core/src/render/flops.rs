@@ -1,21 +1,76 @@
 //! `llmsize flops`: the forward pass and one generated token by component, the article's
-//! 2·P and 6·P next to them, and the roofline speed when a GPU is named.
+//! 2·P and 6·P next to them, and the roofline speed when a GPU is named — as a [`Doc`], so
+//! the same tables print on a terminal (fitted to its width), as Markdown or as CSV with the
+//! exact FLOPs, bytes, seconds, tokens/s and dollars behind the words.
 
-use std::fmt::Write as _;
-
-use super::columns;
-use crate::flops::{AttentionConvention, FlopsReport};
+use super::doc::{Cell, Column, Doc, Raw, Table, TextOptions, Tone};
+use crate::flops::{AttentionConvention, FlopsLine, FlopsReport};
 use crate::speed::{SpeedReport, StepEstimate};
 use crate::units::{bytes_both, human_flops, human_seconds, share, thousands, thousands_u128};
 
-fn pct(part: u128, whole: u128) -> String {
-    // Shares of u128 totals: scale down to u64 range first, exactness is not needed here.
+/// A share of a `u128` total as text (`30.06%`) and as the fraction behind it.
+fn share_cell(part: u128, whole: u128) -> Cell {
+    // Scale both down into u64 range first: a share needs no more than 60 bits.
     let shift = 128 - whole.leading_zeros().min(128);
     let s = shift.saturating_sub(60);
-    share(
+    let (p, w) = (
         u64::try_from(part >> s).unwrap_or(u64::MAX),
         u64::try_from(whole >> s).unwrap_or(u64::MAX),
-    )
+    );
+    #[expect(clippy::cast_precision_loss, reason = "a share is a ratio for display")]
+    let fraction = if w == 0 { 0.0 } else { p as f64 / w as f64 };
+    Cell::with_raw(share(p, w), Raw::Float(fraction))
+}
+
+/// FLOPs in words (`28.2 TFLOP`) with the exact count behind them for CSV.
+fn flops_cell(n: u128) -> Cell {
+    let raw = i128::try_from(n).map_or_else(|_| Raw::Float(to_f64(n)), Raw::Int);
+    Cell::with_raw(human_flops(n), raw)
+}
+
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "only past i128::MAX, which no FLOP count reaches"
+)]
+fn to_f64(n: u128) -> f64 {
+    n as f64
+}
+
+/// Seconds in a readable unit (`32.19 ms`); CSV gets the seconds.
+fn seconds_cell(s: f64) -> Cell {
+    Cell::with_raw(human_seconds(s), Raw::Float(s))
+}
+
+/// A rate rounded to a whole number with thousands separators (`19,002`); CSV gets the rate.
+fn whole_rate_cell(x: f64) -> Cell {
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "display only; a rate is positive and far below u64::MAX"
+    )]
+    let n = x.round().max(0.0) as u64;
+    Cell::with_raw(thousands(n), Raw::Float(x))
+}
+
+/// A rate with one decimal (`248.5`); CSV gets the rate.
+fn rate_cell(x: f64) -> Cell {
+    Cell::with_raw(format!("{x:.1}"), Raw::Float(x))
+}
+
+/// `$1.234` per million tokens, or `-` without a price; CSV gets the dollars.
+fn cost_cell(step: &StepEstimate) -> Cell {
+    step.cost_per_million.map_or_else(Cell::dash, |c| {
+        Cell::with_raw(format!("${c:.3}"), Raw::Float(c))
+    })
+}
+
+/// The fits verdict of a step: `yes` (good), `no` (bad) or `-` without a GPU's memory.
+fn fits_cell(f: Option<bool>) -> Cell {
+    match f {
+        Some(true) => Cell::text("yes").tone(Tone::Good),
+        Some(false) => Cell::text("no").tone(Tone::Bad),
+        None => Cell::dash(),
+    }
 }
 
 /// The attention convention as the report's model uses it: an encoder's self-attention is
@@ -39,99 +94,90 @@ pub fn convention_text(r: &FlopsReport) -> String {
     }
 }
 
-/// Human table; `explain` adds formulas.
+/// The terminal text of [`doc`], one line per row (a pipe, a file).
 #[must_use]
 pub fn render(name: &str, r: &FlopsReport, speed: Option<&SpeedReport>, explain: bool) -> String {
-    let mut out = String::new();
-    if let Some(why) = &r.estimate {
-        let _ = writeln!(out, "ESTIMATE, not exact: {why}");
-    }
-    let _ = writeln!(
-        out,
-        "{name}: FLOPs of a forward pass over {} tokens × batch {}\nconvention: multiply-add = 2 FLOPs; embedding lookups, norms, activations, softmax and biases = 0; attention {}\n",
-        thousands(r.seq_len),
-        r.batch,
-        convention_text(r)
-    );
-    let table = |lines: &[crate::flops::FlopsLine], total: u128, label: &str| {
-        let mut rows = vec![vec![
-            "component".to_owned(),
-            "FLOPs".to_owned(),
-            "share".to_owned(),
-            String::new(),
-        ]];
-        for l in lines.iter().filter(|l| l.flops > 0) {
-            rows.push(vec![
-                l.key.to_owned(),
-                thousands_u128(l.flops),
-                pct(l.flops, total),
-                if explain {
-                    l.formula.clone()
-                } else {
-                    String::new()
-                },
-            ]);
-        }
-        rows.push(vec![
-            label.to_owned(),
-            thousands_u128(total),
-            human_flops(total),
-            String::new(),
-        ]);
-        columns(&rows, &[false, true, true, false])
-    };
-    out.push_str(&table(&r.forward, r.forward_flops, "forward total"));
-    if r.generates {
-        let _ = writeln!(
-            out,
-            "\none generated token with {} tokens of context (one sequence)",
-            thousands(r.seq_len)
-        );
-        out.push_str(&table(&r.per_token, r.per_token_flops, "per token"));
-    } else {
-        out.push_str("\nno generated tokens: an encoder reads its input in one pass\n");
-    }
+    doc(name, r, speed, explain).to_text(&TextOptions::default())
+}
 
-    let two_p = 2 * u128::from(r.params);
-    let two_active = 2 * u128::from(r.active_params);
-    let tokens = u128::from(r.seq_len).saturating_mul(u128::from(r.batch));
-    let forward_per_token = r.forward_flops / tokens.max(1);
-    let _ = writeln!(out, "\nthe article's estimates");
-    let rows = vec![
-        vec![
-            "2·P per token".to_owned(),
-            thousands_u128(two_p),
-            if r.generates {
-                format!("exact {} per token", thousands_u128(r.per_token_flops))
-            } else {
-                format!(
-                    "exact {} per token of the forward (forward / tokens)",
-                    thousands_u128(forward_per_token)
-                )
-            },
-        ],
-        vec![
-            "2·P_active per token".to_owned(),
-            thousands_u128(two_active),
-            "(MoE: only the routed experts a token uses)".to_owned(),
-        ],
-        vec![
-            "6·P_active per training token".to_owned(),
-            thousands_u128(3 * two_active),
-            "(fwd 2·P + bwd 4·P; Kaplan, EleutherAI)".to_owned(),
-        ],
-        vec![
-            "6·P per training token".to_owned(),
-            thousands_u128(3 * two_p),
-            format!(
-                "exact 3 × forward per token = {}",
-                thousands_u128(forward_per_token.saturating_mul(3))
-            ),
-        ],
+/// FLOPs by component: a row per component that costs any, then the total (its share column
+/// shows the total in words). `explain` adds the formula, which folds under its row on a
+/// narrow terminal.
+fn components(name: &str, lines: &[FlopsLine], total: u128, label: &str, explain: bool) -> Table {
+    let mut columns = vec![
+        Column::left("component"),
+        Column::right("FLOPs").csv("flops"),
+        Column::right("share"),
     ];
-    out.push_str(&columns(&rows, &[false, true, false]));
-    let _ = writeln!(
-        out,
+    if explain {
+        columns.push(Column::fold("formula"));
+    }
+    let mut t = Table::new(name, columns);
+    for l in lines.iter().filter(|l| l.flops > 0) {
+        let mut row = vec![
+            Cell::text(l.key),
+            Cell::count_u128(l.flops),
+            share_cell(l.flops, total),
+        ];
+        if explain {
+            row.push(Cell::text(l.formula.clone()).tone(Tone::Dim));
+        }
+        t.push(row);
+    }
+    t.push(vec![
+        Cell::text(label).tone(Tone::Strong),
+        Cell::count_u128(total).tone(Tone::Strong),
+        share_cell(total, total).text_as(human_flops(total)),
+    ]);
+    t
+}
+
+/// The document for one model: the forward pass and one generated token by component, the
+/// article's estimates beside the exact counts, and the roofline speed when a GPU is named.
+#[must_use]
+pub fn doc(name: &str, r: &FlopsReport, speed: Option<&SpeedReport>, explain: bool) -> Doc {
+    let mut doc = Doc::new();
+    if let Some(why) = &r.estimate {
+        doc.toned(format!("ESTIMATE, not exact: {why}"), Tone::Warn);
+    }
+    doc.title(format!(
+        "{name}: FLOPs of a forward pass over {} tokens × batch {}",
+        thousands(r.seq_len),
+        r.batch
+    ))
+    .line(format!(
+        "convention: multiply-add = 2 FLOPs; embedding lookups, norms, activations, softmax and biases = 0; attention {}",
+        convention_text(r)
+    ))
+    .blank()
+    .table(components(
+        "forward",
+        &r.forward,
+        r.forward_flops,
+        "forward total",
+        explain,
+    ));
+    if r.generates {
+        doc.blank()
+            .heading(format!(
+                "one generated token with {} tokens of context (one sequence)",
+                thousands(r.seq_len)
+            ))
+            .table(components(
+                "per_token",
+                &r.per_token,
+                r.per_token_flops,
+                "per token",
+                explain,
+            ));
+    } else {
+        doc.blank()
+            .line("no generated tokens: an encoder reads its input in one pass");
+    }
+    doc.blank()
+        .heading("the article's estimates")
+        .table(estimates(r));
+    doc.line(format!(
         "  why they differ: P counts the embedding tables, which cost no FLOPs (a lookup), and norms and biases; \
 the matmuls use {} parameters per token{}; attention adds 4·n_h·d_h per key per layer, which grows with the context",
         thousands(r.matmul_params),
@@ -140,187 +186,217 @@ the matmuls use {} parameters per token{}; attention adds 4·n_h·d_h per key pe
         } else {
             ""
         }
-    );
+    ));
     if let Some(s) = speed {
-        out.push_str(&render_speed(r, s));
+        speed_doc(&mut doc, r, s);
     }
-    out
+    doc
 }
 
-/// A rate rounded to a whole number with thousands separators.
-fn whole(x: f64) -> String {
-    #[expect(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        reason = "display only; a rate is positive and far below u64::MAX"
-    )]
-    let n = x.round().max(0.0) as u64;
-    thousands(n)
-}
-
-/// `$1.23` per million tokens, or `-` without a price.
-fn cost(step: &StepEstimate) -> String {
-    step.cost_per_million
-        .map_or_else(|| "-".to_owned(), |c| format!("${c:.3}"))
-}
-
-fn fits(f: Option<bool>) -> &'static str {
-    match f {
-        Some(true) => "yes",
-        Some(false) => "no",
-        None => "-",
-    }
-}
-
-/// The roofline section: time to first token, decode, cost, and decode by batch.
-fn render_speed(r: &FlopsReport, s: &SpeedReport) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "\nspeed on {} × {} (roofline estimate)",
-        s.options.gpus, s.options.gpu.name
+/// The article's 2·P and 6·P per token beside the exact counts they estimate.
+fn estimates(r: &FlopsReport) -> Table {
+    let two_p = 2 * u128::from(r.params);
+    let two_active = 2 * u128::from(r.active_params);
+    let tokens = u128::from(r.seq_len).saturating_mul(u128::from(r.batch));
+    let forward_per_token = r.forward_flops / tokens.max(1);
+    let mut t = Table::new(
+        "estimates",
+        vec![
+            Column::left("estimate"),
+            Column::right("FLOPs").csv("flops"),
+            Column::fold("against the exact count"),
+        ],
     );
+    t.push(vec![
+        Cell::text("2·P per token"),
+        Cell::count_u128(two_p),
+        Cell::text(if r.generates {
+            format!("exact {} per token", thousands_u128(r.per_token_flops))
+        } else {
+            format!(
+                "exact {} per token of the forward (forward / tokens)",
+                thousands_u128(forward_per_token)
+            )
+        }),
+    ]);
+    t.push(vec![
+        Cell::text("2·P_active per token"),
+        Cell::count_u128(two_active),
+        Cell::text("(MoE: only the routed experts a token uses)"),
+    ]);
+    t.push(vec![
+        Cell::text("6·P_active per training token"),
+        Cell::count_u128(3 * two_active),
+        Cell::text("(fwd 2·P + bwd 4·P; Kaplan, EleutherAI)"),
+    ]);
+    t.push(vec![
+        Cell::text("6·P per training token"),
+        Cell::count_u128(3 * two_p),
+        Cell::text(format!(
+            "exact 3 × forward per token = {}",
+            thousands_u128(forward_per_token.saturating_mul(3))
+        )),
+    ]);
+    t
+}
+
+/// The roofline section: time to first token and decode (time, tokens/s, $ per million
+/// tokens, bytes moved), decode by batch, and what the estimate assumes.
+fn speed_doc(doc: &mut Doc, r: &FlopsReport, s: &SpeedReport) {
+    doc.blank().heading(format!(
+        "speed on {} × {} (roofline estimate)",
+        s.options.gpus, s.options.gpu.name
+    ));
     let step_fits = s.decode.as_ref().map_or(s.prefill.fits, |d| d.fits);
     if step_fits == Some(false) {
         let need = s
             .decode
             .as_ref()
             .map_or(s.prefill.memory_per_gpu, |d| d.memory_per_gpu);
-        let _ = writeln!(
-            out,
-            "  warning: does not fit: needs {} per GPU, has {} (see `llmsize memory`); the times assume it did",
-            bytes_both(need),
-            bytes_both(s.options.gpu.memory_bytes)
+        doc.toned(
+            format!(
+                "  warning: does not fit: needs {} per GPU, has {} (see `llmsize memory`); the times assume it did",
+                bytes_both(need),
+                bytes_both(s.options.gpu.memory_bytes)
+            ),
+            Tone::Bad,
         );
     }
+    let mut t = Table::new(
+        "speed",
+        vec![
+            Column::left("step"),
+            Column::right("time").csv("seconds"),
+            Column::right("tokens/s").csv("tokens_per_second"),
+            Column::right("$/M tokens").csv("usd_per_million_tokens"),
+            Column::right("bytes moved").csv("bytes"),
+            Column::left("bound"),
+            Column::fold("what"),
+        ],
+    );
     let p = &s.prefill;
-    let mut rows = vec![vec![
-        if r.generates {
-            "time to first token".to_owned()
+    t.push(vec![
+        Cell::text(if r.generates {
+            "time to first token"
         } else {
-            "forward".to_owned()
-        },
-        human_seconds(p.seconds),
-        format!(
-            "prefill of {} tokens × batch {}, {} bound: {}, {} B moved{}",
+            "forward"
+        }),
+        seconds_cell(p.seconds),
+        whole_rate_cell(p.tokens_per_second),
+        cost_cell(p),
+        Cell::bytes(p.bytes),
+        Cell::text(p.bound),
+        Cell::text(format!(
+            "prefill of {} tokens × batch {}: {}, {} B moved{}{}",
             thousands(s.prompt),
             p.batch,
-            p.bound,
             human_flops(p.flops),
             thousands(p.bytes),
             if p.cache_bytes > 0 {
                 " (weights read, KV cache written)"
             } else {
                 " (weights read)"
+            },
+            if p.cost_per_million.is_some() {
+                "; $ per million prompt tokens"
+            } else {
+                ""
             }
-        ),
-    ]];
-    rows.push(vec![
-        if r.generates { "prefill" } else { "throughput" }.to_owned(),
-        format!("{} tokens/s", whole(p.tokens_per_second)),
-        match p.cost_per_million {
-            Some(_) => format!("{} per million prompt tokens", cost(p)),
-            None => "prompt tokens".to_owned(),
-        },
+        ))
+        .tone(Tone::Dim),
     ]);
     if let Some(d) = &s.decode {
-        rows.extend([
-            vec![
-                "decode step".to_owned(),
-                human_seconds(d.seconds),
-                format!(
-                    "{} bound: {} B read (weights {} + KV cache {}), {}",
-                    d.bound,
-                    thousands(d.bytes),
-                    thousands(d.weights.bytes),
-                    thousands(d.cache_bytes),
-                    human_flops(d.flops)
-                ),
-            ],
-            vec![
-                "decode".to_owned(),
-                format!("{:.1} tokens/s", d.tokens_per_second),
-                format!(
-                    "batch {}; {:.1} tokens/s per sequence{}",
-                    d.batch,
-                    1.0 / d.seconds,
-                    match d.cost_per_million {
-                        Some(_) => format!("; {} per million generated tokens", cost(d)),
-                        None => String::new(),
-                    }
-                ),
-            ],
+        t.push(vec![
+            Cell::text("decode step"),
+            seconds_cell(d.seconds),
+            rate_cell(d.tokens_per_second),
+            cost_cell(d),
+            Cell::bytes(d.bytes),
+            Cell::text(d.bound),
+            Cell::text(format!(
+                "batch {}, {:.1} tokens/s per sequence: {} B read (weights {} + KV cache {}), {}{}",
+                d.batch,
+                1.0 / d.seconds,
+                thousands(d.bytes),
+                thousands(d.weights.bytes),
+                thousands(d.cache_bytes),
+                human_flops(d.flops),
+                if d.cost_per_million.is_some() {
+                    "; $ per million generated tokens"
+                } else {
+                    ""
+                }
+            ))
+            .tone(Tone::Dim),
         ]);
     }
-    out.push_str(&columns(&rows, &[false, true, false]));
+    doc.table(t);
     if !s.by_batch.is_empty() {
-        let _ = writeln!(
-            out,
-            "\ndecode by batch ({} tokens of context)",
+        doc.blank().heading(format!(
+            "decode by batch ({} tokens of context)",
             thousands(s.context)
+        ));
+        let mut t = Table::new(
+            "decode_by_batch",
+            vec![
+                Column::right("batch"),
+                Column::right("bytes read").csv("bytes"),
+                Column::left("bound"),
+                Column::right("step").csv("seconds"),
+                Column::right("tokens/s").csv("tokens_per_second"),
+                Column::right("per sequence").csv("tokens_per_second_per_sequence"),
+                Column::right("$/M tokens").csv("usd_per_million_tokens"),
+                Column::left("fits"),
+            ],
         );
-        let mut rows = vec![vec![
-            "batch".to_owned(),
-            "bytes read".to_owned(),
-            "bound".to_owned(),
-            "step".to_owned(),
-            "tokens/s".to_owned(),
-            "per sequence".to_owned(),
-            "$/M tokens".to_owned(),
-            "fits".to_owned(),
-        ]];
         for d in &s.by_batch {
-            rows.push(vec![
-                thousands(d.batch),
-                thousands(d.bytes),
-                d.bound.to_owned(),
-                human_seconds(d.seconds),
-                format!("{:.1}", d.tokens_per_second),
-                format!("{:.1}", 1.0 / d.seconds),
-                cost(d),
-                fits(d.fits).to_owned(),
+            t.push(vec![
+                Cell::count(d.batch),
+                Cell::bytes(d.bytes),
+                Cell::text(d.bound),
+                seconds_cell(d.seconds),
+                rate_cell(d.tokens_per_second),
+                rate_cell(1.0 / d.seconds),
+                cost_cell(d),
+                fits_cell(d.fits),
             ]);
         }
-        out.push_str(&columns(
-            &rows,
-            &[true, true, false, true, true, true, true, false],
-        ));
+        doc.table(t);
     }
     for a in &s.assumptions {
-        let _ = writeln!(out, "  - {a}");
+        doc.line(format!("  - {a}"));
     }
-    out
 }
 
 /// One column of a comparison or one row of a sweep: a label, the FLOPs and the speed.
 pub type FlopsPoint<'a> = (String, &'a FlopsReport, Option<&'a SpeedReport>);
 
-/// The cells of one point: FLOPs, and the roofline when a GPU was named.
-fn cells(r: &FlopsReport, s: Option<&SpeedReport>, with_speed: bool) -> Vec<String> {
+/// The cells of one sweep point: FLOPs, and the roofline when a GPU was named.
+fn cells(r: &FlopsReport, s: Option<&SpeedReport>, with_speed: bool) -> Vec<Cell> {
+    let dash = || Cell::dash();
     let mut c = vec![
-        thousands(r.seq_len),
-        thousands(r.batch),
-        human_flops(r.forward_flops),
+        Cell::count(r.seq_len),
+        Cell::count(r.batch),
+        flops_cell(r.forward_flops),
         if r.generates {
-            human_flops(r.per_token_flops)
+            flops_cell(r.per_token_flops)
         } else {
-            "-".to_owned()
+            dash()
         },
     ];
     if with_speed {
         match s {
-            None => c.extend(std::iter::repeat_n("-".to_owned(), 7)),
+            None => c.extend(std::iter::repeat_with(dash).take(SPEED_COLUMNS.len())),
             Some(s) => {
                 let d = s.decode.as_ref();
-                let dash = || "-".to_owned();
                 c.extend([
-                    format!("{} × {}", s.options.gpus, s.options.gpu.name),
-                    human_seconds(s.prefill.seconds),
-                    d.map_or_else(dash, |d| human_seconds(d.seconds)),
-                    d.map_or_else(dash, |d| format!("{:.1}", d.tokens_per_second)),
-                    d.map_or_else(dash, |d| d.bound.to_owned()),
-                    d.map_or_else(|| cost(&s.prefill), cost),
-                    fits(d.map_or(s.prefill.fits, |d| d.fits)).to_owned(),
+                    Cell::text(format!("{} × {}", s.options.gpus, s.options.gpu.name)),
+                    seconds_cell(s.prefill.seconds),
+                    d.map_or_else(dash, |d| seconds_cell(d.seconds)),
+                    d.map_or_else(dash, |d| rate_cell(d.tokens_per_second)),
+                    d.map_or_else(dash, |d| Cell::text(d.bound)),
+                    d.map_or_else(|| cost_cell(&s.prefill), cost_cell),
+                    fits_cell(d.map_or(s.prefill.fits, |d| d.fits)),
                 ]);
             }
         }
@@ -328,42 +404,62 @@ fn cells(r: &FlopsReport, s: Option<&SpeedReport>, with_speed: bool) -> Vec<Stri
     c
 }
 
-const SPEED_HEADERS: [&str; 7] = [
-    "GPU",
-    "first token",
-    "decode step",
-    "tokens/s",
-    "bound",
-    "$/M tokens",
-    "fits",
+/// The speed columns of a sweep: header, CSV name, right-aligned.
+const SPEED_COLUMNS: [(&str, &str, bool); 7] = [
+    ("GPU", "gpu", false),
+    ("first token", "first_token_seconds", true),
+    ("decode step", "decode_step_seconds", true),
+    ("tokens/s", "decode_tokens_per_second", true),
+    ("bound", "bound", false),
+    ("$/M tokens", "usd_per_million_tokens", true),
+    ("fits", "fits", false),
 ];
 
-/// A sweep of one model: a row per value.
+/// The terminal text of [`sweep_doc`], one line per row.
 #[must_use]
 pub fn render_sweep(name: &str, axis: &str, points: &[FlopsPoint<'_>]) -> String {
+    sweep_doc(name, axis, points).to_text(&TextOptions::default())
+}
+
+/// A sweep of one model: a row per value, then what every point assumes (once) and what
+/// depends on the value (under the value).
+#[must_use]
+pub fn sweep_doc(name: &str, axis: &str, points: &[FlopsPoint<'_>]) -> Doc {
     let with_speed = points.iter().any(|(_, _, s)| s.is_some());
-    let mut header = vec![
-        axis.to_owned(),
-        "seq_len".to_owned(),
-        "batch".to_owned(),
-        "forward".to_owned(),
-        "per token".to_owned(),
+    let numeric_axis = matches!(axis, "seq_len" | "batch");
+    let mut columns = vec![
+        if numeric_axis {
+            Column::right(axis)
+        } else {
+            Column::left(axis)
+        },
+        Column::right("seq_len"),
+        Column::right("batch"),
+        Column::right("forward").csv("forward_flops"),
+        Column::right("per token").csv("per_token_flops"),
     ];
     if with_speed {
-        header.extend(SPEED_HEADERS.iter().map(|h| (*h).to_owned()));
+        columns.extend(SPEED_COLUMNS.iter().map(|(h, csv, right)| {
+            if *right {
+                Column::right(*h).csv(*csv)
+            } else {
+                Column::left(*h).csv(*csv)
+            }
+        }));
     }
-    let mut rows = vec![header];
-    for (label, r, s) in points {
-        rows.push(
-            std::iter::once(label.clone())
+    let mut rows: Vec<Vec<Cell>> = points
+        .iter()
+        .map(|(label, r, s)| {
+            let first = match axis {
+                "seq_len" => Cell::count(r.seq_len),
+                "batch" => Cell::count(r.batch),
+                _ => Cell::text(label.clone()),
+            };
+            std::iter::once(first)
                 .chain(cells(r, *s, with_speed))
-                .collect(),
-        );
-    }
-    let mut right = vec![matches!(axis, "seq_len" | "batch"), true, true, true, true];
-    if with_speed {
-        right.extend([false, true, true, true, false, true, false]);
-    }
+                .collect()
+        })
+        .collect();
     // The swept option is the first column: its own column again would repeat it.
     let repeated = match axis {
         "seq_len" => Some(1),
@@ -376,11 +472,20 @@ pub fn render_sweep(name: &str, axis: &str, points: &[FlopsPoint<'_>]) -> String
                 row.remove(c);
             }
         }
-        right.remove(c);
+        if c < columns.len() {
+            columns.remove(c);
+        }
     }
-    let mut out = format!("{name}: FLOPs by {axis}\n\n{}", columns(&rows, &right));
+    let mut t = Table::new("sweep", columns);
+    for row in rows {
+        t.push(row);
+    }
+    let mut doc = Doc::new();
+    doc.title(format!("{name}: FLOPs by {axis}"))
+        .blank()
+        .table(t);
     if let Some((_, r, _)) = points.first() {
-        let _ = writeln!(out, "attention {}", convention_text(r));
+        doc.line(format!("attention {}", convention_text(r)));
     }
     // What every point assumes is said once; what depends on the value, under the value.
     let speeds: Vec<(&String, &SpeedReport)> = points
@@ -394,82 +499,91 @@ pub fn render_sweep(name: &str, axis: &str, points: &[FlopsPoint<'_>]) -> String
             .filter(|a| speeds.iter().all(|(_, s)| s.assumptions.contains(a)))
             .collect();
         for a in &common {
-            let _ = writeln!(out, "  - {a}");
+            doc.line(format!("  - {a}"));
         }
         for (label, s) in &speeds {
             for a in s.assumptions.iter().filter(|a| !common.contains(a)) {
-                let _ = writeln!(out, "  - {axis} {label}: {a}");
+                doc.line(format!("  - {axis} {label}: {a}"));
             }
         }
     }
-    out
+    doc
 }
 
-/// Several models side by side: a column each.
+/// The terminal text of [`comparison_doc`], one line per row.
 #[must_use]
 pub fn render_comparison(points: &[FlopsPoint<'_>]) -> String {
+    comparison_doc(points).to_text(&TextOptions::default())
+}
+
+/// Several models side by side: a column each, a row per quantity. On a narrow terminal the
+/// models split into groups, each with the row labels.
+#[must_use]
+pub fn comparison_doc(points: &[FlopsPoint<'_>]) -> Doc {
     let with_speed = points.iter().any(|(_, _, s)| s.is_some());
-    let mut rows: Vec<Vec<String>> = vec![
-        std::iter::once(String::new())
-            .chain(points.iter().map(|(n, _, _)| n.clone()))
+    let mut t = Table::new(
+        "comparison",
+        std::iter::once(Column::left(""))
+            .chain(points.iter().map(|(n, _, _)| Column::right(n.clone())))
             .collect(),
-    ];
-    let mut add = |label: &str, f: &dyn Fn(&FlopsReport, Option<&SpeedReport>) -> String| {
-        rows.push(
-            std::iter::once(label.to_owned())
+    );
+    let mut add = |label: &str, f: &dyn Fn(&FlopsReport, Option<&SpeedReport>) -> Cell| {
+        t.push(
+            std::iter::once(Cell::text(label))
                 .chain(points.iter().map(|(_, r, s)| f(r, *s)))
                 .collect(),
         );
     };
     add("tokens × batch", &|r, _| {
-        format!("{} × {}", thousands(r.seq_len), r.batch)
+        Cell::text(format!("{} × {}", thousands(r.seq_len), r.batch))
     });
     add("attention", &|r, _| {
-        if r.generates {
-            r.convention.name().to_owned()
+        Cell::text(if r.generates {
+            r.convention.name()
         } else {
-            "bidirectional".to_owned()
-        }
+            "bidirectional"
+        })
     });
-    add("parameters", &|r, _| thousands(r.params));
-    add("active per token", &|r, _| thousands(r.active_params));
+    add("parameters", &|r, _| Cell::count(r.params));
+    add("active per token", &|r, _| Cell::count(r.active_params));
     add("matmul parameters per token", &|r, _| {
-        thousands(r.matmul_params)
+        Cell::count(r.matmul_params)
     });
-    add("forward", &|r, _| human_flops(r.forward_flops));
+    add("forward", &|r, _| flops_cell(r.forward_flops));
     add("per generated token", &|r, _| {
         if r.generates {
-            human_flops(r.per_token_flops)
+            flops_cell(r.per_token_flops)
         } else {
-            "- (encoder)".to_owned()
+            Cell::text("- (encoder)")
         }
     });
     if with_speed {
+        let dash = || Cell::dash();
         add("GPU", &|_, s| {
-            s.map_or("-".into(), |s| {
-                format!("{} × {}", s.options.gpus, s.options.gpu.name)
+            s.map_or_else(dash, |s| {
+                Cell::text(format!("{} × {}", s.options.gpus, s.options.gpu.name))
             })
         });
         add("time to first token", &|_, s| {
-            s.map_or("-".into(), |s| human_seconds(s.prefill.seconds))
+            s.map_or_else(dash, |s| seconds_cell(s.prefill.seconds))
         });
         add("decode tokens/s", &|_, s| {
-            s.and_then(|s| s.decode.as_ref()).map_or("-".into(), |d| {
-                format!("{:.1} ({} bound)", d.tokens_per_second, d.bound)
+            s.and_then(|s| s.decode.as_ref()).map_or_else(dash, |d| {
+                rate_cell(d.tokens_per_second)
+                    .text_as(format!("{:.1} ({} bound)", d.tokens_per_second, d.bound))
             })
         });
         add("$/M generated tokens", &|_, s| {
-            s.and_then(|s| s.decode.as_ref()).map_or("-".into(), cost)
+            s.and_then(|s| s.decode.as_ref())
+                .map_or_else(dash, cost_cell)
         });
         add("fits", &|_, s| {
-            s.map_or("-", |s| {
-                fits(s.decode.as_ref().map_or(s.prefill.fits, |d| d.fits))
+            s.map_or_else(dash, |s| {
+                fits_cell(s.decode.as_ref().map_or(s.prefill.fits, |d| d.fits))
             })
-            .to_owned()
         });
     }
-    let right: Vec<bool> = std::iter::once(false)
-        .chain(points.iter().map(|_| true))
-        .collect();
-    columns(&rows, &right)
+    let mut doc = Doc::new();
+    doc.table(t);
+    doc
 }

@@ -1,31 +1,102 @@
-//! `llmsize memory`: table (with `--explain` formulas) and JSON, in bytes.
+//! `llmsize memory` as a [`Doc`]: the line items (weights by storage line, KV cache groups,
+//! activations, overhead, per GPU, total) as one table, the runtime's placement and its cache
+//! figures as tables of their own, the verdict and assumptions as lines. The same document
+//! prints as a terminal table that fits the width, Markdown, or CSV with plain bytes.
 
-use std::fmt::Write as _;
-
-use super::columns;
+use super::doc::{Block, Cell, Column, Doc, Raw, Table, Tone};
 use crate::memory::{MaxContext, MemoryReport};
-use crate::runtime::{Runtime, ServingReport};
+use crate::runtime::{LlamaCppView, Runtime, ServingReport, VllmView};
 use crate::units::{bytes_both, thousands};
 
 /// A point of a sweep: the value swept, as a table writes it, and its report.
 pub type SweepPoint<'a> = (String, &'a MemoryReport);
 
-/// Human table; `explain` adds each line's formula and the assumptions in full.
+/// Bytes as `4.58 GiB (4.91 GB)`; CSV gets the bytes.
+fn both(n: u64) -> Cell {
+    Cell::with_raw(bytes_both(n), Raw::Int(i128::from(n)))
+}
+
+/// Bytes in a multi-column table: `4.58 GiB (4.91 GB)`, or `4.58 GiB` alone when `compact`
+/// (a narrow terminal, where four sizes with their decimal GB beside would not fit on one
+/// line); CSV gets the bytes either way.
+fn size(n: u64, compact: bool) -> Cell {
+    if compact { Cell::bytes(n) } else { both(n) }
+}
+
+/// The width a document's tables need once their fold columns have left the row: wider
+/// than the terminal means a table would be split into column groups, and the multi-column
+/// tables are then better built `compact`.
 #[must_use]
-pub fn render(
+pub fn unfolded_width(doc: &Doc) -> usize {
+    doc.blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::Table(t) => Some(t),
+            _ => None,
+        })
+        .map(|t| {
+            let kept: Vec<usize> = t
+                .columns
+                .iter()
+                .enumerate()
+                .filter(|(i, c)| *i == 0 || !c.fold)
+                .map(|(i, c)| {
+                    t.rows
+                        .iter()
+                        .filter_map(|r| r.get(i))
+                        .map(|x| x.text.chars().count())
+                        .max()
+                        .unwrap_or(0)
+                        .max(if t.header { c.name.chars().count() } else { 0 })
+                })
+                .collect();
+            kept.iter().sum::<usize>() + 2 * kept.len().saturating_sub(1)
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Bytes in GiB for CSV, beside the exact bytes: the table's `size` column is the same
+/// quantity as `bytes`, so CSV gets it in the one unit its header names.
+fn gib(n: u64) -> Cell {
+    #[expect(clippy::cast_precision_loss, reason = "a size in GiB is for reading")]
+    let g = n as f64 / f64::from(1u32 << 30);
+    Cell::with_raw(bytes_both(n), Raw::Float(g))
+}
+
+/// A count of tokens, cells or blocks with words after it (`16 tokens`); CSV gets the number.
+fn count_with(n: u64, unit: &str) -> Cell {
+    Cell::with_raw(format!("{} {unit}", thousands(n)), Raw::Int(i128::from(n)))
+}
+
+/// A line item of the main table: `item`, exact bytes, the scaled size, and what it is.
+fn item(table: &mut Table, name: impl Into<String>, bytes: u64, what: impl Into<String>) {
+    table.push(vec![
+        Cell::text(name),
+        Cell::count(bytes),
+        gib(bytes),
+        Cell::text(what),
+    ]);
+}
+
+/// The document for one model at one point; `explain` puts each line's formula in the
+/// `what` column, and `max_context` (from `--max-context`) adds the longest context line;
+/// `compact` drops the decimal GB beside the placement's sizes (for a narrow terminal).
+#[must_use]
+pub fn doc(
     name: &str,
     r: &MemoryReport,
     max_context: Option<Option<MaxContext>>,
     explain: bool,
-) -> String {
+    compact: bool,
+) -> Doc {
     let o = &r.options;
-    let mut out = String::new();
+    let mut doc = Doc::new();
     if let Some(why) = &r.estimate {
-        let _ = writeln!(out, "ESTIMATE, not exact: {why}");
+        doc.toned(format!("ESTIMATE, not exact: {why}"), Tone::Warn);
     }
-    let _ = writeln!(
-        out,
-        "{name}: memory to serve in {} with {} tokens × batch {}{}{}\n",
+    doc.title(format!(
+        "{name}: memory to serve in {} with {} tokens × batch {}{}{}",
         if r.weights_from_files {
             "the weight files as stored"
         } else {
@@ -43,11 +114,11 @@ pub fn render(
         } else {
             String::new()
         }
-    );
+    ))
+    .blank();
     if let Some(s) = &r.serving {
-        let _ = writeln!(
-            out,
-            "as {} places it{}\n",
+        doc.line(format!(
+            "as {} places it{}",
             s.runtime.name(),
             if s.pp > 1 {
                 format!(
@@ -58,32 +129,75 @@ pub fn render(
             } else {
                 String::new()
             }
-        );
+        ))
+        .blank();
     }
-    let mut rows = vec![vec![
-        "item".to_owned(),
-        "bytes".to_owned(),
-        "GiB (GB)".to_owned(),
-        "what".to_owned(),
-    ]];
+    doc.table(items(r, explain));
+    if let Some(s) = &r.serving {
+        placement(&mut doc, s, compact);
+    }
+    verdict(&mut doc, r);
+    if let Some(mc) = max_context {
+        let text = match mc {
+            Some(m) => {
+                let why = match m.bound {
+                    "memory" => "limited by memory",
+                    "position table" => "all the learned position table allows",
+                    "trained context" => "the trained context; more would still fit",
+                    _ => "the search limit; more would still fit",
+                };
+                format!(
+                    "longest context that fits at batch {}: {} tokens ({why})",
+                    o.batch,
+                    thousands(m.tokens)
+                )
+            }
+            None => "longest context that fits: none, not even 1 token".to_owned(),
+        };
+        doc.line(text);
+    }
+    doc.blank().heading("assumptions");
+    for a in &r.assumptions {
+        doc.line(format!("  {a}"));
+    }
+    doc
+}
+
+/// The line items: weights and their storage lines, KV cache and its groups, state,
+/// activations, overhead, per GPU, total.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one row after another, in the order printed"
+)]
+fn items(r: &MemoryReport, explain: bool) -> Table {
+    let o = &r.options;
+    let mut t = Table::new(
+        "memory",
+        vec![
+            Column::left("item"),
+            Column::right("bytes"),
+            Column::right("size").csv("GiB"),
+            Column::fold("what"),
+        ],
+    );
     #[expect(clippy::cast_precision_loss, reason = "display only")]
     let bpw = r.weights_bytes as f64 * 8.0 / r.params.max(1) as f64;
-    rows.push(vec![
-        "weights".into(),
-        thousands(r.weights_bytes),
-        bytes_both(r.weights_bytes),
+    item(
+        &mut t,
+        "weights",
+        r.weights_bytes,
         format!(
             "{} parameters, {bpw:.3} bits per weight on average",
             thousands(r.params)
         ),
-    ]);
+    );
     for l in &r.weights {
         #[expect(clippy::cast_precision_loss, reason = "display only")]
         let lbpw = l.bytes as f64 * 8.0 / l.params.max(1) as f64;
-        rows.push(vec![
+        item(
+            &mut t,
             format!("  {}", l.storage),
-            thousands(l.bytes),
-            bytes_both(l.bytes),
+            l.bytes,
             if l.params == 0 {
                 "saved tensors that are not parameters (quantization scales, buffers)".into()
             } else if explain {
@@ -94,92 +208,85 @@ pub fn render(
             } else {
                 format!("{} parameters, {lbpw:.4} bpw", thousands(l.params))
             },
-        ]);
+        );
     }
     if let Some(e) = r.weights_estimate_bytes {
-        rows.push(vec![
-            "  (estimate)".into(),
-            thousands(e),
-            bytes_both(e),
+        item(
+            &mut t,
+            "  (estimate)",
+            e,
             format!(
                 "the config's {} estimate, beside the files' bytes",
                 o.format.name()
             ),
-        ]);
+        );
     }
     if let Some((what, bytes)) = &r.files_only {
-        rows.push(vec![
-            "  (not loaded)".into(),
-            thousands(*bytes),
-            bytes_both(*bytes),
+        item(
+            &mut t,
+            "  (not loaded)",
+            *bytes,
             format!("{what}; not in the totals"),
-        ]);
+        );
     }
     // An encoder caches nothing (its groups are empty): no KV line rather than zeros.
     if !r.encoder_only {
-        rows.push(vec![
-            "KV cache".into(),
-            thousands(r.kv_bytes),
-            bytes_both(r.kv_bytes),
+        item(
+            &mut t,
+            "KV cache",
+            r.kv_bytes,
             format!(
                 "{} B per token of context ({}), all layers{}",
                 thousands(r.kv_bytes_per_token_full),
                 o.kv_dtype.name(),
                 match r.serving.as_ref().map(|s| s.runtime) {
-                    Some(Runtime::Vllm) => "; what the batch needs at max_model_len (vLLM's pool, below, takes what is left)",
+                    Some(Runtime::Vllm) =>
+                        "; what the batch needs at max_model_len (vLLM's pool, below, takes what is left)",
                     Some(Runtime::LlamaCpp) => "; llama.cpp's cells for the whole context",
                     _ => "",
                 }
             ),
-        ]);
+        );
     }
     for g in &r.kv {
-        rows.push(vec![
-            format!("  {} × {}", g.layers, g.stack.as_str()),
-            thousands(g.bytes),
-            bytes_both(g.bytes),
-            if explain {
-                {
-                    // Bytes of one token's vector in one layer, whole blocks for q8_0/q4_0.
-                    let (block, size) = o.kv_dtype.block();
-                    let per = if block == 1 {
-                        format!("{}·{size}", g.elements_per_token)
-                    } else {
-                        format!("⌈{}/{block}⌉·{size}", g.elements_per_token)
-                    };
-                    format!(
-                        "layers·b·tokens·elements·bytes ({}) = {}·{}·{}·{per}",
-                        o.kv_dtype.name(),
-                        g.layers,
-                        o.batch,
-                        g.tokens
-                    )
-                }
+        let kept = format!("{}; {} tokens kept", g.what, thousands(g.tokens));
+        let what = if explain {
+            // Bytes of one token's vector in one layer, whole blocks for q8_0/q4_0.
+            let (block, size) = o.kv_dtype.block();
+            let per = if block == 1 {
+                format!("{}·{size}", g.elements_per_token)
             } else {
-                format!("{}; {} tokens kept", g.what, thousands(g.tokens))
-            },
-        ]);
-        if explain {
-            rows.push(vec![
-                String::new(),
-                String::new(),
-                String::new(),
-                format!("{}; {} tokens kept", g.what, thousands(g.tokens)),
-            ]);
-        }
+                format!("⌈{}/{block}⌉·{size}", g.elements_per_token)
+            };
+            format!(
+                "layers·b·tokens·elements·bytes ({}) = {}·{}·{}·{per}; {kept}",
+                o.kv_dtype.name(),
+                g.layers,
+                o.batch,
+                g.tokens
+            )
+        } else {
+            kept
+        };
+        item(
+            &mut t,
+            format!("  {} × {}", g.layers, g.stack.as_str()),
+            g.bytes,
+            what,
+        );
     }
     if let Some(formula) = &r.state_formula {
-        rows.push(vec![
-            "recurrent state".into(),
-            thousands(r.state_bytes),
-            bytes_both(r.state_bytes),
+        item(
+            &mut t,
+            "recurrent state",
+            r.state_bytes,
             format!("conv and SSM / linear-attention states, fixed per sequence: {formula}"),
-        ]);
+        );
     }
-    rows.push(vec![
-        "activations".into(),
-        thousands(r.activation_bytes),
-        bytes_both(r.activation_bytes),
+    item(
+        &mut t,
+        "activations",
+        r.activation_bytes,
         if explain {
             r.activation_formula.clone()
         } else if r.encoder_only {
@@ -187,44 +294,44 @@ pub fn render(
         } else {
             "prefill workspace, estimate (per GPU)".into()
         },
-    ]);
-    rows.push(vec![
-        "runtime overhead".into(),
-        thousands(o.overhead_bytes),
-        bytes_both(o.overhead_bytes),
-        "CUDA context and allocator, per GPU".into(),
-    ]);
+    );
+    item(
+        &mut t,
+        "runtime overhead",
+        o.overhead_bytes,
+        "CUDA context and allocator, per GPU",
+    );
     if let Some(s) = &r.serving
         && let Some(st) = s.stages.get(s.most_loaded)
     {
-        rows.push(vec![
+        item(
+            &mut t,
             format!("per GPU ({})", st.device),
-            thousands(r.per_gpu),
-            bytes_both(r.per_gpu),
+            r.per_gpu,
             format!(
                 "the most loaded GPU: weights {} + KV {} + compute {} + overhead",
                 bytes_both(r.weights_per_gpu),
                 bytes_both(r.kv_per_gpu),
                 bytes_both(r.activation_bytes)
             ),
-        ]);
+        );
     } else if o.tp > 1 {
-        rows.push(vec![
+        item(
+            &mut t,
             format!("per GPU (tp {})", o.tp),
-            thousands(r.per_gpu),
-            bytes_both(r.per_gpu),
+            r.per_gpu,
             format!(
                 "weights {} + KV {} + activations + overhead",
                 bytes_both(r.weights_per_gpu),
                 bytes_both(r.kv_per_gpu)
             ),
-        ]);
+        );
     }
-    rows.push(vec![
-        "total".into(),
-        thousands(r.total),
-        bytes_both(r.total),
-        if r.serving.is_some() {
+    t.push(vec![
+        Cell::text("total").tone(Tone::Strong),
+        Cell::count(r.total).tone(Tone::Strong),
+        gib(r.total).tone(Tone::Strong),
+        Cell::text(if r.serving.is_some() {
             "every GPU (system RAM apart)".to_owned()
         } else if o.tp > 1 {
             format!(
@@ -233,90 +340,72 @@ pub fn render(
             )
         } else {
             String::new()
-        },
+        }),
     ]);
-    out.push_str(&columns(&rows, &[false, true, true, false]));
-    if let Some(s) = &r.serving {
-        placement(&mut out, s);
-    }
+    t
+}
+
+/// `N × GPU (source): fits: …` or `does not fit: …`, when a GPU was named.
+fn verdict(doc: &mut Doc, r: &MemoryReport) {
+    let o = &r.options;
+    let (Some((gpu, count)), Some(fits)) = (o.gpu, r.fits) else {
+        return;
+    };
     let vllm = r.serving.as_ref().and_then(|s| s.vllm);
-    if let (Some((gpu, count)), Some(fits)) = (o.gpu, r.fits) {
-        let verdict = if let Some(v) = vllm {
-            if fits {
-                format!(
-                    "fits: {} sequences of {} tokens at once (batch {} asked)",
-                    thousands(v.max_sequences),
-                    thousands(v.max_model_len),
-                    o.batch
-                )
-            } else {
-                format!(
-                    "does not fit: the KV budget ({}) holds {} blocks; {} sequences of {} tokens need {} (vLLM refuses to start below one)",
-                    bytes_both(v.kv_budget),
-                    thousands(v.num_blocks),
-                    o.batch,
-                    thousands(v.max_model_len),
-                    thousands(v.blocks_per_request.saturating_mul(o.batch))
-                )
-            }
-        } else if fits {
+    let verdict = if let Some(v) = vllm {
+        if fits {
             format!(
-                "fits: {} of {} used per GPU",
-                bytes_both(r.per_gpu),
-                bytes_both(gpu.memory_bytes)
+                "fits: {} sequences of {} tokens at once (batch {} asked)",
+                thousands(v.max_sequences),
+                thousands(v.max_model_len),
+                o.batch
             )
         } else {
             format!(
-                "does not fit: needs {} per GPU, has {}",
-                bytes_both(r.per_gpu),
-                bytes_both(gpu.memory_bytes)
+                "does not fit: the KV budget ({}) holds {} blocks; {} sequences of {} tokens need {} (vLLM refuses to start below one)",
+                bytes_both(v.kv_budget),
+                thousands(v.num_blocks),
+                o.batch,
+                thousands(v.max_model_len),
+                thousands(v.blocks_per_request.saturating_mul(o.batch))
             )
-        };
-        let _ = writeln!(
-            out,
-            "\n{} × {} ({}): {verdict}",
-            count, gpu.name, gpu.memory_source
-        );
-    }
-    if let Some(mc) = max_context {
-        match mc {
-            Some(m) => {
-                let why = match m.bound {
-                    "memory" => "limited by memory",
-                    "position table" => "all the learned position table allows",
-                    "trained context" => "the trained context; more would still fit",
-                    _ => "the search limit; more would still fit",
-                };
-                let _ = writeln!(
-                    out,
-                    "longest context that fits at batch {}: {} tokens ({why})",
-                    o.batch,
-                    thousands(m.tokens)
-                );
-            }
-            None => {
-                let _ = writeln!(out, "longest context that fits: none, not even 1 token");
-            }
         }
-    }
-    out.push_str("\nassumptions\n");
-    for a in &r.assumptions {
-        let _ = writeln!(out, "  - {a}");
-    }
-    out
+    } else if fits {
+        format!(
+            "fits: {} of {} used per GPU",
+            bytes_both(r.per_gpu),
+            bytes_both(gpu.memory_bytes)
+        )
+    } else {
+        format!(
+            "does not fit: needs {} per GPU, has {}",
+            bytes_both(r.per_gpu),
+            bytes_both(gpu.memory_bytes)
+        )
+    };
+    doc.blank().toned(
+        format!(
+            "{} × {} ({}): {verdict}",
+            count, gpu.name, gpu.memory_source
+        ),
+        if fits { Tone::Good } else { Tone::Bad },
+    );
 }
 
 /// Where the runtime put things, device by device, and its cache's own figures.
-fn placement(out: &mut String, s: &ServingReport) {
-    let mut rows = vec![vec![
-        "device".to_owned(),
-        "layers".to_owned(),
-        "weights".to_owned(),
-        "KV cache".to_owned(),
-        "compute".to_owned(),
-        "total".to_owned(),
-        "also holds".to_owned(),
-    ]];
+fn placement(doc: &mut Doc, s: &ServingReport, compact: bool) {
+    let mut t = Table::new(
+        "placement",
+        vec![
+            Column::left("device"),
+            Column::left("layers"),
+            Column::right("weights").csv("weights_bytes"),
+            Column::right("KV cache").csv("kv_cache_bytes"),
+            Column::right("compute").csv("compute_bytes"),
+            Column::right("total").csv("total_bytes"),
+            Column::fold("also holds"),
+        ],
+    );
     for st in &s.stages {
         let layers = if st.layers.iter().all(std::ops::Range::is_empty) {
             "-".to_owned()
@@ -328,19 +417,18 @@ fn placement(out: &mut String, s: &ServingReport) {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        rows.push(vec![
-            st.device.clone(),
-            layers,
-            bytes_both(st.weights),
-            bytes_both(st.kv),
-            bytes_both(st.activations),
-            bytes_both(st.total),
-            st.extras.join(", "),
+        t.push(vec![
+            Cell::text(st.device.clone()),
+            Cell::text(layers),
+            size(st.weights, compact),
+            size(st.kv, compact),
+            size(st.activations, compact),
+            size(st.total, compact),
+            Cell::text(st.extras.join(", ")),
         ]);
     }
-    let _ = writeln!(
-        out,
-        "\nplacement ({}{})",
+    doc.blank().heading(format!(
+        "placement ({}{})",
         s.runtime.name(),
         if s.tp > 1 {
             format!(
@@ -350,76 +438,177 @@ fn placement(out: &mut String, s: &ServingReport) {
         } else {
             String::new()
         }
-    );
-    out.push_str(&columns(
-        &rows,
-        &[false, false, true, true, true, true, false],
     ));
+    doc.table(t);
     if let Some(l) = &s.llama_cpp {
-        let _ = writeln!(
-            out,
-            "llama.cpp: n_ctx {} cells{}{}; --n-gpu-layers {}, output layer on {}",
-            thousands(l.n_ctx),
-            if l.n_ctx == l.n_ctx_asked {
-                String::new()
-            } else {
-                format!(" (asked {}, padded to 256)", thousands(l.n_ctx_asked))
-            },
-            l.swa_cells
-                .map(|c| format!(", sliding layers {} cells", thousands(c)))
-                .unwrap_or_default(),
-            l.n_gpu_layers,
-            if l.output_on_gpu { "a GPU" } else { "the CPU" }
-        );
+        doc.blank().heading("llama.cpp");
+        doc.table(llama_cpp(l));
     }
     if let Some(v) = &s.vllm {
-        let _ = writeln!(
-            out,
-            "vLLM: {} × GPU = {} per GPU; KV budget {}; {} blocks of {} tokens ({} B a layer, {} layers a block); a request of {} tokens needs {} blocks: max concurrency {:.2}, {} whole sequences; KV cache {} tokens",
-            v.gpu_memory_utilization,
-            bytes_both(v.budget),
-            bytes_both(v.kv_budget),
-            thousands(v.num_blocks),
-            v.block_size,
-            thousands(v.page_bytes),
-            v.layers_per_block,
-            thousands(v.max_model_len),
-            thousands(v.blocks_per_request),
-            v.max_concurrency,
-            thousands(v.max_sequences),
-            thousands(v.kv_tokens)
-        );
+        doc.blank().heading("vLLM's KV cache pool");
+        doc.table(vllm(v));
     }
 }
 
-/// A sweep table.
+/// A runtime's settings and figures: `setting`, `value`, what it is.
+fn settings(name: &str) -> Table {
+    Table::new(
+        name,
+        vec![
+            Column::left("setting"),
+            Column::right("value"),
+            Column::fold("what"),
+        ],
+    )
+}
+
+/// llama.cpp's context cells and layer split.
+fn llama_cpp(l: &LlamaCppView) -> Table {
+    let mut t = settings("llama.cpp");
+    t.push(vec![
+        Cell::text("n_ctx"),
+        count_with(l.n_ctx, "cells"),
+        Cell::text(if l.n_ctx == l.n_ctx_asked {
+            "KV cells of every full-attention layer".to_owned()
+        } else {
+            format!(
+                "KV cells of every full-attention layer (asked {}, padded to 256)",
+                thousands(l.n_ctx_asked)
+            )
+        }),
+    ]);
+    if let Some(c) = l.swa_cells {
+        t.push(vec![
+            Cell::text("sliding layers"),
+            count_with(c, "cells"),
+            Cell::text("KV cells of a sliding-window layer"),
+        ]);
+    }
+    t.push(vec![
+        Cell::text("--n-gpu-layers"),
+        Cell::count(l.n_gpu_layers),
+        Cell::text("layers offloaded to the GPUs"),
+    ]);
+    t.push(vec![
+        Cell::text("output layer"),
+        Cell::text(if l.output_on_gpu { "a GPU" } else { "the CPU" }),
+        Cell::text("where the output layer and its logits are"),
+    ]);
+    t
+}
+
+/// vLLM's block pool, line by line as its startup log reports it.
+fn vllm(v: &VllmView) -> Table {
+    let mut t = settings("vllm");
+    t.push(vec![
+        Cell::text("gpu_memory_utilization"),
+        Cell::with_raw(
+            v.gpu_memory_utilization.to_string(),
+            Raw::Float(v.gpu_memory_utilization),
+        ),
+        Cell::text("the share of each GPU vLLM may use"),
+    ]);
+    t.push(vec![
+        Cell::text("budget per GPU"),
+        both(v.budget),
+        Cell::text("gpu_memory_utilization × the GPU's memory"),
+    ]);
+    t.push(vec![
+        Cell::text("KV budget"),
+        both(v.kv_budget),
+        Cell::text("what is left for the KV cache on the most constrained GPU"),
+    ]);
+    t.push(vec![
+        Cell::text("block_size"),
+        count_with(v.block_size, "tokens"),
+        Cell::text("tokens per block"),
+    ]);
+    t.push(vec![
+        Cell::text("page"),
+        count_with(v.page_bytes, "B"),
+        Cell::text("one block of one layer on one GPU"),
+    ]);
+    t.push(vec![
+        Cell::text("layers per block"),
+        Cell::count(v.layers_per_block),
+        Cell::text("layers that share a block id"),
+    ]);
+    t.push(vec![
+        Cell::text("num_blocks"),
+        Cell::count(v.num_blocks),
+        Cell::text("KV budget // page // layers per block"),
+    ]);
+    t.push(vec![
+        Cell::text("max_model_len"),
+        count_with(v.max_model_len, "tokens"),
+        Cell::text("the longest request"),
+    ]);
+    t.push(vec![
+        Cell::text("blocks per request"),
+        Cell::count(v.blocks_per_request),
+        Cell::text("what one request of max_model_len tokens needs"),
+    ]);
+    t.push(vec![
+        Cell::text("max concurrency"),
+        Cell::with_raw(
+            format!("{:.2}", v.max_concurrency),
+            Raw::Float(v.max_concurrency),
+        ),
+        Cell::text("num_blocks / blocks per request"),
+    ]);
+    t.push(vec![
+        Cell::text("whole sequences"),
+        Cell::count(v.max_sequences),
+        Cell::text("requests of max_model_len tokens at once"),
+    ]);
+    t.push(vec![
+        Cell::text("KV cache"),
+        count_with(v.kv_tokens, "tokens"),
+        Cell::text("tokens the pool holds (vLLM's \"GPU KV cache size\")"),
+    ]);
+    t
+}
+
+/// A sweep: one row per point, per-GPU bytes and the verdict; `compact` as in [`doc`].
 #[must_use]
-pub fn render_sweep(name: &str, axis: &str, points: &[SweepPoint]) -> String {
-    let mut rows = vec![vec![
-        axis.to_owned(),
-        "weights per GPU".to_owned(),
-        "KV cache per GPU".to_owned(),
-        "total per GPU".to_owned(),
-        "fits".to_owned(),
-    ]];
+pub fn sweep_doc(name: &str, axis: &str, points: &[SweepPoint], compact: bool) -> Doc {
+    // Counts right-aligned, names (`dtype`, `gpu`) left.
+    let first = if matches!(axis, "seq_len" | "batch") {
+        Column::right(axis)
+    } else {
+        Column::left(axis)
+    };
+    let mut columns = vec![
+        first,
+        Column::right("weights per GPU").csv("weights_per_gpu_bytes"),
+        Column::right("KV cache per GPU").csv("kv_cache_per_gpu_bytes"),
+        Column::right("total per GPU").csv("total_per_gpu_bytes"),
+        Column::left("fits"),
+    ];
     // Under vLLM the pool is the same size at every point; what changes is how many
     // sequences it holds.
     let vllm = points
         .iter()
         .any(|(_, r)| r.serving.as_ref().is_some_and(|s| s.vllm.is_some()));
-    if vllm && let Some(h) = rows.first_mut() {
-        h.push("max sequences".to_owned());
+    if vllm {
+        columns.push(Column::right("max sequences"));
     }
+    let mut t = Table::new("sweep", columns);
     for (v, r) in points {
+        let value = match axis {
+            "seq_len" => Cell::with_raw(v.clone(), Raw::Int(i128::from(r.options.seq_len))),
+            "batch" => Cell::with_raw(v.clone(), Raw::Int(i128::from(r.options.batch))),
+            _ => Cell::text(v.clone()),
+        };
         let mut row = vec![
-            v.clone(),
-            bytes_both(r.weights_per_gpu),
-            bytes_both(r.kv_per_gpu),
-            bytes_both(r.per_gpu),
+            value,
+            size(r.weights_per_gpu, compact),
+            size(r.kv_per_gpu, compact),
+            size(r.per_gpu, compact),
             match r.fits {
-                Some(true) => "yes".into(),
-                Some(false) => "no".into(),
-                None => "-".into(),
+                Some(true) => Cell::text("yes").tone(Tone::Good),
+                Some(false) => Cell::text("no").tone(Tone::Bad),
+                None => Cell::text("-"),
             },
         ];
         if vllm {
@@ -427,82 +616,87 @@ pub fn render_sweep(name: &str, axis: &str, points: &[SweepPoint]) -> String {
                 r.serving
                     .as_ref()
                     .and_then(|s| s.vllm)
-                    .map_or_else(|| "-".to_owned(), |p| thousands(p.max_sequences)),
+                    .map_or_else(|| Cell::text("-"), |p| Cell::count(p.max_sequences)),
             );
         }
-        rows.push(row);
+        t.push(row);
     }
-    format!(
-        "{name}: memory by {axis}\n\n{}",
-        // Counts right-aligned, names (`dtype`, `gpu`) left.
-        columns(
-            &rows,
-            &[
-                matches!(axis, "seq_len" | "batch"),
-                true,
-                true,
-                true,
-                false,
-                true
-            ]
-        )
-    )
+    let mut doc = Doc::new();
+    doc.title(format!("{name}: memory by {axis}"))
+        .blank()
+        .table(t);
+    doc
 }
 
-/// Several models side by side: one column each, the items as rows.
+/// Several models side by side: one column each, the items as rows; `compact` as in
+/// [`doc`], and the GPU named once under the table rather than in every `fits` cell.
 #[must_use]
-pub fn render_comparison(models: &[(&str, &MemoryReport)]) -> String {
-    let mut rows = vec![
-        std::iter::once("item".to_owned())
-            .chain(models.iter().map(|(n, _)| (*n).to_owned()))
-            .collect::<Vec<_>>(),
-    ];
-    let mut row = |label: &str, f: &dyn Fn(&MemoryReport) -> String| {
-        rows.push(
-            std::iter::once(label.to_owned())
+pub fn comparison_doc(models: &[(&str, &MemoryReport)], compact: bool) -> Doc {
+    let mut t = Table::new(
+        "comparison",
+        std::iter::once(Column::left("item"))
+            .chain(models.iter().map(|(n, _)| Column::right(*n)))
+            .collect(),
+    );
+    let mut row = |label: &str, f: &dyn Fn(&MemoryReport) -> Cell| {
+        t.push(
+            std::iter::once(Cell::text(label))
                 .chain(models.iter().map(|(_, r)| f(r)))
                 .collect(),
         );
     };
     row("format", &|r| {
-        if r.weights_from_files {
-            "files as stored".into()
+        Cell::text(if r.weights_from_files {
+            "files as stored"
         } else {
-            r.options.format.name().into()
-        }
+            r.options.format.name()
+        })
     });
     row("tokens × batch", &|r| {
-        format!("{} × {}", thousands(r.options.seq_len), r.options.batch)
+        Cell::text(format!(
+            "{} × {}",
+            thousands(r.options.seq_len),
+            r.options.batch
+        ))
     });
-    row("parameters", &|r| thousands(r.params));
-    row("weights", &|r| bytes_both(r.weights_bytes));
+    row("parameters", &|r| Cell::count(r.params));
+    row("weights", &|r| size(r.weights_bytes, compact));
     row("KV cache", &|r| {
         if r.kv.is_empty() {
-            "none".into()
+            Cell::text("none").raw(Raw::Int(0))
         } else {
-            bytes_both(r.kv_bytes)
+            size(r.kv_bytes, compact)
         }
     });
     if models.iter().any(|(_, r)| r.state_bytes > 0) {
-        row("recurrent state", &|r| bytes_both(r.state_bytes));
+        row("recurrent state", &|r| size(r.state_bytes, compact));
     }
-    row("activations", &|r| bytes_both(r.activation_bytes));
+    row("activations", &|r| size(r.activation_bytes, compact));
     row("runtime overhead", &|r| {
-        bytes_both(r.options.overhead_bytes)
+        size(r.options.overhead_bytes, compact)
     });
-    row("per GPU", &|r| bytes_both(r.per_gpu));
-    row("total", &|r| bytes_both(r.total));
+    row("per GPU", &|r| size(r.per_gpu, compact));
+    row("total", &|r| size(r.total, compact).tone(Tone::Strong));
     if models.iter().any(|(_, r)| r.fits.is_some()) {
-        row("fits", &|r| match (r.options.gpu, r.fits) {
-            (Some((g, n)), Some(true)) => format!("yes ({n} × {})", g.name),
-            (Some((g, n)), Some(false)) => format!("no ({n} × {})", g.name),
-            _ => "-".into(),
+        row("fits", &|r| {
+            let on = match r.options.gpu {
+                Some((g, n)) if !compact => format!(" ({n} × {})", g.name),
+                _ => String::new(),
+            };
+            match r.fits {
+                Some(true) => Cell::text(format!("yes{on}")).tone(Tone::Good),
+                Some(false) => Cell::text(format!("no{on}")).tone(Tone::Bad),
+                None => Cell::text("-"),
+            }
         });
     }
-    let right: Vec<bool> = std::iter::once(false)
-        .chain(models.iter().map(|_| true))
-        .collect();
-    let mut out = columns(&rows, &right);
+    let mut doc = Doc::new();
+    doc.table(t);
+    // Every model was asked about the same GPU.
+    if compact && let Some((g, n)) = models.iter().find_map(|(_, r)| r.options.gpu) {
+        doc.blank()
+            .line(format!("fits: on {n} × {} ({})", g.name, g.memory_source));
+    }
     // What every model assumes is said once; what one model adds, under its name.
     let common: Vec<&String> = models.first().map_or_else(Vec::new, |(_, r)| {
         r.assumptions
@@ -510,14 +704,45 @@ pub fn render_comparison(models: &[(&str, &MemoryReport)]) -> String {
             .filter(|a| models.iter().all(|(_, m)| m.assumptions.contains(a)))
             .collect()
     });
-    out.push_str("\nassumptions\n");
+    doc.blank().heading("assumptions");
     for a in &common {
-        let _ = writeln!(out, "  - {a}");
+        doc.line(format!("  {a}"));
     }
     for (name, r) in models {
         for a in r.assumptions.iter().filter(|a| !common.contains(a)) {
-            let _ = writeln!(out, "  - {name}: {a}");
+            doc.line(format!("  {name}: {a}"));
         }
     }
-    out
+    doc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unfolded_width_leaves_out_fold_columns_but_not_the_first() {
+        let mut t = Table::new(
+            "memory",
+            vec![
+                Column::left("item"),
+                Column::right("bytes"),
+                Column::fold("what"),
+            ],
+        );
+        t.push(vec![
+            Cell::text("KV cache"),
+            Cell::count(2_147_483_648),
+            Cell::text("a long explanation that may move under its row"),
+        ]);
+        let mut doc = Doc::new();
+        doc.title("a title longer than any table, which wraps on its own")
+            .table(t);
+        // `KV cache` (8) + 2 + `2,147,483,648` (13).
+        assert_eq!(unfolded_width(&doc), 23);
+        // The sizes of a narrow table: bytes alone, CSV's number either way.
+        assert_eq!(size(4_194_304, true).text, "4.00 MiB");
+        assert_eq!(size(4_194_304, false).text, "4.00 MiB (4.19 MB)");
+        assert_eq!(size(4_194_304, true).raw, Some(Raw::Int(4_194_304)));
+    }
 }

@@ -1,14 +1,17 @@
 //! `llmsize train`: the step's memory and compute as tables, with `--explain` formulas and
-//! what the article's rules of thumb assume.
+//! what the article's rules of thumb assume — a [`Doc`], so the same tables print on a
+//! terminal (fitted to its width), as Markdown or as CSV with the exact bytes and FLOPs.
 
 use std::fmt::Write as _;
 
-use super::columns;
+use super::doc::{Cell, Column, Doc, Raw, Table, TextOptions, Tone};
 use crate::gpu::Gpu;
 use crate::train::fit::{Suggestion, TimeCost};
 use crate::train::parallel::Parallelism;
 use crate::train::{Term, TrainReport};
-use crate::units::{human_count, human_flops, human_seconds, thousands, thousands_u128};
+use crate::units::{
+    human_bytes, human_count, human_flops, human_seconds, thousands, thousands_u128,
+};
 
 /// Everything the table shows.
 #[derive(Debug, Clone, Copy)]
@@ -33,119 +36,167 @@ pub struct View<'a> {
     pub explain: bool,
 }
 
-/// `12.55 GiB` for bytes (two decimals; small values in MiB or KiB so nothing reads 0.00).
+/// Bytes in a scaled binary unit (`12.55 GiB`, `1.00 MiB`, `4 B`).
 fn gib(n: u128) -> String {
-    #[expect(clippy::cast_precision_loss, reason = "display only")]
-    let x = n as f64;
-    if n >= 1 << 30 {
-        format!("{:.2} GiB", x / f64::from(1u32 << 30))
-    } else if n >= 1 << 20 {
-        format!("{:.2} MiB", x / f64::from(1u32 << 20))
-    } else if n >= 1 << 10 {
-        format!("{:.2} KiB", x / 1024.0)
-    } else {
-        format!("{n} B")
-    }
+    u64::try_from(n).map_or_else(
+        |_| {
+            #[expect(clippy::cast_precision_loss, reason = "display only")]
+            let pib = n as f64 / f64::from(1u32 << 25) / f64::from(1u32 << 25);
+            format!("{pib:.2} PiB")
+        },
+        human_bytes,
+    )
 }
 
-fn rows(title: &str, terms: &[Term], total: (&str, u128), explain: bool) -> String {
-    let mut rows = vec![vec![title.to_owned(), "bytes".to_owned(), String::new()]];
-    for t in terms {
-        rows.push(vec![
-            format!("  {}", t.key),
-            thousands_u128(t.value),
-            gib(t.value),
-        ]);
-    }
-    rows.push(vec![
-        total.0.to_owned(),
-        thousands_u128(total.1),
-        gib(total.1),
-    ]);
-    let mut out = columns(&rows, &[false, true, true]);
-    out.push('\n');
-    if explain {
-        for t in terms {
-            let _ = writeln!(out, "  {}: {}\n      {}", t.key, t.what, t.formula);
+/// The number behind a `u128` cell (bytes, FLOPs): exact up to `i128::MAX`, which nothing
+/// reaches.
+fn raw_u128(n: u128) -> Raw {
+    i128::try_from(n).map_or_else(
+        |_| {
+            #[expect(clippy::cast_precision_loss, reason = "only past i128::MAX")]
+            let x = n as f64;
+            Raw::Float(x)
+        },
+        Raw::Int,
+    )
+}
+
+/// Bytes scaled (`14.96 GiB`); CSV gets the bytes.
+fn bytes_cell(n: u128) -> Cell {
+    Cell::with_raw(gib(n), raw_u128(n))
+}
+
+/// FLOPs scaled (`31.8 TFLOP`); CSV gets the FLOPs.
+fn flops_cell(n: u128) -> Cell {
+    Cell::with_raw(human_flops(n), raw_u128(n))
+}
+
+/// How a term's formula is shown under `--explain`: as is, or followed by `= value`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Formula {
+    Bare,
+    WithValue,
+}
+
+/// A table of terms (bytes or FLOPs): the exact number and its scaled words on each row, a
+/// total, and under `--explain` what each term is and its formula (long words that fold
+/// under the row on a narrow terminal). Both number columns are one `bytes` (or `flops`)
+/// column in CSV.
+fn terms_table(
+    name: &str,
+    title: &str,
+    terms: &[Term],
+    total: (&str, u128),
+    unit: &str,
+    explain: Option<Formula>,
+) -> Table {
+    let scaled = |n: u128| {
+        if unit == "flops" {
+            flops_cell(n)
+        } else {
+            bytes_cell(n)
         }
+    };
+    let mut columns = vec![
+        // One `item` column in CSV for every table's line items.
+        Column::left(title).csv("item"),
+        Column::right(if unit == "flops" { "FLOPs" } else { "bytes" }).csv(unit),
+        Column::right(if unit == "flops" { "scaled" } else { "size" }).csv(unit),
+    ];
+    if explain.is_some() {
+        columns.push(Column::fold("what"));
+        columns.push(Column::fold("formula"));
+    }
+    let mut t = Table::new(name, columns);
+    for term in terms {
+        let mut row = vec![
+            Cell::text(format!("  {}", term.key)),
+            Cell::count_u128(term.value),
+            scaled(term.value),
+        ];
+        if let Some(f) = explain {
+            row.push(Cell::text(term.what.clone()).tone(Tone::Dim));
+            row.push(
+                Cell::text(match f {
+                    Formula::Bare => term.formula.clone(),
+                    Formula::WithValue => {
+                        format!("{} = {}", term.formula, thousands_u128(term.value))
+                    }
+                })
+                .tone(Tone::Dim),
+            );
+        }
+        t.push(row);
+    }
+    t.push(vec![
+        Cell::text(total.0).tone(Tone::Strong),
+        Cell::count_u128(total.1).tone(Tone::Strong),
+        scaled(total.1).tone(Tone::Strong),
+    ]);
+    t
+}
+
+/// The terminal text of [`doc`], one line per row (a pipe, a file).
+#[must_use]
+pub fn render(v: &View<'_>) -> String {
+    doc(v).to_text(&TextOptions::default())
+}
+
+/// `dp 8 × tp 1 × pp 1 × cp 1, ZeRO-3`: the layout of a job of more than one GPU.
+fn layout(p: &Parallelism) -> String {
+    let mut out = format!(
+        "layout: dp {} × tp {} × pp {} × cp {}",
+        p.dp, p.tp, p.pp, p.cp
+    );
+    if p.ep > 1 {
+        let _ = write!(out, ", ep {}", p.ep);
+    }
+    if p.zero > 0 {
+        let _ = write!(out, ", ZeRO-{}", p.zero);
+    }
+    if p.sequence_parallel {
+        out.push_str(", sequence parallel");
+    }
+    if p.offload_optimizer {
+        out.push_str(", optimizer offloaded");
     }
     out
 }
 
-/// Each term's words, then its formula with values and its value (`--explain`).
-fn explain_terms(out: &mut String, terms: &[Term]) {
-    for t in terms {
-        let _ = writeln!(
-            out,
-            "  {}: {}\n      {} = {}",
-            t.key,
-            t.what,
-            t.formula,
-            thousands_u128(t.value)
-        );
-    }
-}
-
-/// Human tables.
+/// The document: the setup, model states, activations, the most loaded GPU against its
+/// capacity, what would make it fit, the step's compute, and the run's time and cost.
 #[must_use]
-pub fn render(v: &View<'_>) -> String {
+pub fn doc(v: &View<'_>) -> Doc {
     let r = v.report;
-    let mut out = String::new();
+    let explain = v.explain;
+    let mut doc = Doc::new();
     if let Some(why) = &r.estimate {
-        let _ = writeln!(out, "ESTIMATE, not exact: {why}\n");
+        doc.toned(format!("ESTIMATE, not exact: {why}"), Tone::Warn)
+            .blank();
     }
-    let _ = writeln!(out, "{}: one training step, {}", v.name, r.setup);
+    doc.title(format!("{}: one training step, {}", v.name, r.setup));
     let p = v.parallel;
     if p.gpus() > 1 || p.zero > 0 {
-        let _ = writeln!(
-            out,
-            "layout: dp {} × tp {} × pp {} × cp {}{}{}{}{}",
-            p.dp,
-            p.tp,
-            p.pp,
-            p.cp,
-            if p.ep > 1 {
-                format!(", ep {}", p.ep)
-            } else {
-                String::new()
-            },
-            if p.zero > 0 {
-                format!(", ZeRO-{}", p.zero)
-            } else {
-                String::new()
-            },
-            if p.sequence_parallel {
-                ", sequence parallel"
-            } else {
-                ""
-            },
-            if p.offload_optimizer {
-                ", optimizer offloaded"
-            } else {
-                ""
-            },
-        );
+        doc.line(layout(p));
     }
     let s = &r.states;
-    let _ = writeln!(
-        out,
+    doc.line(format!(
         "trained {} parameters ({} tensors), frozen {}",
         thousands(s.trainable_params),
         thousands(s.trainable_tensors),
         thousands(s.frozen_params)
-    );
+    ));
     if let Some(l) = &r.lora {
-        let _ = writeln!(
-            out,
+        doc.line(format!(
             "LoRA r={} on {}{}",
             l.rank,
             l.resolved.join(", "),
             if l.dora { " (DoRA)" } else { "" }
-        );
+        ));
     }
-    out.push('\n');
     let states_total = s.weights_bytes + s.gradient_bytes + s.optimizer_state_bytes;
-    out.push_str(&rows(
+    doc.blank().table(terms_table(
+        "model_states",
         if r.per_gpu.gpus > 1 {
             "model states (whole model; per GPU below)"
         } else {
@@ -153,124 +204,166 @@ pub fn render(v: &View<'_>) -> String {
         },
         &s.terms,
         ("total", states_total),
-        v.explain,
+        "bytes",
+        explain.then_some(Formula::Bare),
     ));
-    out.push('\n');
-    out.push_str(&rows(
+    let a = &r.activations;
+    let mut held = terms_table(
+        "activations",
         "activations held for backward",
-        &r.activations.terms,
-        ("total", r.activations.retained),
-        v.explain,
-    ));
-    let extra = r
-        .activations
-        .forward_peak
-        .saturating_sub(r.activations.retained);
-    let _ = writeln!(
-        out,
-        "forward peak: {} (held + {} of temporaries alive at the peak: {})",
-        gib(r.activations.forward_peak),
-        gib(extra),
-        r.activations
-            .peak_terms
+        &a.terms,
+        ("total", a.retained),
+        "bytes",
+        explain.then_some(Formula::Bare),
+    );
+    held.push(vec![
+        Cell::text("forward peak"),
+        Cell::count_u128(a.forward_peak),
+        bytes_cell(a.forward_peak),
+    ]);
+    doc.blank().table(held);
+    doc.line(format!(
+        "forward peak = held + {} of temporaries alive at the peak: {}",
+        gib(a.forward_peak.saturating_sub(a.retained)),
+        a.peak_terms
             .iter()
             .filter(|t| t.key != "retained")
             .map(|t| t.key.as_str())
             .collect::<Vec<_>>()
             .join(", ")
-    );
-    if v.explain {
-        explain_terms(&mut out, &r.activations.peak_terms);
+    ));
+    if explain {
+        doc.blank().table(terms_table(
+            "forward_peak",
+            "forward peak",
+            &a.peak_terms,
+            ("forward peak", a.forward_peak),
+            "bytes",
+            Some(Formula::WithValue),
+        ));
     }
-    out.push('\n');
-    let _ = writeln!(
-        out,
-        "per GPU: {} bytes = {} ({})",
-        thousands_u128(r.per_gpu.bytes),
-        gib(r.per_gpu.bytes),
-        r.per_gpu.most_loaded
-    );
-    if v.explain {
-        explain_terms(&mut out, &r.per_gpu.terms);
+    per_gpu(&mut doc, v);
+    suggestions(&mut doc, v);
+    compute(&mut doc, r, explain);
+    if let Some(t) = v.time {
+        time_cost(&mut doc, t);
     }
-    if r.per_gpu.cpu_bytes > 0 {
-        let _ = writeln!(out, "in CPU memory per GPU: {}", gib(r.per_gpu.cpu_bytes));
-        if v.explain {
-            explain_terms(&mut out, &r.per_gpu.cpu_terms);
-        }
+    if explain {
+        doc.blank();
+        article_notes(&mut doc, r);
     }
-    for n in &r.per_gpu.notes {
-        let _ = writeln!(out, "note: {n}");
+    doc
+}
+
+/// The most loaded GPU's bytes by term, in CPU memory too when offloaded, and the verdict
+/// against the GPU's capacity.
+fn per_gpu(doc: &mut Doc, v: &View<'_>) {
+    let r = v.report;
+    let g = &r.per_gpu;
+    let formula = v.explain.then_some(Formula::WithValue);
+    doc.blank()
+        .toned(format!("per GPU ({})", g.most_loaded), Tone::Strong)
+        .table(terms_table(
+            "per_gpu",
+            "per GPU",
+            &g.terms,
+            ("total per GPU", g.bytes),
+            "bytes",
+            formula,
+        ));
+    if g.cpu_bytes > 0 {
+        doc.blank().table(terms_table(
+            "cpu_per_gpu",
+            "in CPU memory per GPU",
+            &g.cpu_terms,
+            ("total in CPU memory", g.cpu_bytes),
+            "bytes",
+            formula,
+        ));
     }
-    if let Some((g, _)) = v.gpu {
-        let cap = u128::from(g.memory_bytes);
-        let fits = r.per_gpu.bytes <= cap;
-        let _ = writeln!(
-            out,
-            "{}: {} per GPU → {}",
-            g.name,
-            gib(cap),
-            if fits {
-                format!("fits, {} free", gib(cap - r.per_gpu.bytes))
-            } else {
-                format!("does NOT fit, {} short", gib(r.per_gpu.bytes - cap))
-            }
-        );
-        let _ = writeln!(
-            out,
-            "  (tensor storage; the CUDA context, allocator rounding and NCCL buffers come on top)"
-        );
+    for n in &g.notes {
+        doc.line(format!("note: {n}"));
     }
-    if !v.suggestions.is_empty() {
-        out.push_str("\nwhat would make it fit (cheapest first):\n");
-        let mut rows = Vec::new();
-        for s in v.suggestions {
-            rows.push(vec![
-                format!("  {}", s.flags),
-                gib(s.per_gpu_bytes),
-                if s.fits {
-                    "fits".into()
-                } else {
-                    "too big".into()
-                },
-            ]);
-        }
-        out.push_str(&columns(&rows, &[false, true, false]));
-        out.push('\n');
-        if v.explain {
-            for s in v.suggestions {
-                let _ = writeln!(out, "  {}: {}", s.flags, s.why);
-            }
-        }
-    }
-    for (what, v) in [("batch", v.max_batch), ("sequence length", v.max_seq)] {
-        match v {
-            Some(Some(n)) => {
-                let _ = writeln!(out, "largest {what} that fits: {}", thousands(n));
-            }
-            Some(None) => {
-                let _ = writeln!(out, "no {what} fits: even 1 is too much");
-            }
-            None => {}
-        }
-    }
-    out.push('\n');
-    let f = &r.flops;
-    let _ = writeln!(
-        out,
-        "compute per step: {} (forward {}, backward {}{})",
-        human_flops(f.train_step),
-        human_flops(f.forward),
-        human_flops(f.backward),
-        if f.recompute > 0 {
-            format!(", checkpoint recompute {}", human_flops(f.recompute))
+    if let Some((gpu, _)) = v.gpu {
+        let cap = u128::from(gpu.memory_bytes);
+        let (verdict, tone) = if g.bytes <= cap {
+            (format!("fits, {} free", gib(cap - g.bytes)), Tone::Good)
         } else {
-            String::new()
+            (
+                format!("does NOT fit, {} short", gib(g.bytes - cap)),
+                Tone::Bad,
+            )
+        };
+        doc.toned(
+            format!("{}: {} per GPU → {verdict}", gpu.name, gib(cap)),
+            tone,
+        );
+        doc.toned(
+            "  (tensor storage; the CUDA context, allocator rounding and NCCL buffers come on top)",
+            Tone::Dim,
+        );
+    }
+}
+
+/// What would make it fit, cheapest first, and the largest batch or length that fits.
+fn suggestions(doc: &mut Doc, v: &View<'_>) {
+    if !v.suggestions.is_empty() {
+        doc.blank()
+            .heading("what would make it fit (cheapest first)");
+        let mut columns = vec![
+            Column::left("change"),
+            Column::right("per GPU").csv("bytes"),
+            Column::left("verdict"),
+        ];
+        if v.explain {
+            columns.push(Column::fold("why"));
         }
-    );
+        let mut t = Table::new("suggestions", columns);
+        for s in v.suggestions {
+            let mut row = vec![
+                Cell::text(s.flags.clone()),
+                bytes_cell(s.per_gpu_bytes),
+                if s.fits {
+                    Cell::text("fits").tone(Tone::Good)
+                } else {
+                    Cell::text("too big").tone(Tone::Bad)
+                },
+            ];
+            if v.explain {
+                row.push(Cell::text(s.why.clone()).tone(Tone::Dim));
+            }
+            t.push(row);
+        }
+        doc.table(t);
+    }
+    let mut first = true;
+    for (what, found) in [("batch", v.max_batch), ("sequence length", v.max_seq)] {
+        let line = match found {
+            Some(Some(n)) => format!("largest {what} that fits: {}", thousands(n)),
+            Some(None) => format!("no {what} fits: even 1 is too much"),
+            None => continue,
+        };
+        if first {
+            doc.blank();
+            first = false;
+        }
+        doc.line(line);
+    }
+}
+
+/// The step's FLOPs by term against the article's 6·P·tokens.
+fn compute(doc: &mut Doc, r: &TrainReport, explain: bool) {
+    let f = &r.flops;
+    doc.blank().table(terms_table(
+        "compute",
+        "compute per step",
+        &f.terms,
+        ("train step", f.train_step),
+        "flops",
+        explain.then_some(Formula::WithValue),
+    ));
     let six = 6 * u128::from(r.params) * u128::from(r.tokens);
-    let _ = writeln!(
-        out,
+    doc.line(format!(
         "  the article's 6·P·tokens = 6·{}·{} = {} ({})",
         human_count(r.params),
         thousands(r.tokens),
@@ -281,9 +374,8 @@ pub fn render(v: &View<'_>) -> String {
                 .unwrap_or(u64::MAX)
                 .max(1)
         )
-    );
-    let _ = writeln!(
-        out,
+    ));
+    doc.line(format!(
         "  {}",
         if r.lora.is_some() || r.states.frozen_params > 0 {
             "(a frozen weight needs no weight gradient: about 4·P per token, not 6·P; the adapters add a little)"
@@ -292,71 +384,100 @@ pub fn render(v: &View<'_>) -> String {
         } else {
             "(6·P counts every parameter in a matmul: the embedding lookup is not one, the s² attention scores are not in P)"
         }
+    ));
+}
+
+/// A positive quantity rounded to a whole number with thousands separators (`493,859`).
+fn whole(x: f64) -> String {
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "display only; rates, hours and dollars are positive and below u64::MAX"
+    )]
+    let n = x.round().max(0.0) as u64;
+    thousands(n)
+}
+
+/// Training on `--tokens`: throughput, step time, FLOPs, wall time, GPU-hours and cost. CSV
+/// gets plain numbers: times in seconds, cost in dollars.
+fn time_cost(doc: &mut Doc, t: &TimeCost) {
+    doc.blank().heading(format!(
+        "training on {} tokens with {} GPUs at {:.0}% MFU",
+        human_count(t.tokens),
+        t.gpus,
+        t.mfu * 100.0
+    ));
+    let mut table = Table::new(
+        "training_run",
+        vec![
+            Column::left("quantity").csv("item"),
+            Column::right("value").csv("value (seconds for times, dollars for cost)"),
+        ],
     );
-    if v.explain {
-        explain_terms(&mut out, &f.terms);
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "display; FLOPs of a run are positive and far below u128::MAX"
+    )]
+    let (run, six) = (t.run_flops as u128, t.six_pd as u128);
+    let rows = [
+        (
+            "tokens/s",
+            Cell::with_raw(whole(t.tokens_per_second), Raw::Float(t.tokens_per_second)),
+        ),
+        (
+            "time per step",
+            Cell::with_raw(human_seconds(t.step_seconds), Raw::Float(t.step_seconds)),
+        ),
+        ("tokens per step", Cell::count(t.tokens_per_step)),
+        (
+            "FLOPs in all",
+            Cell::with_raw(human_flops(run), Raw::Float(t.run_flops)),
+        ),
+        (
+            "FLOPs by 6·P·D",
+            Cell::with_raw(human_flops(six), Raw::Float(t.six_pd)),
+        ),
+        (
+            "wall time",
+            Cell::with_raw(human_seconds(t.seconds), Raw::Float(t.seconds)),
+        ),
+        (
+            "GPU-hours",
+            Cell::with_raw(whole(t.gpu_hours), Raw::Float(t.gpu_hours)),
+        ),
+    ];
+    for (k, c) in rows {
+        table.push(vec![Cell::text(k), c]);
     }
-    if let Some(t) = v.time {
-        out.push('\n');
-        let _ = writeln!(
-            out,
-            "training on {} tokens with {} GPUs at {:.0}% MFU:",
-            human_count(t.tokens),
-            t.gpus,
-            t.mfu * 100.0
-        );
-        #[expect(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            reason = "display"
-        )]
-        let _ = writeln!(
-            out,
-            "  {:.0} tokens/s, {} per step of {} tokens; {} in all ({} by 6·P·D)",
-            t.tokens_per_second,
-            human_seconds(t.step_seconds),
-            thousands(t.tokens_per_step),
-            human_flops(t.run_flops as u128),
-            human_flops(t.six_pd as u128)
-        );
-        let _ = writeln!(
-            out,
-            "  wall time {}, {:.0} GPU-hours{}",
-            human_seconds(t.seconds),
-            t.gpu_hours,
-            t.cost.map_or(String::new(), |c| format!(", ${c:.0}"))
-        );
+    if let Some(c) = t.cost {
+        table.push(vec![
+            Cell::text("cost").tone(Tone::Strong),
+            Cell::with_raw(format!("${}", whole(c)), Raw::Float(c)).tone(Tone::Strong),
+        ]);
     }
-    if v.explain {
-        out.push('\n');
-        out.push_str(&article_notes(r));
-    }
-    out
+    doc.table(table);
 }
 
 /// What the article's "training ≈ 8P bytes" and "LLaMA 7B training ≈ 56 GB" assume, against
-/// this report.
-fn article_notes(r: &TrainReport) -> String {
+/// this report: prose, one wrapped line per point.
+fn article_notes(doc: &mut Doc, r: &TrainReport) {
     let s = &r.states;
     let n = u128::from(s.trainable_params + s.frozen_params);
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "The article's rules of thumb, against this step:\n\
-         - \"training ≈ 8P bytes\" ({}): 2 bytes of bf16 weights + 2 of gradients + 4 of\n\
-         \x20 Adam states only fits 8-bit Adam; torch AdamW on bf16 parameters holds\n\
-         \x20 2 + 2 + 4 = 8 bytes, but keeps no fp32 master copy, which mixed precision\n\
-         \x20 needs: 2 + 2 + 12 = 16 bytes per parameter (DeepSpeed), 18 with Megatron's\n\
-         \x20 fp32 gradients — before any activation.",
+    doc.line("The article's rules of thumb, against this step:");
+    doc.line(format!(
+        "- \"training ≈ 8P bytes\" ({}): 2 bytes of bf16 weights + 2 of gradients + 4 of \
+         Adam states only fits 8-bit Adam; torch AdamW on bf16 parameters holds \
+         2 + 2 + 4 = 8 bytes, but keeps no fp32 master copy, which mixed precision \
+         needs: 2 + 2 + 12 = 16 bytes per parameter (DeepSpeed), 18 with Megatron's \
+         fp32 gradients — before any activation.",
         gib(8 * n)
-    );
-    let _ = writeln!(
-        out,
-        "- \"LLaMA 7B needs about 56 GB\" is 8 bytes × 7B: here the model states alone are {},\n\
-         \x20 and the activations add {} at this batch and length (the fp32 log-probs of a\n\
-         \x20 large vocabulary, 4·b·s·V, are among them).",
+    ));
+    doc.line(format!(
+        "- \"LLaMA 7B needs about 56 GB\" is 8 bytes × 7B: here the model states alone are {}, \
+         and the activations add {} at this batch and length (the fp32 log-probs of a \
+         large vocabulary, 4·b·s·V, are among them).",
         gib(s.weights_bytes + s.gradient_bytes + s.optimizer_state_bytes),
         gib(r.activations.forward_peak)
-    );
-    out
+    ));
 }
