@@ -38,13 +38,15 @@ pub const HOFFMANN: Fit = Fit {
     beta: 0.28,
 };
 
-/// Besiroglu et al. 2024 (Epoch AI), their re-fit of approach 3 on the data reconstructed
-/// from Hoffmann et al.'s Figure 4: E = 1.82, A = 482.01, B = 2085.43, α = 0.3478,
-/// β = 0.3658.
+/// Besiroglu et al. 2024 (Epoch AI, arXiv 2404.10102), their re-fit of approach 3 on the
+/// data reconstructed from Hoffmann et al.'s Figure 4, as their table gives it (standard
+/// errors in brackets): E = 1.8172 (0.03), A = 482.01 (124.58), B = 2085.43 (1293.23),
+/// α = 0.3478 (0.02), β = 0.3658 (0.02). E (often quoted as 1.82) moves the loss, not the
+/// optimum.
 pub const EPOCH: Fit = Fit {
     name: "epoch",
-    source: "Besiroglu et al. 2024 (Epoch AI replication)",
-    e: 1.82,
+    source: "Besiroglu et al. 2024 (Epoch AI replication, arXiv 2404.10102)",
+    e: 1.8172,
     a: 482.01,
     b: 2085.43,
     alpha: 0.3478,
@@ -158,7 +160,7 @@ mod tests {
         //   = (138.176/114.996)^1.6129 = 1.20157^1.6129 = 1.34471;
         // C/6 = 9.8e22; (9.8e22)^(0.28/0.62 = 0.451613) = e^(52.9387·0.451613) = 2.41621e10;
         // N_opt = 1.34471 · 2.41621e10 = 3.2491e10 (32.5B); D_opt = 9.8e22 / 3.2491e10 = 3.0162e12.
-        // L = 1.69 + 406.4/N^0.34 + 410.7/D^0.28 = 1.69 + 0.1094 + 0.1306 = 1.9300.
+        // L = 1.69 + 406.4/N^0.34 + 410.7/D^0.28 = 1.69 + 0.1084 + 0.1316 = 1.9300.
         // Smaller than Chinchilla's 70B, as the paper's approach 3 is (its Figure 1 and
         // Table 3 put approach 3's optimum below approaches 1 and 2's); Besiroglu et al. show
         // the published, rounded constants are what make it so much smaller.
@@ -177,9 +179,10 @@ mod tests {
         // N_opt = 0.11963 · 6.1035e11 = 7.3016e10 (73.0B); D_opt = 9.8e22/7.3016e10 = 1.3422e12
         // (18.4 tokens per parameter: Besiroglu et al.'s finding that their fit agrees with
         // Hoffmann's approaches 1 and 2 and the 20-tokens rule).
+        // L = 1.8172 + 482.01/N^0.3478 + 2085.43/D^0.3658 = 1.8172 + 0.0803 + 0.0764 = 1.9739.
         let [_, e, _] = optima(CHINCHILLA);
         assert!(close(e.params, 7.3016e10, 1e-4), "{}", e.params);
         assert!(close(e.tokens, 1.3422e12, 1e-4), "{}", e.tokens);
-        assert!(close(e.loss, 1.97666, 1e-4), "{}", e.loss);
+        assert!(close(e.loss, 1.97386, 1e-4), "{}", e.loss);
     }
 }

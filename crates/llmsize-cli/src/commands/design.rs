@@ -344,7 +344,7 @@ fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
         .table(t)
         .line(
             "Hoffmann et al. 2022 approach 3: E 1.69, A 406.4, B 410.7, α 0.34, β 0.28; \
-             Besiroglu et al. 2024 (Epoch AI replication): E 1.82, A 482.01, B 2085.43, \
+             Besiroglu et al. 2024 (Epoch AI replication): E 1.8172, A 482.01, B 2085.43, \
              α 0.3478, β 0.3658; 20-tokens row's loss by Epoch's fit",
         )
         .blank();
