@@ -297,6 +297,24 @@ mod tests {
     }
 
     #[test]
+    fn targets_outside_the_space_say_so() {
+        // 10T is beyond d ≤ 32,768 and L ≤ 256: widening either range gives shapes.
+        let run = llmsize(&["design", "--params", "10T"]);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert!(
+            run.stdout.contains("--hidden-range 64..32768"),
+            "{}",
+            run.stdout
+        );
+        // One parameter is below the smallest LLaMA-style shape: d = 128 (one head of 128),
+        // f = ⌈341/256⌉·256 = 512, L = 1: 2·128² + 2·128·128 + 3·128·512 + 2·128 = 262,400,
+        // plus 2·32,000·128 + 128 = 8,192,128: 8,454,528 (8.45M).
+        let run = llmsize(&["design", "--params", "1"]);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert!(run.stdout.contains("spans 8.45M to"), "{}", run.stdout);
+    }
+
+    #[test]
     fn malformed_values_exit_2() {
         for args in [
             &["design", "--params", "7X"][..],
@@ -318,6 +336,7 @@ mod tests {
                 "no-such-model-anywhere",
             ],
             &["design", "--params", "7B", "--like", "bert-base-uncased"],
+            &["design", "--memory", "24GiB", "--ctx", "1000000000"],
         ] {
             let run = llmsize(args);
             assert_eq!(run.code, 2, "{args:?}: {}{}", run.stdout, run.stderr);

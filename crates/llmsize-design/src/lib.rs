@@ -152,6 +152,9 @@ pub struct Outcome {
     pub target: Option<(u64, Quantity)>,
     /// When nothing matched: the constraints whose relaxation would give shapes.
     pub relax: Vec<String>,
+    /// When nothing matched: the smallest and largest value of the quantity aimed at over the
+    /// space (parameters; micro-bytes for a memory target), if the space holds any shape.
+    pub extent: Option<(i128, i128)>,
     /// The closed form of the total, for the record.
     pub forms: Forms,
 }
@@ -165,6 +168,9 @@ pub const LAYER_RANGE: (u64, u64) = (1, 256);
 /// very wide layer, hundreds of narrow ones) no model of the studied families lives. Real
 /// models span about 19 (SmolLM2-135M, 576/30) to 130 (Llama-3.1-405B, 16384/126).
 pub const ASPECT_RANGE: (f64, f64) = (16.0, 512.0);
+/// How far a relaxation widens the default hidden sizes and layer counts.
+const WIDE_HIDDEN: u64 = 262_144;
+const WIDE_LAYERS: u64 = 4096;
 /// Default alignment of hidden sizes and FFN widths.
 pub const ALIGN: u64 = 64;
 
@@ -442,6 +448,9 @@ fn scaled(f: &form::Form, k: i128) -> form::Form {
     }
 }
 
+/// Longest context `--ctx` takes (16M tokens).
+pub const MAX_CTX: u64 = 1 << 24;
+
 /// Micro-units per unit in the memory form.
 const MICRO: i128 = 1_000_000;
 
@@ -460,8 +469,12 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
     if req.top == 0 || req.top > 1000 {
         return Err(invalid("--top", "from 1 to 1000".into()));
     }
-    if req.ctx == 0 {
-        return Err(invalid("--ctx", "must be at least 1".into()));
+    // At most 16M tokens: the memory form's KV term stays far inside 128-bit integers.
+    if req.ctx == 0 || req.ctx > MAX_CTX {
+        return Err(invalid(
+            "--ctx",
+            format!("{}: from 1 to {MAX_CTX} tokens", req.ctx),
+        ));
     }
     let mut base = req.base.clone();
     base.set_experts(req.constraints.experts, req.constraints.top_k)?;
@@ -620,10 +633,13 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
             candidates.push(candidate(&base, &forms, &h.shape, req.ctx, &req.goal)?);
         }
     }
-    let relax = if candidates.is_empty() {
-        relaxations(req, &base, &space, &form, &target, pref)
+    let (relax, extent) = if candidates.is_empty() {
+        (
+            relaxations(req, &base, &space, &form, &target, pref),
+            search::extent(&space, &form),
+        )
     } else {
-        Vec::new()
+        (Vec::new(), None)
     };
     let rank_rule = match req.goal {
         Goal::Memory { .. } => format!(
@@ -647,6 +663,7 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
         optima,
         target: target_record,
         relax,
+        extent,
         forms,
     })
 }
@@ -718,10 +735,24 @@ fn relaxations(
             *target,
         ));
     }
-    if c.layers.is_some() {
+    if let Some((a, b)) = c.layers {
         tries.push((
-            "--layers-range".into(),
+            format!("--layers-range {a}..{b}"),
             with(&|s| s.layers = LAYER_RANGE),
+            *target,
+        ));
+    }
+    if c.hidden.is_none() {
+        tries.push((
+            format!("--hidden-range {}..{}", HIDDEN_RANGE.0, HIDDEN_RANGE.1),
+            with(&|s| s.hidden.1 = WIDE_HIDDEN),
+            *target,
+        ));
+    }
+    if c.layers.is_none() {
+        tries.push((
+            format!("--layers-range {}..{}", LAYER_RANGE.0, LAYER_RANGE.1),
+            with(&|s| s.layers.1 = WIDE_LAYERS),
             *target,
         ));
     }

@@ -418,3 +418,30 @@ pub fn size(space: &Space) -> u64 {
         .map(|(.., kvs)| kvs.len() as u64 * per)
         .sum()
 }
+
+/// The smallest and largest value of `form` over the space (ignoring the aspect range and
+/// pipeline divisibility): what a target must lie within.
+#[must_use]
+pub fn extent(space: &Space, form: &Form) -> Option<(i128, i128)> {
+    let (l_lo, l_hi) = space.layers;
+    let mut out: Option<(i128, i128)> = None;
+    for (hd, d, heads, f, kvs) in outer(space) {
+        for kv in kvs {
+            let shape = Shape {
+                hidden: d,
+                layers: 1,
+                heads,
+                kv_heads: kv,
+                head_dim: hd,
+                ffn: f,
+                vocab: space.vocab,
+            };
+            let (p, g) = (form.per_layer(&shape), form.global(&shape));
+            let a = i128::from(l_lo) * p + g;
+            let b = i128::from(l_hi) * p + g;
+            let (lo, hi) = (a.min(b), a.max(b));
+            out = Some(out.map_or((lo, hi), |(x, y)| (x.min(lo), y.max(hi))));
+        }
+    }
+    out
+}

@@ -273,9 +273,17 @@ fn no_shape_message(outcome: &DesignOutcome) -> String {
             }
         )
     } else if r.relax.is_empty() {
+        let span = match (r.extent, r.target) {
+            (Some((lo, hi)), Some(_)) => format!(
+                " (the space spans {} to {} parameters)",
+                human_count(u64::try_from(lo).unwrap_or(0)),
+                human_count(u64::try_from(hi).unwrap_or(u64::MAX))
+            ),
+            _ => String::new(),
+        };
         format!(
-            "no shape of the {} evaluated meets the target; no single constraint's removal \
-             helps: widen --hidden-range/--layers-range or the tolerance",
+            "no shape of the {} evaluated meets the target{span}, and no single constraint's \
+             removal helps",
             r.evaluated
         )
     } else {
