@@ -37,7 +37,8 @@ pub enum Goal {
     Params {
         /// The count.
         value: u64,
-        /// Counts this close are equal (half the last digit typed: `8.03B` → 5M).
+        /// One unit of the last digit typed (`8.03B` → 10M): counts that round to the target
+        /// as typed (within half a unit) rank as equally close.
         resolution: u64,
         /// Which count.
         quantity: Quantity,

@@ -192,7 +192,8 @@ pub struct Target {
     pub value: i128,
     /// Accepted distance either side.
     pub tolerance: i128,
-    /// Distances within this count as equal (the precision of the target as typed).
+    /// Distances are ranked in units of this, rounded (within half a unit of the target is
+    /// 0): the precision of the target as typed.
     pub resolution: i128,
     /// Maximize the quantity instead (memory targets: the largest model under a bound; the
     /// bound is `value + tolerance`, and `value` is the bound's own lower end).
