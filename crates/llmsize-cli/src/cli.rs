@@ -60,6 +60,14 @@ pub(crate) enum Command {
     /// component; exit 0 when they agree, 1 when they do not
     #[command(after_help = EXIT_CODES)]
     Audit(WeightsArgs),
+    /// Design a model: the shapes that meet a parameter, memory or compute target
+    ///
+    /// Searches every shape of the declared space (hidden sizes, layers, head widths, KV
+    /// heads, the FFN rule) of a block style or of a real model resized (`--like`), each
+    /// counted exactly, and prints the best with the `llmsize params` command that counts
+    /// it. Exits 1 when no shape meets the target and constraints, naming what to relax.
+    #[command(after_help = EXIT_CODES)]
+    Design(Box<DesignCmdArgs>),
     /// List the built-in presets with their sizes
     #[command(after_help = EXIT_CODES)]
     Presets(PresetsListArgs),
@@ -108,6 +116,7 @@ impl Command {
             Command::Flops(a) => a.out.wide,
             Command::Train(a) => a.out.wide,
             Command::Inspect(a) | Command::Audit(a) => a.out.wide,
+            Command::Design(a) => a.out.wide,
             Command::Presets(a) => a.out.wide,
             Command::Gpus(a) => a.out.wide,
             Command::Serve(_) | Command::Completions(_) | Command::Man => false,
@@ -552,6 +561,118 @@ pub(crate) struct DesignArgs {
     /// Block style
     #[arg(long, value_enum, default_value_t = Style::Gpt)]
     pub(crate) style: Style,
+}
+
+/// `llmsize design`.
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is a flag of the command"
+)]
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["params", "memory", "compute"])))]
+pub(crate) struct DesignCmdArgs {
+    /// Parameters to reach: `7B`, `8.03B`, `350M`, `1.5e9`; counts within half a unit of
+    /// the last digit typed rank as equally close
+    #[arg(long, value_name = "COUNT", value_parser = crate::commands::design::parse_params, help_heading = "Target")]
+    pub(crate) params: Option<(u64, u64)>,
+    /// With --params: the count without the input embeddings
+    #[arg(
+        long,
+        requires = "params",
+        conflicts_with = "active",
+        help_heading = "Target"
+    )]
+    pub(crate) non_embedding: bool,
+    /// With --params: the parameters one token uses (a mixture of experts)
+    #[arg(long, requires = "params", help_heading = "Target")]
+    pub(crate) active: bool,
+    /// The largest model whose weights (in --dtype) and KV cache (--ctx tokens) fit this
+    /// memory: `24GiB`, `80GB`
+    #[arg(long, value_name = "SIZE", value_parser = llmsize_core::gpu::parse_memory, help_heading = "Target")]
+    pub(crate) memory: Option<u64>,
+    /// Training compute in FLOPs (`1e23`): compute-optimal N and D by three rules, then
+    /// shapes for N by --fit
+    #[arg(long, value_name = "FLOPS", value_parser = crate::commands::design::parse_flops, help_heading = "Target")]
+    pub(crate) compute: Option<f64>,
+    /// With --compute: the rule whose N the shapes aim at
+    #[arg(long, value_enum, default_value_t = llmsize_engine::OptimalRule::Hoffmann, help_heading = "Target")]
+    pub(crate) fit: llmsize_engine::OptimalRule,
+    /// Accepted distance from --params (or --compute's N), e.g. `1%`, `0.5%`
+    #[arg(long, default_value = "1%", value_parser = crate::commands::design::parse_percent, help_heading = "Target")]
+    pub(crate) tolerance: f64,
+    /// Weight format for --memory (see `memory --dtype`)
+    #[arg(long, default_value = "bf16", value_parser = crate::commands::design::parse_dtype, help_heading = "Target")]
+    pub(crate) dtype: llmsize_core::formats::WeightFormat,
+    /// KV cache element type for --memory
+    #[arg(long, default_value = "bf16", value_parser = crate::commands::design::parse_kv_dtype, help_heading = "Target")]
+    pub(crate) kv_dtype: llmsize_core::formats::KvDtype,
+    /// Tokens of context: the KV cache of --memory, the FLOPs per token
+    #[arg(long, default_value = "4096", value_parser = parse_size, help_heading = "Target")]
+    pub(crate) ctx: u64,
+
+    /// Block style to size [default: llama]
+    #[arg(long, value_enum, conflicts_with = "like", help_heading = "Structure")]
+    pub(crate) style: Option<llmsize_engine::DesignStyle>,
+    /// Resize a real model (a preset, a config.json): keep its norms, biases, tying, GQA
+    /// ratio, FFN rule and vocabulary, change only the sizes
+    #[arg(long, value_name = "MODEL", help_heading = "Structure")]
+    pub(crate) like: Option<String>,
+    /// Routed experts (MoE)
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096), help_heading = "Structure")]
+    pub(crate) experts: Option<u64>,
+    /// Experts per token (MoE)
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096), help_heading = "Structure")]
+    pub(crate) top_k: Option<u64>,
+
+    /// Vocabulary size [default: the model's or the style's]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=16_777_216), help_heading = "Constraints")]
+    pub(crate) vocab: Option<u64>,
+    /// Head widths allowed, e.g. `64,128` [default: the model's; 128 llama/moe, 64 gpt]
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=4096), help_heading = "Constraints")]
+    pub(crate) head_dim: Vec<u64>,
+    /// KV heads allowed, e.g. `8` or `4,8`
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=65536), conflicts_with = "gqa_group", help_heading = "Constraints")]
+    pub(crate) kv_heads: Vec<u64>,
+    /// Query heads per KV head allowed, e.g. `4` or `1,8` (1 = multi-head) [default: the
+    /// model's ratio]
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=65536), help_heading = "Constraints")]
+    pub(crate) gqa_group: Vec<u64>,
+    /// FFN width rule: `4d`, `swiglu` (8d/3 rounded up to --multiple-of, LLaMA), `mult:X`
+    /// (LLaMA-3's ffn_dim_multiplier X on 8d/3), `ratio:X` (X·d) [default: the model's]
+    #[arg(long, value_name = "RULE", value_parser = crate::commands::design::parse_ffn_rule, help_heading = "Constraints")]
+    pub(crate) ffn_rule: Option<crate::commands::design::FfnSpec>,
+    /// The FFN rule's rounding [default: 256 swiglu and mult, 1 for 4d and ratio]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=65536), help_heading = "Constraints")]
+    pub(crate) multiple_of: Option<u64>,
+    /// Hidden size and FFN width multiples of this, e.g. 128 [default: 64]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=65536), help_heading = "Constraints")]
+    pub(crate) align: Option<u64>,
+    /// Tensor-parallel degree: heads, hidden size and FFN width divisible by it
+    #[arg(long, default_value = "1", value_parser = clap::value_parser!(u64).range(1..=1024), help_heading = "Constraints")]
+    pub(crate) tp: u64,
+    /// Pipeline stages: layers divisible by it
+    #[arg(long, default_value = "1", value_parser = clap::value_parser!(u64).range(1..=1024), help_heading = "Constraints")]
+    pub(crate) pp: u64,
+    /// Aspect ratio d/L range, `MIN..MAX` [default: 16..512]
+    #[arg(long, value_name = "MIN..MAX", value_parser = crate::commands::design::parse_aspect, help_heading = "Constraints")]
+    pub(crate) aspect: Option<(f64, f64)>,
+    /// Aspect ratio d/L preferred at equal distance [default: the model's, 128 for a style]
+    #[arg(long, value_parser = crate::commands::design::parse_positive, help_heading = "Constraints")]
+    pub(crate) prefer_aspect: Option<f64>,
+    /// Hidden sizes searched, `MIN..MAX` [default: 64..32768]
+    #[arg(long, value_name = "MIN..MAX", value_parser = crate::commands::design::parse_range, help_heading = "Constraints")]
+    pub(crate) hidden_range: Option<(u64, u64)>,
+    /// Layer counts searched, `MIN..MAX` [default: 1..256]
+    #[arg(long, value_name = "MIN..MAX", value_parser = crate::commands::design::parse_range, help_heading = "Constraints")]
+    pub(crate) layers_range: Option<(u64, u64)>,
+
+    /// Candidates to print
+    #[arg(long, default_value = "10", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub(crate) top: u16,
+    #[command(flatten)]
+    pub(crate) hub: HubArgs,
+    #[command(flatten)]
+    pub(crate) out: OutputArgs,
 }
 
 #[derive(Debug, Args)]

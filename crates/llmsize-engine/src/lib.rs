@@ -21,6 +21,7 @@
 
 #![deny(missing_docs)]
 
+mod design;
 mod error;
 mod hub;
 mod remote;
@@ -31,8 +32,15 @@ mod train;
 mod weights_io;
 pub mod wire;
 
+pub use design::{
+    Candidate, DesignBase, DesignOutcome, DesignRequest, DesignResult, FfnRule, KvChoice,
+    OptimalRule, quantity_name,
+};
 pub use error::{Error, ErrorKind};
 pub use hub::{DEFAULT_ENDPOINT, FetchProgress, HubEnv, ProgressSink, looks_like_repo_id};
+pub use llmsize_design::{
+    Constraints as DesignConstraints, DesignStyle, Goal, Quantity, parse_count as parse_param_count,
+};
 pub use request::{
     AuditRequest, CustomGpuFlags, Design, FLOPS_SEQ_LEN, FlopsRequest, HubOptions, InspectRequest,
     MEMORY_SEQ_LEN, MemoryRequest, OVERHEAD_MIB, ParamsRequest, RuntimeFlags, Sweep, SweepAxis,
@@ -82,6 +90,11 @@ impl Engine {
     /// `llmsize train`: one training step's memory per GPU, compute, time and cost.
     pub fn train(&self, request: &TrainRequest) -> Result<TrainOutcome, Error> {
         train::run(request, &self.hub)
+    }
+
+    /// `llmsize design`: the shapes that meet a parameter, memory or compute target.
+    pub fn design(&self, request: &DesignRequest) -> Result<DesignOutcome, Error> {
+        design::run(request, &self.hub)
     }
 
     /// `llmsize memory`: memory to serve a model; fits?

@@ -2,6 +2,7 @@
 //! and a status. Nothing here prints: `main` writes what a command returns, and `llmsize
 //! serve` answers HTTP requests with the same text.
 
+pub(crate) mod design;
 pub(crate) mod flops;
 pub(crate) mod inspect;
 pub(crate) mod memory;
@@ -100,6 +101,7 @@ pub(crate) fn run(command: &Command, env: &Env) -> Result<Rendered, Failure> {
         Command::Train(args) => train::run(args, env),
         Command::Inspect(args) => inspect::inspect(args, env),
         Command::Audit(args) => inspect::audit(args, env),
+        Command::Design(args) => design::run(args, env),
         Command::Presets(args) => presets::run(args, env),
         Command::Gpus(args) => presets::gpus(args, env),
     }

@@ -1,0 +1,471 @@
+//! `llmsize design`: inverse sizing. Flags → a design request; the outcome → the space
+//! searched, the compute-optimal sizes (`--compute`), the candidates and their commands.
+
+use llmsize_core::formats::{KvDtype, WeightFormat};
+use llmsize_core::render::doc::{Cell, Column, Doc, Raw, Table};
+use llmsize_core::units::{human_bytes, human_count};
+use llmsize_engine::{
+    DesignBase, DesignConstraints, DesignOutcome, DesignRequest, DesignStyle, FfnRule, Goal,
+    KvChoice, Quantity,
+};
+
+use super::{Env, Rendered, doc_text, hub};
+use crate::Failure;
+use crate::cli::{DesignCmdArgs, Format};
+
+/// `--ffn-rule` as typed; the rounding (`--multiple-of`) joins it in [`ffn_rule`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FfnSpec {
+    /// `4d`.
+    FourD,
+    /// `swiglu`: 8d/3.
+    Swiglu,
+    /// `mult:X`: X · 8d/3, X = num/den.
+    Mult(u64, u64),
+    /// `ratio:X`: X·d.
+    Ratio(u64, u64),
+}
+
+/// `1.3` → (13, 10); at most 6 decimals, positive, at most 1000.
+fn decimal_ratio(s: &str) -> Option<(u64, u64)> {
+    let s = s.trim();
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    if frac.len() > 6
+        || (int.is_empty() && frac.is_empty())
+        || !int.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let den = 10u64.pow(u32::try_from(frac.len()).ok()?);
+    let num: u64 = format!("{int}{frac}").parse().ok()?;
+    let (mut a, mut b) = (num, den);
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    let g = a.max(1);
+    (num > 0 && num <= 1000 * den).then_some((num / g, den / g))
+}
+
+pub(crate) fn parse_ffn_rule(s: &str) -> Result<FfnSpec, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let bad = || {
+        format!(
+            "`{s}` is not an FFN rule: `4d`, `swiglu`, `mult:X` (e.g. mult:1.3) or `ratio:X` (e.g. ratio:3.5)"
+        )
+    };
+    match t.as_str() {
+        "4d" => Ok(FfnSpec::FourD),
+        "swiglu" | "8d/3" => Ok(FfnSpec::Swiglu),
+        _ => {
+            if let Some(x) = t.strip_prefix("mult:") {
+                let (n, d) = decimal_ratio(x).ok_or_else(bad)?;
+                Ok(FfnSpec::Mult(n, d))
+            } else if let Some(x) = t.strip_prefix("ratio:") {
+                let (n, d) = decimal_ratio(x).ok_or_else(bad)?;
+                Ok(FfnSpec::Ratio(n, d))
+            } else {
+                Err(bad())
+            }
+        }
+    }
+}
+
+fn ffn_rule(spec: FfnSpec, multiple_of: Option<u64>) -> FfnRule {
+    match spec {
+        FfnSpec::FourD => FfnRule::Ratio {
+            num: 4,
+            den: 1,
+            multiple_of: multiple_of.unwrap_or(1),
+        },
+        FfnSpec::Ratio(num, den) => FfnRule::Ratio {
+            num,
+            den,
+            multiple_of: multiple_of.unwrap_or(1),
+        },
+        FfnSpec::Swiglu => FfnRule::Llama {
+            mult_num: 1,
+            mult_den: 1,
+            multiple_of: multiple_of.unwrap_or(256),
+        },
+        FfnSpec::Mult(mult_num, mult_den) => FfnRule::Llama {
+            mult_num,
+            mult_den,
+            multiple_of: multiple_of.unwrap_or(256),
+        },
+    }
+}
+
+pub(crate) fn parse_params(s: &str) -> Result<(u64, u64), String> {
+    llmsize_engine::parse_param_count(s)
+}
+
+/// `1e23`, `3.8e25`, `5.88e23`: FLOPs, from 1e12 to 1e32.
+pub(crate) fn parse_flops(s: &str) -> Result<f64, String> {
+    let x: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of FLOPs (e.g. 1e23)"))?;
+    if !(1e12..=1e32).contains(&x) {
+        return Err(format!("`{s}`: training compute from 1e12 to 1e32 FLOPs"));
+    }
+    Ok(x)
+}
+
+/// `1%`, `0.5%`, `0.01`: a fraction from 0 to 0.5.
+pub(crate) fn parse_percent(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let bad = || format!("`{s}` is not a tolerance (e.g. 1%, 0.5%, 0.01)");
+    let x = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map_err(|_| bad())? / 100.0,
+        None => t.parse::<f64>().map_err(|_| bad())?,
+    };
+    if !(0.0..=0.5).contains(&x) {
+        return Err(format!("`{s}`: a tolerance from 0% to 50%"));
+    }
+    Ok(x)
+}
+
+pub(crate) fn parse_positive(s: &str) -> Result<f64, String> {
+    let x: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number"))?;
+    if !(x > 0.0 && x.is_finite()) {
+        return Err(format!("`{s}`: must be more than 0"));
+    }
+    Ok(x)
+}
+
+/// `MIN..MAX` of positive numbers, MIN ≤ MAX.
+pub(crate) fn parse_aspect(s: &str) -> Result<(f64, f64), String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("`{s}` is not a range MIN..MAX (e.g. 32..256)"))?;
+    let (a, b) = (parse_positive(a)?, parse_positive(b)?);
+    if a > b {
+        return Err(format!("`{s}`: MIN is more than MAX"));
+    }
+    Ok((a, b))
+}
+
+/// `MIN..MAX` of whole numbers from 1, MIN ≤ MAX.
+pub(crate) fn parse_range(s: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("`{s}` is not a range MIN..MAX of whole numbers (e.g. 1024..8192)");
+    let (a, b) = s.split_once("..").ok_or_else(bad)?;
+    let a: u64 = a.trim().parse().map_err(|_| bad())?;
+    let b: u64 = b.trim().parse().map_err(|_| bad())?;
+    if a == 0 || a > b {
+        return Err(format!("`{s}`: MIN from 1 and at most MAX"));
+    }
+    Ok((a, b))
+}
+
+pub(crate) fn parse_dtype(s: &str) -> Result<WeightFormat, String> {
+    WeightFormat::parse(s).ok_or_else(|| {
+        format!(
+            "`{s}` is not a weight format: {}",
+            WeightFormat::names().join(", ")
+        )
+    })
+}
+
+pub(crate) fn parse_kv_dtype(s: &str) -> Result<KvDtype, String> {
+    KvDtype::parse(s)
+        .ok_or_else(|| format!("`{s}` is not a KV cache type: bf16, fp16, fp32, fp8, q8_0, q4_0"))
+}
+
+/// Arguments → the engine's request.
+pub(crate) fn request(args: &DesignCmdArgs) -> DesignRequest {
+    let goal = if let Some((value, resolution)) = args.params {
+        Goal::Params {
+            value,
+            resolution,
+            quantity: if args.active {
+                Quantity::Active
+            } else if args.non_embedding {
+                Quantity::NonEmbedding
+            } else {
+                Quantity::Total
+            },
+        }
+    } else if let Some(bytes) = args.memory {
+        Goal::Memory {
+            bytes,
+            format: args.dtype,
+            kv_dtype: args.kv_dtype,
+        }
+    } else {
+        Goal::Compute {
+            flops: args.compute.unwrap_or(0.0),
+            rule: args.fit,
+        }
+    };
+    let base = match &args.like {
+        Some(m) => DesignBase::Like(m.clone()),
+        None => DesignBase::Style(args.style.unwrap_or(DesignStyle::Llama)),
+    };
+    let kv = if !args.kv_heads.is_empty() {
+        Some(KvChoice::Heads(args.kv_heads.clone()))
+    } else if !args.gqa_group.is_empty() {
+        Some(KvChoice::Group(args.gqa_group.clone()))
+    } else {
+        None
+    };
+    DesignRequest {
+        base,
+        goal,
+        tolerance: args.tolerance,
+        constraints: DesignConstraints {
+            vocab: args.vocab,
+            head_dims: (!args.head_dim.is_empty()).then(|| args.head_dim.clone()),
+            kv,
+            ffn: args
+                .ffn_rule
+                .map(|r| ffn_rule(r, args.multiple_of))
+                .or_else(|| {
+                    // `--multiple-of` alone: the LLaMA rule with that rounding.
+                    args.multiple_of.map(|m| ffn_rule(FfnSpec::Swiglu, Some(m)))
+                }),
+            align: args.align,
+            tp: args.tp,
+            pp: args.pp,
+            aspect: args.aspect,
+            hidden: args.hidden_range,
+            layers: args.layers_range,
+            experts: args.experts,
+            top_k: args.top_k,
+            prefer_aspect: args.prefer_aspect,
+        },
+        top: usize::from(args.top),
+        ctx: args.ctx,
+        hub: hub(&args.hub),
+    }
+}
+
+pub(crate) fn run(args: &DesignCmdArgs, env: &Env) -> Result<Rendered, Failure> {
+    let outcome = env.engine.design(&request(args))?;
+    let found = !outcome.result.candidates.is_empty();
+    let format = args.out.format();
+    let text = if format == Format::Json {
+        outcome.to_json()?
+    } else {
+        doc_text(&doc(&outcome, args), format, env)
+    };
+    let mut warnings = outcome.warnings.clone();
+    if !found && format == Format::Json {
+        // The table says it on stdout; JSON readers get it on stderr.
+        warnings.push(no_shape_message(&outcome));
+    }
+    Ok(Rendered::new(text, warnings).status(found))
+}
+
+fn no_shape_message(outcome: &DesignOutcome) -> String {
+    let r = &outcome.result;
+    if r.evaluated == 0 {
+        format!(
+            "no hidden size meets the head width, KV heads and parallelism constraints \
+             together; relax {}",
+            if r.relax.is_empty() {
+                "them".to_owned()
+            } else {
+                r.relax.join(" or ")
+            }
+        )
+    } else if r.relax.is_empty() {
+        let span = match (r.extent, r.target) {
+            (Some((lo, hi)), Some(_)) => format!(
+                " (the space spans {} to {} parameters)",
+                human_count(u64::try_from(lo).unwrap_or(0)),
+                human_count(u64::try_from(hi).unwrap_or(u64::MAX))
+            ),
+            _ => String::new(),
+        };
+        format!(
+            "no shape of the {} evaluated meets the target{span}, and no single constraint's \
+             removal helps",
+            r.evaluated
+        )
+    } else {
+        format!(
+            "no shape of the {} evaluated meets the target; relax {} (each alone gives shapes)",
+            r.evaluated,
+            r.relax.join(" or ")
+        )
+    }
+}
+
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "percentages and GFLOPs to print"
+)]
+fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
+    let r = &outcome.result;
+    let mut doc = Doc::new();
+    let target = match (args.params, args.memory, r.target) {
+        (Some(_), _, Some((n, q))) => format!(
+            "{} {} parameters",
+            human_count(n),
+            match q {
+                Quantity::Total => "total",
+                Quantity::NonEmbedding => "non-embedding",
+                Quantity::Active => "active",
+            }
+        ),
+        (_, Some(m), _) => format!(
+            "the largest that fits {} ({}, {} tokens of KV cache)",
+            human_bytes(m),
+            args.dtype.name(),
+            args.ctx
+        ),
+        (_, _, Some((n, _))) => format!("{} parameters (compute-optimal)", human_count(n)),
+        _ => String::new(),
+    };
+    doc.title(format!("Design: {} shapes, {target}", r.base));
+    if let Some(optima) = &r.optima {
+        let mut t = Table::new(
+            "compute_optimal",
+            vec![
+                Column::left("rule"),
+                Column::right("params N"),
+                Column::right("tokens D"),
+                Column::right("D/N"),
+                Column::right("loss"),
+            ],
+        );
+        for o in optima {
+            t.push(vec![
+                Cell::text(o.name),
+                Cell::with_raw(sci(o.params), Raw::Float(o.params)),
+                Cell::with_raw(sci(o.tokens), Raw::Float(o.tokens)),
+                Cell::with_raw(
+                    format!("{:.1}", o.tokens / o.params),
+                    Raw::Float(o.tokens / o.params),
+                ),
+                Cell::with_raw(format!("{:.3}", o.loss), Raw::Float(o.loss)),
+            ]);
+        }
+        doc.heading(format!(
+            "Compute-optimal for C = {} FLOPs (C = 6·N·D; L = E + A/N^α + B/D^β)",
+            sci(args.compute.unwrap_or(0.0))
+        ))
+        .table(t)
+        .line(
+            "Hoffmann et al. 2022 approach 3: E 1.69, A 406.4, B 410.7, α 0.34, β 0.28; \
+             Besiroglu et al. 2024 (Epoch AI replication): E 1.8172, A 482.01, B 2085.43, \
+             α 0.3478, β 0.3658; 20-tokens row's loss by Epoch's fit",
+        )
+        .blank();
+    }
+    let mut space = Table::new(
+        "space",
+        vec![Column::left("dimension"), Column::fold("values")],
+    );
+    for (k, v) in &r.space {
+        space.push(vec![Cell::text(k), Cell::text(v)]);
+    }
+    space.push(vec![
+        Cell::text("evaluated"),
+        Cell::with_raw(
+            format!(
+                "{} shapes ({} met the target)",
+                thousands(r.evaluated),
+                thousands(r.matched)
+            ),
+            Raw::Int(i128::from(r.evaluated)),
+        ),
+    ]);
+    doc.heading("Space searched (exhaustively)")
+        .table(space)
+        .line(format!(
+            "total = {}, measured on the reader (w = kv·hd, h = hd, n = heads, k = kv); every \
+             candidate below re-counted by it",
+            r.forms.total.describe()
+        ))
+        .blank();
+    if r.candidates.is_empty() {
+        doc.line(no_shape_message(outcome));
+        return doc;
+    }
+    let target = r.target.map(|t| t.0);
+    let mut t = Table::new(
+        "candidates",
+        vec![
+            Column::right("#"),
+            Column::right("d"),
+            Column::right("L"),
+            Column::right("heads"),
+            Column::right("kv"),
+            Column::right("hd"),
+            Column::right("ffn"),
+            Column::right("total"),
+            Column::right(if target.is_some() { "Δ" } else { "memory" }),
+            Column::right("KV/tok").csv("kv_bytes_per_token"),
+            Column::right("GF/tok").csv("gflops_per_token"),
+        ],
+    );
+    for (i, c) in r.candidates.iter().enumerate() {
+        let s = &c.shape;
+        let value = match target.map(|_| r.target.map_or(Quantity::Total, |t| t.1)) {
+            Some(Quantity::Active) => c.active,
+            Some(Quantity::NonEmbedding) => c.non_embedding,
+            _ => c.total,
+        };
+        let delta = match (target, c.memory_bytes) {
+            (Some(n), _) => {
+                let d = (value as f64 - n as f64) / n as f64 * 100.0;
+                Cell::with_raw(format!("{d:+.2}%"), Raw::Float(d))
+            }
+            (None, Some(m)) => Cell::with_raw(human_bytes(m), Raw::Int(i128::from(m))),
+            (None, None) => Cell::empty(),
+        };
+        t.push(vec![
+            Cell::count((i + 1) as u64),
+            Cell::with_raw(s.hidden.to_string(), Raw::Int(i128::from(s.hidden))),
+            Cell::with_raw(s.layers.to_string(), Raw::Int(i128::from(s.layers))),
+            Cell::with_raw(s.heads.to_string(), Raw::Int(i128::from(s.heads))),
+            Cell::with_raw(s.kv_heads.to_string(), Raw::Int(i128::from(s.kv_heads))),
+            Cell::with_raw(s.head_dim.to_string(), Raw::Int(i128::from(s.head_dim))),
+            Cell::with_raw(s.ffn.to_string(), Raw::Int(i128::from(s.ffn))),
+            Cell::count(c.total),
+            delta,
+            Cell::with_raw(
+                human_bytes(c.kv_bytes_per_token),
+                Raw::Int(i128::from(c.kv_bytes_per_token)),
+            ),
+            Cell::with_raw(
+                format!("{:.2}", c.flops_per_token as f64 / 1e9),
+                Raw::Float(c.flops_per_token as f64 / 1e9),
+            ),
+        ]);
+    }
+    doc.heading("Candidates").table(t).line(format!(
+        "KV/tok: KV cache per token, bf16; GF/tok: forward GFLOPs of one token at {} tokens of context",
+        args.ctx
+    ));
+    doc.line(format!(
+        "Ranked by {}. Why aspect only breaks ties: Kaplan et al. 2020 find the loss depends \
+         weakly on shape over a wide range of d/L; Levine et al. 2020 show depth pays only up \
+         to a width-dependent limit, so neither extreme is kept.",
+        r.rank_rule
+    ))
+    .blank();
+    let mut cmds = Table::new(
+        "commands",
+        vec![Column::right("#"), Column::fold("command")],
+    );
+    for (i, c) in r.candidates.iter().enumerate() {
+        cmds.push(vec![Cell::count((i + 1) as u64), Cell::text(&c.command)]);
+    }
+    doc.heading("Each counted exactly by").table(cmds);
+    doc
+}
+
+/// `5.88e23`.
+fn sci(x: f64) -> String {
+    format!("{x:.3e}").replace('e', "e+").replace("e+-", "e-")
+}
+
+fn thousands(n: u64) -> String {
+    llmsize_core::units::thousands(n)
+}
