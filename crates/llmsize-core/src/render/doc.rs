@@ -680,7 +680,16 @@ fn table_text(t: &Table, width: Option<usize>, paint: Painter) -> String {
             folded.insert(0, c);
         }
     }
-    if line_width(&w, &shown) <= limit {
+    // A narrow row with one long last column (`#  command`): the words hang beside the row,
+    // wrapped under their own start, rather than under a row that would be nearly empty.
+    let left = line_width(&w, &shown);
+    if let [last] = folded.as_slice()
+        && *last + 1 == t.columns.len()
+        && left * 3 <= limit
+    {
+        return table_hanging(t, &w, &shown, *last, limit, paint);
+    }
+    if left <= limit {
         return table_lines(t, &w, &shown, &folded, Some(limit), paint);
     }
     // 2. Still too wide (many models side by side): groups of columns, each with the first.
@@ -703,6 +712,53 @@ fn table_text(t: &Table, width: Option<usize>, paint: Painter) -> String {
         let fold_here: &[usize] = if first_group { &folded } else { &[] };
         out.push_str(&table_lines(t, &w, &group, fold_here, Some(limit), paint));
         first_group = false;
+    }
+    out
+}
+
+/// Rows over the `shown` columns with the long column `hang` beside them, its words wrapped
+/// under their own start.
+fn table_hanging(
+    t: &Table,
+    w: &[usize],
+    shown: &[usize],
+    hang: usize,
+    limit: usize,
+    paint: Painter,
+) -> String {
+    let left = line_width(w, shown) + 2;
+    let lines = table_lines(t, w, shown, &[], None, paint);
+    let mut out = String::new();
+    let header = usize::from(t.header);
+    for (i, row) in lines.lines().enumerate() {
+        let (text, tone) = if i < header {
+            (
+                t.columns
+                    .get(hang)
+                    .map_or_else(String::new, |c| c.name.clone()),
+                Tone::Strong,
+            )
+        } else {
+            t.cell(i - header, hang).map_or_else(
+                || (String::new(), Tone::Plain),
+                |c| (c.text.trim().to_owned(), c.tone),
+            )
+        };
+        if text.is_empty() {
+            let _ = writeln!(out, "{row}");
+            continue;
+        }
+        let pad = left.saturating_sub(row.chars().count().min(left));
+        let options = textwrap::Options::new(limit.saturating_sub(left).max(MIN_WIDTH / 2))
+            .break_words(false);
+        for (j, piece) in textwrap::wrap(&text, options).iter().enumerate() {
+            let piece = paint.tone(piece, tone);
+            if j == 0 {
+                let _ = writeln!(out, "{row}{}{piece}", " ".repeat(pad));
+            } else {
+                let _ = writeln!(out, "{}{piece}", " ".repeat(left));
+            }
+        }
     }
     out
 }
