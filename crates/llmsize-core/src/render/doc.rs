@@ -895,6 +895,30 @@ mod tests {
     }
 
     #[test]
+    fn a_narrow_row_hangs_its_long_last_column_beside_it() {
+        let mut t = Table::new(
+            "commands",
+            vec![Column::right("#"), Column::fold("command")],
+        );
+        t.push(vec![
+            Cell::count(2),
+            Cell::text(
+                "llmsize params Meta-Llama-3-8B --set hidden_size=3072 --set num_hidden_layers=57",
+            ),
+        ]);
+        let mut d = Doc::new();
+        d.table(t);
+        let text = d.to_text(&TextOptions {
+            width: Some(50),
+            color: false,
+        });
+        assert_eq!(
+            text,
+            "#  command\n2  llmsize params Meta-Llama-3-8B --set\n   hidden_size=3072 --set num_hidden_layers=57\n"
+        );
+    }
+
+    #[test]
     fn many_columns_split_into_groups_with_the_first() {
         let mut t = Table::new(
             "compare",
