@@ -37,6 +37,20 @@ fn run(args: &[&str], env: &[(&str, &str)], dir: Option<&str>) -> Run {
         cmd.current_dir(dir);
     }
     cmd.args(args);
+    isolate(&mut cmd);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("the binary runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+/// Keep the machine's Hugging Face setup (cache, endpoint, token, home) out of a run.
+pub(crate) fn isolate(cmd: &mut Command) {
     for k in [
         "HF_HOME",
         "HF_HUB_CACHE",
@@ -48,15 +62,6 @@ fn run(args: &[&str], env: &[(&str, &str)], dir: Option<&str>) -> Run {
         cmd.env_remove(k);
     }
     cmd.env("HOME", "/nonexistent-home-for-tests");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("the binary runs");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
 }
 
 /// Run `llmsize`.

@@ -30,17 +30,7 @@ impl Server {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        for k in [
-            "HF_HOME",
-            "HF_HUB_CACHE",
-            "HUGGINGFACE_HUB_CACHE",
-            "HF_ENDPOINT",
-            "HF_TOKEN",
-            "XDG_CACHE_HOME",
-        ] {
-            cmd.env_remove(k);
-        }
-        cmd.env("HOME", "/nonexistent-home-for-tests");
+        crate::common::isolate(&mut cmd);
         let mut child = cmd.spawn().expect("llmsize serve starts");
         let stderr = child.stderr.take().unwrap();
         let mut line = String::new();
