@@ -34,6 +34,34 @@ fn every_endpoint_answers_as_the_command_line() {
             &["params", "meta-llama/Llama-2-7b-hf"],
         ),
         (
+            "/api/design?like=llama-3-8b&params=8.03B&top=3",
+            &[
+                "design",
+                "--like",
+                "llama-3-8b",
+                "--params",
+                "8.03B",
+                "--top",
+                "3",
+            ],
+        ),
+        (
+            "/api/design?style=llama&params=7B&head_dim=128&gqa_group=4&tp=8",
+            &[
+                "design",
+                "--style",
+                "llama",
+                "--params",
+                "7B",
+                "--head-dim",
+                "128",
+                "--gqa-group",
+                "4",
+                "--tp",
+                "8",
+            ],
+        ),
+        (
             "/api/params?model=gpt2&model=llama-2-7b",
             &["params", "gpt2", "llama-2-7b"],
         ),
@@ -257,6 +285,15 @@ fn paths_are_refused() {
             "{model}: {}",
             answer.body
         );
+    }
+    // `design`'s `like` names a model too: the same refusals.
+    for like in ["Cargo.toml", "../README.md", "tests/fixtures"] {
+        let query: String = form_urlencoded::Serializer::new(String::new())
+            .append_pair("like", like)
+            .append_pair("params", "7B")
+            .finish();
+        let answer = server.get(&format!("/api/design?{query}"));
+        assert_eq!(answer.status, 400, "like={like}: {}", answer.body);
     }
     // A Hub-style id that is a relative path here, not a preset: refused, not read.
     let fixtures = server.get("/api/memory?model=tests%2Ffixtures");

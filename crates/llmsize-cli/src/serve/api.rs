@@ -169,6 +169,39 @@ const GPUS: Keys = Keys {
     models: false,
 };
 
+/// `llmsize design`: the search takes no MODEL; `like` names one, checked as a MODEL is.
+const DESIGN: Keys = Keys {
+    values: &[
+        "params",
+        "memory",
+        "compute",
+        "fit",
+        "tolerance",
+        "dtype",
+        "kv_dtype",
+        "ctx",
+        "style",
+        "experts",
+        "top_k",
+        "vocab",
+        "head_dim",
+        "kv_heads",
+        "gqa_group",
+        "ffn_rule",
+        "multiple_of",
+        "align",
+        "tp",
+        "pp",
+        "aspect",
+        "prefer_aspect",
+        "hidden_range",
+        "layers_range",
+        "top",
+    ],
+    switches: &["non_embedding", "active"],
+    models: false,
+};
+
 /// The commands the API answers, by the last part of their path.
 fn keys_of(command: &str) -> Option<&'static Keys> {
     Some(match command {
@@ -178,6 +211,7 @@ fn keys_of(command: &str) -> Option<&'static Keys> {
         "train" => &TRAIN,
         "presets" => &PRESETS,
         "gpus" => &GPUS,
+        "design" => &DESIGN,
         _ => return None,
     })
 }
@@ -217,7 +251,7 @@ pub(crate) fn question(
         return Err(Refusal {
             status: StatusCode::NOT_FOUND,
             text: format!(
-                "error: no API `/api/{command}`\n\nhint: the API answers params, memory, flops, train, presets, gpus\n"
+                "error: no API `/api/{command}`\n\nhint: the API answers params, memory, flops, train, design, presets, gpus\n"
             ),
         });
     };
@@ -229,6 +263,11 @@ pub(crate) fn question(
         match key {
             "format" => format = value,
             "model" if keys.models => models.push(check_model(&value)?),
+            // The model a design keeps the structure of: a preset or a config's text, as
+            // any MODEL of a request, never a path.
+            "like" if command == "design" => {
+                options.push(format!("--like={}", check_model(&value)?));
+            }
             "config" if keys.models => models.push(check_config(&value)?),
             _ if keys.values.contains(&key) => {
                 let flag = if key == "seq" { "seq_len" } else { key };
@@ -243,6 +282,9 @@ pub(crate) fn question(
                 let mut known: Vec<&str> = Vec::new();
                 if keys.models {
                     known.extend(["model", "config"]);
+                }
+                if command == "design" {
+                    known.push("like");
                 }
                 known.extend(keys.values.iter().chain(keys.switches));
                 known.push("format");
