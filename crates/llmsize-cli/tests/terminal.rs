@@ -179,6 +179,28 @@ fn colour_on_a_terminal_only_and_never_with_no_color() {
 }
 
 #[test]
+fn without_columns_the_terminals_own_width_is_used() {
+    let bin = env!("CARGO_BIN_EXE_llmsize");
+    // A pseudo-terminal of 24 × 72 and no COLUMNS: the table fits the terminal itself.
+    let out = std::process::Command::new("script")
+        .args([
+            "-qec",
+            &format!("stty rows 24 cols 72; {bin} memory Meta-Llama-3-8B --gpu rtx4090x3"),
+            "/dev/null",
+        ])
+        .env_remove("COLUMNS")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    assert!(text.contains("19,466,810,368"), "{text}");
+    for line in text.lines() {
+        assert!(line.chars().count() <= 72, "{line:?} is wider than the terminal");
+    }
+}
+
+#[test]
 fn completions_for_every_shell_name_every_command() {
     for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
         let r = llmsize(&["completions", shell]);
