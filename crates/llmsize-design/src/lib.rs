@@ -17,12 +17,14 @@ pub mod error;
 pub mod form;
 pub mod optimal;
 pub mod search;
+pub mod train;
 
 use llmsize_adapters::hf_config::{ReadOptions, read_config_map};
 use llmsize_core::ModelSpec;
 use llmsize_core::flops::{AttentionConvention, flops};
 use llmsize_core::formats::{KvDtype, WeightFormat};
 use llmsize_core::memory::{CachePolicy, MemoryOptions, MlaCache, memory};
+use llmsize_core::train::TrainOptions;
 use serde_json::{Map, Value};
 
 pub use base::{Base, DesignStyle, Shape};
@@ -51,6 +53,15 @@ pub enum Goal {
         format: WeightFormat,
         /// KV cache element type.
         kv_dtype: KvDtype,
+    },
+    /// The largest model whose one training step fits `bytes` per GPU (`--train-memory
+    /// 80GiB`), as `llmsize train` computes it with `options` (their `seq_len` is the
+    /// request's `ctx`).
+    TrainMemory {
+        /// The budget per GPU.
+        bytes: u64,
+        /// The training step: precision, optimizer, checkpointing, LoRA, parallelism.
+        options: Box<TrainOptions>,
     },
     /// Compute-optimal N for C training FLOPs (`--compute 1e23`), by a rule.
     Compute {
@@ -128,6 +139,10 @@ pub struct Candidate {
     pub flops_per_token: u128,
     /// Weights + KV cache at `ctx` (memory goals).
     pub memory_bytes: Option<u64>,
+    /// The most loaded GPU's bytes of one training step (training-memory goals).
+    pub train_bytes_per_gpu: Option<u128>,
+    /// The `llmsize train` command that measures it (training-memory goals).
+    pub train_command: Option<String>,
     /// The `llmsize params` command that counts it.
     pub command: String,
 }
@@ -427,6 +442,13 @@ fn candidate(
         }
         _ => None,
     };
+    let (train_bytes_per_gpu, train_command) = match goal {
+        Goal::TrainMemory { options, .. } => (
+            Some(train::step_bytes(base, shape, options)?),
+            Some(base.train_command(shape, &train::flags(options))),
+        ),
+        _ => (None, None),
+    };
     let f = flops(&spec, ctx, 1, AttentionConvention::Causal).map_err(reader)?;
     Ok(Candidate {
         shape: *shape,
@@ -437,6 +459,8 @@ fn candidate(
         kv_bytes_per_token: bf16.kv_bytes_per_token_full,
         flops_per_token: f.per_token_flops,
         memory_bytes,
+        train_bytes_per_gpu,
+        train_command,
         command: base.command(shape),
     })
 }
@@ -510,7 +534,12 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
         let t = v as f64 * req.tolerance;
         i128::from(to_u64(t))
     };
-    let (form, target, quantity, optima, target_record) = match &req.goal {
+    // The training step runs on `ctx` tokens.
+    let mut goal = req.goal.clone();
+    if let Goal::TrainMemory { options, .. } = &mut goal {
+        options.seq_len = req.ctx;
+    }
+    let (form, target, quantity, optima, target_record) = match &goal {
         Goal::Params {
             value,
             resolution,
@@ -596,31 +625,68 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
                 None,
             )
         }
+        Goal::TrainMemory { bytes, options } => {
+            // Micro-bytes by the fitted bound of `train`; it prunes only: every candidate
+            // is then measured by the core's training step.
+            let f = train::bound(&base, &forms, &space, options)?;
+            let budget = i128::from(*bytes) * MICRO;
+            (
+                f,
+                search::Target {
+                    value: budget,
+                    // Prune at 20% over the budget: the bound errs by less than 8% on the
+                    // setups tried (LoRA, QLoRA, ZeRO-3, MoE; exact with checkpointing).
+                    tolerance: budget / 5,
+                    resolution: (budget / 200).max(1),
+                    maximize: true,
+                },
+                Quantity::Total,
+                None,
+                None,
+            )
+        }
     };
     let _ = quantity;
     let keep = match req.goal {
-        Goal::Memory { .. } => 4000,
+        Goal::Memory { .. } | Goal::TrainMemory { .. } => 4000,
         _ => req.top,
     };
     let found = search::search(&space, &form, &target, pref, keep);
     let mut candidates = Vec::new();
-    if let Goal::Memory { bytes, .. } = req.goal {
+    if let Some(bytes) = budget_of(&goal) {
         // The largest first (by the estimate), measured exactly until enough fit.
         let mut hits = found.hits.clone();
         hits.sort_by_key(|h| std::cmp::Reverse(h.value));
         let mut fits = Vec::new();
         for h in hits {
-            let c = candidate(&base, &forms, &h.shape, req.ctx, &req.goal)?;
-            if c.memory_bytes.is_some_and(|m| m <= bytes) {
+            if let Goal::TrainMemory { options, .. } = &goal
+                && train::step_bytes(&base, &h.shape, options)? > u128::from(bytes)
+            {
+                continue;
+            }
+            let c = candidate(&base, &forms, &h.shape, req.ctx, &goal)?;
+            let fits_budget = match (c.memory_bytes, c.train_bytes_per_gpu) {
+                (_, Some(t)) => t <= u128::from(bytes),
+                (Some(m), None) => m <= bytes,
+                (None, None) => false,
+            };
+            if fits_budget {
                 fits.push((h, c));
-                if fits.len() >= 3 * req.top {
+                // A training step's bound errs by a few percent either way, more than the
+                // sizes of neighbouring shapes differ: every shape kept is measured, so the
+                // first printed is the largest that fits of all kept.
+                if fits.len() >= 3 * req.top && matches!(goal, Goal::Memory { .. }) {
                     break;
                 }
             }
         }
-        // Rank: the largest total (to 0.5% of the best), then hardware, then aspect.
+        // Rank: the largest total (to 0.5% of the best; a training step: exactly, the
+        // question being the largest model it can train), then hardware, then aspect.
         let best = fits.iter().map(|(_, c)| c.total).max().unwrap_or(0);
-        let res = (best / 200).max(1);
+        let res = match goal {
+            Goal::TrainMemory { .. } => 1,
+            _ => (best / 200).max(1),
+        };
         fits.sort_by(|(ha, a), (hb, b)| {
             ((best - a.total) / res)
                 .cmp(&((best - b.total) / res))
@@ -631,18 +697,26 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
         candidates = fits.into_iter().take(req.top).map(|(_, c)| c).collect();
     } else {
         for h in &found.hits {
-            candidates.push(candidate(&base, &forms, &h.shape, req.ctx, &req.goal)?);
+            candidates.push(candidate(&base, &forms, &h.shape, req.ctx, &goal)?);
         }
     }
     let (relax, extent) = if candidates.is_empty() {
-        (
-            relaxations(req, &base, &space, &form, &target, pref),
-            search::extent(&space, &form),
-        )
+        let mut relax = relaxations(req, &base, &space, &form, &target, pref);
+        if let Goal::TrainMemory { options, .. } = &goal {
+            relax.extend(train::relaxations(
+                &base, &forms, &space, options, &target, pref,
+            )?);
+        }
+        (relax, search::extent(&space, &form))
     } else {
         (Vec::new(), None)
     };
-    let rank_rule = match req.goal {
+    let rank_rule = match &goal {
+        Goal::TrainMemory { .. } => format!(
+            "largest total whose training step fits, then hidden and FFN multiples of 128, \
+             then aspect d/L nearest {:.0}",
+            pref.aspect
+        ),
         Goal::Memory { .. } => format!(
             "largest total that fits (to 0.5%), then hidden and FFN multiples of 128, then \
              aspect d/L nearest {:.0}",
@@ -667,6 +741,14 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
         extent,
         forms,
     })
+}
+
+/// The budget of a memory or training-memory goal.
+fn budget_of(goal: &Goal) -> Option<u64> {
+    match goal {
+        Goal::Memory { bytes, .. } | Goal::TrainMemory { bytes, .. } => Some(*bytes),
+        _ => None,
+    }
 }
 
 /// The constraints whose relaxation alone gives shapes: each tried in turn.

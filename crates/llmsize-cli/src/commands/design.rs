@@ -5,7 +5,8 @@ use llmsize_core::formats::{KvDtype, WeightFormat};
 use llmsize_core::render::doc::{Cell, Column, Doc, Raw, Table};
 use llmsize_core::units::{human_bytes, human_count};
 use llmsize_engine::{
-    DesignBase, DesignConstraints, DesignOutcome, DesignRequest, DesignStyle, FfnRule, Goal,
+    DesignBase, DesignConstraints, DesignOutcome, DesignRequest, DesignStyle, DesignTrain, FfnRule,
+    Goal,
     KvChoice, Quantity,
 };
 
@@ -170,6 +171,22 @@ pub(crate) fn parse_dtype(s: &str) -> Result<WeightFormat, String> {
     })
 }
 
+/// `--train-memory`: a size (`80GiB`, `24GB`) or a GPU's name (`h100`: its memory).
+pub(crate) fn parse_train_memory(s: &str) -> Result<u64, String> {
+    llmsize_core::gpu::parse_memory(s).or_else(|e| {
+        llmsize_core::gpu::find(s)
+            .map(|g| g.memory_bytes)
+            .ok_or_else(|| format!("{e}, or name a GPU (e.g. h100, a100-40gb, rtx4090)"))
+    })
+}
+
+/// The context: `--ctx`, else 2048 for a training step (`llmsize train`'s `--seq-len`), else
+/// 4096.
+pub(crate) fn ctx(args: &DesignCmdArgs) -> u64 {
+    args.ctx
+        .unwrap_or(if args.train_memory.is_some() { 2048 } else { 4096 })
+}
+
 pub(crate) fn parse_kv_dtype(s: &str) -> Result<KvDtype, String> {
     KvDtype::parse(s)
         .ok_or_else(|| format!("`{s}` is not a KV cache type: bf16, fp16, fp32, fp8, q8_0, q4_0"))
@@ -194,6 +211,12 @@ pub(crate) fn request(args: &DesignCmdArgs) -> DesignRequest {
             bytes,
             format: args.dtype,
             kv_dtype: args.kv_dtype,
+        }
+    } else if let Some(bytes) = args.train_memory {
+        // The engine fills the options from `train` below.
+        Goal::TrainMemory {
+            bytes,
+            options: Box::default(),
         }
     } else {
         Goal::Compute {
@@ -238,8 +261,19 @@ pub(crate) fn request(args: &DesignCmdArgs) -> DesignRequest {
             prefer_aspect: args.prefer_aspect,
         },
         top: usize::from(args.top),
-        ctx: args.ctx,
+        ctx: ctx(args),
         hub: hub(&args.hub),
+        train: DesignTrain {
+            batch: args.batch,
+            dtype: args.dtype.name().to_owned(),
+            precision: args.precision.clone(),
+            optimizer: args.optimizer.clone(),
+            checkpointing: args.checkpointing,
+            lora_rank: args.lora_rank,
+            qlora: args.qlora,
+            zero: args.zero,
+            dp: args.dp,
+        },
     }
 }
 
@@ -302,6 +336,7 @@ fn no_shape_message(outcome: &DesignOutcome) -> String {
 fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
     let r = &outcome.result;
     let mut doc = Doc::new();
+    let ctx = ctx(args);
     let target = match (args.params, args.memory, r.target) {
         (Some(_), _, Some((n, q))) => format!(
             "{} {} parameters",
@@ -316,9 +351,14 @@ fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
             "the largest that fits {} ({}, {} tokens of KV cache)",
             human_bytes(m),
             args.dtype.name(),
-            args.ctx
+            ctx
         ),
         (_, _, Some((n, _))) => format!("{} parameters (compute-optimal)", human_count(n)),
+        (_, _, None) if args.train_memory.is_some() => format!(
+            "the largest whose training step fits {} per GPU ({ctx} tokens × {})",
+            human_bytes(args.train_memory.unwrap_or(0)),
+            args.batch
+        ),
         _ => String::new(),
     };
     doc.title(format!("Design: {} shapes, {target}", r.base));
@@ -399,7 +439,11 @@ fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
             Column::right("hd"),
             Column::right("ffn"),
             Column::right("total"),
-            Column::right(if target.is_some() { "Δ" } else { "memory" }),
+            match (target, args.train_memory) {
+                (Some(_), _) => Column::right("Δ"),
+                (None, Some(_)) => Column::right("train/GPU").csv("train_bytes_per_gpu"),
+                (None, None) => Column::right("memory"),
+            },
             Column::right("KV/tok").csv("kv_bytes_per_token"),
             Column::right("GF/tok").csv("gflops_per_token"),
         ],
@@ -412,6 +456,13 @@ fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
             _ => c.total,
         };
         let delta = match (target, c.memory_bytes) {
+            (None, _) if c.train_bytes_per_gpu.is_some() => {
+                let b = c.train_bytes_per_gpu.unwrap_or(0);
+                Cell::with_raw(
+                    human_bytes(u64::try_from(b).unwrap_or(u64::MAX)),
+                    Raw::Int(i128::try_from(b).unwrap_or(i128::MAX)),
+                )
+            }
             (Some(n), _) => {
                 let d = (value as f64 - n as f64) / n as f64 * 100.0;
                 Cell::with_raw(format!("{d:+.2}%"), Raw::Float(d))
@@ -441,7 +492,7 @@ fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
     }
     doc.heading("Candidates").table(t).line(format!(
         "KV/tok: KV cache per token, bf16; GF/tok: forward GFLOPs of one token at {} tokens of context",
-        args.ctx
+        ctx
     ));
     doc.line(format!(
         "Ranked by {}. Why aspect only breaks ties: Kaplan et al. 2020 find the loss depends \
@@ -458,6 +509,21 @@ fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
         cmds.push(vec![Cell::count((i + 1) as u64), Cell::text(&c.command)]);
     }
     doc.heading("Each counted exactly by").table(cmds);
+    if args.train_memory.is_some() {
+        let mut train = Table::new(
+            "train_commands",
+            vec![Column::right("#"), Column::fold("command")],
+        );
+        for (i, c) in r.candidates.iter().enumerate() {
+            train.push(vec![
+                Cell::count((i + 1) as u64),
+                Cell::text(c.train_command.as_deref().unwrap_or("")),
+            ]);
+        }
+        doc.blank()
+            .heading("Each training step measured exactly by")
+            .table(train);
+    }
     doc
 }
 
