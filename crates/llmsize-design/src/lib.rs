@@ -701,12 +701,25 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
         }
     }
     let (relax, extent) = if candidates.is_empty() {
-        let mut relax = relaxations(req, &base, &space, &form, &target, pref);
-        if let Goal::TrainMemory { options, .. } = &goal {
-            relax.extend(train::relaxations(
-                &base, &forms, &space, options, &target, pref,
-            )?);
-        }
+        let relax = match &goal {
+            // A training step's bound is only a bound: a relaxation counts when a shape it
+            // gives is measured to fit.
+            Goal::TrainMemory { bytes, options } => {
+                let fits = train::Fits {
+                    base: &base,
+                    options,
+                    bytes: *bytes,
+                };
+                let mut r = relaxations(req, &base, &space, &form, &fits.target(), pref, &|f| {
+                    fits.any(f, options)
+                });
+                r.extend(train::relaxations(&base, &forms, &space, &fits, pref)?);
+                r
+            }
+            _ => relaxations(req, &base, &space, &form, &target, pref, &|f| {
+                !f.hits.is_empty()
+            }),
+        };
         (relax, search::extent(&space, &form))
     } else {
         (Vec::new(), None)
@@ -743,6 +756,9 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
     })
 }
 
+/// Shapes a relaxation's search keeps, for a training step's check.
+pub(crate) const RELAX_KEEP: usize = 128;
+
 /// The budget of a memory or training-memory goal.
 fn budget_of(goal: &Goal) -> Option<u64> {
     match goal {
@@ -759,6 +775,7 @@ fn relaxations(
     form: &form::Form,
     target: &search::Target,
     pref: search::Preference,
+    gives: &dyn Fn(&search::Found) -> bool,
 ) -> Vec<String> {
     let c = &req.constraints;
     let mut tries: Vec<(String, search::Space, search::Target)> = Vec::new();
@@ -855,7 +872,7 @@ fn relaxations(
     }
     tries
         .into_iter()
-        .filter(|(_, s, t)| !search::search(s, form, t, pref, 1).hits.is_empty())
+        .filter(|(_, s, t)| gives(&search::search(s, form, t, pref, RELAX_KEEP)))
         .map(|(name, ..)| name)
         .collect()
 }

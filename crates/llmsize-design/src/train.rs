@@ -210,18 +210,50 @@ pub fn bound(
     Ok(out)
 }
 
-/// When no shape's step fits: the training options whose addition alone gives shapes (by
-/// the bound, as the constraints' relaxations are tried): gradient checkpointing, LoRA r16
-/// on the 16-bit base, `QLoRA` r16, a quarter of the sequence.
+/// The exact check of a relaxation: some shape it gives fits `bytes` when measured.
+pub struct Fits<'a> {
+    /// The base.
+    pub base: &'a Base,
+    /// The step.
+    pub options: &'a TrainOptions,
+    /// The budget per GPU.
+    pub bytes: u64,
+}
+
+impl Fits<'_> {
+    /// The bound's target for a relaxation's search: shapes just under the budget.
+    #[must_use]
+    pub fn target(&self) -> crate::search::Target {
+        let budget = i128::from(self.bytes) * 1_000_000;
+        crate::search::Target {
+            value: budget,
+            tolerance: 0,
+            resolution: (budget / 200).max(1),
+            maximize: true,
+        }
+    }
+
+    /// Does a shape found fit, measured with `options`?
+    #[must_use]
+    pub fn any(&self, found: &crate::search::Found, options: &TrainOptions) -> bool {
+        found.hits.iter().any(|h| {
+            step_bytes(self.base, &h.shape, options).is_ok_and(|b| b <= u128::from(self.bytes))
+        })
+    }
+}
+
+/// When no shape's step fits: the training options whose addition alone gives shapes
+/// (measured): gradient checkpointing, LoRA r16 on the 16-bit base, `QLoRA` r16, a quarter
+/// of the sequence.
 pub fn relaxations(
     base: &Base,
     forms: &Forms,
     space: &Space,
-    options: &TrainOptions,
-    target: &crate::search::Target,
+    fits: &Fits<'_>,
     pref: crate::search::Preference,
 ) -> Result<Vec<String>, DesignError> {
     use llmsize_core::train::lora::{LoraOptions, LoraTargets};
+    let options = fits.options;
     let lora = LoraOptions {
         rank: 16,
         targets: LoraTargets::AllLinear,
@@ -259,7 +291,7 @@ pub fn relaxations(
     }
     if options.seq_len >= 4 {
         tries.push((
-            format!("a shorter sequence (--ctx {})", options.seq_len / 4),
+            format!("shorten the sequence (--ctx {})", options.seq_len / 4),
             TrainOptions {
                 seq_len: options.seq_len / 4,
                 ..options.clone()
@@ -269,10 +301,8 @@ pub fn relaxations(
     let mut out = Vec::new();
     for (name, o) in tries {
         let f = bound(base, forms, space, &o)?;
-        if !crate::search::search(space, &f, target, pref, 1)
-            .hits
-            .is_empty()
-        {
+        let found = crate::search::search(space, &f, &fits.target(), pref, crate::RELAX_KEEP);
+        if fits.any(&found, &o) {
             out.push(name);
         }
     }

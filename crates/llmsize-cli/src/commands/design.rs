@@ -289,12 +289,12 @@ pub(crate) fn run(args: &DesignCmdArgs, env: &Env) -> Result<Rendered, Failure> 
     let mut warnings = outcome.warnings.clone();
     if !found && format == Format::Json {
         // The table says it on stdout; JSON readers get it on stderr.
-        warnings.push(no_shape_message(&outcome));
+        warnings.push(no_shape_message(&outcome, args.train_memory.is_some()));
     }
     Ok(Rendered::new(text, warnings).status(found))
 }
 
-fn no_shape_message(outcome: &DesignOutcome) -> String {
+fn no_shape_message(outcome: &DesignOutcome, train: bool) -> String {
     let r = &outcome.result;
     if r.evaluated == 0 {
         format!(
@@ -306,6 +306,48 @@ fn no_shape_message(outcome: &DesignOutcome) -> String {
                 r.relax.join(" or ")
             }
         )
+    } else if train {
+        // Constraints to relax, and changes of the training step.
+        let (step, constraints): (Vec<&String>, Vec<&String>) = r
+            .relax
+            .iter()
+            .partition(|x| x.starts_with("add ") || x.starts_with("shorten "));
+        let join = |v: &[&String]| match v {
+            [] => String::new(),
+            [one] => (*one).clone(),
+            [init @ .., last] => format!(
+                "{} or {last}",
+                init.iter().map(|x| x.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        };
+        let mut ways = Vec::new();
+        if !constraints.is_empty() {
+            ways.push(format!("relax {}", join(&constraints)));
+        }
+        if !step.is_empty() {
+            ways.push(join(&step));
+        }
+        let smallest = r.extent.map_or(String::new(), |(lo, _)| {
+            format!(
+                " (by the bound, the smallest step of the space needs about {})",
+                human_bytes(u64::try_from(lo.max(0) / 1_000_000).unwrap_or(u64::MAX))
+            )
+        });
+        if ways.is_empty() {
+            format!(
+                "no shape of the {} evaluated trains within the budget{smallest}, and no \
+                 single change tried helps (checkpointing, LoRA r16, QLoRA r16, a quarter of \
+                 the sequence): raise the budget or shard with --zero 3 --dp N",
+                r.evaluated
+            )
+        } else {
+            format!(
+                "no shape of the {} evaluated trains within the budget{smallest}; {} (each \
+                 alone gives shapes, measured)",
+                r.evaluated,
+                ways.join("; or ")
+            )
+        }
     } else if r.relax.is_empty() {
         let span = match (r.extent, r.target) {
             (Some((lo, hi)), Some(_)) => format!(
@@ -424,7 +466,7 @@ fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
         ))
         .blank();
     if r.candidates.is_empty() {
-        doc.line(no_shape_message(outcome));
+        doc.line(no_shape_message(outcome, args.train_memory.is_some()));
         return doc;
     }
     let target = r.target.map(|t| t.0);
