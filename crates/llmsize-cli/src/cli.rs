@@ -616,29 +616,29 @@ pub(crate) struct DesignCmdArgs {
     #[arg(long, value_parser = parse_size, help_heading = "Target")]
     pub(crate) ctx: Option<u64>,
     /// With --train-memory: sequences per micro-batch on each GPU
-    #[arg(long, default_value = "1", requires = "train_memory", value_parser = parse_size, help_heading = "Training (--train-memory, as `llmsize train`)")]
+    #[arg(long, default_value = "1", conflicts_with_all = ["params", "memory", "compute"], value_parser = parse_size, help_heading = "Training (--train-memory, as `llmsize train`)")]
     pub(crate) batch: u64,
     /// With --train-memory: precision policy: pure, mixed (DeepSpeed's 16 bytes/param),
     /// mixed-fp32-grads, autocast
-    #[arg(long, default_value = "pure", requires = "train_memory", help_heading = "Training (--train-memory, as `llmsize train`)")]
+    #[arg(long, default_value = "pure", conflicts_with_all = ["params", "memory", "compute"], help_heading = "Training (--train-memory, as `llmsize train`)")]
     pub(crate) precision: String,
     /// With --train-memory: optimizer: adamw, adamw-8bit, adafactor, sgd, lion, muon
-    #[arg(long, default_value = "adamw", requires = "train_memory", help_heading = "Training (--train-memory, as `llmsize train`)")]
+    #[arg(long, default_value = "adamw", conflicts_with_all = ["params", "memory", "compute"], help_heading = "Training (--train-memory, as `llmsize train`)")]
     pub(crate) optimizer: String,
     /// With --train-memory: gradient checkpointing of every layer
-    #[arg(long, requires = "train_memory", help_heading = "Training (--train-memory, as `llmsize train`)")]
+    #[arg(long, conflicts_with_all = ["params", "memory", "compute"], help_heading = "Training (--train-memory, as `llmsize train`)")]
     pub(crate) checkpointing: bool,
     /// With --train-memory: LoRA rank on all linear layers of a frozen base
-    #[arg(long, requires = "train_memory", value_parser = parse_size, help_heading = "Training (--train-memory, as `llmsize train`)")]
+    #[arg(long, conflicts_with_all = ["params", "memory", "compute"], value_parser = parse_size, help_heading = "Training (--train-memory, as `llmsize train`)")]
     pub(crate) lora_rank: Option<u64>,
     /// With --train-memory and --lora-rank: the frozen base in NF4 (QLoRA)
     #[arg(long, requires = "lora_rank", help_heading = "Training (--train-memory, as `llmsize train`)")]
     pub(crate) qlora: bool,
     /// With --train-memory: ZeRO stage 0-3 over --dp replicas
-    #[arg(long, default_value = "0", requires = "train_memory", value_parser = clap::value_parser!(u8).range(0..=3), help_heading = "Training (--train-memory, as `llmsize train`)")]
+    #[arg(long, default_value = "0", conflicts_with_all = ["params", "memory", "compute"], value_parser = clap::value_parser!(u8).range(0..=3), help_heading = "Training (--train-memory, as `llmsize train`)")]
     pub(crate) zero: u8,
     /// With --train-memory: data-parallel replicas (GPUs with --tp 1 --pp 1)
-    #[arg(long, default_value = "1", requires = "train_memory", value_parser = parse_size, help_heading = "Training (--train-memory, as `llmsize train`)")]
+    #[arg(long, default_value = "1", conflicts_with_all = ["params", "memory", "compute"], value_parser = parse_size, help_heading = "Training (--train-memory, as `llmsize train`)")]
     pub(crate) dp: u64,
 
     /// Block style to size [default: llama]

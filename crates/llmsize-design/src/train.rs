@@ -7,14 +7,15 @@
 //! shapes of the base (same options, realistic sizes):
 //!
 //! ```text
-//! bytes ≈ L·(r·P_layer + α·d + β) + r·P_global + γ·d + δ
+//! bytes ≈ L·(r·P_layer + α·d + φ·f + β) + r·P_global + γ·d + δ
 //! ```
 //!
 //! where `P_layer`, `P_global` are the exact parameter forms ([`crate::form`]), r the bytes
 //! the step holds per parameter (weights, gradients, optimizer states, sharded as the options
-//! say), and α, β, γ, δ the activations that grow with width (per layer: saved inputs of the
-//! projections, the FFN's, attention's; once: the logits and the embeddings' output). Three
-//! widths at two depths give r, α, β (per-layer slope) and γ, δ (what is left at one depth).
+//! say), and α, φ, β, γ, δ the activations that grow with the widths (per layer: the saved
+//! inputs of the projections, the FFN's, attention's; once: the logits and the embeddings'
+//! output). Four (hidden, FFN) points at two depths give r, α, φ, β (the per-layer slope)
+//! and γ, δ (what one depth leaves).
 //! The bound only prunes: each shape kept is then measured exactly.
 
 use llmsize_core::train::states::{Optimizer, Precision};
@@ -131,81 +132,76 @@ pub fn bound(
     };
     let step = lcm(hd * q.max(1), hd * space.tp.max(1));
     let k = (base.shape.hidden / step).max(4);
-    let widths = [step * (k / 4), step * (k / 2), step * k];
     let pp = space.pp.max(1);
     let hi = (base.shape.layers / pp * pp).max(2 * pp);
     let lo = (hi / 2 / pp * pp).max(pp);
-    let measure = |d: u64, l: u64| -> Result<f64, DesignError> {
-        #[expect(clippy::cast_precision_loss, reason = "a fit")]
-        Ok(step_bytes(base, &probe(space, d, l), options)? as f64)
+    // Four (d, f) points: three widths with the space's FFN rule, and one with twice its FFN
+    // width, so the FFN's activations are told apart from the hidden size's.
+    let (d1, d2, d3) = (step * (k / 4), step * (k / 2), step * k);
+    let with_ffn = |d: u64, f: u64, l: u64| Shape {
+        ffn: f,
+        ..probe(space, d, l)
     };
+    let points = [
+        (d1, space.ffn.ffn(d1)),
+        (d2, space.ffn.ffn(d2)),
+        (d3, space.ffn.ffn(d3)),
+        (d2, 2 * space.ffn.ffn(d2)),
+    ];
     #[expect(clippy::cast_precision_loss, reason = "a fit")]
     let f = |x: i128| x as f64;
     #[expect(clippy::cast_precision_loss, reason = "a fit")]
-    let span = (hi - lo) as f64;
-    let mut rows = Vec::with_capacity(3);
-    for &d in &widths {
-        let (a, b) = (measure(d, lo)?, measure(d, hi)?);
-        let slope = (b - a) / span;
-        let s = probe(space, d, 1);
+    let (span, lf) = ((hi - lo) as f64, lo as f64);
+    // Per point: [P_layer, d, f, 1] → the per-layer slope, and what one depth leaves once.
+    let mut rows: Vec<([f64; 4], f64, f64, f64)> = Vec::with_capacity(4);
+    for (d, ffn) in points {
         #[expect(clippy::cast_precision_loss, reason = "a fit")]
-        let (df, lf) = (d as f64, lo as f64);
+        let (a, b) = (
+            step_bytes(base, &with_ffn(d, ffn, lo), options)? as f64,
+            step_bytes(base, &with_ffn(d, ffn, hi), options)? as f64,
+        );
+        let slope = (b - a) / span;
+        let s = with_ffn(d, ffn, 1);
+        #[expect(clippy::cast_precision_loss, reason = "a fit")]
+        let (df, ff) = (d as f64, ffn as f64);
         rows.push((
-            df,
+            [f(forms.total.per_layer(&s)), df, ff, 1.0],
             slope,
-            f(forms.total.per_layer(&s)),
             a - lf * slope,
             f(forms.total.global(&s)),
         ));
     }
-    let (Some(r1), Some(r2), Some(r3)) = (rows.first(), rows.get(1), rows.get(2)) else {
-        return Err(DesignError::Internal("three probe widths".into()));
-    };
-    // slope_i = r·P_i + α·d_i + β, by Cramer's rule.
-    let det3 = |m: [[f64; 3]; 3]| {
-        m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1])
-            - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
-            + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0])
-    };
-    let m = [[r1.2, r1.0, 1.0], [r2.2, r2.0, 1.0], [r3.2, r3.0, 1.0]];
-    let y = [r1.1, r2.1, r3.1];
-    let det = det3(m);
-    let col = |c: usize| {
-        let mut x = m;
-        for (row, v) in x.iter_mut().zip(y) {
-            if let Some(e) = row.get_mut(c) {
-                *e = v;
-            }
-        }
-        det3(x) / det
-    };
-    let (r, alpha, beta) = if det.abs() > f64::EPSILON && det.is_finite() {
-        (col(0), col(1), col(2))
-    } else {
-        (r3.1 / r3.2.max(1.0), 0.0, 0.0)
-    };
+    // slope = r·P_layer + α·d + φ·f + β: four equations, four unknowns.
+    let m: Vec<[f64; 4]> = rows.iter().map(|r| r.0).collect();
+    let y: Vec<f64> = rows.iter().map(|r| r.1).collect();
+    let [r, alpha, phi, beta] = solve4(&m, &y).unwrap_or_else(|| {
+        // Degenerate probes: all per parameter.
+        let (p, s) = rows.last().map_or((1.0, 0.0), |r| (r.0[0], r.1));
+        [s / p.max(1.0), 0.0, 0.0, 0.0]
+    });
     // What one depth leaves once: r·P_global + γ·d + δ, from the narrowest and widest.
-    let g1 = r1.3 - r * r1.4;
-    let g3 = r3.3 - r * r3.4;
-    let gamma = (g3 - g1) / (r3.0 - r1.0);
-    let delta = g1 - gamma * r1.0;
+    let (Some(n1), Some(n3)) = (rows.first(), rows.get(2)) else {
+        return Err(DesignError::Internal("probe widths".into()));
+    };
+    let g1 = n1.2 - r * n1.3;
+    let g3 = n3.2 - r * n3.3;
+    let gamma = (g3 - g1) / (n3.0[1] - n1.0[1]);
+    let delta = g1 - gamma * n1.0[1];
     #[expect(clippy::cast_possible_truncation, reason = "a rounded bound")]
     let round = |x: f64| if x.is_finite() { x.round() as i128 } else { 0 };
     let mut out = Form {
         layer: forms.total.layer.map(|c| round(r * MICRO * f(c))),
         global: forms.total.global.map(|c| round(r * MICRO * f(c))),
     };
-    if let Some(c3) = out.layer.get_mut(3) {
-        *c3 += round(alpha * MICRO);
+    for (i, v) in [(3, alpha), (5, phi), (9, beta)] {
+        if let Some(c) = out.layer.get_mut(i) {
+            *c += round(v * MICRO);
+        }
     }
-    if let Some(c9) = out.layer.get_mut(9) {
-        *c9 += round(beta * MICRO);
-    }
-    if let Some(g2) = out.global.get_mut(2) {
-        *g2 += round(gamma * MICRO);
-    }
-    if let Some(g3) = out.global.get_mut(3) {
-        *g3 += round(delta * MICRO);
+    for (i, v) in [(2, gamma), (3, delta)] {
+        if let Some(c) = out.global.get_mut(i) {
+            *c += round(v * MICRO);
+        }
     }
     Ok(out)
 }
@@ -307,4 +303,35 @@ pub fn relaxations(
         }
     }
     Ok(out)
+}
+
+/// Solve a 4×4 system by Gaussian elimination with partial pivoting; `None` when singular.
+#[expect(clippy::indexing_slicing, reason = "fixed 4×4 indices")]
+fn solve4(m: &[[f64; 4]], y: &[f64]) -> Option<[f64; 4]> {
+    if m.len() != 4 || y.len() != 4 {
+        return None;
+    }
+    let mut a = [[0.0; 5]; 4];
+    for i in 0..4 {
+        a[i][..4].copy_from_slice(&m[i]);
+        a[i][4] = y[i];
+    }
+    for c in 0..4 {
+        let p = (c..4).max_by(|&i, &j| a[i][c].abs().total_cmp(&a[j][c].abs()))?;
+        a.swap(c, p);
+        let scale = a[c].iter().map(|x| x.abs()).fold(0.0, f64::max);
+        if a[c][c].abs() <= scale * 1e-12 || !a[c][c].is_finite() {
+            return None;
+        }
+        for i in 0..4 {
+            if i != c {
+                let k = a[i][c] / a[c][c];
+                for j in c..5 {
+                    a[i][j] -= k * a[c][j];
+                }
+            }
+        }
+    }
+    let x = [a[0][4] / a[0][0], a[1][4] / a[1][1], a[2][4] / a[2][2], a[3][4] / a[3][3]];
+    x.iter().all(|v| v.is_finite()).then_some(x)
 }
