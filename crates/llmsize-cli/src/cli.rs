@@ -632,7 +632,11 @@ pub(crate) struct DesignCmdArgs {
     #[arg(long, conflicts_with_all = ["params", "memory", "compute"], value_parser = parse_size, help_heading = "Training (--train-memory, as `llmsize train`)")]
     pub(crate) lora_rank: Option<u64>,
     /// With --train-memory and --lora-rank: the frozen base in NF4 (QLoRA)
-    #[arg(long, requires = "lora_rank", help_heading = "Training (--train-memory, as `llmsize train`)")]
+    #[arg(
+        long,
+        requires = "lora_rank",
+        help_heading = "Training (--train-memory, as `llmsize train`)"
+    )]
     pub(crate) qlora: bool,
     /// With --train-memory: ZeRO stage 0-3 over --dp replicas
     #[arg(long, default_value = "0", conflicts_with_all = ["params", "memory", "compute"], value_parser = clap::value_parser!(u8).range(0..=3), help_heading = "Training (--train-memory, as `llmsize train`)")]

@@ -65,7 +65,12 @@ mod tests {
             let bytes = c["train_bytes_per_gpu"].as_u64().unwrap();
             assert!(bytes <= budget, "{bytes} > {budget}: {config}");
             assert_eq!(train_bytes(&config, &tflags), bytes, "{args:?} {config}");
-            assert!(c["command"].as_str().unwrap().starts_with("llmsize params "));
+            assert!(
+                c["command"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("llmsize params ")
+            );
             assert!(
                 c["train_command"]
                     .as_str()
@@ -137,7 +142,12 @@ mod tests {
             &["--lora-rank", "16", "--qlora", "--ctx", "4096"],
             "3",
         );
-        check("gpt2", 8 * GIB, &["--precision", "mixed", "--batch", "4"], "3");
+        check(
+            "gpt2",
+            8 * GIB,
+            &["--precision", "mixed", "--batch", "4"],
+            "3",
+        );
         check(
             "Qwen2.5-7B",
             40 * GIB,

@@ -390,9 +390,7 @@ impl Base {
                 cmd.strip_prefix("llmsize params ")
                     .map_or(cmd.clone(), str::to_owned)
             }
-            Origin::Style(_) => {
-                shell_word(&Value::Object(self.config_of(shape)).to_string())
-            }
+            Origin::Style(_) => shell_word(&Value::Object(self.config_of(shape)).to_string()),
         };
         if flags.is_empty() {
             format!("llmsize train {model}")

@@ -305,33 +305,40 @@ pub fn relaxations(
     Ok(out)
 }
 
-/// Solve a 4×4 system by Gaussian elimination with partial pivoting; `None` when singular.
+/// Solve a 4×4 system by Gauss-Jordan elimination with partial pivoting; `None` when
+/// singular.
 #[expect(clippy::indexing_slicing, reason = "fixed 4×4 indices")]
 fn solve4(m: &[[f64; 4]], y: &[f64]) -> Option<[f64; 4]> {
     if m.len() != 4 || y.len() != 4 {
         return None;
     }
     let mut a = [[0.0; 5]; 4];
-    for i in 0..4 {
-        a[i][..4].copy_from_slice(&m[i]);
-        a[i][4] = y[i];
+    for ((row, src), v) in a.iter_mut().zip(m).zip(y) {
+        row[..4].copy_from_slice(src);
+        row[4] = *v;
     }
     for c in 0..4 {
         let p = (c..4).max_by(|&i, &j| a[i][c].abs().total_cmp(&a[j][c].abs()))?;
         a.swap(c, p);
-        let scale = a[c].iter().map(|x| x.abs()).fold(0.0, f64::max);
-        if a[c][c].abs() <= scale * 1e-12 || !a[c][c].is_finite() {
+        let pivot = a[c];
+        let scale = pivot.iter().map(|x| x.abs()).fold(0.0, f64::max);
+        if pivot[c].abs() <= scale * 1e-12 || !pivot[c].is_finite() {
             return None;
         }
-        for i in 0..4 {
+        for (i, row) in a.iter_mut().enumerate() {
             if i != c {
-                let k = a[i][c] / a[c][c];
-                for j in c..5 {
-                    a[i][j] -= k * a[c][j];
+                let k = row[c] / pivot[c];
+                for (x, p) in row.iter_mut().zip(pivot).skip(c) {
+                    *x -= k * p;
                 }
             }
         }
     }
-    let x = [a[0][4] / a[0][0], a[1][4] / a[1][1], a[2][4] / a[2][2], a[3][4] / a[3][3]];
+    let x = [
+        a[0][4] / a[0][0],
+        a[1][4] / a[1][1],
+        a[2][4] / a[2][2],
+        a[3][4] / a[3][3],
+    ];
     x.iter().all(|v| v.is_finite()).then_some(x)
 }

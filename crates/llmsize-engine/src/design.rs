@@ -5,12 +5,12 @@
 
 use llmsize_adapters::hf_config::parse_json;
 use llmsize_adapters::presets;
-use llmsize_design::{Base, Constraints, DesignError, DesignStyle, Goal, Quantity};
 use llmsize_core::formats::WeightFormat;
 use llmsize_core::train::lora::{LoraOptions, LoraTargets};
 use llmsize_core::train::parallel::Parallelism;
 use llmsize_core::train::states::{Optimizer, Precision};
 use llmsize_core::train::{ParamDtype, TrainOptions};
+use llmsize_design::{Base, Constraints, DesignError, DesignStyle, Goal, Quantity};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -364,7 +364,7 @@ pub(crate) fn run(req: &DesignRequest, env: &HubEnv) -> Result<DesignOutcome, Er
     };
     let mut goal = req.goal.clone();
     if let Goal::TrainMemory { options, .. } = &mut goal {
-        *options = Box::new(train_options(&req.train, &req.constraints)?);
+        **options = train_options(&req.train, &req.constraints)?;
     }
     let request = llmsize_design::Request {
         base,

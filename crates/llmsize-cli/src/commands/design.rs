@@ -6,8 +6,7 @@ use llmsize_core::render::doc::{Cell, Column, Doc, Raw, Table};
 use llmsize_core::units::{human_bytes, human_count};
 use llmsize_engine::{
     DesignBase, DesignConstraints, DesignOutcome, DesignRequest, DesignStyle, DesignTrain, FfnRule,
-    Goal,
-    KvChoice, Quantity,
+    Goal, KvChoice, Quantity,
 };
 
 use super::{Env, Rendered, doc_text, hub};
@@ -183,8 +182,11 @@ pub(crate) fn parse_train_memory(s: &str) -> Result<u64, String> {
 /// The context: `--ctx`, else 2048 for a training step (`llmsize train`'s `--seq-len`), else
 /// 4096.
 pub(crate) fn ctx(args: &DesignCmdArgs) -> u64 {
-    args.ctx
-        .unwrap_or(if args.train_memory.is_some() { 2048 } else { 4096 })
+    args.ctx.unwrap_or(if args.train_memory.is_some() {
+        2048
+    } else {
+        4096
+    })
 }
 
 pub(crate) fn parse_kv_dtype(s: &str) -> Result<KvDtype, String> {
@@ -317,7 +319,10 @@ fn no_shape_message(outcome: &DesignOutcome, train: bool) -> String {
             [one] => (*one).clone(),
             [init @ .., last] => format!(
                 "{} or {last}",
-                init.iter().map(|x| x.as_str()).collect::<Vec<_>>().join(", ")
+                init.iter()
+                    .map(|x| x.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         };
         let mut ways = Vec::new();
@@ -533,8 +538,7 @@ fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
         ]);
     }
     doc.heading("Candidates").table(t).line(format!(
-        "KV/tok: KV cache per token, bf16; GF/tok: forward GFLOPs of one token at {} tokens of context",
-        ctx
+        "KV/tok: KV cache per token, bf16; GF/tok: forward GFLOPs of one token at {ctx} tokens of context"
     ));
     doc.line(format!(
         "Ranked by {}. Why aspect only breaks ties: Kaplan et al. 2020 find the loss depends \
