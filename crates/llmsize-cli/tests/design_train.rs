@@ -39,6 +39,33 @@ mod tests {
         v["per_gpu_bytes"].as_u64().unwrap()
     }
 
+    /// Split a command as a POSIX shell does for the words `design` prints: plain words and
+    /// single-quoted ones.
+    fn shell_words(cmd: &str) -> Vec<String> {
+        let mut words = Vec::new();
+        let mut word = String::new();
+        let (mut quoted, mut any) = (false, false);
+        for c in cmd.chars() {
+            match (quoted, c) {
+                (_, '\'') => {
+                    quoted = !quoted;
+                    any = true;
+                }
+                (false, ' ') => {
+                    if any || !word.is_empty() {
+                        words.push(std::mem::take(&mut word));
+                    }
+                    any = false;
+                }
+                _ => word.push(c),
+            }
+        }
+        if any || !word.is_empty() {
+            words.push(word);
+        }
+        words
+    }
+
     /// The design's flags → the same step's `llmsize train` flags (`--ctx` is `--seq-len`;
     /// the others are spelled alike).
     fn train_flags<'a>(design_flags: &[&'a str]) -> Vec<&'a str> {
@@ -71,12 +98,11 @@ mod tests {
                     .unwrap()
                     .starts_with("llmsize params ")
             );
-            assert!(
-                c["train_command"]
-                    .as_str()
-                    .unwrap()
-                    .starts_with("llmsize train ")
-            );
+            // The printed `llmsize train` command measures the same bytes.
+            let words = shell_words(c["train_command"].as_str().unwrap());
+            assert_eq!(words[..2], ["llmsize", "train"], "{words:?}");
+            let printed: Vec<&str> = words[3..].iter().map(String::as_str).collect();
+            assert_eq!(train_bytes(&words[2], &printed), bytes, "{words:?}");
             totals.push(c["total"].as_u64().unwrap());
         }
         // The first is the largest printed …
@@ -162,6 +188,29 @@ mod tests {
         let ckpt = check("Meta-Llama-3-8B", 40 * GIB, &["--checkpointing"], "2")[0];
         let lora = check("Meta-Llama-3-8B", 40 * GIB, &["--lora-rank", "16"], "2")[0];
         assert!(plain < ckpt && ckpt < lora, "{plain} {ckpt} {lora}");
+    }
+
+    #[test]
+    fn a_style_prints_its_config_as_the_model_of_train() {
+        // `--style llama` has no preset name: `train` reads the config's JSON text.
+        let out = design(&[
+            "--style",
+            "llama",
+            "--train-memory",
+            "24GiB",
+            "--precision",
+            "mixed",
+            "--top",
+            "2",
+        ]);
+        for c in out["candidates"].as_array().unwrap() {
+            let bytes = c["train_bytes_per_gpu"].as_u64().unwrap();
+            assert!(bytes <= 24 * GIB);
+            let words = shell_words(c["train_command"].as_str().unwrap());
+            assert!(words[2].starts_with('{'), "{words:?}");
+            assert_eq!(words[3..], ["--precision", "mixed"], "{words:?}");
+            assert_eq!(train_bytes(&words[2], &["--precision", "mixed"]), bytes);
+        }
     }
 
     #[test]

@@ -475,26 +475,29 @@ fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
         return doc;
     }
     let target = r.target.map(|t| t.0);
-    let mut t = Table::new(
-        "candidates",
-        vec![
-            Column::right("#"),
-            Column::right("d"),
-            Column::right("L"),
-            Column::right("heads"),
-            Column::right("kv"),
-            Column::right("hd"),
-            Column::right("ffn"),
-            Column::right("total"),
-            match (target, args.train_memory) {
-                (Some(_), _) => Column::right("Δ"),
-                (None, Some(_)) => Column::right("train/GPU").csv("train_bytes_per_gpu"),
-                (None, None) => Column::right("memory"),
-            },
-            Column::right("KV/tok").csv("kv_bytes_per_token"),
-            Column::right("GF/tok").csv("gflops_per_token"),
-        ],
-    );
+    // A training step holds no KV cache: its table leaves the column out (80 columns).
+    let training = args.train_memory.is_some();
+    let mut columns = vec![
+        Column::right("#"),
+        Column::right("d"),
+        Column::right("L"),
+        Column::right("heads"),
+        Column::right("kv"),
+        Column::right("hd"),
+        Column::right("ffn"),
+        Column::right("total"),
+        match (target, args.train_memory) {
+            (Some(_), _) => Column::right("Δ"),
+            (None, Some(_)) => Column::right("train/GPU").csv("train_bytes_per_gpu"),
+            (None, None) => Column::right("memory"),
+        },
+        Column::right("KV/tok").csv("kv_bytes_per_token"),
+        Column::right("GF/tok").csv("gflops_per_token"),
+    ];
+    if training {
+        columns.remove(KV_COLUMN);
+    }
+    let mut t = Table::new("candidates", columns);
     for (i, c) in r.candidates.iter().enumerate() {
         let s = &c.shape;
         let value = match target.map(|_| r.target.map_or(Quantity::Total, |t| t.1)) {
@@ -517,7 +520,7 @@ fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
             (None, Some(m)) => Cell::with_raw(human_bytes(m), Raw::Int(i128::from(m))),
             (None, None) => Cell::empty(),
         };
-        t.push(vec![
+        let mut row = vec![
             Cell::count((i + 1) as u64),
             Cell::with_raw(s.hidden.to_string(), Raw::Int(i128::from(s.hidden))),
             Cell::with_raw(s.layers.to_string(), Raw::Int(i128::from(s.layers))),
@@ -535,11 +538,23 @@ fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
                 format!("{:.2}", c.flops_per_token as f64 / 1e9),
                 Raw::Float(c.flops_per_token as f64 / 1e9),
             ),
-        ]);
+        ];
+        if training {
+            row.remove(KV_COLUMN);
+        }
+        t.push(row);
     }
-    doc.heading("Candidates").table(t).line(format!(
-        "KV/tok: KV cache per token, bf16; GF/tok: forward GFLOPs of one token at {ctx} tokens of context"
-    ));
+    doc.heading("Candidates").table(t).line(if training {
+        format!(
+            "train/GPU: one training step's peak on the most loaded GPU (`llmsize train`); \
+             GF/tok: forward GFLOPs of one token at {ctx} tokens of context"
+        )
+    } else {
+        format!(
+            "KV/tok: KV cache per token, bf16; GF/tok: forward GFLOPs of one token at {ctx} \
+             tokens of context"
+        )
+    });
     doc.line(format!(
         "Ranked by {}. Why aspect only breaks ties: Kaplan et al. 2020 find the loss depends \
          weakly on shape over a wide range of d/L; Levine et al. 2020 show depth pays only up \
@@ -572,6 +587,9 @@ fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
     }
     doc
 }
+
+/// The candidates table's KV-cache column.
+const KV_COLUMN: usize = 9;
 
 /// `5.88e23`.
 fn sci(x: f64) -> String {
