@@ -256,6 +256,29 @@ mod tests {
     }
 
     #[test]
+    fn zero_without_data_parallelism_warns() {
+        let run = llmsize(&[
+            "design",
+            "--like",
+            "gpt2",
+            "--train-memory",
+            "8GiB",
+            "--zero",
+            "2",
+            "--top",
+            "1",
+            "--json",
+        ]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(
+            run.stderr
+                .contains("`--zero 2` over `--dp 1` shards nothing"),
+            "{}",
+            run.stderr
+        );
+    }
+
+    #[test]
     fn malformed_values_exit_2() {
         for args in [
             &["--train-memory", "80"][..],

@@ -365,6 +365,13 @@ pub(crate) fn run(req: &DesignRequest, env: &HubEnv) -> Result<DesignOutcome, Er
     let mut goal = req.goal.clone();
     if let Goal::TrainMemory { options, .. } = &mut goal {
         **options = train_options(&req.train, &req.constraints)?;
+        if req.train.zero > 0 && req.train.dp == 1 {
+            warnings.push(format!(
+                "`--zero {}` over `--dp 1` shards nothing (ZeRO-3 only adds its gather \
+                 buffers): give the data-parallel GPUs, e.g. `--dp 8`",
+                req.train.zero
+            ));
+        }
     }
     let request = llmsize_design::Request {
         base,
