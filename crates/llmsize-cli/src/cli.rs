@@ -613,7 +613,7 @@ pub(crate) struct DesignCmdArgs {
     pub(crate) kv_dtype: llmsize_core::formats::KvDtype,
     /// Tokens of context: the KV cache of --memory, the FLOPs per token, the sequence of
     /// --train-memory [default: 4096; 2048 with --train-memory, as `llmsize train`]
-    #[arg(long, value_parser = parse_size, help_heading = "Target")]
+    #[arg(long, visible_alias = "seq-len", value_parser = parse_size, help_heading = "Target")]
     pub(crate) ctx: Option<u64>,
     /// With --train-memory: sequences per micro-batch on each GPU
     #[arg(long, default_value = "1", conflicts_with_all = ["params", "memory", "compute"], value_parser = parse_size, help_heading = "Training (--train-memory, as `llmsize train`)")]

@@ -161,6 +161,13 @@ mod tests {
     #[test]
     fn budgets_and_training_options() {
         check("Meta-Llama-3-8B", 24 * GIB, &["--checkpointing"], "3");
+        // `--seq-len` is `--ctx` by `train`'s name.
+        check(
+            "Meta-Llama-3-8B",
+            80 * GIB,
+            &["--seq-len", "8192", "--checkpointing"],
+            "2",
+        );
         check("Meta-Llama-3-8B", 24 * GIB, &["--lora-rank", "16"], "3");
         check(
             "Meta-Llama-3-8B",
