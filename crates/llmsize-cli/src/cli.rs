@@ -569,7 +569,7 @@ pub(crate) struct DesignArgs {
     reason = "each is a flag of the command"
 )]
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("target").required(true).args(["params", "memory", "compute"])))]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["params", "memory", "train_memory", "compute"])))]
 pub(crate) struct DesignCmdArgs {
     /// Parameters to reach: `7B`, `8.03B`, `350M`, `1.5e9`; counts within half a unit of
     /// the last digit typed rank as equally close
@@ -590,6 +590,10 @@ pub(crate) struct DesignCmdArgs {
     /// memory: `24GiB`, `80GB`
     #[arg(long, value_name = "SIZE", value_parser = llmsize_core::gpu::parse_memory, help_heading = "Target")]
     pub(crate) memory: Option<u64>,
+    /// The largest model whose one training step (`llmsize train`: the most loaded GPU) fits
+    /// this memory per GPU: `80GiB`, `24GB`, or a GPU (`h100`)
+    #[arg(long, value_name = "SIZE|GPU", value_parser = crate::commands::design::parse_train_memory, help_heading = "Target")]
+    pub(crate) train_memory: Option<u64>,
     /// Training compute in FLOPs (`1e23`): compute-optimal N and D by three rules, then
     /// shapes for N by --fit
     #[arg(long, value_name = "FLOPS", value_parser = crate::commands::design::parse_flops, help_heading = "Target")]
@@ -600,15 +604,46 @@ pub(crate) struct DesignCmdArgs {
     /// Accepted distance from --params (or --compute's N), e.g. `1%`, `0.5%`
     #[arg(long, default_value = "1%", value_parser = crate::commands::design::parse_percent, help_heading = "Target")]
     pub(crate) tolerance: f64,
-    /// Weight format for --memory (see `memory --dtype`)
+    /// Weight format for --memory (see `memory --dtype`); the parameters' dtype for
+    /// --train-memory (bf16, fp16, fp32)
     #[arg(long, default_value = "bf16", value_parser = crate::commands::design::parse_dtype, help_heading = "Target")]
     pub(crate) dtype: llmsize_core::formats::WeightFormat,
     /// KV cache element type for --memory
     #[arg(long, default_value = "bf16", value_parser = crate::commands::design::parse_kv_dtype, help_heading = "Target")]
     pub(crate) kv_dtype: llmsize_core::formats::KvDtype,
-    /// Tokens of context: the KV cache of --memory, the FLOPs per token
-    #[arg(long, default_value = "4096", value_parser = parse_size, help_heading = "Target")]
-    pub(crate) ctx: u64,
+    /// Tokens of context: the KV cache of --memory, the FLOPs per token, the sequence of
+    /// --train-memory [default: 4096; 2048 with --train-memory, as `llmsize train`]
+    #[arg(long, visible_alias = "seq-len", value_parser = parse_size, help_heading = "Target")]
+    pub(crate) ctx: Option<u64>,
+    /// With --train-memory: sequences per micro-batch on each GPU
+    #[arg(long, default_value = "1", conflicts_with_all = ["params", "memory", "compute"], value_parser = parse_size, help_heading = "Training (--train-memory, as `llmsize train`)")]
+    pub(crate) batch: u64,
+    /// With --train-memory: precision policy: pure, mixed (DeepSpeed's 16 bytes/param),
+    /// mixed-fp32-grads, autocast
+    #[arg(long, default_value = "pure", conflicts_with_all = ["params", "memory", "compute"], help_heading = "Training (--train-memory, as `llmsize train`)")]
+    pub(crate) precision: String,
+    /// With --train-memory: optimizer: adamw, adamw-8bit, adafactor, sgd, lion, muon
+    #[arg(long, default_value = "adamw", conflicts_with_all = ["params", "memory", "compute"], help_heading = "Training (--train-memory, as `llmsize train`)")]
+    pub(crate) optimizer: String,
+    /// With --train-memory: gradient checkpointing of every layer
+    #[arg(long, conflicts_with_all = ["params", "memory", "compute"], help_heading = "Training (--train-memory, as `llmsize train`)")]
+    pub(crate) checkpointing: bool,
+    /// With --train-memory: LoRA rank on all linear layers of a frozen base
+    #[arg(long, conflicts_with_all = ["params", "memory", "compute"], value_parser = parse_size, help_heading = "Training (--train-memory, as `llmsize train`)")]
+    pub(crate) lora_rank: Option<u64>,
+    /// With --train-memory and --lora-rank: the frozen base in NF4 (QLoRA)
+    #[arg(
+        long,
+        requires = "lora_rank",
+        help_heading = "Training (--train-memory, as `llmsize train`)"
+    )]
+    pub(crate) qlora: bool,
+    /// With --train-memory: ZeRO stage 0-3 over --dp replicas
+    #[arg(long, default_value = "0", conflicts_with_all = ["params", "memory", "compute"], value_parser = clap::value_parser!(u8).range(0..=3), help_heading = "Training (--train-memory, as `llmsize train`)")]
+    pub(crate) zero: u8,
+    /// With --train-memory: data-parallel replicas (GPUs with --tp 1 --pp 1)
+    #[arg(long, default_value = "1", conflicts_with_all = ["params", "memory", "compute"], value_parser = parse_size, help_heading = "Training (--train-memory, as `llmsize train`)")]
+    pub(crate) dp: u64,
 
     /// Block style to size [default: llama]
     #[arg(long, value_enum, conflicts_with = "like", help_heading = "Structure")]

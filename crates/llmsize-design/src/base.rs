@@ -379,6 +379,26 @@ impl Base {
         }
     }
 
+    /// The `llmsize train` command that measures `shape` with `flags`: the like model's name
+    /// (or the MoE style's preset) with `--set`, else the config's JSON text, which `train`
+    /// reads as a model.
+    #[must_use]
+    pub fn train_command(&self, shape: &Shape, flags: &str) -> String {
+        let model = match &self.origin {
+            Origin::Style(DesignStyle::Moe) | Origin::Like(_) => {
+                let cmd = self.command(shape);
+                cmd.strip_prefix("llmsize params ")
+                    .map_or(cmd.clone(), str::to_owned)
+            }
+            Origin::Style(_) => shell_word(&Value::Object(self.config_of(shape)).to_string()),
+        };
+        if flags.is_empty() {
+            format!("llmsize train {model}")
+        } else {
+            format!("llmsize train {model} {flags}")
+        }
+    }
+
     fn original(&self, key: &str) -> Option<&Value> {
         self.original.get(key)
     }

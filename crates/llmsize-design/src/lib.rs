@@ -1,7 +1,8 @@
-//! llmsize-design: inverse sizing. Given a target (parameters, serving memory, training
-//! compute) and constraints (a block style or a real model to resize, head widths, KV heads,
-//! the FFN rule, divisibility by tensor and pipeline parallelism, an aspect range), search
-//! every shape of the declared space and return the best, each counted exactly.
+//! llmsize-design: inverse sizing. Given a target (parameters, serving memory, the memory
+//! of a training step, training compute) and constraints (a block style or a real model to
+//! resize, head widths, KV heads, the FFN rule, divisibility by tensor and pipeline
+//! parallelism, an aspect range), search every shape of the declared space and return the
+//! best, each counted exactly.
 //!
 //! Exactness: the count of the base model resized is a closed form of its sizes whose
 //! integer coefficients are measured with the real reader ([`form`]); the search evaluates
@@ -17,12 +18,14 @@ pub mod error;
 pub mod form;
 pub mod optimal;
 pub mod search;
+pub mod train;
 
 use llmsize_adapters::hf_config::{ReadOptions, read_config_map};
 use llmsize_core::ModelSpec;
 use llmsize_core::flops::{AttentionConvention, flops};
 use llmsize_core::formats::{KvDtype, WeightFormat};
 use llmsize_core::memory::{CachePolicy, MemoryOptions, MlaCache, memory};
+use llmsize_core::train::TrainOptions;
 use serde_json::{Map, Value};
 
 pub use base::{Base, DesignStyle, Shape};
@@ -51,6 +54,15 @@ pub enum Goal {
         format: WeightFormat,
         /// KV cache element type.
         kv_dtype: KvDtype,
+    },
+    /// The largest model whose one training step fits `bytes` per GPU (`--train-memory
+    /// 80GiB`), as `llmsize train` computes it with `options` (their `seq_len` is the
+    /// request's `ctx`).
+    TrainMemory {
+        /// The budget per GPU.
+        bytes: u64,
+        /// The training step: precision, optimizer, checkpointing, LoRA, parallelism.
+        options: Box<TrainOptions>,
     },
     /// Compute-optimal N for C training FLOPs (`--compute 1e23`), by a rule.
     Compute {
@@ -128,6 +140,10 @@ pub struct Candidate {
     pub flops_per_token: u128,
     /// Weights + KV cache at `ctx` (memory goals).
     pub memory_bytes: Option<u64>,
+    /// The most loaded GPU's bytes of one training step (training-memory goals).
+    pub train_bytes_per_gpu: Option<u128>,
+    /// The `llmsize train` command that measures it (training-memory goals).
+    pub train_command: Option<String>,
     /// The `llmsize params` command that counts it.
     pub command: String,
 }
@@ -427,6 +443,13 @@ fn candidate(
         }
         _ => None,
     };
+    let (train_bytes_per_gpu, train_command) = match goal {
+        Goal::TrainMemory { options, .. } => (
+            Some(train::step_bytes(base, shape, options)?),
+            Some(base.train_command(shape, &train::flags(options))),
+        ),
+        _ => (None, None),
+    };
     let f = flops(&spec, ctx, 1, AttentionConvention::Causal).map_err(reader)?;
     Ok(Candidate {
         shape: *shape,
@@ -437,6 +460,8 @@ fn candidate(
         kv_bytes_per_token: bf16.kv_bytes_per_token_full,
         flops_per_token: f.per_token_flops,
         memory_bytes,
+        train_bytes_per_gpu,
+        train_command,
         command: base.command(shape),
     })
 }
@@ -510,7 +535,12 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
         let t = v as f64 * req.tolerance;
         i128::from(to_u64(t))
     };
-    let (form, target, quantity, optima, target_record) = match &req.goal {
+    // The training step runs on `ctx` tokens.
+    let mut goal = req.goal.clone();
+    if let Goal::TrainMemory { options, .. } = &mut goal {
+        options.seq_len = req.ctx;
+    }
+    let (form, target, quantity, optima, target_record) = match &goal {
         Goal::Params {
             value,
             resolution,
@@ -596,21 +626,61 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
                 None,
             )
         }
+        Goal::TrainMemory { bytes, options } => {
+            // Micro-bytes by the fitted bound of `train`; it prunes only: every candidate
+            // is then measured by the core's training step.
+            let f = train::bound(&base, &forms, &space, options)?;
+            let budget = i128::from(*bytes) * MICRO;
+            (
+                f,
+                search::Target {
+                    value: budget,
+                    // Prune at 20% over the budget: the bound is the step itself on dense
+                    // steps and at most 15% over it on the others tried (LoRA, QLoRA,
+                    // ZeRO-3, MoE; `tests/train_bound.rs`), so no shape that fits is lost.
+                    tolerance: budget / 5,
+                    resolution: (budget / 200).max(1),
+                    maximize: true,
+                },
+                Quantity::Total,
+                None,
+                None,
+            )
+        }
     };
     let _ = quantity;
     let keep = match req.goal {
-        Goal::Memory { .. } => 4000,
+        Goal::Memory { .. } | Goal::TrainMemory { .. } => 4000,
         _ => req.top,
     };
     let found = search::search(&space, &form, &target, pref, keep);
     let mut candidates = Vec::new();
-    if let Goal::Memory { bytes, .. } = req.goal {
+    if let Goal::TrainMemory { bytes, options } = &goal {
+        // Every shape kept is measured: the bound errs by a few percent either way, more
+        // than neighbouring shapes differ, so the first printed is the largest that fits of
+        // all kept. The largest total first (the question is the largest model a budget
+        // trains), then hardware, then aspect.
+        let mut fits = Vec::new();
+        for h in &found.hits {
+            if train::step_bytes(&base, &h.shape, options)? <= u128::from(*bytes) {
+                fits.push((forms.total.eval(&h.shape), h));
+            }
+        }
+        fits.sort_by(|(ta, ha), (tb, hb)| {
+            tb.cmp(ta)
+                .then(ha.penalty.cmp(&hb.penalty))
+                .then(ha.aspect_gap.total_cmp(&hb.aspect_gap))
+        });
+        for (_, h) in fits.into_iter().take(req.top) {
+            candidates.push(candidate(&base, &forms, &h.shape, req.ctx, &goal)?);
+        }
+    } else if let Some(bytes) = budget_of(&goal) {
         // The largest first (by the estimate), measured exactly until enough fit.
         let mut hits = found.hits.clone();
         hits.sort_by_key(|h| std::cmp::Reverse(h.value));
         let mut fits = Vec::new();
         for h in hits {
-            let c = candidate(&base, &forms, &h.shape, req.ctx, &req.goal)?;
+            let c = candidate(&base, &forms, &h.shape, req.ctx, &goal)?;
             if c.memory_bytes.is_some_and(|m| m <= bytes) {
                 fits.push((h, c));
                 if fits.len() >= 3 * req.top {
@@ -631,18 +701,39 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
         candidates = fits.into_iter().take(req.top).map(|(_, c)| c).collect();
     } else {
         for h in &found.hits {
-            candidates.push(candidate(&base, &forms, &h.shape, req.ctx, &req.goal)?);
+            candidates.push(candidate(&base, &forms, &h.shape, req.ctx, &goal)?);
         }
     }
     let (relax, extent) = if candidates.is_empty() {
-        (
-            relaxations(req, &base, &space, &form, &target, pref),
-            search::extent(&space, &form),
-        )
+        let relax = match &goal {
+            // A training step's bound is only a bound: a relaxation counts when a shape it
+            // gives is measured to fit.
+            Goal::TrainMemory { bytes, options } => {
+                let fits = train::Fits {
+                    base: &base,
+                    options,
+                    bytes: *bytes,
+                };
+                let mut r = relaxations(req, &base, &space, &form, &fits.target(), pref, &|f| {
+                    fits.any(f, options)
+                });
+                r.extend(train::relaxations(&base, &forms, &space, &fits, pref)?);
+                r
+            }
+            _ => relaxations(req, &base, &space, &form, &target, pref, &|f| {
+                !f.hits.is_empty()
+            }),
+        };
+        (relax, search::extent(&space, &form))
     } else {
         (Vec::new(), None)
     };
-    let rank_rule = match req.goal {
+    let rank_rule = match &goal {
+        Goal::TrainMemory { .. } => format!(
+            "largest total whose training step fits, then hidden and FFN multiples of 128, \
+             then aspect d/L nearest {:.0}",
+            pref.aspect
+        ),
         Goal::Memory { .. } => format!(
             "largest total that fits (to 0.5%), then hidden and FFN multiples of 128, then \
              aspect d/L nearest {:.0}",
@@ -669,6 +760,17 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
     })
 }
 
+/// Shapes a relaxation's search keeps, for a training step's check.
+pub(crate) const RELAX_KEEP: usize = 128;
+
+/// The budget of a memory or training-memory goal.
+fn budget_of(goal: &Goal) -> Option<u64> {
+    match goal {
+        Goal::Memory { bytes, .. } | Goal::TrainMemory { bytes, .. } => Some(*bytes),
+        _ => None,
+    }
+}
+
 /// The constraints whose relaxation alone gives shapes: each tried in turn.
 fn relaxations(
     req: &Request,
@@ -677,6 +779,7 @@ fn relaxations(
     form: &form::Form,
     target: &search::Target,
     pref: search::Preference,
+    gives: &dyn Fn(&search::Found) -> bool,
 ) -> Vec<String> {
     let c = &req.constraints;
     let mut tries: Vec<(String, search::Space, search::Target)> = Vec::new();
@@ -773,7 +876,7 @@ fn relaxations(
     }
     tries
         .into_iter()
-        .filter(|(_, s, t)| !search::search(s, form, t, pref, 1).hits.is_empty())
+        .filter(|(_, s, t)| gives(&search::search(s, form, t, pref, RELAX_KEEP)))
         .map(|(name, ..)| name)
         .collect()
 }

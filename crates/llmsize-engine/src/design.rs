@@ -5,6 +5,11 @@
 
 use llmsize_adapters::hf_config::parse_json;
 use llmsize_adapters::presets;
+use llmsize_core::formats::WeightFormat;
+use llmsize_core::train::lora::{LoraOptions, LoraTargets};
+use llmsize_core::train::parallel::Parallelism;
+use llmsize_core::train::states::{Optimizer, Precision};
+use llmsize_core::train::{ParamDtype, TrainOptions};
 use llmsize_design::{Base, Constraints, DesignError, DesignStyle, Goal, Quantity};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -41,6 +46,130 @@ pub struct DesignRequest {
     pub ctx: u64,
     /// Where Hub repo ids are looked up.
     pub hub: HubOptions,
+    /// The training step of `--train-memory` (`Goal::TrainMemory`'s options are built from
+    /// it, as `llmsize train` builds them from the same flags).
+    pub train: DesignTrain,
+}
+
+/// The training step `--train-memory` measures, as `llmsize train`'s flags; the defaults are
+/// `train`'s (bf16 parameters, `pure` precision, `AdamW`, micro-batch 1, no checkpointing).
+/// The sequence is the design's `--ctx`; tensor and pipeline parallelism its `--tp`, `--pp`.
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is a flag of the command"
+)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DesignTrain {
+    /// Sequences per micro-batch per GPU.
+    pub batch: u64,
+    /// The parameters' dtype: `bf16`, `fp16`, `fp32`.
+    pub dtype: String,
+    /// `pure`, `mixed`, `mixed-fp32-grads`, `autocast`.
+    pub precision: String,
+    /// The optimizer.
+    pub optimizer: String,
+    /// Gradient checkpointing.
+    pub checkpointing: bool,
+    /// LoRA rank (all linear layers), on a frozen base.
+    pub lora_rank: Option<u64>,
+    /// `QLoRA`: the frozen base in NF4 with double quantization.
+    pub qlora: bool,
+    /// ZeRO stage.
+    pub zero: u8,
+    /// Data-parallel replicas.
+    pub dp: u64,
+}
+
+impl Default for DesignTrain {
+    fn default() -> Self {
+        DesignTrain {
+            batch: 1,
+            dtype: "bf16".into(),
+            precision: "pure".into(),
+            optimizer: "adamw".into(),
+            checkpointing: false,
+            lora_rank: None,
+            qlora: false,
+            zero: 0,
+            dp: 1,
+        }
+    }
+}
+
+/// The core's training options from the flags, each value checked as `llmsize train` checks
+/// it.
+fn train_options(t: &DesignTrain, c: &Constraints) -> Result<TrainOptions, Error> {
+    let valid = |flag: &str, value: &str, names: &[&str]| {
+        Error::bad_input(
+            format!("unknown value `{value}` for `{flag}` with --train-memory"),
+            format!("valid: {}", names.join(", ")),
+        )
+    };
+    let dtype = ParamDtype::parse(&t.dtype)
+        .ok_or_else(|| valid("--dtype", &t.dtype, &["bf16", "fp16", "fp32"]))?;
+    let precision = Precision::parse(&t.precision)
+        .ok_or_else(|| valid("--precision", &t.precision, Precision::NAMES))?;
+    let optimizer = Optimizer::parse(&t.optimizer)
+        .ok_or_else(|| valid("--optimizer", &t.optimizer, Optimizer::NAMES))?;
+    if t.batch == 0 {
+        return Err(Error::bad_input(
+            "`--batch 0` trains on nothing",
+            "give sequences per micro-batch, at least 1",
+        ));
+    }
+    if t.dp == 0 {
+        return Err(Error::bad_input(
+            "`--dp 0` is not a parallel degree",
+            "give at least 1",
+        ));
+    }
+    if t.zero > 3 {
+        return Err(Error::bad_input(
+            format!("`--zero {}` is not a ZeRO stage", t.zero),
+            "0 (DDP), 1 (optimizer states), 2 (+ gradients) or 3 (+ parameters)",
+        ));
+    }
+    let lora = match t.lora_rank {
+        None if t.qlora => {
+            return Err(Error::bad_input(
+                "`--qlora` trains adapters",
+                "add `--lora-rank R` (e.g. 16)",
+            ));
+        }
+        None => None,
+        Some(0) => {
+            return Err(Error::bad_input(
+                "`--lora-rank 0` adapts nothing",
+                "give a rank of at least 1, e.g. 16",
+            ));
+        }
+        Some(rank) => Some(LoraOptions {
+            rank,
+            targets: LoraTargets::AllLinear,
+            dropout: 0.0,
+            dora: false,
+        }),
+    };
+    let (tp, pp) = (c.tp.max(1), c.pp.max(1));
+    Ok(TrainOptions {
+        batch: t.batch,
+        dtype,
+        checkpointing: t.checkpointing,
+        lora,
+        base_format: t.qlora.then_some(WeightFormat::Nf4 { double_quant: true }),
+        precision,
+        optimizer,
+        parallel: Parallelism {
+            dp: t.dp,
+            tp,
+            pp,
+            zero: t.zero,
+            // `llmsize train`'s default: a pipeline fills with pp micro-batches.
+            micro_batches: pp,
+            ..Parallelism::default()
+        },
+        ..TrainOptions::default()
+    })
 }
 
 /// The outcome of `design`.
@@ -64,6 +193,10 @@ struct CandidateWire<'a> {
     flops_per_token: u128,
     #[serde(skip_serializing_if = "Option::is_none")]
     memory_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    train_bytes_per_gpu: Option<u128>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    train_command: Option<&'a str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -123,6 +256,8 @@ impl DesignOutcome {
                     kv_bytes_per_token: c.kv_bytes_per_token,
                     flops_per_token: c.flops_per_token,
                     memory_bytes: c.memory_bytes,
+                    train_bytes_per_gpu: c.train_bytes_per_gpu,
+                    train_command: c.train_command.as_deref(),
                 })
                 .collect(),
             base: &r.base,
@@ -227,9 +362,20 @@ pub(crate) fn run(req: &DesignRequest, env: &HubEnv) -> Result<DesignOutcome, Er
             Base::like(&name, map).map_err(from_design)?
         }
     };
+    let mut goal = req.goal.clone();
+    if let Goal::TrainMemory { options, .. } = &mut goal {
+        **options = train_options(&req.train, &req.constraints)?;
+        if req.train.zero > 0 && req.train.dp == 1 {
+            warnings.push(format!(
+                "`--zero {}` over `--dp 1` shards nothing (ZeRO-3 only adds its gather \
+                 buffers): give the data-parallel GPUs, e.g. `--dp 8`",
+                req.train.zero
+            ));
+        }
+    }
     let request = llmsize_design::Request {
         base,
-        goal: req.goal.clone(),
+        goal,
         tolerance: req.tolerance,
         constraints: req.constraints.clone(),
         top: req.top,

@@ -33,8 +33,8 @@ mod weights_io;
 pub mod wire;
 
 pub use design::{
-    Candidate, DesignBase, DesignOutcome, DesignRequest, DesignResult, FfnRule, KvChoice,
-    OptimalRule, quantity_name,
+    Candidate, DesignBase, DesignOutcome, DesignRequest, DesignResult, DesignTrain, FfnRule,
+    KvChoice, OptimalRule, quantity_name,
 };
 pub use error::{Error, ErrorKind};
 pub use hub::{DEFAULT_ENDPOINT, FetchProgress, HubEnv, ProgressSink, looks_like_repo_id};

@@ -5,8 +5,8 @@ use llmsize_core::formats::{KvDtype, WeightFormat};
 use llmsize_core::render::doc::{Cell, Column, Doc, Raw, Table};
 use llmsize_core::units::{human_bytes, human_count};
 use llmsize_engine::{
-    DesignBase, DesignConstraints, DesignOutcome, DesignRequest, DesignStyle, FfnRule, Goal,
-    KvChoice, Quantity,
+    DesignBase, DesignConstraints, DesignOutcome, DesignRequest, DesignStyle, DesignTrain, FfnRule,
+    Goal, KvChoice, Quantity,
 };
 
 use super::{Env, Rendered, doc_text, hub};
@@ -170,6 +170,25 @@ pub(crate) fn parse_dtype(s: &str) -> Result<WeightFormat, String> {
     })
 }
 
+/// `--train-memory`: a size (`80GiB`, `24GB`) or a GPU's name (`h100`: its memory).
+pub(crate) fn parse_train_memory(s: &str) -> Result<u64, String> {
+    llmsize_core::gpu::parse_memory(s).or_else(|e| {
+        llmsize_core::gpu::find(s)
+            .map(|g| g.memory_bytes)
+            .ok_or_else(|| format!("{e}, or name a GPU (e.g. h100, a100-40gb, rtx4090)"))
+    })
+}
+
+/// The context: `--ctx`, else 2048 for a training step (`llmsize train`'s `--seq-len`), else
+/// 4096.
+pub(crate) fn ctx(args: &DesignCmdArgs) -> u64 {
+    args.ctx.unwrap_or(if args.train_memory.is_some() {
+        2048
+    } else {
+        4096
+    })
+}
+
 pub(crate) fn parse_kv_dtype(s: &str) -> Result<KvDtype, String> {
     KvDtype::parse(s)
         .ok_or_else(|| format!("`{s}` is not a KV cache type: bf16, fp16, fp32, fp8, q8_0, q4_0"))
@@ -194,6 +213,12 @@ pub(crate) fn request(args: &DesignCmdArgs) -> DesignRequest {
             bytes,
             format: args.dtype,
             kv_dtype: args.kv_dtype,
+        }
+    } else if let Some(bytes) = args.train_memory {
+        // The engine fills the options from `train` below.
+        Goal::TrainMemory {
+            bytes,
+            options: Box::default(),
         }
     } else {
         Goal::Compute {
@@ -238,8 +263,19 @@ pub(crate) fn request(args: &DesignCmdArgs) -> DesignRequest {
             prefer_aspect: args.prefer_aspect,
         },
         top: usize::from(args.top),
-        ctx: args.ctx,
+        ctx: ctx(args),
         hub: hub(&args.hub),
+        train: DesignTrain {
+            batch: args.batch,
+            dtype: args.dtype.name().to_owned(),
+            precision: args.precision.clone(),
+            optimizer: args.optimizer.clone(),
+            checkpointing: args.checkpointing,
+            lora_rank: args.lora_rank,
+            qlora: args.qlora,
+            zero: args.zero,
+            dp: args.dp,
+        },
     }
 }
 
@@ -255,12 +291,12 @@ pub(crate) fn run(args: &DesignCmdArgs, env: &Env) -> Result<Rendered, Failure> 
     let mut warnings = outcome.warnings.clone();
     if !found && format == Format::Json {
         // The table says it on stdout; JSON readers get it on stderr.
-        warnings.push(no_shape_message(&outcome));
+        warnings.push(no_shape_message(&outcome, args.train_memory.is_some()));
     }
     Ok(Rendered::new(text, warnings).status(found))
 }
 
-fn no_shape_message(outcome: &DesignOutcome) -> String {
+fn no_shape_message(outcome: &DesignOutcome, train: bool) -> String {
     let r = &outcome.result;
     if r.evaluated == 0 {
         format!(
@@ -272,6 +308,51 @@ fn no_shape_message(outcome: &DesignOutcome) -> String {
                 r.relax.join(" or ")
             }
         )
+    } else if train {
+        // Constraints to relax, and changes of the training step.
+        let (step, constraints): (Vec<&String>, Vec<&String>) = r
+            .relax
+            .iter()
+            .partition(|x| x.starts_with("add ") || x.starts_with("shorten "));
+        let join = |v: &[&String]| match v {
+            [] => String::new(),
+            [one] => (*one).clone(),
+            [init @ .., last] => format!(
+                "{} or {last}",
+                init.iter()
+                    .map(|x| x.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let mut ways = Vec::new();
+        if !constraints.is_empty() {
+            ways.push(format!("relax {}", join(&constraints)));
+        }
+        if !step.is_empty() {
+            ways.push(join(&step));
+        }
+        let smallest = r.extent.map_or(String::new(), |(lo, _)| {
+            format!(
+                " (by the bound, the smallest step of the space needs about {})",
+                human_bytes(u64::try_from(lo.max(0) / 1_000_000).unwrap_or(u64::MAX))
+            )
+        });
+        if ways.is_empty() {
+            format!(
+                "no shape of the {} evaluated trains within the budget{smallest}, and no \
+                 single change tried helps (checkpointing, LoRA r16, QLoRA r16, a quarter of \
+                 the sequence): raise the budget or shard with --zero 3 --dp N",
+                r.evaluated
+            )
+        } else {
+            format!(
+                "no shape of the {} evaluated trains within the budget{smallest}; {} (each \
+                 alone gives shapes, measured)",
+                r.evaluated,
+                ways.join("; or ")
+            )
+        }
     } else if r.relax.is_empty() {
         let span = match (r.extent, r.target) {
             (Some((lo, hi)), Some(_)) => format!(
@@ -302,6 +383,7 @@ fn no_shape_message(outcome: &DesignOutcome) -> String {
 fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
     let r = &outcome.result;
     let mut doc = Doc::new();
+    let ctx = ctx(args);
     let target = match (args.params, args.memory, r.target) {
         (Some(_), _, Some((n, q))) => format!(
             "{} {} parameters",
@@ -316,9 +398,14 @@ fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
             "the largest that fits {} ({}, {} tokens of KV cache)",
             human_bytes(m),
             args.dtype.name(),
-            args.ctx
+            ctx
         ),
         (_, _, Some((n, _))) => format!("{} parameters (compute-optimal)", human_count(n)),
+        (_, _, None) if args.train_memory.is_some() => format!(
+            "the largest whose training step fits {} per GPU ({ctx} tokens × {})",
+            human_bytes(args.train_memory.unwrap_or(0)),
+            args.batch
+        ),
         _ => String::new(),
     };
     doc.title(format!("Design: {} shapes, {target}", r.base));
@@ -384,26 +471,33 @@ fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
         ))
         .blank();
     if r.candidates.is_empty() {
-        doc.line(no_shape_message(outcome));
+        doc.line(no_shape_message(outcome, args.train_memory.is_some()));
         return doc;
     }
     let target = r.target.map(|t| t.0);
-    let mut t = Table::new(
-        "candidates",
-        vec![
-            Column::right("#"),
-            Column::right("d"),
-            Column::right("L"),
-            Column::right("heads"),
-            Column::right("kv"),
-            Column::right("hd"),
-            Column::right("ffn"),
-            Column::right("total"),
-            Column::right(if target.is_some() { "Δ" } else { "memory" }),
-            Column::right("KV/tok").csv("kv_bytes_per_token"),
-            Column::right("GF/tok").csv("gflops_per_token"),
-        ],
-    );
+    // A training step holds no KV cache: its table leaves the column out (80 columns).
+    let training = args.train_memory.is_some();
+    let mut columns = vec![
+        Column::right("#"),
+        Column::right("d"),
+        Column::right("L"),
+        Column::right("heads"),
+        Column::right("kv"),
+        Column::right("hd"),
+        Column::right("ffn"),
+        Column::right("total"),
+        match (target, args.train_memory) {
+            (Some(_), _) => Column::right("Δ"),
+            (None, Some(_)) => Column::right("train/GPU").csv("train_bytes_per_gpu"),
+            (None, None) => Column::right("memory"),
+        },
+        Column::right("KV/tok").csv("kv_bytes_per_token"),
+        Column::right("GF/tok").csv("gflops_per_token"),
+    ];
+    if training {
+        columns.remove(KV_COLUMN);
+    }
+    let mut t = Table::new("candidates", columns);
     for (i, c) in r.candidates.iter().enumerate() {
         let s = &c.shape;
         let value = match target.map(|_| r.target.map_or(Quantity::Total, |t| t.1)) {
@@ -412,6 +506,13 @@ fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
             _ => c.total,
         };
         let delta = match (target, c.memory_bytes) {
+            (None, _) if c.train_bytes_per_gpu.is_some() => {
+                let b = c.train_bytes_per_gpu.unwrap_or(0);
+                Cell::with_raw(
+                    human_bytes(u64::try_from(b).unwrap_or(u64::MAX)),
+                    Raw::Int(i128::try_from(b).unwrap_or(i128::MAX)),
+                )
+            }
             (Some(n), _) => {
                 let d = (value as f64 - n as f64) / n as f64 * 100.0;
                 Cell::with_raw(format!("{d:+.2}%"), Raw::Float(d))
@@ -419,7 +520,7 @@ fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
             (None, Some(m)) => Cell::with_raw(human_bytes(m), Raw::Int(i128::from(m))),
             (None, None) => Cell::empty(),
         };
-        t.push(vec![
+        let mut row = vec![
             Cell::count((i + 1) as u64),
             Cell::with_raw(s.hidden.to_string(), Raw::Int(i128::from(s.hidden))),
             Cell::with_raw(s.layers.to_string(), Raw::Int(i128::from(s.layers))),
@@ -437,12 +538,23 @@ fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
                 format!("{:.2}", c.flops_per_token as f64 / 1e9),
                 Raw::Float(c.flops_per_token as f64 / 1e9),
             ),
-        ]);
+        ];
+        if training {
+            row.remove(KV_COLUMN);
+        }
+        t.push(row);
     }
-    doc.heading("Candidates").table(t).line(format!(
-        "KV/tok: KV cache per token, bf16; GF/tok: forward GFLOPs of one token at {} tokens of context",
-        args.ctx
-    ));
+    doc.heading("Candidates").table(t).line(if training {
+        format!(
+            "train/GPU: one training step's peak on the most loaded GPU (`llmsize train`); \
+             GF/tok: forward GFLOPs of one token at {ctx} tokens of context"
+        )
+    } else {
+        format!(
+            "KV/tok: KV cache per token, bf16; GF/tok: forward GFLOPs of one token at {ctx} \
+             tokens of context"
+        )
+    });
     doc.line(format!(
         "Ranked by {}. Why aspect only breaks ties: Kaplan et al. 2020 find the loss depends \
          weakly on shape over a wide range of d/L; Levine et al. 2020 show depth pays only up \
@@ -458,8 +570,26 @@ fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
         cmds.push(vec![Cell::count((i + 1) as u64), Cell::text(&c.command)]);
     }
     doc.heading("Each counted exactly by").table(cmds);
+    if args.train_memory.is_some() {
+        let mut train = Table::new(
+            "train_commands",
+            vec![Column::right("#"), Column::fold("command")],
+        );
+        for (i, c) in r.candidates.iter().enumerate() {
+            train.push(vec![
+                Cell::count((i + 1) as u64),
+                Cell::text(c.train_command.as_deref().unwrap_or("")),
+            ]);
+        }
+        doc.blank()
+            .heading("Each training step measured exactly by")
+            .table(train);
+    }
     doc
 }
+
+/// The candidates table's KV-cache column.
+const KV_COLUMN: usize = 9;
 
 /// `5.88e23`.
 fn sci(x: f64) -> String {
