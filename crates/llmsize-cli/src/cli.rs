@@ -569,7 +569,7 @@ pub(crate) struct DesignArgs {
     reason = "each is a flag of the command"
 )]
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("target").required(true).args(["params", "memory", "train_memory", "compute"])))]
+#[command(group(clap::ArgGroup::new("target").args(["params", "memory", "train_memory", "compute"])))]
 pub(crate) struct DesignCmdArgs {
     /// Parameters to reach: `7B`, `8.03B`, `350M`, `1.5e9`; counts within half a unit of
     /// the last digit typed rank as equally close

@@ -28,13 +28,14 @@ pub(crate) enum Failure {
     Engine(llmsize_engine::Error),
     /// Writing the output failed (a closed pipe exits quietly: see `main`).
     Output(std::io::Error),
-    /// A picture that cannot be drawn: a format the command has none of, or a chart's limit.
-    Chart(String),
+    /// A question the command cannot answer as asked (exit 2): a picture it has none of, a
+    /// chart past its limits, a design without a target.
+    Usage(String),
 }
 
 impl From<llmsize_charts::ChartError> for Failure {
     fn from(e: llmsize_charts::ChartError) -> Self {
-        Failure::Chart(e.to_string())
+        Failure::Usage(e.to_string())
     }
 }
 

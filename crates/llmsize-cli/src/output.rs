@@ -114,13 +114,13 @@ pub(crate) fn error_text(failure: &Failure) -> String {
     let (top, hint): (&dyn std::error::Error, Option<&str>) = match failure {
         Failure::Engine(e) => (e, e.hint()),
         Failure::Output(e) => (e, None),
-        Failure::Chart(m) => return format!("error: {m}\n"),
+        Failure::Usage(m) => return format!("error: {m}\n"),
     };
     let mut previous = match failure {
         // `> /dev/full`, a full disk: say what was being written, not only the OS's words.
         Failure::Output(e) => format!("cannot write the output to stdout: {e}"),
         Failure::Engine(e) => e.to_string(),
-        Failure::Chart(m) => m.clone(),
+        Failure::Usage(m) => m.clone(),
     };
     let mut out = format!("error: {previous}\n");
     let mut cause = top.source();

@@ -143,9 +143,14 @@ mod tests {
         assert_eq!(checked, 35);
     }
 
-    /// The real shape among the top 3 when searching like a model for its own size.
+    /// The real shape among the top 3 when searching like a model for its own size, given
+    /// as `--params` or, with `params` empty, left for `--like` alone to take.
     fn finds_itself(like: &str, params: &str, shape: [u64; 6]) {
-        let out = json(&["--like", like, "--params", params, "--top", "5"]);
+        let out = if params.is_empty() {
+            json(&["--like", like, "--top", "5"])
+        } else {
+            json(&["--like", like, "--params", params, "--top", "5"])
+        };
         let keys = [
             "hidden_size",
             "num_hidden_layers",
@@ -177,6 +182,30 @@ mod tests {
     fn qwen2_5_7b_is_found_at_its_own_total() {
         // Its total is 7,615,616,512 (`llmsize params Qwen2.5-7B`).
         finds_itself("qwen2.5-7b", "7.62B", [3584, 28, 28, 4, 18944, 152_064]);
+    }
+
+    #[test]
+    fn like_alone_searches_the_models_own_size() {
+        // No target: Qwen2.5-7B's own 7,615,616,512 to three digits, 7.62B, as above.
+        finds_itself("qwen2.5-7b", "", [3584, 28, 28, 4, 18944, 152_064]);
+        let r = llmsize(&["design", "--like", "qwen2.5-7b", "--top", "1"]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(
+            r.stderr
+                .contains("no target given: Qwen2.5-7B's own size, 7.62B"),
+            "{}",
+            r.stderr
+        );
+        assert!(
+            r.stdout
+                .starts_with("Design: Qwen2.5-7B shapes, 7.62B total parameters (its own size)"),
+            "{}",
+            r.stdout
+        );
+        // A style has no size of its own: a target is needed (exit 2, saying which).
+        let r = llmsize(&["design", "--style", "llama"]);
+        assert_eq!(r.code, 2);
+        assert!(r.stderr.contains("needs a target"), "{}", r.stderr);
     }
 
     #[test]

@@ -196,7 +196,10 @@ fn without_columns_the_terminals_own_width_is_used() {
     let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
     assert!(text.contains("19,466,810,368"), "{text}");
     for line in text.lines() {
-        assert!(line.chars().count() <= 72, "{line:?} is wider than the terminal");
+        assert!(
+            line.chars().count() <= 72,
+            "{line:?} is wider than the terminal"
+        );
     }
 }
 

@@ -34,8 +34,8 @@ pub enum DesignBase {
 pub struct DesignRequest {
     /// What to resize.
     pub base: DesignBase,
-    /// The target.
-    pub goal: Goal,
+    /// The target; `None` with `--like MODEL`: the model's own total, to three digits.
+    pub goal: Option<Goal>,
     /// Relative tolerance of a parameter target.
     pub tolerance: f64,
     /// Constraints.
@@ -335,8 +335,18 @@ fn short_preset(name: &str) -> Option<&'static presets::Preset> {
     hits.next().is_none().then_some(first)
 }
 
+/// A count rounded to three significant digits, with one unit of its last digit:
+/// 7,615,616,512 → (7,620,000,000, 10,000,000), as a person would type `7.62B`.
+fn three_digits(n: u64) -> (u64, u64) {
+    let digits = n.checked_ilog10().unwrap_or(0);
+    let unit = 10u64.pow(digits.saturating_sub(2));
+    (n.saturating_add(unit / 2) / unit * unit, unit)
+}
+
 pub(crate) fn run(req: &DesignRequest, env: &HubEnv) -> Result<DesignOutcome, Error> {
     let mut warnings = Vec::new();
+    // The like-model's own total, when it is the target.
+    let mut own = None;
     let base = match &req.base {
         DesignBase::Style(s) => Base::style(*s).map_err(from_design)?,
         DesignBase::Like(typed) => {
@@ -359,10 +369,45 @@ pub(crate) fn run(req: &DesignRequest, env: &HubEnv) -> Result<DesignOutcome, Er
             let map = parse_json(&found.text, &found.file)?;
             // The command names the preset by its id, anything else as typed.
             let name = presets::find(arg).map_or_else(|| arg.clone(), |p| p.id.to_owned());
+            if req.goal.is_none() {
+                let spec = llmsize_adapters::read_config_map(
+                    map.clone(),
+                    &found.file,
+                    &name,
+                    &llmsize_adapters::ReadOptions::default(),
+                )
+                .map_err(Error::Config)?;
+                let total = llmsize_core::count(&spec)
+                    .map_err(Error::spec(&name))?
+                    .total;
+                own = Some(total);
+            }
             Base::like(&name, map).map_err(from_design)?
         }
     };
-    let mut goal = req.goal.clone();
+    let mut goal = match (&req.goal, own) {
+        (Some(goal), _) => goal.clone(),
+        // `--like MODEL` alone: shapes of the model's own size, as a person would type it.
+        (None, Some(total)) => {
+            let (value, resolution) = three_digits(total);
+            warnings.push(format!(
+                "no target given: {}'s own size, {} to three digits (`--params {value}`)",
+                base.name,
+                llmsize_core::units::human_count(total)
+            ));
+            Goal::Params {
+                value,
+                resolution,
+                quantity: Quantity::Total,
+            }
+        }
+        (None, None) => {
+            return Err(Error::bad_input(
+                "`llmsize design` needs a target",
+                "give --params, --memory, --train-memory or --compute (or --like MODEL alone, for shapes of that model's own size)",
+            ));
+        }
+    };
     if let Goal::TrainMemory { options, .. } = &mut goal {
         **options = train_options(&req.train, &req.constraints)?;
         if req.train.zero > 0 && req.train.dp == 1 {

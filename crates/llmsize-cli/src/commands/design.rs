@@ -194,10 +194,10 @@ pub(crate) fn parse_kv_dtype(s: &str) -> Result<KvDtype, String> {
         .ok_or_else(|| format!("`{s}` is not a KV cache type: bf16, fp16, fp32, fp8, q8_0, q4_0"))
 }
 
-/// Arguments → the engine's request.
+/// Arguments → the engine's request (no target: the `--like` model's own size).
 pub(crate) fn request(args: &DesignCmdArgs) -> DesignRequest {
     let goal = if let Some((value, resolution)) = args.params {
-        Goal::Params {
+        Some(Goal::Params {
             value,
             resolution,
             quantity: if args.active {
@@ -207,24 +207,24 @@ pub(crate) fn request(args: &DesignCmdArgs) -> DesignRequest {
             } else {
                 Quantity::Total
             },
-        }
+        })
     } else if let Some(bytes) = args.memory {
-        Goal::Memory {
+        Some(Goal::Memory {
             bytes,
             format: args.dtype,
             kv_dtype: args.kv_dtype,
-        }
+        })
     } else if let Some(bytes) = args.train_memory {
         // The engine fills the options from `train` below.
-        Goal::TrainMemory {
+        Some(Goal::TrainMemory {
             bytes,
             options: Box::default(),
-        }
+        })
     } else {
-        Goal::Compute {
-            flops: args.compute.unwrap_or(0.0),
+        args.compute.map(|flops| Goal::Compute {
+            flops,
             rule: args.fit,
-        }
+        })
     };
     let base = match &args.like {
         Some(m) => DesignBase::Like(m.clone()),
@@ -400,7 +400,10 @@ fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
             args.dtype.name(),
             ctx
         ),
-        (_, _, Some((n, _))) => format!("{} parameters (compute-optimal)", human_count(n)),
+        (_, _, Some((n, _))) if args.compute.is_some() => {
+            format!("{} parameters (compute-optimal)", human_count(n))
+        }
+        (_, _, Some((n, _))) => format!("{} total parameters (its own size)", human_count(n)),
         (_, _, None) if args.train_memory.is_some() => format!(
             "the largest whose training step fits {} per GPU ({ctx} tokens × {})",
             human_bytes(args.train_memory.unwrap_or(0)),
@@ -514,8 +517,9 @@ fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
                 )
             }
             (Some(n), _) => {
-                let d = (value as f64 - n as f64) / n as f64 * 100.0;
-                Cell::with_raw(format!("{d:+.2}%"), Raw::Float(d))
+                // CSV gets the fraction, as every share and relative error does.
+                let d = (value as f64 - n as f64) / n as f64;
+                Cell::with_raw(format!("{:+.2}%", d * 100.0), Raw::Float(d))
             }
             (None, Some(m)) => Cell::with_raw(human_bytes(m), Raw::Int(i128::from(m))),
             (None, None) => Cell::empty(),

@@ -82,7 +82,7 @@ pub(crate) fn no_picture(command: &str, format: Format) -> Failure {
         Format::Mermaid => ("mermaid", "`params`"),
         _ => ("svg", "`params`, `memory`, `flops` and `train`"),
     };
-    Failure::Chart(format!(
+    Failure::Usage(format!(
         "`llmsize {command}` has no {name} picture: {has} draw one; use --format table, json, markdown or csv"
     ))
 }

@@ -442,7 +442,7 @@ pub(crate) fn answer(question: &Question, env: &Env) -> Response {
             }
             (StatusCode::OK, headers, rendered.text).into_response()
         }
-        Err(failure @ (crate::Failure::Engine(_) | crate::Failure::Chart(_))) => {
+        Err(failure @ (crate::Failure::Engine(_) | crate::Failure::Usage(_))) => {
             plain(StatusCode::BAD_REQUEST, crate::output::error_text(&failure))
         }
         Err(failure @ crate::Failure::Output(_)) => plain(
