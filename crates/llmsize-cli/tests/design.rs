@@ -14,7 +14,7 @@ mod common;
 mod tests {
     use serde_json::Value;
 
-    use super::common::{llmsize, llmsize_env};
+    use super::common::{llmsize, llmsize_env, shell_words};
 
     fn json(args: &[&str]) -> Value {
         let mut all = vec!["design"];
@@ -23,34 +23,6 @@ mod tests {
         let run = llmsize(&all);
         assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
         serde_json::from_str(&run.stdout).unwrap()
-    }
-
-    /// Split a command as a POSIX shell does for the words `design` prints: plain words and
-    /// single-quoted ones.
-    fn shell_words(cmd: &str) -> Vec<String> {
-        let mut words = Vec::new();
-        let mut word = String::new();
-        let mut quoted = false;
-        let mut any = false;
-        for c in cmd.chars() {
-            match (quoted, c) {
-                (_, '\'') => {
-                    quoted = !quoted;
-                    any = true;
-                }
-                (false, ' ') => {
-                    if any || !word.is_empty() {
-                        words.push(std::mem::take(&mut word));
-                    }
-                    any = false;
-                }
-                _ => word.push(c),
-            }
-        }
-        if any || !word.is_empty() {
-            words.push(word);
-        }
-        words
     }
 
     fn total_of(args: &[&str]) -> u64 {

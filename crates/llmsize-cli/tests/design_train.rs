@@ -15,7 +15,7 @@ mod common;
 mod tests {
     use serde_json::Value;
 
-    use super::common::{llmsize, llmsize_env};
+    use super::common::{llmsize, llmsize_env, shell_words};
 
     const GIB: u64 = 1 << 30;
 
@@ -37,33 +37,6 @@ mod tests {
         assert_eq!(run.code, 0, "{flags:?}: {}", run.stderr);
         let v: Value = serde_json::from_str(&run.stdout).unwrap();
         v["per_gpu_bytes"].as_u64().unwrap()
-    }
-
-    /// Split a command as a POSIX shell does for the words `design` prints: plain words and
-    /// single-quoted ones.
-    fn shell_words(cmd: &str) -> Vec<String> {
-        let mut words = Vec::new();
-        let mut word = String::new();
-        let (mut quoted, mut any) = (false, false);
-        for c in cmd.chars() {
-            match (quoted, c) {
-                (_, '\'') => {
-                    quoted = !quoted;
-                    any = true;
-                }
-                (false, ' ') => {
-                    if any || !word.is_empty() {
-                        words.push(std::mem::take(&mut word));
-                    }
-                    any = false;
-                }
-                _ => word.push(c),
-            }
-        }
-        if any || !word.is_empty() {
-            words.push(word);
-        }
-        words
     }
 
     /// The design's flags → the same step's `llmsize train` flags (`--ctx` is `--seq-len`;

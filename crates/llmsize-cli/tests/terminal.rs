@@ -17,7 +17,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{assert_fits, at_width, exact_numbers, llmsize};
+use common::{fits_80_keeping_every_number, llmsize};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -31,25 +31,8 @@ fn fixture(rel: &str) -> String {
         .to_string()
 }
 
-/// Run with `COLUMNS=80`: an answer and no line wider than 80, every exact count of the
-/// one-line layout still there (folding moves words, it drops none); with `--wide` the rows
-/// are today's one-line rows, the same as a pipe without `COLUMNS`.
 fn fits_80(args: &[&str]) {
-    let narrow = at_width(args, 80);
-    assert_fits(args, &narrow, 80);
-    let piped = llmsize(args);
-    for n in exact_numbers(&piped.stdout) {
-        assert!(
-            narrow.stdout.contains(&n),
-            "{args:?}: {n} is missing at 80 columns:\n{}",
-            narrow.stdout
-        );
-    }
-    let mut wide_args = args.to_vec();
-    wide_args.push("--wide");
-    let wide = at_width(&wide_args, 80);
-    assert_eq!(wide.stdout, piped.stdout, "--wide is not the piped output");
-    assert_eq!(wide.code, narrow.code);
+    fits_80_keeping_every_number(args);
 }
 
 #[test]

@@ -109,6 +109,57 @@ pub(crate) fn exact_numbers(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// `COLUMNS=80`: an answer with no line wider than 80 and every exact count of the one-line
+/// layout still there (folding moves words, it drops none); `--wide` under `COLUMNS=80` is the
+/// piped output, one line per row.
+pub(crate) fn fits_80_keeping_every_number(args: &[&str]) {
+    let narrow = at_width(args, 80);
+    assert_fits(args, &narrow, 80);
+    let piped = llmsize(args);
+    for n in exact_numbers(&piped.stdout) {
+        assert!(
+            narrow.stdout.contains(&n),
+            "{args:?}: {n} is missing at 80 columns:\n{}",
+            narrow.stdout
+        );
+    }
+    let mut wide_args = args.to_vec();
+    wide_args.push("--wide");
+    let wide = at_width(&wide_args, 80);
+    assert_eq!(
+        wide.stdout, piped.stdout,
+        "{args:?}: --wide is not the piped output"
+    );
+    assert_eq!(wide.code, narrow.code, "{args:?}");
+}
+
+/// Split a command as a POSIX shell does for the words `llmsize design` prints: plain words
+/// and single-quoted ones.
+pub(crate) fn shell_words(cmd: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let (mut quoted, mut any) = (false, false);
+    for c in cmd.chars() {
+        match (quoted, c) {
+            (_, '\'') => {
+                quoted = !quoted;
+                any = true;
+            }
+            (false, ' ') => {
+                if any || !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+                any = false;
+            }
+            _ => word.push(c),
+        }
+    }
+    if any || !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
 impl Run {
     /// The run as uv's snapshots show it: status, exit code, stdout and stderr together, so a
     /// snapshot pins what a user sees and how the program ends.
