@@ -191,6 +191,19 @@ fn svg_and_mermaid_pictures() {
         r.stderr
     );
     assert_eq!(llmsize(&["memory", "gpt2", "--format", "mermaid"]).code, 2);
+    for command in [
+        &["design", "--like", "gpt2", "--format", "svg"][..],
+        &["inspect", "gpt2", "--format", "svg"],
+        &["presets", "--format", "mermaid"],
+    ] {
+        let r = llmsize(command);
+        assert_eq!(r.code, 2, "{command:?}: {}", r.stdout);
+        assert!(
+            r.stdout.is_empty() && r.stderr.contains("has no"),
+            "{}",
+            r.stderr
+        );
+    }
 }
 
 /// The README's pictures are the binary's own output, byte for byte (the charts are

@@ -280,9 +280,12 @@ pub(crate) fn request(args: &DesignCmdArgs) -> DesignRequest {
 }
 
 pub(crate) fn run(args: &DesignCmdArgs, env: &Env) -> Result<Rendered, Failure> {
+    let format = args.out.format();
+    if matches!(format, Format::Svg | Format::Mermaid) {
+        return Err(super::no_picture("design", format));
+    }
     let outcome = env.engine.design(&request(args))?;
     let found = !outcome.result.candidates.is_empty();
-    let format = args.out.format();
     let text = if format == Format::Json {
         outcome.to_json()?
     } else {

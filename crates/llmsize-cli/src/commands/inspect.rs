@@ -7,15 +7,14 @@ use crate::Failure;
 use crate::cli::{Format, WeightsArgs};
 
 pub(crate) fn inspect(args: &WeightsArgs, env: &Env) -> Result<Rendered, Failure> {
-    const COMMAND: &str = "inspect";
+    let format = args.out.format();
+    if matches!(format, Format::Svg | Format::Mermaid) {
+        return Err(super::no_picture("inspect", format));
+    }
     let outcome = env.engine.inspect(&InspectRequest {
         model: args.model.clone(),
         hub: hub(&args.hub),
     })?;
-    let format = args.out.format();
-    if matches!(format, Format::Svg | Format::Mermaid) {
-        return Err(super::no_picture(COMMAND, format));
-    }
     let text = if format == Format::Json {
         outcome.to_json()?
     } else {
@@ -25,15 +24,14 @@ pub(crate) fn inspect(args: &WeightsArgs, env: &Env) -> Result<Rendered, Failure
 }
 
 pub(crate) fn audit(args: &WeightsArgs, env: &Env) -> Result<Rendered, Failure> {
-    const COMMAND: &str = "audit";
+    let format = args.out.format();
+    if matches!(format, Format::Svg | Format::Mermaid) {
+        return Err(super::no_picture("audit", format));
+    }
     let outcome = env.engine.audit(&AuditRequest {
         model: args.model.clone(),
         hub: hub(&args.hub),
     })?;
-    let format = args.out.format();
-    if matches!(format, Format::Svg | Format::Mermaid) {
-        return Err(super::no_picture(COMMAND, format));
-    }
     let text = if format == Format::Json {
         outcome.to_json()?
     } else {
