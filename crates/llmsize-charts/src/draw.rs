@@ -182,6 +182,15 @@ fn header(area: &Area<'_>, fonts: &Fonts, h: &Header) -> Result<i32, ChartError>
     Ok(y)
 }
 
+/// The width the title (measured with the regular face: bold is up to a fifth wider), the
+/// header's lines and `notes` need.
+fn header_width(fonts: &Fonts, h: &Header, notes: &[String]) -> Result<i32, ChartError> {
+    let lines: Vec<String> = h.lines.iter().chain(notes).map(|l| line_text(l)).collect();
+    Ok(fonts
+        .widest(TEXT, lines.iter().map(String::as_str))?
+        .max(fonts.width(TITLE, &line_text(&h.title))? * 6 / 5))
+}
+
 fn header_height(h: &Header) -> i32 {
     44 + LINE * count(h.lines.len())
 }
@@ -362,19 +371,7 @@ impl HBars {
         let label_w = fonts.widest(TEXT, labels.iter().map(String::as_str))? + 24;
         let num_w = fonts.widest(TEXT, numbers.iter().flatten().map(String::as_str))?;
         let note_w = fonts.widest(SMALL, notes_of.iter().flatten().map(String::as_str))?;
-        // Measured with the regular face: bold is up to a fifth wider.
-        let title_w = (fonts.width(TITLE, &line_text(&self.header.title))? * 6 / 5).max(
-            fonts.widest(
-                TEXT,
-                self.header
-                    .lines
-                    .iter()
-                    .map(|l| line_text(l))
-                    .collect::<Vec<_>>()
-                    .iter()
-                    .map(String::as_str),
-            )?,
-        ) + 40;
+        let title_w = header_width(&fonts, &self.header, &[])? + 40;
         let width = WIDTH.max(label_w + num_w + note_w + 420).max(title_w);
         let series: Vec<(String, RGBColor)> = self
             .series
@@ -673,19 +670,7 @@ impl Stacked {
         let plot_left = label_w.max(90);
         // As wide as the bars need (a lone bar is not stretched over the page), the header
         // and notes, and at least a small chart.
-        let head_w = fonts
-            .widest(
-                TEXT,
-                self.header
-                    .lines
-                    .iter()
-                    .chain(&self.notes)
-                    .map(|l| line_text(l))
-                    .collect::<Vec<_>>()
-                    .iter()
-                    .map(String::as_str),
-            )?
-            .max(fonts.width(TITLE, &line_text(&self.header.title))? * 6 / 5);
+        let head_w = header_width(&fonts, &self.header, &self.notes)?;
         let width = (plot_left + n * slot + 40).max(head_w + 40).max(600);
         let plot_h = 380;
         let top = header_height(&self.header);
@@ -979,19 +964,7 @@ impl Lines {
             })
             .collect::<Result<_, _>>()?;
         let table_w = 16 + first_w + col_ws.iter().sum::<i32>();
-        let head_w = fonts
-            .widest(
-                TEXT,
-                self.header
-                    .lines
-                    .iter()
-                    .chain(&self.notes)
-                    .map(|l| line_text(l))
-                    .collect::<Vec<_>>()
-                    .iter()
-                    .map(String::as_str),
-            )?
-            .max(fonts.width(TITLE, &line_text(&self.header.title))? * 6 / 5);
+        let head_w = header_width(&fonts, &self.header, &self.notes)?;
         let width = WIDTH.max(table_w + 16).max(head_w + 40);
         let legend_items: Vec<(String, RGBColor)> = self
             .series
