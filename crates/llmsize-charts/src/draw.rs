@@ -437,14 +437,7 @@ impl HBars {
             let (_, rest) = root.split_vertically(top);
             let (chart_area, _) = rest.split_vertically(chart_h);
             let (plot_area, _) = chart_area.split_horizontally(width - num_w - note_w - 40);
-            let label_of = |v: &f64| -> String {
-                centers
-                    .iter()
-                    .position(|c| (c - v).abs() < 0.01)
-                    .and_then(|i| labels.get(i))
-                    .cloned()
-                    .unwrap_or_default()
-            };
+            let label_of = |v: &f64| label_at(&centers, &labels, *v);
             let mut chart = ChartBuilder::on(&plot_area)
                 .margin_top(8)
                 .margin_right(24)
@@ -584,6 +577,16 @@ fn keyed(range: std::ops::Range<f64>, keys: Vec<f64>) -> Keyed {
     }
 }
 
+/// The label of the category whose centre is at `v` on a keyed axis (none between them).
+fn label_at(centers: &[f64], labels: &[String], v: f64) -> String {
+    centers
+        .iter()
+        .position(|c| (c - v).abs() < 0.01)
+        .and_then(|i| labels.get(i))
+        .cloned()
+        .unwrap_or_default()
+}
+
 fn to_u32(v: i32) -> u32 {
     u32::try_from(v.max(1)).unwrap_or(1)
 }
@@ -696,14 +699,7 @@ impl Stacked {
             header(&root, &fonts, &self.header)?;
             let (_, rest) = root.split_vertically(top);
             let (chart_area, _) = rest.split_vertically(chart_h);
-            let label_of = |v: &f64| -> String {
-                centers
-                    .iter()
-                    .position(|c| (c - v).abs() < 0.01)
-                    .and_then(|i| labels.get(i))
-                    .cloned()
-                    .unwrap_or_default()
-            };
+            let label_of = |v: &f64| label_at(&centers, &labels, *v);
             let mut chart = ChartBuilder::on(&chart_area)
                 .margin_top(10)
                 .margin_right(40)
