@@ -5,11 +5,8 @@
 
 use llmsize_adapters::hf_config::parse_json;
 use llmsize_adapters::presets;
-use llmsize_core::formats::WeightFormat;
-use llmsize_core::train::lora::{LoraOptions, LoraTargets};
+use llmsize_core::train::TrainOptions;
 use llmsize_core::train::parallel::Parallelism;
-use llmsize_core::train::states::{Optimizer, Precision};
-use llmsize_core::train::{ParamDtype, TrainOptions};
 use llmsize_design::{Base, Constraints, DesignError, DesignStyle, Goal, Quantity};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -96,31 +93,15 @@ impl Default for DesignTrain {
     }
 }
 
-/// The core's training options from the flags, each value checked as `llmsize train` checks
-/// it.
+/// The training step of `--train-memory`: the design's flags as a `llmsize train` request,
+/// read by `train`'s own option parser and layout (one reading of `--precision`, `--lora-rank`,
+/// `--qlora`, `--dp` and the rest, with the same messages). The design's `--tp`/`--pp` are the
+/// step's; its sequence length is the request's `ctx`, set by the search.
 fn train_options(t: &DesignTrain, c: &Constraints) -> Result<TrainOptions, Error> {
-    let valid = |flag: &str, value: &str, names: &[&str]| {
-        Error::bad_input(
-            format!("unknown value `{value}` for `{flag}` with --train-memory"),
-            format!("valid: {}", names.join(", ")),
-        )
-    };
-    let dtype = ParamDtype::parse(&t.dtype)
-        .ok_or_else(|| valid("--dtype", &t.dtype, &["bf16", "fp16", "fp32"]))?;
-    let precision = Precision::parse(&t.precision)
-        .ok_or_else(|| valid("--precision", &t.precision, Precision::NAMES))?;
-    let optimizer = Optimizer::parse(&t.optimizer)
-        .ok_or_else(|| valid("--optimizer", &t.optimizer, Optimizer::NAMES))?;
     if t.batch == 0 {
         return Err(Error::bad_input(
             "`--batch 0` trains on nothing",
             "give sequences per micro-batch, at least 1",
-        ));
-    }
-    if t.dp == 0 {
-        return Err(Error::bad_input(
-            "`--dp 0` is not a parallel degree",
-            "give at least 1",
         ));
     }
     if t.zero > 3 {
@@ -129,47 +110,24 @@ fn train_options(t: &DesignTrain, c: &Constraints) -> Result<TrainOptions, Error
             "0 (DDP), 1 (optimizer states), 2 (+ gradients) or 3 (+ parameters)",
         ));
     }
-    let lora = match t.lora_rank {
-        None if t.qlora => {
-            return Err(Error::bad_input(
-                "`--qlora` trains adapters",
-                "add `--lora-rank R` (e.g. 16)",
-            ));
-        }
-        None => None,
-        Some(0) => {
-            return Err(Error::bad_input(
-                "`--lora-rank 0` adapts nothing",
-                "give a rank of at least 1, e.g. 16",
-            ));
-        }
-        Some(rank) => Some(LoraOptions {
-            rank,
-            targets: LoraTargets::AllLinear,
-            dropout: 0.0,
-            dora: false,
-        }),
+    let mut req = crate::TrainRequest::new("");
+    req.batch = t.batch;
+    req.dtype.clone_from(&t.dtype);
+    req.precision.clone_from(&t.precision);
+    req.optimizer.clone_from(&t.optimizer);
+    req.checkpointing = t.checkpointing;
+    req.lora_rank = t.lora_rank;
+    req.qlora = t.qlora;
+    req.dp = Some(t.dp);
+    req.parallel = Parallelism {
+        tp: c.tp.max(1),
+        pp: c.pp.max(1),
+        zero: t.zero,
+        ..Parallelism::default()
     };
-    let (tp, pp) = (c.tp.max(1), c.pp.max(1));
-    Ok(TrainOptions {
-        batch: t.batch,
-        dtype,
-        checkpointing: t.checkpointing,
-        lora,
-        base_format: t.qlora.then_some(WeightFormat::Nf4 { double_quant: true }),
-        precision,
-        optimizer,
-        parallel: Parallelism {
-            dp: t.dp,
-            tp,
-            pp,
-            zero: t.zero,
-            // `llmsize train`'s default: a pipeline fills with pp micro-batches.
-            micro_batches: pp,
-            ..Parallelism::default()
-        },
-        ..TrainOptions::default()
-    })
+    let mut options = crate::train::options(&req)?;
+    options.parallel = crate::train::layout_of(&req, None)?;
+    Ok(options)
 }
 
 /// The outcome of `design`.

@@ -461,7 +461,7 @@ fn parse<T>(
 }
 
 /// The core's options from a request, every value checked.
-fn options(req: &TrainRequest) -> Result<TrainOptions, Error> {
+pub(crate) fn options(req: &TrainRequest) -> Result<TrainOptions, Error> {
     let dtype = parse(
         "--dtype",
         &req.dtype,
@@ -675,7 +675,7 @@ pub(crate) fn run(req: &TrainRequest, env: &HubEnv) -> Result<TrainOutcome, Erro
 }
 
 /// The parallel layout: the flags as given, the data-parallel degree filling the GPUs.
-fn layout_of(req: &TrainRequest, gpus: Option<u64>) -> Result<Parallelism, Error> {
+pub(crate) fn layout_of(req: &TrainRequest, gpus: Option<u64>) -> Result<Parallelism, Error> {
     // Every rule of the layout (degrees, ZeRO stages, offload, divisibility by the model) is
     // the core's `parallel::validate`; here only what filling the GPUs divides by.
     let mut p = req.parallel;
