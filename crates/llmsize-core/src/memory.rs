@@ -776,6 +776,17 @@ pub fn max_context(
         )?;
         Ok(r.per_gpu <= gpu.memory_bytes)
     };
+    longest_context(spec, limit, fits)
+}
+
+/// The longest context for which `fits`, by bisection: `None` when not one token fits, else
+/// capped by the position table, the trained context or `limit`, whichever comes first (and
+/// named as the bound), or by memory. Shared by the plain and the runtime views.
+pub(crate) fn longest_context(
+    spec: &ModelSpec,
+    limit: u64,
+    fits: impl Fn(u64) -> Result<bool, SpecError>,
+) -> Result<Option<MaxContext>, SpecError> {
     if !fits(1)? {
         return Ok(None);
     }

@@ -655,30 +655,7 @@ pub fn max_context(
         )?;
         Ok(r.fits == Some(true))
     };
-    if !fits(1)? {
-        return Ok(None);
-    }
-    let (cap, bound) = match (spec.position_limit(), spec.context_length) {
-        (Some(p), _) if p <= limit => (p, "position table"),
-        (_, Some(c)) if c <= limit => (c, "trained context"),
-        _ => (limit.max(1), "search limit"),
-    };
-    if fits(cap)? {
-        return Ok(Some(memory::MaxContext { tokens: cap, bound }));
-    }
-    let (mut lo, mut hi) = (1u64, cap);
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if fits(mid)? {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    Ok(Some(memory::MaxContext {
-        tokens: lo,
-        bound: "memory",
-    }))
+    memory::longest_context(spec, limit, fits)
 }
 
 /// The first stage holds the input and towers, the last the output (and, when tied and not
