@@ -109,6 +109,30 @@ impl TensorKind {
         )
     }
 
+    /// A tensor of the MLP block: the dense FFN, the router, the routed and shared experts and
+    /// the shared expert's gate (transformers' `mlp.` module; what `--freeze mlp` freezes).
+    #[must_use]
+    pub fn is_mlp(self) -> bool {
+        use TensorKind::{
+            ExpertDown, ExpertGate, ExpertUp, FfnDown, FfnGate, FfnUp, Router, SharedDown,
+            SharedExpertGate, SharedGate, SharedUp,
+        };
+        matches!(
+            self,
+            FfnGate
+                | FfnUp
+                | FfnDown
+                | Router
+                | ExpertGate
+                | ExpertUp
+                | ExpertDown
+                | SharedGate
+                | SharedUp
+                | SharedDown
+                | SharedExpertGate
+        )
+    }
+
     /// A dense matrix that a linear layer multiplies by (what quantizers and `LoRA` target).
     #[must_use]
     pub fn is_block_matrix(self) -> bool {

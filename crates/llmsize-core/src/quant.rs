@@ -95,17 +95,7 @@ pub fn module_path(spec: &ModelSpec, t: &Tensor, layer: u64) -> String {
         K::PositionEmbedding => "model.embed_positions".into(),
         K::Output => "lm_head".into(),
         k if k.is_attention_projection() => format!("model.layers.{layer}.self_attn.{leaf}"),
-        K::FfnGate
-        | K::FfnUp
-        | K::FfnDown
-        | K::Router
-        | K::ExpertGate
-        | K::ExpertUp
-        | K::ExpertDown
-        | K::SharedGate
-        | K::SharedUp
-        | K::SharedDown
-        | K::SharedExpertGate => format!("model.layers.{layer}.mlp.{leaf}"),
+        k if k.is_mlp() => format!("model.layers.{layer}.mlp.{leaf}"),
         _ if t.stack.is_some() => format!("model.layers.{layer}.{leaf}"),
         _ => leaf,
     }

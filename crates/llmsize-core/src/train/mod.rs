@@ -284,20 +284,7 @@ impl FreezePart {
                 K::TokenEmbedding | K::PositionEmbedding | K::TokenTypeEmbedding
             ),
             FreezePart::Attention => kind.is_attention_projection() || kind == K::Sinks,
-            FreezePart::Mlp => matches!(
-                kind,
-                K::FfnGate
-                    | K::FfnUp
-                    | K::FfnDown
-                    | K::Router
-                    | K::ExpertGate
-                    | K::ExpertUp
-                    | K::ExpertDown
-                    | K::SharedGate
-                    | K::SharedUp
-                    | K::SharedDown
-                    | K::SharedExpertGate
-            ),
+            FreezePart::Mlp => kind.is_mlp(),
             FreezePart::Norms => kind == K::Norm,
             FreezePart::Head => kind == K::Output,
         }
