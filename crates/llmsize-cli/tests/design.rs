@@ -211,6 +211,39 @@ mod tests {
     }
 
     #[test]
+    fn kv_cache_and_flops_per_token_are_what_memory_and_flops_say() {
+        // Each candidate's KV/token and GF/token columns: `llmsize memory` and `llmsize
+        // flops` of its own config at the design's context (4,096 by default), through the
+        // binary; and the KV cache by hand, bf16 K and V of every layer: 2·L·kv·head_dim·2 B.
+        let out = json(&["--like", "llama-3-8b", "--params", "8.03B", "--top", "3"]);
+        let candidates = out["candidates"].as_array().unwrap();
+        assert_eq!(candidates.len(), 3);
+        for c in candidates {
+            let config = c["config"].to_string();
+            let cfg = &c["config"];
+            let by_hand = 2
+                * cfg["num_hidden_layers"].as_u64().unwrap()
+                * cfg["num_key_value_heads"].as_u64().unwrap()
+                * (cfg["hidden_size"].as_u64().unwrap()
+                    / cfg["num_attention_heads"].as_u64().unwrap())
+                * 2;
+            assert_eq!(c["kv_bytes_per_token"].as_u64(), Some(by_hand), "{cfg}");
+            let memory: Value = serde_json::from_str(
+                &llmsize(&["memory", &config, "--seq-len", "4096", "--json"]).stdout,
+            )
+            .unwrap();
+            assert_eq!(c["kv_bytes_per_token"], memory["kv_cache_bytes_per_token"]);
+            let flops: Value = serde_json::from_str(
+                &llmsize(&["flops", &config, "--seq-len", "4096", "--json"]).stdout,
+            )
+            .unwrap();
+            assert_eq!(c["flops_per_token"], flops["per_token_flops"], "{cfg}");
+        }
+        // Llama-3-8B's own: 2·32·8·128·2 = 131,072 B a token.
+        assert_eq!(candidates[0]["kv_bytes_per_token"], 131_072);
+    }
+
+    #[test]
     fn memory_target_gives_models_that_fit_as_llmsize_memory_measures_them() {
         let budget = 24u64 << 30;
         let out = json(&[
