@@ -39,9 +39,11 @@ const PAGE: &str = include_str!("page.html");
 const APP_JS: &str = include_str!("app.js");
 const STYLE_CSS: &str = include_str!("style.css");
 
-/// What every handler shares: the port (for the Host check) and the command environment.
+/// What every handler shares: the `Host` values that name this server (for the check
+/// against DNS rebinding, written once at start-up) and the command environment.
 struct Shared {
     port: u16,
+    hosts: [String; 3],
     env: crate::commands::Env,
 }
 
@@ -74,6 +76,11 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), Failure> {
         .map_err(io_failure("start the server's runtime".into()))?;
     let shared = Arc::new(Shared {
         port,
+        hosts: [
+            format!("127.0.0.1:{port}"),
+            format!("localhost:{port}"),
+            format!("[::1]:{port}"),
+        ],
         env: api::server_env(),
     });
     announce(&url, args.open);
@@ -162,16 +169,13 @@ async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .unwrap_or("");
-    let port = shared.port;
-    let ours = [
-        format!("127.0.0.1:{port}"),
-        format!("localhost:{port}"),
-        format!("[::1]:{port}"),
-    ];
-    if !ours.iter().any(|o| o.eq_ignore_ascii_case(host)) {
+    if !shared.hosts.iter().any(|o| o.eq_ignore_ascii_case(host)) {
         return plain(
             StatusCode::FORBIDDEN,
-            format!("error: `Host: {host}` is not this server (127.0.0.1:{port})\n"),
+            format!(
+                "error: `Host: {host}` is not this server (127.0.0.1:{})\n",
+                shared.port
+            ),
         );
     }
     let mut response = next.run(request).await;
