@@ -67,11 +67,11 @@ pub(crate) fn run(args: &MemoryArgs, env: &Env) -> Result<Rendered, Failure> {
                 MemoryResult::Sweep { .. } => None,
             })
             .collect();
-        let build = |compact: bool| match &singles {
+        let doc = match &singles {
             // Several models at one point: side by side (`--explain` and `--max-context`
             // print each in full).
             Some(list) if list.len() > 1 && !args.explain && !args.max_context => {
-                render::memory::comparison_doc(list, compact)
+                render::memory::comparison_doc(list)
             }
             _ => {
                 let mut doc = render::doc::Doc::new();
@@ -83,17 +83,11 @@ pub(crate) fn run(args: &MemoryArgs, env: &Env) -> Result<Rendered, Failure> {
                         MemoryResult::Single {
                             report,
                             max_context,
-                        } => render::memory::doc(
-                            &m.name,
-                            report,
-                            *max_context,
-                            args.explain,
-                            compact,
-                        ),
+                        } => render::memory::doc(&m.name, report, *max_context, args.explain),
                         MemoryResult::Sweep { axis, points } => {
                             let points: Vec<_> =
                                 points.iter().map(|(v, r)| (v.label(), r)).collect();
-                            render::memory::sweep_doc(&m.name, axis.as_str(), &points, compact)
+                            render::memory::sweep_doc(&m.name, axis.as_str(), &points)
                         }
                     });
                     // The weight files measured, and those beside them that were not read.
@@ -104,17 +98,6 @@ pub(crate) fn run(args: &MemoryArgs, env: &Env) -> Result<Rendered, Failure> {
                 doc
             }
         };
-        // Sizes with their decimal GB beside, unless a terminal is too narrow for the
-        // placement, sweep or comparison table on one line: then binary units alone.
-        let mut doc = build(false);
-        if format == Format::Table
-            && env
-                .text
-                .width
-                .is_some_and(|w| render::memory::unfolded_width(&doc) > w)
-        {
-            doc = build(true);
-        }
         doc_text(&doc, format, env)
     };
     let fits = outcome.fits();

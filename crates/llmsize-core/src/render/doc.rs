@@ -73,6 +73,9 @@ pub struct Cell {
     pub raw: Option<Raw>,
     /// Emphasis on a colour terminal.
     pub tone: Tone,
+    /// Shorter words for a terminal too narrow for the table (`12.55 GiB` for `12.55 GiB
+    /// (13.48 GB)`): used, for every cell that has them, before a table is split.
+    pub short: Option<String>,
 }
 
 impl Cell {
@@ -83,6 +86,7 @@ impl Cell {
             text: text.into(),
             raw: None,
             tone: Tone::Plain,
+            short: None,
         }
     }
 
@@ -130,6 +134,22 @@ impl Cell {
     #[must_use]
     pub fn bytes(n: u64) -> Self {
         Cell::text(human_bytes(n)).raw(Raw::Int(i128::from(n)))
+    }
+
+    /// Bytes with the decimal unit beside (`12.55 GiB (13.48 GB)`), binary alone on a
+    /// terminal too narrow for the table; CSV gets the bytes.
+    #[must_use]
+    pub fn bytes_both(n: u64) -> Self {
+        Cell::text(crate::units::bytes_both(n))
+            .raw(Raw::Int(i128::from(n)))
+            .short(human_bytes(n))
+    }
+
+    /// Shorter words for a narrow terminal.
+    #[must_use]
+    pub fn short(mut self, text: impl Into<String>) -> Self {
+        self.short = Some(text.into());
+        self
     }
 
     /// Any text with the number behind it.
@@ -250,6 +270,9 @@ pub struct Table {
     /// tables whose first line already names every column (a side-by-side comparison's
     /// model names are its header).
     pub header: bool,
+    /// What the cells' short words leave out, said once under the table when they are used
+    /// (the GPU a comparison's `yes`/`no` are on).
+    pub short_note: Option<String>,
 }
 
 impl Table {
@@ -261,6 +284,7 @@ impl Table {
             columns,
             rows: Vec::new(),
             header: true,
+            short_note: None,
         }
     }
 
@@ -271,6 +295,20 @@ impl Table {
 
     fn cell(&self, row: usize, col: usize) -> Option<&Cell> {
         self.rows.get(row).and_then(|r| r.get(col))
+    }
+
+    /// The table with every cell's short words, if any cell has them.
+    fn shortened(&self) -> Option<Table> {
+        if !self.rows.iter().flatten().any(|c| c.short.is_some()) {
+            return None;
+        }
+        let mut t = self.clone();
+        for cell in t.rows.iter_mut().flatten() {
+            if let Some(short) = cell.short.take() {
+                cell.text = short;
+            }
+        }
+        Some(t)
     }
 }
 
@@ -659,20 +697,13 @@ fn line_width(widths: &[usize], shown: &[usize]) -> usize {
     sum + 2 * shown.len().saturating_sub(1)
 }
 
-fn table_text(t: &Table, width: Option<usize>, paint: Painter) -> String {
-    let w = widths(t);
-    let all: Vec<usize> = (0..t.columns.len()).collect();
-    let Some(limit) = width else {
-        return table_lines(t, &w, &all, &[], None, paint);
-    };
-    if line_width(&w, &all) <= limit {
-        return table_lines(t, &w, &all, &[], Some(limit), paint);
-    }
-    // 1. Long words leave the row, last column first, until the rest fits.
-    let mut shown = all.clone();
+/// The columns kept on the row and those folded under it: long words leave the row, last
+/// column first, until the rest fits `limit`.
+fn fold_plan(t: &Table, w: &[usize], limit: usize) -> (Vec<usize>, Vec<usize>) {
+    let mut shown: Vec<usize> = (0..t.columns.len()).collect();
     let mut folded = Vec::new();
     for c in (0..t.columns.len()).rev() {
-        if line_width(&w, &shown) <= limit {
+        if line_width(w, &shown) <= limit {
             break;
         }
         if t.columns.get(c).is_some_and(|x| x.fold) && c > 0 {
@@ -680,6 +711,42 @@ fn table_text(t: &Table, width: Option<usize>, paint: Painter) -> String {
             folded.insert(0, c);
         }
     }
+    (shown, folded)
+}
+
+fn table_text(t: &Table, width: Option<usize>, paint: Painter) -> String {
+    let all: Vec<usize> = (0..t.columns.len()).collect();
+    let Some(limit) = width else {
+        return table_lines(t, &widths(t), &all, &[], None, paint);
+    };
+    // 0. Too wide even with the long words under the rows: the cells' short words, and the
+    // note of what they leave out.
+    let (shown, _) = fold_plan(t, &widths(t), limit);
+    if line_width(&widths(t), &shown) > limit
+        && let Some(short) = t.shortened()
+    {
+        let mut out = fitted_table_text(&short, limit, paint);
+        if let Some(note) = &t.short_note {
+            out.push('\n');
+            for l in wrap(note, Some(limit), FOLD_INDENT) {
+                let _ = writeln!(out, "{l}");
+            }
+        }
+        return out;
+    }
+    fitted_table_text(t, limit, paint)
+}
+
+/// A table fitted to `limit`: one line per row when it fits; else long words folded under
+/// their rows; else column groups, each with the first column.
+fn fitted_table_text(t: &Table, limit: usize, paint: Painter) -> String {
+    let w = widths(t);
+    let all: Vec<usize> = (0..t.columns.len()).collect();
+    if line_width(&w, &all) <= limit {
+        return table_lines(t, &w, &all, &[], Some(limit), paint);
+    }
+    // 1. Long words leave the row, last column first, until the rest fits.
+    let (shown, folded) = fold_plan(t, &w, limit);
     // A narrow row with one long last column (`#  command`): the words hang beside the row,
     // wrapped under their own start, rather than under a row that would be nearly empty.
     let left = line_width(&w, &shown);

@@ -3,7 +3,7 @@
 //! figures as tables of their own, the verdict and assumptions as lines. The same document
 //! prints as a terminal table that fits the width, Markdown, or CSV with plain bytes.
 
-use super::doc::{Block, Cell, Column, Doc, Raw, Table, Tone};
+use super::doc::{Cell, Column, Doc, Raw, Table, Tone};
 use crate::memory::{MaxContext, MemoryReport};
 use crate::runtime::{LlamaCppView, Runtime, ServingReport, VllmView};
 use crate::units::{bytes_both, thousands};
@@ -14,46 +14,6 @@ pub type SweepPoint<'a> = (String, &'a MemoryReport);
 /// Bytes as `4.58 GiB (4.91 GB)`; CSV gets the bytes.
 fn both(n: u64) -> Cell {
     Cell::with_raw(bytes_both(n), Raw::Int(i128::from(n)))
-}
-
-/// Bytes in a multi-column table: `4.58 GiB (4.91 GB)`, or `4.58 GiB` alone when `compact`
-/// (a narrow terminal, where four sizes with their decimal GB beside would not fit on one
-/// line); CSV gets the bytes either way.
-fn size(n: u64, compact: bool) -> Cell {
-    if compact { Cell::bytes(n) } else { both(n) }
-}
-
-/// The width a document's tables need once their fold columns have left the row: wider
-/// than the terminal means a table would be split into column groups, and the multi-column
-/// tables are then better built `compact`.
-#[must_use]
-pub fn unfolded_width(doc: &Doc) -> usize {
-    doc.blocks
-        .iter()
-        .filter_map(|b| match b {
-            Block::Table(t) => Some(t),
-            _ => None,
-        })
-        .map(|t| {
-            let kept: Vec<usize> = t
-                .columns
-                .iter()
-                .enumerate()
-                .filter(|(i, c)| *i == 0 || !c.fold)
-                .map(|(i, c)| {
-                    t.rows
-                        .iter()
-                        .filter_map(|r| r.get(i))
-                        .map(|x| x.text.chars().count())
-                        .max()
-                        .unwrap_or(0)
-                        .max(if t.header { c.name.chars().count() } else { 0 })
-                })
-                .collect();
-            kept.iter().sum::<usize>() + 2 * kept.len().saturating_sub(1)
-        })
-        .max()
-        .unwrap_or(0)
 }
 
 /// Bytes in GiB for CSV, beside the exact bytes: the table's `size` column is the same
@@ -81,14 +41,12 @@ fn item(table: &mut Table, name: impl Into<String>, bytes: u64, what: impl Into<
 
 /// The document for one model at one point; `explain` puts each line's formula in the
 /// `what` column, and `max_context` (from `--max-context`) adds the longest context line;
-/// `compact` drops the decimal GB beside the placement's sizes (for a narrow terminal).
 #[must_use]
 pub fn doc(
     name: &str,
     r: &MemoryReport,
     max_context: Option<Option<MaxContext>>,
     explain: bool,
-    compact: bool,
 ) -> Doc {
     let o = &r.options;
     let mut doc = Doc::new();
@@ -134,7 +92,7 @@ pub fn doc(
     }
     doc.table(items(r, explain));
     if let Some(s) = &r.serving {
-        placement(&mut doc, s, compact);
+        placement(&mut doc, s);
     }
     verdict(&mut doc, r);
     if let Some(mc) = max_context {
@@ -393,7 +351,7 @@ fn verdict(doc: &mut Doc, r: &MemoryReport) {
 }
 
 /// Where the runtime put things, device by device, and its cache's own figures.
-fn placement(doc: &mut Doc, s: &ServingReport, compact: bool) {
+fn placement(doc: &mut Doc, s: &ServingReport) {
     let mut t = Table::new(
         "placement",
         vec![
@@ -420,10 +378,10 @@ fn placement(doc: &mut Doc, s: &ServingReport, compact: bool) {
         t.push(vec![
             Cell::text(st.device.clone()),
             Cell::text(layers),
-            size(st.weights, compact),
-            size(st.kv, compact),
-            size(st.activations, compact),
-            size(st.total, compact),
+            Cell::bytes_both(st.weights),
+            Cell::bytes_both(st.kv),
+            Cell::bytes_both(st.activations),
+            Cell::bytes_both(st.total),
             Cell::text(st.extras.join(", ")),
         ]);
     }
@@ -569,9 +527,9 @@ fn vllm(v: &VllmView) -> Table {
     t
 }
 
-/// A sweep: one row per point, per-GPU bytes and the verdict; `compact` as in [`doc`].
+/// A sweep: one row per point, per-GPU bytes and the verdict.
 #[must_use]
-pub fn sweep_doc(name: &str, axis: &str, points: &[SweepPoint], compact: bool) -> Doc {
+pub fn sweep_doc(name: &str, axis: &str, points: &[SweepPoint]) -> Doc {
     // Counts right-aligned, names (`dtype`, `gpu`) left.
     let first = if matches!(axis, "seq_len" | "batch") {
         Column::right(axis)
@@ -602,9 +560,9 @@ pub fn sweep_doc(name: &str, axis: &str, points: &[SweepPoint], compact: bool) -
         };
         let mut row = vec![
             value,
-            size(r.weights_per_gpu, compact),
-            size(r.kv_per_gpu, compact),
-            size(r.per_gpu, compact),
+            Cell::bytes_both(r.weights_per_gpu),
+            Cell::bytes_both(r.kv_per_gpu),
+            Cell::bytes_both(r.per_gpu),
             match r.fits {
                 Some(true) => Cell::text("yes").tone(Tone::Good),
                 Some(false) => Cell::text("no").tone(Tone::Bad),
@@ -628,10 +586,11 @@ pub fn sweep_doc(name: &str, axis: &str, points: &[SweepPoint], compact: bool) -
     doc
 }
 
-/// Several models side by side: one column each, the items as rows; `compact` as in
-/// [`doc`], and the GPU named once under the table rather than in every `fits` cell.
+/// Several models side by side: one column each, the items as rows. On a terminal too narrow
+/// for it, sizes drop their decimal GB and the GPU is named once under the table rather than
+/// in every `fits` cell.
 #[must_use]
-pub fn comparison_doc(models: &[(&str, &MemoryReport)], compact: bool) -> Doc {
+pub fn comparison_doc(models: &[(&str, &MemoryReport)]) -> Doc {
     let mut t = Table::new(
         "comparison",
         std::iter::once(Column::left("item"))
@@ -660,43 +619,43 @@ pub fn comparison_doc(models: &[(&str, &MemoryReport)], compact: bool) -> Doc {
         ))
     });
     row("parameters", &|r| Cell::count(r.params));
-    row("weights", &|r| size(r.weights_bytes, compact));
+    row("weights", &|r| Cell::bytes_both(r.weights_bytes));
     row("KV cache", &|r| {
         if r.kv.is_empty() {
             Cell::text("none").raw(Raw::Int(0))
         } else {
-            size(r.kv_bytes, compact)
+            Cell::bytes_both(r.kv_bytes)
         }
     });
     if models.iter().any(|(_, r)| r.state_bytes > 0) {
-        row("recurrent state", &|r| size(r.state_bytes, compact));
+        row("recurrent state", &|r| Cell::bytes_both(r.state_bytes));
     }
-    row("activations", &|r| size(r.activation_bytes, compact));
+    row("activations", &|r| Cell::bytes_both(r.activation_bytes));
     row("runtime overhead", &|r| {
-        size(r.options.overhead_bytes, compact)
+        Cell::bytes_both(r.options.overhead_bytes)
     });
-    row("per GPU", &|r| size(r.per_gpu, compact));
-    row("total", &|r| size(r.total, compact).tone(Tone::Strong));
+    row("per GPU", &|r| Cell::bytes_both(r.per_gpu));
+    row("total", &|r| Cell::bytes_both(r.total).tone(Tone::Strong));
     if models.iter().any(|(_, r)| r.fits.is_some()) {
         row("fits", &|r| {
             let on = match r.options.gpu {
-                Some((g, n)) if !compact => format!(" ({n} × {})", g.name),
-                _ => String::new(),
+                Some((g, n)) => format!(" ({n} × {})", g.name),
+                None => String::new(),
             };
             match r.fits {
-                Some(true) => Cell::text(format!("yes{on}")).tone(Tone::Good),
-                Some(false) => Cell::text(format!("no{on}")).tone(Tone::Bad),
+                Some(true) => Cell::text(format!("yes{on}")).short("yes").tone(Tone::Good),
+                Some(false) => Cell::text(format!("no{on}")).short("no").tone(Tone::Bad),
                 None => Cell::text("-"),
             }
         });
     }
+    // Every model was asked about the same GPU: named once when the cells are short.
+    t.short_note = models
+        .iter()
+        .find_map(|(_, r)| r.options.gpu)
+        .map(|(g, n)| format!("fits: on {n} × {} ({})", g.name, g.memory_source));
     let mut doc = Doc::new();
     doc.table(t);
-    // Every model was asked about the same GPU.
-    if compact && let Some((g, n)) = models.iter().find_map(|(_, r)| r.options.gpu) {
-        doc.blank()
-            .line(format!("fits: on {n} × {} ({})", g.name, g.memory_source));
-    }
     // What every model assumes is said once; what one model adds, under its name.
     let common: Vec<&String> = models.first().map_or_else(Vec::new, |(_, r)| {
         r.assumptions
@@ -719,30 +678,44 @@ pub fn comparison_doc(models: &[(&str, &MemoryReport)], compact: bool) -> Doc {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::render::doc::TextOptions;
 
     #[test]
-    fn unfolded_width_leaves_out_fold_columns_but_not_the_first() {
+    fn sizes_drop_their_decimal_unit_only_on_a_narrow_terminal() {
+        // A placement-like table of two sizes: one line per row at 100 columns, binary
+        // units alone at 40 (and CSV's number either way).
         let mut t = Table::new(
-            "memory",
+            "placement",
             vec![
-                Column::left("item"),
-                Column::right("bytes"),
-                Column::fold("what"),
+                Column::left("device"),
+                Column::right("weights"),
+                Column::right("total"),
             ],
         );
         t.push(vec![
-            Cell::text("KV cache"),
-            Cell::count(2_147_483_648),
-            Cell::text("a long explanation that may move under its row"),
+            Cell::text("GPU 0"),
+            Cell::bytes_both(4_194_304),
+            Cell::bytes_both(16_498_955_264),
         ]);
+        t.short_note = Some("on 1 × a GPU".into());
         let mut doc = Doc::new();
-        doc.title("a title longer than any table, which wraps on its own")
-            .table(t);
-        // `KV cache` (8) + 2 + `2,147,483,648` (13).
-        assert_eq!(unfolded_width(&doc), 23);
-        // The sizes of a narrow table: bytes alone, CSV's number either way.
-        assert_eq!(size(4_194_304, true).text, "4.00 MiB");
-        assert_eq!(size(4_194_304, false).text, "4.00 MiB (4.19 MB)");
-        assert_eq!(size(4_194_304, true).raw, Some(Raw::Int(4_194_304)));
+        doc.table(t);
+        let wide = doc.to_text(&TextOptions {
+            width: Some(100),
+            color: false,
+        });
+        assert!(
+            wide.contains("4.00 MiB (4.19 MB)") && !wide.contains("on 1 ×"),
+            "{wide}"
+        );
+        let narrow = doc.to_text(&TextOptions {
+            width: Some(40),
+            color: false,
+        });
+        assert!(
+            narrow.contains("GPU 0   4.00 MiB  15.37 GiB") && narrow.contains("on 1 × a GPU"),
+            "{narrow}"
+        );
+        assert!(doc.to_csv().contains("placement,GPU 0,4194304,16498955264"));
     }
 }
