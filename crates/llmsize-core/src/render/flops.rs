@@ -3,7 +3,7 @@
 //! the same tables print on a terminal (fitted to its width), as Markdown or as CSV with the
 //! exact FLOPs, bytes, seconds, tokens/s and dollars behind the words.
 
-use super::doc::{Cell, Column, Doc, Raw, Table, TextOptions, Tone};
+use super::doc::{Cell, Column, Doc, Raw, Table, Tone};
 use crate::flops::{AttentionConvention, FlopsLine, FlopsReport};
 use crate::speed::{SpeedReport, StepEstimate};
 use crate::units::{bytes_both, human_flops, human_seconds, thousands, thousands_u128};
@@ -78,12 +78,6 @@ pub fn convention_text(r: &FlopsReport) -> String {
         ),
         (true, false) => decoder.to_owned(),
     }
-}
-
-/// The terminal text of [`doc`], one line per row (a pipe, a file).
-#[must_use]
-pub fn render(name: &str, r: &FlopsReport, speed: Option<&SpeedReport>, explain: bool) -> String {
-    doc(name, r, speed, explain).to_text(&TextOptions::default())
 }
 
 /// FLOPs by component: a row per component that costs any, then the total (its share column
@@ -401,12 +395,6 @@ const SPEED_COLUMNS: [(&str, &str, bool); 7] = [
     ("fits", "fits", false),
 ];
 
-/// The terminal text of [`sweep_doc`], one line per row.
-#[must_use]
-pub fn render_sweep(name: &str, axis: &str, points: &[FlopsPoint<'_>]) -> String {
-    sweep_doc(name, axis, points).to_text(&TextOptions::default())
-}
-
 /// A sweep of one model: a row per value, then what every point assumes (once) and what
 /// depends on the value (under the value).
 #[must_use]
@@ -494,12 +482,6 @@ pub fn sweep_doc(name: &str, axis: &str, points: &[FlopsPoint<'_>]) -> Doc {
         }
     }
     doc
-}
-
-/// The terminal text of [`comparison_doc`], one line per row.
-#[must_use]
-pub fn render_comparison(points: &[FlopsPoint<'_>]) -> String {
-    comparison_doc(points).to_text(&TextOptions::default())
 }
 
 /// Several models side by side: a column each, a row per quantity. On a narrow terminal the

@@ -1,7 +1,7 @@
-//! Renderers: pure functions from a [`ParamsReport`](crate::report::ParamsReport) to text.
-//!
-//! Tables and `--explain` are for people (thousands separators, `124.4M`). JSON, for scripts,
-//! is the engine's typed wire format (`llmsize-engine`'s `wire` module).
+//! Renderers: pure functions from a report to a [`doc::Doc`], which every text exporter
+//! (terminal table, Markdown, CSV) renders; `--explain` derivations are laid-out text inside
+//! one. JSON, for scripts, is the engine's typed wire format (`llmsize-engine`'s `wire`
+//! module); pictures are `llmsize-charts`'.
 
 pub mod doc;
 pub mod explain;

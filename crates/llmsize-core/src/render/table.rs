@@ -1,18 +1,10 @@
 //! The human table of `llmsize params`, for one model or side by side for several: a
 //! [`Doc`] that prints as a terminal table, Markdown or CSV.
 
-use std::fmt::Write as _;
-
 use super::doc::{Cell, Column, Doc, Raw, Table, TextOptions, Tone};
 use crate::count::Category;
 use crate::report::ParamsReport;
 use crate::units::{human_count, relative};
-
-/// The table for one model as one line per row (a pipe, a file).
-#[must_use]
-pub fn render(report: &ParamsReport) -> String {
-    doc(report).to_text(&TextOptions::default())
-}
 
 /// An estimate against the exact count: `-31.75%`, and the fraction behind it.
 fn relative_cell(estimate: u64, exact: u64) -> Cell {
@@ -177,20 +169,9 @@ pub(crate) fn assumptions(doc: &mut Doc, report: &ParamsReport) {
 }
 
 pub(crate) fn render_assumptions(report: &ParamsReport) -> String {
-    let mut out = String::new();
-    if !report.assumptions.is_empty() {
-        out.push_str("\nassumed (not in the input)\n");
-        for a in &report.assumptions {
-            let _ = writeln!(out, "  {} = {}  ({})", a.field, a.value, a.reason);
-        }
-    }
-    out
-}
-
-/// Several models side by side, one line per row.
-#[must_use]
-pub fn render_comparison(reports: &[ParamsReport]) -> String {
-    comparison_doc(reports).to_text(&TextOptions::default())
+    let mut doc = Doc::new();
+    assumptions(&mut doc, report);
+    doc.to_text(&TextOptions::default())
 }
 
 /// Several models side by side: one column each, the models' names as the header.

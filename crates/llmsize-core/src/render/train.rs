@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::doc::{Cell, Column, Doc, Raw, Table, TextOptions, Tone};
+use super::doc::{Cell, Column, Doc, Raw, Table, Tone};
 use crate::gpu::Gpu;
 use crate::train::fit::{Suggestion, TimeCost};
 use crate::train::parallel::Parallelism;
@@ -134,12 +134,6 @@ fn terms_table(
         scaled(total.1).tone(Tone::Strong),
     ]);
     t
-}
-
-/// The terminal text of [`doc`], one line per row (a pipe, a file).
-#[must_use]
-pub fn render(v: &View<'_>) -> String {
-    doc(v).to_text(&TextOptions::default())
 }
 
 /// `dp 8 × tp 1 × pp 1 × cp 1, ZeRO-3`: the layout of a job of more than one GPU.
