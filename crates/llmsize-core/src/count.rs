@@ -212,6 +212,7 @@ pub fn count(spec: &ModelSpec) -> Result<ParamCount, SpecError> {
                 .ok_or_else(|| Overflow {
                     formula: "one layer".into(),
                     numbers: String::new(),
+                    problem: crate::error::Problem::Overflows(64),
                 })?;
             groups.push(LayerGroup {
                 stack: stack.role,
@@ -308,10 +309,7 @@ pub fn count(spec: &ModelSpec) -> Result<ParamCount, SpecError> {
     for category in Category::ALL {
         let formula = Expr::sum(terms.remove(&category).unwrap_or_default());
         let count = formula.eval()?;
-        total = total.checked_add(count).ok_or_else(|| Overflow {
-            formula: "total".into(),
-            numbers: format!("{total} + {count}"),
-        })?;
+        total = crate::checked::add("total", total, count)?;
         components.push(Component {
             category,
             formula,

@@ -13,10 +13,7 @@ use crate::spec::{
     Stack, StackRole, StandardAttention, Table,
 };
 
-/// Most layers a model may have, described or read from a config. Layers are held as runs,
-/// so the cost does not grow with the count; the cap keeps per-layer lists a config may carry
-/// (`layer_types`, window patterns) and per-layer loops of readers bounded.
-pub const MAX_LAYERS: u64 = 1_000_000;
+pub use crate::limits::MAX_LAYERS;
 
 /// Block style of a designed model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

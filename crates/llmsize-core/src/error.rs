@@ -2,14 +2,38 @@
 
 use crate::expr::Expr;
 
-/// A count whose value does not fit in 64 bits.
+/// A formula on input-derived integers that has no exact value in its type: it overflows, goes
+/// below zero or divides by zero (see [`crate::checked`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the count `{formula}` overflows 64 bits (with values: {numbers})")]
+#[error("`{formula}` {problem} (with values: {numbers})")]
 pub struct Overflow {
     /// The formula, with symbols.
     pub formula: String,
-    /// The formula, with numbers.
+    /// The formula (or its failing step), with numbers.
     pub numbers: String,
+    /// What went wrong.
+    pub problem: Problem,
+}
+
+/// Why a checked formula has no value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Problem {
+    /// The result does not fit in this many bits.
+    Overflows(u32),
+    /// A difference would be negative.
+    Negative,
+    /// A divisor is zero.
+    DividesByZero,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Problem::Overflows(bits) => write!(f, "overflows {bits} bits"),
+            Problem::Negative => f.write_str("is negative"),
+            Problem::DividesByZero => f.write_str("divides by zero"),
+        }
+    }
 }
 
 impl Overflow {
@@ -17,6 +41,7 @@ impl Overflow {
         Overflow {
             formula: expr.symbolic(),
             numbers: expr.numeric(),
+            problem: Problem::Overflows(64),
         }
     }
 }

@@ -336,8 +336,7 @@ impl CustomGpu {
 /// not unbounded growth).
 static CUSTOM: std::sync::Mutex<Vec<&'static Gpu>> = std::sync::Mutex::new(Vec::new());
 
-/// Distinct custom GPUs one process may describe.
-pub const MAX_CUSTOM_GPUS: usize = 256;
+pub use crate::limits::MAX_CUSTOM_GPUS;
 
 /// The GPU a description names: the table's row when nothing is overridden, else an interned
 /// custom GPU. Without a base, memory is required; a missing bandwidth or peak is 0 ("not

@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 pub mod category;
+pub mod checked;
 pub mod count;
 pub mod design;
 pub mod error;
@@ -17,6 +18,7 @@ pub mod formats;
 pub mod ggml;
 pub mod gpu;
 pub mod layout;
+pub mod limits;
 pub mod memory;
 pub mod quant;
 pub mod render;

@@ -220,8 +220,7 @@ pub struct ServingReport {
     pub vllm: Option<VllmView>,
 }
 
-/// Layers a runtime view places one by one: real models have at most a few hundred.
-pub const MAX_PLACED_LAYERS: u64 = 1 << 16;
+pub use crate::limits::MAX_PLACED_LAYERS;
 
 /// Weights by where they sit, as runtimes place them.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
