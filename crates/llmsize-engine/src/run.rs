@@ -14,7 +14,9 @@ use llmsize_core::runtime::{
     PlacedWeights, Runtime, ServingOptions, max_context as runtime_max_context, placed_from_files,
     serve,
 };
+use llmsize_core::spec::Attention;
 use llmsize_core::speed::{SpeedOptions, SpeedReport, speed};
+use llmsize_core::units::thousands;
 use llmsize_core::{ModelSpec, ParamsReport, count};
 
 use crate::Error;
@@ -29,8 +31,7 @@ use crate::wire::{
     ParamsJson, ParamsWire, PresetJson,
 };
 
-/// Longest context `--max-context` searches.
-const MAX_CONTEXT_SEARCH: u64 = 1 << 24;
+use llmsize_core::limits::MAX_CONTEXT_SEARCH;
 
 fn lookup(hub: &HubOptions, weights: Want) -> Lookup {
     Lookup {
@@ -412,19 +413,79 @@ pub(crate) fn gpu_choice(
     Ok(Some((g, named.map_or(1, |(_, n)| n))))
 }
 
-/// The tensor-parallel degrees that split `spec`'s heads, up to `max`.
+/// The greatest common divisor of the query-head counts of every attention kind (0 when the
+/// model has no attention): every tensor-parallel degree that splits the heads divides it.
+fn heads_gcd(spec: &ModelSpec) -> u64 {
+    spec.layer_kinds()
+        .filter_map(|l| match &l.attention {
+            Attention::Standard(a) | Attention::CacheOnly(a) => Some(a.num_heads),
+            Attention::Latent(a) => Some(a.num_heads),
+            Attention::Absent => None,
+        })
+        .fold(0, gcd)
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    match a.checked_rem(b) {
+        None => a,
+        Some(r) => gcd(b, r),
+    }
+}
+
+/// The tensor-parallel degrees up to `max` that split `spec`'s heads, in increasing order.
+///
+/// Candidates are the divisors of the heads' gcd, never the numbers up to a GPU count: the
+/// work is bounded by `max` (itself at most `limits::MAX_GPUS`) whatever the input holds.
 fn tp_degrees(spec: &ModelSpec, max: u64) -> Vec<u64> {
-    (1..=max.min(1024))
+    let heads = heads_gcd(spec);
+    let max = max.min(llmsize_core::limits::MAX_GPUS);
+    // Without attention every degree splits the (absent) heads; the core's rule decides.
+    let limit = if heads == 0 { max } else { max.min(heads) };
+    (1..=limit)
+        .filter(|d| heads == 0 || heads.is_multiple_of(*d))
         .filter(|d| llmsize_core::memory::tp_fits(spec, *d))
         .collect()
 }
 
 /// The widest tensor parallelism over a divisor of `count` GPUs that splits the heads.
 fn widest_tp(spec: &ModelSpec, count: u64) -> u64 {
-    (1..=count)
-        .rev()
-        .find(|d| count.is_multiple_of(*d) && llmsize_core::memory::tp_fits(spec, *d))
+    let g = match heads_gcd(spec) {
+        0 => count,
+        heads => gcd(heads, count),
+    };
+    tp_degrees(spec, g)
+        .into_iter()
+        .filter(|d| count.is_multiple_of(*d))
+        .max()
         .unwrap_or(1)
+}
+
+/// A layer split llmsize chose itself (no `--pp` given) that the model cannot take: the
+/// error names the GPU count the user gave, not a `--pp` they never typed.
+fn check_derived_split(spec: &ModelSpec, count: u64, tp: u64, pp: u64) -> Result<(), Error> {
+    let layers = spec.num_layers().max(1);
+    if pp <= layers {
+        return Ok(());
+    }
+    let widest = tp_degrees(spec, llmsize_core::limits::MAX_GPUS)
+        .into_iter()
+        .max()
+        .unwrap_or(1);
+    let most = llmsize_core::checked::mul("tp·L", widest, layers)
+        .map_err(|e| Error::spec(&spec.name)(e.into()))?;
+    Err(Error::bad_input(
+        format!(
+            "`--gpu`: {} GPUs cannot hold one copy of `{}`: tensor parallelism {tp} (the widest that splits its heads and divides {}) leaves {} pipeline stages for its {layers} layers",
+            thousands(count),
+            spec.name,
+            thousands(count),
+            thousands(pp),
+        ),
+        format!(
+            "name at most {} GPUs (tensor parallelism {widest} × {layers} stages), or choose the layout with `--tp`/`--pp`",
+            thousands(most)
+        ),
+    ))
 }
 
 /// Request → core options, validated in one place: the GPUs' layout (tensor parallelism
@@ -503,9 +564,9 @@ fn memory_options(
         (_, Some(tp), pp) => (tp, pp.unwrap_or(1)),
         // The widest tensor parallelism the heads allow within each stage's share of GPUs.
         (_, None, Some(pp)) => (
-            (1..=count.checked_div(pp).unwrap_or(1).max(1))
-                .rev()
-                .find(|d| llmsize_core::memory::tp_fits(spec, *d))
+            tp_degrees(spec, count.checked_div(pp).unwrap_or(1).max(1))
+                .into_iter()
+                .max()
                 .unwrap_or(1),
             pp,
         ),
@@ -525,7 +586,9 @@ fn memory_options(
                     }
                 ));
             }
-            (tp, count / tp)
+            let pp = count / tp;
+            check_derived_split(spec, count, tp, pp)?;
+            (tp, pp)
         }
     };
     if gpu.is_some() && tp.saturating_mul(pp) > count {
