@@ -45,6 +45,10 @@ pub const MAX_CONTEXT_SEARCH: u64 = 1 << 24;
 /// Most candidates `design --top` prints.
 pub const MAX_TOP: usize = 1000;
 
+/// Most values one `design` constraint lists (`--head-dim`, `--kv-heads`, `--gqa-group`):
+/// each multiplies the space searched, and real choices are a handful.
+pub const MAX_CHOICES: usize = 64;
+
 /// Most shapes one `design` search may visit: 2^40 (the search runs at about 4·10^8 shapes a
 /// second on one core, so the largest space takes under an hour; a larger one is refused
 /// with its size, to be narrowed with the ranges).

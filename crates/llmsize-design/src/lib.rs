@@ -24,6 +24,7 @@ use llmsize_adapters::hf_config::{ReadOptions, read_config_map};
 use llmsize_core::ModelSpec;
 use llmsize_core::flops::{AttentionConvention, flops};
 use llmsize_core::formats::{KvDtype, WeightFormat};
+use llmsize_core::limits::{MAX_CHOICES, MAX_TOP};
 use llmsize_core::memory::{CachePolicy, MemoryOptions, MlaCache, memory};
 use llmsize_core::train::TrainOptions;
 use serde_json::{Map, Value};
@@ -475,7 +476,7 @@ fn scaled(f: &form::Form, k: i128) -> form::Form {
 }
 
 /// Longest context `--ctx` takes (16M tokens).
-pub const MAX_CTX: u64 = 1 << 24;
+pub const MAX_CTX: u64 = llmsize_core::limits::MAX_CONTEXT_SEARCH;
 
 /// Micro-units per unit in the memory form.
 const MICRO: i128 = 1_000_000;
@@ -492,8 +493,25 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
             format!("{}%: from 0% to 50%", req.tolerance * 100.0),
         ));
     }
-    if req.top == 0 || req.top > 1000 {
-        return Err(invalid("--top", "from 1 to 1000".into()));
+    if req.top == 0 || req.top > MAX_TOP {
+        return Err(invalid("--top", format!("from 1 to {MAX_TOP}")));
+    }
+    let c = &req.constraints;
+    let kv = match &c.kv {
+        Some(search::KvChoice::Heads(v)) => Some(("--kv-heads", v.len())),
+        Some(search::KvChoice::Group(v)) => Some(("--gqa-group", v.len())),
+        None => None,
+    };
+    for (flag, n) in [("--head-dim", c.head_dims.as_ref().map_or(0, Vec::len))]
+        .into_iter()
+        .chain(kv)
+    {
+        if n > MAX_CHOICES {
+            return Err(invalid(
+                flag,
+                format!("{n} values: at most {MAX_CHOICES} (each multiplies the space searched)"),
+            ));
+        }
     }
     // At most 16M tokens: the memory form's KV term stays far inside 128-bit integers.
     if req.ctx == 0 || req.ctx > MAX_CTX {

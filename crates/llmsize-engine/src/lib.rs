@@ -21,6 +21,7 @@
 
 #![deny(missing_docs)]
 
+mod bounds;
 mod design;
 mod error;
 mod hub;
@@ -84,11 +85,13 @@ impl Engine {
 
     /// `llmsize params`: exact parameter counts of every model of the request.
     pub fn params(&self, request: &ParamsRequest) -> Result<ParamsOutcome, Error> {
+        request.check_bounds()?;
         run::params(request, &self.hub)
     }
 
     /// `llmsize train`: one training step's memory per GPU, compute, time and cost.
     pub fn train(&self, request: &TrainRequest) -> Result<TrainOutcome, Error> {
+        request.check_bounds()?;
         train::run(request, &self.hub)
     }
 
@@ -99,11 +102,13 @@ impl Engine {
 
     /// `llmsize memory`: memory to serve a model; fits?
     pub fn memory(&self, request: &MemoryRequest) -> Result<MemoryOutcome, Error> {
+        request.check_bounds()?;
         run::memory(request, &self.hub)
     }
 
     /// `llmsize flops`: FLOPs by component, and speed on a GPU.
     pub fn flops(&self, request: &FlopsRequest) -> Result<FlopsOutcome, Error> {
+        request.check_bounds()?;
         run::flops(request, &self.hub)
     }
 

@@ -171,6 +171,11 @@ impl Sweep {
             )
         };
         let (axis, values) = s.split_once('=').ok_or_else(bad)?;
+        // Counted before anything is parsed or allocated: the text may be megabytes long.
+        let points = values.split(',').count();
+        if points > llmsize_core::limits::MAX_SWEEP_POINTS {
+            return Err(crate::bounds::too_many_points(points));
+        }
         let sizes = || {
             values
                 .split(',')
@@ -211,6 +216,15 @@ impl Sweep {
             Sweep::Batch(_) => SweepAxis::Batch,
             Sweep::Dtype(_) => SweepAxis::Dtype,
             Sweep::Gpu(_) => SweepAxis::Gpu,
+        }
+    }
+
+    /// How many values it holds.
+    #[must_use]
+    pub fn points_len(&self) -> usize {
+        match self {
+            Sweep::SeqLen(v) | Sweep::Batch(v) => v.len(),
+            Sweep::Dtype(v) | Sweep::Gpu(v) => v.len(),
         }
     }
 
