@@ -1,10 +1,5 @@
 //! Where text goes: data to stdout, warnings and errors to stderr.
 
-#![expect(
-    clippy::print_stderr,
-    reason = "this module is the one place that writes to the terminal"
-)]
-
 use std::io::{IsTerminal as _, Write as _};
 use std::sync::Mutex;
 
@@ -91,10 +86,42 @@ pub(crate) fn print(text: &str) -> std::io::Result<()> {
     out.flush()
 }
 
+/// Was stdout open when the process started? A shell's `>&-` closes it, and Rust's runtime
+/// then reopens the descriptor on `/dev/null` (read-write), so every write would succeed into
+/// nothing and the run exit 0 having printed nothing. That descriptor is told apart from a
+/// user's `>/dev/null` (write-only) by its access mode: read-write on the null device.
+pub(crate) fn stdout_open() -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use rustix::fs::{FileType, OFlags};
+        let out = std::io::stdout();
+        let null = rustix::fs::stat("/dev/null")?;
+        let fd = rustix::fs::fstat(&out)?;
+        let mode = rustix::fs::fcntl_getfl(&out)? & OFlags::RWMODE;
+        let on_null = FileType::from_raw_mode(fd.st_mode) == FileType::CharacterDevice
+            && fd.st_rdev == null.st_rdev;
+        if on_null && mode == OFlags::RDWR {
+            return Err(std::io::Error::other(
+                "stdout is closed (`>&-`): redirect it to a file or `/dev/null` instead",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Text on stderr. A failed write is ignored, as ripgrep does: stderr is where a failure
+/// would be reported, so there is nowhere left to say it (`2>/dev/full` must not turn a
+/// warning into a crash, nor an error into a panic).
+pub(crate) fn to_stderr(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes());
+    let _ = err.flush();
+}
+
 /// Warning lines on stderr.
 pub(crate) fn warn_all(warnings: &[String]) {
     for w in warnings {
-        eprintln!("warning: {w}");
+        to_stderr(&format!("warning: {w}\n"));
     }
 }
 
@@ -102,9 +129,9 @@ pub(crate) fn warn_all(warnings: &[String]) {
 pub(crate) fn print_error(failure: &Failure) {
     if std::io::stderr().is_terminal() {
         // Erase a progress line an error cut short.
-        eprint!("\r\x1b[2K");
+        to_stderr("\r\x1b[2K");
     }
-    eprint!("{}", error_text(failure));
+    to_stderr(&error_text(failure));
 }
 
 /// The text [`print_error`] writes, for `llmsize serve` to answer a bad request with the very
