@@ -60,14 +60,11 @@ fn main() -> ExitCode {
         Err(e) => return clap_exit(&e),
     };
     let env = commands::Env::process(output::text_options(cli.command.wide()));
-    let result = output::stdout_open()
-        .map_err(Failure::from)
-        .and_then(|()| commands::run(&cli.command, &env))
-        .and_then(|r| {
-            output::warn_all(&r.warnings);
-            output::print(&r.text)?;
-            Ok(r.outcome)
-        });
+    let result = commands::run(&cli.command, &env).and_then(|r| {
+        output::warn_all(&r.warnings);
+        output::print(&r.text)?;
+        Ok(r.outcome)
+    });
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::No) => ExitCode::from(1),

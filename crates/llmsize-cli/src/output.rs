@@ -86,29 +86,6 @@ pub(crate) fn print(text: &str) -> std::io::Result<()> {
     out.flush()
 }
 
-/// Was stdout open when the process started? A shell's `>&-` closes it, and Rust's runtime
-/// then reopens the descriptor on `/dev/null` (read-write), so every write would succeed into
-/// nothing and the run exit 0 having printed nothing. That descriptor is told apart from a
-/// user's `>/dev/null` (write-only) by its access mode: read-write on the null device.
-pub(crate) fn stdout_open() -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use rustix::fs::{FileType, OFlags};
-        let out = std::io::stdout();
-        let null = rustix::fs::stat("/dev/null")?;
-        let fd = rustix::fs::fstat(&out)?;
-        let mode = rustix::fs::fcntl_getfl(&out)? & OFlags::RWMODE;
-        let on_null = FileType::from_raw_mode(fd.st_mode) == FileType::CharacterDevice
-            && fd.st_rdev == null.st_rdev;
-        if on_null && mode == OFlags::RDWR {
-            return Err(std::io::Error::other(
-                "stdout is closed (`>&-`): redirect it to a file or `/dev/null` instead",
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// Text on stderr. A failed write is ignored, as ripgrep does: stderr is where a failure
 /// would be reported, so there is nowhere left to say it (`2>/dev/full` must not turn a
 /// warning into a crash, nor an error into a panic).
