@@ -42,7 +42,7 @@ fn check_lists(models: usize, sweep: Option<&Sweep>) -> Result<(), Error> {
             "compare fewer models at once",
         ));
     }
-    let points = sweep.map_or(0, |s| s.points_len());
+    let points = sweep.map_or(0, Sweep::points_len);
     if points > MAX_SWEEP_POINTS {
         return Err(too_many_points(points));
     }

@@ -5,6 +5,7 @@
 
 use llmsize_adapters::hf_config::parse_json;
 use llmsize_adapters::presets;
+use llmsize_core::checked::Checked;
 use llmsize_core::train::TrainOptions;
 use llmsize_core::train::parallel::Parallelism;
 use llmsize_design::{Base, Constraints, DesignError, DesignStyle, Goal, Quantity};
@@ -298,7 +299,9 @@ fn short_preset(name: &str) -> Option<&'static presets::Preset> {
 fn three_digits(n: u64) -> (u64, u64) {
     let digits = n.checked_ilog10().unwrap_or(0);
     let unit = 10u64.pow(digits.saturating_sub(2));
-    (n.saturating_add(unit / 2) / unit * unit, unit)
+    let rounded = (Checked::new(n) + Checked::new(unit) / 2u64) / unit * unit;
+    // Within a half unit of 2^64 the count is already its own three digits.
+    (rounded.ok().unwrap_or(n), unit)
 }
 
 pub(crate) fn run(req: &DesignRequest, env: &HubEnv) -> Result<DesignOutcome, Error> {

@@ -574,11 +574,12 @@ fn memory_options(
             // The widest tensor parallelism the heads allow over a divisor of the GPUs; the
             // rest of the GPUs become pipeline stages.
             let tp = widest_tp(spec, count);
+            let pp = count.checked_div(tp).unwrap_or(count);
             if tp < count {
                 notes.push(format!(
                     "{count} GPUs: tensor parallelism {count} does not split the attention heads (degrees that work: {}), so the layers are split into {} pipeline stages{}; choose with --tp/--pp",
                     degrees(count),
-                    count / tp,
+                    pp,
                     if tp > 1 {
                         format!(" of tensor parallelism {tp}")
                     } else {
@@ -586,7 +587,6 @@ fn memory_options(
                     }
                 ));
             }
-            let pp = count / tp;
             check_derived_split(spec, count, tp, pp)?;
             (tp, pp)
         }
@@ -850,7 +850,7 @@ fn context_length(
         p,
         Some(format!(
             "{flag} defaults to {default} tokens; capped at {} positions{images}, the most `{}` can take ({field})",
-            p - extra,
+            p.saturating_sub(extra), // saturates: `p > extra` was checked above
             spec.name
         )),
     ))

@@ -1,6 +1,7 @@
 //! `llmsize train`: one training step's memory, per GPU, and its compute, time and cost.
 
 use llmsize_adapters::ReadOptions;
+use llmsize_core::checked::Checked;
 use llmsize_core::flops::AttentionConvention;
 use llmsize_core::gpu::Gpu;
 use llmsize_core::train::fit::{Suggestion, TimeCost, largest_fitting, suggestions, time_cost};
@@ -245,7 +246,7 @@ pub struct TrainJson {
     /// Of which the checkpoint's recompute.
     pub recompute_flops: u128,
     /// The article's `6·P·tokens` for this step.
-    pub estimate_6pd_flops: u128,
+    pub estimate_6pd_flops: Option<u128>,
     /// LoRA: the modules reached.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lora_modules: Option<Vec<String>>,
@@ -312,7 +313,8 @@ impl TrainJson {
             train_step_flops: r.flops.train_step,
             forward_flops: r.flops.forward,
             recompute_flops: r.flops.recompute,
-            estimate_6pd_flops: 6 * u128::from(r.params) * tokens,
+            // `null` past 128 bits (never for the bounded batch and length of a request).
+            estimate_6pd_flops: (Checked::new(6u128) * u128::from(r.params) * tokens).ok(),
             lora_modules: r.lora.as_ref().map(|l| l.resolved.clone()),
             gpu_memory_bytes: o.gpu.map(|(g, _)| g.memory_bytes),
             fits: o.gpu.map(|_| o.fits()),
@@ -729,13 +731,13 @@ pub(crate) fn layout_of(req: &TrainRequest, gpus: Option<u64>) -> Result<Paralle
         }
         (Some(dp), _) => dp,
         (None, Some(n)) => {
-            if n % model_parallel != 0 {
+            if n.checked_rem(model_parallel) != Some(0) {
                 return Err(Error::bad_input(
                     format!("tp·pp·cp = {model_parallel} does not divide the {n} GPUs of `--gpu`"),
                     "choose degrees whose product divides the GPU count",
                 ));
             }
-            n / model_parallel
+            n.checked_div(model_parallel).unwrap_or(1)
         }
         (None, None) => 1,
     };
