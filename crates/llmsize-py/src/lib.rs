@@ -3,6 +3,10 @@
 //! text (the same serializer as the CLI, so the keys are the JSON contract's) and the warnings
 //! the CLI would print. The Python package `llmsize` turns these into dicts, warnings and
 //! typed exceptions; no formula is written here.
+//!
+//! Arguments arrive checked by the package (types, ranges of the native integers, finite
+//! floats), so a conversion here does not fail. Engine work runs through [`run`]: without
+//! the GIL, and with a panic caught.
 
 use llmsize_engine::{
     AttentionConvention, AuditRequest, CachePolicy, CustomGpuFlags, Engine, Error, ErrorKind,
@@ -42,6 +46,33 @@ fn bad_input(message: String, hint: &str) -> PyErr {
     EngineError::new_err(("bad_input", message, Some(hint.to_owned())))
 }
 
+/// Engine work, run without the GIL so that other Python threads run meanwhile (the
+/// closure owns its request, hence `Send`), and with a panic caught: a bug in the engine is
+/// `EngineError("internal", …)`, which `except Exception` catches, and not the
+/// `PanicException` that `PyO3` raises otherwise, a `BaseException`.
+fn run<T: Send>(py: Python<'_>, work: impl FnOnce() -> Result<T, Error> + Send) -> PyResult<T> {
+    match py.detach(|| caught(work)) {
+        Ok(done) => done.map_err(|e| to_py(&e)),
+        Err(message) => Err(EngineError::new_err((
+            "internal",
+            format!("internal error: the engine panicked: {message}"),
+            Some("a bug in llmsize: please report it with the call that caused it".to_owned()),
+        ))),
+    }
+}
+
+/// `work`'s value, or the message of its panic. Unwind safety is asserted: the work owns its
+/// request and its engine, and nothing it touched is looked at after a panic.
+fn caught<T>(work: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).map_err(|payload| {
+        payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_owned())
+    })
+}
+
 /// The Hub options every model-reading function takes, as Python passes them:
 /// `(online, revision, file, timeout seconds, jobs)`; `None` keeps the CLI's default.
 type Hub = (bool, String, Option<String>, Option<f64>, Option<u64>);
@@ -53,7 +84,7 @@ fn hub((online, revision, file, timeout, jobs): Hub) -> PyResult<HubOptions> {
         Some(secs) if secs > 0.0 && secs <= 86_400.0 => std::time::Duration::from_secs_f64(secs),
         Some(secs) => {
             return Err(bad_input(
-                format!("timeout {secs}: a timeout is more than 0 and at most 86400 seconds"),
+                format!("`timeout={secs}`: a timeout is more than 0 and at most 86400 seconds"),
                 "give seconds, e.g. `timeout=30`",
             ));
         }
@@ -63,7 +94,7 @@ fn hub((online, revision, file, timeout, jobs): Hub) -> PyResult<HubOptions> {
         Some(n @ 1..=64) => usize::try_from(n).unwrap_or(HubOptions::DEFAULT_JOBS),
         Some(n) => {
             return Err(bad_input(
-                format!("jobs {n}: requests in flight at once are 1 to 64"),
+                format!("`jobs={n}`: requests in flight at once are 1 to 64"),
                 "the default, 8, is what `huggingface_hub` uses",
             ));
         }
@@ -77,9 +108,9 @@ fn hub((online, revision, file, timeout, jobs): Hub) -> PyResult<HubOptions> {
     })
 }
 
-/// `sweep="gpu=rtx4090,h100"`, parsed as the CLI's `--sweep`.
-fn sweep(text: Option<&str>) -> PyResult<Option<Sweep>> {
-    text.map(Sweep::parse).transpose().map_err(|e| to_py(&e))
+/// `sweep="gpu=rtx4090,h100"`, parsed as the CLI's `--sweep` (engine work: inside [`run`]).
+fn sweep(text: Option<&str>) -> Result<Option<Sweep>, Error> {
+    text.map(Sweep::parse).transpose()
 }
 
 /// `runtime=`, the names (and aliases) the CLI's `--runtime` takes.
@@ -103,6 +134,7 @@ type Answer = (String, Vec<String>);
 #[pyfunction]
 #[pyo3(signature = (models, set, assume, text_only, head, hub_options))]
 fn params(
+    py: Python<'_>,
     models: Vec<String>,
     set: Vec<String>,
     assume: Option<String>,
@@ -130,14 +162,17 @@ fn params(
         hub: hub(hub_options)?,
         design: None,
     };
-    let outcome = engine().params(&request).map_err(|e| to_py(&e))?;
-    Ok((outcome.to_json().map_err(|e| to_py(&e))?, outcome.warnings))
+    run(py, move || {
+        let outcome = engine().params(&request)?;
+        Ok((outcome.to_json()?, outcome.warnings))
+    })
 }
 
 /// `llmsize memory`; `None` keeps the CLI's default.
 #[pyfunction]
 #[pyo3(signature = (models, set, assume, text_only, images, image_tokens, dtype, seq_len, batch, kv_dtype, gpu, gpu_mem, gpu_bw, gpu_tflops, tp, pp, runtime_name, ctx_size, n_gpu_layers, tensor_split, swa_full, gpu_memory_utilization, block_size, max_model_len, max_num_batched_tokens, mla_cache, cache, overhead_mib, max_context, sweep_text, hub_options))]
 fn memory(
+    py: Python<'_>,
     models: Vec<String>,
     set: Vec<String>,
     assume: Option<String>,
@@ -224,15 +259,18 @@ fn memory(
     };
     r.overhead_mib = overhead_mib.unwrap_or(r.overhead_mib);
     r.max_context = max_context;
-    r.sweep = sweep(sweep_text)?;
-    let outcome = engine().memory(&r).map_err(|e| to_py(&e))?;
-    Ok((outcome.to_json().map_err(|e| to_py(&e))?, outcome.warnings))
+    run(py, move || {
+        r.sweep = sweep(sweep_text)?;
+        let outcome = engine().memory(&r)?;
+        Ok((outcome.to_json()?, outcome.warnings))
+    })
 }
 
 /// `llmsize flops`; `None` keeps the CLI's default.
 #[pyfunction]
 #[pyo3(signature = (models, set, assume, text_only, images, image_tokens, seq_len, prompt, batch, attention, gpu, dtype, kv_dtype, mfu, bw_eff, price, sweep_text, hub_options))]
 fn flops(
+    py: Python<'_>,
     models: Vec<String>,
     set: Vec<String>,
     assume: Option<String>,
@@ -279,15 +317,18 @@ fn flops(
     r.mfu = mfu.unwrap_or(r.mfu);
     r.bw_eff = bw_eff.unwrap_or(r.bw_eff);
     r.price = price;
-    r.sweep = sweep(sweep_text)?;
-    let outcome = engine().flops(&r).map_err(|e| to_py(&e))?;
-    Ok((outcome.to_json().map_err(|e| to_py(&e))?, outcome.warnings))
+    run(py, move || {
+        r.sweep = sweep(sweep_text)?;
+        let outcome = engine().flops(&r)?;
+        Ok((outcome.to_json()?, outcome.warnings))
+    })
 }
 
 /// `llmsize train`; `None` keeps the CLI's default.
 #[pyfunction]
 #[pyo3(signature = (model, set, assume, text_only, seq_len, batch, dtype, precision, optimizer, attn_impl, checkpointing, device, attention, freeze, lora_rank, lora_targets, lora_dropout, dora, qlora, gpu, dp, tp, pp, cp, ep, zero, fsdp, shard_group, sp, offload_optimizer, offload_params, micro_batches, interleave, max_batch, max_seq, tokens, mfu, price, hub_options))]
 fn train(
+    py: Python<'_>,
     model: String,
     set: Vec<String>,
     assume: Option<String>,
@@ -381,45 +422,52 @@ fn train(
     r.tokens = tokens;
     r.mfu = mfu.unwrap_or(r.mfu);
     r.price = price;
-    let outcome = engine().train(&r).map_err(|e| to_py(&e))?;
-    Ok((outcome.to_json().map_err(|e| to_py(&e))?, outcome.warnings))
+    run(py, move || {
+        let outcome = engine().train(&r)?;
+        Ok((outcome.to_json()?, outcome.warnings))
+    })
 }
 
 /// `llmsize inspect`.
 #[pyfunction]
 #[pyo3(signature = (model, hub_options))]
-fn inspect(model: String, hub_options: Hub) -> PyResult<Answer> {
+fn inspect(py: Python<'_>, model: String, hub_options: Hub) -> PyResult<Answer> {
     let request = InspectRequest {
         model,
         hub: hub(hub_options)?,
     };
-    let outcome = engine().inspect(&request).map_err(|e| to_py(&e))?;
-    Ok((outcome.to_json().map_err(|e| to_py(&e))?, Vec::new()))
+    run(py, move || {
+        Ok((engine().inspect(&request)?.to_json()?, Vec::new()))
+    })
 }
 
 /// `llmsize audit`.
 #[pyfunction]
 #[pyo3(signature = (model, hub_options))]
-fn audit(model: String, hub_options: Hub) -> PyResult<Answer> {
+fn audit(py: Python<'_>, model: String, hub_options: Hub) -> PyResult<Answer> {
     let request = AuditRequest {
         model,
         hub: hub(hub_options)?,
     };
-    let outcome = engine().audit(&request).map_err(|e| to_py(&e))?;
-    Ok((outcome.to_json().map_err(|e| to_py(&e))?, Vec::new()))
+    run(py, move || {
+        Ok((engine().audit(&request)?.to_json()?, Vec::new()))
+    })
 }
 
 /// `llmsize presets --json`.
 #[pyfunction]
-fn presets() -> PyResult<String> {
-    let list = llmsize_engine::presets().map_err(|e| to_py(&e))?;
-    llmsize_engine::wire::to_pretty(&list).map_err(|e| to_py(&e))
+fn presets(py: Python<'_>) -> PyResult<String> {
+    run(py, || {
+        llmsize_engine::wire::to_pretty(&llmsize_engine::presets()?)
+    })
 }
 
 /// `llmsize gpus --json`.
 #[pyfunction]
-fn gpus() -> PyResult<String> {
-    llmsize_engine::wire::to_pretty(&llmsize_engine::gpus()).map_err(|e| to_py(&e))
+fn gpus(py: Python<'_>) -> PyResult<String> {
+    run(py, || {
+        llmsize_engine::wire::to_pretty(&llmsize_engine::gpus())
+    })
 }
 
 /// The module.
@@ -436,4 +484,28 @@ fn _llmsize(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(gpus, m)?)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::caught;
+
+    #[test]
+    fn a_panic_is_caught_with_its_message() {
+        assert_eq!(caught(|| 7), Ok(7));
+        assert_eq!(caught(|| -> u8 { panic!("boom") }), Err("boom".to_owned()));
+        let n = 3;
+        assert_eq!(
+            caught(|| -> u8 { panic!("{n} too many") }),
+            Err("3 too many".to_owned())
+        );
+        // What `(t0 - 1)` panics with under `overflow-checks`, the release profile's setting.
+        let zero = std::hint::black_box(0_u64);
+        #[allow(clippy::arithmetic_side_effects)]
+        let overflow = caught(|| zero - 1);
+        assert_eq!(
+            overflow,
+            Err("attempt to subtract with overflow".to_owned())
+        );
+    }
 }

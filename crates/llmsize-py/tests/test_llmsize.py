@@ -5,9 +5,15 @@ transformers 5.24 code builds from them). With ``LLMSIZE_BIN`` set to the CLI bi
 it), every preset's result is also compared with the CLI's ``--json`` output, key by key.
 """
 
+import http.server
+import inspect
 import json
+import math
 import os
 import subprocess
+import sys
+import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -94,8 +100,9 @@ def test_errors_are_typed_exceptions_with_the_cli_message():
         llmsize.params("gpt2", head="neck")
     with pytest.raises(llmsize.NotFound):
         llmsize.inspect("/nonexistent/model.safetensors")
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError) as e:
         llmsize.params(42)
+    assert isinstance(e.value, llmsize.InputError)
 
 
 def test_an_unknown_type_is_refused_unless_assumed_and_then_not_exact():
@@ -380,3 +387,265 @@ def test_new_options_return_the_cli_json(command, models, flags, kwargs):
         warnings.simplefilter("ignore")
         got = call(models if len(models) > 1 else models[0], **kwargs)
     assert got == cli_json(command, *models, *flags)
+
+
+# ---------------------------------------------------------------------------------------
+# Hostile arguments: every one is the package's own error, naming the argument as written.
+
+
+def test_out_of_range_integers_are_input_errors_naming_the_argument():
+    # PyO3 would raise OverflowError converting these to the native module's `u64`.
+    for value, shown in [(2**64, "18446744073709551616"), (-1, "-1"), (2**10000, "<a 10001-bit integer>")]:
+        with pytest.raises(llmsize.InputError, match=f"`batch={shown}` is out of range") as e:
+            llmsize.memory("llama-2-7b", batch=value)
+        assert not isinstance(e.value, OverflowError)
+        assert "from 0 to 18,446,744,073,709,551,615" in str(e.value)
+    with pytest.raises(llmsize.InputError, match="`seq_len=-5` is out of range"):
+        llmsize.flops("gpt2", seq_len=-5)
+    with pytest.raises(llmsize.InputError, match="`jobs=-1` is out of range"):
+        llmsize.params("gpt2", jobs=-1)
+    # `zero` is a Rust `u8`; within it, the engine names the ZeRO stages.
+    with pytest.raises(llmsize.InputError, match="`zero=256` is out of range: expected a whole number from 0 to 255"):
+        llmsize.train("llama-2-7b", zero=256)
+    with pytest.raises(llmsize.InputError, match="ZeRO stage"):
+        llmsize.train("llama-2-7b", zero=4)
+    # 2^64 − 1 converts; the engine then refuses the figure it overflows, never a panic.
+    with pytest.raises(llmsize.InputError, match="overflows 64 bits"):
+        llmsize.memory("llama-2-7b", seq_len=2**64 - 1)
+
+
+def test_wrong_types_are_input_errors_and_type_errors():
+    cases = [
+        (lambda: llmsize.memory("gpt2", batch="8"), "`batch='8'`: expected a whole number, not str"),
+        (lambda: llmsize.memory("gpt2", batch=8.0), "`batch=8.0`: expected a whole number, not float"),
+        (lambda: llmsize.memory("gpt2", batch=True), "`batch=True`: expected a whole number, not bool"),
+        (lambda: llmsize.params("gpt2", text_only=1), "`text_only=1`: expected True or False, not int"),
+        (lambda: llmsize.memory("gpt2", dtype=4), "`dtype=4`: expected text \\(a str\\), not int"),
+        (lambda: llmsize.flops("gpt2", mfu="0.5"), "`mfu='0.5'`: expected a number, not str"),
+        (lambda: llmsize.train("gpt2", freeze=["embed", 3]), "`freeze\\[1\\]=3`: expected text"),
+        (lambda: llmsize.memory("gpt2", sweep=5), "`sweep=5`: expected a string such as"),
+        (lambda: llmsize.params(["gpt2", None]), "`model\\[1\\]=None`: expected a preset name"),
+    ]
+    for call, message in cases:
+        with pytest.raises(llmsize.InputTypeError, match=message) as e:
+            call()
+        assert isinstance(e.value, llmsize.InputError) and isinstance(e.value, TypeError)
+
+
+def test_nan_and_infinity_are_input_errors_naming_the_argument():
+    with pytest.raises(llmsize.InputError, match="`mfu=nan`: expected a finite number"):
+        llmsize.flops("gpt2", gpu="h100", mfu=math.nan)
+    with pytest.raises(llmsize.InputError, match="`price=inf`: expected a finite number"):
+        llmsize.train("gpt2", gpu="h100", tokens=10**9, price=math.inf)
+    with pytest.raises(llmsize.InputError, match="`timeout=nan`"):
+        llmsize.params("gpt2", timeout=math.nan)
+    with pytest.raises(llmsize.InputError, match="`gpu_tflops=-inf`"):
+        llmsize.memory("gpt2", gpu_mem="24GiB", gpu_tflops=-math.inf)
+    with pytest.raises(llmsize.InputError, match="`gpu_memory_utilization=nan`"):
+        llmsize.memory("gpt2", runtime="vllm", gpu="h100", gpu_memory_utilization=math.nan)
+    with pytest.raises(llmsize.InputError, match="tensor_split=\\[3, inf\\]"):
+        llmsize.memory("gpt2", runtime="llama.cpp", gpu="h100x2", tensor_split=[3, math.inf])
+    with pytest.raises(llmsize.InputError, match="sweep\\['batch'\\]=nan"):
+        llmsize.memory("gpt2", sweep={"batch": [1, math.nan]})
+    # Text the engine cannot read: a lone surrogate has no UTF-8 form.
+    with pytest.raises(llmsize.InputError, match="`model='\\\\udc80'` is not UTF-8 text"):
+        llmsize.params("\udc80")
+
+
+LLAMA = {
+    "model_type": "llama",
+    "vocab_size": 32000,
+    "hidden_size": 4096,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "intermediate_size": 11008,
+}
+
+
+def test_a_config_dict_that_json_cannot_hold_names_the_key():
+    # json.dumps writes NaN as `NaN`, which is not JSON; it was read as if the key were absent.
+    for bad in (math.nan, math.inf, -math.inf):
+        with pytest.raises(llmsize.InputError, match=f"`model`: key `hidden_size` is {bad}: expected a finite number"):
+            llmsize.params({**LLAMA, "hidden_size": bad})
+    with pytest.raises(llmsize.InputError, match="key `vision_config.hidden_size` is nan"):
+        llmsize.memory({**LLAMA, "vision_config": {"hidden_size": math.nan}})
+    with pytest.raises(llmsize.InputError, match="`model\\[1\\]`: key `layer_types\\[2\\]` is inf"):
+        llmsize.params(["gpt2", {**LLAMA, "layer_types": ["full_attention", "full_attention", math.inf]}])
+    with pytest.raises(llmsize.InputError, match="key `torch_dtype` is of type `object`"):
+        llmsize.params({**LLAMA, "torch_dtype": object()})
+    looped = dict(LLAMA)
+    looped["text_config"] = looped
+    with pytest.raises(llmsize.InputError, match="key `text_config` is the dict or list that holds it"):
+        llmsize.params(looped)
+    # Overrides the same way; a finite float reaches the engine (which says that Llama's
+    # count does not read it: 6,738,415,616 as ever).
+    with pytest.raises(llmsize.InputError, match="`set`: key `rope_theta` is nan"):
+        llmsize.params("llama-2-7b", set={"rope_theta": math.nan})
+    with pytest.warns(llmsize.LlmsizeWarning, match="rope_theta=10000.0"):
+        assert llmsize.params("llama-2-7b", set={"rope_theta": 10000.0})["total"] == 6738415616
+
+
+CONFIGS_COVERAGE = ROOT / "tests/fixtures/coverage/configs"
+
+
+def test_an_engine_panic_is_the_packages_error_not_a_panic_exception():
+    # `longcat_flash` with `qk_rope_head_dim` = 2^64 − 1 overflowed in the adapters (a panic
+    # under the release profile's overflow checks, PyO3's PanicException: a BaseException
+    # that `except Exception` misses). Caught, it is an InternalError with the panic's
+    # message until the adapter refuses it as an InputError.
+    config = json.loads((CONFIGS_COVERAGE / "longcat_flash.default.json").read_text())
+    config["qk_rope_head_dim"] = 2**64 - 1
+    for call in (llmsize.params, llmsize.memory, llmsize.flops, llmsize.train):
+        with pytest.raises(llmsize.LlmsizeError) as e:
+            call(config)
+        if isinstance(e.value, llmsize.InternalError):
+            assert "the engine panicked: attempt to" in str(e.value)
+            assert isinstance(e.value, RuntimeError)
+
+
+HOSTILE = [object(), "\udc80", -1, 0, 2**32 - 1, 2**63 - 1, 2**64 - 1, 2**64, 2**10000, math.nan, math.inf, -math.inf, 1e308]
+FUNCTIONS = [
+    (llmsize.params, "gpt2"),
+    (llmsize.memory, "llama-2-7b"),
+    (llmsize.flops, "llama-2-7b"),
+    (llmsize.train, "llama-2-7b"),
+    (llmsize.inspect, "gpt2"),
+    (llmsize.audit, "gpt2"),
+]
+
+
+@pytest.mark.parametrize("call, model", FUNCTIONS, ids=[f.__name__ for f, _ in FUNCTIONS])
+def test_no_argument_raises_anything_but_the_packages_errors(call, model):
+    # Every keyword of every function, alone and with a GPU (which turns on the searches),
+    # set to each hostile value: an answer or an LlmsizeError, each within a second.
+    keywords = [n for n, p in inspect.signature(call).parameters.items() if p.kind is p.KEYWORD_ONLY]
+    with_gpu = [{}, {"gpu": "h100x8"}] if "gpu" in keywords else [{}]
+    outcomes = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in keywords:
+            for extra in with_gpu:
+                for value in HOSTILE:
+                    start = time.perf_counter()
+                    try:
+                        call(model, **{**extra, name: value})
+                        outcomes.add("answer")
+                    except llmsize.LlmsizeError as e:
+                        outcomes.add(type(e).__name__)
+                    assert time.perf_counter() - start < 1, (name, value, extra)
+        for value in HOSTILE + [[], b"gpt2", {"model_type": math.nan}]:
+            with pytest.raises(llmsize.LlmsizeError):
+                call(value)
+    assert {"InputError", "InputTypeError"} <= outcomes
+
+
+def hostile_in_a_subprocess(code):
+    """Run ``code`` (which sets ``call``) in a fresh interpreter under 256 MiB of address
+    space, as the issue's bound: what it raises, and the call's seconds."""
+    script = f"""
+import json, math, resource, time, llmsize
+resource.setrlimit(resource.RLIMIT_AS, (256 << 20, 256 << 20))
+{code}
+start = time.perf_counter()
+try:
+    call()
+    kind = "answer"
+except BaseException as e:
+    kind = [c.__name__ for c in type(e).__mro__]
+print(json.dumps([kind, time.perf_counter() - start]))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=20, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def hostile_config(name, change):
+    """Code that loads coverage config ``name`` and applies ``change`` to ``config``."""
+    return f"config = json.load(open({str(CONFIGS_COVERAGE / name)!r}))\n{change}\n"
+
+
+ENGINE_BOUND = "needs the engine's bound on {}: until then it {}"
+
+
+@pytest.mark.parametrize(
+    "code, expected",
+    [
+        pytest.param(
+            'call = lambda: llmsize.memory("llama-2-7b", gpu="h100x18446744073709551615")',
+            "InputError",
+            marks=pytest.mark.skip(reason=ENGINE_BOUND.format("GPU counts (limits::MAX_GPUS)", "never ends")),
+            id="memory-gpu-count",
+        ),
+        pytest.param(
+            'call = lambda: llmsize.flops("llama-2-7b", gpu="h100x18446744073709551615")',
+            "InputError",
+            marks=pytest.mark.skip(reason=ENGINE_BOUND.format("GPU counts (limits::MAX_GPUS)", "never ends")),
+            id="flops-gpu-count",
+        ),
+        pytest.param(
+            hostile_config("inkling_mm_model.default.json", 'config["vision_config"]["n_layers"] = 2**32 - 1')
+            + "call = lambda: llmsize.params(config)",
+            "InputError",
+            marks=pytest.mark.skip(reason=ENGINE_BOUND.format("tower layer counts", "allocates 16 GiB")),
+            id="vision-tower-layers",
+        ),
+        pytest.param(
+            hostile_config("longcat_flash.default.json", 'config["qk_rope_head_dim"] = 2**64 - 1')
+            + "call = lambda: llmsize.params(config)",
+            "LlmsizeError",
+            id="longcat-panic",
+        ),
+        pytest.param(
+            hostile_config("zaya.default.json", 'config["cca_time0"] = 2**64 - 1') + "call = lambda: llmsize.memory(config)",
+            "LlmsizeError",
+            id="zaya-overflow",
+        ),
+        pytest.param("call = lambda: llmsize.memory('llama-2-7b', batch=2**64)", "InputError", id="batch-2^64"),
+    ],
+)
+def test_hostile_inputs_answer_within_a_second_and_256_mib(code, expected):
+    kind, seconds = hostile_in_a_subprocess(code)
+    assert expected in kind, kind
+    assert seconds < 1
+
+
+# ---------------------------------------------------------------------------------------
+# The GIL is released during engine work.
+
+
+def test_other_threads_run_during_an_engine_call(tmp_path, monkeypatch):
+    # The engine fetches `org/tiny` from a Hub served by a Python thread of this process:
+    # it can only answer while the engine's call has released the GIL. Held, the request
+    # would wait out its 2 s timeout and raise NetworkError.
+    config = (CONFIGS / "gpt2.json").read_bytes()
+    files = {
+        "/api/models/org/tiny/revision/main": json.dumps({"siblings": [{"rfilename": "config.json"}]}).encode(),
+        "/org/tiny/resolve/main/config.json": config,
+    }
+    seen = []
+
+    class Hub(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append(self.path)
+            body = files.get(self.path)
+            if body is None:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+        monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+        assert llmsize.params("org/tiny", online=True, timeout=2)["total"] == 124439808
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == list(files)

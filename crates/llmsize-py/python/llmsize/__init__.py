@@ -6,7 +6,9 @@ Every function takes a *model* as the CLI does — a preset name (``"gpt2"``), a
 cache — or a ``dict`` config, e.g. ``AutoConfig.from_pretrained(x).to_dict()`` (llmsize never
 imports transformers or torch). Results are plain dicts with the keys of the CLI's ``--json``
 output; warnings the CLI would print are issued as :class:`LlmsizeWarning`; errors raise the
-exception classes below, with the CLI's message.
+exception classes below, with the CLI's message. Every bad argument (a wrong type, a negative or
+too large integer, NaN or infinity, a config dict JSON cannot hold) raises :class:`InputError`
+naming it; the engine's work runs without the GIL, so other threads run meanwhile.
 
 >>> import llmsize
 >>> llmsize.params("gpt2")["total"]
@@ -16,9 +18,13 @@ exception classes below, with the CLI's message.
 from __future__ import annotations
 
 import json
+import math
+import numbers
+import operator
 import os
+import reprlib
 import warnings
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _llmsize
 
@@ -48,10 +54,12 @@ __all__ = [
     "gpus",
     "LlmsizeError",
     "InputError",
+    "InputTypeError",
     "UnsupportedModel",
     "NotFound",
     "NetworkError",
     "FileError",
+    "InternalError",
     "LlmsizeWarning",
 ]
 
@@ -73,6 +81,11 @@ class InputError(LlmsizeError, ValueError):
     out of range."""
 
 
+class InputTypeError(InputError, TypeError):
+    """An argument of the wrong type (``batch="8"``): an :class:`InputError`, and a
+    ``TypeError`` as Python's own are."""
+
+
 class UnsupportedModel(InputError):
     """A ``model_type`` (or GGUF architecture) llmsize does not count exactly."""
 
@@ -89,6 +102,10 @@ class FileError(LlmsizeError, OSError):
     """A file could not be read."""
 
 
+class InternalError(LlmsizeError, RuntimeError):
+    """A bug in llmsize (a panic of the engine, caught): please report it with the call."""
+
+
 class LlmsizeWarning(UserWarning):
     """Something the result depends on that the caller should know (the CLI prints these)."""
 
@@ -99,59 +116,203 @@ _ERRORS = {
     "not_found": NotFound,
     "network": NetworkError,
     "io": FileError,
-    "internal": LlmsizeError,
+    "internal": InternalError,
 }
 
+# ---------------------------------------------------------------------------------------
+# Arguments, checked here so that the native module's conversions (Rust `u64`, `f64`, UTF-8
+# `String`) cannot fail: each failure is an InputError naming the argument as the caller
+# wrote it, never PyO3's OverflowError, TypeError or UnicodeEncodeError.
 
-def _model(model: Model) -> str:
+_U64 = 2**64 - 1
+"""The largest integer the native module takes (a Rust `u64`)."""
+
+
+def _shown(value: Any) -> str:
+    """``value`` as a message shows it: short, whatever its size (a huge int has no repr
+    within Python's digit limit) or its ``__repr__``."""
+    if isinstance(value, int) and value.bit_length() > 128:
+        return f"<a {value.bit_length()}-bit integer>"
+    try:
+        return reprlib.repr(value)
+    except Exception:
+        return f"<a {type(value).__name__}>"
+
+
+def _wrong(name: str, value: Any, expected: str) -> InputTypeError:
+    return InputTypeError(f"`{name}={_shown(value)}`: expected {expected}, not {type(value).__name__}")
+
+
+def _count(name: str, value: Any, most: int = _U64) -> Optional[int]:
+    """A whole number from 0 to ``most`` (``None`` keeps the default); the engine checks
+    its own bounds on what passes."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise _wrong(name, value, "a whole number")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise _wrong(name, value, "a whole number") from None
+    if not 0 <= n <= most:
+        raise InputError(f"`{name}={_shown(n)}` is out of range: expected a whole number from 0 to {most:,}")
+    return n
+
+
+def _real(name: str, value: Any) -> Optional[float]:
+    """A finite number (``None`` keeps the default)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise _wrong(name, value, "a number")
+    try:
+        x = float(value)
+    except OverflowError:
+        x = math.inf
+    if not math.isfinite(x):
+        raise InputError(f"`{name}={_shown(value)}`: expected a finite number")
+    return x
+
+
+def _text(name: str, value: Any) -> Optional[str]:
+    """Text the engine can read: a ``str`` that encodes to UTF-8 (``None`` keeps the
+    default)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _wrong(name, value, "text (a str)")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InputError(f"`{name}={_shown(value)}` is not UTF-8 text: {e.reason} at position {e.start}") from None
+    return value
+
+
+def _figure(name: str, value: Any) -> Optional[str]:
+    """A figure the engine parses from text, such as ``"24GiB"``, or a finite number."""
+    if value is None or isinstance(value, str):
+        return _text(name, value)
+    _real(name, value)
+    return str(value)
+
+
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _wrong(name, value, "True or False")
+    return value
+
+
+def _names(name: str, value: Any) -> List[str]:
+    """A list of names (one ``str`` is one name); ``None`` is none."""
+    if value is None:
+        return []
+    return [_text(f"{name}[{i}]", v) or "" for i, v in enumerate(_list(name, value, "a list of names"))]
+
+
+def _list(name: str, value: Any, expected: str) -> List[Any]:
+    """``value``'s items: one ``str`` or number is one item."""
+    if isinstance(value, (str, int, float)):
+        return [value]
+    try:
+        return list(value)
+    except TypeError:
+        raise _wrong(name, value, expected) from None
+
+
+def _unwritable(value: Any, path: str, open_: frozenset = frozenset()) -> Optional[Tuple[str, str]]:
+    """The first place in ``value`` that JSON cannot hold, as (path, why), or ``None``: NaN
+    and infinity (``json.dumps`` would write them as non-JSON words the engine cannot read),
+    a type ``json`` does not write, a dict that holds itself."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (path, f"{value}: expected a finite number")
+    if value is None or isinstance(value, (str, int)):
+        return None
+    if id(value) in open_:
+        return (path, "the dict or list that holds it: a cycle")
+    inner = open_ | {id(value)}
+    if isinstance(value, dict):
+        items: Any = ((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return (path, f"of type `{type(value).__name__}`: expected a number, text, a bool, None, a list or a dict")
+    return next((bad for p, v in items if (bad := _unwritable(v, p, inner))), None)
+
+
+def _json(name: str, value: Any, path: str = "") -> str:
+    """``value`` as JSON, or an InputError naming the key JSON cannot hold."""
+    try:
+        return json.dumps(value, allow_nan=False)
+    except (ValueError, TypeError, RecursionError) as e:
+        try:
+            where = _unwritable(value, path)
+        except RecursionError:
+            where = None
+        if where is None:
+            raise InputError(f"`{name}`: not writable as JSON: {e}") from None
+        key, why = where
+        raise InputError(f"`{name}`: key `{key}` is {why}") from None
+
+
+def _model(model: Model, name: str = "model") -> str:
     if isinstance(model, Mapping):
-        return json.dumps(dict(model))
-    if isinstance(model, (str, os.PathLike)):
-        return os.fspath(model)
-    raise TypeError(
-        f"model must be a preset name, a path, a Hub repo id or a config dict, not {type(model).__name__}"
-    )
+        return _json(name, model if isinstance(model, dict) else dict(model))
+    if isinstance(model, os.PathLike):
+        model = os.fsdecode(model)
+    if isinstance(model, str):
+        return _text(name, model) or ""
+    raise _wrong(name, model, "a preset name, a path, a Hub repo id or a config dict")
 
 
 def _models(model: Models) -> List[str]:
     """One model or several: a list or tuple names several, anything else is one."""
     if isinstance(model, (list, tuple)):
         if not model:
-            raise ValueError("no model given")
-        return [_model(m) for m in model]
+            raise InputError("`model=[]`: no model given")
+        return [_model(m, f"model[{i}]") for i, m in enumerate(model)]
     return [_model(model)]
 
 
-def _hub(
-    online: bool, revision: str, file: Optional[str], timeout: Optional[float], jobs: Optional[int]
-) -> Any:
+def _hub(online: Any, revision: Any, file: Any, timeout: Any, jobs: Any) -> Any:
     """The Hub options as the native module takes them; ``None`` keeps the CLI's default."""
-    return (online, revision, file, None if timeout is None else float(timeout), jobs)
+    revision = "main" if revision is None else _text("revision", revision)
+    return (_flag("online", online), revision, _text("file", file), _real("timeout", timeout), _count("jobs", jobs))
 
 
 def _sweep(sweep: SweepSpec) -> Optional[str]:
     if sweep is None or isinstance(sweep, str):
-        return sweep
+        return _text("sweep", sweep)
     if isinstance(sweep, Mapping) and len(sweep) == 1:
         ((axis, values),) = sweep.items()
-        if isinstance(values, (str, int, float)):
-            values = [values]
-        return f"{axis}=" + ",".join(str(v) for v in values)
-    raise TypeError('sweep is a string such as "gpu=rtx4090,h100" or a one-key dict such as {"gpu": ["rtx4090", "h100"]}')
-
-
-def _str(value: Any) -> Optional[str]:
-    return None if value is None else str(value)
+        where = f"sweep[{_shown(axis)}]"
+        points = [_figure(where, v) or "" for v in _list(where, values, "a list of values")]
+        return _text("sweep", f"{axis}=" + ",".join(points))
+    raise _wrong(
+        "sweep", sweep, 'a string such as "gpu=rtx4090,h100" or a one-key dict such as {"gpu": ["rtx4090", "h100"]}'
+    )
 
 
 def _overrides(set: Overrides) -> List[str]:
     if set is None:
         return []
     if isinstance(set, Mapping):
-        return [f"{k}={json.dumps(v)}" for k, v in set.items()]
-    if isinstance(set, str):
-        return [set]
-    return [str(s) for s in set]
+        return [_text("set", f"{k}={_json('set', v, str(k))}") or "" for k, v in set.items()]
+    return _names("set", set)
+
+
+def _proportions(name: str, value: Any) -> List[float]:
+    """llama.cpp's proportions per GPU: ``[3, 1]`` or ``"3,1"``."""
+    try:
+        parts = value.split(",") if isinstance(value, str) else value
+        split = [float(x) for x in parts or []]
+    except (TypeError, ValueError, OverflowError):
+        split = [math.nan]
+    if not all(map(math.isfinite, split)):
+        raise InputError(
+            f"`{name}={_shown(value)}`: expected proportions per GPU",
+            'e.g. tensor_split=[3, 1] or "3,1", as llama.cpp\'s --tensor-split',
+        )
+    return split
 
 
 def _call(call: Any, *args: Any) -> Any:
@@ -207,9 +368,9 @@ def params(
         _llmsize.params,
         _models(model),
         _overrides(set),
-        assume,
-        text_only,
-        head or "config",
+        _text("assume", assume),
+        _flag("text_only", text_only),
+        _text("head", head) or "config",
         _hub(online, revision, file, timeout, jobs),
     )
 
@@ -280,45 +441,37 @@ def memory(
     >>> llmsize.memory("Meta-Llama-3-8B", runtime="vllm", gpu="a100", seq_len=8192)["serving"]["vllm"]["max_sequences"]
     56
     """
-    try:
-        parts = tensor_split.split(",") if isinstance(tensor_split, str) else tensor_split
-        split = [float(x) for x in parts or []]
-    except (TypeError, ValueError):
-        raise InputError(
-            f"tensor_split {tensor_split!r}: expected proportions per GPU",
-            'e.g. tensor_split=[3, 1] or "3,1", as llama.cpp\'s --tensor-split',
-        ) from None
     return _answer(
         _llmsize.memory,
         _models(model),
         _overrides(set),
-        assume,
-        text_only,
-        images,
-        image_tokens,
-        dtype,
-        seq_len,
-        batch,
-        kv_dtype,
-        gpu,
-        _str(gpu_mem),
-        _str(gpu_bw),
-        _str(gpu_tflops),
-        tp,
-        pp,
-        runtime,
-        ctx_size,
-        n_gpu_layers,
-        split,
-        swa_full,
-        gpu_memory_utilization,
-        block_size,
-        max_model_len,
-        max_num_batched_tokens,
-        mla_cache,
-        cache,
-        overhead_mib,
-        max_context,
+        _text("assume", assume),
+        _flag("text_only", text_only),
+        _count("images", images),
+        _count("image_tokens", image_tokens),
+        _text("dtype", dtype),
+        _count("seq_len", seq_len),
+        _count("batch", batch),
+        _text("kv_dtype", kv_dtype),
+        _text("gpu", gpu),
+        _figure("gpu_mem", gpu_mem),
+        _figure("gpu_bw", gpu_bw),
+        _figure("gpu_tflops", gpu_tflops),
+        _count("tp", tp),
+        _count("pp", pp),
+        _text("runtime", runtime),
+        _count("ctx_size", ctx_size),
+        _count("n_gpu_layers", n_gpu_layers),
+        _proportions("tensor_split", tensor_split),
+        _flag("swa_full", swa_full),
+        _real("gpu_memory_utilization", gpu_memory_utilization),
+        _count("block_size", block_size),
+        _count("max_model_len", max_model_len),
+        _count("max_num_batched_tokens", max_num_batched_tokens),
+        _text("mla_cache", mla_cache),
+        _text("cache", cache),
+        _count("overhead_mib", overhead_mib),
+        _flag("max_context", max_context),
         _sweep(sweep),
         _hub(online, revision, file, timeout, jobs),
     )
@@ -369,20 +522,20 @@ def flops(
         _llmsize.flops,
         _models(model),
         _overrides(set),
-        assume,
-        text_only,
-        images,
-        image_tokens,
-        seq_len,
-        prompt,
-        batch,
-        attention,
-        gpu,
-        dtype,
-        kv_dtype,
-        mfu,
-        bw_eff,
-        price,
+        _text("assume", assume),
+        _flag("text_only", text_only),
+        _count("images", images),
+        _count("image_tokens", image_tokens),
+        _count("seq_len", seq_len),
+        _count("prompt", prompt),
+        _count("batch", batch),
+        _text("attention", attention),
+        _text("gpu", gpu),
+        _text("dtype", dtype),
+        _text("kv_dtype", kv_dtype),
+        _real("mfu", mfu),
+        _real("bw_eff", bw_eff),
+        _real("price", price),
         _sweep(sweep),
         _hub(online, revision, file, timeout, jobs),
     )
@@ -445,48 +598,48 @@ def train(
     >>> llmsize.train("llama-2-7b", seq_len=512)["trainable_params"]
     6738415616
     """
-    if isinstance(lora_targets, (list, tuple)):
-        lora_targets = ",".join(lora_targets)
+    if lora_targets is not None and not isinstance(lora_targets, str):
+        lora_targets = ",".join(_names("lora_targets", lora_targets))
     return _answer(
         _llmsize.train,
         _model(model),
         _overrides(set),
-        assume,
-        text_only,
-        seq_len,
-        batch,
-        dtype,
-        precision,
-        optimizer,
-        attn_impl,
-        checkpointing,
-        device,
-        attention,
-        list(freeze or []),
-        lora_rank,
-        lora_targets,
-        lora_dropout,
-        dora,
-        qlora,
-        gpu,
-        dp,
-        tp,
-        pp,
-        cp,
-        ep,
-        zero,
-        fsdp,
-        shard_group,
-        sp,
-        offload_optimizer,
-        offload_params,
-        micro_batches,
-        interleave,
-        max_batch,
-        max_seq,
-        tokens,
-        mfu,
-        price,
+        _text("assume", assume),
+        _flag("text_only", text_only),
+        _count("seq_len", seq_len),
+        _count("batch", batch),
+        _text("dtype", dtype),
+        _text("precision", precision),
+        _text("optimizer", optimizer),
+        _text("attn_impl", attn_impl),
+        _flag("checkpointing", checkpointing),
+        _text("device", device),
+        _text("attention", attention),
+        _names("freeze", freeze),
+        _count("lora_rank", lora_rank),
+        _text("lora_targets", lora_targets),
+        _real("lora_dropout", lora_dropout),
+        _flag("dora", dora),
+        _flag("qlora", qlora),
+        _text("gpu", gpu),
+        _count("dp", dp),
+        _count("tp", tp),
+        _count("pp", pp),
+        _count("cp", cp),
+        _count("ep", ep),
+        _count("zero", zero, most=255),
+        _text("fsdp", fsdp),
+        _count("shard_group", shard_group),
+        _flag("sp", sp),
+        _flag("offload_optimizer", offload_optimizer),
+        _flag("offload_params", offload_params),
+        _count("micro_batches", micro_batches),
+        _count("interleave", interleave),
+        _flag("max_batch", max_batch),
+        _flag("max_seq", max_seq),
+        _count("tokens", tokens),
+        _real("mfu", mfu),
+        _real("price", price),
         _hub(online, revision, file, timeout, jobs),
     )
 
@@ -505,7 +658,7 @@ def inspect(
 
     >>> llmsize.inspect("model.safetensors")["total"]  # doctest: +SKIP
     """
-    return _answer(_llmsize.inspect, _model(path), _hub(online, revision, file, timeout, jobs))
+    return _answer(_llmsize.inspect, _model(path, "path"), _hub(online, revision, file, timeout, jobs))
 
 
 def audit(
@@ -522,7 +675,7 @@ def audit(
 
     >>> llmsize.audit("path/to/model-dir")["agrees"]  # doctest: +SKIP
     """
-    return _answer(_llmsize.audit, _model(path), _hub(online, revision, file, timeout, jobs))
+    return _answer(_llmsize.audit, _model(path, "path"), _hub(online, revision, file, timeout, jobs))
 
 
 def presets() -> List[Dict[str, Any]]:

@@ -8,7 +8,10 @@ __version__: str
 Hub = Tuple[bool, str, Optional[str], Optional[float], Optional[int]]
 
 class EngineError(Exception):
-    """args: (kind, message, hint)."""
+    """args: (kind, message, hint); kind ``"internal"`` is also a panic of the engine, caught.
+
+    Every function runs its engine work without the GIL. Arguments are taken as checked by
+    the ``llmsize`` package (in range for their Rust types, finite, UTF-8)."""
 
 def params(
     models: List[str],
