@@ -3,8 +3,9 @@
 //! whole (within [`BODY_LIMIT`], [`BODY_TIMEOUT`] and [`BODY_BUDGET`]) before the router sees
 //! the request.
 //!
-//! At the limit, a new connection closes the one that has waited longest for its client (idle
-//! between requests, or still sending a request's headers or body), not itself: every client
+//! At the limit, a new connection closes the one that has waited longest for its client (the
+//! least recently heard from, among those not being answered: idle between requests, or
+//! sending a request's headers or body slowly), not itself: every client
 //! of this server is 127.0.0.1, so one that opens connections by the hundred cannot be told
 //! from the page, and refusing newcomers would let it lock everyone out for as long as it
 //! keeps them open. Only when every connection is being answered is a newcomer closed at once.
@@ -60,6 +61,10 @@ pub(crate) async fn serve(listener: TcpListener, router: Router) {
             router.clone(),
             Arc::clone(&budget),
         ));
+        // Let the new connection read what its client has sent before the next accept: a
+        // burst of connections must not evict each other before any is heard from (tokio
+        // would otherwise accept up to its budget of 128 at once).
+        tokio::task::yield_now().await;
     }
 }
 
@@ -83,7 +88,10 @@ async fn connection(
     // again once an answer is written, so it is the idle keep-alive timeout too.
     http.timer(TokioTimer::new())
         .header_read_timeout(HEADER_TIMEOUT);
-    let served = http.serve_connection(TokioIo::new(Stalls::new(stream)), service);
+    let served = http.serve_connection(
+        TokioIo::new(Stalls::new(stream, Arc::clone(&slot))),
+        service,
+    );
     tokio::select! {
         // A timeout, a reset or a malformed request ends the connection: nothing to report.
         _ = served => {}
@@ -258,8 +266,9 @@ struct Registry {
 #[derive(Debug)]
 struct Slot {
     id: u64,
-    /// Since when it has waited for its client; `None` while a request is being answered.
-    waiting_since: Mutex<Option<Instant>>,
+    /// When its client was last heard from (the connection opened, bytes arrived, an answer
+    /// was made); `None` while a request is being answered.
+    heard: Mutex<Option<Instant>>,
     /// Notified when a newcomer takes its place.
     evicted: Notify,
 }
@@ -278,7 +287,7 @@ impl Connections {
             let (_, oldest) = registry
                 .open
                 .values()
-                .filter_map(|slot| slot.waiting_since().map(|since| (since, slot.id)))
+                .filter_map(|slot| slot.heard().map(|since| (since, slot.id)))
                 .min()?;
             if let Some(slot) = registry.open.remove(&oldest) {
                 slot.evicted.notify_one();
@@ -287,7 +296,7 @@ impl Connections {
         registry.next = registry.next.wrapping_add(1);
         let slot = Arc::new(Slot {
             id: registry.next,
-            waiting_since: Mutex::new(Some(Instant::now())),
+            heard: Mutex::new(Some(Instant::now())),
             evicted: Notify::new(),
         });
         registry.open.insert(slot.id, Arc::clone(&slot));
@@ -300,13 +309,21 @@ impl Connections {
 }
 
 impl Slot {
-    fn waiting_since(&self) -> Option<Instant> {
-        *lock(&self.waiting_since)
+    fn heard(&self) -> Option<Instant> {
+        *lock(&self.heard)
+    }
+
+    /// Bytes arrived: a client sending its request is not the one to close for a newcomer.
+    fn hear(&self) {
+        let mut heard = lock(&self.heard);
+        if heard.is_some() {
+            *heard = Some(Instant::now());
+        }
     }
 
     /// Mark the connection as being answered until the guard is dropped.
     fn busy(self: &Arc<Self>) -> Busy {
-        *lock(&self.waiting_since) = None;
+        *lock(&self.heard) = None;
         Busy(Arc::clone(self))
     }
 }
@@ -317,24 +334,27 @@ struct Busy(Arc<Slot>);
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        *lock(&self.0.waiting_since) = Some(Instant::now());
+        *lock(&self.0.heard) = Some(Instant::now());
     }
 }
 
-/// A socket whose writes fail once the client has taken no byte for [`WRITE_TIMEOUT`]: hyper
-/// has no write timeout, and a client that never reads its answer would otherwise hold the
-/// connection for ever.
+/// A connection's socket: its writes fail once the client has taken no byte for
+/// [`WRITE_TIMEOUT`] (hyper has no write timeout, and a client that never reads its answer
+/// would otherwise hold the connection for ever), and its reads tell the [`Slot`] the client
+/// was heard from.
 #[derive(Debug)]
 struct Stalls {
     stream: TcpStream,
+    slot: Arc<Slot>,
     /// Running while a write waits for the client.
     stalled: Option<Pin<Box<Sleep>>>,
 }
 
 impl Stalls {
-    fn new(stream: TcpStream) -> Self {
+    fn new(stream: TcpStream, slot: Arc<Slot>) -> Self {
         Stalls {
             stream,
+            slot,
             stalled: None,
         }
     }
@@ -368,7 +388,13 @@ impl AsyncRead for Stalls {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let result = Pin::new(&mut this.stream).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            this.slot.hear();
+        }
+        result
     }
 }
 
@@ -431,15 +457,18 @@ mod tests {
         let slots: Vec<_> = (0..MAX_CONNECTIONS)
             .map(|_| open.admit().unwrap())
             .collect();
-        // The first is being answered, so the second is the one that has waited longest.
+        // The first is being answered and the second has just sent bytes, so the third is
+        // the one that has waited longest.
         let answering = slots[0].busy();
+        slots[1].hear();
         let newcomer = open.admit().unwrap();
         assert_eq!(lock(&open.0).open.len(), MAX_CONNECTIONS);
-        assert!(!lock(&open.0).open.contains_key(&slots[1].id));
+        assert!(!lock(&open.0).open.contains_key(&slots[2].id));
         assert!(lock(&open.0).open.contains_key(&slots[0].id));
+        assert!(lock(&open.0).open.contains_key(&slots[1].id));
         // Evicted: its task is woken (a stored permit, so even before it waits).
         runtime().block_on(async {
-            tokio::time::timeout(Duration::from_secs(1), slots[1].evicted.notified())
+            tokio::time::timeout(Duration::from_secs(1), slots[2].evicted.notified())
                 .await
                 .unwrap();
         });
@@ -477,7 +506,8 @@ mod tests {
                 .await
                 .unwrap();
             let (server, _) = listener.accept().await.unwrap();
-            let mut stalls = Stalls::new(server);
+            let slot = Connections::default().admit().unwrap();
+            let mut stalls = Stalls::new(server, slot);
             let chunk = vec![0_u8; 1 << 16];
             let mut stalled_at = None;
             let error = loop {

@@ -21,6 +21,7 @@
 //! | a body, trickled or stalled                | [`BODY_TIMEOUT`] for the whole body        |
 //! | an answer it never reads                   | [`WRITE_TIMEOUT`] without progress         |
 //! | descriptors (connections)                  | [`MAX_CONNECTIONS`]; the longest-waiting one is closed for a newcomer ([`conn`]) |
+//! | connections not yet accepted               | [`LISTEN_BACKLOG`], the kernel's queue     |
 //! | memory in bodies                           | [`BODY_LIMIT`] each, [`BODY_BUDGET`] together |
 //! | engine threads                             | [`ENGINE_THREADS`], a request waits [`ENGINE_WAIT`] at most for one |
 //! | a computation that does not end            | answered 503 at [`REQUEST_TIMEOUT`]; its thread stays counted until it ends |
@@ -81,6 +82,12 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// answered.
 const MAX_CONNECTIONS: usize = 128;
 
+/// Connections the kernel queues before the server accepts them. When a client opens them
+/// faster than the server accepts (hundreds at once), a full queue drops a newcomer's first
+/// packet, and its client waits a second to send it again; 1,024 absorbs such a burst (the
+/// kernel caps it at `net.core.somaxconn`, 4,096 on current Linux).
+const LISTEN_BACKLOG: u32 = 1024;
+
 /// The pause after a failed `accept` (no descriptor left, say), so the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 
@@ -115,30 +122,29 @@ struct Shared {
 /// Serve the page and its API on 127.0.0.1 until interrupted.
 pub(crate) fn run(args: &ServeArgs) -> Result<(), Failure> {
     let address = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));
-    let listener = std::net::TcpListener::bind(address).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::AddrInUse {
-            Failure::Engine(llmsize_engine::Error::BadInput {
-                message: format!("cannot listen on {address}: {e}"),
-                hint: Some("another program has the port: pick another with `--port`, or `--port 0` for a free one".into()),
-            })
-        } else {
-            io_failure(format!("listen on {address}"))(e)
-        }
-    })?;
-    listener
-        .set_nonblocking(true)
-        .map_err(io_failure(format!("listen on {address}")))?;
-    let port = listener
-        .local_addr()
-        .map_err(io_failure(format!("listen on {address}")))?
-        .port();
-    let url = format!("http://127.0.0.1:{port}/");
-
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .max_blocking_threads(ENGINE_THREADS)
         .build()
         .map_err(io_failure("start the server's runtime".into()))?;
+    let listener = {
+        let _entered = runtime.enter();
+        listen(address).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AddrInUse {
+                Failure::Engine(llmsize_engine::Error::BadInput {
+                    message: format!("cannot listen on {address}: {e}"),
+                    hint: Some("another program has the port: pick another with `--port`, or `--port 0` for a free one".into()),
+                })
+            } else {
+                io_failure(format!("listen on {address}"))(e)
+            }
+        })?
+    };
+    let port = listener
+        .local_addr()
+        .map_err(io_failure(format!("listen on {address}")))?
+        .port();
+    let url = format!("http://127.0.0.1:{port}/");
     let shared = Arc::new(Shared {
         port,
         hosts: [
@@ -150,14 +156,21 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), Failure> {
         pool: pool::Pool::new(),
     });
     announce(&url, args.open);
-    runtime
-        .block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener)?;
-            conn::serve(listener, router(shared)).await;
-            Ok::<(), std::io::Error>(())
-        })
-        .map_err(io_failure(format!("serve {url}")))?;
+    runtime.block_on(conn::serve(listener, router(shared)));
     Ok(())
+}
+
+/// The listening socket, with a queue of [`LISTEN_BACKLOG`] connections (the standard
+/// library's `bind` allows 128).
+fn listen(address: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    // As the standard library's `bind` does on Unix: a restarted server gets its port back
+    // while the last one's connections linger in `TIME_WAIT`. (On Windows the option would
+    // let another program take the port.)
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(address)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 /// An I/O error of the server (not of writing stdout), as the CLI prints an engine's:
