@@ -28,7 +28,10 @@
 //!
 //! A blocking computation cannot be killed, so the pool is sized for several to overrun at
 //! once and still leave threads to normal requests; the engine bounds every computation to
-//! about a second (issue 21), which is what gives each thread back. Per-client fairness is
+//! about a second (issue 21), which is what gives each thread back: a computation that ran
+//! longer than [`REQUEST_TIMEOUT`] would keep its thread after its answer, and a client that
+//! sent such requests in a loop would fill the pool (every request 503, quickly) for as long
+//! as it kept on. Per-client fairness is
 //! left out: on loopback a client is a connection, and connections cost an attacker nothing.
 //!
 //! Worst-case memory outside the engine: hyper's read buffer (about 400 KiB) per connection
