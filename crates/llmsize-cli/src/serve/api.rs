@@ -18,7 +18,7 @@ use clap::Parser as _;
 use llmsize_core::render::doc::TextOptions;
 use llmsize_engine::{Engine, HubEnv};
 
-use super::{REQUEST_TIMEOUT, Shared, plain};
+use super::{Shared, plain};
 use crate::Outcome;
 use crate::cli::{Cli, Command};
 use crate::commands::{self, Env};
@@ -479,25 +479,7 @@ pub(crate) async fn handle(
         Err(r) => return plain(r.status, r.text),
     };
     let env = shared.env.clone();
-    finish(tokio::task::spawn_blocking(move || answer(&question, &env))).await
-}
-
-/// The answer of a command run on the blocking pool, within [`REQUEST_TIMEOUT`].
-async fn finish(work: tokio::task::JoinHandle<Response>) -> Response {
-    match tokio::time::timeout(REQUEST_TIMEOUT, work).await {
-        Ok(Ok(response)) => response,
-        Ok(Err(_)) => plain(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "error: the command failed unexpectedly\n".into(),
-        ),
-        Err(_) => plain(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "error: the request took longer than {} s\n",
-                REQUEST_TIMEOUT.as_secs()
-            ),
-        ),
-    }
+    shared.pool.run(move || answer(&question, &env)).await
 }
 
 /// The largest file a header may say it comes from (a sparse stand-in takes no disk).
@@ -597,7 +579,7 @@ pub(crate) async fn inspect(
     body: Bytes,
 ) -> Response {
     let env = shared.env.clone();
-    let work = tokio::task::spawn_blocking(move || {
+    let work = move || {
         let dir = match header_file(query.as_deref(), &body) {
             Ok(dir) => dir,
             Err(r) => return plain(r.status, r.text),
@@ -620,8 +602,8 @@ pub(crate) async fn inspect(
             format: "json".into(),
         };
         answer(&question, &env)
-    });
-    finish(work).await
+    };
+    shared.pool.run(work).await
 }
 
 #[cfg(test)]

@@ -46,6 +46,11 @@ impl Server {
         server
     }
 
+    /// The server's process id (its descriptors are `/proc/PID/fd` on Linux).
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub(crate) fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }

@@ -1,0 +1,275 @@
+//! `llmsize serve` against a hostile client, over raw sockets: half-sent headers, a trickled
+//! body, an idle keep-alive connection and 500 idle connections are all cut by the server
+//! within their timeouts, requests whose engine work is slow (or, today, endless) are
+//! answered within the request timeout, and meanwhile a normal request is answered quickly.
+//! `bench/serve.py --hostile` measures the same load's latency on the release binary.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    missing_docs,
+    reason = "a test fails loudly on what it did not expect"
+)]
+
+mod common;
+mod server;
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use server::Server;
+
+/// The server's limits (`crates/llmsize-cli/src/serve/mod.rs`), as a client sees them.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+const BODY_TIMEOUT: Duration = Duration::from_secs(5);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+const MAX_CONNECTIONS: usize = 128;
+
+/// How late past its timeout the server may close a connection: a loaded machine and a
+/// debug build, still far short of "never".
+const LATE: Duration = Duration::from_secs(2);
+
+fn connect(server: &Server) -> TcpStream {
+    let stream = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stream
+}
+
+/// Everything the server sends until it closes the connection, and when it closed it.
+fn until_closed(mut stream: TcpStream) -> (String, Instant) {
+    let mut answer = Vec::new();
+    let mut buf = [0_u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => answer.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => panic!("no close within 30 s: {e}"),
+        }
+    }
+    (
+        String::from_utf8_lossy(&answer).into_owned(),
+        Instant::now(),
+    )
+}
+
+/// `GET path` on a new connection (`Connection: close`): the answer and how long it took,
+/// connecting included.
+fn get(server: &Server, path: &str) -> (String, Duration) {
+    let start = Instant::now();
+    let mut stream = connect(server);
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\r\n",
+        server.port
+    )
+    .unwrap();
+    let (answer, _) = until_closed(stream);
+    (answer, start.elapsed())
+}
+
+fn assert_closed_on_time(what: &str, waited: Duration, timeout: Duration) {
+    assert!(
+        waited >= timeout.checked_sub(Duration::from_millis(100)).unwrap()
+            && waited < timeout + LATE,
+        "{what}: closed after {waited:?}, the timeout is {timeout:?}"
+    );
+}
+
+/// Half a request's headers, sent and never finished (slow-loris): the connection is closed
+/// at the header timeout, with no answer.
+fn slow_loris(server: &Server) -> thread::JoinHandle<()> {
+    let mut stream = connect(server);
+    let start = Instant::now();
+    write!(
+        stream,
+        "GET /api/gpus HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nX-Slow: ",
+        server.port
+    )
+    .unwrap();
+    thread::spawn(move || {
+        let (answer, closed) = until_closed(stream);
+        assert_eq!(answer, "", "slow-loris");
+        assert_closed_on_time("slow-loris", closed - start, HEADER_TIMEOUT);
+    })
+}
+
+/// A body announced as 100 bytes and sent one byte every 2 s: cut at the body's deadline
+/// (the whole body's, not each byte's) with 408.
+fn trickled_body(server: &Server) -> thread::JoinHandle<()> {
+    let mut stream = connect(server);
+    write!(
+        stream,
+        "POST /api/params HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 100\r\n\r\n",
+        server.port
+    )
+    .unwrap();
+    let start = Instant::now();
+    let mut drip = stream.try_clone().unwrap();
+    thread::spawn(move || {
+        // Stops when the server has closed the connection (or after 20 s).
+        for _ in 0..10 {
+            if drip.write_all(b" ").is_err() {
+                break;
+            }
+            thread::sleep(Duration::from_secs(2));
+        }
+    });
+    thread::spawn(move || {
+        let (answer, closed) = until_closed(stream);
+        assert!(
+            answer.starts_with("HTTP/1.1 408"),
+            "trickled body: {answer}"
+        );
+        assert!(
+            answer.ends_with("error: the request's body did not arrive within 5 s\n"),
+            "{answer}"
+        );
+        assert_closed_on_time("trickled body", closed - start, BODY_TIMEOUT);
+    })
+}
+
+/// One request answered, then silence on a keep-alive connection: closed at the header
+/// timeout counted from the answer.
+fn idle_keep_alive(server: &Server) -> thread::JoinHandle<()> {
+    let mut stream = connect(server);
+    write!(
+        stream,
+        "GET /api/gpus HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n",
+        server.port
+    )
+    .unwrap();
+    let mut head = [0_u8; 15];
+    stream.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200 OK");
+    let start = Instant::now();
+    thread::spawn(move || {
+        let (_, closed) = until_closed(stream);
+        assert_closed_on_time("idle keep-alive", closed - start, HEADER_TIMEOUT);
+    })
+}
+
+/// The server's open descriptors.
+#[cfg(target_os = "linux")]
+fn descriptors(server: &Server) -> usize {
+    std::fs::read_dir(format!("/proc/{}/fd", server.pid()))
+        .unwrap()
+        .count()
+}
+
+/// Requests whose engine work is slow or never ends today (the engine's tensor-parallel
+/// search tries every divisor of the GPU count): each is answered within the request
+/// timeout, with 503 at the deadline or, once the engine bounds GPU counts, a quick 400
+/// naming the count.
+const EXPENSIVE: &[&str] = &[
+    // 4,294,967,296 GPUs: 12 s of a release build today; bounded, but past the deadline.
+    "/api/memory?model=llama-2-7b&gpu=h100x4294967296",
+    // 2^64 − 1 GPUs: endless in the engine today (issue 21); the server still answers.
+    "/api/memory?model=llama-2-7b&gpu=h100x18446744073709551615",
+    "/api/flops?model=llama-2-7b&gpu=h100x18446744073709551615",
+];
+
+fn expensive(server: &Server, path: &'static str) -> thread::JoinHandle<()> {
+    let port = server.port;
+    thread::spawn(move || {
+        let start = Instant::now();
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let (answer, _) = until_closed(stream);
+        let took = start.elapsed();
+        assert!(took < REQUEST_TIMEOUT + LATE, "{path}: {took:?}");
+        if answer.starts_with("HTTP/1.1 503") {
+            assert!(
+                answer.contains("error: the request took longer than 2 s and was abandoned"),
+                "{path}: {answer}"
+            );
+        } else {
+            assert!(answer.starts_with("HTTP/1.1 400"), "{path}: {answer}");
+            assert!(answer.contains("gpu"), "{path}: {answer}");
+        }
+    })
+}
+
+/// Llama-2-7b's exact total (as `tests/serve.rs` checks): a normal request is answered right.
+const LLAMA_2_7B: &str = "\"total\": 6738415616";
+
+/// Everything at once: 500 idle connections, a slow-loris, a trickled body, an idle
+/// keep-alive connection and the expensive requests; meanwhile normal requests on new
+/// connections are answered right, in a median under 100 ms (a few ms in a release build:
+/// `bench/serve.py --hostile`) and none near the 250 ms a full pool would make it wait; the
+/// server's descriptors stay under its connection limit; and each slow client is cut within
+/// its timeout.
+#[test]
+fn a_hostile_client_leaves_normal_requests_fast() {
+    let server = Server::start();
+    // Opened first, so the slow clients below are the youngest and the limit evicts these.
+    let idle: Vec<TcpStream> = (0..500).map(|_| connect(&server)).collect();
+    let mut checks = vec![
+        slow_loris(&server),
+        trickled_body(&server),
+        idle_keep_alive(&server),
+    ];
+    checks.extend(EXPENSIVE.iter().map(|path| expensive(&server, path)));
+    // The expensive requests are on their engine threads now.
+    thread::sleep(Duration::from_millis(300));
+    let mut times = Vec::new();
+    for _ in 0..20 {
+        let (answer, took) = get(&server, "/api/params?model=llama-2-7b");
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.contains(LLAMA_2_7B), "{answer}");
+        times.push(took);
+        thread::sleep(Duration::from_millis(50));
+    }
+    times.sort();
+    let (median, slowest) = (times[times.len() / 2], times[times.len() - 1]);
+    assert!(median < Duration::from_millis(100), "{times:?}");
+    assert!(slowest < Duration::from_millis(250), "{times:?}");
+    #[cfg(target_os = "linux")]
+    {
+        // Standard streams, the listener, the runtime's epoll and wakers, the engine's threads'
+        // files: a few dozen at most beside the connections.
+        let open = descriptors(&server);
+        assert!(open <= MAX_CONNECTIONS + 32, "{open} descriptors open");
+    }
+    for check in checks {
+        check.join().unwrap();
+    }
+    drop(idle);
+}
+
+/// The connection limit closes the longest-waiting connection for a newcomer: of 500 idle
+/// connections, the oldest are closed by the server (read: end of stream) at once, not after
+/// the header timeout, and the newest are still open.
+#[test]
+fn the_oldest_idle_connections_make_room() {
+    let server = Server::start();
+    let start = Instant::now();
+    let idle: Vec<TcpStream> = (0..500).map(|_| connect(&server)).collect();
+    // A normal request still gets in.
+    let (answer, _) = get(&server, "/api/params?model=llama-2-7b");
+    assert!(answer.contains(LLAMA_2_7B), "{answer}");
+    let mut oldest = idle[0].try_clone().unwrap();
+    let mut byte = [0_u8; 1];
+    assert_eq!(oldest.read(&mut byte).unwrap(), 0, "the oldest is closed");
+    assert!(
+        start.elapsed() < HEADER_TIMEOUT,
+        "closed for the newcomer, not for idling"
+    );
+    let newest = &idle[idle.len() - 1];
+    newest.set_nonblocking(true).unwrap();
+    let still_open = (&*newest).read(&mut byte).unwrap_err();
+    assert_eq!(still_open.kind(), std::io::ErrorKind::WouldBlock);
+}
