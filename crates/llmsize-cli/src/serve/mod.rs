@@ -182,15 +182,12 @@ fn io_failure(what: String) -> impl FnOnce(std::io::Error) -> Failure {
     move |source| Failure::Engine(llmsize_engine::Error::Io { what, source })
 }
 
-/// The URL on stderr (scripts and tests read the port from it), and the browser if asked.
-#[expect(
-    clippy::print_stderr,
-    reason = "the address is the one line `serve` prints"
-)]
+/// The URL on stderr (scripts and tests read the port from it), and the browser if asked; a
+/// stderr that cannot be written (`2>/dev/full`) does not stop the server.
 fn announce(url: &str, open: bool) {
-    eprintln!("llmsize serve: {url}");
+    crate::output::to_stderr(&format!("llmsize serve: {url}\n"));
     if open && let Err(e) = open_browser(url) {
-        eprintln!("warning: cannot open a browser ({e}); open {url} yourself");
+        crate::output::warn_all(&[format!("cannot open a browser ({e}); open {url} yourself")]);
     }
 }
 
