@@ -25,6 +25,20 @@ Inputs:
   i  GGUF with 262,144 one-element tensors (the most allowed)     -> inspect, inspect --json
   j  SafeTensors with 65,536 `__metadata__` entries (the most allowed) -> inspect, --json
 
+Then the cases of issue 21 ("every number bounded"), each with the exit status it must give
+(2: a clear refusal naming the input; 0/1: an answer), run the same way (`--only w5` etc.):
+  w1 `--gpu h100x18446744073709551615` to memory, flops and train    -> 2
+  w2 `--gpu h100x1000000` (more GPUs than the model has heads × layers) -> 2
+  w3 inkling_mm_model, `vision_config.n_layers` = 4,294,967,295     -> 2
+  w4 zaya `cca_time0`, longcat_flash `qk_rope_head_dim` = 2^64 − 1  -> 2
+  w5 a MODEL of 100,000 characters                                   -> 2
+  w6 `--sweep` of 15,000 points                                      -> 2
+  w7 inkling_text and inkling2 with 1,000,000 layers                 -> 0
+  w8 cohere2, cwm, granite with 1,000,000 layers (sliding patterns): train, LoRA -> 0
+  w9 `train --price 1e308 --tokens 1T` (a cost past any number)      -> 2
+  w10 a config starting with a UTF-8 BOM; `hidden_size` = NaN        -> 2
+  w11 a FIFO and /dev/zero named as the model                         -> 2
+
 Python 3 standard library only.
 """
 
@@ -34,6 +48,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 MAX_SECONDS = 1.0
@@ -218,13 +233,85 @@ CASES = [
 ]
 
 
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+U64_MAX = 2**64 - 1
+
+
+def coverage(model_type):
+    path = os.path.join(ROOT, "tests/fixtures/coverage/configs", model_type + ".default.json")
+    with open(path) as f:
+        return json.load(f)
+
+
+def config_with(d, name, model_type, edit):
+    config = coverage(model_type)
+    edit(config)
+    return write(os.path.join(d, name), json.dumps(config))
+
+
+def million_layers(config):
+    text = config.get("text_config", config)
+    for key in ("num_hidden_layers", "n_layers", "num_layers"):
+        if key in text:
+            text[key] = 1_000_000
+    text.pop("layer_types", None)
+
+
+def why_configs(d):
+    """Every file the w-cases name, in one folder."""
+    def vision_layers(c):
+        c["vision_config"]["n_layers"] = 2**32 - 1
+
+    config_with(d, "inkling_mm.json", "inkling_mm_model", vision_layers)
+    config_with(d, "zaya.json", "zaya", lambda c: c.update(cca_time0=U64_MAX))
+    config_with(d, "longcat.json", "longcat_flash", lambda c: c.update(qk_rope_head_dim=U64_MAX))
+    for t in ("inkling_text", "inkling2", "cohere2", "cwm", "granite"):
+        config_with(d, t + ".json", t, million_layers)
+    with open(os.path.join(d, "llama.json"), "w") as f:
+        f.write("\ufeff" + llama_text())
+    write(os.path.join(d, "nan.json"), llama_text().replace('"hidden_size":64', '"hidden_size":NaN'))
+    os.mkfifo(os.path.join(d, "fifo"))
+    return d
+
+
+def llama_text():
+    return json.dumps({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+                       "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 32},
+                      separators=(",", ":"))
+
+
+GPU_MAX = "h100x18446744073709551615"
+SWEEP = "seq=" + ",".join(str(i + 1) for i in range(15_000))
+
+# name, [argv with {d} for the folder of why_configs], the exit status each must give.
+WHY = [
+    ("w1", [["memory", "llama-2-7b", "--gpu", GPU_MAX], ["flops", "llama-2-7b", "--gpu", GPU_MAX],
+            ["train", "llama-2-7b", "--gpu", GPU_MAX]], 2),
+    ("w2", [["memory", "llama-2-7b", "--gpu", "h100x1000000"]], 2),
+    ("w3", [["params", "{d}/inkling_mm.json"], ["memory", "{d}/inkling_mm.json"]], 2),
+    ("w4", [["params", "{d}/zaya.json"], ["params", "{d}/longcat.json"]], 2),
+    ("w5", [["params", "x" * 100_000], ["memory", "a/" * 50_000]], 2),
+    ("w6", [["memory", "llama-2-7b", "--sweep", SWEEP]], 2),
+    ("w7", [[c, "{d}/%s.json" % t] for t in ("inkling_text", "inkling2") for c in ("params", "train")], 0),
+    ("w8", [[*c, "{d}/%s.json" % t] for t in ("cohere2", "cwm", "granite")
+            for c in (["train"], ["train", "--lora-rank", "8"], ["flops", "--gpu", "h100"])], 0),
+    ("w9", [["train", "llama-2-7b", "--gpu", "h100", "--price", "1e308", "--tokens", "1T"]], 2),
+    ("w10", [["params", "{d}/llama.json"], ["params", "{d}/nan.json"]], 2),
+    ("w11", [["params", "{d}/fifo"], ["params", "/dev/zero"]], 2),
+]
+
+
 def run(binary, args):
     start = time.monotonic()
     child = subprocess.Popen(
         [binary, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
+    # A run that never ends is killed after 10 s (and fails: a signal is a crash here).
+    timer = threading.Timer(10, child.kill)
+    timer.start()
     # wait4 gives this child's own rusage, so earlier runs do not mask its peak.
     _, status, usage = os.wait4(child.pid, 0)
+    timer.cancel()
     seconds = time.monotonic() - start
     stderr = child.stderr.read().decode(errors="replace")
     child.stderr.close()
@@ -245,7 +332,7 @@ def build_in_child(name, d):
 
 def main(argv):
     if len(argv) == 4 and argv[1] == "--build":
-        build = {name: build for name, build, _ in CASES}[argv[2]]
+        build = {name: build for name, build, _ in CASES + [("why", why_configs, [])]}[argv[2]]
         print(build(argv[3]))
         return 0
     if len(argv) < 2:
@@ -288,8 +375,32 @@ def main(argv):
                         print(f"          {first[0][:160]}")
                 if over:
                     failed.append(f"{name} {command}")
+        d = os.path.join(keep or tmp, "why")
+        os.makedirs(d, exist_ok=True)
+        if any(not only or name in only for name, _, _ in WHY):
+            build_in_child("why", d)
+        for name, commands, expected in WHY:
+            if only and name not in only:
+                continue
+            for argv in commands:
+                argv = [a.replace("{d}", d) for a in argv]
+                seconds, rss, code, stderr = run(binary, argv)
+                over = seconds > MAX_SECONDS or rss > MAX_RSS_BYTES or code < 0
+                wrong = code != expected and not (expected == 0 and code == 1)
+                shown = " ".join(a if len(a) < 40 else a[:20] + f"…({len(a):,} chars)" for a in argv)
+                print(
+                    f"{'FAIL' if over or wrong else 'ok':4} {name:3} {seconds:7.3f} s {rss / 2**20:8.1f} MiB"
+                    f"  exit {code:3} (want {expected})  {shown[:90]}",
+                    flush=True,
+                )
+                if code not in (0, 1):
+                    first = stderr.strip().splitlines()[:1]
+                    if first:
+                        print(f"          {first[0][:160]}")
+                if over or wrong:
+                    failed.append(f"{name} {shown[:60]}")
     if failed:
-        print(f"over {MAX_SECONDS} s or {MAX_RSS_BYTES // 2**20} MiB: {', '.join(failed)}")
+        print(f"over {MAX_SECONDS} s or {MAX_RSS_BYTES // 2**20} MiB, or the wrong exit status: {', '.join(failed)}")
         return 1
     return 0
 
