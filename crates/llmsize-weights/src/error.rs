@@ -565,9 +565,28 @@ pub enum WeightsError {
         /// `elements` or `bytes`.
         what: &'static str,
     },
+
+    /// A formula on the file's numbers has no exact value (it overflows, or goes below zero):
+    /// the readers check their bounds first, so this names what a missed one would have
+    /// wrapped to, rather than a panic.
+    #[error("`{file}`: {source}")]
+    Arithmetic {
+        /// File label.
+        file: String,
+        /// The formula and its values.
+        source: llmsize_core::error::Overflow,
+    },
 }
 
 impl WeightsError {
+    /// `error` as a [`WeightsError::Arithmetic`] of `file`, for `map_err`.
+    pub(crate) fn arithmetic(file: &str) -> impl FnOnce(llmsize_core::error::Overflow) -> Self {
+        move |source| Self::Arithmetic {
+            file: file.to_owned(),
+            source,
+        }
+    }
+
     /// True for [`WeightsError::NeedMoreBytes`]: the prefix was short, not the file bad.
     #[must_use]
     pub fn is_need_more_bytes(&self) -> bool {

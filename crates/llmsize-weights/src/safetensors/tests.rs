@@ -863,6 +863,34 @@ fn err_too_many_metadata_entries() {
 }
 
 #[test]
+fn metadata_text_is_bounded_in_bytes_keys_and_values_together() {
+    // 16 MiB exactly: one key `k` (1 byte) and a value of 16 MiB − 1 bytes.
+    let limit = usize::try_from(MAX_METADATA_BYTES).unwrap();
+    let value = "x".repeat(limit - 1);
+    let json = format!(r#"{{"__metadata__":{{"k":"{value}"}}}}"#);
+    assert_eq!(parse(&json, 0).unwrap().metadata["k"].len(), limit - 1);
+    // One byte more is refused, naming the key and the limit.
+    let json = format!(r#"{{"__metadata__":{{"k":"{value}x"}}}}"#);
+    assert_eq!(
+        parse(&json, 0).unwrap_err().to_string(),
+        "`model.safetensors`: `__metadata__` value of `k` is 16,777,216 bytes, which takes `__metadata__` past its limit of 16,777,216 bytes (16 MiB) of text"
+    );
+    // Two values of 9 MiB: the second takes the total past the limit.
+    let nine = "y".repeat(9 << 20);
+    let json = format!(r#"{{"__metadata__":{{"a":"{nine}","b":"{nine}"}}}}"#);
+    assert_eq!(
+        parse(&json, 0).unwrap_err().to_string(),
+        "`model.safetensors`: `__metadata__` value of `b` is 9,437,184 bytes, which takes `__metadata__` past its limit of 16,777,216 bytes (16 MiB) of text"
+    );
+    // A key longer than the limit is measured, never quoted.
+    let json = format!(r#"{{"__metadata__":{{"{value}xy":"v"}}}}"#);
+    assert_eq!(
+        parse(&json, 0).unwrap_err().to_string(),
+        "`model.safetensors`: `__metadata__` has a key of 16,777,217 bytes, which takes `__metadata__` past its limit of 16,777,216 bytes (16 MiB) of text"
+    );
+}
+
+#[test]
 fn err_index_too_many_entries() {
     let mut text = String::from(r#"{"weight_map":{"#);
     for i in 0..=MAX_TENSORS {
