@@ -147,6 +147,21 @@ pub enum WeightsError {
         problem: String,
     },
 
+    /// A SafeTensors tensor name is longer than the limit (`safetensors::MAX_NAME_LEN`).
+    #[error(
+        "`{file}`: a tensor name of {len} bytes (`{start}…`) is longer than the limit of {max}"
+    )]
+    NameTooLong {
+        /// File label.
+        file: String,
+        /// The name's first 40 characters.
+        start: String,
+        /// Its length in bytes.
+        len: u64,
+        /// The limit.
+        max: u64,
+    },
+
     /// A SafeTensors tensor has a dtype this reader does not know.
     #[error("`{file}`: tensor `{tensor}` has unknown dtype `{dtype}`")]
     UnknownDtype {

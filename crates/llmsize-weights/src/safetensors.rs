@@ -53,6 +53,12 @@ pub const MAX_TENSORS: u64 = 1 << 18;
 /// Most dimensions accepted for one tensor.
 pub const MAX_DIMS: u64 = 16;
 
+/// Longest tensor name accepted, in bytes: 4 KiB. Names are module paths
+/// (`model.layers.61.mlp.experts.255.down_proj.weight_scale_inv`, 57 bytes); ggml caps its
+/// own at 64 (`GGML_MAX_NAME`). Every name is kept, listed and laid out in tables, so one
+/// 99 MB name took 685 MiB in `inspect`; a name is measured before it is copied.
+pub const MAX_NAME_LEN: u64 = 4096;
+
 /// The key of the optional string-to-string metadata object.
 pub const METADATA_KEY: &str = "__metadata__";
 
@@ -427,7 +433,7 @@ impl<'de> Handler<'de> for TopLevel<'_> {
 
     fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
         let mut entries = Entries::new(self.data_len);
-        while let Some(name) = map.next_key::<String>()? {
+        while let Some(name) = map.next_key_seed(Seed(ShortText(MAX_NAME_LEN)))? {
             entries.read(name, &mut map, self.file)?;
         }
         Ok(Document::Object(entries))
@@ -475,14 +481,14 @@ impl Entries {
         }
     }
 
-    /// Read the value of the top-level key `name`.
+    /// Read the value of the top-level key `name` (refused when it was too long to copy).
     fn read<'de, A: MapAccess<'de>>(
         &mut self,
-        name: String,
+        name: Result<String, Refused>,
         map: &mut A,
         file: &str,
     ) -> Result<(), A::Error> {
-        let is_metadata = name == METADATA_KEY;
+        let is_metadata = name.as_ref().is_ok_and(|n| n == METADATA_KEY);
         if !is_metadata {
             // One per key of a header of at most 100 MB: never near 2^64.
             self.count = self.count.saturating_add(1);
@@ -495,6 +501,26 @@ impl Entries {
             map.next_value::<IgnoredAny>()?;
             return Ok(());
         }
+        let name = match name {
+            Ok(name) => name,
+            Err(refused) => {
+                map.next_value::<IgnoredAny>()?;
+                let (len, start) = match refused {
+                    Refused::Long(n, start) => (n, start),
+                    Refused::Kind(kind) => (0, kind.to_owned()), // a key is always a string
+                };
+                self.fail(
+                    WeightsError::NameTooLong {
+                        file: file.to_owned(),
+                        start,
+                        len,
+                        max: MAX_NAME_LEN,
+                    },
+                    None,
+                );
+                return Ok(());
+            }
+        };
         if is_metadata {
             if self.seen_metadata {
                 map.next_value::<IgnoredAny>()?;
@@ -694,7 +720,7 @@ impl<'de> Handler<'de> for Metadata {
                 Err(Refused::Kind(kind)) => {
                     problem = Some(format!("value of `{key}` is {kind}, expected a string"));
                 }
-                Err(long @ Refused::Long(_)) => {
+                Err(long @ Refused::Long(..)) => {
                     problem = Some(format!("value of `{key}` is {}", long.describe()));
                 }
             }
@@ -715,8 +741,8 @@ struct ShortText(u64);
 enum Refused {
     /// Not a string: its kind.
     Kind(&'static str),
-    /// A string of this many bytes, more than the room left.
-    Long(u64),
+    /// A string of this many bytes, more than the room left, and its first 40 characters.
+    Long(u64, String),
 }
 
 impl Refused {
@@ -724,7 +750,7 @@ impl Refused {
     fn describe(&self) -> String {
         match self {
             Refused::Kind(kind) => (*kind).to_owned(),
-            Refused::Long(n) => format!(
+            Refused::Long(n, _) => format!(
                 "{} bytes, which takes `__metadata__` past its limit of {} bytes ({} MiB) of text",
                 llmsize_core::units::thousands(*n),
                 llmsize_core::units::thousands(MAX_METADATA_BYTES),
@@ -744,7 +770,7 @@ impl Handler<'_> for ShortText {
     fn string(self, s: &str) -> Self::Out {
         let n = to_u64(s.len());
         if n > self.0 {
-            return Err(Refused::Long(n));
+            return Err(Refused::Long(n, s.chars().take(40).collect()));
         }
         Ok(s.to_owned())
     }

@@ -891,6 +891,40 @@ fn metadata_text_is_bounded_in_bytes_keys_and_values_together() {
 }
 
 #[test]
+fn a_tensor_name_is_bounded_in_bytes() {
+    let limit = usize::try_from(MAX_NAME_LEN).unwrap();
+    let name = "n".repeat(limit);
+    let json = format!("{{{}}}", tensor(&name, "F32", "[1]", 0, 4));
+    assert_eq!(parse(&json, 4).unwrap().tensors[0].name.len(), limit);
+    // One byte more: refused with its length and its first 40 characters, in file order
+    // (after the bad entry before it, before the one after it).
+    let long = format!("x{name}");
+    let json = format!(
+        "{{{},{}}}",
+        tensor(&long, "F32", "[1]", 0, 4),
+        tensor("w", "F99", "[1]", 4, 8)
+    );
+    assert_eq!(
+        parse(&json, 8).unwrap_err().to_string(),
+        format!(
+            "`model.safetensors`: a tensor name of 4097 bytes (`x{}…`) is longer than the limit of 4096",
+            "n".repeat(39)
+        )
+    );
+    let json = format!(
+        "{{{},{}}}",
+        tensor("w", "F99", "[1]", 0, 4),
+        tensor(&long, "F32", "[1]", 4, 8)
+    );
+    assert!(
+        parse(&json, 8)
+            .unwrap_err()
+            .to_string()
+            .contains("unknown dtype `F99`")
+    );
+}
+
+#[test]
 fn err_index_too_many_entries() {
     let mut text = String::from(r#"{"weight_map":{"#);
     for i in 0..=MAX_TENSORS {
