@@ -74,6 +74,7 @@ fn hub((online, revision, file, timeout, jobs): Hub) -> PyResult<HubOptions> {
         file,
         timeout,
         jobs,
+        ..HubOptions::default()
     })
 }
 
