@@ -377,7 +377,8 @@ fn a_name_longer_than_the_suggestion_cap_gets_no_suggestion() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(took < QUICK, "{took:?}");
     assert!(
-        r.stderr.ends_with("hint: `llmsize presets` lists them all\n"),
+        r.stderr
+            .ends_with("hint: `llmsize presets` lists them all\n"),
         "{}",
         r.stderr
     );

@@ -591,10 +591,35 @@ mod tests {
             "{err}"
         );
         assert_eq!(
-            snapshot(&env, "org/model", "0123456789a").unwrap().map(|s| s.dir),
+            snapshot(&env, "org/model", "0123456789a")
+                .unwrap()
+                .map(|s| s.dir),
             Some(repo.join("snapshots").join(hash))
         );
         assert!(snapshot(&env, "org/model", "../model").is_err());
+    }
+
+    #[test]
+    fn a_ref_holds_a_hash_or_a_plain_folder_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path().join("main");
+        let read = |text: &str| {
+            std::fs::write(&r, text).unwrap();
+            read_ref(&r, "main", "o/r")
+        };
+        let hash = "0123456789abcdef0123456789abcdef01234567";
+        assert_eq!(read(&format!("{hash}\n")).unwrap(), hash);
+        assert_eq!(read("my-folder_1.0").unwrap(), "my-folder_1.0");
+        for bad in ["../../x", "a/b", "..", ".", "", "a\\b", "/etc"] {
+            let e = read(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("is not a commit hash or a snapshot folder name"),
+                "{bad}: {e}"
+            );
+        }
+        // Only the first 256 bytes are read: a longer ref is refused, its start shown.
+        let e = read(&"a".repeat(1000)).unwrap_err().to_string();
+        assert!(e.contains(&format!("holds `{}…`", "a".repeat(80))), "{e}");
     }
 
     #[cfg(unix)]

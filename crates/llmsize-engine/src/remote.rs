@@ -21,9 +21,9 @@ use serde_json::Value;
 use llmsize_core::{checked, limits};
 
 use crate::hub::{FetchProgress, HubEnv, TransferProgress, TransferSink};
-use crate::{Error, HubOptions};
 use crate::resolve::{Found, Lookup, Model, Want};
 use crate::weights_io::{self, ByteSource, Weights};
+use crate::{Error, HubOptions};
 
 /// The first range asked of a SafeTensors file, or of a split GGUF's second and later
 /// shards. Its size trades one more round trip on a long header against bytes sent on every
@@ -442,7 +442,8 @@ impl ByteSource for RemoteFile<'_> {
             // (a GGUF reader at least doubles), so each extension is one request. `end > have`
             // here, so `end − 1 ≥ have`.
             let last = end.saturating_sub(1);
-            self.transfer.range(&self.url, have, last, &mut self.prefix)?;
+            self.transfer
+                .range(&self.url, have, last, &mut self.prefix)?;
             let got = (self.prefix.len() as u64).saturating_sub(have);
             if got != end.saturating_sub(have) {
                 return Err(Error::network(format!(

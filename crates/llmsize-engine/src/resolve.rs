@@ -7,8 +7,8 @@ use llmsize_core::{ModelSpec, limits};
 
 use crate::hub::HubEnv;
 use crate::weights_io::{
-    IndexOnly, Weights, file_name, find_weights, index_without_shards, not_a_file,
-    read_gguf_model, read_index, read_safetensors,
+    IndexOnly, Weights, file_name, find_weights, index_without_shards, not_a_file, read_gguf_model,
+    read_index, read_safetensors,
 };
 use crate::{Error, hub, remote};
 
@@ -167,7 +167,8 @@ fn model_from_dir(dir: &Path, name: String, lookup: &Lookup) -> Result<Model, Er
 
 fn sibling_config(path: &Path) -> Result<Option<Found>, Error> {
     let c = path.parent().unwrap_or(Path::new(".")).join("config.json");
-    if c.is_file() {
+    // A `config.json` that is there but not a file is named by `read_file`, not skipped.
+    if c.is_file() || not_a_file(&c).is_some() {
         read_file(&c).map(Some)
     } else {
         Ok(None)

@@ -336,7 +336,8 @@ pub(crate) fn read_index(path: &Path) -> Result<Weights, Error> {
     let mut shards = Vec::new();
     for shard in &index.shards {
         let p = dir.join(shard);
-        if !p.is_file() {
+        // One that is there but not a file (a FIFO, a broken link) is named by `open_file`.
+        if !p.is_file() && not_a_file(&p).is_none() {
             return Err(Error::not_found(
                 format!("`{label}` lists shard `{shard}`, which is missing"),
                 "download every shard, or pass `--online` to read the headers from the Hub",
@@ -586,7 +587,10 @@ fn check_numbered_shards(dir: &Path, files: &[&PathBuf]) -> Result<(), Error> {
         let Some(s) = split::parse_shard_name(name, ".safetensors") else {
             continue;
         };
-        let key = (name.get(..s.prefix_len).unwrap_or_default().to_vec(), s.count);
+        let key = (
+            name.get(..s.prefix_len).unwrap_or_default().to_vec(),
+            s.count,
+        );
         let i = *index.entry(key.clone()).or_insert_with(|| {
             sets.push((key, HashSet::new()));
             sets.len().saturating_sub(1)

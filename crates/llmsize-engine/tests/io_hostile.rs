@@ -46,7 +46,8 @@ fn dripping_hub() -> String {
                     }
                     if listing {
                         let body = br#"{"siblings":[{"rfilename":"config.json"}]}"#;
-                        let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+                        let head =
+                            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
                         let _ = out.write_all(head.as_bytes());
                         let _ = out.write_all(body);
                         continue;
@@ -113,12 +114,13 @@ fn hostile_names_are_bad_input_and_answered_at_once() {
         .params(&ParamsRequest::models(["x".repeat(100_000)]))
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::BadInput, "{err}");
-    assert!(
-        err.to_string().contains("is 100,000 bytes long"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("is 100,000 bytes long"), "{err}");
     // 17–26 s before; microseconds now (a debug build on a loaded machine: a wide margin).
-    assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
     let err = engine
         .params(&ParamsRequest::models(["/dev/zero"]))
         .unwrap_err();
@@ -145,8 +147,8 @@ fn a_cache_ref_out_of_the_repo_is_bad_input() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::BadInput, "{err}");
     assert!(
-        err.to_string()
-            .contains("ref `main` (`") && err.to_string().contains("holds `../../../etc`"),
+        err.to_string().contains("ref `main` (`")
+            && err.to_string().contains("holds `../../../etc`"),
         "{err}"
     );
 }
