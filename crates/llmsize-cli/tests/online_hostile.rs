@@ -240,7 +240,7 @@ fn a_long_metadata_string_or_tensor_name_in_a_local_file_is_refused() {
     assert_eq!(
         r.stderr,
         format!(
-            "error: `{}`: a tensor name of 5000 bytes (`{}…`) is longer than the limit of 4096\n",
+            "error: `{}`: a tensor name of 5000 bytes (`{}...`) is longer than the limit of 4096\n",
             path.display(),
             "n".repeat(40)
         )

@@ -149,7 +149,7 @@ pub enum WeightsError {
 
     /// A SafeTensors tensor name is longer than the limit (`safetensors::MAX_NAME_LEN`).
     #[error(
-        "`{file}`: a tensor name of {len} bytes (`{start}…`) is longer than the limit of {max}"
+        "`{file}`: a tensor name of {len} bytes (`{start}...`) is longer than the limit of {max}"
     )]
     NameTooLong {
         /// File label.
@@ -157,6 +157,22 @@ pub enum WeightsError {
         /// The name's first 40 characters.
         start: String,
         /// Its length in bytes.
+        len: u64,
+        /// The limit.
+        max: u64,
+    },
+
+    /// A SafeTensors file's tensor names together are longer than the limit
+    /// (`safetensors::MAX_NAME_BYTES`).
+    #[error(
+        "`{file}`: the tensor names reach {len} bytes at `{tensor}`, more than the limit of {max} for all the names of a file"
+    )]
+    NamesTooLong {
+        /// File label.
+        file: String,
+        /// The name that crossed the limit.
+        tensor: String,
+        /// The names' bytes up to and including it.
         len: u64,
         /// The limit.
         max: u64,

@@ -59,6 +59,12 @@ pub const MAX_DIMS: u64 = 16;
 /// 99 MB name took 685 MiB in `inspect`; a name is measured before it is copied.
 pub const MAX_NAME_LEN: u64 = 4096;
 
+/// Most bytes all the tensor names of one file may take: 16 MiB, [`MAX_TENSORS`] names of 64
+/// bytes (real shards hold a few thousand names of about 50). Each byte of a name costs about
+/// four in an `inspect` (kept, in the checkpoint, in the table or the JSON): 23,500 names of
+/// 4 KiB (a 98 MB header) took 300–400 MiB.
+pub const MAX_NAME_BYTES: u64 = 16 << 20;
+
 /// The key of the optional string-to-string metadata object.
 pub const METADATA_KEY: &str = "__metadata__";
 
@@ -457,6 +463,8 @@ struct Entries {
     tensors: Vec<SafetensorsTensor>,
     /// Top-level keys other than `__metadata__`, all of them.
     count: u64,
+    /// Bytes of the tensor names read so far ([`MAX_NAME_BYTES`]).
+    name_bytes: u64,
     error: Option<EntryError>,
 }
 
@@ -477,6 +485,7 @@ impl Entries {
             seen_metadata: false,
             tensors: Vec::new(),
             count: 0,
+            name_bytes: 0,
             error: None,
         }
     }
@@ -544,6 +553,19 @@ impl Entries {
                     None,
                 ),
             }
+            return Ok(());
+        }
+        // Bounded by the header's 100 MB: the sum cannot saturate.
+        self.name_bytes = self.name_bytes.saturating_add(to_u64(name.len()));
+        if self.name_bytes > MAX_NAME_BYTES {
+            map.next_value::<IgnoredAny>()?;
+            let error = WeightsError::NamesTooLong {
+                file: file.to_owned(),
+                tensor: cut(name.clone()),
+                len: self.name_bytes,
+                max: MAX_NAME_BYTES,
+            };
+            self.fail(error, Some(name));
             return Ok(());
         }
         let fields = map.next_value_seed(Seed(TensorEntry))?;

@@ -907,7 +907,7 @@ fn a_tensor_name_is_bounded_in_bytes() {
     assert_eq!(
         parse(&json, 8).unwrap_err().to_string(),
         format!(
-            "`model.safetensors`: a tensor name of 4097 bytes (`x{}…`) is longer than the limit of 4096",
+            "`model.safetensors`: a tensor name of 4097 bytes (`x{}...`) is longer than the limit of 4096",
             "n".repeat(39)
         )
     );
@@ -921,6 +921,34 @@ fn a_tensor_name_is_bounded_in_bytes() {
             .unwrap_err()
             .to_string()
             .contains("unknown dtype `F99`")
+    );
+}
+
+#[test]
+fn tensor_names_are_bounded_in_bytes_all_together() {
+    // 4,096 names of 4,096 bytes: 16 MiB exactly, accepted; one more is refused.
+    let names = |n: usize| -> Vec<String> {
+        (0..n)
+            .map(|i| format!("{i:04}{}", "n".repeat(4092)))
+            .collect()
+    };
+    let json = |names: &[String]| {
+        let entries: Vec<String> = names
+            .iter()
+            .enumerate()
+            .map(|(i, t)| tensor(t, "F32", "[1]", 4 * i as u64, 4 * i as u64 + 4))
+            .collect();
+        format!("{{{}}}", entries.join(","))
+    };
+    let ok = names(4096);
+    assert_eq!(parse(&json(&ok), 4 * 4096).unwrap().tensors.len(), 4096);
+    let over = names(4097);
+    assert_eq!(
+        parse(&json(&over), 4 * 4097).unwrap_err().to_string(),
+        format!(
+            "`model.safetensors`: the tensor names reach 16781312 bytes at `4096{}...`, more than the limit of 16777216 for all the names of a file",
+            "n".repeat(36)
+        )
     );
 }
 
