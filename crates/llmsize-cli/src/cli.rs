@@ -197,12 +197,16 @@ pub(crate) struct HubArgs {
     /// longer than this many seconds
     #[arg(long, value_name = "SECONDS", default_value = "30", value_parser = parse_timeout)]
     pub(crate) timeout: std::time::Duration,
+    /// `--online`: give up on a file when all of its requests take longer than this many
+    /// seconds (a server that drips bytes never trips `--timeout`)
+    #[arg(long, value_name = "SECONDS", default_value = "120", value_parser = parse_timeout)]
+    pub(crate) deadline: std::time::Duration,
     /// `--online`: weight-file headers fetched at once
     #[arg(long, value_name = "N", default_value = "8", value_parser = clap::value_parser!(u16).range(1..=64))]
     pub(crate) jobs: u16,
 }
 
-/// `--timeout 30`, `--timeout 2.5`: positive seconds, at most a day.
+/// `--timeout 30`, `--deadline 2.5`: positive seconds, at most a day.
 fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
     let secs: f64 = s
         .trim()
@@ -210,7 +214,7 @@ fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
         .map_err(|_| format!("`{s}` is not a number of seconds"))?;
     if !(secs > 0.0 && secs <= 86_400.0) {
         return Err(format!(
-            "`{s}`: a timeout is more than 0 and at most 86400 seconds"
+            "`{s}`: a time limit is more than 0 and at most 86400 seconds"
         ));
     }
     Ok(std::time::Duration::from_secs_f64(secs))

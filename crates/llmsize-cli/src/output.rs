@@ -4,7 +4,7 @@ use std::io::{IsTerminal as _, Write as _};
 use std::sync::Mutex;
 
 use llmsize_core::render::doc::TextOptions;
-use llmsize_engine::{FetchProgress, ProgressSink};
+use llmsize_engine::{FetchProgress, ProgressSink, TransferProgress, TransferSink};
 
 use crate::Failure;
 
@@ -51,6 +51,27 @@ pub(crate) fn fetch_progress() -> ProgressSink {
             *last = tenth;
             let _ = writeln!(err, "fetching headers: {done}/{total} {files}");
         }
+    })
+}
+
+/// A slow `--online` transfer, on stderr as its own line (the engine reports one after 2 s,
+/// then every 5 s): `fetching `model-00001-of-00004.safetensors` header: 1.20 MiB in 5 s`.
+/// On a terminal the line `fetch_progress` draws is cleared first, and redrawn by its next
+/// report.
+pub(crate) fn slow_transfer() -> TransferSink {
+    let tty = std::io::stderr().is_terminal();
+    TransferSink::new(move |p: TransferProgress| {
+        let mut err = std::io::stderr().lock();
+        if tty {
+            let _ = write!(err, "\r\x1b[2K");
+        }
+        let _ = writeln!(
+            err,
+            "fetching {}: {} in {:.0} s",
+            p.what,
+            llmsize_core::units::human_bytes(p.bytes),
+            p.elapsed.as_secs_f64()
+        );
     })
 }
 

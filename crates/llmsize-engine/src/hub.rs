@@ -5,6 +5,12 @@
 //! The cache directory is `HF_HUB_CACHE`, else `HF_HOME/hub`, else
 //! `XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub`. Nothing here touches
 //! the network.
+//!
+//! A repo's cache folder is a sandbox: a ref holds a commit hash or a snapshot folder's
+//! name (never a path), and every file read from a snapshot resolves inside the repo's
+//! folder (its links lead into `blobs/`). A ref or link that leads elsewhere is refused,
+//! named, rather than followed: the cache is data, and a folder name in it must not make
+//! llmsize read another folder's files.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -35,6 +41,9 @@ pub struct HubEnv {
     /// Told how `--online` is getting on with the weight headers (the engine never prints:
     /// the CLI draws a progress line on stderr; a library caller may leave it `None`).
     pub progress: Option<ProgressSink>,
+    /// Told when one `--online` transfer is slow (2 s, then every 5 s): a server that drips
+    /// bytes is seen, not waited on in silence. The CLI prints a line on stderr.
+    pub transfer: Option<TransferSink>,
 }
 
 /// How far `--online` is with the weight headers of one model.
@@ -48,25 +57,50 @@ pub struct FetchProgress {
     pub elapsed: std::time::Duration,
 }
 
-/// A callback for [`FetchProgress`], called once with `done == 0` before the first request
-/// and once per file after; from the fetching threads, so it must be `Send + Sync`.
-#[derive(Clone)]
-pub struct ProgressSink(Arc<dyn Fn(FetchProgress) + Send + Sync>);
+/// One `--online` transfer that is taking long: what, how many bytes so far, since when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransferProgress {
+    /// What is fetched: `` `config.json` ``, `` `model-00001-of-00004.safetensors` header ``,
+    /// `the file listing`.
+    pub what: String,
+    /// Bytes received so far.
+    pub bytes: u64,
+    /// Time since its first request.
+    pub elapsed: std::time::Duration,
+}
 
-impl ProgressSink {
+/// A callback for the engine's reports (the engine never prints); called from the fetching
+/// threads, so it must be `Send + Sync`.
+pub struct Sink<T>(Arc<dyn Fn(T) + Send + Sync>);
+
+/// Told of [`FetchProgress`]: once with `done == 0` before the first request and once per
+/// file after.
+pub type ProgressSink = Sink<FetchProgress>;
+
+/// Told of [`TransferProgress`] while a transfer is slow.
+pub type TransferSink = Sink<TransferProgress>;
+
+impl<T> Sink<T> {
     /// Wrap a callback.
-    pub fn new(f: impl Fn(FetchProgress) + Send + Sync + 'static) -> Self {
-        ProgressSink(Arc::new(f))
+    pub fn new(f: impl Fn(T) + Send + Sync + 'static) -> Self {
+        Sink(Arc::new(f))
     }
 
-    pub(crate) fn report(&self, p: FetchProgress) {
+    pub(crate) fn report(&self, p: T) {
         (self.0)(p);
     }
 }
 
-impl fmt::Debug for ProgressSink {
+// By hand: a derive would ask `T: Clone`, and only the `Arc` is cloned.
+impl<T> Clone for Sink<T> {
+    fn clone(&self) -> Self {
+        Sink(Arc::clone(&self.0))
+    }
+}
+
+impl<T> fmt::Debug for Sink<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ProgressSink(..)")
+        f.write_str("Sink(..)")
     }
 }
 
@@ -85,6 +119,7 @@ impl HubEnv {
             endpoint: text("HF_ENDPOINT"),
             token: text("HF_TOKEN"),
             progress: None,
+            transfer: None,
         }
     }
 
@@ -132,6 +167,31 @@ pub fn looks_like_repo_id(s: &str) -> bool {
     ok(org) && ok(name)
 }
 
+/// A snapshot folder of a cached repo: where its files are, and the repo's folder they must
+/// resolve inside.
+#[derive(Debug, Clone)]
+pub(crate) struct Snapshot {
+    /// `<cache>/models--org--name/snapshots/<revision>`.
+    pub(crate) dir: PathBuf,
+    /// The repo's folder, canonical: every file read resolves inside it.
+    root: PathBuf,
+}
+
+impl Snapshot {
+    /// Every file llmsize would read from `dir` (the snapshot or a folder in it) resolves
+    /// inside the repo's folder: see [`check_links`].
+    pub(crate) fn check_folder(&self, dir: &Path, repo: &str) -> Result<(), Error> {
+        check_links(dir, repo, &self.root)
+    }
+
+    /// `path` (a file picked by name, whatever its name) leads somewhere, inside the repo's
+    /// folder.
+    pub(crate) fn check_file(&self, path: &Path, repo: &str) -> Result<(), Error> {
+        check_link(path, repo)?;
+        check_inside(path, repo, &self.root)
+    }
+}
+
 /// The snapshot directory of `repo` at `revision` in the cache, if the repo is cached.
 ///
 /// `revision` is a ref (`main`, a tag: `refs/<revision>` holds the commit), else the name of
@@ -141,7 +201,11 @@ pub fn looks_like_repo_id(s: &str) -> bool {
 /// `Ok(None)`: the repo is not in the cache at all. An error: it is there but broken (a ref
 /// without its snapshot, a weight or config symlink that leads nowhere or in a loop), or
 /// has no such revision; each deserves a message rather than a fall-through.
-pub(crate) fn snapshot(env: &HubEnv, repo: &str, revision: &str) -> Result<Option<PathBuf>, Error> {
+pub(crate) fn snapshot(
+    env: &HubEnv,
+    repo: &str,
+    revision: &str,
+) -> Result<Option<Snapshot>, Error> {
     let Some(cache) = env.cache_dir() else {
         return Ok(None);
     };
@@ -161,13 +225,11 @@ pub(crate) fn snapshot(env: &HubEnv, repo: &str, revision: &str) -> Result<Optio
             "pass a branch (`main`), a tag or a commit hash",
         ));
     }
+    let root = std::fs::canonicalize(&folder).map_err(Error::io("resolve", &folder))?;
     let snapshots = folder.join("snapshots");
     let reference = folder.join("refs").join(revision);
     let snap = if reference.is_file() {
-        let commit = std::fs::read_to_string(&reference)
-            .map_err(Error::io("read", &reference))?
-            .trim()
-            .to_owned();
+        let commit = read_ref(&reference, revision, repo)?;
         let snap = snapshots.join(&commit);
         if !snap.is_dir() {
             return Err(Error::not_found(
@@ -192,7 +254,7 @@ pub(crate) fn snapshot(env: &HubEnv, repo: &str, revision: &str) -> Result<Optio
                     if v.is_empty() {
                         "none".to_owned()
                     } else {
-                        v.join(", ")
+                        llmsize_core::limits::a_few(v)
                     }
                 };
                 return Err(Error::not_found(
@@ -214,8 +276,54 @@ pub(crate) fn snapshot(env: &HubEnv, repo: &str, revision: &str) -> Result<Optio
             }
         }
     };
-    check_links(&snap, repo)?;
-    Ok(Some(snap))
+    // The snapshot folder itself may be a link (a user's own folder put there): it too must
+    // stay inside the repo's folder.
+    check_inside(&snap, repo, &root)?;
+    check_links(&snap, repo, &root)?;
+    Ok(Some(Snapshot { dir: snap, root }))
+}
+
+/// Longest ref file read: a commit hash is 40 characters (64 for SHA-256 repos); a ref that is
+/// a link to some large file is not read whole.
+const MAX_REF_BYTES: u64 = 256;
+
+/// The commit a ref file holds, checked to be a hash or a plain snapshot folder name: a ref
+/// holding `../../elsewhere` would lead out of the repo's folder.
+fn read_ref(reference: &Path, revision: &str, repo: &str) -> Result<String, Error> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::fs::File::open(reference)
+        .and_then(|f| f.take(MAX_REF_BYTES).read_to_end(&mut bytes))
+        .map_err(Error::io("read", reference))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let commit = text.trim();
+    let plain = !commit.is_empty()
+        && commit != "."
+        && commit != ".."
+        && commit
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if plain && to_u64(bytes.len()) < MAX_REF_BYTES {
+        return Ok(commit.to_owned());
+    }
+    let shown: String = commit.chars().take(80).collect();
+    Err(Error::bad_input(
+        format!(
+            "the Hugging Face cache entry of `{repo}` is unsafe: ref `{revision}` (`{}`) holds `{}{}`, which is not a commit hash or a snapshot folder name",
+            reference.display(),
+            shown.escape_debug(),
+            if shown.len() < commit.len() || to_u64(bytes.len()) >= MAX_REF_BYTES {
+                "…"
+            } else {
+                ""
+            }
+        ),
+        "a ref file holds the commit hash of a folder under `snapshots/`: download the model again (`hf download`), or pass `--revision` with a snapshot folder",
+    ))
+}
+
+fn to_u64(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
 }
 
 /// The folders under `snapshots/`, sorted.
@@ -263,12 +371,13 @@ fn is_model_file(name: &str) -> bool {
         || ext("gguf")
 }
 
-/// Every file llmsize would read from `snap` (top level) resolves: the cache's files are
-/// symlinks into `blobs/`, and a deleted blob or a hand-made loop would otherwise read as
-/// "no config.json" or a bare "No such file".
-fn check_links(snap: &Path, repo: &str) -> Result<(), Error> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(snap)
-        .map_err(Error::io("list", snap))?
+/// Every file llmsize would read from `dir` (top level) resolves, inside `root`: the
+/// cache's files are symlinks into `blobs/`; a deleted blob or a hand-made loop would
+/// otherwise read as "no config.json" or a bare "No such file", and a link out of the repo's
+/// folder would be followed.
+fn check_links(dir: &Path, repo: &str, root: &Path) -> Result<(), Error> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(Error::io("list", dir))?
         .flatten()
         .filter(|e| e.file_name().to_str().is_some_and(is_model_file))
         .map(|e| e.path())
@@ -276,8 +385,34 @@ fn check_links(snap: &Path, repo: &str) -> Result<(), Error> {
     entries.sort();
     for p in entries {
         check_link(&p, repo)?;
+        check_inside(&p, repo, root)?;
     }
     Ok(())
+}
+
+/// `path`, when it exists, resolves (through every link, of it or of a folder above it)
+/// inside `root`, the repo's canonical folder; else an error naming the path, where it
+/// points and where that is.
+fn check_inside(path: &Path, repo: &str, root: &Path) -> Result<(), Error> {
+    let Ok(real) = std::fs::canonicalize(path) else {
+        return Ok(()); // Missing or broken: `check_link` and the caller name that.
+    };
+    if real.starts_with(root) {
+        return Ok(());
+    }
+    let link = std::fs::read_link(path).map_or_else(
+        |_| "resolves to".to_owned(),
+        |t| format!("is a symlink to `{}`, which resolves to", t.display()),
+    );
+    Err(Error::bad_input(
+        format!(
+            "the Hugging Face cache entry of `{repo}` is unsafe: `{}` {link} `{}`, outside the repo's cache folder `{}`",
+            path.display(),
+            real.display(),
+            root.display()
+        ),
+        "the cache's files are links into the repo's own `blobs/`: download the model again (`hf download`), or pass the folder you mean as MODEL",
+    ))
 }
 
 /// Most symlinks followed before a chain counts as a loop (Linux's `MAXSYMLINKS` is 40).
@@ -285,25 +420,30 @@ const MAX_LINKS: usize = 40;
 
 /// `path`, if it is a symlink, leads to an existing file (or folder); else an error naming
 /// the link, where it points, and whether the target is missing or the chain loops.
-pub(crate) fn check_link(path: &Path, repo: &str) -> Result<(), Error> {
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return Ok(()); // Not there at all: the caller's own "not found" says it better.
-    };
+fn check_link(path: &Path, repo: &str) -> Result<(), Error> {
+    match link_problem(path) {
+        None => Ok(()),
+        Some(what) => Err(Error::not_found(
+            format!(
+                "the Hugging Face cache entry of `{repo}` is broken: `{}` is {what}",
+                path.display()
+            ),
+            "download the model again (`hf download`), or pass `--online`",
+        )),
+    }
+}
+
+/// What is wrong with `path` when it is a symlink that leads nowhere: `a broken symlink: it
+/// points to …, and … does not exist`, or `a symlink loop: …`; `None` for anything else (a
+/// file, a folder, a link that resolves, nothing at all).
+pub(crate) fn link_problem(path: &Path) -> Option<String> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
     if !meta.file_type().is_symlink() || std::fs::metadata(path).is_ok() {
-        return Ok(());
+        return None;
     }
     let mut chain: Vec<PathBuf> = Vec::new();
     let mut seen: Vec<PathBuf> = vec![path.to_path_buf()];
     let mut current = path.to_path_buf();
-    let broken = |what: String| {
-        Err(Error::not_found(
-            format!(
-                "the Hugging Face cache entry of `{repo}` is broken: `{}` {what}",
-                path.display()
-            ),
-            "download the model again (`hf download`), or pass `--online`",
-        ))
-    };
     let arrows = |chain: &[PathBuf]| {
         chain
             .iter()
@@ -321,27 +461,29 @@ pub(crate) fn check_link(path: &Path, repo: &str) -> Result<(), Error> {
             .map_or_else(|| target.clone(), |dir| dir.join(&target));
         let next = normalize(&next);
         if seen.contains(&next) {
-            return broken(format!(
-                "is a symlink loop: it points to {}, which leads back to itself",
+            return Some(format!(
+                "a symlink loop: it points to {}, which leads back to itself",
                 arrows(&chain)
             ));
         }
         match std::fs::symlink_metadata(&next) {
             Err(_) => {
-                return broken(format!(
-                    "is a broken symlink: it points to {}, and `{}` does not exist",
+                return Some(format!(
+                    "a broken symlink: it points to {}, and `{}` does not exist",
                     arrows(&chain),
                     next.display()
                 ));
             }
-            Ok(m) if !m.file_type().is_symlink() => return Ok(()),
+            // A link to something that is there, yet `metadata` failed (a folder on the way
+            // is not searchable): not a link problem.
+            Ok(m) if !m.file_type().is_symlink() => return None,
             Ok(_) => {}
         }
         seen.push(next.clone());
         current = next;
     }
-    broken(format!(
-        "is a symlink chain that does not end: it points to {} …",
+    Some(format!(
+        "a symlink chain that does not end: it points to {} …",
         arrows(&chain)
     ))
 }
@@ -436,7 +578,7 @@ mod tests {
         assert!(err.to_string().contains("is broken"), "{err}");
         std::fs::create_dir_all(repo.join("snapshots").join(hash)).unwrap();
         assert_eq!(
-            snapshot(&env, "org/model", "main").unwrap(),
+            snapshot(&env, "org/model", "main").unwrap().map(|s| s.dir),
             Some(repo.join("snapshots").join(hash))
         );
         assert!(snapshot(&env, "org/model", "v2").is_err());
@@ -449,10 +591,35 @@ mod tests {
             "{err}"
         );
         assert_eq!(
-            snapshot(&env, "org/model", "0123456789a").unwrap(),
+            snapshot(&env, "org/model", "0123456789a")
+                .unwrap()
+                .map(|s| s.dir),
             Some(repo.join("snapshots").join(hash))
         );
         assert!(snapshot(&env, "org/model", "../model").is_err());
+    }
+
+    #[test]
+    fn a_ref_holds_a_hash_or_a_plain_folder_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path().join("main");
+        let read = |text: &str| {
+            std::fs::write(&r, text).unwrap();
+            read_ref(&r, "main", "o/r")
+        };
+        let hash = "0123456789abcdef0123456789abcdef01234567";
+        assert_eq!(read(&format!("{hash}\n")).unwrap(), hash);
+        assert_eq!(read("my-folder_1.0").unwrap(), "my-folder_1.0");
+        for bad in ["../../x", "a/b", "..", ".", "", "a\\b", "/etc"] {
+            let e = read(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("is not a commit hash or a snapshot folder name"),
+                "{bad}: {e}"
+            );
+        }
+        // Only the first 256 bytes are read: a longer ref is refused, its start shown.
+        let e = read(&"a".repeat(1000)).unwrap_err().to_string();
+        assert!(e.contains(&format!("holds `{}…`", "a".repeat(80))), "{e}");
     }
 
     #[cfg(unix)]

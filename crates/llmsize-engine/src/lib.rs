@@ -38,7 +38,10 @@ pub use design::{
     KvChoice, OptimalRule, quantity_name,
 };
 pub use error::{Error, ErrorKind};
-pub use hub::{DEFAULT_ENDPOINT, FetchProgress, HubEnv, ProgressSink, looks_like_repo_id};
+pub use hub::{
+    DEFAULT_ENDPOINT, FetchProgress, HubEnv, ProgressSink, Sink, TransferProgress, TransferSink,
+    looks_like_repo_id,
+};
 pub use llmsize_design::{
     Constraints as DesignConstraints, DesignStyle, Goal, Quantity, parse_count as parse_param_count,
 };

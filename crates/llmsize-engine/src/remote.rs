@@ -9,6 +9,8 @@
 //! fetched `--jobs` at a time. The status is checked before any body is read, so a server
 //! that ignores the range (a 200 with the whole multi-GB file) is refused, not downloaded.
 
+use std::borrow::Cow;
+use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -16,10 +18,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::Error;
-use crate::hub::{FetchProgress, HubEnv};
+use llmsize_core::{checked, limits};
+
+use crate::hub::{FetchProgress, HubEnv, TransferProgress, TransferSink};
 use crate::resolve::{Found, Lookup, Model, Want};
 use crate::weights_io::{self, ByteSource, Weights};
+use crate::{Error, HubOptions};
 
 /// The first range asked of a SafeTensors file, or of a split GGUF's second and later
 /// shards. Its size trades one more round trip on a long header against bytes sent on every
@@ -45,8 +49,23 @@ struct Hub {
     agent: ureq::Agent,
     endpoint: String,
     token: Option<String>,
+    /// `--timeout`: connecting, and each wait for the server's next bytes.
     timeout: Duration,
+    /// `--deadline`: all of one file's requests, from the first byte asked to the last read.
+    deadline: Duration,
+    /// Told about a transfer that is slow ([`SLOW_AFTER`], then every [`SLOW_EVERY`]).
+    slow: Option<TransferSink>,
 }
+
+/// A transfer still running this long is reported (the engine never prints: the front end
+/// draws it): long enough that a normal answer from the Hub (well under a second) never is.
+const SLOW_AFTER: Duration = Duration::from_secs(2);
+
+/// Then a report this often, so a drip of bytes is seen moving without flooding stderr.
+const SLOW_EVERY: Duration = Duration::from_secs(5);
+
+/// Bytes read from a body at a time, between checks of the clock for [`SLOW_EVERY`].
+const CHUNK: usize = 64 << 10;
 
 fn transport(message: String, source: impl std::error::Error + Send + Sync + 'static) -> Error {
     Error::Network {
@@ -57,12 +76,13 @@ fn transport(message: String, source: impl std::error::Error + Send + Sync + 'st
 }
 
 impl Hub {
-    fn new(env: &HubEnv, timeout: Duration) -> Self {
-        // `--timeout` bounds connecting and each wait for bytes (a stalled server), not a
-        // whole transfer: a large index on a slow link that keeps moving is not cut.
+    fn new(env: &HubEnv, options: &HubOptions) -> Self {
+        // `--timeout` bounds connecting and each wait for bytes (a stalled server); the
+        // deadline bounds a whole file (a server dripping bytes), set on each request from
+        // what is left of its file's time ([`Transfer::get`]).
         let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_connect(Some(timeout))
-            .timeout_per_read(Some(timeout))
+            .timeout_connect(Some(options.timeout))
+            .timeout_per_read(Some(options.timeout))
             .http_status_as_error(false)
             .build()
             .into();
@@ -70,35 +90,170 @@ impl Hub {
             agent,
             endpoint: env.endpoint().to_owned(),
             token: env.token.clone(),
-            timeout,
+            timeout: options.timeout,
+            deadline: options.deadline,
+            slow: env.transfer.clone(),
         }
     }
 
-    /// A failed request or read, with the timeout named when that is what ended it.
+    /// A new transfer of `what` (`` `config.json` ``, `` `model.safetensors` header ``)
+    /// of `repo`: its deadline starts now.
+    fn transfer<'a>(&'a self, repo: &'a str, what: String) -> Transfer<'a> {
+        Transfer {
+            hub: self,
+            repo,
+            what,
+            start: Instant::now(),
+            bytes: 0,
+            next_report: SLOW_AFTER,
+        }
+    }
+
+    fn file_url(&self, repo: &str, revision: &str, file: &str) -> String {
+        // A file name comes from the repo's listing or an index: escape what a URL would read
+        // as syntax (`?`, `#`, `%`, spaces), keep the `/` of sub-folders.
+        let mut escaped = String::with_capacity(file.len());
+        for b in file.bytes() {
+            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+                escaped.push(char::from(b));
+            } else {
+                let _ = write!(escaped, "%{b:02X}");
+            }
+        }
+        format!("{}/{repo}/resolve/{revision}/{escaped}", self.endpoint)
+    }
+
+    /// The files of `repo` at `revision`.
+    fn list_files(&self, repo: &str, revision: &str) -> Result<Vec<String>, Error> {
+        let url = format!("{}/api/models/{repo}/revision/{revision}", self.endpoint);
+        let mut t = self.transfer(repo, "the file listing".to_owned());
+        let resp = t.get(&url, None)?;
+        let text = t.read_text(&url, resp)?;
+        let v: Value = serde_json::from_str(&text)
+            .map_err(|e| transport(format!("`{url}` did not return JSON"), e))?;
+        let files = v
+            .get("siblings")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s["rfilename"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(files)
+    }
+
+    /// A small text file (config.json, an index).
+    fn text(&self, repo: &str, revision: &str, file: &str) -> Result<String, Error> {
+        let url = self.file_url(repo, revision, file);
+        let mut t = self.transfer(repo, format!("`{file}`"));
+        let resp = t.get(&url, None)?;
+        t.read_text(&url, resp)
+    }
+
+    /// A file on the Hub as a source of header bytes: one request for its first
+    /// `first_range` bytes, which also tells its length.
+    fn file<'a>(
+        &'a self,
+        repo: &'a str,
+        revision: &str,
+        file: &str,
+        first_range: u64,
+    ) -> Result<RemoteFile<'a>, Error> {
+        let url = self.file_url(repo, revision, file);
+        let mut transfer = self.transfer(repo, format!("`{file}` header"));
+        let last = first_range.saturating_sub(1);
+        let mut prefix = Vec::new();
+        let len = transfer.range(&url, 0, last, &mut prefix)?;
+        let expected = len.min(first_range);
+        if prefix.len() as u64 != expected {
+            return Err(Error::network(format!(
+                "`{url}`: asked for bytes 0-{last}, received {} of a {len}-byte file",
+                prefix.len()
+            )));
+        }
+        Ok(RemoteFile {
+            transfer,
+            label: format!("{repo}/{file}"),
+            url,
+            len,
+            prefix,
+        })
+    }
+}
+
+/// One file's requests: they share its deadline (`--deadline`), and while they run long
+/// the front end is told how far they got.
+struct Transfer<'a> {
+    hub: &'a Hub,
+    repo: &'a str,
+    /// What is fetched, for messages: `` `config.json` ``, `` `x.safetensors` header ``.
+    what: String,
+    start: Instant,
+    /// Bytes of bodies read so far, over every request.
+    bytes: u64,
+    /// When the next slow-transfer report is due, from `start`.
+    next_report: Duration,
+}
+
+impl Transfer<'_> {
+    /// The error of a transfer past its deadline: the file, the deadline and the flag.
+    fn past_deadline(&self, source: Option<ureq::Error>) -> Error {
+        Error::Network {
+            message: format!(
+                "`{}`: {}: the transfer did not finish within {} s (`--deadline` changes it)",
+                self.repo,
+                self.what,
+                self.hub.deadline.as_secs_f64()
+            ),
+            hint: Some(format!(
+                "the server sent {} in that time: try again later, or raise `--deadline SECONDS`",
+                llmsize_core::units::human_bytes(self.bytes)
+            )),
+            source: source.map(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>),
+        }
+    }
+
+    /// A failed request or read, with the timeout or deadline named when that is what ended
+    /// it.
     fn failed(&self, what: String, url: &str, e: ureq::Error) -> Error {
-        if let ureq::Error::Timeout(_) = e {
-            return Error::Network {
+        match e {
+            ureq::Error::Timeout(ureq::Timeout::Global) => self.past_deadline(Some(e)),
+            ureq::Error::Timeout(_) => Error::Network {
                 message: format!(
                     "`{url}`: no answer within {} s (`--timeout`): the server stalled",
-                    self.timeout.as_secs_f64()
+                    self.hub.timeout.as_secs_f64()
                 ),
                 hint: Some(
                     "try again later, or raise `--timeout SECONDS` for a slow server".into(),
                 ),
                 source: Some(Box::new(e)),
-            };
+            },
+            e => transport(what, e),
         }
-        transport(what, e)
     }
 
-    /// A GET, its status checked (and nothing read) before it is returned.
+    /// A GET, its status checked (and nothing read) before it is returned. ureq's own
+    /// `timeout_global` holds it to what is left of the file's deadline, body included.
     fn get(
-        &self,
+        &mut self,
         url: &str,
         range: Option<(u64, u64)>,
     ) -> Result<ureq::http::Response<ureq::Body>, Error> {
-        let mut req = self.agent.get(url);
-        if let Some(t) = &self.token {
+        let left = self
+            .hub
+            .deadline
+            .checked_sub(self.start.elapsed())
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| self.past_deadline(None))?;
+        let mut req = self
+            .hub
+            .agent
+            .get(url)
+            .config()
+            .timeout_global(Some(left))
+            .build();
+        if let Some(t) = &self.hub.token {
             req = req.header("Authorization", &format!("Bearer {t}"));
         }
         if let Some((a, b)) = range {
@@ -124,66 +279,78 @@ impl Hub {
         }
     }
 
-    fn read_text(
-        &self,
+    /// The body appended to `out`, at most `limit` bytes (more is ureq's
+    /// `BodyExceedsLimit`), read a chunk at a time so that a slow one is reported as it goes.
+    fn read_body(
+        &mut self,
         url: &str,
+        what: impl Fn() -> String,
         mut resp: ureq::http::Response<ureq::Body>,
-    ) -> Result<String, Error> {
-        resp.body_mut()
-            .with_config()
-            .limit(weights_io::MAX_TEXT_FILE)
-            .read_to_string()
-            .map_err(|e| self.failed(format!("failed to read `{url}`"), url, e))
-    }
-
-    /// The files of `repo` at `revision`.
-    fn list_files(&self, repo: &str, revision: &str) -> Result<Vec<String>, Error> {
-        let url = format!("{}/api/models/{repo}/revision/{revision}", self.endpoint);
-        let resp = self.get(&url, None)?;
-        let text = self.read_text(&url, resp)?;
-        let v: Value = serde_json::from_str(&text)
-            .map_err(|e| transport(format!("`{url}` did not return JSON"), e))?;
-        let files = v
-            .get("siblings")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s["rfilename"].as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
-        Ok(files)
-    }
-
-    fn file_url(&self, repo: &str, revision: &str, file: &str) -> String {
-        // A file name comes from the repo's listing or an index: escape what a URL would read
-        // as syntax (`?`, `#`, `%`, spaces), keep the `/` of sub-folders.
-        let mut escaped = String::with_capacity(file.len());
-        for b in file.bytes() {
-            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
-                escaped.push(char::from(b));
-            } else {
-                let _ = write!(escaped, "%{b:02X}");
-            }
+        limit: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Error> {
+        use std::io::Read as _;
+        let mut reader = resp.body_mut().with_config().limit(limit).reader();
+        let mut chunk = vec![0u8; CHUNK];
+        loop {
+            let n = match reader.read(&mut chunk) {
+                Ok(0) => return Ok(()),
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(self.failed(what(), url, ureq::Error::from(e))),
+            };
+            out.extend_from_slice(chunk.get(..n).unwrap_or_default());
+            self.bytes = self.bytes.saturating_add(n as u64);
+            self.report();
         }
-        format!("{}/{repo}/resolve/{revision}/{escaped}", self.endpoint)
     }
 
-    /// A small text file (config.json, an index).
-    fn text(&self, repo: &str, revision: &str, file: &str) -> Result<String, Error> {
-        let url = self.file_url(repo, revision, file);
-        let resp = self.get(&url, None)?;
-        self.read_text(&url, resp)
+    /// Tell the front end how far a slow transfer got, when a report is due.
+    fn report(&mut self) {
+        let elapsed = self.start.elapsed();
+        if elapsed < self.next_report {
+            return;
+        }
+        self.next_report = elapsed.saturating_add(SLOW_EVERY);
+        if let Some(sink) = &self.hub.slow {
+            sink.report(TransferProgress {
+                what: self.what.clone(),
+                bytes: self.bytes,
+                elapsed,
+            });
+        }
     }
 
-    /// Bytes `[start, end]` of a file (fewer at its end) and the file's length.
+    fn read_text(
+        &mut self,
+        url: &str,
+        resp: ureq::http::Response<ureq::Body>,
+    ) -> Result<String, Error> {
+        let mut bytes = Vec::new();
+        self.read_body(
+            url,
+            || format!("failed to read `{url}`"),
+            resp,
+            weights_io::MAX_TEXT_FILE,
+            &mut bytes,
+        )?;
+        String::from_utf8(bytes).map_err(|e| {
+            Error::network(format!(
+                "`{url}` is not UTF-8 text (byte {})",
+                e.utf8_error().valid_up_to()
+            ))
+        })
+    }
+
+    /// Bytes `[start, end]` of a file (fewer at its end), appended to `out`; the file's
+    /// length.
     ///
     /// The status decides before any body is read: 206 is the range; 416 is a range past
     /// the end (an empty file); a 200 is the server ignoring the range, accepted only when
     /// its `Content-Length` says the whole file is no longer than the range asked (so a
     /// small file costs nothing more), and refused otherwise: that body is the whole file.
-    fn range(&self, url: &str, start: u64, end: u64) -> Result<(Vec<u8>, u64), Error> {
-        let mut resp = self.get(url, Some((start, end)))?;
+    fn range(&mut self, url: &str, start: u64, end: u64, out: &mut Vec<u8>) -> Result<u64, Error> {
+        let resp = self.get(url, Some((start, end)))?;
         let status = resp.status().as_u16();
         let header = |name: &str| {
             resp.headers()
@@ -191,7 +358,12 @@ impl Hub {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned)
         };
-        let want = end - start + 1;
+        // The caller asks `end ≥ start`; a range of `u64::MAX + 1` bytes cannot be asked.
+        let want = checked::sub("end − start", end, start)
+            .and_then(|d| checked::add("end − start + 1", d, 1))
+            .map_err(|e| Error::Internal {
+                message: format!("bytes {start}-{end} of `{url}`: {e}"),
+            })?;
         let total = match status {
             206 | 416 => header("content-range")
                 .as_deref()
@@ -223,56 +395,22 @@ impl Hub {
             }
         };
         if status == 416 {
-            return Ok((Vec::new(), total));
+            return Ok(total);
         }
-        let bytes = resp
-            .body_mut()
-            .with_config()
-            .limit(want)
-            .read_to_vec()
-            .map_err(|e| {
-                self.failed(
-                    format!("failed to read bytes {start}-{end} of `{url}`"),
-                    url,
-                    e,
-                )
-            })?;
-        Ok((bytes, total))
-    }
-
-    /// A file on the Hub as a source of header bytes: one request for its first
-    /// `first_range` bytes, which also tells its length.
-    fn file<'a>(
-        &'a self,
-        repo: &str,
-        revision: &str,
-        file: &str,
-        first_range: u64,
-    ) -> Result<RemoteFile<'a>, Error> {
-        let url = self.file_url(repo, revision, file);
-        let (prefix, len) = self.range(&url, 0, first_range - 1)?;
-        let expected = len.min(first_range);
-        if prefix.len() as u64 != expected {
-            return Err(Error::network(format!(
-                "`{url}`: asked for bytes 0-{}, received {} of a {len}-byte file",
-                first_range - 1,
-                prefix.len()
-            )));
-        }
-        Ok(RemoteFile {
-            hub: self,
-            label: format!("{repo}/{file}"),
-            url,
-            len,
-            prefix,
-        })
+        // Room for what is asked (at most a header's limit, the readers' own bound) or what
+        // the file holds, whichever is less: the body is appended without a copy that grows.
+        let room = want.min(total.saturating_sub(start));
+        out.reserve_exact(usize::try_from(room).unwrap_or(0));
+        let what = || format!("failed to read bytes {start}-{end} of `{url}`");
+        self.read_body(url, what, resp, want, out)?;
+        Ok(total)
     }
 }
 
 /// A Hub file read by range requests: the bytes fetched so far are a prefix of the file,
 /// extended (never fetched twice) when a header reader asks past it.
 struct RemoteFile<'a> {
-    hub: &'a Hub,
+    transfer: Transfer<'a>,
     label: String,
     url: String,
     len: u64,
@@ -288,7 +426,7 @@ impl ByteSource for RemoteFile<'_> {
         self.len
     }
 
-    fn read(&mut self, offset: u64, n: u64) -> Result<Vec<u8>, Error> {
+    fn read(&mut self, offset: u64, n: u64) -> Result<Cow<'_, [u8]>, Error> {
         let end = offset
             .checked_add(n)
             .filter(|&e| e <= self.len)
@@ -301,21 +439,22 @@ impl ByteSource for RemoteFile<'_> {
         let have = self.prefix.len() as u64;
         if end > have {
             // Extend the prefix with exactly the missing bytes: the readers grow their asks
-            // (a GGUF reader at least doubles), so each extension is one request.
-            let (more, _) = self.hub.range(&self.url, have, end - 1)?;
-            if more.len() as u64 != end - have {
+            // (a GGUF reader at least doubles), so each extension is one request. `end > have`
+            // here, so `end − 1 ≥ have`.
+            let last = end.saturating_sub(1);
+            self.transfer
+                .range(&self.url, have, last, &mut self.prefix)?;
+            let got = (self.prefix.len() as u64).saturating_sub(have);
+            if got != end.saturating_sub(have) {
                 return Err(Error::network(format!(
-                    "`{}`: asked for bytes {have}-{}, received {}",
-                    self.url,
-                    end - 1,
-                    more.len()
+                    "`{}`: asked for bytes {have}-{last}, received {got}",
+                    self.url
                 )));
             }
-            self.prefix.extend_from_slice(&more);
         }
         let (a, b) = (usize::try_from(offset), usize::try_from(end));
         match (a, b) {
-            (Ok(a), Ok(b)) => Ok(self.prefix.get(a..b).unwrap_or_default().to_vec()),
+            (Ok(a), Ok(b)) => Ok(Cow::Borrowed(self.prefix.get(a..b).unwrap_or_default())),
             _ => Err(Error::Internal {
                 message: format!("a header of {end} bytes is too large for this machine"),
             }),
@@ -359,7 +498,8 @@ fn fetch_all<T: Send>(
             if r.is_err() {
                 failed.store(true, Ordering::Relaxed);
             } else if let Ok(mut d) = done.lock() {
-                *d += 1;
+                // At most `names.len()`.
+                *d = d.saturating_add(1);
                 report(*d);
             }
             if let Ok(mut v) = results.lock()
@@ -429,7 +569,10 @@ fn gguf_set(file: &str, files: &[String], repo: &str) -> Result<Vec<String>, Err
         ));
     }
     let set = llmsize_weights::gguf::split::shard_names(file).unwrap_or_default();
-    if let Some(missing) = set.iter().find(|s| !files.contains(s)) {
+    // A set of the listing: a listing of 100,000 files and a set of 4,096 shards is one
+    // look-up per shard, not one pass over the listing per shard.
+    let listed: HashSet<&str> = files.iter().map(String::as_str).collect();
+    if let Some(missing) = set.iter().find(|s| !listed.contains(s.as_str())) {
         return Err(Error::not_found(
             format!("`{repo}` lists `{file}`, a shard of {m}, but not its shard `{missing}`"),
             "check the repository's files and `--revision`",
@@ -462,7 +605,7 @@ pub(crate) fn model(
     lookup: &Lookup,
     env: &HubEnv,
 ) -> Result<Model, Error> {
-    let hub = Hub::new(env, lookup.hub.timeout);
+    let hub = Hub::new(env, &lookup.hub);
     let jobs = lookup.hub.jobs;
     let revision = lookup.hub.revision.as_str();
     let files = hub.list_files(repo, revision)?;
@@ -505,7 +648,7 @@ pub(crate) fn model(
                 if choices.is_empty() {
                     "check the file name and `--revision`".to_owned()
                 } else {
-                    format!("its GGUF files: {}", choices.join(", "))
+                    format!("its GGUF files: {}", limits::a_few(&choices))
                 },
             ));
         }
@@ -560,8 +703,8 @@ pub(crate) fn model(
                     return Err(Error::bad_input(
                         format!(
                             "`{repo}` holds {} GGUF files: {}",
-                            many.len(),
-                            many.join(", ")
+                            llmsize_core::units::thousands(many.len() as u64),
+                            limits::a_few(many)
                         ),
                         format!(
                             "pick one: `{repo}:FILE` or `--file FILE`, e.g. `{repo}:{}`",

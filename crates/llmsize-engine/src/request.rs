@@ -23,6 +23,9 @@ pub struct HubOptions {
     /// `--online`: give up on a request when connecting, or waiting for its next bytes,
     /// takes longer than this.
     pub timeout: std::time::Duration,
+    /// `--online`: give up on a file when all of its requests take longer than this (a
+    /// server dripping bytes never trips `timeout`).
+    pub deadline: std::time::Duration,
     /// `--online`: requests in flight at once (shard headers are fetched in parallel).
     pub jobs: usize,
 }
@@ -31,6 +34,11 @@ impl HubOptions {
     /// The default `--timeout`: a Hub answer takes well under a second; 30 s tells a stalled
     /// server from a slow one without leaving the user waiting a minute in silence.
     pub const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+    /// The default `--deadline` for one file: 120 s. The largest header read (a 100 MB
+    /// SafeTensors header, the limit) arrives in that time at 7 Mbit/s, a real one (a few MB
+    /// at most: Llama-3's GGUF tokenizer is 8.5 MB) at under 1 Mbit/s; a server slower than
+    /// that is stalled in all but name, and four `--timeout`s is long enough to wait.
+    pub const DEFAULT_DEADLINE: std::time::Duration = std::time::Duration::from_mins(2);
     /// The default `--jobs`: `huggingface_hub`'s `snapshot_download` fetches 8 files at once
     /// (`max_workers=8`); the Hub is used to that, and 8 hides most of a round trip's latency.
     pub const DEFAULT_JOBS: usize = 8;
@@ -43,6 +51,7 @@ impl Default for HubOptions {
             revision: "main".into(),
             file: None,
             timeout: Self::DEFAULT_TIMEOUT,
+            deadline: Self::DEFAULT_DEADLINE,
             jobs: Self::DEFAULT_JOBS,
         }
     }

@@ -3,12 +3,12 @@
 use std::path::{Path, PathBuf};
 
 use llmsize_adapters::{ReadOptions, gguf_config, presets, read_config, read_config_map};
-use llmsize_core::ModelSpec;
+use llmsize_core::{ModelSpec, limits};
 
 use crate::hub::HubEnv;
 use crate::weights_io::{
-    IndexOnly, Weights, file_name, find_weights, index_without_shards, read_gguf_model, read_index,
-    read_safetensors,
+    IndexOnly, Weights, file_name, find_weights, index_without_shards, not_a_file, read_gguf_model,
+    read_index, read_safetensors,
 };
 use crate::{Error, hub, remote};
 
@@ -126,6 +126,12 @@ impl Model {
 
 fn model_from_dir(dir: &Path, name: String, lookup: &Lookup) -> Result<Model, Error> {
     let config = dir.join("config.json");
+    if let Some(what) = not_a_file(&config) {
+        return Err(Error::bad_input(
+            format!("`{}` is {what}", config.display()),
+            "a model's folder holds its `config.json` as a file",
+        ));
+    }
     let config = if config.is_file() {
         Some(read_file(&config)?)
     } else {
@@ -161,7 +167,8 @@ fn model_from_dir(dir: &Path, name: String, lookup: &Lookup) -> Result<Model, Er
 
 fn sibling_config(path: &Path) -> Result<Option<Found>, Error> {
     let c = path.parent().unwrap_or(Path::new(".")).join("config.json");
-    if c.is_file() {
+    // A `config.json` that is there but not a file is named by `read_file`, not skipped.
+    if c.is_file() || not_a_file(&c).is_some() {
         read_file(&c).map(Some)
     } else {
         Ok(None)
@@ -186,6 +193,19 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
             weights: None,
             index_only: None,
         });
+    }
+    // Longer than any path: refused before any look-up (a preset search, a "did you mean"
+    // over every preset) costs time in proportion to it.
+    if arg.len() > limits::MAX_MODEL_NAME {
+        let start: String = arg.chars().take(40).collect();
+        return Err(Error::bad_input(
+            format!(
+                "MODEL `{start}…` is {} bytes long: not a preset, a Hub repo id or a path (at most {} bytes)",
+                llmsize_core::units::thousands(arg.len() as u64),
+                llmsize_core::units::thousands(limits::MAX_MODEL_NAME as u64)
+            ),
+            "pass a preset name, a Hub repo id (`org/name`), a path, or a config's JSON text (which starts with `{`)",
+        ));
     }
     let path = PathBuf::from(arg);
     // `org/name:FILE` (or `--file FILE`) picks one file of a Hub repo; a path wins.
@@ -237,10 +257,18 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
             index_only: None,
         });
     }
+    // There, but neither a file nor a folder (a FIFO, a device, a link to nothing): say
+    // what it is, never open it (a FIFO would wait for a writer).
+    if let Some(what) = not_a_file(&path) {
+        return Err(Error::bad_input(
+            format!("`{arg}` is {what}"),
+            "pass a `config.json`, a weight file (`.safetensors`, `.gguf`) or a folder of them",
+        ));
+    }
     if hub::looks_like_repo_id(arg)
         && let Some(snapshot) = hub::snapshot(env, arg, &lookup.hub.revision)?
     {
-        return model_from_dir(&snapshot, arg.to_owned(), lookup);
+        return model_from_dir(&snapshot.dir, arg.to_owned(), lookup);
     }
     // A preset answers config questions offline; weights must come from a cache or the Hub.
     if lookup.weights != Want::Required
@@ -295,7 +323,13 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
             format!("`{}` does not exist; check the path", missing.display()),
         ));
     }
-    let suggestions = presets::suggest(arg, 3);
+    // "Did you mean" compares with every preset, in time proportional to the name's length:
+    // a name longer than any preset or repo id gets none.
+    let suggestions = if arg.len() <= limits::MAX_SUGGEST_LEN {
+        presets::suggest(arg, 3)
+    } else {
+        Vec::new()
+    };
     let did_you_mean = if suggestions.is_empty() {
         String::new()
     } else {
@@ -377,8 +411,12 @@ fn resolve_repo_file(
     env: &HubEnv,
 ) -> Result<Model, Error> {
     if let Some(snapshot) = hub::snapshot(env, repo, &lookup.hub.revision)? {
-        let path = snapshot.join(file);
-        hub::check_link(&path, repo)?;
+        let path = snapshot.dir.join(file);
+        // The file and those beside it (a split GGUF's other shards) stay in the repo.
+        if let Some(dir) = path.parent().filter(|d| d.is_dir()) {
+            snapshot.check_folder(dir, repo)?;
+        }
+        snapshot.check_file(&path, repo)?;
         if path.is_file() {
             let inner = Lookup {
                 hub: crate::HubOptions {
@@ -395,7 +433,7 @@ fn resolve_repo_file(
             return Err(Error::not_found(
                 format!(
                     "`{repo}` is in the Hugging Face cache, but its snapshot `{}` has no file `{file}`",
-                    snapshot.display()
+                    snapshot.dir.display()
                 ),
                 "download that file, or add `--online` to read its header from the Hub",
             ));

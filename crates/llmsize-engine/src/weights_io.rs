@@ -6,12 +6,15 @@
 //! that grows (at least doubling) while the parser asks for more, up to the file's end or
 //! [`gguf::MAX_HEADER_SIZE`], where the parser's own error is returned.
 
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use llmsize_adapters::checkpoint::{Checkpoint, Ignored};
+use llmsize_core::{checked, limits};
 use llmsize_weights::gguf::split::{
     self, GgufSet, SplitName, merge_split, parse_split_name, split_suffix,
 };
@@ -29,28 +32,46 @@ pub(crate) trait ByteSource {
     fn label(&self) -> &str;
     /// The file's length.
     fn len(&self) -> u64;
-    /// `n` bytes from `offset`.
-    fn read(&mut self, offset: u64, n: u64) -> Result<Vec<u8>, Error>;
+    /// `n` bytes from `offset`: borrowed where the source holds them already (a Hub file's
+    /// fetched prefix), so a 100 MB header is not copied once more per read.
+    fn read(&mut self, offset: u64, n: u64) -> Result<Cow<'_, [u8]>, Error>;
+}
+
+/// A formula on a file's numbers that has no exact value, as the header readers' own error.
+pub(crate) fn overflow(label: &str) -> impl FnOnce(llmsize_core::Overflow) -> Error + '_ {
+    move |source| {
+        Error::Weights(llmsize_weights::WeightsError::Arithmetic {
+            file: label.to_owned(),
+            source,
+        })
+    }
 }
 
 /// A SafeTensors header: 8 bytes, then exactly the declared length (checked first).
 pub(crate) fn safetensors_header(src: &mut impl ByteSource) -> Result<SafetensorsHeader, Error> {
     let len = src.len();
-    let first = src.read(0, len.min(8))?;
-    let n = safetensors::header_len(&first, len, src.label())?;
+    let label = src.label().to_owned();
+    let first = src.read(0, len.min(8))?.into_owned();
+    let n = safetensors::header_len(&first, len, &label)?;
     // One read of the prefix and the header, so the header is held once (up to 100 MB).
-    let bytes = if n > 0 { src.read(0, 8 + n)? } else { first };
-    Ok(safetensors::parse_header(&bytes, len, src.label())?)
+    let whole = checked::add("8 + N", 8, n).map_err(overflow(&label))?;
+    let bytes = if n > 0 {
+        src.read(0, whole)?
+    } else {
+        Cow::Owned(first)
+    };
+    Ok(safetensors::parse_header(&bytes, len, &label)?)
 }
 
 /// A GGUF header: read a prefix, and more while the parser says it needs more.
 pub(crate) fn gguf_header(src: &mut impl ByteSource) -> Result<GgufHeader, Error> {
     let len = src.len();
+    let label = src.label().to_owned();
     let cap = len.min(gguf::MAX_HEADER_SIZE);
     let mut want = GGUF_FIRST_READ.min(cap);
     loop {
         let bytes = src.read(0, want)?;
-        match gguf::parse_header(&bytes, len, src.label()) {
+        match gguf::parse_header(&bytes, len, &label) {
             Ok(h) => return Ok(h),
             Err(e) if e.is_need_more_bytes() && want < cap => {
                 // Grow strictly (at least doubling) up to the file or the header cap, so the
@@ -76,7 +97,7 @@ struct LocalFile<'a> {
 
 impl<'a> LocalFile<'a> {
     fn open(path: &'a Path) -> Result<Self, Error> {
-        let file = File::open(path).map_err(Error::io("open", path))?;
+        let file = open_file(path)?;
         let len = file.metadata().map_err(Error::io("stat", path))?.len();
         Ok(LocalFile {
             path,
@@ -96,7 +117,7 @@ impl ByteSource for LocalFile<'_> {
         self.len
     }
 
-    fn read(&mut self, offset: u64, n: u64) -> Result<Vec<u8>, Error> {
+    fn read(&mut self, offset: u64, n: u64) -> Result<Cow<'_, [u8]>, Error> {
         let n_usize = usize::try_from(n).map_err(|_| Error::Internal {
             message: format!("a header of {n} bytes is too large for this machine"),
         })?;
@@ -111,8 +132,52 @@ impl ByteSource for LocalFile<'_> {
                 ),
                 source,
             })?;
-        Ok(buf)
+        Ok(Cow::Owned(buf))
     }
+}
+
+/// What `path` is when it is neither a file nor a folder, to follow "`path` is": `a FIFO, not
+/// a file or folder`, `a symlink loop: …`; found without opening it (opening a FIFO waits
+/// for a writer, and a device reads forever). `None` for a file, a folder, or nothing.
+pub(crate) fn not_a_file(path: &Path) -> Option<String> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return crate::hub::link_problem(path);
+    };
+    let kind = meta.file_type();
+    if kind.is_file() || kind.is_dir() {
+        return None;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        let what = if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_char_device() {
+            "a character device"
+        } else if kind.is_block_device() {
+            "a block device"
+        } else if kind.is_socket() {
+            "a socket"
+        } else {
+            return Some("neither a file nor a folder".to_owned());
+        };
+        Some(format!("{what}, not a file or folder"))
+    }
+    #[cfg(not(unix))]
+    Some("neither a file nor a folder".to_owned())
+}
+
+/// `path` opened for reading, once it is known to be a regular file (see [`not_a_file`]).
+fn open_file(path: &Path) -> Result<File, Error> {
+    if let Some(what) =
+        not_a_file(path).or_else(|| path.is_dir().then(|| "a folder, not a file".into()))
+    {
+        return Err(Error::bad_input(
+            format!("`{}` is {what}", path.display()),
+            "name a `config.json`, a weight file or a folder of them",
+        ));
+    }
+    File::open(path).map_err(Error::io("open", path))
 }
 
 /// A local SafeTensors file: its length and header.
@@ -271,7 +336,8 @@ pub(crate) fn read_index(path: &Path) -> Result<Weights, Error> {
     let mut shards = Vec::new();
     for shard in &index.shards {
         let p = dir.join(shard);
-        if !p.is_file() {
+        // One that is there but not a file (a FIFO, a broken link) is named by `open_file`.
+        if !p.is_file() && not_a_file(&p).is_none() {
             return Err(Error::not_found(
                 format!("`{label}` lists shard `{shard}`, which is missing"),
                 "download every shard, or pass `--online` to read the headers from the Hub",
@@ -323,13 +389,14 @@ pub(crate) fn read_gguf_model(path: &Path) -> Result<Weights, Error> {
         return Weights::gguf(vec![(label, len, header)]);
     };
     let count = info.count;
-    let Some(name) = split_name(path).filter(|n| n.count == count && n.no == info.no + 1) else {
+    // `split.no` counts from 0, file names from 1; `split_info` checked no < count.
+    let number = checked::add("split.no + 1", info.no, 1).map_err(overflow(&label))?;
+    let Some(name) = split_name(path).filter(|n| n.count == count && n.no == number) else {
         return Err(Error::bad_input(
             format!(
-                "`{label}` is shard {} of a split GGUF of {count} files (`split.no` = {}, `split.count` = {count}), but its name does not end in `{}`, so the other shards cannot be found",
-                info.no + 1,
+                "`{label}` is shard {number} of a split GGUF of {count} files (`split.no` = {}, `split.count` = {count}), but its name does not end in `{}`, so the other shards cannot be found",
                 info.no,
-                split_suffix(info.no + 1, count)
+                split_suffix(number, count)
             ),
             "keep the shards' names as llama.cpp's gguf-split writes them (`PREFIX-00001-of-0000N.gguf` …), side by side",
         ));
@@ -368,7 +435,7 @@ pub(crate) fn read_gguf_model(path: &Path) -> Result<Weights, Error> {
         return Err(Error::not_found(
             format!(
                 "`{label}` is part of a split GGUF of {count} files; {} {} missing",
-                missing.join(", "),
+                limits::a_few(&missing),
                 if missing.len() == 1 { "is" } else { "are" }
             ),
             "download every shard next to the others (llama.cpp's gguf-split names them `PREFIX-0000N-of-0000M.gguf`), or pass `--online` to read the headers from the Hub",
@@ -510,38 +577,48 @@ pub(crate) fn find_weights(dir: &Path) -> Result<Option<Weights>, Error> {
 /// and read without an index: every number up to the count is there, or the missing ones are
 /// named (half a model is not counted as a model).
 fn check_numbered_shards(dir: &Path, files: &[&PathBuf]) -> Result<(), Error> {
-    let mut sets: Vec<(Vec<u8>, u64, Vec<u64>)> = Vec::new();
+    // A set of shards: the name without its number, and the count of the set.
+    type Set = (Vec<u8>, u64);
+    // Each set with the shard numbers present, in order of first appearance.
+    let mut sets: Vec<(Set, HashSet<u64>)> = Vec::new();
+    let mut index: HashMap<Set, usize> = HashMap::new();
     for p in files {
         let name = name_bytes(p.file_name().unwrap_or_default());
         let Some(s) = split::parse_shard_name(name, ".safetensors") else {
             continue;
         };
-        let prefix = name.get(..s.prefix_len).unwrap_or_default().to_vec();
-        match sets
-            .iter_mut()
-            .find(|(k, count, _)| *k == prefix && *count == s.count)
-        {
-            Some((_, _, present)) => present.push(s.no),
-            None => sets.push((prefix, s.count, vec![s.no])),
+        let key = (
+            name.get(..s.prefix_len).unwrap_or_default().to_vec(),
+            s.count,
+        );
+        let i = *index.entry(key.clone()).or_insert_with(|| {
+            sets.push((key, HashSet::new()));
+            sets.len().saturating_sub(1)
+        });
+        if let Some((_, present)) = sets.get_mut(i) {
+            present.insert(s.no);
         }
     }
-    for (prefix, count, present) in sets {
+    for ((prefix, count), present) in sets {
         let prefix = String::from_utf8_lossy(&prefix);
-        let missing: Vec<String> = (1..=count)
-            .filter(|no| !present.contains(no))
-            .take(5)
-            .map(|no| format!("`{prefix}-{no:05}-of-{count:05}.safetensors`"))
-            .collect();
-        if !missing.is_empty() {
-            let n = count - present.len() as u64;
+        // Every number present is at most `count` (`parse_shard_name`), once each.
+        let n_missing = count.saturating_sub(present.len() as u64);
+        if n_missing > 0 {
+            // The first few missing numbers (the search stops there, whatever the count).
+            let shown: Vec<String> = (1..=count)
+                .filter(|no| !present.contains(no))
+                .take(limits::MAX_NAMES_IN_MESSAGE)
+                .map(|no| format!("`{prefix}-{no:05}-of-{count:05}.safetensors`"))
+                .collect();
+            let more = n_missing.saturating_sub(shown.len() as u64);
             return Err(Error::not_found(
                 format!(
                     "`{}` holds {} of the {count} shards `{prefix}-…-of-{count:05}.safetensors`; missing: {}{}",
                     dir.display(),
                     present.len(),
-                    missing.join(", "),
-                    if n > 5 {
-                        format!(" and {} more", n - 5)
+                    shown.join(", "),
+                    if more > 0 {
+                        format!(" and {} more", llmsize_core::units::thousands(more))
                     } else {
                         String::new()
                     }
@@ -561,6 +638,8 @@ pub(crate) fn gguf_models<T>(files: &[T], name: impl Fn(&T) -> &[u8]) -> Vec<Vec
     // (the name without the shard number, the members with their shard numbers)
     type Model<'a, T> = (Vec<u8>, Vec<(u64, &'a T)>);
     let mut models: Vec<Model<'_, T>> = Vec::new();
+    // Where each key's model is in `models`: linear in the files, however many.
+    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
     for f in files {
         let bytes = name(f);
         let (key, no) = match parse_split_name(bytes) {
@@ -571,9 +650,12 @@ pub(crate) fn gguf_models<T>(files: &[T], name: impl Fn(&T) -> &[u8]) -> Vec<Vec
             }
             None => (bytes.to_vec(), 0),
         };
-        match models.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, members)) => members.push((no, f)),
-            None => models.push((key, vec![(no, f)])),
+        let i = *index.entry(key.clone()).or_insert_with(|| {
+            models.push((key, Vec::new()));
+            models.len().saturating_sub(1)
+        });
+        if let Some((_, members)) = models.get_mut(i) {
+            members.push((no, f));
         }
     }
     models
@@ -595,31 +677,38 @@ fn gguf_in_dir(dir: &Path, ggufs: &[PathBuf]) -> Result<Option<Weights>, Error> 
             None => Ok(None),
         },
         many => Err(Error::bad_input(
-            format!("`{}` holds {} GGUF models", dir.display(), many.len()),
+            format!(
+                "`{}` holds {} GGUF models",
+                dir.display(),
+                llmsize_core::units::thousands(many.len() as u64)
+            ),
             format!(
                 "name one of them: {}",
-                many.iter()
-                    .filter_map(|m| Some(match m.as_slice() {
-                        [one] => file_name(one),
-                        [first, ..] => format!("{} ({} shards)", file_name(first), m.len()),
-                        [] => return None,
-                    }))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                limits::a_few(
+                    &many
+                        .iter()
+                        .filter_map(|m| Some(match m.as_slice() {
+                            [one] => file_name(one),
+                            [first, ..] => format!("{} ({} shards)", file_name(first), m.len()),
+                            [] => return None,
+                        }))
+                        .collect::<Vec<_>>()
+                )
             ),
         )),
     }
 }
 
-/// Most bytes read from a `config.json` or an index: real ones are kilobytes (DeepSeek-V3's
-/// index is 8 MB), and a weight file passed by mistake must not be read whole.
-pub(crate) const MAX_TEXT_FILE: u64 = 64 << 20;
+/// Most bytes read from a `config.json` or an index ([`limits::MAX_TEXT_BYTES`]): a weight
+/// file passed by mistake must not be read whole.
+pub(crate) const MAX_TEXT_FILE: u64 = limits::MAX_TEXT_BYTES;
 
 /// A text file of at most [`MAX_TEXT_FILE`] bytes.
 pub(crate) fn read_text(path: &Path) -> Result<String, Error> {
-    let file = File::open(path).map_err(Error::io("open", path))?;
+    let file = open_file(path)?;
     let mut bytes = Vec::new();
-    file.take(MAX_TEXT_FILE + 1)
+    // One byte past the limit tells a file at the limit from a longer one.
+    file.take(MAX_TEXT_FILE.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(Error::io("read", path))?;
     if bytes.len() as u64 > MAX_TEXT_FILE {
@@ -644,9 +733,8 @@ pub(crate) fn read_text(path: &Path) -> Result<String, Error> {
     })
 }
 
-/// Most shards an index may name: the largest published checkpoints have a few hundred
-/// (DeepSeek-V3 163, Llama-3.1-405B 191).
-pub(crate) const MAX_SHARDS: usize = 4096;
+/// Most shards an index (or a split GGUF) may name: [`limits::MAX_SHARDS`].
+pub(crate) const MAX_SHARDS: usize = limits::MAX_SHARDS;
 
 /// An index names at most [`MAX_SHARDS`] shards (`parse_index` has already checked that each
 /// is a plain file name beside it).
@@ -680,13 +768,13 @@ mod tests {
         fn len(&self) -> u64 {
             self.bytes.len() as u64
         }
-        fn read(&mut self, offset: u64, n: u64) -> Result<Vec<u8>, Error> {
+        fn read(&mut self, offset: u64, n: u64) -> Result<Cow<'_, [u8]>, Error> {
             self.reads.push((offset, n));
             let (a, b) = (
                 usize::try_from(offset).unwrap(),
                 usize::try_from(offset + n).unwrap(),
             );
-            Ok(self.bytes[a..b].to_vec())
+            Ok(Cow::Borrowed(&self.bytes[a..b]))
         }
     }
 

@@ -105,6 +105,7 @@ fn hub((online, revision, file, timeout, jobs): Hub) -> PyResult<HubOptions> {
         file,
         timeout,
         jobs,
+        ..HubOptions::default()
     })
 }
 

@@ -147,6 +147,37 @@ pub enum WeightsError {
         problem: String,
     },
 
+    /// A SafeTensors tensor name is longer than the limit (`safetensors::MAX_NAME_LEN`).
+    #[error(
+        "`{file}`: a tensor name of {len} bytes (`{start}...`) is longer than the limit of {max}"
+    )]
+    NameTooLong {
+        /// File label.
+        file: String,
+        /// The name's first 40 characters.
+        start: String,
+        /// Its length in bytes.
+        len: u64,
+        /// The limit.
+        max: u64,
+    },
+
+    /// A SafeTensors file's tensor names together are longer than the limit
+    /// (`safetensors::MAX_NAME_BYTES`).
+    #[error(
+        "`{file}`: the tensor names reach {len} bytes at `{tensor}`, more than the limit of {max} for all the names of a file"
+    )]
+    NamesTooLong {
+        /// File label.
+        file: String,
+        /// The name that crossed the limit.
+        tensor: String,
+        /// The names' bytes up to and including it.
+        len: u64,
+        /// The limit.
+        max: u64,
+    },
+
     /// A SafeTensors tensor has a dtype this reader does not know.
     #[error("`{file}`: tensor `{tensor}` has unknown dtype `{dtype}`")]
     UnknownDtype {
@@ -565,9 +596,28 @@ pub enum WeightsError {
         /// `elements` or `bytes`.
         what: &'static str,
     },
+
+    /// A formula on the file's numbers has no exact value (it overflows, or goes below zero):
+    /// the readers check their bounds first, so this names what a missed one would have
+    /// wrapped to, rather than a panic.
+    #[error("`{file}`: {source}")]
+    Arithmetic {
+        /// File label.
+        file: String,
+        /// The formula and its values.
+        source: llmsize_core::error::Overflow,
+    },
 }
 
 impl WeightsError {
+    /// `error` as a [`WeightsError::Arithmetic`] of `file`, for `map_err`.
+    pub(crate) fn arithmetic(file: &str) -> impl FnOnce(llmsize_core::error::Overflow) -> Self {
+        move |source| Self::Arithmetic {
+            file: file.to_owned(),
+            source,
+        }
+    }
+
     /// True for [`WeightsError::NeedMoreBytes`]: the prefix was short, not the file bad.
     #[must_use]
     pub fn is_need_more_bytes(&self) -> bool {

@@ -16,6 +16,9 @@
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
+// Every number here comes from a file: arithmetic goes through `llmsize_core::checked` (or a
+// `checked_*` method whose `None` is this crate's typed error), never a bare operator.
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 
 mod error;
 pub mod gguf;

@@ -35,6 +35,8 @@ use std::fmt;
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
+use llmsize_core::checked;
+
 use crate::error::{WeightsError, to_u64};
 use crate::json::{Found, Handler, Seed, Text, Unsigned, cut, parse_with};
 
@@ -51,6 +53,18 @@ pub const MAX_TENSORS: u64 = 1 << 18;
 /// Most dimensions accepted for one tensor.
 pub const MAX_DIMS: u64 = 16;
 
+/// Longest tensor name accepted, in bytes: 4 KiB. Names are module paths
+/// (`model.layers.61.mlp.experts.255.down_proj.weight_scale_inv`, 57 bytes); ggml caps its
+/// own at 64 (`GGML_MAX_NAME`). Every name is kept, listed and laid out in tables, so one
+/// 99 MB name took 685 MiB in `inspect`; a name is measured before it is copied.
+pub const MAX_NAME_LEN: u64 = 4096;
+
+/// Most bytes all the tensor names of one file may take: 16 MiB, [`MAX_TENSORS`] names of 64
+/// bytes (real shards hold a few thousand names of about 50). Each byte of a name costs about
+/// four in an `inspect` (kept, in the checkpoint, in the table or the JSON): 23,500 names of
+/// 4 KiB (a 98 MB header) took 300–400 MiB.
+pub const MAX_NAME_BYTES: u64 = 16 << 20;
+
 /// The key of the optional string-to-string metadata object.
 pub const METADATA_KEY: &str = "__metadata__";
 
@@ -58,6 +72,15 @@ pub const METADATA_KEY: &str = "__metadata__";
 /// limit keeps a valid but hostile header (millions of tiny entries, ~120 bytes of memory
 /// each) from costing gigabytes.
 pub const MAX_METADATA_ENTRIES: u64 = 65_536;
+
+/// Most bytes of text `__metadata__` may hold, its keys and values together: 16 MiB.
+/// Writers store a few short strings (`"format": "pt"`); the longest published are LoRA
+/// training records (kohya's `ss_tag_frequency`, `ss_dataset_dirs`) and `modelspec.thumbnail`
+/// data URIs, kilobytes to a few megabytes. Metadata is shown, never counted, and each byte
+/// of it costs about five in an `inspect` (kept here, merged into the checkpoint, laid out in
+/// a table): a 99 MB string took 480 MiB. 16 MiB keeps the largest header (100 MB, read
+/// whole) within 256 MiB; a string is measured before it is copied.
+pub const MAX_METADATA_BYTES: u64 = 16 << 20;
 
 /// A SafeTensors dtype, the full list of the `safetensors` crate 0.8 (`Dtype`).
 ///
@@ -319,7 +342,7 @@ pub fn parse_header(
         });
     }
     let n = header_len(prefix, file_len, file)?;
-    let data_start = n + 8; // n <= MAX_HEADER_SIZE, no overflow
+    let data_start = checked::add("8 + N", 8, n).map_err(WeightsError::arithmetic(file))?;
     let json_bytes = usize::try_from(data_start)
         .ok()
         .and_then(|end| prefix.get(8..end))
@@ -328,14 +351,17 @@ pub fn parse_header(
             have: to_u64(prefix.len()),
             needed_at_least: data_start,
         })?;
-    let data_len = file_len - data_start; // header_len checked n <= file_len - 8
+    // header_len checked N <= file length − 8.
+    let data_len = checked::sub("file length − (8 + N)", file_len, data_start)
+        .map_err(WeightsError::arithmetic(file))?;
 
     let text = match std::str::from_utf8(json_bytes) {
         Ok(text) => text,
         Err(e) => {
             return Err(WeightsError::HeaderNotUtf8 {
                 file: file.to_owned(),
-                offset: 8 + to_u64(e.valid_up_to()),
+                // Within the header's at most 100 MB: the sum cannot saturate.
+                offset: to_u64(e.valid_up_to()).saturating_add(8),
             });
         }
     };
@@ -413,7 +439,7 @@ impl<'de> Handler<'de> for TopLevel<'_> {
 
     fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Out, A::Error> {
         let mut entries = Entries::new(self.data_len);
-        while let Some(name) = map.next_key::<String>()? {
+        while let Some(name) = map.next_key_seed(Seed(ShortText(MAX_NAME_LEN)))? {
             entries.read(name, &mut map, self.file)?;
         }
         Ok(Document::Object(entries))
@@ -437,6 +463,8 @@ struct Entries {
     tensors: Vec<SafetensorsTensor>,
     /// Top-level keys other than `__metadata__`, all of them.
     count: u64,
+    /// Bytes of the tensor names read so far ([`MAX_NAME_BYTES`]).
+    name_bytes: u64,
     error: Option<EntryError>,
 }
 
@@ -457,20 +485,22 @@ impl Entries {
             seen_metadata: false,
             tensors: Vec::new(),
             count: 0,
+            name_bytes: 0,
             error: None,
         }
     }
 
-    /// Read the value of the top-level key `name`.
+    /// Read the value of the top-level key `name` (refused when it was too long to copy).
     fn read<'de, A: MapAccess<'de>>(
         &mut self,
-        name: String,
+        name: Result<String, Refused>,
         map: &mut A,
         file: &str,
     ) -> Result<(), A::Error> {
-        let is_metadata = name == METADATA_KEY;
+        let is_metadata = name.as_ref().is_ok_and(|n| n == METADATA_KEY);
         if !is_metadata {
-            self.count += 1;
+            // One per key of a header of at most 100 MB: never near 2^64.
+            self.count = self.count.saturating_add(1);
             if self.count > MAX_TENSORS && !self.tensors.is_empty() {
                 // Too many: free what was built; only the count matters from here.
                 self.tensors = Vec::new();
@@ -480,6 +510,26 @@ impl Entries {
             map.next_value::<IgnoredAny>()?;
             return Ok(());
         }
+        let name = match name {
+            Ok(name) => name,
+            Err(refused) => {
+                map.next_value::<IgnoredAny>()?;
+                let (len, start) = match refused {
+                    Refused::Long(n, start) => (n, start),
+                    Refused::Kind(kind) => (0, kind.to_owned()), // a key is always a string
+                };
+                self.fail(
+                    WeightsError::NameTooLong {
+                        file: file.to_owned(),
+                        start,
+                        len,
+                        max: MAX_NAME_LEN,
+                    },
+                    None,
+                );
+                return Ok(());
+            }
+        };
         if is_metadata {
             if self.seen_metadata {
                 map.next_value::<IgnoredAny>()?;
@@ -503,6 +553,19 @@ impl Entries {
                     None,
                 ),
             }
+            return Ok(());
+        }
+        // Bounded by the header's 100 MB: the sum cannot saturate.
+        self.name_bytes = self.name_bytes.saturating_add(to_u64(name.len()));
+        if self.name_bytes > MAX_NAME_BYTES {
+            map.next_value::<IgnoredAny>()?;
+            let error = WeightsError::NamesTooLong {
+                file: file.to_owned(),
+                tensor: cut(name.clone()),
+                len: self.name_bytes,
+                max: MAX_NAME_BYTES,
+            };
+            self.fail(error, Some(name));
             return Ok(());
         }
         let fields = map.next_value_seed(Seed(TensorEntry))?;
@@ -587,7 +650,7 @@ impl<'de> Handler<'de> for FirstRepeat {
             if repeat.is_some() || name == METADATA_KEY || count >= self.limit {
                 continue;
             }
-            count += 1;
+            count = count.saturating_add(1); // keys of a bounded header
             if let Some(name) = seen.replace(name) {
                 repeat = Some(name);
             }
@@ -649,8 +712,10 @@ impl<'de> Handler<'de> for Metadata {
         let mut metadata = BTreeMap::new();
         let mut problem = None;
         let mut count = 0u64;
-        while let Some(key) = map.next_key::<String>()? {
-            count += 1;
+        // Bytes of text still allowed ([`MAX_METADATA_BYTES`]), keys and values.
+        let mut room = MAX_METADATA_BYTES;
+        while let Some(key) = map.next_key_seed(Seed(ShortText(room)))? {
+            count = count.saturating_add(1); // keys of a bounded header
             if count > MAX_METADATA_ENTRIES && !metadata.is_empty() {
                 // Too many: free what was kept; only the count matters from here.
                 metadata = BTreeMap::new();
@@ -659,12 +724,26 @@ impl<'de> Handler<'de> for Metadata {
                 map.next_value::<IgnoredAny>()?;
                 continue;
             }
-            match map.next_value_seed(Seed(Text))? {
+            let key = match key {
+                Ok(key) => key,
+                Err(refused) => {
+                    // A key is a JSON string: only its length can refuse it.
+                    problem = Some(format!("has a key of {}", refused.describe()));
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+            };
+            room = room.saturating_sub(to_u64(key.len()));
+            match map.next_value_seed(Seed(ShortText(room)))? {
                 Ok(value) => {
+                    room = room.saturating_sub(to_u64(value.len()));
                     metadata.insert(key, value);
                 }
-                Err(kind) => {
+                Err(Refused::Kind(kind)) => {
                     problem = Some(format!("value of `{key}` is {kind}, expected a string"));
+                }
+                Err(long @ Refused::Long(..)) => {
+                    problem = Some(format!("value of `{key}` is {}", long.describe()));
                 }
             }
         }
@@ -674,6 +753,48 @@ impl<'de> Handler<'de> for Metadata {
             ));
         }
         Ok(problem.map_or(Ok(metadata), Err))
+    }
+}
+
+/// A string of at most `.0` bytes, copied only then.
+struct ShortText(u64);
+
+/// Why [`ShortText`] refused a value.
+enum Refused {
+    /// Not a string: its kind.
+    Kind(&'static str),
+    /// A string of this many bytes, more than the room left, and its first 40 characters.
+    Long(u64, String),
+}
+
+impl Refused {
+    /// The end of a message: `99,000,000 bytes, which takes …`.
+    fn describe(&self) -> String {
+        match self {
+            Refused::Kind(kind) => (*kind).to_owned(),
+            Refused::Long(n, _) => format!(
+                "{} bytes, which takes `__metadata__` past its limit of {} bytes ({} MiB) of text",
+                llmsize_core::units::thousands(*n),
+                llmsize_core::units::thousands(MAX_METADATA_BYTES),
+                MAX_METADATA_BYTES >> 20
+            ),
+        }
+    }
+}
+
+impl Handler<'_> for ShortText {
+    type Out = Result<String, Refused>;
+
+    fn other(self, found: Found) -> Self::Out {
+        Err(Refused::Kind(found.kind))
+    }
+
+    fn string(self, s: &str) -> Self::Out {
+        let n = to_u64(s.len());
+        if n > self.0 {
+            return Err(Refused::Long(n, s.chars().take(40).collect()));
+        }
+        Ok(s.to_owned())
     }
 }
 
@@ -840,7 +961,7 @@ impl<'de> Handler<'de> for ShapeValue {
             if !more {
                 break;
             }
-            ndim += 1;
+            ndim = ndim.saturating_add(1); // items of a bounded header
         }
         Ok(ShapeField::Dims { dims, ndim, bad })
     }
@@ -862,10 +983,10 @@ impl<'de> Handler<'de> for OffsetsValue {
         } else {
             None
         };
-        let mut count = u64::from(begin.is_some()) + u64::from(end.is_some());
+        let mut count = u64::from(begin.is_some()).saturating_add(u64::from(end.is_some()));
         if end.is_some() {
             while seq.next_element::<IgnoredAny>()?.is_some() {
-                count += 1;
+                count = count.saturating_add(1); // items of a bounded header
             }
         }
         Ok(OffsetsField::Items { begin, end, count })
@@ -1007,11 +1128,15 @@ impl TensorFields {
         // count. ceil, so a sub-byte tensor with an odd element count still has an exact size.
         // The `safetensors` crate instead rejects such a tensor (`MisalignedSlice`); see
         // NOTES.md.
-        let bits = u128::from(elements) * u128::from(dtype.bits());
-        let Ok(needed) = u64::try_from(bits.div_ceil(8)) else {
+        let Some(needed) = u128::from(elements)
+            .checked_mul(u128::from(dtype.bits()))
+            .and_then(|bits| u64::try_from(bits.div_ceil(8)).ok())
+        else {
             return Err(overflow(shape));
         };
-        let declared = end - begin;
+        // `offsets` checked begin <= end.
+        let declared =
+            checked::sub("end − begin", end, begin).map_err(WeightsError::arithmetic(file))?;
         if declared != needed {
             return Err(WeightsError::TensorSizeMismatch {
                 file: file.to_owned(),
@@ -1179,7 +1304,7 @@ impl<'de> Handler<'de> for WeightMapValue {
         let mut next = 0u64;
         let mut count = 0u64;
         while let Some(tensor) = map.next_key::<String>()? {
-            count += 1;
+            count = count.saturating_add(1); // keys of a bounded index
             if count > MAX_TENSORS {
                 // Too many: free what was kept; only the count matters from here.
                 if !entries.is_empty() {
@@ -1193,7 +1318,7 @@ impl<'de> Handler<'de> for WeightMapValue {
                 btree_map::Entry::Occupied(mut slot) => slot.get_mut().1 = value,
                 btree_map::Entry::Vacant(slot) => {
                     slot.insert((next, value));
-                    next += 1;
+                    next = next.saturating_add(1);
                 }
             }
         }
@@ -1325,13 +1450,17 @@ pub struct IndexCheck {
 }
 
 /// Names a message lists before "and N more".
-const LISTED_NAMES: usize = 5;
+const LISTED_NAMES: usize = llmsize_core::limits::MAX_NAMES_IN_MESSAGE;
 
+/// The first [`LISTED_NAMES`] of `names` in backticks, and how many more.
 fn some_names<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> String {
     let n = names.len();
     let mut out: Vec<String> = names.take(LISTED_NAMES).map(|t| format!("`{t}`")).collect();
-    if n > LISTED_NAMES {
-        out.push(format!("and {} more", n - LISTED_NAMES));
+    if let Some(more) = n.checked_sub(LISTED_NAMES).filter(|&m| m > 0) {
+        out.push(format!(
+            "and {} more",
+            llmsize_core::units::thousands(to_u64(more))
+        ));
     }
     out.join(", ")
 }

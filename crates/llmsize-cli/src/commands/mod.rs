@@ -31,6 +31,7 @@ impl Env {
     pub(crate) fn process(text: TextOptions) -> Self {
         let mut env = HubEnv::from_vars(|k| std::env::var_os(k));
         env.progress = Some(crate::output::fetch_progress());
+        env.transfer = Some(crate::output::slow_transfer());
         Env {
             engine: Engine::new(env),
             text,
@@ -153,6 +154,7 @@ pub(crate) fn hub(args: &HubArgs) -> HubOptions {
         revision: args.revision.clone(),
         file: args.file.clone(),
         timeout: args.timeout,
+        deadline: args.deadline,
         jobs: usize::from(args.jobs),
     }
 }

@@ -2,7 +2,7 @@
 //! the bench: `GET /api/models/{repo}/revision/{rev}` (the file listing) and
 //! `GET /{repo}/resolve/{rev}/{file}` with `Range`, each connection on its own thread (so
 //! parallel clients are served in parallel), a fixed latency added to every request, a
-//! request counter, and two misbehaviours: stalling and ignoring ranges.
+//! request counter, and three misbehaviours: stalling, dripping bytes and ignoring ranges.
 //!
 //! Files are stored as their first bytes plus a length; the rest reads as zeros, so a
 //! "5 GB shard" costs its header. The server stops when dropped, and by itself after ten
@@ -39,6 +39,9 @@ pub enum Behaviour {
     /// Answers a range request for a weight file with `200 OK` and the whole file's
     /// `Content-Length` (a static server without range support).
     IgnoreRange,
+    /// Answers a weight file's request at once, then sends its body one byte per this
+    /// interval: every read returns within `--timeout`, the transfer never ends.
+    Drip(Duration),
 }
 
 /// A file: its first bytes and its full length (zeros after the bytes).
@@ -238,6 +241,28 @@ fn answer(out: &mut TcpStream, path: &str, range: Option<(u64, u64)>, state: &St
                 let _ = out.write_all(&file.head);
                 let _ = out.flush();
                 return false;
+            }
+            Behaviour::Drip(interval) => {
+                let Some((a, b)) = range else { return false };
+                let b = b.min(file.len - 1);
+                let head = format!(
+                    "HTTP/1.1 206 Partial Content\r\nContent-Length: {}\r\nContent-Range: bytes {a}-{b}/{}\r\n\r\n",
+                    b + 1 - a,
+                    file.len
+                );
+                if out.write_all(head.as_bytes()).is_err() {
+                    return false;
+                }
+                for i in a..=b {
+                    let byte = file.head.get(i as usize).copied().unwrap_or(0);
+                    if state.stop.load(Ordering::Relaxed)
+                        || out.write_all(&[byte]).and_then(|()| out.flush()).is_err()
+                    {
+                        return false;
+                    }
+                    std::thread::sleep(interval);
+                }
+                return true;
             }
             Behaviour::Normal => {}
         }

@@ -57,6 +57,7 @@ pub use llmsize_core::ggml::GgmlType;
 pub use value::{GgufArray, GgufValue, GgufValueType};
 
 use crate::error::{WeightsError, to_u64};
+use llmsize_core::checked;
 use llmsize_core::ggml::GgmlTypeId as TypeId;
 use reader::Cursor;
 
@@ -322,8 +323,10 @@ pub fn parse_header(prefix: &[u8], file_len: u64, file: &str) -> Result<GgufHead
     let count_size = cur.count_size();
     // Smallest tensor info: empty name, n_dims, type, offset (no dims). Smallest key/value:
     // empty key, type, a one-byte value.
-    let min_tensor_info = count_size + 4 + 4 + 8;
-    let min_kv = count_size + 4 + 1;
+    let min_tensor_info = checked::add("count size + 4 + 4 + 8", count_size, 16)
+        .map_err(WeightsError::arithmetic(file))?;
+    let min_kv = checked::add("count size + 4 + 1", count_size, 5)
+        .map_err(WeightsError::arithmetic(file))?;
     let tensor_count_offset = cur.pos();
     let tensor_count = cur.count("tensor count")?;
     let kv_count_offset = cur.pos();
@@ -559,7 +562,7 @@ fn read_value(
         GgufValueType::F32 => GgufValue::F32(f32::from_le_bytes(fixed(cur.take(4, what)?))),
         GgufValueType::Bool => GgufValue::Bool(read_bool(cur, key)?),
         GgufValueType::String => GgufValue::String(read_lossy(cur)?),
-        GgufValueType::Array => GgufValue::Array(read_array(cur, key, depth + 1)?),
+        GgufValueType::Array => GgufValue::Array(read_array(cur, key, depth.saturating_add(1))?),
         GgufValueType::U64 => GgufValue::U64(cur.u64(what)?),
         GgufValueType::I64 => GgufValue::I64(i64::from_le_bytes(fixed(cur.take(8, what)?))),
         GgufValueType::F64 => GgufValue::F64(f64::from_le_bytes(fixed(cur.take(8, what)?))),
@@ -601,7 +604,7 @@ fn read_array(cur: &mut Cursor<'_>, key: &str, depth: u64) -> Result<GgufArray, 
     let min_each = match element_type.fixed_size() {
         Some(size) => size,
         None if element_type == GgufValueType::String => cur.count_size(),
-        None => 4 + cur.count_size(),
+        None => cur.count_size().saturating_add(4), // 8 or 12
     };
     cur.check_count("array length", len_offset, n, min_each, MAX_ARRAY_LEN)?;
 
@@ -628,7 +631,8 @@ fn read_array(cur: &mut Cursor<'_>, key: &str, depth: u64) -> Result<GgufArray, 
                         return Err(WeightsError::InvalidBool {
                             file: cur.file(),
                             key: key.to_owned(),
-                            offset: start + to_u64(i),
+                            // An offset inside the prefix, which is in memory.
+                            offset: start.saturating_add(to_u64(i)),
                             found,
                         });
                     }
@@ -646,7 +650,7 @@ fn read_array(cur: &mut Cursor<'_>, key: &str, depth: u64) -> Result<GgufArray, 
         GgufValueType::Array => {
             let mut out = Vec::with_capacity(cur.capacity_for(n, min_each));
             for _ in 0..n {
-                out.push(read_array(cur, key, depth + 1)?);
+                out.push(read_array(cur, key, depth.saturating_add(1))?);
             }
             GgufArray::Array(out)
         }
@@ -711,7 +715,7 @@ fn read_tensor_info(cur: &mut Cursor<'_>) -> Result<GgufTensor, WeightsError> {
     let block_size = ggml_type.block_size();
     // A tensor with no dimensions is one element, as ggml's ne = [1, 1, 1, 1].
     let ne0 = dims.first().copied().unwrap_or(1);
-    if ne0 % block_size != 0 {
+    if ne0.checked_rem(block_size) != Some(0) {
         return Err(WeightsError::BlockMisaligned {
             file: cur.file(),
             tensor: name,
@@ -721,8 +725,9 @@ fn read_tensor_info(cur: &mut Cursor<'_>) -> Result<GgufTensor, WeightsError> {
         });
     }
     // ne[0] is a multiple of the block size, so elements is too.
-    let bytes = (elements / block_size)
-        .checked_mul(ggml_type.type_size())
+    let bytes = elements
+        .checked_div(block_size)
+        .and_then(|blocks| blocks.checked_mul(ggml_type.type_size()))
         .ok_or_else(|| overflow(&name, &dims))?;
     Ok(GgufTensor {
         name,
@@ -745,7 +750,7 @@ fn check_placement(
     // Sorted by begin, any overlap shows up between neighbours: if X overlaps Y, the range
     // right after X begins no later than Y, so inside X too.
     for t in tensors {
-        if t.offset % alignment != 0 {
+        if t.offset.checked_rem(alignment) != Some(0) {
             return Err(WeightsError::MisalignedOffset {
                 file: file.to_owned(),
                 tensor: t.name.clone(),

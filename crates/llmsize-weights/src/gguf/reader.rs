@@ -149,7 +149,10 @@ impl<'a> Cursor<'a> {
     /// How many items of at least `min_each` bytes to reserve room for: never more than the
     /// prefix could hold, so a count that is legal for a huge file allocates nothing up front.
     pub(crate) fn capacity_for(&self, count: u64, min_each: u64) -> usize {
-        let fits = self.remaining_in_prefix() / min_each.max(1);
+        let fits = self
+            .remaining_in_prefix()
+            .checked_div(min_each.max(1))
+            .unwrap_or(0);
         usize::try_from(count.min(fits)).unwrap_or(0)
     }
 

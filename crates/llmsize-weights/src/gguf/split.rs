@@ -47,7 +47,7 @@ fn trailing_number(s: &[u8]) -> Option<(&[u8], u64)> {
     if digits < 5 {
         return None;
     }
-    let (rest, number) = s.split_at(s.len() - digits);
+    let (rest, number) = s.split_at(s.len().saturating_sub(digits));
     let value = std::str::from_utf8(number).ok()?.parse().ok()?;
     Some((rest, value))
 }
@@ -208,7 +208,7 @@ pub fn merge_split(parts: Vec<(String, u64, GgufHeader)>) -> Result<GgufSet, Wei
                     file,
                     problem: format!(
                         "has no `{SPLIT_COUNT}` above 1, so it is not a shard of a split GGUF, but it was given with {} other files",
-                        given - 1
+                        given.saturating_sub(1)
                     ),
                 });
             }

@@ -863,6 +863,96 @@ fn err_too_many_metadata_entries() {
 }
 
 #[test]
+fn metadata_text_is_bounded_in_bytes_keys_and_values_together() {
+    // 16 MiB exactly: one key `k` (1 byte) and a value of 16 MiB − 1 bytes.
+    let limit = usize::try_from(MAX_METADATA_BYTES).unwrap();
+    let value = "x".repeat(limit - 1);
+    let json = format!(r#"{{"__metadata__":{{"k":"{value}"}}}}"#);
+    assert_eq!(parse(&json, 0).unwrap().metadata["k"].len(), limit - 1);
+    // One byte more is refused, naming the key and the limit.
+    let json = format!(r#"{{"__metadata__":{{"k":"{value}x"}}}}"#);
+    assert_eq!(
+        parse(&json, 0).unwrap_err().to_string(),
+        "`model.safetensors`: `__metadata__` value of `k` is 16,777,216 bytes, which takes `__metadata__` past its limit of 16,777,216 bytes (16 MiB) of text"
+    );
+    // Two values of 9 MiB: the second takes the total past the limit.
+    let nine = "y".repeat(9 << 20);
+    let json = format!(r#"{{"__metadata__":{{"a":"{nine}","b":"{nine}"}}}}"#);
+    assert_eq!(
+        parse(&json, 0).unwrap_err().to_string(),
+        "`model.safetensors`: `__metadata__` value of `b` is 9,437,184 bytes, which takes `__metadata__` past its limit of 16,777,216 bytes (16 MiB) of text"
+    );
+    // A key longer than the limit is measured, never quoted.
+    let json = format!(r#"{{"__metadata__":{{"{value}xy":"v"}}}}"#);
+    assert_eq!(
+        parse(&json, 0).unwrap_err().to_string(),
+        "`model.safetensors`: `__metadata__` has a key of 16,777,217 bytes, which takes `__metadata__` past its limit of 16,777,216 bytes (16 MiB) of text"
+    );
+}
+
+#[test]
+fn a_tensor_name_is_bounded_in_bytes() {
+    let limit = usize::try_from(MAX_NAME_LEN).unwrap();
+    let name = "n".repeat(limit);
+    let json = format!("{{{}}}", tensor(&name, "F32", "[1]", 0, 4));
+    assert_eq!(parse(&json, 4).unwrap().tensors[0].name.len(), limit);
+    // One byte more: refused with its length and its first 40 characters, in file order
+    // (after the bad entry before it, before the one after it).
+    let long = format!("x{name}");
+    let json = format!(
+        "{{{},{}}}",
+        tensor(&long, "F32", "[1]", 0, 4),
+        tensor("w", "F99", "[1]", 4, 8)
+    );
+    assert_eq!(
+        parse(&json, 8).unwrap_err().to_string(),
+        format!(
+            "`model.safetensors`: a tensor name of 4097 bytes (`x{}...`) is longer than the limit of 4096",
+            "n".repeat(39)
+        )
+    );
+    let json = format!(
+        "{{{},{}}}",
+        tensor("w", "F99", "[1]", 0, 4),
+        tensor(&long, "F32", "[1]", 4, 8)
+    );
+    assert!(
+        parse(&json, 8)
+            .unwrap_err()
+            .to_string()
+            .contains("unknown dtype `F99`")
+    );
+}
+
+#[test]
+fn tensor_names_are_bounded_in_bytes_all_together() {
+    // 4,096 names of 4,096 bytes: 16 MiB exactly, accepted; one more is refused.
+    let names = |n: usize| -> Vec<String> {
+        (0..n)
+            .map(|i| format!("{i:04}{}", "n".repeat(4092)))
+            .collect()
+    };
+    let json = |names: &[String]| {
+        let entries: Vec<String> = names
+            .iter()
+            .enumerate()
+            .map(|(i, t)| tensor(t, "F32", "[1]", 4 * i as u64, 4 * i as u64 + 4))
+            .collect();
+        format!("{{{}}}", entries.join(","))
+    };
+    let ok = names(4096);
+    assert_eq!(parse(&json(&ok), 4 * 4096).unwrap().tensors.len(), 4096);
+    let over = names(4097);
+    assert_eq!(
+        parse(&json(&over), 4 * 4097).unwrap_err().to_string(),
+        format!(
+            "`model.safetensors`: the tensor names reach 16781312 bytes at `4096{}...`, more than the limit of 16777216 for all the names of a file",
+            "n".repeat(36)
+        )
+    );
+}
+
+#[test]
 fn err_index_too_many_entries() {
     let mut text = String::from(r#"{"weight_map":{"#);
     for i in 0..=MAX_TENSORS {
