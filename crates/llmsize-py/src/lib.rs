@@ -74,21 +74,39 @@ fn caught<T>(work: impl FnOnce() -> T) -> Result<T, String> {
 }
 
 /// The Hub options every model-reading function takes, as Python passes them:
-/// `(online, revision, file, timeout seconds, jobs)`; `None` keeps the CLI's default.
-type Hub = (bool, String, Option<String>, Option<f64>, Option<u64>);
+/// `(online, revision, file, timeout seconds, jobs, deadline seconds)`; `None` keeps the
+/// CLI's default.
+type Hub = (
+    bool,
+    String,
+    Option<String>,
+    Option<f64>,
+    Option<u64>,
+    Option<f64>,
+);
 
-/// The Hub options, checked as the CLI's `--timeout` and `--jobs` are.
-fn hub((online, revision, file, timeout, jobs): Hub) -> PyResult<HubOptions> {
-    let timeout = match timeout {
-        None => HubOptions::DEFAULT_TIMEOUT,
-        Some(secs) if secs > 0.0 && secs <= 86_400.0 => std::time::Duration::from_secs_f64(secs),
-        Some(secs) => {
-            return Err(bad_input(
-                format!("`timeout={secs}`: a timeout is more than 0 and at most 86400 seconds"),
-                "give seconds, e.g. `timeout=30`",
-            ));
+/// Seconds as the CLI's `--timeout` and `--deadline` take them: more than 0, at most a day.
+fn seconds(
+    name: &str,
+    value: Option<f64>,
+    default: std::time::Duration,
+) -> PyResult<std::time::Duration> {
+    match value {
+        None => Ok(default),
+        Some(secs) if secs > 0.0 && secs <= 86_400.0 => {
+            Ok(std::time::Duration::from_secs_f64(secs))
         }
-    };
+        Some(secs) => Err(bad_input(
+            format!("`{name}={secs}`: a {name} is more than 0 and at most 86400 seconds"),
+            &format!("give seconds, e.g. `{name}=30`"),
+        )),
+    }
+}
+
+/// The Hub options, checked as the CLI's `--timeout`, `--jobs` and `--deadline` are.
+fn hub((online, revision, file, timeout, jobs, deadline): Hub) -> PyResult<HubOptions> {
+    let timeout = seconds("timeout", timeout, HubOptions::DEFAULT_TIMEOUT)?;
+    let deadline = seconds("deadline", deadline, HubOptions::DEFAULT_DEADLINE)?;
     let jobs = match jobs {
         None => HubOptions::DEFAULT_JOBS,
         Some(n @ 1..=64) => usize::try_from(n).unwrap_or(HubOptions::DEFAULT_JOBS),
@@ -105,7 +123,7 @@ fn hub((online, revision, file, timeout, jobs): Hub) -> PyResult<HubOptions> {
         file,
         timeout,
         jobs,
-        ..HubOptions::default()
+        deadline,
     })
 }
 

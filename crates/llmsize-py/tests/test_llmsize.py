@@ -339,8 +339,10 @@ def test_hub_options_file_timeout_jobs(tmp_path, monkeypatch):
         llmsize.params("gpt2", timeout=0)
     with pytest.raises(llmsize.InputError, match="1 to 64"):
         llmsize.params("gpt2", jobs=65)
+    with pytest.raises(llmsize.InputError, match="`deadline=0.0`: a deadline is more than 0"):
+        llmsize.params("gpt2", deadline=0)
     # In range, they change nothing offline.
-    assert llmsize.params("gpt2", timeout=2.5, jobs=1)["total"] == 124439808
+    assert llmsize.params("gpt2", timeout=2.5, jobs=1, deadline=3)["total"] == 124439808
 
 
 @pytest.mark.skipif(CLI is None, reason="LLMSIZE_BIN names the CLI binary to compare with")

@@ -273,10 +273,11 @@ def _models(model: Models) -> List[str]:
     return [_model(model)]
 
 
-def _hub(online: Any, revision: Any, file: Any, timeout: Any, jobs: Any) -> Any:
+def _hub(online: Any, revision: Any, file: Any, timeout: Any, jobs: Any, deadline: Any) -> Any:
     """The Hub options as the native module takes them; ``None`` keeps the CLI's default."""
     revision = "main" if revision is None else _text("revision", revision)
-    return (_flag("online", online), revision, _text("file", file), _real("timeout", timeout), _count("jobs", jobs))
+    return (_flag("online", online), revision, _text("file", file), _real("timeout", timeout), _count("jobs", jobs),
+            _real("deadline", deadline))
 
 
 def _sweep(sweep: SweepSpec) -> Optional[str]:
@@ -343,6 +344,7 @@ def params(
     file: Optional[str] = None,
     timeout: Optional[float] = None,
     jobs: Optional[int] = None,
+    deadline: Optional[float] = None,
 ) -> Any:
     """Parameters by component, exactly as the transformers implementation builds them.
 
@@ -356,8 +358,9 @@ def params(
 
     Hub options, for every function that reads a model: ``online`` (fetch a repo that is not
     in the local cache: config and weight headers only), ``revision``, ``file`` (one file of a
-    repo that holds several, as ``org/name:FILE``), ``timeout`` (seconds, default 30) and
-    ``jobs`` (requests in flight, default 8).
+    repo that holds several, as ``org/name:FILE``), ``timeout`` (seconds a read may wait, default 30),
+    ``deadline`` (seconds one file's whole transfer may take, default 120) and ``jobs``
+    (requests in flight, default 8).
 
     >>> llmsize.params("llama-2-7b")["components"]["lm_head"]
     131072000
@@ -371,7 +374,7 @@ def params(
         _text("assume", assume),
         _flag("text_only", text_only),
         _text("head", head) or "config",
-        _hub(online, revision, file, timeout, jobs),
+        _hub(online, revision, file, timeout, jobs, deadline),
     )
 
 
@@ -412,6 +415,7 @@ def memory(
     file: Optional[str] = None,
     timeout: Optional[float] = None,
     jobs: Optional[int] = None,
+    deadline: Optional[float] = None,
 ) -> Any:
     """Memory to serve a model: weights in a format, KV cache, activations, overhead, and
     whether it fits ``gpu`` (``"h100"``, ``"rtx4090x2"``).
@@ -473,7 +477,7 @@ def memory(
         _count("overhead_mib", overhead_mib),
         _flag("max_context", max_context),
         _sweep(sweep),
-        _hub(online, revision, file, timeout, jobs),
+        _hub(online, revision, file, timeout, jobs, deadline),
     )
 
 
@@ -501,6 +505,7 @@ def flops(
     file: Optional[str] = None,
     timeout: Optional[float] = None,
     jobs: Optional[int] = None,
+    deadline: Optional[float] = None,
 ) -> Any:
     """FLOPs of a forward pass over ``seq_len`` tokens and of one generated token, by
     component; with ``gpu``, a roofline speed estimate (``speed``).
@@ -537,7 +542,7 @@ def flops(
         _real("bw_eff", bw_eff),
         _real("price", price),
         _sweep(sweep),
-        _hub(online, revision, file, timeout, jobs),
+        _hub(online, revision, file, timeout, jobs, deadline),
     )
 
 
@@ -586,6 +591,7 @@ def train(
     file: Optional[str] = None,
     timeout: Optional[float] = None,
     jobs: Optional[int] = None,
+    deadline: Optional[float] = None,
 ) -> Dict[str, Any]:
     """One training step: model states, activations held for backward and the forward peak,
     the most loaded GPU under the parallel layout, the step's FLOPs; with ``gpu``, whether it
@@ -640,7 +646,7 @@ def train(
         _count("tokens", tokens),
         _real("mfu", mfu),
         _real("price", price),
-        _hub(online, revision, file, timeout, jobs),
+        _hub(online, revision, file, timeout, jobs, deadline),
     )
 
 
@@ -652,13 +658,14 @@ def inspect(
     file: Optional[str] = None,
     timeout: Optional[float] = None,
     jobs: Optional[int] = None,
+    deadline: Optional[float] = None,
 ) -> Dict[str, Any]:
     """The tensors of weight files (SafeTensors, shards, an index, a GGUF, a cached repo) by
     component and dtype, read from their headers only.
 
     >>> llmsize.inspect("model.safetensors")["total"]  # doctest: +SKIP
     """
-    return _answer(_llmsize.inspect, _model(path, "path"), _hub(online, revision, file, timeout, jobs))
+    return _answer(_llmsize.inspect, _model(path, "path"), _hub(online, revision, file, timeout, jobs, deadline))
 
 
 def audit(
@@ -669,13 +676,14 @@ def audit(
     file: Optional[str] = None,
     timeout: Optional[float] = None,
     jobs: Optional[int] = None,
+    deadline: Optional[float] = None,
 ) -> Dict[str, Any]:
     """The config's count against the tensors of the weight files beside it; ``agrees`` is
     true when every category matches.
 
     >>> llmsize.audit("path/to/model-dir")["agrees"]  # doctest: +SKIP
     """
-    return _answer(_llmsize.audit, _model(path, "path"), _hub(online, revision, file, timeout, jobs))
+    return _answer(_llmsize.audit, _model(path, "path"), _hub(online, revision, file, timeout, jobs, deadline))
 
 
 def presets() -> List[Dict[str, Any]]:

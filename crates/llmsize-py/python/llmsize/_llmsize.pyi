@@ -4,8 +4,8 @@ from typing import List, Optional, Tuple
 
 __version__: str
 
-# (online, revision, file, timeout seconds, jobs); None keeps the CLI's default.
-Hub = Tuple[bool, str, Optional[str], Optional[float], Optional[int]]
+# (online, revision, file, timeout seconds, jobs, deadline seconds); None keeps the CLI's default.
+Hub = Tuple[bool, str, Optional[str], Optional[float], Optional[int], Optional[float]]
 
 class EngineError(Exception):
     """args: (kind, message, hint); kind ``"internal"`` is also a panic of the engine, caught.
