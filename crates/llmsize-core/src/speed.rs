@@ -7,6 +7,7 @@
 //! generated token runs the decoder only (an encoder runs once, in prefill), and the routed
 //! experts a batch touches are fewer than `min(E, b·k)` because tokens share experts.
 
+use crate::checked::Checked;
 use crate::error::SpecError;
 use crate::flops::{AttentionConvention, flops};
 use crate::formats::WeightFormat;
@@ -101,8 +102,12 @@ fn share_of(bytes: u64, part: u64, whole: u64) -> u64 {
     if whole == 0 || part >= whole {
         return bytes;
     }
-    let v = (u128::from(bytes) * u128::from(part)).div_ceil(u128::from(whole));
-    u64::try_from(v).unwrap_or(bytes)
+    // bytes·part < 2^128, and the share is below `bytes` (part < whole).
+    (Checked::new(u128::from(bytes)) * u128::from(part))
+        .div_ceil(u128::from(whole))
+        .ok()
+        .and_then(|v| u64::try_from(v).ok())
+        .unwrap_or(bytes)
 }
 
 /// What one step over `tokens` tokens reads of the weights stored in `format`.

@@ -127,9 +127,12 @@ pub fn human_flops(n: u128) -> String {
 #[must_use]
 pub fn thousands_u128(n: u128) -> String {
     let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+    let len = digits.len();
+    // saturates: never (at most 39 digits); a capacity hint in any case.
+    let mut out = String::with_capacity(len.saturating_add(len / 3));
+    // `rest`: the digits from this one to the end.
+    for (rest, c) in (1..=len).rev().zip(digits.chars()) {
+        if rest < len && rest.is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
