@@ -2549,6 +2549,10 @@ mod tests {
         let Err(SpecError::Overflow(e)) = r else {
             panic!("{r:?}")
         };
-        assert!(e.to_string().contains("overflows 128 bits"), "{e}");
+        // T = b·s = (2^64 − 1)² fits u128; e·T (e = 4, fp32) does not.
+        assert_eq!(
+            e.to_string(),
+            "`e·T·d` overflows 128 bits (with values: 4 · 340282366920938463426481119284349108225)"
+        );
     }
 }
