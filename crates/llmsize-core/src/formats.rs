@@ -1208,8 +1208,13 @@ impl KvDtype {
     /// Bytes of a vector of `n` elements (rounded up to whole blocks).
     #[must_use]
     pub fn bytes(self, n: u64) -> Option<u64> {
+        self.checked_bytes(n).ok()
+    }
+
+    /// Bytes of a vector of `n` elements, or the error naming the formula and `n`.
+    pub fn checked_bytes(self, n: u64) -> Result<u64, crate::Overflow> {
         let (block, size) = self.block();
-        n.div_ceil(block).checked_mul(size)
+        (Checked::new(n).div_ceil(block) * size).get("⌈elements ÷ block⌉·bytes per block")
     }
 }
 

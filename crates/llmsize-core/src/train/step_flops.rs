@@ -921,7 +921,12 @@ impl<'a> Counter<'a> {
         let mut per_kind: Vec<(u128, Pass)> = Vec::new();
         let mut rg_final = rg_rest;
         for (i, k) in kinds.iter().enumerate() {
-            let rest = if k.first { k.count - 1 } else { k.count };
+            // The first kind holds layer 0: its count is at least 1.
+            let rest = if k.first {
+                k.count.saturating_sub(1)
+            } else {
+                k.count
+            };
             let pass = self.layer(k, rg_rest, false)?;
             rg_final = rg_final || pass.out_rg;
             if rest > 0 {
