@@ -762,8 +762,8 @@ pub(crate) fn longest_context(
         return Ok(Some(MaxContext { tokens: cap, bound }));
     }
     let (mut lo, mut hi) = (1u64, cap);
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
+    while hi.checked_sub(lo).is_some_and(|gap| gap > 1) {
+        let mid = lo.midpoint(hi);
         if fits(mid)? {
             lo = mid;
         } else {

@@ -140,10 +140,43 @@ pub fn thousands_u128(n: u128) -> String {
     out
 }
 
+/// `x` rounded to a whole number, when it is one in `0..=u64::MAX` (a rate, hours, dollars
+/// shown whole); `None` for a non-finite or out-of-range value, which a table shows as
+/// `overflow` rather than a clamped number.
+#[must_use]
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_precision_loss,
+    reason = "checked to lie in 0..2^64 first"
+)]
+pub fn whole_f64(x: f64) -> Option<u64> {
+    let r = x.round();
+    // 2^64 as f64 is exact; every f64 below it converts without clamping.
+    (r.is_finite() && r >= 0.0 && r < u64::MAX as f64).then_some(r as u64)
+}
+
+/// A floating-point figure for a message: whole numbers with separators, very large or
+/// small ones in exponent form (`1e308`), what is not a number as Rust writes it (`inf`).
+#[must_use]
+pub fn float_text(x: f64) -> String {
+    let a = x.abs();
+    if !x.is_finite() || a >= 1e15 || (a > 0.0 && a < 1e-3) {
+        format!("{x:e}").replace("inf", "infinity")
+    } else if a >= 100.0 {
+        let whole = whole_f64(a).map_or_else(|| format!("{a}"), thousands);
+        if x < 0.0 { format!("-{whole}") } else { whole }
+    } else {
+        format!("{x}")
+    }
+}
+
 /// Seconds in a readable unit.
 #[must_use]
 pub fn human_seconds(s: f64) -> String {
-    if s < 1e-3 {
+    if !s.is_finite() {
+        "overflow".to_owned()
+    } else if s < 1e-3 {
         format!("{:.1} µs", s * 1e6)
     } else if s < 1.0 {
         format!("{:.2} ms", s * 1e3)

@@ -371,7 +371,8 @@ fn placement(doc: &mut Doc, s: &ServingReport) {
             st.layers
                 .iter()
                 .filter(|r| !r.is_empty())
-                .map(|r| format!("{}–{}", r.start, r.end - 1))
+                // A non-empty range: its end is at least 1.
+                .map(|r| format!("{}–{}", r.start, r.end.saturating_sub(1)))
                 .collect::<Vec<_>>()
                 .join(", ")
         };

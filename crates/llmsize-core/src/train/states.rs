@@ -176,6 +176,8 @@ pub struct ModelStates {
     pub master_weight_bytes: u128,
     /// Of which torch's per-tensor `step` scalars, kept on the CPU.
     pub step_bytes_cpu: u128,
+    /// Weights + gradients + optimizer states: the terms' sum, checked when they were made.
+    pub total_bytes: u128,
     /// Each line with its formula.
     pub terms: Vec<Term>,
 }
@@ -326,7 +328,7 @@ pub fn model_states(
         ));
     }
     let gradient_bytes = grads;
-    let _ = sum(&terms, "model states")?;
+    let total_bytes = sum(&terms, "model states")?;
     Ok(ModelStates {
         trainable_params: checked::to_u64("trained parameters", n_train)?,
         frozen_params: checked::to_u64("frozen parameters", n_frozen)?,
@@ -336,6 +338,7 @@ pub fn model_states(
         optimizer_state_bytes,
         master_weight_bytes: master,
         step_bytes_cpu: step,
+        total_bytes,
         terms,
     })
 }

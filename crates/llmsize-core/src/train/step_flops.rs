@@ -534,7 +534,7 @@ impl<'a> Counter<'a> {
                 for (a, cross) in attentions {
                     let Some((qk, v)) = widths(a) else { continue };
                     let window = if cross { None } else { layer.sliding_window };
-                    let p = crate::flops::pairs(s, window, convention, cross);
+                    let p = crate::flops::pairs(s, window, convention, cross)?;
                     scores = checked::add(
                         "scores FLOPs",
                         scores,
