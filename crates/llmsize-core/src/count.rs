@@ -112,7 +112,8 @@ impl ParamCount {
             .iter()
             .filter(|c| !c.category.is_input_embedding())
             .map(|c| c.count)
-            .sum()
+            // saturates: never, these are parts of `total`, a checked sum.
+            .fold(0, u64::saturating_add)
     }
 }
 

@@ -775,3 +775,43 @@ pub(crate) fn longest_context(
         bound: "memory",
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::design::{Design, Style, design_spec};
+
+    #[test]
+    fn a_cache_past_u64_names_its_formula_and_values() {
+        // LLaMA-7B: 32 heads of 128 (MHA), so 2·n_kv·d_h = 2·32·128 = 8,192 elements per token
+        // per layer, 2 bytes each in bf16: 16,384 B. 2^32 tokens × 2^24 sequences = 2^56, and
+        // 16,384 · 2^56 = 2^70 > 2^64.
+        let spec = design_spec(
+            &Design {
+                hidden: 4096,
+                layers: 32,
+                vocab: Some(32_000),
+                ..Design::default()
+            },
+            Style::Llama,
+        )
+        .unwrap();
+        let options = MemoryOptions {
+            format: WeightFormat::Bf16,
+            seq_len: 1 << 32,
+            batch: 1 << 24,
+            kv_dtype: KvDtype::Bf16,
+            tp: 1,
+            gpu: None,
+            mla: MlaCache::Latent,
+            window: CachePolicy::Transformers,
+            overhead_bytes: 0,
+        };
+        let e = memory(&spec, &options).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "`bytes per token·batch·tokens·layers (KV cache)` overflows 64 bits \
+             (with values: 16384 · 72057594037927936)"
+        );
+    }
+}

@@ -509,6 +509,7 @@ pub fn pipeline_partition(layers: u64, pp: u64) -> Vec<Range<u64>> {
               the output layer is placed (ngl > n_layer); i ≥ i_gpu_start past the early return"
 )]
 fn llama_device(i: u64, n_layer: u64, ngl: u64, splits: &[f32]) -> Option<usize> {
+    // llama.cpp's `max(n_layer − n_gpu_layers, 0)`.
     let i_gpu_start = n_layer.saturating_sub(ngl);
     let act = ngl.min(n_layer + 1);
     if i == n_layer {

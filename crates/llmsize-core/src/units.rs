@@ -196,6 +196,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn figures_past_their_type_are_overflow_not_clamped() {
+        assert_eq!(whole_f64(29_144.4), Some(29_144));
+        assert_eq!(whole_f64(1.8e19), Some(18_000_000_000_000_000_000));
+        // 2^64 itself and beyond, negatives, infinities and NaN have no whole u64.
+        for x in [
+            18_446_744_073_709_551_616.0,
+            1e308,
+            -1.0,
+            f64::INFINITY,
+            f64::NAN,
+        ] {
+            assert_eq!(whole_f64(x), None, "{x}");
+        }
+        assert_eq!(human_seconds(f64::INFINITY), "overflow");
+        assert_eq!(human_seconds(f64::NAN), "overflow");
+        assert_eq!(float_text(1e308), "1e308");
+        assert_eq!(float_text(29_144.4), "29,144");
+        assert_eq!(float_text(2.5), "2.5");
+        assert_eq!(float_text(f64::INFINITY), "infinity");
+    }
+
+    #[test]
     fn separators() {
         assert_eq!(thousands(0), "0");
         assert_eq!(thousands(999), "999");

@@ -283,3 +283,74 @@ pub fn time_cost(
         mfu,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::design::{Design, Style, design_spec};
+    use crate::gpu::find;
+
+    /// LLaMA-7B by design (d 4096, 32 layers, V 32000), one step of the default options
+    /// (2048 tokens, batch 1, bf16), on H100s.
+    fn run(gpus: u64, tokens: u64, price: Option<f64>) -> Result<TimeCost, SpecError> {
+        let spec = design_spec(
+            &Design {
+                hidden: 4096,
+                layers: 32,
+                vocab: Some(32_000),
+                ..Design::default()
+            },
+            Style::Llama,
+        )
+        .unwrap();
+        let options = TrainOptions::default();
+        let report = train(&spec, &options).unwrap();
+        let h100 = find("h100").unwrap();
+        time_cost(&report, &options, h100, gpus, 0.4, tokens, price)
+    }
+
+    #[test]
+    fn a_cost_that_is_not_a_number_is_an_error_naming_it() {
+        let t = run(8, 1_000_000_000_000, Some(2.0)).unwrap();
+        assert_eq!(t.cost, Some(2.0 * t.gpu_hours));
+        // 1e308 dollars per GPU-hour times thousands of GPU-hours is past f64::MAX.
+        let hours = float_text(t.gpu_hours);
+        assert!(t.gpu_hours > 100.0 && hours.contains(','), "{hours}");
+        let Err(SpecError::NotFinite(e)) = run(8, 1_000_000_000_000, Some(1e308)) else {
+            panic!("an infinite cost")
+        };
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "the cost `price · GPU-hours` = 1e308 · {hours} is not a finite number of dollars"
+            )
+        );
+    }
+
+    #[test]
+    fn tokens_per_step_past_u64_are_an_error() {
+        let spec = design_spec(
+            &Design {
+                hidden: 256,
+                layers: 2,
+                vocab: Some(128),
+                ..Design::default()
+            },
+            Style::Llama,
+        )
+        .unwrap();
+        let mut options = TrainOptions::default();
+        let report = train(&spec, &options).unwrap();
+        // The report is the default step's; the options now claim 2^40 data-parallel
+        // replicas of 2^30 micro-batches: 2048 · 2^40 · 2^30 tokens per step > 2^64.
+        options.parallel.dp = 1 << 40;
+        options.parallel.micro_batches = 1 << 30;
+        let h100 = find("h100").unwrap();
+        let e = time_cost(&report, &options, h100, 8, 0.4, 1000, None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "`batch·seq_len·dp·micro-batches (tokens per step)` overflows 64 bits \
+             (with values: 2251799813685248 · 1073741824)"
+        );
+    }
+}
