@@ -52,13 +52,13 @@ impl Overflow {
 #[error("the {what} `{formula}` = {numbers} is not a finite number of {unit}")]
 pub struct NotFinite {
     /// What the figure is (`cost`, `wall time`).
-    pub what: String,
+    pub what: &'static str,
     /// Its formula, with symbols.
-    pub formula: String,
+    pub formula: &'static str,
     /// The formula with the values put in.
     pub numbers: String,
     /// Its unit (`dollars`, `seconds`).
-    pub unit: String,
+    pub unit: &'static str,
 }
 
 impl NotFinite {
@@ -66,17 +66,17 @@ impl NotFinite {
     /// values (`numbers` is only built then).
     pub fn check(
         v: f64,
-        (what, formula, unit): (&str, &str, &str),
+        (what, formula, unit): (&'static str, &'static str, &'static str),
         numbers: impl FnOnce() -> String,
     ) -> Result<f64, NotFinite> {
         if v.is_finite() {
             Ok(v)
         } else {
             Err(NotFinite {
-                what: what.to_owned(),
-                formula: formula.to_owned(),
+                what,
+                formula,
                 numbers: numbers(),
-                unit: unit.to_owned(),
+                unit,
             })
         }
     }

@@ -513,7 +513,13 @@ fn assumptions(
     }
     if let Some(p) = o.price_per_gpu_hour {
         out.push(format!(
-            "cost per million tokens = ${p}/GPU-hour × {} GPU / (tokens/s × 3600) × 10⁶ (the GPUs busy with this work alone)",
+            "cost per million tokens = ${}/GPU-hour × {} GPU / (tokens/s × 3600) × 10⁶ (the GPUs busy with this work alone)",
+            // A price as given, in exponent form past 10^15 (`1e308`, not 309 digits).
+            if p.abs() >= 1e15 {
+                format!("{p:e}")
+            } else {
+                p.to_string()
+            },
             o.gpus
         ));
     }

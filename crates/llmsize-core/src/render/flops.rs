@@ -52,10 +52,13 @@ fn rate_cell(x: f64) -> Cell {
 /// when not finite.
 fn cost_cell(step: &StepEstimate) -> Cell {
     step.cost_per_million.map_or_else(Cell::dash, |c| {
-        let text = if c.is_finite() {
-            format!("${c:.3}")
-        } else {
+        // Past a trillion dollars the digits say nothing: exponent form (`$1.481e308`).
+        let text = if !c.is_finite() {
             OVERFLOW.to_owned()
+        } else if c.abs() >= 1e12 {
+            format!("${c:.3e}")
+        } else {
+            format!("${c:.3}")
         };
         Cell::with_raw(text, Raw::Float(c))
     })
