@@ -186,6 +186,16 @@ pub fn to_u64(formula: &str, v: u128) -> Result<u64, Overflow> {
     })
 }
 
+/// A `u64` (a count, a degree) as `usize`, for an index or a length, or an error naming
+/// `formula` (on targets whose `usize` is narrower than 64 bits).
+pub fn to_usize(formula: &str, v: u64) -> Result<usize, Overflow> {
+    usize::try_from(v).map_err(|_| Overflow {
+        formula: formula.to_owned(),
+        numbers: v.to_string(),
+        problem: Problem::Overflows(usize::BITS),
+    })
+}
+
 /// An expression in progress: its value so far, or the first step that failed.
 ///
 /// Operators take another `Checked` or a plain value of the same type, so an expression reads

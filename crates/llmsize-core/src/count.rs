@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use crate::checked::{self, Checked};
 use crate::error::{Overflow, SpecError};
 use crate::expr::{Expr, Sym};
 use crate::layout::{Place, Tensor, layout};
@@ -111,7 +112,8 @@ impl ParamCount {
             .iter()
             .filter(|c| !c.category.is_input_embedding())
             .map(|c| c.count)
-            .sum()
+            // saturates: never, these are parts of `total`, a checked sum.
+            .fold(0, u64::saturating_add)
     }
 }
 
@@ -206,14 +208,7 @@ pub fn count(spec: &ModelSpec) -> Result<ParamCount, SpecError> {
                 continue;
             }
             let (parts, active_routed) = parts_of(&at(Place::Layer { stack: si, kind }))?;
-            let per_layer = parts
-                .iter()
-                .try_fold(0u64, |acc, p| acc.checked_add(p.count))
-                .ok_or_else(|| Overflow {
-                    formula: "one layer".into(),
-                    numbers: String::new(),
-                    problem: crate::error::Problem::Overflows(64),
-                })?;
+            let per_layer = checked::sum("parameters of one layer", parts.iter().map(|p| p.count))?;
             groups.push(LayerGroup {
                 stack: stack.role,
                 runs: stack
@@ -261,7 +256,7 @@ pub fn count(spec: &ModelSpec) -> Result<ParamCount, SpecError> {
                 let e = Expr::sum_merged(parts);
                 let n = g.layers;
                 match same.iter_mut().find(|(x, _)| *x == e) {
-                    Some((_, m)) => *m += n,
+                    Some((_, m)) => *m = checked::add("layers with equal parts", *m, n)?,
                     None => same.push((e, n)),
                 }
             }
@@ -342,13 +337,13 @@ fn active_count(
     total: u64,
     components: &[Component],
 ) -> Result<Option<ActiveCount>, Overflow> {
-    let layers: u64 = groups.iter().map(|g| g.layers).sum();
+    let layers = checked::sum("layers", groups.iter().map(|g| g.layers))?;
     let mut same: Vec<(Expr, u64)> = Vec::new();
     for g in groups {
         if let Some(e) = &g.active_routed {
             let n = g.layers;
             match same.iter_mut().find(|(x, _)| x == e) {
-                Some((_, m)) => *m += n,
+                Some((_, m)) => *m = checked::add("MoE layers alike", *m, n)?,
                 None => same.push((e.clone(), n)),
             }
         }
@@ -376,11 +371,16 @@ fn active_count(
             .find(|c: &&Component| c.category == category)
             .map_or(0, |c| c.count)
     };
-    // routed_active ≤ routed_all ≤ total because k ≤ E (validated), so these cannot underflow.
-    let per_token = total - get(Category::MoeExperts) + routed_active;
+    // routed_active ≤ routed_all ≤ total because k ≤ E (validated): never negative.
+    let per_token = (Checked::new(total) - get(Category::MoeExperts) + routed_active)
+        .get("total − routed experts + active routed experts")?;
     Ok(Some(ActiveCount {
         per_token,
-        per_token_excl_token_embedding: per_token - get(Category::TokenEmbedding),
+        per_token_excl_token_embedding: checked::sub(
+            "active per token − token embedding",
+            per_token,
+            get(Category::TokenEmbedding),
+        )?,
         routed_formula,
     }))
 }

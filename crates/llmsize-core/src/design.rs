@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::checked::{self, Checked};
 use crate::error::SpecError;
 use crate::expr::Sym;
 use crate::spec::{
@@ -112,13 +113,13 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
             &mut assumptions,
             "--heads",
             None,
-            d / head_size,
+            checked::div("d / head size", d, head_size)?,
             &format!("d / {head_size}: head size {head_size}, the {style_name} convention"),
         ),
         None => {
             return Err(SpecError::HeadsDoNotDivide {
                 heads_field: format!("--heads (default d/{head_size})"),
-                heads: d / head_size,
+                heads: checked::div("d / head size", d, head_size)?,
                 hidden_field: "--hidden".into(),
                 hidden: d,
             });
@@ -149,13 +150,14 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
             &mut assumptions,
             "--ffn",
             design.ffn,
-            d.checked_mul(4).ok_or_else(|| overflow("4·d"))?,
+            checked::mul("4·d (--hidden)", 4, d)?,
             "4·d, the GPT block",
         ),
         Style::Llama => {
             // LLaMA: hidden = 2/3 · 4d, rounded up to a multiple of 256 (`multiple_of`).
-            let raw = d.checked_mul(8).ok_or_else(|| overflow("8·d"))? / 3;
-            let rounded = raw.div_ceil(256) * 256;
+            let raw = checked::mul("8·d (--hidden)", 8, d)? / 3;
+            let rounded = (Checked::new(raw).div_ceil(256u64) * 256u64)
+                .get("⌈8·d/3 ÷ 256⌉·256 (--hidden)")?;
             fill(
                 &mut assumptions,
                 "--ffn",
@@ -187,7 +189,7 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
             hidden: d,
             num_heads: heads,
             num_kv_heads: kv_heads,
-            head_dim: d / heads,
+            head_dim: checked::div("d / heads", d, heads)?,
             fused_qkv: gpt,
             q_bias: gpt,
             k_bias: gpt,
@@ -266,14 +268,6 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
         quantization: None,
         training: None,
     })
-}
-
-fn overflow(what: &str) -> SpecError {
-    SpecError::Invalid {
-        field: what.to_owned(),
-        found: "a value that overflows 64 bits".into(),
-        expected: "a smaller size".into(),
-    }
 }
 
 #[cfg(test)]

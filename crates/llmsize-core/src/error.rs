@@ -46,6 +46,42 @@ impl Overflow {
     }
 }
 
+/// A floating-point figure (a time, a rate, a cost) that is not a finite number: the inputs
+/// make it infinite or undefined, and printing it would be a made-up figure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the {what} `{formula}` = {numbers} is not a finite number of {unit}")]
+pub struct NotFinite {
+    /// What the figure is (`cost`, `wall time`).
+    pub what: &'static str,
+    /// Its formula, with symbols.
+    pub formula: &'static str,
+    /// The formula with the values put in.
+    pub numbers: String,
+    /// Its unit (`dollars`, `seconds`).
+    pub unit: &'static str,
+}
+
+impl NotFinite {
+    /// `v` when it is a finite number, else the error naming the figure, its formula and the
+    /// values (`numbers` is only built then).
+    pub fn check(
+        v: f64,
+        (what, formula, unit): (&'static str, &'static str, &'static str),
+        numbers: impl FnOnce() -> String,
+    ) -> Result<f64, NotFinite> {
+        if v.is_finite() {
+            Ok(v)
+        } else {
+            Err(NotFinite {
+                what,
+                formula,
+                numbers: numbers(),
+                unit,
+            })
+        }
+    }
+}
+
 /// A model description that cannot be counted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -93,6 +129,9 @@ pub enum SpecError {
     /// A count overflowed.
     #[error(transparent)]
     Overflow(#[from] Overflow),
+    /// A time, rate or cost is not a finite number.
+    #[error(transparent)]
+    NotFinite(#[from] NotFinite),
     /// A size computed from the question (batch, length, model) overflows 64 bits.
     #[error("`{what}` overflows 64 bits: use a smaller batch, length or model")]
     TooLarge {

@@ -225,7 +225,8 @@ impl Expr {
         let mut gathered: Vec<(Expr, u64)> = Vec::new();
         for t in terms.into_iter().filter(|t| !t.is_zero()) {
             match gathered.iter_mut().find(|(g, _)| same(g, &t)) {
-                Some((_, n)) => *n += 1,
+                // saturates: never, `n` counts elements of a `Vec`.
+                Some((_, n)) => *n = n.saturating_add(1),
                 None => gathered.push((t, 1)),
             }
         }

@@ -7,7 +7,8 @@
 //! `s(s+1)/2` (`causal`, Megatron and `FlashAttention` benchmarks; sliding-window layers then
 //! see at most `window` keys). MoE layers count the `k` routed experts a token uses.
 
-use crate::error::SpecError;
+use crate::checked::{self, Checked};
+use crate::error::{Overflow, SpecError};
 use crate::layout::{AttentionGeometry, Tensor, TensorKind, layout};
 use crate::spec::{ModelSpec, OutputHead, StackRole};
 
@@ -106,8 +107,8 @@ fn matmul_params(
 ) -> Result<MatmulParams, SpecError> {
     use TensorKind as K;
     let mut m = MatmulParams::default();
-    let add = |acc: &mut u64, n: u64| -> Result<(), SpecError> {
-        *acc = acc.checked_add(n).ok_or_else(too_large)?;
+    let add = |acc: &mut u64, n: u64| -> Result<(), Overflow> {
+        *acc = checked::add("matrix parameters a token multiplies by", *acc, n)?;
         Ok(())
     };
     for t in tensors {
@@ -119,12 +120,8 @@ fn matmul_params(
             continue;
         }
         // One token multiplies by every layer's copy of the matrix, and by `k` of `E` experts.
-        let one = t
-            .rows
-            .checked_mul(t.cols)
-            .and_then(|x| x.checked_mul(t.layers))
-            .and_then(|x| x.checked_mul(t.active_copies))
-            .ok_or_else(too_large)?;
+        let one = (Checked::new(t.rows) * t.cols * t.layers * t.active_copies)
+            .get("rows·cols·layers·active copies")?;
         match t.kind {
             K::AttnQ
             | K::AttnK
@@ -157,29 +154,26 @@ fn matmul_params(
     if let OutputHead::Lm { tied: true, .. } = spec.head {
         // A tied head still multiplies by the V×d table.
         if let Some(t) = spec.token_embedding {
-            add(
-                &mut m.head,
-                t.rows.checked_mul(t.dim).ok_or_else(too_large)?,
-            )?;
+            add(&mut m.head, checked::mul("V·d", t.rows, t.dim)?)?;
         }
     }
     Ok(m)
 }
 
 impl MatmulParams {
-    fn total(&self) -> Result<u64, SpecError> {
-        [
-            self.attention,
-            self.ffn,
-            self.router,
-            self.experts,
-            self.shared,
-            self.head,
-            self.other,
-        ]
-        .into_iter()
-        .try_fold(0u64, u64::checked_add)
-        .ok_or_else(too_large)
+    fn total(&self) -> Result<u64, Overflow> {
+        checked::sum(
+            "matrix parameters a token multiplies by",
+            [
+                self.attention,
+                self.ffn,
+                self.router,
+                self.experts,
+                self.shared,
+                self.head,
+                self.other,
+            ],
+        )
     }
 }
 
@@ -216,7 +210,7 @@ fn attention_widths(
             encoder,
         };
         match out.iter_mut().find(|(x, _)| *x == shape) {
-            Some((_, m)) => *m = m.checked_add(g.layers).ok_or_else(too_large)?,
+            Some((_, m)) => *m = checked::add("layers that attend alike", *m, g.layers)?,
             None => out.push((shape, g.layers)),
         }
     }
@@ -229,32 +223,22 @@ pub(crate) fn pairs(
     window: Option<u64>,
     convention: AttentionConvention,
     cross: bool,
-) -> u128 {
+) -> Result<u128, Overflow> {
+    let triangle = |n: u128| Checked::new(n) * (Checked::new(n) + 1u128) / 2u128;
     match convention {
-        AttentionConvention::Full => s * s,
-        AttentionConvention::Causal if cross => s * s,
+        AttentionConvention::Full => checked::mul("s²", s, s),
+        AttentionConvention::Causal if cross => checked::mul("s²", s, s),
         AttentionConvention::Causal => match window {
-            None => s * (s + 1) / 2,
+            None => triangle(s).get("s(s+1)/2"),
             Some(w) => {
                 let w = u128::from(w).max(1);
                 if s <= w {
-                    s * (s + 1) / 2
+                    triangle(s).get("s(s+1)/2")
                 } else {
-                    w * (w + 1) / 2 + (s - w) * w
+                    (triangle(w) + (Checked::new(s) - w) * w).get("w(w+1)/2 + (s − w)·w")
                 }
             }
         },
-    }
-}
-
-/// The product, or `None` when it does not fit 128 bits.
-fn prod(factors: &[u128]) -> Option<u128> {
-    factors.iter().try_fold(1u128, |a, f| a.checked_mul(*f))
-}
-
-fn too_large() -> SpecError {
-    SpecError::TooLarge {
-        what: "FLOPs".into(),
     }
 }
 
@@ -303,14 +287,14 @@ pub fn flops(
             forward.push(FlopsLine {
                 key,
                 formula: format!("2·b·s·{label} = 2·{batch}·{seq_len}·{p}"),
-                flops: prod(&[2, b, s, u128::from(p)]).ok_or_else(too_large)?,
+                flops: checked::product(&format!("2·b·s·{label}"), [2, b, s, u128::from(p)])?,
             });
         }
         if dp > 0 && generates {
             per_token.push(FlopsLine {
                 key,
                 formula: format!("2·{label} = 2·{dp}"),
-                flops: 2 * u128::from(dp), // u64 · 2 fits u128
+                flops: checked::mul(&format!("2·{label}"), 2, u128::from(dp))?,
             });
         }
     }
@@ -335,22 +319,36 @@ pub fn flops(
         n,
     ) in &same
     {
-        let p = pairs(s, *window, convention, *cross);
+        let p = pairs(s, *window, convention, *cross)?;
         let n128 = u128::from(*n);
-        let add = |acc: u128, f: &[u128]| {
-            prod(f)
-                .and_then(|x| acc.checked_add(x))
-                .ok_or_else(too_large)
+        let add = |acc: u128, formula: &str, f: &[u128]| {
+            (Checked::new(acc) + checked::product(formula, f.iter().copied())?).get(formula)
         };
-        scores = add(scores, &[n128, 2, b, p, u128::from(*qk)])?;
-        values = add(values, &[n128, 2, b, p, u128::from(*v)])?;
+        scores = add(
+            scores,
+            "layers·2·b·pairs·n_h·d_qk",
+            &[n128, 2, b, p, u128::from(*qk)],
+        )?;
+        values = add(
+            values,
+            "layers·2·b·pairs·n_h·d_v",
+            &[n128, 2, b, p, u128::from(*v)],
+        )?;
         let keys = match window {
             Some(w) if !cross => s.min(u128::from(*w)),
             _ => s,
         };
         if !encoder {
-            decode_scores = add(decode_scores, &[n128, 2, keys, u128::from(*qk)])?;
-            decode_values = add(decode_values, &[n128, 2, keys, u128::from(*v)])?;
+            decode_scores = add(
+                decode_scores,
+                "layers·2·keys·n_h·d_qk",
+                &[n128, 2, keys, u128::from(*qk)],
+            )?;
+            decode_values = add(
+                decode_values,
+                "layers·2·keys·n_h·d_v",
+                &[n128, 2, keys, u128::from(*v)],
+            )?;
         }
         let what = match (window, cross) {
             (_, true) if *encoder => " (encoder, bidirectional)".to_owned(),
@@ -390,14 +388,8 @@ pub fn flops(
             flops: decode_values,
         });
     }
-    let forward_flops = forward
-        .iter()
-        .try_fold(0u128, |a, l| a.checked_add(l.flops))
-        .ok_or_else(too_large)?;
-    let per_token_flops = per_token
-        .iter()
-        .try_fold(0u128, |a, l| a.checked_add(l.flops))
-        .ok_or_else(too_large)?;
+    let forward_flops = checked::sum("forward FLOPs", forward.iter().map(|l| l.flops))?;
+    let per_token_flops = checked::sum("FLOPs per token", per_token.iter().map(|l| l.flops))?;
     // The parameters a token multiplies by: a generated token runs the decoder only; an
     // encoder's token runs the whole forward (its stack is what `dm` leaves out).
     let matmul = if generates { dm.total()? } else { m.total()? };

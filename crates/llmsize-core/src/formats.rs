@@ -6,6 +6,7 @@
 //! output head, norms, biases) follows what each tool really does; GGUF mixes follow
 //! llama.cpp's per-tensor rules (`llama_tensor_get_type` in `src/llama-quant.cpp`).
 
+use crate::checked::Checked;
 use crate::layout::{Tensor, TensorKind};
 
 pub use crate::ggml::GgmlType;
@@ -152,22 +153,34 @@ pub struct MixContext {
 /// llama.cpp's `use_more_bits`: the first and last eighth of the layers, and every third in
 /// between.
 fn use_more_bits(i: u64, n: u64) -> bool {
-    // For i ≥ n/8 the subtraction is safe; the first clause covers the rest.
-    i < n / 8 || i >= seven_eighths(n) || (i - n / 8) % 3 == 2
+    match i.checked_sub(n / 8) {
+        None => true,
+        Some(j) => i >= seven_eighths(n) || j % 3 == 2,
+    }
 }
 
 /// `7·n/8` as llama.cpp computes it, without overflowing for any `n`.
 fn seven_eighths(n: u64) -> u64 {
-    // 7·n/8 < n, so the quotient fits u64.
-    u64::try_from(u128::from(n) * 7 / 8).unwrap_or(n)
+    // 7·n < 2^67 fits u128, and 7·n/8 < n fits u64.
+    (Checked::new(u128::from(n)) * 7u128 / 8u128)
+        .ok()
+        .and_then(|v| u64::try_from(v).ok())
+        .unwrap_or(n)
 }
 
 /// The layers of `range` (in a stack of `n`) split into classes that every per-layer rule of
 /// [`gguf_type`] treats alike, as `(a representative layer, layers in the class)`. The rules
 /// compare the index with 2, 4, n/16, n/8 and 7n/8 and test `(i − n/8) mod 3`, so a run of a
 /// million layers is a handful of classes, not a million calls.
+#[expect(
+    clippy::arithmetic_side_effects,
+    reason = "every value lies in `range` (the cuts are clamped to it and sorted, so x ≤ y), \
+              every difference is taken after the comparison that makes it non-negative \
+              (y ≥ x ≥ n/8 in the middle band, `more` ≤ y − x), and the first layer of a class \
+              is x plus at most 2, below y, computed only when that class is not empty"
+)]
 fn layer_classes(range: std::ops::Range<u64>, n: u64, mut class: impl FnMut(u64, u64)) {
-    if range.end - range.start == 1 {
+    if range.end.checked_sub(range.start) == Some(1) {
         // A run of one layer (alternating kinds) is its own class.
         return class(range.start, 1);
     }
@@ -194,12 +207,11 @@ fn layer_classes(range: std::ops::Range<u64>, n: u64, mut class: impl FnMut(u64,
             // Middle band: every third layer gets more bits; j = i − n/8, j mod 3 = 2.
             let below = |m: u64| m / 3; // #{j < m : j mod 3 = 2}
             let more = below(y - eighth) - below(x - eighth);
-            let first_more = x + (2 + 3 - (x - eighth) % 3) % 3;
-            let first_less = if (x - eighth) % 3 == 2 { x + 1 } else { x };
             if more > 0 {
-                class(first_more, more);
+                class(x + (2 + 3 - (x - eighth) % 3) % 3, more);
             }
             if y - x > more {
+                let first_less = if (x - eighth) % 3 == 2 { x + 1 } else { x };
                 class(first_less, y - x - more);
             }
         } else {
@@ -769,7 +781,7 @@ impl WeightFormat {
         t: &Tensor,
         ctx: MixContext,
     ) -> Option<Vec<(u64, u64, &'static str)>> {
-        let one = t.elements()?;
+        let one = t.elements().ok()?;
         // Layers that every per-layer rule treats alike (the index compared with 2, 4, n/16
         // and n/8, and use_more_bits) get the same type: count layers per such signature, then
         // size each signature once, however many runs a hostile config has.
@@ -792,6 +804,8 @@ impl WeightFormat {
                             if *c == 0 {
                                 *f = layer;
                             }
+                            // saturates: never, the classes split the runs, so their sum is at
+                            // most the stack's layer count, a u64.
                             *c = c.saturating_add(count);
                         }
                     });
@@ -826,7 +840,7 @@ impl WeightFormat {
         ctx: MixContext,
     ) -> Option<(u64, &'static str)> {
         let (n, k) = (t.rows, t.cols); // N outputs, K inputs
-        let elements = t.elements()?;
+        let elements = t.elements().ok()?;
         let sixteen = || Some((elements.checked_mul(2)?, "16-bit"));
         match self {
             WeightFormat::Fp32 => Some((elements.checked_mul(4)?, "fp32")),
@@ -1194,8 +1208,13 @@ impl KvDtype {
     /// Bytes of a vector of `n` elements (rounded up to whole blocks).
     #[must_use]
     pub fn bytes(self, n: u64) -> Option<u64> {
+        self.checked_bytes(n).ok()
+    }
+
+    /// Bytes of a vector of `n` elements, or the error naming the formula and `n`.
+    pub fn checked_bytes(self, n: u64) -> Result<u64, crate::Overflow> {
         let (block, size) = self.block();
-        n.div_ceil(block).checked_mul(size)
+        (Checked::new(n).div_ceil(block) * size).get("⌈elements ÷ block⌉·bytes per block")
     }
 }
 

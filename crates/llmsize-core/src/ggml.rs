@@ -193,6 +193,10 @@ impl GgmlType {
 
     /// Bits per block; with [`GgmlType::block_size`] this is the exact bits per weight.
     #[must_use]
+    #[expect(
+        clippy::arithmetic_side_effects,
+        reason = "a type size is a constant of the table, at most a few hundred bytes"
+    )]
     pub fn bits_per_block(self) -> u64 {
         self.type_size() * 8
     }

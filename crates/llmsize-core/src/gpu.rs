@@ -4,6 +4,8 @@
 //! driver reports (`nvidia-smi`'s "Total" in MiB for NVIDIA parts), which is what a process
 //! can at most use before the runtime takes its share.
 
+use crate::limits::MAX_GPUS;
+
 /// One accelerator model.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Gpu {
@@ -291,9 +293,14 @@ pub fn parse_spec(spec: &str) -> Result<(&'static Gpu, u64), String> {
             && count.chars().all(|c| c.is_ascii_digit())
             && let Some(gpu) = find(name.trim())
         {
-            let n: u64 = count
-                .parse()
-                .map_err(|_| format!("`{count}` is not a GPU count"))?;
+            // All digits: a count that does not parse is past u64::MAX, so past the bound too.
+            let n = count.parse::<u64>().ok().filter(|&n| n <= MAX_GPUS);
+            let Some(n) = n else {
+                return Err(format!(
+                    "`{s}`: at most {} GPUs",
+                    crate::units::thousands(MAX_GPUS)
+                ));
+            };
             if n == 0 {
                 return Err(format!("`{spec}`: the GPU count must be at least 1"));
             }
@@ -534,6 +541,19 @@ mod tests {
         assert_eq!(parse_spec("A100-80GB x2").unwrap().1, 2);
         assert_eq!(parse_spec("mi300x").unwrap().1, 1);
         assert!(parse_spec("h100x0").is_err());
+        // The bound, named with the spec given: 2^20 GPUs, not one more, and no count past it
+        // (nor one past u64::MAX, which does not even parse).
+        assert_eq!(parse_spec("h100x1048576").unwrap().1, 1 << 20);
+        for spec in [
+            "h100x1048577",
+            "h100x18446744073709551615",
+            "h100x99999999999999999999",
+        ] {
+            assert_eq!(
+                parse_spec(spec).unwrap_err(),
+                format!("`{spec}`: at most 1,048,576 GPUs")
+            );
+        }
         assert!(
             parse_spec("tpu-v5")
                 .unwrap_err()

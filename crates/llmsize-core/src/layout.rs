@@ -19,6 +19,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use crate::category::Category;
+use crate::checked::{self, Checked};
 use crate::error::{Overflow, SpecError};
 use crate::expr::{Expr, Sym};
 use crate::spec::{
@@ -341,15 +342,13 @@ impl Tensor {
     }
 
     /// Elements of one instance (one layer's tensor), checked.
-    #[must_use]
-    pub fn elements(&self) -> Option<u64> {
-        self.copies.checked_mul(self.rows)?.checked_mul(self.cols)
+    pub fn elements(&self) -> Result<u64, Overflow> {
+        (Checked::new(self.copies) * self.rows * self.cols).get("copies·rows·cols of a tensor")
     }
 
     /// Elements over every layer that holds it, checked.
-    #[must_use]
-    pub fn total_elements(&self) -> Option<u64> {
-        self.elements()?.checked_mul(self.layers)
+    pub fn total_elements(&self) -> Result<u64, Overflow> {
+        checked::mul("elements·layers of a tensor", self.elements()?, self.layers)
     }
 
     /// A vector (norm, bias): stored unquantized by every format.
@@ -1052,7 +1051,8 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
         match stack.position {
             Some(PositionEmbedding::Learned { table, offset }) => {
                 let rows = Expr::sum(vec![
-                    Expr::sym(Sym::Context, table.rows - offset.min(table.rows)),
+                    // `rows − offset`, the context; an offset beyond the table leaves none.
+                    Expr::sym(Sym::Context, table.rows.saturating_sub(offset)),
                     Expr::Lit(offset),
                 ]);
                 b.push(

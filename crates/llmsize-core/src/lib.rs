@@ -6,6 +6,8 @@
 //! prints. Adapters build specs; the CLI prints what the renderers return.
 
 #![deny(missing_docs)]
+// Every `+`, `-`, `*`, `/` on an integer goes through `checked` (or carries a local proof).
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 
 pub mod category;
 pub mod checked;
@@ -30,6 +32,6 @@ pub mod train;
 pub mod units;
 
 pub use count::{Category, ParamCount, count};
-pub use error::{Overflow, SpecError};
+pub use error::{NotFinite, Overflow, SpecError};
 pub use report::ParamsReport;
 pub use spec::ModelSpec;

@@ -3,7 +3,8 @@
 //!
 //! Every line item carries its formula and assumption; nothing is hidden in a fudge factor.
 
-use crate::error::SpecError;
+use crate::checked::{self, Checked};
+use crate::error::{Overflow, SpecError};
 use crate::expr::Expr;
 use crate::formats::{KvDtype, MixContext, WeightFormat};
 use crate::gpu::Gpu;
@@ -160,19 +161,12 @@ pub struct MemoryReport {
     pub serving: Option<crate::runtime::ServingReport>,
 }
 
+/// An overflow where no operands are at hand (a storage format's `Option` arithmetic):
+/// [`SpecError::TooLarge`] naming what was computed.
 pub(crate) fn overflow(what: &str) -> SpecError {
     SpecError::TooLarge {
         what: what.to_owned(),
     }
-}
-
-/// `a · b`, or an overflow error naming `what`.
-pub(crate) fn mul(a: u64, b: u64, what: &str) -> Result<u64, SpecError> {
-    a.checked_mul(b).ok_or_else(|| overflow(what))
-}
-
-pub(crate) fn add(a: u64, b: u64, what: &str) -> Result<u64, SpecError> {
-    a.checked_add(b).ok_or_else(|| overflow(what))
 }
 
 /// The context a storage mix needs.
@@ -182,7 +176,7 @@ pub fn mix_context(spec: &ModelSpec) -> MixContext {
     let mut experts = 0;
     for l in spec.layers_by_run() {
         if let Attention::Standard(a) | Attention::CacheOnly(a) = &l.attention {
-            gqa = a.num_heads / a.num_kv_heads.max(1);
+            gqa = a.num_heads.checked_div(a.num_kv_heads.max(1)).unwrap_or(0);
         }
         if let Ffn::Moe(m) = &l.ffn {
             experts = m.num_experts;
@@ -207,8 +201,8 @@ pub fn weight_lines(spec: &ModelSpec, format: WeightFormat) -> Result<Vec<Storag
         for (params, bytes, storage) in stored {
             match lines.iter_mut().find(|l| l.storage == storage) {
                 Some(l) => {
-                    l.params = add(l.params, params, "weights")?;
-                    l.bytes = add(l.bytes, bytes, "weights")?;
+                    l.params = checked::add("parameters of a storage", l.params, params)?;
+                    l.bytes = checked::add("bytes of a storage", l.bytes, bytes)?;
                 }
                 None => lines.push(StorageLine {
                     storage: storage.to_owned(),
@@ -269,14 +263,12 @@ pub(crate) fn kv_groups_of(
                     (false, CachePolicy::Transformers) => *transformers_heads,
                     _ => *kv_heads,
                 };
-                let per = add(mul(mul(2, cached, "kv")?, *head_dim, "kv")?, *indexer, "kv")?;
+                let per = (Checked::new(2u64) * cached * *head_dim + *indexer)
+                    .get("2·n_kv·d_h + indexer (cache elements per token)")?;
                 // KV heads split across ranks; replicated when there are fewer than ranks.
                 let heads_per_gpu = cached.div_ceil(tp).max(1);
-                let per_gpu = add(
-                    mul(mul(2, heads_per_gpu, "kv")?, *head_dim, "kv")?,
-                    *indexer,
-                    "kv",
-                )?;
+                let per_gpu = (Checked::new(2u64) * heads_per_gpu * *head_dim + *indexer)
+                    .get("2·⌈n_kv ÷ tp⌉·d_h + indexer (cache elements per token per GPU)")?;
                 if g.cross {
                     (
                         format!(
@@ -288,8 +280,11 @@ pub(crate) fn kv_groups_of(
                         options.seq_len,
                     )
                 } else {
-                    let tokens =
-                        kept(g.window, options.seq_len, options.window).saturating_add(*prefix);
+                    let tokens = checked::add(
+                        "tokens kept + prefix tokens",
+                        kept(g.window, options.seq_len, options.window),
+                        *prefix,
+                    )?;
                     let what = match g.window {
                         Some(w) => format!("K and V: {}, sliding window {w}", written(formula)),
                         None => format!("K and V: {}", written(formula)),
@@ -322,37 +317,21 @@ pub(crate) fn kv_groups_of(
             }
         };
         let n = g.layers;
-        let seqs = mul(options.batch, tokens, "batch·tokens")?;
+        let seqs = checked::mul("batch·tokens", options.batch, tokens)?;
         // Bytes of the `n` layers of this kind.
-        let bytes = mul(
-            mul(
-                options.kv_dtype.bytes(per).ok_or_else(|| overflow("kv"))?,
-                seqs,
-                "kv cache",
-            )?,
-            n,
-            "kv cache",
-        )?;
-        let bytes_per_gpu = mul(
-            mul(
-                options
-                    .kv_dtype
-                    .bytes(per_gpu)
-                    .ok_or_else(|| overflow("kv"))?,
-                seqs,
-                "kv cache",
-            )?,
-            n,
-            "kv cache",
-        )?;
+        let bytes = (Checked::new(options.kv_dtype.checked_bytes(per)?) * seqs * n)
+            .get("bytes per token·batch·tokens·layers (KV cache)")?;
+        let bytes_per_gpu = (Checked::new(options.kv_dtype.checked_bytes(per_gpu)?) * seqs * n)
+            .get("bytes per token·batch·tokens·layers (KV cache per GPU)")?;
         match groups
             .iter_mut()
             .find(|x| x.stack == g.stack && x.what == what && x.tokens == tokens)
         {
             Some(x) => {
-                x.layers = add(x.layers, n, "layers")?;
-                x.bytes = add(x.bytes, bytes, "kv cache")?;
-                x.bytes_per_gpu = add(x.bytes_per_gpu, bytes_per_gpu, "kv cache")?;
+                x.layers = checked::add("layers of a KV group", x.layers, n)?;
+                x.bytes = checked::add("KV cache bytes", x.bytes, bytes)?;
+                x.bytes_per_gpu =
+                    checked::add("KV cache bytes per GPU", x.bytes_per_gpu, bytes_per_gpu)?;
             }
             None => groups.push(KvGroup {
                 stack: g.stack,
@@ -371,41 +350,35 @@ pub(crate) fn kv_groups_of(
 
 /// The largest layer working set of a prefill, in elements per token: the residual and its
 /// normed copy, plus the wider of attention (q, k, v, output) and the MLP's inner activations.
-pub(crate) fn activation_elements_per_token(spec: &ModelSpec) -> Result<(u64, String), SpecError> {
-    let prod = |f: &[u64]| -> Result<u64, SpecError> {
-        f.iter()
-            .try_fold(1u64, |a, b| a.checked_mul(*b))
-            .ok_or_else(|| overflow("activation width"))
-    };
-    let sum = |f: &[u64]| -> Result<u64, SpecError> {
-        f.iter()
-            .try_fold(0u64, |a, b| a.checked_add(*b))
-            .ok_or_else(|| overflow("activation width"))
-    };
+/// Returns `(2·d + widest, widest, what the widest is)`.
+pub(crate) fn activation_elements_per_token(
+    spec: &ModelSpec,
+) -> Result<(u64, u64, String), SpecError> {
     let mut widest = 0u64;
     let mut why = String::new();
     for l in spec.layer_kinds() {
         let attention = match &l.attention {
-            Attention::Standard(a) | Attention::CacheOnly(a) => prod(&[
-                sum(&[prod(&[a.num_heads, 2])?, prod(&[a.num_kv_heads, 2])?])?,
-                a.head_dim,
-            ])?,
-            Attention::Latent(a) => sum(&[
-                prod(&[
-                    a.num_heads,
-                    sum(&[a.qk_nope_head_dim, a.qk_rope_head_dim])?,
-                    2,
-                ])?,
-                prod(&[a.num_heads, a.v_head_dim, 2])?,
-            ])?,
+            Attention::Standard(a) | Attention::CacheOnly(a) => {
+                ((Checked::new(a.num_heads) * 2u64 + Checked::new(a.num_kv_heads) * 2u64)
+                    * a.head_dim)
+                    .get("(2·n_h + 2·n_kv)·d_h (attention activations per token)")?
+            }
+            Attention::Latent(a) => {
+                ((Checked::new(a.qk_nope_head_dim) + a.qk_rope_head_dim) * a.num_heads * 2u64
+                    + Checked::new(a.num_heads) * a.v_head_dim * 2u64)
+                    .get("2·n_h·(d_nope + d_rope) + 2·n_h·d_v (attention activations per token)")?
+            }
             Attention::Absent => 0,
         };
         let mlp = match &l.ffn {
-            Ffn::Dense(m) => prod(&[m.intermediate, if m.gated { 3 } else { 1 }])?,
-            Ffn::Moe(m) => sum(&[
-                prod(&[m.experts_per_token, m.expert.intermediate, 3])?,
-                m.shared.map_or(Ok(0), |s| prod(&[s.intermediate, 3]))?,
-            ])?,
+            Ffn::Dense(m) => checked::mul(
+                "intermediate·(3 gated, else 1) (MLP activations per token)",
+                m.intermediate,
+                if m.gated { 3 } else { 1 },
+            )?,
+            Ffn::Moe(m) => (Checked::new(m.experts_per_token) * m.expert.intermediate * 3u64
+                + Checked::new(m.shared.map_or(0, |s| s.intermediate)) * 3u64)
+                .get("3·k·f_expert + 3·f_shared (MoE activations per token)")?,
             Ffn::Absent => 0,
         };
         if attention.max(mlp) > widest {
@@ -417,7 +390,9 @@ pub(crate) fn activation_elements_per_token(spec: &ModelSpec) -> Result<(u64, St
             };
         }
     }
-    Ok((sum(&[prod(&[2, spec.hidden_size])?, widest])?, why))
+    let per_token = (Checked::new(spec.hidden_size) * 2u64 + widest)
+        .get("2·d + widest (activations per token)")?;
+    Ok((per_token, widest, why))
 }
 
 /// Whether tensor parallelism of degree `tp` splits every layer's heads (see `check_tp`).
@@ -517,34 +492,28 @@ fn state_bytes(
     let mut same: Vec<StateGeometry> = Vec::new();
     for g in states {
         match same.iter_mut().find(|x| x.state == g.state) {
-            Some(x) => x.layers = add(x.layers, g.layers, "layers")?,
+            Some(x) => x.layers = checked::add("layers with a state", x.layers, g.layers)?,
             None => same.push(*g),
         }
     }
     let mut total = 0u64;
     let mut terms = Vec::new();
     for g in &same {
-        let bytes = |elements: u64, f32: bool| -> Result<u64, SpecError> {
+        let bytes = |elements: u64, f32: bool| -> Result<u64, Overflow> {
             if f32 {
-                mul(elements, 4, "state")
+                checked::mul("4·state elements", elements, 4)
             } else {
-                options
-                    .kv_dtype
-                    .bytes(elements)
-                    .ok_or_else(|| overflow("state"))
+                options.kv_dtype.checked_bytes(elements)
             }
         };
         let s = g.state;
-        let one = add(
+        let one = checked::add(
+            "conv + recurrent state bytes",
             bytes(s.conv, s.conv_f32)?,
             bytes(s.recurrent, s.recurrent_f32)?,
-            "state",
         )?;
-        total = add(
-            total,
-            mul(mul(one, g.layers, "state")?, options.batch, "state")?,
-            "state",
-        )?;
+        total = (Checked::new(total) + Checked::new(one) * g.layers * options.batch)
+            .get("b·Σ layers·(conv + recurrent) state bytes")?;
         terms.push(format!(
             "{} layers × (conv {} + recurrent {}{})",
             g.layers,
@@ -584,20 +553,11 @@ fn memory_of(
     let tp = options.tp.max(1);
     check_tp(spec, tp)?;
     let weights = weights.to_vec();
-    let weights_bytes = weights
-        .iter()
-        .try_fold(0u64, |a, l| a.checked_add(l.bytes))
-        .ok_or_else(|| overflow("weights"))?;
-    let params = weights.iter().map(|l| l.params).sum();
+    let weights_bytes = checked::sum("weight bytes", weights.iter().map(|l| l.bytes))?;
+    let params = checked::sum("parameters", weights.iter().map(|l| l.params))?;
     let kv = kv_groups_of(attention, options)?;
-    let kv_bytes = kv
-        .iter()
-        .try_fold(0u64, |a, g| a.checked_add(g.bytes))
-        .ok_or_else(|| overflow("kv cache"))?;
-    let kv_per_gpu = kv
-        .iter()
-        .try_fold(0u64, |a, g| a.checked_add(g.bytes_per_gpu))
-        .ok_or_else(|| overflow("kv cache"))?;
+    let kv_bytes = checked::sum("KV cache bytes", kv.iter().map(|g| g.bytes))?;
+    let kv_per_gpu = checked::sum("KV cache bytes per GPU", kv.iter().map(|g| g.bytes_per_gpu))?;
     let one_token = kv_groups_of(
         attention,
         &MemoryOptions {
@@ -607,26 +567,29 @@ fn memory_of(
             ..*options
         },
     )?;
-    let kv_bytes_per_token_full = one_token.iter().map(|g| g.bytes).sum();
+    let kv_bytes_per_token_full = checked::sum(
+        "KV cache bytes per token",
+        one_token.iter().map(|g| g.bytes),
+    )?;
     let (state_bytes, state_per_gpu, state_formula) = state_bytes(&geometry.states, options)?;
 
     // Workspace: one layer's activations for the whole prefill in bf16 (no FlashAttention
     // score matrix), plus fp32 logits of the last position of each sequence; an encoder's one
     // forward ends instead in the bf16 logits of every position (an MLM head), or in the hidden
     // states already counted (a bare encoder).
-    let (per_token, widest) = activation_elements_per_token(spec)?;
-    let tokens = mul(options.batch, options.seq_len, "batch·seq_len")?;
-    let layer_bytes = mul(mul(tokens, per_token, "activations")?, 2, "activations")?;
+    let (per_token, widest_elements, widest) = activation_elements_per_token(spec)?;
+    let tokens = checked::mul("batch·seq_len", options.batch, options.seq_len)?;
+    let layer_bytes = (Checked::new(tokens) * per_token * 2u64).get("b·s·(2·d + widest)·2 B")?;
     let encoder_only = spec.stacks.iter().all(|s| s.role == StackRole::Encoder);
     // (bytes, symbols, numbers)
     let (logits, logits_sym, logits_num) = match (encoder_only, &spec.head) {
         (false, _) => (
-            mul(mul(options.batch, spec.vocab_size, "logits")?, 4, "logits")?,
+            (Checked::new(options.batch) * spec.vocab_size * 4u64).get("b·V·4 B")?,
             "b·V·4 B",
             format!("{}·{}·4", options.batch, spec.vocab_size),
         ),
         (true, OutputHead::Lm { .. }) => (
-            mul(mul(tokens, spec.vocab_size, "logits")?, 2, "logits")?,
+            (Checked::new(tokens) * spec.vocab_size * 2u64).get("b·s·V·2 B")?,
             "b·s·V·2 B",
             format!(
                 "{}·{}·{}·2",
@@ -635,14 +598,14 @@ fn memory_of(
         ),
         (true, OutputHead::None) => (0, "0 B (no head)", "0".to_owned()),
     };
-    let activation_bytes = add(layer_bytes.div_ceil(tp), logits, "activations")?;
+    let activation_bytes = checked::add("activations + logits", layer_bytes.div_ceil(tp), logits)?;
     let activation_formula = format!(
         "b·s·(2·d + widest)·2 B{} + {logits_sym} = {}·{}·(2·{} + {})·2{} + {logits_num} (widest: {widest})",
         if tp > 1 { " / tp" } else { "" },
         options.batch,
         options.seq_len,
         spec.hidden_size,
-        per_token - 2 * spec.hidden_size,
+        widest_elements,
         if tp > 1 {
             format!(" / {tp}")
         } else {
@@ -651,17 +614,17 @@ fn memory_of(
     );
 
     let weights_per_gpu = weights_bytes.div_ceil(tp);
-    let per_gpu = [
-        weights_per_gpu,
-        kv_per_gpu,
-        state_per_gpu,
-        activation_bytes,
-        options.overhead_bytes,
-    ]
-    .iter()
-    .try_fold(0u64, |a, b| a.checked_add(*b))
-    .ok_or_else(|| overflow("total"))?;
-    let total = mul(per_gpu, tp, "total")?;
+    let per_gpu = checked::sum(
+        "weights + KV cache + state + activations + overhead (per GPU)",
+        [
+            weights_per_gpu,
+            kv_per_gpu,
+            state_per_gpu,
+            activation_bytes,
+            options.overhead_bytes,
+        ],
+    )?;
+    let total = checked::mul("per GPU·tp", per_gpu, tp)?;
     let fits = options.gpu.map(|(g, _)| per_gpu <= g.memory_bytes);
     let mut assumptions = vec![
         if weights_from_files {
@@ -799,8 +762,8 @@ pub(crate) fn longest_context(
         return Ok(Some(MaxContext { tokens: cap, bound }));
     }
     let (mut lo, mut hi) = (1u64, cap);
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
+    while hi.checked_sub(lo).is_some_and(|gap| gap > 1) {
+        let mid = lo.midpoint(hi);
         if fits(mid)? {
             lo = mid;
         } else {
@@ -811,4 +774,44 @@ pub(crate) fn longest_context(
         tokens: lo,
         bound: "memory",
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::design::{Design, Style, design_spec};
+
+    #[test]
+    fn a_cache_past_u64_names_its_formula_and_values() {
+        // LLaMA-7B: 32 heads of 128 (MHA), so 2·n_kv·d_h = 2·32·128 = 8,192 elements per token
+        // per layer, 2 bytes each in bf16: 16,384 B. 2^32 tokens × 2^24 sequences = 2^56, and
+        // 16,384 · 2^56 = 2^70 > 2^64.
+        let spec = design_spec(
+            &Design {
+                hidden: 4096,
+                layers: 32,
+                vocab: Some(32_000),
+                ..Design::default()
+            },
+            Style::Llama,
+        )
+        .unwrap();
+        let options = MemoryOptions {
+            format: WeightFormat::Bf16,
+            seq_len: 1 << 32,
+            batch: 1 << 24,
+            kv_dtype: KvDtype::Bf16,
+            tp: 1,
+            gpu: None,
+            mla: MlaCache::Latent,
+            window: CachePolicy::Transformers,
+            overhead_bytes: 0,
+        };
+        let e = memory(&spec, &options).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "`bytes per token·batch·tokens·layers (KV cache)` overflows 64 bits \
+             (with values: 16384 · 72057594037927936)"
+        );
+    }
 }

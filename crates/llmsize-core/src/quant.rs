@@ -6,10 +6,11 @@
 //! method does is decided by the quantizer that wrote the files (transformers' `mxfp4`,
 //! `fp8`, `gptq`, `awq`, `bitsandbytes` quantizers; compressed-tensors), not by llmsize.
 
+use crate::checked::{self, Checked};
 use crate::error::SpecError;
 use crate::formats::WeightFormat;
 use crate::layout::{Place, Tensor, TensorKind, tensors};
-use crate::memory::mix_context;
+use crate::memory::{mix_context, overflow};
 use crate::spec::ModelSpec;
 
 /// A release's quantization.
@@ -115,9 +116,7 @@ pub fn mtp_bytes(
     let Some(stack) = spec.stacks.first().filter(|_| layers > 0) else {
         return Ok(None);
     };
-    let too_large = || SpecError::TooLarge {
-        what: "the multi-token-prediction layers".into(),
-    };
+    // A stack without layers: layer 0's types.
     let last = stack.layers.len().saturating_sub(1);
     let ctx = mix_context(spec);
     let mut layer = 0u64;
@@ -125,24 +124,20 @@ pub fn mtp_bytes(
         let in_last = matches!(t.place, Place::Layer { stack: 0, .. })
             && t.layer_runs.iter().any(|r| r.contains(&last));
         if in_last {
-            let (b, _) = format.tensor_bytes(&t, last, ctx).ok_or_else(too_large)?;
-            layer = layer.checked_add(b).ok_or_else(too_large)?;
+            let (b, _) = format
+                .tensor_bytes(&t, last, ctx)
+                .ok_or_else(|| overflow(&format!("bytes of `{}`", t.name)))?;
+            layer = checked::add("bytes of the last layer", layer, b)?;
         }
     }
     let (v, d) = (spec.vocab_size, spec.hidden_size);
     // embed_tokens + shared_head.head (V·d each), eh_proj (d·2d), 3 norms (d), 2 bytes each.
-    let own = [v, v]
-        .iter()
-        .map(|x| x.checked_mul(d))
-        .chain([
-            d.checked_mul(d).and_then(|x| x.checked_mul(2)),
-            d.checked_mul(3),
-        ])
-        .try_fold(0u64, |a, x| a.checked_add(x?))
-        .and_then(|e| e.checked_mul(2))
-        .ok_or_else(too_large)?;
-    let one = layer.checked_add(own).ok_or_else(too_large)?;
-    let bytes = one.checked_mul(layers).ok_or_else(too_large)?;
+    let own = ((Checked::new(v) * d * 2u64 + Checked::new(d) * d * 2u64 + Checked::new(d) * 3u64)
+        * 2u64)
+        .get("(2·V·d + 2·d² + 3·d)·2 B (an MTP layer's own tensors)")?;
+    let bytes = (Checked::new(layer) + own)
+        .get("last layer + own tensors")
+        .and_then(|one| checked::mul("MTP layer·num_nextn_predict_layers", one, layers))?;
     Ok(Some((
         format!(
             "{layers} multi-token-prediction layer(s) (`num_nextn_predict_layers`): a decoder layer + its own embedding, head and `eh_proj`, in the files, loaded only for speculative decoding"

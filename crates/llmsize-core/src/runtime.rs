@@ -32,13 +32,13 @@
 use std::ops::Range;
 
 use crate::Category;
-use crate::error::SpecError;
+use crate::checked::{self, Checked};
+use crate::error::{Overflow, SpecError};
 use crate::formats::WeightFormat;
 use crate::gpu::Gpu;
 use crate::layout::{self, AttentionGeometry, CacheShape, Place, tensors};
 use crate::memory::{
-    self, CachePolicy, MemoryOptions, MemoryReport, StorageLine, add, kept, mix_context, mul,
-    overflow,
+    self, CachePolicy, MemoryOptions, MemoryReport, StorageLine, kept, mix_context, overflow,
 };
 use crate::spec::{ModelSpec, OutputHead};
 use crate::units::bytes_both;
@@ -239,15 +239,17 @@ pub struct PlacedWeights {
 }
 
 impl PlacedWeights {
-    fn layers_in(&self, r: &Range<u64>) -> Result<u64, SpecError> {
-        let from = usize::try_from(r.start).map_err(|_| overflow("layers"))?;
-        let to = usize::try_from(r.end).map_err(|_| overflow("layers"))?;
-        self.layers
-            .get(from..to)
-            .unwrap_or_default()
-            .iter()
-            .try_fold(0u64, |a, b| a.checked_add(*b))
-            .ok_or_else(|| overflow("weights"))
+    fn layers_in(&self, r: &Range<u64>) -> Result<u64, Overflow> {
+        let from = checked::to_usize("first layer", r.start)?;
+        let to = checked::to_usize("last layer", r.end)?;
+        checked::sum(
+            "weights of the layers",
+            self.layers
+                .get(from..to)
+                .unwrap_or_default()
+                .iter()
+                .copied(),
+        )
     }
 }
 
@@ -270,6 +272,7 @@ fn stack_offsets(spec: &ModelSpec) -> Vec<u64> {
         .iter()
         .map(|s| {
             let o = at;
+            // saturates: never, the layers are at most MAX_PLACED_LAYERS (`checked_layers`).
             at = at.saturating_add(s.layers.len());
             o
         })
@@ -286,7 +289,7 @@ pub fn placed_from_layout(
     let ctx = mix_context(spec);
     let offsets = stack_offsets(spec);
     let mut p = PlacedWeights {
-        layers: vec![0; usize::try_from(n).map_err(|_| overflow("layers"))?],
+        layers: vec![0; checked::to_usize("layers", n)?],
         ..PlacedWeights::default()
     };
     let tied = matches!(spec.head, OutputHead::Lm { tied: true, .. });
@@ -298,11 +301,8 @@ pub fn placed_from_layout(
                 .ok_or_else(|| overflow(&format!("bytes of `{}`", t.name)))
         };
         if matches!(t.category, Category::Vision | Category::Audio) {
-            p.towers = add(
-                p.towers,
-                mul(one(0)?, t.layers.max(1), "weights")?,
-                "weights",
-            )?;
+            p.towers = (Checked::new(p.towers) + Checked::new(one(0)?) * t.layers.max(1))
+                .get("bytes of the towers")?;
             continue;
         }
         match t.place {
@@ -310,23 +310,25 @@ pub fn placed_from_layout(
                 let base = offsets.get(stack).copied().unwrap_or(0);
                 for r in t.layer_runs.iter() {
                     for i in r.clone() {
-                        let at = usize::try_from(base.saturating_add(i))
-                            .map_err(|_| overflow("layers"))?;
+                        let at = checked::to_usize(
+                            "stack offset + layer",
+                            checked::add("stack offset + layer", base, i)?,
+                        )?;
                         if let Some(slot) = p.layers.get_mut(at) {
-                            *slot = add(*slot, one(i)?, "weights")?;
+                            *slot = checked::add("bytes of a layer", *slot, one(i)?)?;
                         }
                     }
                 }
             }
             Place::Input | Place::StackStart(_) => {
                 let b = one(0)?;
-                p.input = add(p.input, b, "weights")?;
+                p.input = checked::add("bytes of the input tables", p.input, b)?;
                 if tied && t.category == Category::TokenEmbedding && p.tied_table == 0 {
                     p.tied_table = b;
                 }
             }
             Place::StackEnd(_) | Place::Output => {
-                p.output = add(p.output, one(0)?, "weights")?;
+                p.output = checked::add("bytes of the output side", p.output, one(0)?)?;
             }
         }
     }
@@ -357,13 +359,13 @@ pub fn placed_from_files(
     let n = checked_layers(spec)?;
     let offsets = stack_offsets(spec);
     let mut p = PlacedWeights {
-        layers: vec![0; usize::try_from(n).map_err(|_| overflow("layers"))?],
+        layers: vec![0; checked::to_usize("layers", n)?],
         ..PlacedWeights::default()
     };
     let tied = matches!(spec.head, OutputHead::Lm { tied: true, .. });
     for &(name, category, bytes) in entries {
         if matches!(category, Category::Vision | Category::Audio) {
-            p.towers = add(p.towers, bytes, "weights")?;
+            p.towers = checked::add("bytes of the towers", p.towers, bytes)?;
             continue;
         }
         let decoder_of_two = spec.stacks.len() > 1 && name.split('.').any(|s| s == "decoder");
@@ -373,6 +375,8 @@ pub fn placed_from_files(
             } else {
                 0
             };
+            // saturates: harmless, a layer number past the layers (past u64::MAX too)
+            // goes to the output side.
             base.saturating_add(i)
         });
         match layer
@@ -381,7 +385,7 @@ pub fn placed_from_files(
         {
             Some(i) => {
                 if let Some(slot) = p.layers.get_mut(i) {
-                    *slot = add(*slot, bytes, "weights")?;
+                    *slot = checked::add("bytes of a layer", *slot, bytes)?;
                 }
             }
             None => match category {
@@ -389,12 +393,12 @@ pub fn placed_from_files(
                 | Category::PositionEmbedding
                 | Category::TokenTypeEmbedding
                 | Category::EmbeddingProjection => {
-                    p.input = add(p.input, bytes, "weights")?;
+                    p.input = checked::add("bytes of the input tables", p.input, bytes)?;
                     if tied && category == Category::TokenEmbedding && p.tied_table == 0 {
                         p.tied_table = bytes;
                     }
                 }
-                _ => p.output = add(p.output, bytes, "weights")?,
+                _ => p.output = checked::add("bytes of the output side", p.output, bytes)?,
             },
         }
     }
@@ -467,19 +471,22 @@ fn layer_caches(
 /// vLLM's pipeline partition: `L // pp` layers each, the remainder one each to the stages
 /// before the last (`get_pp_indices`, `vllm/distributed/utils.py`).
 #[must_use]
+#[expect(
+    clippy::arithmetic_side_effects,
+    reason = "pp ≥ 1 (`max(1)`); each size is L // pp or one more, and one more only with a \
+              remainder, so at most L; the sizes sum to L, so every running start and end is at \
+              most L, a u64"
+)]
 pub fn pipeline_partition(layers: u64, pp: u64) -> Vec<Range<u64>> {
     let pp = pp.max(1);
     let mut sizes = vec![layers / pp; usize::try_from(pp).unwrap_or(1)];
     let remaining = layers % pp;
+    // The `remaining` stages before the last get one more layer each.
     let len = sizes.len();
-    for i in 2..remaining.saturating_add(2) {
-        if let Some(s) = usize::try_from(i)
-            .ok()
-            .and_then(|i| len.checked_sub(i))
-            .and_then(|j| sizes.get_mut(j))
-        {
-            *s += 1;
-        }
+    let before_last = len.saturating_sub(1);
+    let from = before_last.saturating_sub(usize::try_from(remaining).unwrap_or(usize::MAX));
+    for s in sizes.get_mut(from..before_last).unwrap_or_default() {
+        *s += 1;
     }
     let mut at = 0;
     sizes
@@ -496,7 +503,13 @@ pub fn pipeline_partition(layers: u64, pp: u64) -> Vec<Range<u64>> {
 /// the GPUs by the cumulative `--tensor-split` fractions, computed in `f32` as llama.cpp does
 /// (`std::upper_bound(splits, float(i - i_gpu_start)/act_gpu_layers)`); `i = n_layer` is the
 /// output layer.
+#[expect(
+    clippy::arithmetic_side_effects,
+    reason = "n_layer ≤ MAX_PLACED_LAYERS (`checked_layers`), so n_layer + 1 fits; act ≥ 1 where \
+              the output layer is placed (ngl > n_layer); i ≥ i_gpu_start past the early return"
+)]
 fn llama_device(i: u64, n_layer: u64, ngl: u64, splits: &[f32]) -> Option<usize> {
+    // llama.cpp's `max(n_layer − n_gpu_layers, 0)`.
     let i_gpu_start = n_layer.saturating_sub(ngl);
     let act = ngl.min(n_layer + 1);
     if i == n_layer {
@@ -539,27 +552,43 @@ fn llama_cpp_has_swa(model_type: &str) -> bool {
     )
 }
 
-fn pad256(n: u64) -> Result<u64, SpecError> {
-    n.div_ceil(256)
-        .checked_mul(256)
-        .ok_or_else(|| overflow("n_ctx"))
+fn pad256(n: u64) -> Result<u64, Overflow> {
+    (Checked::new(n).div_ceil(256u64) * 256u64).get("GGML_PAD(n_ctx, 256)")
 }
 
 fn ranges_of(layers: &[u64]) -> Vec<Range<u64>> {
     let mut out: Vec<Range<u64>> = Vec::new();
     for &i in layers {
+        // saturates: never, `i` is a layer index, below the layer count.
+        let next = i.saturating_add(1);
         match out.last_mut() {
-            Some(r) if r.end == i => r.end += 1,
-            _ => out.push(i..i + 1),
+            Some(r) if r.end == i => r.end = next,
+            _ => out.push(i..next),
         }
     }
     out
 }
 
-fn sum(xs: &[u64], what: &str) -> Result<u64, SpecError> {
-    xs.iter()
-        .try_fold(0u64, |a, b| a.checked_add(*b))
-        .ok_or_else(|| overflow(what))
+/// Layers of a stage's range (its end is never before its start).
+fn range_len(r: &Range<u64>) -> u64 {
+    r.end.saturating_sub(r.start)
+}
+
+/// A stage's bytes: weights + KV cache + state + activations + overhead.
+fn stage_total(parts: [u64; 5]) -> Result<u64, Overflow> {
+    checked::sum(
+        "weights + KV cache + state + activations + overhead (a stage)",
+        parts,
+    )
+}
+
+/// A stage's share of the recurrent states, in proportion to its layers:
+/// `⌈state ÷ tp⌉·stage layers / all layers` (an approximation).
+fn state_share(state: u64, tp: u64, layers: u64, n_layer: u64) -> Result<u64, Overflow> {
+    let share = (Checked::new(u128::from(state.div_ceil(tp))) * u128::from(layers)
+        / u128::from(n_layer.max(1)))
+    .get("⌈state ÷ tp⌉·stage layers / layers")?;
+    checked::to_u64("a stage's state bytes", share)
 }
 
 /// The memory question under a runtime: the transformers report with its per-GPU figures
@@ -668,29 +697,34 @@ fn stage_weights(
     let mut w = placed.layers_in(r)?;
     let mut extras = Vec::new();
     if first {
-        w = add(add(w, placed.input, "weights")?, placed.towers, "weights")?;
+        w = checked::sum(
+            "weights + input tables + towers",
+            [w, placed.input, placed.towers],
+        )?;
         extras.push("embeddings");
         if placed.towers > 0 {
             extras.push("towers");
         }
     }
     if last {
-        w = add(w, placed.output, "weights")?;
+        w = checked::add("weights + output side", w, placed.output)?;
         extras.push("head");
         if !first && placed.tied_table > 0 {
-            w = add(w, placed.tied_table, "weights")?;
+            w = checked::add("weights + tied table's copy", w, placed.tied_table)?;
             extras.push("tied head's copy of the token table");
         }
     }
     Ok((w, extras))
 }
 
-fn gpus_label(stage: u64, tp: u64) -> String {
-    if tp == 1 {
+fn gpus_label(stage: u64, tp: u64) -> Result<String, Overflow> {
+    Ok(if tp == 1 {
         format!("GPU {stage}")
     } else {
-        format!("GPUs {}–{}", stage * tp, stage * tp + tp - 1)
-    }
+        let first = checked::mul("stage·tp", stage, tp)?;
+        let last = (Checked::new(first) + tp - 1u64).get("stage·tp + tp − 1")?;
+        format!("GPUs {first}–{last}")
+    })
 }
 
 /// Replace the report's per-GPU figures by the most loaded stage's.
@@ -699,20 +733,20 @@ fn apply(
     serving: ServingReport,
     gpu: Option<&Gpu>,
     fits: Option<bool>,
-) -> MemoryReport {
+) -> Result<MemoryReport, Overflow> {
     if let Some(s) = serving.stages.get(serving.most_loaded) {
         r.weights_per_gpu = s.weights;
         r.kv_per_gpu = s.kv;
         r.activation_bytes = s.activations;
         r.per_gpu = s.total;
     }
-    let gpu_stages = serving.stages.iter().filter(|s| s.gpu);
-    r.total = gpu_stages
-        .map(|s| s.total.saturating_mul(serving.tp))
-        .fold(0u64, u64::saturating_add);
+    let mut gpu_stages = serving.stages.iter().filter(|s| s.gpu);
+    r.total = gpu_stages.try_fold(0u64, |total, s| {
+        (Checked::new(total) + Checked::new(s.total) * serving.tp).get("Σ stage·tp (all GPUs)")
+    })?;
     r.fits = fits.or_else(|| gpu.map(|g| r.per_gpu <= g.memory_bytes));
     r.serving = Some(serving);
-    r
+    Ok(r)
 }
 
 fn most_loaded(stages: &[Stage]) -> usize {
@@ -741,11 +775,12 @@ fn pipeline(
     let tp = options.tp.max(1);
     let caches = layer_caches(spec, options)?;
     let n_layer = u64::try_from(caches.len()).map_err(|_| overflow("layers"))?;
-    let logits = mul(mul(options.batch, spec.vocab_size, "logits")?, 4, "logits")?;
+    let logits = (Checked::new(options.batch) * spec.vocab_size * 4u64).get("b·V·4 B")?;
+    // The report's activations hold these logits: never floored.
     let layer_act = r.activation_bytes.saturating_sub(logits);
     let mut stages = Vec::new();
     for (s, range) in (0u64..).zip(pipeline_partition(n_layer, pp)) {
-        let (first, last) = (s == 0, s + 1 == pp);
+        let (first, last) = (s == 0, Some(s) == pp.checked_sub(1));
         let (w, extras) = stage_weights(placed, &range, first, last)?;
         let mut kv = 0u64;
         for c in caches
@@ -757,33 +792,22 @@ fn pipeline(
             let tokens = if c.cross {
                 options.seq_len
             } else {
-                kept(c.window, options.seq_len, options.window).saturating_add(c.prefix)
+                checked::add(
+                    "tokens kept + prefix tokens",
+                    kept(c.window, options.seq_len, options.window),
+                    c.prefix,
+                )?
             };
-            kv = add(
-                kv,
-                mul(
-                    mul(c.per_token_gpu, tokens, "kv cache")?,
-                    options.batch,
-                    "kv cache",
-                )?,
-                "kv cache",
-            )?;
+            kv = (Checked::new(kv) + Checked::new(c.per_token_gpu) * tokens * options.batch)
+                .get("Σ bytes per token·tokens·b (a stage's KV cache)")?;
         }
         // Recurrent states split with their layers, in proportion (an approximation).
-        let state = r
-            .state_bytes
-            .div_ceil(tp)
-            .saturating_mul(range.end - range.start)
-            .checked_div(n_layer.max(1))
-            .unwrap_or(0);
+        let state = state_share(r.state_bytes, tp, range_len(&range), n_layer)?;
         let activations = if last { r.activation_bytes } else { layer_act };
         let weights = w.div_ceil(tp);
-        let total = sum(
-            &[weights, kv, state, activations, options.overhead_bytes],
-            "total",
-        )?;
+        let total = stage_total([weights, kv, state, activations, options.overhead_bytes])?;
         stages.push(Stage {
-            device: gpus_label(s, tp),
+            device: gpus_label(s, tp)?,
             gpu: true,
             layers: vec![range],
             extras,
@@ -823,7 +847,7 @@ fn pipeline(
         },
         gpu,
         None,
-    ))
+    )?)
 }
 
 /// llama.cpp's allocation.
@@ -837,7 +861,7 @@ fn llama_cpp(
     let n_dev = serving.pp;
     let n_ctx_asked = match serving.ctx_size {
         Some(c) => c,
-        None => mul(options.seq_len, options.batch, "n_ctx")?,
+        None => checked::mul("seq_len·batch (n_ctx)", options.seq_len, options.batch)?,
     };
     if n_ctx_asked == 0 {
         return Err(SpecError::Zero {
@@ -861,14 +885,15 @@ fn llama_cpp(
     let n_layer = u64::try_from(caches.len()).map_err(|_| overflow("layers"))?;
     // Cells of a sliding layer: `GGML_PAD(min(n_ctx, n_swa·n_seq + n_ubatch), 256)`, with the
     // batch as `n_seq_max` of the unified cache.
-    let swa_cells = |w: u64| -> Result<u64, SpecError> {
+    let swa_cells = |w: u64| -> Result<u64, Overflow> {
         if serving.swa_full {
             return Ok(n_ctx);
         }
-        let want = add(mul(w, options.batch, "n_swa")?, serving.n_ubatch, "n_swa")?;
+        let want =
+            (Checked::new(w) * options.batch + serving.n_ubatch).get("n_swa·n_seq + n_ubatch")?;
         pad256(n_ctx.min(want))
     };
-    let cells = |c: &LayerCache| -> Result<u64, SpecError> {
+    let cells = |c: &LayerCache| -> Result<u64, Overflow> {
         match c.window {
             Some(w) if swa && !c.cross => swa_cells(w),
             _ => Ok(n_ctx),
@@ -886,15 +911,13 @@ fn llama_cpp(
             _ => n_ctx,
         };
         if g.tokens > 0 && g.tokens != tokens {
-            g.bytes = mul(g.bytes / g.tokens, tokens, "kv cache")?;
-            g.bytes_per_gpu = mul(g.bytes_per_gpu / g.tokens, tokens, "kv cache")?;
+            g.bytes = (Checked::new(g.bytes) / g.tokens * tokens).get("bytes / tokens·cells")?;
+            g.bytes_per_gpu =
+                (Checked::new(g.bytes_per_gpu) / g.tokens * tokens).get("bytes / tokens·cells")?;
             g.tokens = tokens;
         }
     }
-    r.kv_bytes = sum(
-        &r.kv.iter().map(|g| g.bytes).collect::<Vec<_>>(),
-        "kv cache",
-    )?;
+    r.kv_bytes = checked::sum("KV cache bytes", r.kv.iter().map(|g| g.bytes))?;
 
     // Devices: equal proportions unless `--tensor-split` gives them.
     let proportions: Vec<f64> = if serving.tensor_split.is_empty() {
@@ -926,10 +949,13 @@ fn llama_cpp(
             .collect();
         cumulative.iter().map(|c| c / acc).collect()
     };
-    let ngl = serving.n_gpu_layers.unwrap_or(n_layer + 1).min(n_layer + 1);
+    // n_layer ≤ MAX_PLACED_LAYERS (`checked_layers`): these never saturate.
+    let placeable = n_layer.saturating_add(1);
+    let ngl = serving.n_gpu_layers.unwrap_or(placeable).min(placeable);
     let dev_count = splits.len();
-    let mut dev_layers: Vec<Vec<u64>> = vec![Vec::new(); dev_count + 1];
-    let mut dev_kv = vec![0u64; dev_count + 1];
+    // One list per GPU, then the CPU's; `dev_count` = n_dev ≤ n_layer.
+    let mut dev_layers: Vec<Vec<u64>> = vec![Vec::new(); dev_count.saturating_add(1)];
+    let mut dev_kv = vec![0u64; dev_count.saturating_add(1)];
     let cpu = dev_count;
     for (i, layer) in (0u64..).zip(&caches) {
         let d = llama_device(i, n_layer, ngl, &splits).unwrap_or(cpu);
@@ -937,34 +963,32 @@ fn llama_cpp(
             v.push(i);
         }
         for c in layer {
-            let b = mul(c.per_token_gpu, cells(c)?, "kv cache")?;
+            let b = checked::mul("bytes per cell·cells", c.per_token_gpu, cells(c)?)?;
             if let Some(k) = dev_kv.get_mut(d) {
-                *k = add(*k, b, "kv cache")?;
+                *k = checked::add("a device's KV cache", *k, b)?;
             }
         }
     }
     let output_dev = llama_device(n_layer, n_layer, ngl, &splits);
     // Compute buffers, an estimate: f32 activations of one ubatch through the widest part of
     // a layer on every GPU, and the f32 logits of a ubatch where the output layer is.
-    let (per_token, _) = memory::activation_elements_per_token(spec)?;
+    let (per_token, widest, _) = memory::activation_elements_per_token(spec)?;
     let ubatch = serving.n_ubatch.min(n_ctx);
-    let layer_buffer = mul(mul(ubatch, per_token, "compute")?, 4, "compute")?;
-    let logits = mul(mul(ubatch, spec.vocab_size, "compute")?, 4, "compute")?;
+    let layer_buffer =
+        (Checked::new(ubatch) * per_token * 4u64).get("n_ubatch·(2·d + widest)·4 B")?;
+    let logits = (Checked::new(ubatch) * spec.vocab_size * 4u64).get("n_ubatch·V·4 B")?;
     let mut stages = Vec::new();
     for d in 0..=dev_count {
         let is_gpu = d < dev_count;
         let layers = dev_layers.get(d).cloned().unwrap_or_default();
         let mut weights = 0u64;
         for &i in &layers {
-            weights = add(
-                weights,
-                placed
-                    .layers
-                    .get(usize::try_from(i).unwrap_or(usize::MAX))
-                    .copied()
-                    .unwrap_or(0),
-                "weights",
-            )?;
+            let layer = placed
+                .layers
+                .get(usize::try_from(i).unwrap_or(usize::MAX))
+                .copied()
+                .unwrap_or(0);
+            weights = checked::add("a device's weights", weights, layer)?;
         }
         let mut extras = Vec::new();
         let holds_output = match output_dev {
@@ -972,19 +996,23 @@ fn llama_cpp(
             None => !is_gpu,
         };
         if !is_gpu {
-            weights = add(weights, placed.input, "weights")?;
+            weights = checked::add("a device's weights + token table", weights, placed.input)?;
             extras.push("token table");
         }
         if holds_output {
-            weights = add(weights, placed.output, "weights")?;
+            weights = checked::add("a device's weights + output", weights, placed.output)?;
             extras.push("output layer");
             if is_gpu && placed.tied_table > 0 {
-                weights = add(weights, placed.tied_table, "weights")?;
+                weights = checked::add(
+                    "a device's weights + tied table's copy",
+                    weights,
+                    placed.tied_table,
+                )?;
                 extras.push("tied output's copy of the token table");
             }
         }
         if d == 0 && is_gpu && placed.towers > 0 {
-            weights = add(weights, placed.towers, "weights")?;
+            weights = checked::add("a device's weights + towers", weights, placed.towers)?;
             extras.push("towers");
         }
         if !is_gpu && dev_count == 0 {
@@ -994,22 +1022,19 @@ fn llama_cpp(
         let state = if layers.is_empty() {
             0
         } else {
-            r.state_bytes
-                .saturating_mul(u64::try_from(layers.len()).unwrap_or(0))
-                .checked_div(n_layer.max(1))
-                .unwrap_or(0)
+            state_share(r.state_bytes, 1, layers.len() as u64, n_layer)?
         };
         let activations = if is_gpu {
-            add(
+            checked::add(
+                "layer buffer + logits (a compute buffer)",
                 if layers.is_empty() { 0 } else { layer_buffer },
                 if holds_output { logits } else { 0 },
-                "compute",
             )?
         } else {
             0
         };
         let overhead = if is_gpu { options.overhead_bytes } else { 0 };
-        let total = sum(&[weights, kv, state, activations, overhead], "total")?;
+        let total = stage_total([weights, kv, state, activations, overhead])?;
         stages.push(Stage {
             device: if is_gpu {
                 format!("GPU {d}")
@@ -1029,10 +1054,8 @@ fn llama_cpp(
     }
     let most = most_loaded(&stages);
     r.activation_formula = format!(
-        "llama.cpp compute buffer, an estimate: n_ubatch·(2·d + widest)·4 B on every GPU with layers + n_ubatch·V·4 B where the output is = {ubatch}·(2·{} + {})·4 + {ubatch}·{}·4",
-        spec.hidden_size,
-        per_token.saturating_sub(2 * spec.hidden_size),
-        spec.vocab_size
+        "llama.cpp compute buffer, an estimate: n_ubatch·(2·d + widest)·4 B on every GPU with layers + n_ubatch·V·4 B where the output is = {ubatch}·(2·{} + {widest})·4 + {ubatch}·{}·4",
+        spec.hidden_size, spec.vocab_size
     );
     let a = &mut r.assumptions;
     a.retain(|x| {
@@ -1107,7 +1130,7 @@ fn llama_cpp(
         },
         gpu,
         None,
-    ))
+    )?)
 }
 
 /// vLLM's defaults for `max_num_batched_tokens` and `max_num_seqs` under `vllm serve`:
@@ -1188,21 +1211,26 @@ fn vllm(
         reason = "a fraction of the memory, floored as vLLM's int()"
     )]
     let budget = (gpu.memory_bytes as f64 * util).floor() as u64;
-    let (per_token, _) = memory::activation_elements_per_token(spec)?;
-    let act_layer = mul(mul(mnbt, per_token, "activations")?, 2, "activations")?.div_ceil(tp);
-    let logits = mul(mul(max_num_seqs, spec.vocab_size, "logits")?, 4, "logits")?;
+    let (per_token, widest, _) = memory::activation_elements_per_token(spec)?;
+    let act_layer = (Checked::new(mnbt) * per_token * 2u64)
+        .get("max_num_batched_tokens·(2·d + widest)·2 B")?
+        .div_ceil(tp);
+    let logits = (Checked::new(max_num_seqs) * spec.vocab_size * 4u64).get("max_num_seqs·V·4 B")?;
 
     let mut plans = Vec::new();
     for (s, range) in (0u64..).zip(pipeline_partition(n_layer, pp)) {
-        let (first, last) = (s == 0, s + 1 == pp);
+        let (first, last) = (s == 0, Some(s) == pp.checked_sub(1));
         let (w, extras) = stage_weights(placed, &range, first, last)?;
         let weights = w.div_ceil(tp);
         let activations = if last {
-            add(act_layer, logits, "activations")?
+            checked::add("activations + logits", act_layer, logits)?
         } else {
             act_layer
         };
-        let used = sum(&[weights, activations, options.overhead_bytes], "total")?;
+        let used = checked::sum(
+            "weights + activations + overhead (a stage)",
+            [weights, activations, options.overhead_bytes],
+        )?;
         let mut specs = Vec::new();
         for c in caches
             .get(usize::try_from(range.start).unwrap_or(0)..usize::try_from(range.end).unwrap_or(0))
@@ -1211,7 +1239,11 @@ fn vllm(
             .flatten()
         {
             specs.push((
-                mul(c.per_token_gpu, block_size, "page")?,
+                checked::mul(
+                    "bytes per token·block_size (a page)",
+                    c.per_token_gpu,
+                    block_size,
+                )?,
                 if c.cross { None } else { c.window },
             ));
         }
@@ -1220,6 +1252,7 @@ fn vllm(
             weights,
             extras,
             activations,
+            // What the stage has left for the cache: none when the rest does not fit.
             kv_budget: budget.saturating_sub(used),
             specs,
         });
@@ -1230,7 +1263,8 @@ fn vllm(
         let mut types: Vec<((u64, Option<u64>), u64)> = Vec::new();
         for s in &p.specs {
             match types.iter_mut().find(|(t, _)| t == s) {
-                Some((_, n)) => *n += 1,
+                // saturates: never, `n` counts elements of a `Vec`.
+                Some((_, n)) => *n = n.saturating_add(1),
                 None => types.push((*s, 1)),
             }
         }
@@ -1244,6 +1278,8 @@ fn vllm(
         if one_type || !uniform_page {
             // One group (pages may differ: UniformTypeKVCacheSpecs): a block id takes a page
             // of every layer.
+            // saturates: harmless, it only divides the budget and multiplies a block count
+            // of 0 (a block past u64::MAX bytes leaves 0 blocks, on this stage and so on all).
             let per_block: u64 = p
                 .specs
                 .iter()
@@ -1267,6 +1303,7 @@ fn vllm(
                 min
             };
             let page = pages.first().copied().unwrap_or(0);
+            // saturates: harmless, as `per_block` above.
             let per_block = page.saturating_mul(group_size);
             (
                 p.kv_budget.checked_div(per_block).unwrap_or(0),
@@ -1283,7 +1320,8 @@ fn vllm(
     for p in &plans {
         for (_, w) in &p.specs {
             match all_types.iter_mut().find(|(t, _)| t == w) {
-                Some((_, n)) => *n += 1,
+                // saturates: never, `n` counts cached layers, at most MAX_PLACED_LAYERS.
+                Some((_, n)) => *n = n.saturating_add(1),
                 None => all_types.push((*w, 1)),
             }
         }
@@ -1295,22 +1333,23 @@ fn vllm(
     } else if !hybrid {
         max_model_len.div_ceil(block_size)
     } else {
-        all_types
-            .iter()
-            .map(|(w, n)| {
-                let groups = n.div_ceil(group_size);
-                let per = match w {
-                    None => max_model_len.div_ceil(block_size),
-                    Some(w) => {
-                        (w.saturating_sub(1).saturating_add(mnbt))
-                            .min(max_model_len)
-                            .div_ceil(block_size)
-                            + 1
-                    }
-                };
-                groups.saturating_mul(per)
-            })
-            .fold(0u64, u64::saturating_add)
+        all_types.iter().try_fold(0u64, |total, (w, n)| {
+            let groups = n.div_ceil(group_size);
+            let per = match w {
+                None => max_model_len.div_ceil(block_size),
+                Some(w) => {
+                    // saturates: harmless, a bound of `min` with max_model_len.
+                    let tokens = w.saturating_sub(1).saturating_add(mnbt).min(max_model_len);
+                    checked::add(
+                        "cdiv(tokens, block_size) + 1",
+                        tokens.div_ceil(block_size),
+                        1,
+                    )?
+                }
+            };
+            (Checked::new(total) + Checked::new(groups) * per)
+                .get("Σ groups·blocks per group (blocks per request)")
+        })?
     };
     #[expect(clippy::cast_precision_loss, reason = "a ratio, shown")]
     let max_concurrency = if blocks_per_request == 0 {
@@ -1330,23 +1369,15 @@ fn vllm(
     let kv_tokens = if hybrid {
         (max_concurrency * max_model_len as f64) as u64
     } else {
-        num_blocks.saturating_mul(block_size)
+        checked::mul("num_blocks·block_size", num_blocks, block_size)?
     };
     let mut stages = Vec::new();
     for (s, (p, b)) in (0u64..).zip(plans.iter().zip(&per_stage)) {
-        let kv = num_blocks.saturating_mul(b.3);
-        let state = r
-            .state_bytes
-            .div_ceil(tp)
-            .saturating_mul(p.range.end - p.range.start)
-            .checked_div(n_layer.max(1))
-            .unwrap_or(0);
-        let total = sum(
-            &[p.weights, kv, state, p.activations, options.overhead_bytes],
-            "total",
-        )?;
+        let kv = checked::mul("num_blocks·bytes per block", num_blocks, b.3)?;
+        let state = state_share(r.state_bytes, tp, range_len(&p.range), n_layer)?;
+        let total = stage_total([p.weights, kv, state, p.activations, options.overhead_bytes])?;
         stages.push(Stage {
-            device: gpus_label(s, tp),
+            device: gpus_label(s, tp)?,
             gpu: true,
             layers: vec![p.range.clone()],
             extras: p.extras.clone(),
@@ -1363,7 +1394,7 @@ fn vllm(
         "vLLM profiling peak, an estimate: max_num_batched_tokens·(2·d + widest)·2 B{} + max_num_seqs·V·4 B on the last stage = {mnbt}·(2·{} + {})·2{} + {max_num_seqs}·{}·4",
         if tp > 1 { " / tp" } else { "" },
         spec.hidden_size,
-        per_token.saturating_sub(2 * spec.hidden_size),
+        widest,
         if tp > 1 {
             format!(" / {tp}")
         } else {
@@ -1436,7 +1467,7 @@ fn vllm(
         },
         Some(gpu),
         Some(fits),
-    ))
+    )?)
 }
 
 #[cfg(test)]

@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 
 use crate::category::Category;
-use crate::error::SpecError;
+use crate::checked;
+use crate::error::{Overflow, SpecError};
 use crate::expr::{Expr, Sym};
 use crate::layout::Form;
 
@@ -296,6 +297,7 @@ impl Run {
     /// The layer indices of the run.
     #[must_use]
     pub fn range(&self) -> Range<u64> {
+        // saturates: never, a run ends at most at its stack's length, a u64.
         self.start..self.start.saturating_add(self.count)
     }
 }
@@ -349,21 +351,24 @@ impl Layers {
         } else if let Some(&k) = self.index.get(&layer) {
             return k;
         }
+        let k = self.kinds.len();
         self.kinds.push(layer.clone());
-        self.index.insert(layer, self.kinds.len() - 1);
-        self.kinds.len() - 1
+        self.index.insert(layer, k);
+        k
     }
 
     /// Append `count` layers of kind `index` (a valid index into `kinds`).
     fn push_index(&mut self, index: usize, count: u64) {
-        if count == 0 {
-            return;
-        }
+        // Layers past u64::MAX are dropped (readers refuse far fewer, `limits::MAX_LAYERS`),
+        // so `len` is always the sum of the runs' counts.
         let start = self.len;
-        // Saturates only past u64::MAX layers; readers cap layers far below.
-        self.len = self.len.saturating_add(count);
-        let count = self.len - start;
+        let count = count.min(u64::MAX.abs_diff(start));
+        let Some(end) = start.checked_add(count).filter(|_| count > 0) else {
+            return;
+        };
+        self.len = end;
         match self.runs.last_mut() {
+            // saturates: never, the runs' counts sum to `len`.
             Some(last) if last.kind == index => last.count = last.count.saturating_add(count),
             _ => self.runs.push(Run {
                 kind: index,
@@ -425,6 +430,7 @@ impl Layers {
         let mut counts = vec![0u64; self.kinds.len()];
         for r in &self.runs {
             if let Some(c) = counts.get_mut(r.kind) {
+                // saturates: never, the runs' counts sum to `len`, a u64.
                 *c = c.saturating_add(r.count);
             }
         }
@@ -698,6 +704,7 @@ impl ModelSpec {
             .iter()
             .filter_map(|s| match s.position {
                 Some(PositionEmbedding::Learned { table, offset }) => {
+                    // Offset rows beyond the table leave no position.
                     Some(table.rows.saturating_sub(offset))
                 }
                 _ => None,
@@ -705,12 +712,21 @@ impl ModelSpec {
             .min()
     }
 
-    /// Total layers over all stacks.
+    /// Total layers over all stacks, for comparisons and messages: it saturates past
+    /// `u64::MAX` layers in all (readers refuse a stack of more than
+    /// [`MAX_LAYERS`](crate::limits::MAX_LAYERS)); arithmetic uses
+    /// [`ModelSpec::total_layers`].
     #[must_use]
     pub fn num_layers(&self) -> u64 {
-        self.stacks
-            .iter()
-            .fold(0u64, |n, s| n.saturating_add(s.layers.len()))
+        self.total_layers().unwrap_or(u64::MAX)
+    }
+
+    /// Total layers over all stacks, or the error when they do not fit a `u64`.
+    pub fn total_layers(&self) -> Result<u64, Overflow> {
+        checked::sum(
+            "layers of all stacks",
+            self.stacks.iter().map(|s| s.layers.len()),
+        )
     }
 
     /// The layer of each run of each stack, in layer order: "the last layer that…" questions

@@ -7,14 +7,15 @@
 //! generated token runs the decoder only (an encoder runs once, in prefill), and the routed
 //! experts a batch touches are fewer than `min(E, b·k)` because tokens share experts.
 
-use crate::error::SpecError;
+use crate::checked::{self, Checked};
+use crate::error::{NotFinite, SpecError};
 use crate::flops::{AttentionConvention, flops};
 use crate::formats::WeightFormat;
 use crate::gpu::Gpu;
 use crate::layout::{TensorKind, tensors};
-use crate::memory::{MemoryOptions, MemoryReport, memory, mix_context};
+use crate::memory::{MemoryOptions, MemoryReport, memory, mix_context, overflow};
 use crate::spec::{ModelSpec, OutputHead, StackRole};
-use crate::units::thousands;
+use crate::units::{float_text, thousands};
 
 /// Efficiency and price assumptions.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -90,19 +91,24 @@ pub fn expected_experts(e: u64, k: u64, tokens: u64) -> f64 {
     e as f64 * (1.0 - miss.powf(tokens as f64))
 }
 
-fn too_large(what: &str) -> SpecError {
-    SpecError::TooLarge {
-        what: what.to_owned(),
-    }
-}
-
 /// `⌈bytes·part/whole⌉` without overflow.
-fn share_of(bytes: u64, part: u64, whole: u64) -> u64 {
-    if whole == 0 || part >= whole {
+fn share_of(bytes: u64, part: u64, whole: u128) -> u64 {
+    if whole == 0 || u128::from(part) >= whole {
         return bytes;
     }
-    let v = (u128::from(bytes) * u128::from(part)).div_ceil(u128::from(whole));
-    u64::try_from(v).unwrap_or(bytes)
+    // bytes·part < 2^128, and the share is below `bytes` (part < whole).
+    (Checked::new(u128::from(bytes)) * u128::from(part))
+        .div_ceil(whole)
+        .ok()
+        .and_then(|v| u64::try_from(v).ok())
+        .unwrap_or(bytes)
+}
+
+/// Rows of a table over its copies, `rows·copies` (a u64 product: it fits u128).
+fn rows_of(t: &crate::layout::Tensor) -> u128 {
+    (Checked::new(u128::from(t.rows)) * u128::from(t.copies.max(1)))
+        .ok()
+        .unwrap_or(u128::MAX)
 }
 
 /// What one step over `tokens` tokens reads of the weights stored in `format`.
@@ -131,17 +137,18 @@ pub fn weights_read(
         skipped_bytes: 0,
     };
     let add = |acc: &mut u64, n: u64| -> Result<(), SpecError> {
-        *acc = acc.checked_add(n).ok_or_else(|| too_large("bytes read"))?;
+        *acc = checked::add("bytes read", *acc, n)?;
         Ok(())
     };
     let mut tied_seen = false;
     for t in tensors(spec)? {
         let stored = format
             .tensor_storage(&t, ctx)
-            .ok_or_else(|| too_large(&format!("bytes of `{}`", t.name)))?
+            .ok_or_else(|| overflow(&format!("bytes of `{}`", t.name)))?
             .iter()
-            .try_fold(0u64, |a, (_, b, _)| a.checked_add(*b))
-            .ok_or_else(|| too_large("weights"))?;
+            .try_fold(0u64, |a, (_, b, _)| {
+                checked::add("bytes of a tensor", a, *b)
+            })?;
         add(&mut out.stored, stored)?;
         let skipped = t.category.is_modality()
             || (phase == Phase::Decode && t.stack == Some(StackRole::Encoder));
@@ -159,13 +166,13 @@ pub fn weights_read(
             }
             // A learned table is looked up; T5's relative-bias buckets are all used.
             TensorKind::TokenEmbedding | TensorKind::TokenTypeEmbedding => {
-                let r = share_of(stored, tokens, t.rows.saturating_mul(t.copies.max(1)));
+                let r = share_of(stored, tokens, rows_of(&t));
                 add(&mut out.embedding_stored, stored)?;
                 add(&mut out.embedding_bytes, r)?;
                 r
             }
             TensorKind::PositionEmbedding if t.part == "position_embd" => {
-                let r = share_of(stored, tokens, t.rows.saturating_mul(t.copies.max(1)));
+                let r = share_of(stored, tokens, rows_of(&t));
                 add(&mut out.embedding_stored, stored)?;
                 add(&mut out.embedding_bytes, r)?;
                 r
@@ -282,20 +289,17 @@ impl Roofline {
         let o = &self.options;
         let gpus = o.gpus.max(1) as f64;
         let tp = m.options.tp.max(1);
-        let sum = |parts: &[u64]| {
-            parts
-                .iter()
-                .try_fold(0u64, |a, b| a.checked_add(*b))
-                .ok_or_else(|| too_large("bytes read"))
-        };
-        let state_all = m.state_bytes.saturating_mul(state);
-        let cache_bytes = sum(&[m.kv_bytes, state_all])?;
-        let bytes = sum(&[weights.bytes, cache_bytes])?;
-        let bytes_per_gpu = sum(&[
-            weights.bytes.div_ceil(tp),
-            m.kv_per_gpu,
-            state_all.div_ceil(tp),
-        ])?;
+        let state_all = checked::mul("state bytes·passes", m.state_bytes, state)?;
+        let cache_bytes = checked::add("KV cache + state bytes", m.kv_bytes, state_all)?;
+        let bytes = checked::add("weights read + cache bytes", weights.bytes, cache_bytes)?;
+        let bytes_per_gpu = checked::sum(
+            "⌈weights ÷ tp⌉ + KV per GPU + ⌈state ÷ tp⌉ (bytes per GPU)",
+            [
+                weights.bytes.div_ceil(tp),
+                m.kv_per_gpu,
+                state_all.div_ceil(tp),
+            ],
+        )?;
         let t_mem = bytes_per_gpu as f64 / (o.gpu.bandwidth * o.bandwidth_efficiency);
         let t_compute = flops as f64 / (gpus * self.peak * o.mfu);
         let (seconds, bound) = if t_mem >= t_compute {
@@ -303,7 +307,29 @@ impl Roofline {
         } else {
             (t_compute, "compute")
         };
-        let tokens_per_second = tokens as f64 / seconds;
+        let tokens_per_second = NotFinite::check(
+            tokens as f64 / seconds,
+            ("throughput", "tokens / seconds", "tokens per second"),
+            || format!("{} / {}", thousands(tokens), float_text(seconds)),
+        )?;
+        let cost_per_million = match o.price_per_gpu_hour {
+            Some(p) => Some(NotFinite::check(
+                p * gpus / (tokens_per_second * 3600.0) * 1e6,
+                (
+                    "cost",
+                    "price · GPUs / (tokens per second · 3600) · 10⁶",
+                    "dollars per million tokens",
+                ),
+                || {
+                    format!(
+                        "{} · {gpus} / ({} · 3600) · 10⁶",
+                        float_text(p),
+                        float_text(tokens_per_second)
+                    )
+                },
+            )?),
+            None => None,
+        };
         Ok(StepEstimate {
             batch,
             tokens,
@@ -315,9 +341,7 @@ impl Roofline {
             seconds,
             bound,
             tokens_per_second,
-            cost_per_million: o
-                .price_per_gpu_hour
-                .map(|p| p * gpus / (tokens_per_second * 3600.0) * 1e6),
+            cost_per_million,
             fits: m.fits,
             memory_per_gpu: m.per_gpu,
         })
@@ -350,9 +374,7 @@ pub fn speed(
     let generates = spec.stacks.iter().any(|s| s.role != StackRole::Encoder);
 
     // Prefill: every stack over the prompts; it writes the prompts' KV cache.
-    let prefill_tokens = prompt
-        .checked_mul(batch)
-        .ok_or_else(|| too_large("prompt tokens"))?;
+    let prefill_tokens = checked::mul("prompt·batch (prompt tokens)", prompt, batch)?;
     let at_prompt = memory(
         spec,
         &MemoryOptions {
@@ -386,7 +408,7 @@ pub fn speed(
             weights_read(spec, memory_options.format, b, Phase::Decode)?,
             &m,
             2,
-            per_token.saturating_mul(u128::from(b)),
+            checked::mul("FLOPs per token·batch", per_token, u128::from(b))?,
         )
     };
     let (decode, by_batch) = if generates {
@@ -491,7 +513,13 @@ fn assumptions(
     }
     if let Some(p) = o.price_per_gpu_hour {
         out.push(format!(
-            "cost per million tokens = ${p}/GPU-hour × {} GPU / (tokens/s × 3600) × 10⁶ (the GPUs busy with this work alone)",
+            "cost per million tokens = ${}/GPU-hour × {} GPU / (tokens/s × 3600) × 10⁶ (the GPUs busy with this work alone)",
+            // A price as given, in exponent form past 10^15 (`1e308`, not 309 digits).
+            if p.abs() >= 1e15 {
+                format!("{p:e}")
+            } else {
+                p.to_string()
+            },
             o.gpus
         ));
     }
@@ -571,6 +599,9 @@ mod tests {
     fn share_rounds_up_and_caps() {
         assert_eq!(share_of(10, 1, 3), 4);
         assert_eq!(share_of(10, 5, 3), 10);
-        assert_eq!(share_of(u64::MAX, u64::MAX - 1, u64::MAX), u64::MAX - 1);
+        assert_eq!(
+            share_of(u64::MAX, u64::MAX - 1, u128::from(u64::MAX)),
+            u64::MAX - 1
+        );
     }
 }

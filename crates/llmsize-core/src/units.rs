@@ -127,9 +127,12 @@ pub fn human_flops(n: u128) -> String {
 #[must_use]
 pub fn thousands_u128(n: u128) -> String {
     let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+    let len = digits.len();
+    // saturates: never (at most 39 digits); a capacity hint in any case.
+    let mut out = String::with_capacity(len.saturating_add(len / 3));
+    // `rest`: the digits from this one to the end.
+    for (rest, c) in (1..=len).rev().zip(digits.chars()) {
+        if rest < len && rest.is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -137,10 +140,43 @@ pub fn thousands_u128(n: u128) -> String {
     out
 }
 
+/// `x` rounded to a whole number, when it is one in `0..=u64::MAX` (a rate, hours, dollars
+/// shown whole); `None` for a non-finite or out-of-range value, which a table shows as
+/// `overflow` rather than a clamped number.
+#[must_use]
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_precision_loss,
+    reason = "checked to lie in 0..2^64 first"
+)]
+pub fn whole_f64(x: f64) -> Option<u64> {
+    let r = x.round();
+    // 2^64 as f64 is exact; every f64 below it converts without clamping.
+    (r.is_finite() && r >= 0.0 && r < u64::MAX as f64).then_some(r as u64)
+}
+
+/// A floating-point figure for a message: whole numbers with separators, very large or
+/// small ones in exponent form (`1e308`), what is not a number as Rust writes it (`inf`).
+#[must_use]
+pub fn float_text(x: f64) -> String {
+    let a = x.abs();
+    if !x.is_finite() || a >= 1e15 || (a > 0.0 && a < 1e-3) {
+        format!("{x:e}").replace("inf", "infinity")
+    } else if a >= 100.0 {
+        let whole = whole_f64(a).map_or_else(|| format!("{a}"), thousands);
+        if x < 0.0 { format!("-{whole}") } else { whole }
+    } else {
+        format!("{x}")
+    }
+}
+
 /// Seconds in a readable unit.
 #[must_use]
 pub fn human_seconds(s: f64) -> String {
-    if s < 1e-3 {
+    if !s.is_finite() {
+        "overflow".to_owned()
+    } else if s < 1e-3 {
         format!("{:.1} µs", s * 1e6)
     } else if s < 1.0 {
         format!("{:.2} ms", s * 1e3)
@@ -158,6 +194,28 @@ pub fn human_seconds(s: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn figures_past_their_type_are_overflow_not_clamped() {
+        assert_eq!(whole_f64(29_144.4), Some(29_144));
+        assert_eq!(whole_f64(1.8e19), Some(18_000_000_000_000_000_000));
+        // 2^64 itself and beyond, negatives, infinities and NaN have no whole u64.
+        for x in [
+            18_446_744_073_709_551_616.0,
+            1e308,
+            -1.0,
+            f64::INFINITY,
+            f64::NAN,
+        ] {
+            assert_eq!(whole_f64(x), None, "{x}");
+        }
+        assert_eq!(human_seconds(f64::INFINITY), "overflow");
+        assert_eq!(human_seconds(f64::NAN), "overflow");
+        assert_eq!(float_text(1e308), "1e308");
+        assert_eq!(float_text(29_144.4), "29,144");
+        assert_eq!(float_text(2.5), "2.5");
+        assert_eq!(float_text(f64::INFINITY), "infinity");
+    }
 
     #[test]
     fn separators() {

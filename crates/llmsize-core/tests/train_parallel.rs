@@ -1107,3 +1107,27 @@ fn every_combination_is_an_answer_or_an_error_never_a_panic() {
         "{answers} answers, {errors} errors"
     );
 }
+
+#[test]
+fn more_gpus_than_the_bound_are_refused_naming_the_degrees() {
+    let spec = llama2_7b();
+    // 2^20 GPUs in all is the bound (limits::MAX_GPUS): dp 2^17 × tp 8 passes, dp 2^18 × tp 8
+    // does not, nor a product past u64::MAX.
+    let p = |dp, tp| Parallelism {
+        dp,
+        tp,
+        ..Parallelism::default()
+    };
+    assert!(validate(&p(1 << 17, 8), &spec).is_ok());
+    for (dp, tp, found) in [
+        (1 << 18, 8, "262144·8·1·1"),
+        (u64::MAX, 8, "18446744073709551615·8·1·1"),
+    ] {
+        assert_eq!(
+            validate(&p(dp, tp), &spec).unwrap_err().to_string(),
+            format!(
+                "`--dp·--tp·--pp·--cp` = {found} is invalid: expected at most 1,048,576 GPUs in all"
+            )
+        );
+    }
+}

@@ -645,15 +645,18 @@ pub(crate) fn run(req: &TrainRequest, env: &HubEnv) -> Result<TrainOutcome, Erro
                 "give the run's tokens, e.g. 2T or 15B",
             ));
         }
-        (Some(t), Some((g, _))) => Some(time_cost(
-            &report,
-            &opts,
-            g,
-            opts.parallel.gpus(),
-            req.mfu,
-            t,
-            req.price,
-        )),
+        (Some(t), Some((g, _))) => Some(
+            time_cost(
+                &report,
+                &opts,
+                g,
+                opts.parallel.gpus(),
+                req.mfu,
+                t,
+                req.price,
+            )
+            .map_err(Error::spec(&spec.name))?,
+        ),
     };
     if let Some(l) = spec.position_limit()
         && opts.seq_len > l

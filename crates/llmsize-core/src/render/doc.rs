@@ -120,7 +120,10 @@ impl Cell {
     #[must_use]
     pub fn share(part: impl Into<u128>, whole: impl Into<u128>) -> Self {
         let (part, whole) = (part.into(), whole.into());
-        let shift = (128 - whole.leading_zeros()).saturating_sub(60);
+        // Never floored at the first step: at most 128 leading zeros.
+        let shift = u128::BITS
+            .saturating_sub(whole.leading_zeros())
+            .saturating_sub(60);
         let (p, w) = (
             u64::try_from(part >> shift).unwrap_or(u64::MAX),
             u64::try_from(whole >> shift).unwrap_or(u64::MAX),
@@ -614,7 +617,8 @@ fn table_markdown(t: &Table) -> String {
         let cells: Vec<String> = cells
             .into_iter()
             .map(|c| {
-                let lead = c.len() - c.trim_start().len();
+                // A suffix's length: never floored.
+                let lead = c.len().saturating_sub(c.trim_start().len());
                 if lead > 0 {
                     format!("{}{}", "&nbsp;".repeat(lead), c.trim_start())
                 } else {
@@ -660,9 +664,12 @@ fn wrap(text: &str, width: Option<usize>, extra: usize) -> Vec<String> {
     if text.chars().count() <= width {
         return vec![text.to_owned()];
     }
-    let lead = text.len() - text.trim_start_matches(' ').len();
+    // Widths of text in memory: the subtraction takes a suffix, the sum is bounded by `min`.
+    let lead = text
+        .len()
+        .saturating_sub(text.trim_start_matches(' ').len());
     let indent = " ".repeat(lead);
-    let next = " ".repeat((lead + extra).min(width / 2));
+    let next = " ".repeat(lead.saturating_add(extra).min(width / 2));
     let options = textwrap::Options::new(width)
         .initial_indent(&indent)
         .subsequent_indent(&next)
@@ -692,9 +699,14 @@ fn widths(t: &Table) -> Vec<usize> {
         .collect()
 }
 
+/// The columns' widths and two spaces between each (widths of text in memory: the sums
+/// saturate only past `usize::MAX` characters, which no table holds).
 fn line_width(widths: &[usize], shown: &[usize]) -> usize {
-    let sum: usize = shown.iter().filter_map(|c| widths.get(*c)).sum();
-    sum + 2 * shown.len().saturating_sub(1)
+    let sum = shown
+        .iter()
+        .filter_map(|c| widths.get(*c))
+        .fold(0usize, |a, w| a.saturating_add(*w));
+    sum.saturating_add(shown.len().saturating_sub(1).saturating_mul(2))
 }
 
 /// The columns kept on the row and those folded under it: long words leave the row, last
@@ -751,8 +763,9 @@ fn fitted_table_text(t: &Table, limit: usize, paint: Painter) -> String {
     // wrapped under their own start, rather than under a row that would be nearly empty.
     let left = line_width(&w, &shown);
     if let [last] = folded.as_slice()
-        && *last + 1 == t.columns.len()
-        && left * 3 <= limit
+        && Some(*last) == t.columns.len().checked_sub(1)
+        // saturates: harmless, a bound compared with `limit`.
+        && left.saturating_mul(3) <= limit
     {
         return table_hanging(t, &w, &shown, *last, limit, paint);
     }
@@ -793,7 +806,8 @@ fn table_hanging(
     limit: usize,
     paint: Painter,
 ) -> String {
-    let left = line_width(w, shown) + 2;
+    // saturates: never, a width of text in memory.
+    let left = line_width(w, shown).saturating_add(2);
     let lines = table_lines(t, w, shown, &[], None, paint);
     let mut out = String::new();
     let header = usize::from(t.header);
@@ -806,7 +820,8 @@ fn table_hanging(
                 Tone::Strong,
             )
         } else {
-            t.cell(i - header, hang).map_or_else(
+            // i ≥ header here: never floored.
+            t.cell(i.saturating_sub(header), hang).map_or_else(
                 || (String::new(), Tone::Plain),
                 |c| (c.text.trim().to_owned(), c.tone),
             )

@@ -44,16 +44,14 @@ fn ranges(runs: &[std::ops::Range<u64>]) -> String {
     let mut parts: Vec<String> = runs
         .iter()
         .take(SHOWN)
-        .map(|r| {
-            if r.end - r.start == 1 {
-                r.start.to_string()
-            } else {
-                format!("{}–{}", r.start, r.end - 1)
-            }
+        .map(|r| match r.end.checked_sub(1) {
+            // A run of layers `start..end` shows its last, `end − 1`.
+            Some(last) if last > r.start => format!("{}–{last}", r.start),
+            _ => r.start.to_string(),
         })
         .collect();
-    if runs.len() > SHOWN {
-        parts.push(format!("… {} more", runs.len() - SHOWN));
+    if let Some(more) = runs.len().checked_sub(SHOWN).filter(|&n| n > 0) {
+        parts.push(format!("… {more} more"));
     }
     parts.join(", ")
 }

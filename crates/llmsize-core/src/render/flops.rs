@@ -4,9 +4,10 @@
 //! exact FLOPs, bytes, seconds, tokens/s and dollars behind the words.
 
 use super::doc::{Cell, Column, Doc, Raw, Table, Tone};
+use crate::checked::Checked;
 use crate::flops::{AttentionConvention, FlopsLine, FlopsReport};
 use crate::speed::{SpeedReport, StepEstimate};
-use crate::units::{bytes_both, human_flops, human_seconds, thousands, thousands_u128};
+use crate::units::{bytes_both, human_flops, human_seconds, thousands, thousands_u128, whole_f64};
 
 /// FLOPs in words (`28.2 TFLOP`) with the exact count behind them for CSV.
 fn flops_cell(n: u128) -> Cell {
@@ -28,26 +29,45 @@ fn seconds_cell(s: f64) -> Cell {
 }
 
 /// A rate rounded to a whole number with thousands separators (`19,002`); CSV gets the rate.
+/// `overflow` when the figure is not a whole number in `0..2^64`, never a clamped value.
 fn whole_rate_cell(x: f64) -> Cell {
-    #[expect(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        reason = "display only; a rate is positive and far below u64::MAX"
-    )]
-    let n = x.round().max(0.0) as u64;
-    Cell::with_raw(thousands(n), Raw::Float(x))
+    let text = whole_f64(x).map_or_else(|| OVERFLOW.to_owned(), thousands);
+    Cell::with_raw(text, Raw::Float(x))
 }
 
-/// A rate with one decimal (`248.5`); CSV gets the rate.
+/// What a table shows for a figure that is not a finite number.
+const OVERFLOW: &str = "overflow";
+
+/// A rate with one decimal (`248.5`); CSV gets the rate; `overflow` when not finite.
 fn rate_cell(x: f64) -> Cell {
-    Cell::with_raw(format!("{x:.1}"), Raw::Float(x))
+    let text = if x.is_finite() {
+        format!("{x:.1}")
+    } else {
+        OVERFLOW.to_owned()
+    };
+    Cell::with_raw(text, Raw::Float(x))
 }
 
-/// `$1.234` per million tokens, or `-` without a price; CSV gets the dollars.
+/// `$1.234` per million tokens, or `-` without a price; CSV gets the dollars; `overflow`
+/// when not finite.
 fn cost_cell(step: &StepEstimate) -> Cell {
     step.cost_per_million.map_or_else(Cell::dash, |c| {
-        Cell::with_raw(format!("${c:.3}"), Raw::Float(c))
+        // Past a trillion dollars the digits say nothing: exponent form (`$1.481e308`).
+        let text = if !c.is_finite() {
+            OVERFLOW.to_owned()
+        } else if c.abs() >= 1e12 {
+            format!("${c:.3e}")
+        } else {
+            format!("${c:.3}")
+        };
+        Cell::with_raw(text, Raw::Float(c))
     })
+}
+
+/// An exact count that may not fit 128 bits: the count, or `overflow`.
+fn count_or_overflow(n: Checked<u128>) -> Cell {
+    n.ok()
+        .map_or_else(|| Cell::text(OVERFLOW), Cell::count_u128)
 }
 
 /// The fits verdict of a step: `yes` (good), `no` (bad) or `-` without a GPU's memory.
@@ -175,10 +195,15 @@ the matmuls use {} parameters per token{}; attention adds 4·n_h·d_h per key pe
 
 /// The article's 2·P and 6·P per token beside the exact counts they estimate.
 fn estimates(r: &FlopsReport) -> Table {
-    let two_p = 2 * u128::from(r.params);
-    let two_active = 2 * u128::from(r.active_params);
-    let tokens = u128::from(r.seq_len).saturating_mul(u128::from(r.batch));
-    let forward_per_token = r.forward_flops / tokens.max(1);
+    // Twice and six times a u64 fit u128: these never overflow, and would say so.
+    let two_p = Checked::new(u128::from(r.params)) * 2u128;
+    let two_active = Checked::new(u128::from(r.active_params)) * 2u128;
+    // A u64 product fits u128; `max(1)` keeps the divisor positive.
+    let tokens = (Checked::new(u128::from(r.seq_len)) * u128::from(r.batch))
+        .ok()
+        .unwrap_or(u128::MAX)
+        .max(1);
+    let forward_per_token = r.forward_flops.checked_div(tokens).unwrap_or(0);
     let mut t = Table::new(
         "estimates",
         vec![
@@ -189,7 +214,7 @@ fn estimates(r: &FlopsReport) -> Table {
     );
     t.push(vec![
         Cell::text("2·P per token"),
-        Cell::count_u128(two_p),
+        count_or_overflow(two_p),
         Cell::text(if r.generates {
             format!("exact {} per token", thousands_u128(r.per_token_flops))
         } else {
@@ -201,20 +226,22 @@ fn estimates(r: &FlopsReport) -> Table {
     ]);
     t.push(vec![
         Cell::text("2·P_active per token"),
-        Cell::count_u128(two_active),
+        count_or_overflow(two_active),
         Cell::text("(MoE: only the routed experts a token uses)"),
     ]);
     t.push(vec![
         Cell::text("6·P_active per training token"),
-        Cell::count_u128(3 * two_active),
+        count_or_overflow(two_active * 3u128),
         Cell::text("(fwd 2·P + bwd 4·P; Kaplan, EleutherAI)"),
     ]);
     t.push(vec![
         Cell::text("6·P per training token"),
-        Cell::count_u128(3 * two_p),
+        count_or_overflow(two_p * 3u128),
         Cell::text(format!(
             "exact 3 × forward per token = {}",
-            thousands_u128(forward_per_token.saturating_mul(3))
+            (Checked::new(forward_per_token) * 3u128)
+                .ok()
+                .map_or_else(|| OVERFLOW.to_owned(), thousands_u128)
         )),
     ]);
     t

@@ -4,6 +4,7 @@
 //! prints as a terminal table that fits the width, Markdown, or CSV with plain bytes.
 
 use super::doc::{Cell, Column, Doc, Raw, Table, Tone};
+use crate::checked::Checked;
 use crate::memory::{MaxContext, MemoryReport};
 use crate::runtime::{LlamaCppView, Runtime, ServingReport, VllmView};
 use crate::units::{bytes_both, thousands};
@@ -325,7 +326,9 @@ fn verdict(doc: &mut Doc, r: &MemoryReport) {
                 thousands(v.num_blocks),
                 o.batch,
                 thousands(v.max_model_len),
-                thousands(v.blocks_per_request.saturating_mul(o.batch))
+                (Checked::new(v.blocks_per_request) * o.batch)
+                    .ok()
+                    .map_or_else(|| "overflow".to_owned(), thousands)
             )
         }
     } else if fits {
@@ -371,7 +374,8 @@ fn placement(doc: &mut Doc, s: &ServingReport) {
             st.layers
                 .iter()
                 .filter(|r| !r.is_empty())
-                .map(|r| format!("{}–{}", r.start, r.end - 1))
+                // A non-empty range: its end is at least 1.
+                .map(|r| format!("{}–{}", r.start, r.end.saturating_sub(1)))
                 .collect::<Vec<_>>()
                 .join(", ")
         };

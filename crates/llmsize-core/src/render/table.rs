@@ -92,6 +92,7 @@ pub fn doc(report: &ParamsReport) -> Doc {
     ]);
     let (vision, audio) = (c.get(Category::Vision), c.get(Category::Audio));
     if vision > 0 || audio > 0 {
+        // The towers are parts of the total: never floored.
         let text = c.total.saturating_sub(vision).saturating_sub(audio);
         rows.push(vec![
             Cell::text("text model"),
@@ -214,7 +215,14 @@ pub fn comparison_doc(reports: &[ParamsReport]) -> Doc {
         }));
     }
     table.push(line("layers", &|r| {
-        let layers = r.count.stacks.iter().map(|s| s.layers).sum::<u64>();
+        // saturates: only past u64::MAX layers in all (readers bound each stack by
+        // MAX_LAYERS); a display.
+        let layers = r
+            .count
+            .stacks
+            .iter()
+            .map(|s| s.layers)
+            .fold(0, u64::saturating_add);
         Cell::with_raw(layers.to_string(), Raw::Int(i128::from(layers)))
     }));
     table.push(line("hidden size d", &|r| {

@@ -5,12 +5,13 @@
 use std::fmt::Write as _;
 
 use super::doc::{Cell, Column, Doc, Raw, Table, Tone};
+use crate::checked::Checked;
 use crate::gpu::Gpu;
 use crate::train::fit::{Suggestion, TimeCost};
 use crate::train::parallel::Parallelism;
 use crate::train::{Term, TrainReport};
 use crate::units::{
-    human_bytes, human_count, human_flops, human_seconds, thousands, thousands_u128,
+    human_bytes, human_count, human_flops, human_seconds, thousands, thousands_u128, whole_f64,
 };
 
 /// Everything the table shows.
@@ -188,7 +189,7 @@ pub fn doc(v: &View<'_>) -> Doc {
             if l.dora { " (DoRA)" } else { "" }
         ));
     }
-    let states_total = s.weights_bytes + s.gradient_bytes + s.optimizer_state_bytes;
+    let states_total = s.total_bytes;
     doc.blank().table(terms_table(
         "model_states",
         if r.per_gpu.gpus > 1 {
@@ -280,11 +281,15 @@ fn per_gpu(doc: &mut Doc, v: &View<'_>) {
     }
     if let Some((gpu, _)) = v.gpu {
         let cap = u128::from(gpu.memory_bytes);
+        // Each difference is taken on the side of the comparison that makes it positive.
         let (verdict, tone) = if g.bytes <= cap {
-            (format!("fits, {} free", gib(cap - g.bytes)), Tone::Good)
+            (
+                format!("fits, {} free", gib(cap.abs_diff(g.bytes))),
+                Tone::Good,
+            )
         } else {
             (
-                format!("does NOT fit, {} short", gib(g.bytes - cap)),
+                format!("does NOT fit, {} short", gib(g.bytes.abs_diff(cap))),
                 Tone::Bad,
             )
         };
@@ -356,18 +361,19 @@ fn compute(doc: &mut Doc, r: &TrainReport, explain: bool) {
         "flops",
         explain.then_some(Formula::WithValue),
     ));
-    let six = 6 * u128::from(r.params) * u128::from(r.tokens);
+    let six = (Checked::new(6u128) * u128::from(r.params) * u128::from(r.tokens)).ok();
+    // Both in millions for the comparison; one past 2^64 millions is shown, not compared.
+    let compared = six.and_then(|six| {
+        let six = u64::try_from(six / 1_000_000).ok()?;
+        let exact = u64::try_from(f.train_step / 1_000_000).ok()?;
+        Some(crate::units::relative(six, exact.max(1)))
+    });
     doc.line(format!(
         "  the article's 6·P·tokens = 6·{}·{} = {} ({})",
         human_count(r.params),
         thousands(r.tokens),
-        human_flops(six),
-        crate::units::relative(
-            u64::try_from(six / 1_000_000).unwrap_or(u64::MAX),
-            u64::try_from(f.train_step / 1_000_000)
-                .unwrap_or(u64::MAX)
-                .max(1)
-        )
+        six.map_or_else(|| OVERFLOW.to_owned(), human_flops),
+        compared.unwrap_or_else(|| OVERFLOW.to_owned())
     ));
     doc.line(format!(
         "  {}",
@@ -381,15 +387,25 @@ fn compute(doc: &mut Doc, r: &TrainReport, explain: bool) {
     ));
 }
 
-/// A positive quantity rounded to a whole number with thousands separators (`493,859`).
+/// What a table shows for a figure that does not fit its type: never a clamped number.
+const OVERFLOW: &str = "overflow";
+
+/// A positive quantity rounded to a whole number with thousands separators (`493,859`);
+/// `overflow` when it is not a number in `0..2^64`.
 fn whole(x: f64) -> String {
+    whole_f64(x).map_or_else(|| OVERFLOW.to_owned(), thousands)
+}
+
+/// FLOPs held as `f64` (a run's), in words; `overflow` past `u128` or when not a number.
+fn flops_f64(x: f64) -> String {
     #[expect(
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss,
-        reason = "display only; rates, hours and dollars are positive and below u64::MAX"
+        clippy::cast_precision_loss,
+        reason = "checked to lie in 0..2^128 first"
     )]
-    let n = x.round().max(0.0) as u64;
-    thousands(n)
+    let n = (x.is_finite() && x >= 0.0 && x < u128::MAX as f64).then_some(x as u128);
+    n.map_or_else(|| OVERFLOW.to_owned(), human_flops)
 }
 
 /// Training on `--tokens`: throughput, step time, FLOPs, wall time, GPU-hours and cost. CSV
@@ -408,12 +424,6 @@ fn time_cost(doc: &mut Doc, t: &TimeCost) {
             Column::right("value").csv("value (seconds for times, dollars for cost)"),
         ],
     );
-    #[expect(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        reason = "display; FLOPs of a run are positive and far below u128::MAX"
-    )]
-    let (run, six) = (t.run_flops as u128, t.six_pd as u128);
     let rows = [
         (
             "tokens/s",
@@ -426,11 +436,11 @@ fn time_cost(doc: &mut Doc, t: &TimeCost) {
         ("tokens per step", Cell::count(t.tokens_per_step)),
         (
             "FLOPs in all",
-            Cell::with_raw(human_flops(run), Raw::Float(t.run_flops)),
+            Cell::with_raw(flops_f64(t.run_flops), Raw::Float(t.run_flops)),
         ),
         (
             "FLOPs by 6·P·D",
-            Cell::with_raw(human_flops(six), Raw::Float(t.six_pd)),
+            Cell::with_raw(flops_f64(t.six_pd), Raw::Float(t.six_pd)),
         ),
         (
             "wall time",
@@ -447,7 +457,11 @@ fn time_cost(doc: &mut Doc, t: &TimeCost) {
     if let Some(c) = t.cost {
         table.push(vec![
             Cell::text("cost").tone(Tone::Strong),
-            Cell::with_raw(format!("${}", whole(c)), Raw::Float(c)).tone(Tone::Strong),
+            Cell::with_raw(
+                whole_f64(c).map_or_else(|| OVERFLOW.to_owned(), |n| format!("${}", thousands(n))),
+                Raw::Float(c),
+            )
+            .tone(Tone::Strong),
         ]);
     }
     doc.table(table);
@@ -457,7 +471,8 @@ fn time_cost(doc: &mut Doc, t: &TimeCost) {
 /// this report: prose, one wrapped line per point.
 fn article_notes(doc: &mut Doc, r: &TrainReport) {
     let s = &r.states;
-    let n = u128::from(s.trainable_params + s.frozen_params);
+    let eight_p =
+        (Checked::new(u128::from(s.trainable_params)) + u128::from(s.frozen_params)) * 8u128;
     doc.line("The article's rules of thumb, against this step:");
     doc.line(format!(
         "- \"training ≈ 8P bytes\" ({}): 2 bytes of bf16 weights + 2 of gradients + 4 of \
@@ -465,13 +480,13 @@ fn article_notes(doc: &mut Doc, r: &TrainReport) {
          2 + 2 + 4 = 8 bytes, but keeps no fp32 master copy, which mixed precision \
          needs: 2 + 2 + 12 = 16 bytes per parameter (DeepSpeed), 18 with Megatron's \
          fp32 gradients — before any activation.",
-        gib(8 * n)
+        eight_p.ok().map_or_else(|| OVERFLOW.to_owned(), gib)
     ));
     doc.line(format!(
         "- \"LLaMA 7B needs about 56 GB\" is 8 bytes × 7B: here the model states alone are {}, \
          and the activations add {} at this batch and length (the fp32 log-probs of a \
          large vocabulary, 4·b·s·V, are among them).",
-        gib(s.weights_bytes + s.gradient_bytes + s.optimizer_state_bytes),
+        gib(s.total_bytes),
         gib(r.activations.forward_peak)
     ));
 }

@@ -5,11 +5,14 @@
 //! same exact arithmetic as the report's, never a rule of thumb.
 
 use crate::SpecError;
+use crate::checked::{self, Checked};
+use crate::error::NotFinite;
 use crate::gpu::Gpu;
 use crate::spec::ModelSpec;
 use crate::train::lora::{LoraOptions, LoraTargets};
 use crate::train::states::Optimizer;
 use crate::train::{TrainOptions, TrainReport, train};
+use crate::units::{float_text, thousands};
 
 /// One change and what it gives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +49,7 @@ fn candidates(options: &TrainOptions) -> Vec<(String, String, TrainOptions)> {
         &|o| o.checkpointing = true,
     );
     if options.parallel.dp > 1 {
-        for stage in (options.parallel.zero + 1)..=3 {
+        for stage in (0..=3).filter(|&s| s > options.parallel.zero) {
             push(
                 &format!("--zero {stage}"),
                 match stage {
@@ -152,7 +155,8 @@ pub fn largest_fitting(
         set(&mut o, v);
         match train(spec, &o) {
             Ok(r) => Ok(r.per_gpu.bytes <= capacity),
-            Err(SpecError::TooLarge { .. }) => Ok(false),
+            // Too large to count is too large to fit.
+            Err(SpecError::TooLarge { .. } | SpecError::Overflow(_)) => Ok(false),
             Err(e) => Err(e),
         }
     };
@@ -164,8 +168,8 @@ pub fn largest_fitting(
         return Ok(Some(hi));
     }
     // lo fits, hi does not.
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
+    while hi.checked_sub(lo).is_some_and(|gap| gap > 1) {
+        let mid = lo.midpoint(hi);
         if fits(mid)? {
             lo = mid;
         } else {
@@ -207,8 +211,9 @@ pub struct TimeCost {
 /// Time and cost of training on `tokens` tokens with `gpus` of `gpu` at `mfu`.
 ///
 /// One step of a data-parallel replica processes `batch·seq_len` tokens on `tp·pp·cp` GPUs;
-/// the run's FLOPs are the exact step's FLOPs per token times the tokens.
-#[must_use]
+/// the run's FLOPs are the exact step's FLOPs per token times the tokens. A figure the inputs
+/// make infinite (a price near `f64::MAX`) is a [`NotFinite`] naming it and its values, never
+/// a number printed as data.
 #[expect(
     clippy::cast_precision_loss,
     reason = "time estimates are floating point"
@@ -221,19 +226,49 @@ pub fn time_cost(
     mfu: f64,
     tokens: u64,
     price_per_gpu_hour: Option<f64>,
-) -> TimeCost {
+) -> Result<TimeCost, SpecError> {
     let p = &options.parallel;
-    let replica_tokens = options.batch.saturating_mul(options.seq_len);
-    let tokens_per_step = replica_tokens
-        .saturating_mul(p.dp)
-        .saturating_mul(p.micro_batches.max(1));
+    let replica_tokens = checked::mul("batch·seq_len", options.batch, options.seq_len)?;
+    let tokens_per_step = (Checked::new(replica_tokens) * p.dp * p.micro_batches.max(1))
+        .get("batch·seq_len·dp·micro-batches (tokens per step)")?;
+    let f = float_text;
     let flops_per_token = report.flops.train_step as f64 / replica_tokens.max(1) as f64;
     let throughput = gpu.peak_16bit * mfu * gpus as f64;
-    let tokens_per_second = throughput / flops_per_token.max(1.0);
-    let run_flops = flops_per_token * tokens as f64;
+    let tokens_per_second = NotFinite::check(
+        throughput / flops_per_token.max(1.0),
+        (
+            "throughput",
+            "peak·MFU·GPUs / FLOPs per token",
+            "tokens per second",
+        ),
+        || {
+            format!(
+                "{}·{mfu}·{gpus} / {}",
+                f(gpu.peak_16bit),
+                f(flops_per_token)
+            )
+        },
+    )?;
+    let run_flops = NotFinite::check(
+        flops_per_token * tokens as f64,
+        ("run's FLOPs", "FLOPs per token · tokens", "FLOPs"),
+        || format!("{} · {}", f(flops_per_token), thousands(tokens)),
+    )?;
     let seconds = run_flops / throughput.max(1.0);
-    let gpu_hours = seconds * gpus as f64 / 3600.0;
-    TimeCost {
+    let gpu_hours = NotFinite::check(
+        seconds * gpus as f64 / 3600.0,
+        ("GPU-hours", "seconds · GPUs / 3600", "GPU-hours"),
+        || format!("{} · {gpus} / 3600", f(seconds)),
+    )?;
+    let cost = match price_per_gpu_hour {
+        Some(price) => Some(NotFinite::check(
+            price * gpu_hours,
+            ("cost", "price · GPU-hours", "dollars"),
+            || format!("{} · {}", f(price), f(gpu_hours)),
+        )?),
+        None => None,
+    };
+    Ok(TimeCost {
         gpus,
         tokens_per_step,
         flops_per_token,
@@ -244,7 +279,78 @@ pub fn time_cost(
         six_pd: 6.0 * report.params as f64 * tokens as f64,
         seconds,
         gpu_hours,
-        cost: price_per_gpu_hour.map(|p| p * gpu_hours),
+        cost,
         mfu,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::design::{Design, Style, design_spec};
+    use crate::gpu::find;
+
+    /// LLaMA-7B by design (d 4096, 32 layers, V 32000), one step of the default options
+    /// (2048 tokens, batch 1, bf16), on H100s.
+    fn run(gpus: u64, tokens: u64, price: Option<f64>) -> Result<TimeCost, SpecError> {
+        let spec = design_spec(
+            &Design {
+                hidden: 4096,
+                layers: 32,
+                vocab: Some(32_000),
+                ..Design::default()
+            },
+            Style::Llama,
+        )
+        .unwrap();
+        let options = TrainOptions::default();
+        let report = train(&spec, &options).unwrap();
+        let h100 = find("h100").unwrap();
+        time_cost(&report, &options, h100, gpus, 0.4, tokens, price)
+    }
+
+    #[test]
+    fn a_cost_that_is_not_a_number_is_an_error_naming_it() {
+        let t = run(8, 1_000_000_000_000, Some(2.0)).unwrap();
+        assert_eq!(t.cost, Some(2.0 * t.gpu_hours));
+        // 1e308 dollars per GPU-hour times thousands of GPU-hours is past f64::MAX.
+        let hours = float_text(t.gpu_hours);
+        assert!(t.gpu_hours > 100.0 && hours.contains(','), "{hours}");
+        let Err(SpecError::NotFinite(e)) = run(8, 1_000_000_000_000, Some(1e308)) else {
+            panic!("an infinite cost")
+        };
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "the cost `price · GPU-hours` = 1e308 · {hours} is not a finite number of dollars"
+            )
+        );
+    }
+
+    #[test]
+    fn tokens_per_step_past_u64_are_an_error() {
+        let spec = design_spec(
+            &Design {
+                hidden: 256,
+                layers: 2,
+                vocab: Some(128),
+                ..Design::default()
+            },
+            Style::Llama,
+        )
+        .unwrap();
+        let mut options = TrainOptions::default();
+        let report = train(&spec, &options).unwrap();
+        // The report is the default step's; the options now claim 2^40 data-parallel
+        // replicas of 2^30 micro-batches: 2048 · 2^40 · 2^30 tokens per step > 2^64.
+        options.parallel.dp = 1 << 40;
+        options.parallel.micro_batches = 1 << 30;
+        let h100 = find("h100").unwrap();
+        let e = time_cost(&report, &options, h100, 8, 0.4, 1000, None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "`batch·seq_len·dp·micro-batches (tokens per step)` overflows 64 bits \
+             (with values: 2251799813685248 · 1073741824)"
+        );
     }
 }

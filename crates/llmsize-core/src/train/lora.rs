@@ -36,6 +36,7 @@
 //! hold more parameters than the matrix and adapt nothing a full update could not).
 
 use crate::SpecError;
+use crate::checked::{self, Checked};
 use crate::layout::{Form, Layout, Place, Tensor, TensorKind};
 use crate::spec::{Attention, ModelSpec, OutputHead, StackRole};
 use crate::train::TrainingProfile;
@@ -267,7 +268,10 @@ impl Module {
         }
         // A longer path than ours: its parent decides between modules that share a leaf
         // name (GPT-2's `attn.c_proj` and `mlp.c_proj`, NeoX's `attention.dense`).
-        let head = &target[..target.len() - self.name.len() - 1];
+        let head = target
+            .strip_suffix(self.name.as_str())
+            .and_then(|h| h.strip_suffix('.'))
+            .unwrap_or(target);
         let parent = head.rsplit('.').next().unwrap_or(head);
         let attention = self.kind.is_attention_projection();
         match parent {
@@ -283,12 +287,6 @@ fn invalid(field: &str, found: impl Into<String>, expected: impl Into<String>) -
         field: field.into(),
         found: found.into(),
         expected: expected.into(),
-    }
-}
-
-fn too_large() -> SpecError {
-    SpecError::TooLarge {
-        what: "LoRA parameters".into(),
     }
 }
 
@@ -476,7 +474,7 @@ fn modules(
             place: t.place,
             stack: t.stack,
             layer_runs: t.layer_runs.to_vec(),
-            layers: t.layers.checked_mul(repeats).ok_or_else(too_large)?,
+            layers: checked::mul("layers·copies of a module", t.layers, repeats)?,
             n_in,
             n_out,
             copies: if expert { t.copies } else { 1 },
@@ -508,7 +506,7 @@ fn modules(
             .find(|prev| merges_into(prev));
         match fused {
             Some(prev) => {
-                prev.n_out = prev.n_out.checked_add(m.n_out).ok_or_else(too_large)?;
+                prev.n_out = checked::add("fused module outputs", prev.n_out, m.n_out)?;
                 if prev.kind == K::AttnQ && m.kind != K::Matrix {
                     prev.kind = K::AttnQkv;
                     prev.name = names
@@ -772,27 +770,23 @@ pub fn plan(
                 ),
             ));
         }
-        let rank = r.checked_mul(m.rank_factor).ok_or_else(too_large)?;
-        let inner = rank.checked_mul(m.copies).ok_or_else(too_large)?;
+        let rank = checked::mul("r·rank factor", r, m.rank_factor)?;
+        let inner = checked::mul("r·copies", rank, m.copies)?;
         let mut factors = vec![(inner, m.n_in), (m.n_out, inner)];
         if options.dora {
             factors.push((1, m.n_out));
         }
         let params = factors
             .iter()
-            .try_fold(0u64, |a, (rows, cols)| {
-                a.checked_add(rows.checked_mul(*cols)?)
-            })
-            .ok_or_else(too_large)?;
+            .map(|&(rows, cols)| checked::mul("LoRA rows·cols", rows, cols))
+            .try_fold(0u64, |a, p| {
+                checked::add("LoRA parameters of a module", a, p?)
+            })?;
         let n = factors.len() as u64;
-        trainable = params
-            .checked_mul(m.layers)
-            .and_then(|p| trainable.checked_add(p))
-            .ok_or_else(too_large)?;
-        tensors = n
-            .checked_mul(m.layers)
-            .and_then(|p| tensors.checked_add(p))
-            .ok_or_else(too_large)?;
+        trainable = (Checked::new(trainable) + Checked::new(params) * m.layers)
+            .get("LoRA parameters·layers")?;
+        tensors =
+            (Checked::new(tensors) + Checked::new(n) * m.layers).get("LoRA tensors·layers")?;
         out.push(Adapted {
             name: m.name.clone(),
             kind: m.kind,

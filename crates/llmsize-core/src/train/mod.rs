@@ -172,14 +172,12 @@ impl Term {
     }
 }
 
-/// The sum of terms, checked.
-pub(crate) fn sum(terms: &[Term], what: &str) -> Result<u128, crate::SpecError> {
-    terms
-        .iter()
-        .try_fold(0u128, |a, t| a.checked_add(t.value))
-        .ok_or_else(|| crate::SpecError::TooLarge { what: what.into() })
+/// The sum of terms' values, checked: `what` names the sum in the error.
+pub(crate) fn sum(terms: &[Term], what: &str) -> Result<u128, crate::Overflow> {
+    crate::checked::sum(what, terms.iter().map(|t| t.value))
 }
 
+use crate::checked;
 use crate::flops::AttentionConvention;
 use crate::formats::WeightFormat;
 use crate::layout::{Place, TensorKind, layout};
@@ -329,7 +327,8 @@ pub fn train(spec: &ModelSpec, options: &TrainOptions) -> Result<TrainReport, cr
     let frozen_base = lora.is_some();
 
     // The parameters as the step holds them.
-    let mut held = Vec::with_capacity(lay.tensors.len() + 8);
+    // saturates: harmless, a capacity hint.
+    let mut held = Vec::with_capacity(lay.tensors.len().saturating_add(8));
     let quantized = match options.base_format {
         Some(f) => Some(crate::memory::weight_lines(spec, f)?),
         None => None,
@@ -351,9 +350,7 @@ pub fn train(spec: &ModelSpec, options: &TrainOptions) -> Result<TrainReport, cr
         });
         held.push(Held {
             part_of_previous,
-            elements: t.elements().ok_or(crate::SpecError::TooLarge {
-                what: "parameters".into(),
-            })?,
+            elements: t.elements()?,
             tensors: t.layers,
             matrix: (!t.is_vector()).then_some((t.rows, t.cols)),
             hidden_matrix,
@@ -367,12 +364,7 @@ pub fn train(spec: &ModelSpec, options: &TrainOptions) -> Result<TrainReport, cr
     }
     if let Some(lines) = &quantized {
         // The quantized base replaces the base's bytes, as `memory --dtype` stores it.
-        let total = lines
-            .iter()
-            .try_fold(0u128, |a, l| a.checked_add(u128::from(l.bytes)))
-            .ok_or(crate::SpecError::TooLarge {
-                what: "weights".into(),
-            })?;
+        let total = checked::sum("weights", lines.iter().map(|l| u128::from(l.bytes)))?;
         for (i, h) in held.iter_mut().enumerate() {
             h.stored_bytes = Some(if i == 0 { total } else { 0 });
         }
@@ -394,9 +386,7 @@ pub fn train(spec: &ModelSpec, options: &TrainOptions) -> Result<TrainReport, cr
                     place: base.map_or(Place::Output, |t| t.place),
                     adapter: true,
                     part_of_previous: false,
-                    elements: rows.checked_mul(cols).ok_or(crate::SpecError::TooLarge {
-                        what: "LoRA parameters".into(),
-                    })?,
+                    elements: checked::mul("LoRA rows·cols", rows, cols)?,
                     tensors: m.layers,
                     matrix: matrix.then_some((rows, cols)),
                     hidden_matrix: matrix,
@@ -431,16 +421,10 @@ pub fn train(spec: &ModelSpec, options: &TrainOptions) -> Result<TrainReport, cr
             .tensors
             .iter()
             .filter(|t| t.kind.is_block_matrix() && !t.is_vector() && t.copies == 1)
-            .map(|t| u128::from(t.rows) * u128::from(t.cols))
-            .max()
-            .unwrap_or(0);
-        let bytes = 2 * largest;
-        act.forward_peak =
-            act.forward_peak
-                .checked_add(bytes)
-                .ok_or(crate::SpecError::TooLarge {
-                    what: "activations".into(),
-                })?;
+            .map(|t| checked::mul("rows·cols", u128::from(t.rows), u128::from(t.cols)))
+            .try_fold(0, |m, e| e.map(|e| m.max(e)))?;
+        let bytes = checked::mul("2·rows·cols", 2, largest)?;
+        act.forward_peak = checked::add("forward peak", act.forward_peak, bytes)?;
         act.peak_terms.push(Term::new(
             "qlora_dequantized_weight",
             "the largest NF4 weight dequantized to 16 bits during its matmul (derived from bitsandbytes' MatMul4Bit, not measured)",
@@ -524,7 +508,7 @@ pub fn train(spec: &ModelSpec, options: &TrainOptions) -> Result<TrainReport, cr
         flops,
         per_gpu,
         params: crate::count::count(spec)?.total,
-        tokens: options.batch.saturating_mul(options.seq_len),
+        tokens: checked::mul("batch·seq_len", options.batch, options.seq_len)?,
         estimate: (!why.is_empty()).then(|| why.join("; ")),
     })
 }

@@ -72,13 +72,15 @@
 
 use std::fmt::Write as _;
 
-use crate::SpecError;
+use crate::checked::{self, Checked};
 use crate::layout::{Layout, Place, Tensor, TensorKind};
+use crate::limits::MAX_GPUS;
 use crate::spec::{Attention, Ffn, ModelSpec, OutputHead};
 use crate::train::Term;
 use crate::train::activations::Activations;
 use crate::train::states::{self, Held, Optimizer, Precision};
-use crate::units::thousands_u128;
+use crate::units::{thousands, thousands_u128};
+use crate::{Overflow, SpecError};
 
 /// How the step is spread over GPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,12 +132,17 @@ impl Default for Parallelism {
 
 impl Parallelism {
     /// GPUs used: `dp·tp·pp·cp`.
+    ///
+    /// [`validate`] refuses a layout of more than [`MAX_GPUS`] GPUs, so on a validated layout
+    /// this is exact; on another one it saturates, and is only compared with a bound.
     #[must_use]
     pub fn gpus(&self) -> u64 {
-        self.dp
-            .saturating_mul(self.tp)
-            .saturating_mul(self.pp)
-            .saturating_mul(self.cp)
+        self.checked_gpus().unwrap_or(u64::MAX)
+    }
+
+    /// GPUs used, `dp·tp·pp·cp`, or the error naming the degrees.
+    pub fn checked_gpus(&self) -> Result<u64, Overflow> {
+        checked::product("dp·tp·pp·cp", [self.dp, self.tp, self.pp, self.cp])
     }
 
     /// The ranks `ZeRO`/FSDP shards over: `shard_group` (hybrid shard), else `dp·cp`; 1 without
@@ -145,6 +152,7 @@ impl Parallelism {
         if self.zero == 0 {
             1
         } else {
+            // saturates: only on a layout `validate` refuses (dp·cp ≤ MAX_GPUS).
             self.shard_group
                 .unwrap_or_else(|| self.dp.saturating_mul(self.cp))
         }
@@ -200,12 +208,6 @@ pub struct ParallelInput<'a> {
     pub seq: u64,
 }
 
-fn too_large() -> SpecError {
-    SpecError::TooLarge {
-        what: "memory per GPU".into(),
-    }
-}
-
 fn invalid(field: &str, found: impl std::fmt::Display, expected: impl Into<String>) -> SpecError {
     SpecError::Invalid {
         field: field.into(),
@@ -214,22 +216,14 @@ fn invalid(field: &str, found: impl std::fmt::Display, expected: impl Into<Strin
     }
 }
 
-fn add(a: u128, b: u128) -> Result<u128, SpecError> {
-    a.checked_add(b).ok_or_else(too_large)
-}
-
-fn mul(a: u128, b: u128) -> Result<u128, SpecError> {
-    a.checked_mul(b).ok_or_else(too_large)
-}
-
 /// `⌈a/b⌉`, `a` when `b` is 0.
 fn ceil(a: u128, b: u128) -> u128 {
     if b == 0 { a } else { a.div_ceil(b) }
 }
 
-/// `⌈a·num/den⌉`, checked.
-fn scaled(a: u128, num: u128, den: u128) -> Result<u128, SpecError> {
-    Ok(ceil(mul(a, num)?, den))
+/// `⌈a·num/den⌉`, checked (`what` names `a·num`).
+fn scaled(what: &str, a: u128, num: u128, den: u128) -> Result<u128, Overflow> {
+    Ok(ceil(checked::mul(what, a, num)?, den))
 }
 
 /// The bad-input rules: every degree positive, `ZeRO` stage 0–3, offload and hybrid shard only
@@ -253,6 +247,13 @@ pub fn validate(parallel: &Parallelism, spec: &ModelSpec) -> Result<(), SpecErro
             });
         }
     }
+    if p.checked_gpus().map_or(true, |g| g > MAX_GPUS) {
+        return Err(invalid(
+            "--dp·--tp·--pp·--cp",
+            format!("{}·{}·{}·{}", p.dp, p.tp, p.pp, p.cp),
+            format!("at most {} GPUs in all", thousands(MAX_GPUS)),
+        ));
+    }
     if p.zero > 3 {
         return Err(invalid(
             "--zero",
@@ -274,7 +275,7 @@ pub fn validate(parallel: &Parallelism, spec: &ModelSpec) -> Result<(), SpecErro
             "ZeRO stage 3 (FSDP full shard): only sharded parameters can live on the CPU",
         ));
     }
-    let dp_cp = p.dp.checked_mul(p.cp).ok_or_else(too_large)?;
+    let dp_cp = checked::mul("dp·cp", p.dp, p.cp)?;
     if let Some(g) = p.shard_group {
         if p.zero == 0 {
             return Err(invalid(
@@ -302,7 +303,7 @@ pub fn validate(parallel: &Parallelism, spec: &ModelSpec) -> Result<(), SpecErro
         }
     }
     let layers = spec.num_layers();
-    let stages = p.pp.checked_mul(p.interleave).ok_or_else(too_large)?;
+    let stages = checked::mul("pp·interleave", p.pp, p.interleave)?;
     if !layers.is_multiple_of(stages) {
         return Err(if p.interleave == 1 {
             invalid(
@@ -452,32 +453,36 @@ struct Part {
 }
 
 impl Part {
-    fn plus(self, x: Part) -> Result<Part, SpecError> {
+    fn plus(self, x: Part) -> Result<Part, Overflow> {
+        let f = |a, b| checked::add("bytes of the parameter groups", a, b);
         Ok(Part {
-            w: add(self.w, x.w)?,
-            g: add(self.g, x.g)?,
-            o: add(self.o, x.o)?,
-            n: add(self.n, x.n)?,
-            q: add(self.q, x.q)?,
+            w: f(self.w, x.w)?,
+            g: f(self.g, x.g)?,
+            o: f(self.o, x.o)?,
+            n: f(self.n, x.n)?,
+            q: f(self.q, x.q)?,
         })
     }
 
-    fn times(self, k: u128) -> Result<Part, SpecError> {
+    fn times(self, k: u128) -> Result<Part, Overflow> {
+        let f = |a| checked::mul("bytes of one tensor·layers", a, k);
         Ok(Part {
-            w: mul(self.w, k)?,
-            g: mul(self.g, k)?,
-            o: mul(self.o, k)?,
-            n: mul(self.n, k)?,
-            q: mul(self.q, k)?,
+            w: f(self.w)?,
+            g: f(self.g)?,
+            o: f(self.o)?,
+            n: f(self.n)?,
+            q: f(self.q)?,
         })
     }
 
     /// `self·num/den`, rounded down (exact when `den` divides, as for whole layers).
-    fn share(self, num: u128, den: u128) -> Result<Part, SpecError> {
+    fn share(self, num: u128, den: u128) -> Result<Part, Overflow> {
         if den == 0 {
             return Ok(Part::default());
         }
-        let f = |x: u128| mul(x, num).map(|v| v / den);
+        let f = |x: u128| {
+            (Checked::new(x) * num / den).get("bytes of a kind·layers on the stage / its layers")
+        };
         Ok(Part {
             w: f(self.w)?,
             g: f(self.g)?,
@@ -496,21 +501,21 @@ struct Pair {
 }
 
 impl Pair {
-    fn plus(self, x: Pair) -> Result<Pair, SpecError> {
+    fn plus(self, x: Pair) -> Result<Pair, Overflow> {
         Ok(Pair {
             dense: self.dense.plus(x.dense)?,
             expert: self.expert.plus(x.expert)?,
         })
     }
 
-    fn share(self, num: u128, den: u128) -> Result<Pair, SpecError> {
+    fn share(self, num: u128, den: u128) -> Result<Pair, Overflow> {
         Ok(Pair {
             dense: self.dense.share(num, den)?,
             expert: self.expert.share(num, den)?,
         })
     }
 
-    fn all(self) -> Result<Part, SpecError> {
+    fn all(self) -> Result<Part, Overflow> {
         self.dense.plus(self.expert)
     }
 }
@@ -578,10 +583,7 @@ fn local(h: &Held, t: Option<&Tensor>, p: &Parallelism) -> Result<(Held, bool), 
             Cut::Rows => (t.rows.div_ceil(p.tp), t.cols),
             Cut::Cols => (t.rows, t.cols.div_ceil(p.tp)),
         };
-        let elements = copies
-            .checked_mul(rows)
-            .and_then(|x| x.checked_mul(cols))
-            .ok_or_else(too_large)?;
+        let elements = (Checked::new(copies) * rows * cols).get("copies·rows·cols on a rank")?;
         (elements, h.matrix.map(|_| (rows, cols)))
     } else {
         let mut e = h.elements;
@@ -638,6 +640,8 @@ impl Kinds {
         for s in &spec.stacks {
             k.offsets.push(offset);
             k.lens.push(s.layers.len());
+            // saturates: never once `ModelSpec::total_layers` (checked) is a u64, and the
+            // offsets are read only then.
             offset = offset.saturating_add(s.layers.len());
             let mut ids = Vec::new();
             for (_, n) in s.layers.kind_counts() {
@@ -663,6 +667,7 @@ impl Kinds {
                 .and_then(|ids| ids.get(kind))
                 .map_or(At::First, |&k| At::Kind(k)),
             Place::StackEnd(s) if s < last_stack => match (self.offsets.get(s), self.lens.get(s)) {
+                // The last layer of the stack (o + n − 1 ≤ the total layers, a u64).
                 (Some(&o), Some(&n)) => At::Index(o.saturating_add(n.saturating_sub(1))),
                 _ => At::Last,
             },
@@ -716,12 +721,60 @@ struct Rank {
 }
 
 impl Rank {
-    fn forward(&self) -> Result<u128, SpecError> {
-        add(
-            add(self.gathered, self.act_layers)?,
-            add(self.act_outside, self.act_transient)?,
+    fn forward(&self) -> Result<u128, Overflow> {
+        checked::sum(
+            "forward peak on a rank",
+            [
+                self.gathered,
+                self.act_layers,
+                self.act_outside,
+                self.act_transient,
+            ],
         )
     }
+}
+
+/// The layers on each pipeline rank, as runs of `(global kind, layers)`: virtual stage `vs`
+/// holds layers `[vs·c, (vs + 1)·c)` of the stacks taken as one sequence, and sits on rank
+/// `vs mod pp`. O(runs + stages), never O(layers).
+fn stage_layers(
+    spec: &ModelSpec,
+    kinds: &Kinds,
+    chunk: u64,
+    pp: u64,
+) -> Result<Vec<Vec<(usize, u64)>>, Overflow> {
+    let mut on_rank: Vec<Vec<(usize, u64)>> = vec![Vec::new(); checked::to_usize("--pp", pp)?];
+    for (si, stack) in spec.stacks.iter().enumerate() {
+        let offset = kinds.offsets.get(si).copied().unwrap_or(0);
+        for run in stack.layers.runs() {
+            let Some(&k) = kinds.id.get(si).and_then(|ids| ids.get(run.kind)) else {
+                continue;
+            };
+            let g0 = checked::add("offset + run start", offset, run.start)?;
+            let g1 = checked::add("run start + count", g0, run.count)?;
+            let mut vs = checked::div("layer / c", g0, chunk)?;
+            loop {
+                let start = checked::mul("virtual stage·c", vs, chunk)?;
+                if start >= g1 {
+                    break;
+                }
+                // saturates: harmless, a bound of `min` with the run's end.
+                let end = g1.min(start.saturating_add(chunk));
+                let n = checked::sub("layers of a run on a stage", end, g0.max(start))?;
+                let r = checked::rem("virtual stage mod pp", vs, pp)?;
+                if let Some(list) = on_rank.get_mut(checked::to_usize("stage", r)?) {
+                    match list.last_mut() {
+                        Some((last, m)) if *last == k => {
+                            *m = checked::add("layers on a rank", *m, n)?;
+                        }
+                        _ => list.push((k, n)),
+                    }
+                }
+                vs = checked::add("virtual stage + 1", vs, 1)?;
+            }
+        }
+    }
+    Ok(on_rank)
 }
 
 /// The GPUs' bytes under `input.parallel`, and the most loaded one.
@@ -740,13 +793,13 @@ pub fn per_gpu(input: &ParallelInput<'_>) -> Result<PerGpu, SpecError> {
         ));
     }
     let sp = p.sequence_parallel && p.tp > 1;
-    if sp && !(input.seq / p.cp).is_multiple_of(p.tp) {
+    let per_cp = checked::div("s / cp", input.seq, p.cp)?;
+    if sp && !per_cp.is_multiple_of(p.tp) {
         return Err(invalid(
             "--tp",
             p.tp,
             format!(
-                "a divisor of the {} tokens per context-parallel rank under sequence parallelism (each rank holds s/tp of them)",
-                input.seq / p.cp
+                "a divisor of the {per_cp} tokens per context-parallel rank under sequence parallelism (each rank holds s/tp of them)"
             ),
         ));
     }
@@ -772,7 +825,11 @@ pub fn per_gpu(input: &ParallelInput<'_>) -> Result<PerGpu, SpecError> {
         let unit = Part {
             w: s.weights_bytes,
             g: s.gradient_bytes,
-            o: s.optimizer_state_bytes - s.step_bytes_cpu,
+            o: checked::sub(
+                "optimizer states − CPU step scalars",
+                s.optimizer_state_bytes,
+                s.step_bytes_cpu,
+            )?,
             n: if h.trainable {
                 u128::from(one.elements)
             } else {
@@ -786,11 +843,10 @@ pub fn per_gpu(input: &ParallelInput<'_>) -> Result<PerGpu, SpecError> {
         }
         .times(u128::from(h.tensors))?;
         if let Some(b) = h.stored_bytes {
-            stored_total = add(stored_total, b)?;
-            stored_elements = add(
-                stored_elements,
-                mul(u128::from(h.elements), u128::from(h.tensors))?,
-            )?;
+            stored_total = checked::add("quantized base bytes", stored_total, b)?;
+            stored_elements = (Checked::new(stored_elements)
+                + Checked::new(u128::from(h.elements)) * u128::from(h.tensors))
+            .get("quantized base elements")?;
         }
         extras |= matches!(
             h.kind,
@@ -823,55 +879,41 @@ pub fn per_gpu(input: &ParallelInput<'_>) -> Result<PerGpu, SpecError> {
     if let Some(copy) = tied_copy {
         parts.push((At::Last, copy));
     }
-    let stored = |q: u128| -> Result<u128, SpecError> {
-        Ok(mul(stored_total, q)?
+    let stored = |q: u128| -> Result<u128, Overflow> {
+        Ok(checked::mul("quantized bytes·elements", stored_total, q)?
             .checked_div(stored_elements)
             .unwrap_or(0))
     };
 
     // The layers of each stage, from the runs: O(runs + stages).
-    let layers = spec.num_layers();
+    let layers = spec.total_layers()?;
     let v = p.interleave;
-    let stages = p.pp * v;
-    let chunk = layers / stages;
-    let pp = usize::try_from(p.pp).map_err(|_| too_large())?;
-    let mut on_rank: Vec<Vec<(usize, u64)>> = vec![Vec::new(); pp];
-    for (si, stack) in spec.stacks.iter().enumerate() {
-        let offset = kinds.offsets.get(si).copied().unwrap_or(0);
-        for run in stack.layers.runs() {
-            let Some(&k) = kinds.id.get(si).and_then(|ids| ids.get(run.kind)) else {
-                continue;
-            };
-            let g0 = offset.saturating_add(run.start);
-            let g1 = g0.saturating_add(run.count);
-            let mut vs = g0 / chunk;
-            while vs.saturating_mul(chunk) < g1 {
-                let lo = g0.max(vs * chunk);
-                let hi = g1.min((vs + 1).saturating_mul(chunk));
-                let r = usize::try_from(vs % p.pp).map_err(|_| too_large())?;
-                if let Some(list) = on_rank.get_mut(r) {
-                    match list.last_mut() {
-                        Some((last, n)) if *last == k => *n += hi - lo,
-                        _ => list.push((k, hi - lo)),
-                    }
-                }
-                vs += 1;
-            }
-        }
-    }
-    let rank_of = |at: At| -> u64 {
-        match at {
+    let chunk = checked::div(
+        "layers / (pp·interleave)",
+        layers,
+        checked::mul("pp·interleave", p.pp, v)?,
+    )?;
+    let on_rank = stage_layers(spec, &kinds, chunk, p.pp)?;
+    let last_stage = checked::sub("pp − 1", p.pp, 1)?;
+    let rank_of = |at: At| -> Result<u64, Overflow> {
+        Ok(match at {
             At::First | At::Kind(_) => 0,
-            At::Last => p.pp - 1,
-            At::Index(i) => (i.min(layers.saturating_sub(1)) / chunk) % p.pp,
-        }
+            At::Last => last_stage,
+            // No layers: every index is layer 0's.
+            At::Index(i) => {
+                let virtual_stage =
+                    checked::div("layer / c", i.min(layers.saturating_sub(1)), chunk)?;
+                checked::rem("virtual stage mod pp", virtual_stage, p.pp)?
+            }
+        })
     };
 
     let s = u128::from(p.shard_degree());
-    let s_e = u128::from((p.shard_degree() / p.ep).max(1));
+    let s_e = u128::from(checked::div("shard degree / ep", p.shard_degree(), p.ep)?.max(1));
     let (tp, cp) = (u128::from(p.tp), u128::from(p.cp));
     let offload = p.offload_optimizer || p.offload_params;
     let a = input.activations;
+    // The peak includes what is held: never floored.
     let transient = a.forward_peak.saturating_sub(a.retained);
     let l = u128::from(layers);
     let rep_div = if sp { tp } else { 1 };
@@ -879,19 +921,18 @@ pub fn per_gpu(input: &ParallelInput<'_>) -> Result<PerGpu, SpecError> {
     let mut best: Option<Rank> = None;
     let mut uneven_mix = false;
     let mut first_last: (u128, u128) = (0, 0);
-    let mut n_kinds_used = 0usize;
-    for (k, n) in kinds.counts.iter().enumerate() {
-        if *n > 0 && per_kind.get(k).is_some() {
-            n_kinds_used += 1;
-        }
-    }
-    for (r, list) in on_rank.iter().enumerate() {
-        let stage = r as u64;
+    let n_kinds_used = kinds
+        .counts
+        .iter()
+        .enumerate()
+        .filter(|&(k, n)| *n > 0 && per_kind.get(k).is_some())
+        .count();
+    for (stage, list) in (0u64..).zip(&on_rank) {
         let mut rank = Rank {
             stage,
             first: stage == 0,
-            last: stage == p.pp - 1,
-            tied_copy: tied_copy.is_some() && stage == p.pp - 1,
+            last: stage == last_stage,
+            tied_copy: tied_copy.is_some() && stage == last_stage,
             ..Rank::default()
         };
         let mut held = Pair::default();
@@ -903,14 +944,15 @@ pub fn per_gpu(input: &ParallelInput<'_>) -> Result<PerGpu, SpecError> {
                 continue;
             };
             held = held.plus(total.share(u128::from(n), u128::from(count))?)?;
-            rank.layers += n;
+            rank.layers = checked::add("layers on a rank", rank.layers, n)?;
             let all = total.all()?;
-            let one = add(all.w, stored(all.q)?)? / u128::from(count.max(1));
+            let one = ((Checked::new(all.w) + stored(all.q)?) / u128::from(count.max(1)))
+                .get("(W + stored bytes) / layers of the kind")?;
             units.push((one, n));
             if n.checked_mul(p.pp) != Some(count) {
                 rank.proportional = false;
             }
-            distinct += 1;
+            distinct = checked::add("layer kinds on a rank", distinct, 1)?;
         }
         if distinct != n_kinds_used {
             rank.proportional = false;
@@ -918,10 +960,10 @@ pub fn per_gpu(input: &ParallelInput<'_>) -> Result<PerGpu, SpecError> {
         uneven_mix |= !rank.proportional;
         let mut root = 0u128;
         for (at, pair) in &parts {
-            if rank_of(*at) == stage {
+            if rank_of(*at)? == stage {
                 held = held.plus(*pair)?;
                 let all = pair.all()?;
-                root = add(root, add(all.w, stored(all.q)?)?)?;
+                root = checked::sum("bytes outside the layers", [root, all.w, stored(all.q)?])?;
             }
         }
         if root > 0 {
@@ -929,9 +971,14 @@ pub fn per_gpu(input: &ParallelInput<'_>) -> Result<PerGpu, SpecError> {
         }
         rank.held = held;
         let (d, e) = (held.dense, held.expert);
-        let (wd, we) = (add(d.w, stored(d.q)?)?, add(e.w, stored(e.q)?)?);
         rank.stored = (stored(d.q)?, stored(e.q)?);
-        let sharded = |x: u128, y: u128| add(ceil(x, s), ceil(y, s_e));
+        let (wd, we) = (
+            checked::add("W_dense + stored bytes", d.w, rank.stored.0)?,
+            checked::add("W_experts + stored bytes", e.w, rank.stored.1)?,
+        );
+        let sharded = |x: u128, y: u128| {
+            checked::add("⌈dense ÷ S⌉ + ⌈experts ÷ S_e⌉", ceil(x, s), ceil(y, s_e))
+        };
         // Weights.
         if p.zero == 3 {
             let w = sharded(wd, we)?;
@@ -943,12 +990,12 @@ pub fn per_gpu(input: &ParallelInput<'_>) -> Result<PerGpu, SpecError> {
             units.sort_by_key(|u| std::cmp::Reverse(u.0));
             let mut two = units
                 .iter()
-                .flat_map(|&(w, n)| std::iter::repeat_n(w, usize::from(n >= 2) + 1))
+                .flat_map(|&(w, n)| std::iter::repeat_n(w, if n >= 2 { 2 } else { 1 }))
                 .take(2);
             rank.units = (two.next().unwrap_or(0), two.next().unwrap_or(0));
-            rank.gathered = add(rank.units.0, rank.units.1)?;
+            rank.gathered = checked::add("two units in flight", rank.units.0, rank.units.1)?;
         } else {
-            rank.weights = add(wd, we)?;
+            rank.weights = checked::add("W_dense + W_experts", wd, we)?;
         }
         // Gradients.
         if p.zero >= 2 {
@@ -956,18 +1003,21 @@ pub fn per_gpu(input: &ParallelInput<'_>) -> Result<PerGpu, SpecError> {
                 rank.grads = sharded(d.g, e.g)?;
             }
         } else {
-            rank.grads = add(d.g, e.g)?;
+            rank.grads = checked::add("G_dense + G_experts", d.g, e.g)?;
         }
         // Optimizer states and master weights.
         let opt = if p.zero >= 1 {
             sharded(d.o, e.o)?
         } else {
-            add(d.o, e.o)?
+            checked::add("O_dense + O_experts", d.o, e.o)?
         };
         if offload {
             rank.cpu_optimizer = opt;
             rank.cpu_grads = if input.precision == Precision::Mixed {
-                sharded(mul(d.n, 4)?, mul(e.n, 4)?)?
+                sharded(
+                    checked::mul("4·N_dense", d.n, 4)?,
+                    checked::mul("4·N_experts", e.n, 4)?,
+                )?
             } else {
                 sharded(d.g, e.g)?
             };
@@ -982,28 +1032,49 @@ pub fn per_gpu(input: &ParallelInput<'_>) -> Result<PerGpu, SpecError> {
             } else {
                 elements
             };
-            rank.step = mul(elements, 4)?;
+            rank.step = checked::mul("4·⌈N_trained ÷ S⌉", elements, 4)?;
         }
         // Activations of the micro-batches in flight.
         let m = p.micro_batches;
         rank.chunks = if v == 1 {
-            (p.pp - stage).min(m)
+            checked::sub("pp − stage", p.pp, stage)?.min(m)
         } else {
-            (2 * (p.pp - stage - 1) + (v - 1) * p.pp + 1).min(m.saturating_mul(v))
+            // saturates: harmless, a bound of `min` (a true m·v above u64::MAX loses to the
+            // other side either way).
+            let bound = m.saturating_mul(v);
+            ((Checked::new(p.pp) - stage - 1u64) * 2u64 + (Checked::new(v) - 1u64) * p.pp + 1u64)
+                .get("2·(pp − stage − 1) + (v − 1)·pp + 1")?
+                .min(bound)
         };
-        let layer_mb = mul(u128::from(rank.chunks), u128::from(chunk))?;
-        rank.act_layers = add(
-            scaled(a.layer_sharded, layer_mb, mul(l, mul(tp, cp)?)?)?,
-            scaled(a.layer_replicated, layer_mb, mul(l, mul(rep_div, cp)?)?)?,
+        let layer_mb = checked::mul("chunks·c", u128::from(rank.chunks), u128::from(chunk))?;
+        let tp_cp = checked::mul("tp·cp", tp, cp)?;
+        rank.act_layers = checked::add(
+            "activations of the layers in flight",
+            scaled(
+                "A_heads·layers in flight",
+                a.layer_sharded,
+                layer_mb,
+                checked::mul("L·tp·cp", l, tp_cp)?,
+            )?,
+            scaled(
+                "A_width·layers in flight",
+                a.layer_replicated,
+                layer_mb,
+                (Checked::new(l) * rep_div * cp).get("L·(tp under SP)·cp")?,
+            )?,
         )?;
         if rank.last {
-            let div = mul(tp, cp)?;
-            rank.act_outside = ceil(a.outside, div);
-            rank.act_transient = ceil(transient, div);
+            rank.act_outside = ceil(a.outside, tp_cp);
+            rank.act_transient = ceil(transient, tp_cp);
         }
-        rank.total = add(
-            add(rank.weights, rank.grads)?,
-            add(rank.optimizer, rank.forward()?.max(rank.step))?,
+        rank.total = checked::sum(
+            "bytes on a rank",
+            [
+                rank.weights,
+                rank.grads,
+                rank.optimizer,
+                rank.forward()?.max(rank.step),
+            ],
         )?;
         if rank.first {
             first_last.0 = rank.total;
@@ -1015,7 +1086,10 @@ pub fn per_gpu(input: &ParallelInput<'_>) -> Result<PerGpu, SpecError> {
             best = Some(rank);
         }
     }
-    let rank = best.ok_or_else(too_large)?;
+    // `--pp` ≥ 1 (validated): there is a rank.
+    let rank = best.ok_or_else(|| SpecError::Zero {
+        field: "--pp".into(),
+    })?;
 
     // Estimates and notes.
     if p.pp > 1 && uneven_mix {
@@ -1191,8 +1265,12 @@ fn terms(
     let p = input.parallel;
     let n = thousands_u128;
     let (d, e) = (rank.held.dense, rank.held.expert);
-    let (wd, we) = (add(d.w, rank.stored.0)?, add(e.w, rank.stored.1)?);
-    let mut holds = format!("{} of {} layers", rank.layers, input.spec.num_layers());
+    let (wd, we) = (
+        checked::add("W_dense + stored bytes", d.w, rank.stored.0)?,
+        checked::add("W_experts + stored bytes", e.w, rank.stored.1)?,
+    );
+    let layers = input.spec.total_layers()?;
+    let mut holds = format!("{} of {layers} layers", rank.layers);
     if p.pp > 1 || p.tp > 1 || p.ep > 1 {
         let mut cut = Vec::new();
         if p.tp > 1 {
@@ -1266,7 +1344,14 @@ fn terms(
             if input.precision == Precision::Mixed {
                 format!(
                     "fp32: {}",
-                    shard_formula("4·N", mul(d.n, 4)?, mul(e.n, 4)?, s, s_e, true)
+                    shard_formula(
+                        "4·N",
+                        checked::mul("4·N_dense", d.n, 4)?,
+                        checked::mul("4·N_experts", e.n, 4)?,
+                        s,
+                        s_e,
+                        true
+                    )
                 )
             } else {
                 shard_formula("G", d.g, e.g, s, s_e, true)
@@ -1304,16 +1389,17 @@ fn terms(
         ));
     }
     let a = input.activations;
-    let layers = input.spec.num_layers();
+    let chunk = checked::div(
+        "layers / (pp·interleave)",
+        layers,
+        checked::mul("pp·interleave", p.pp, p.interleave)?,
+    )?;
     let in_flight = if p.interleave > 1 {
-        format!(
-            "{} chunks × {} layers",
-            rank.chunks,
-            layers / (p.pp * p.interleave)
-        )
+        format!("{} chunks × {chunk} layers", rank.chunks)
     } else {
-        format!("{} × {} layers", rank.chunks, layers / p.pp)
+        format!("{} × {chunk} layers", rank.chunks)
     };
+    let tp_cp = checked::mul("tp·cp", p.tp, p.cp)?;
     let cp = if p.cp > 1 {
         format!(" ÷ cp {}", p.cp)
     } else {
@@ -1333,7 +1419,7 @@ fn terms(
             } else {
                 String::new()
             },
-            rank.chunks.saturating_mul(layers / (p.pp * p.interleave)),
+            checked::mul("chunks·c", u128::from(rank.chunks), u128::from(chunk))?,
             layers
         ),
         rank.act_layers,
@@ -1342,18 +1428,13 @@ fn terms(
         t.push(Term::new(
             "activations_outside",
             "activations outside the layers (final norm, head, loss; vocab-parallel)",
-            format!("⌈{} ÷ {}⌉", n(a.outside), p.tp * p.cp),
+            format!("⌈{} ÷ {tp_cp}⌉", n(a.outside)),
             rank.act_outside,
         ));
         t.push(Term::new(
             "activation_transient",
             "the loss's transient at the forward's peak (vocab-parallel)",
-            format!(
-                "⌈(peak − held) ÷ {}⌉ = ⌈{} ÷ {}⌉",
-                p.tp * p.cp,
-                n(transient),
-                p.tp * p.cp
-            ),
+            format!("⌈(peak − held) ÷ {tp_cp}⌉ = ⌈{} ÷ {tp_cp}⌉", n(transient)),
             rank.act_transient,
         ));
     }

@@ -23,6 +23,7 @@
 //!   (`--accumulate-allreduce-grads-in-fp32`, the default for bf16) make it `2 + 4 + 12 = 18`.
 
 use crate::SpecError;
+use crate::checked::{self, Checked};
 use crate::train::{ParamDtype, Term, sum};
 use crate::units::thousands_u128;
 
@@ -175,18 +176,10 @@ pub struct ModelStates {
     pub master_weight_bytes: u128,
     /// Of which torch's per-tensor `step` scalars, kept on the CPU.
     pub step_bytes_cpu: u128,
+    /// Weights + gradients + optimizer states: the terms' sum, checked when they were made.
+    pub total_bytes: u128,
     /// Each line with its formula.
     pub terms: Vec<Term>,
-}
-
-fn too_large() -> SpecError {
-    SpecError::TooLarge {
-        what: "model states".into(),
-    }
-}
-
-fn mul(a: u128, b: u128) -> Result<u128, SpecError> {
-    a.checked_mul(b).ok_or_else(too_large)
 }
 
 /// The states of `held` under `precision` and `optimizer`.
@@ -201,7 +194,11 @@ pub fn model_states(
     // Trained bytes by element size, for the formulas.
     let mut by_dtype: [u128; 2] = [0, 0]; // [2-byte, 4-byte] trained parameters
     for h in held {
-        let n = mul(u128::from(h.elements), u128::from(h.tensors))?;
+        let n = checked::mul(
+            "elements·layers",
+            u128::from(h.elements),
+            u128::from(h.tensors),
+        )?;
         let e = u128::from(h.dtype.bytes());
         // Autocast keeps fp32 parameters whatever `--dtype` says.
         let e_held = if precision == Precision::Autocast {
@@ -209,80 +206,83 @@ pub fn model_states(
         } else {
             e
         };
-        weights = weights
-            .checked_add(match h.stored_bytes {
-                Some(b) => b,
-                None => mul(n, e_held)?,
-            })
-            .ok_or_else(too_large)?;
+        let held_bytes = match h.stored_bytes {
+            Some(b) => b,
+            None => checked::mul("e·N", n, e_held)?,
+        };
+        weights = checked::add("weights", weights, held_bytes)?;
         if !h.trainable {
-            n_frozen += n;
+            n_frozen = checked::add("frozen parameters", n_frozen, n)?;
             continue;
         }
-        n_train += n;
+        n_train = checked::add("trained parameters", n_train, n)?;
         // Per-tensor scalars belong to whole parameter tensors.
         let tensors = if h.part_of_previous {
             0
         } else {
             u128::from(h.tensors)
         };
-        t_train += tensors;
-        if e_held == 4 {
-            by_dtype[1] += n;
-        } else {
-            by_dtype[0] += n;
+        t_train = checked::add("trained tensors", t_train, tensors)?;
+        let slot = usize::from(e_held == 4);
+        if let Some(b) = by_dtype.get_mut(slot) {
+            *b = checked::add("trained parameters by dtype", *b, n)?;
         }
         let (grad_e, state_e) = match precision {
             Precision::Pure | Precision::Autocast => (e_held, e_held),
             Precision::Mixed => (e_held, 4),
             Precision::MixedFp32Grads => (4, 4),
         };
-        grads += mul(n, grad_e)?;
+        grads = (Checked::new(grads) + Checked::new(n) * grad_e).get("gradients")?;
         if matches!(precision, Precision::Mixed | Precision::MixedFp32Grads) && e_held != 4 {
-            master += mul(n, 4)?;
+            master = (Checked::new(master) + Checked::new(n) * 4u128).get("master weights")?;
         }
-        let adam = |n: u128| -> Result<u128, SpecError> { mul(n, 2 * state_e) };
+        let scalars = Checked::new(tensors) * 4u128;
+        let adam = |n: u128| Checked::new(n) * 2u128 * state_e;
         let state = match optimizer {
             Optimizer::AdamW => {
                 if precision == Precision::Pure || precision == Precision::Autocast {
-                    step += mul(tensors, 4)?;
+                    step = (Checked::new(step) + scalars).get("4·n_tensors")?;
                 }
-                adam(n)?
+                adam(n).get("2·e·N")?
             }
             Optimizer::AdamW8bit => {
                 let per = u128::from(h.elements);
                 let one = if h.elements >= 4096 {
                     // two uint8 states + two fp32 absmax per 256-element block
-                    2 * per + 2 * 4 * per.div_ceil(256)
+                    Checked::new(per) * 2u128 + Checked::new(per.div_ceil(256)) * 8u128
                 } else {
-                    2 * 4 * per
+                    Checked::new(per) * 8u128
                 };
-                mul(one, u128::from(h.tensors))?
+                (one * u128::from(h.tensors)).get("8-bit AdamW states·layers")?
             }
             Optimizer::Adafactor => match h.matrix {
                 Some((rows, cols)) if rows > 1 && cols > 1 => {
-                    let slices = u128::from(h.elements / (rows * cols).max(1));
-                    let one = mul(slices, u128::from(rows) + u128::from(cols))?;
-                    mul(mul(one, u128::from(h.tensors))?, state_e)? + mul(tensors, 4)?
+                    let area = checked::mul("rows·cols", rows, cols)?;
+                    let slices =
+                        u128::from(checked::div("elements / (rows·cols)", h.elements, area)?);
+                    let one =
+                        Checked::new(slices) * (Checked::new(u128::from(rows)) + u128::from(cols));
+                    (one * u128::from(h.tensors) * state_e + scalars)
+                        .get("e·(rows + cols)·slices·layers + 4·n_tensors")?
                 }
-                _ => mul(n, state_e)? + mul(tensors, 4)?,
+                _ => (Checked::new(n) * state_e + scalars).get("e·N + 4·n_tensors")?,
             },
-            Optimizer::SgdMomentum | Optimizer::Lion => mul(n, state_e)?,
+            Optimizer::SgdMomentum | Optimizer::Lion => checked::mul("e·N", n, state_e)?,
             Optimizer::Muon => {
                 if h.hidden_matrix {
-                    mul(n, state_e)?
+                    checked::mul("e·N", n, state_e)?
                 } else {
-                    step += mul(tensors, 4)?;
-                    adam(n)?
+                    step = (Checked::new(step) + scalars).get("4·n_tensors")?;
+                    adam(n).get("2·e·N")?
                 }
             }
         };
-        opt += state;
+        opt = checked::add("optimizer states", opt, state)?;
     }
-    let optimizer_state_bytes = opt
-        .checked_add(master)
-        .and_then(|x| x.checked_add(step))
-        .ok_or_else(too_large)?;
+    let optimizer_state_bytes = checked::sum(
+        "optimizer states + master weights + step scalars",
+        [opt, master, step],
+    )?;
     let n = |x: u128| thousands_u128(x);
     let mut terms = vec![
         Term::new(
@@ -328,16 +328,17 @@ pub fn model_states(
         ));
     }
     let gradient_bytes = grads;
-    let _ = sum(&terms, "model states")?;
+    let total_bytes = sum(&terms, "model states")?;
     Ok(ModelStates {
-        trainable_params: u64::try_from(n_train).map_err(|_| too_large())?,
-        frozen_params: u64::try_from(n_frozen).map_err(|_| too_large())?,
-        trainable_tensors: u64::try_from(t_train).map_err(|_| too_large())?,
+        trainable_params: checked::to_u64("trained parameters", n_train)?,
+        frozen_params: checked::to_u64("frozen parameters", n_frozen)?,
+        trainable_tensors: checked::to_u64("trained tensors", t_train)?,
         weights_bytes: weights,
         gradient_bytes,
         optimizer_state_bytes,
         master_weight_bytes: master,
         step_bytes_cpu: step,
+        total_bytes,
         terms,
     })
 }

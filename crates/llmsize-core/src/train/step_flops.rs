@@ -36,13 +36,14 @@
 use std::fmt::Write as _;
 use std::ops::Range;
 
-use crate::SpecError;
+use crate::checked::{self, Checked};
 use crate::flops::FlopsReport;
 use crate::layout::{Layout, Place, Tensor, TensorKind, layout};
 use crate::spec::{Attention, Ffn, Layer, ModelSpec, OutputHead, StackRole};
 use crate::train::lora::{Adapted, LoraPlan};
 use crate::train::{AttnImpl, Device, FreezePart, LayerStyle, Term, TrainingProfile};
 use crate::units::thousands_u128;
+use crate::{Overflow, SpecError};
 
 /// What the step computes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,25 +114,7 @@ pub fn step_flops_in(
     context: &StepContext<'_>,
 ) -> Result<StepFlops, SpecError> {
     let lay = layout(input.spec)?;
-    Counter::new(input, context, &lay).count()
-}
-
-fn too_large() -> SpecError {
-    SpecError::TooLarge {
-        what: "FLOPs".into(),
-    }
-}
-
-fn prod(factors: &[u128]) -> Result<u128, SpecError> {
-    factors
-        .iter()
-        .try_fold(1u128, |a, f| a.checked_mul(*f))
-        .ok_or_else(too_large)
-}
-
-fn add(a: &mut u128, b: u128) -> Result<(), SpecError> {
-    *a = a.checked_add(b).ok_or_else(too_large)?;
-    Ok(())
+    Counter::new(input, context, &lay)?.count()
 }
 
 fn n(v: u128) -> String {
@@ -276,28 +259,32 @@ struct Pass {
 }
 
 impl Pass {
-    fn forward(&self) -> Result<u128, SpecError> {
-        [self.matmul, self.attn, self.adapters_fwd, self.wrapper_fwd]
-            .into_iter()
-            .try_fold(0u128, u128::checked_add)
-            .ok_or_else(too_large)
+    fn forward(&self) -> Result<u128, Overflow> {
+        checked::sum(
+            "M + S + A + wrapper (forward FLOPs)",
+            [self.matmul, self.attn, self.adapters_fwd, self.wrapper_fwd],
+        )
     }
 
-    fn backward(&self) -> Result<u128, SpecError> {
-        [
-            self.wgrad,
-            self.igrad,
-            self.adapters_bwd,
-            self.wrapper_bwd,
-            self.attn_bwd,
-        ]
-        .into_iter()
-        .try_fold(0u128, u128::checked_add)
-        .ok_or_else(too_large)
+    fn backward(&self) -> Result<u128, Overflow> {
+        checked::sum(
+            "W + I + A_b + wrapper + S_b (backward FLOPs)",
+            [
+                self.wgrad,
+                self.igrad,
+                self.adapters_bwd,
+                self.wrapper_bwd,
+                self.attn_bwd,
+            ],
+        )
     }
 
-    fn recompute(&self) -> Result<u128, SpecError> {
-        self.forward()?.checked_sub(self.tail).ok_or_else(too_large)
+    fn recompute(&self) -> Result<u128, Overflow> {
+        checked::sub(
+            "forward − tail (recompute FLOPs)",
+            self.forward()?,
+            self.tail,
+        )
     }
 }
 
@@ -320,19 +307,22 @@ fn widths(a: &Attention) -> Option<(u64, u64)> {
 /// Layers of `runs` that `ranges` also holds (both sorted), by a merge walk.
 fn overlap(runs: impl Iterator<Item = Range<u64>>, ranges: &[Range<u64>]) -> u128 {
     let mut total = 0u128;
-    let mut j = 0usize;
+    let mut ranges = ranges.iter().peekable();
     for r in runs {
-        while let Some(x) = ranges.get(j) {
+        while let Some(x) = ranges.peek() {
             if x.end <= r.start {
-                j += 1;
+                ranges.next();
                 continue;
             }
             if x.start >= r.end {
                 break;
             }
-            total += u128::from(x.end.min(r.end) - x.start.max(r.start));
+            // The two meet here: min of the ends > max of the starts.
+            let n = x.end.min(r.end).abs_diff(x.start.max(r.start));
+            // saturates: never, the overlaps are layers of one stack, a u64.
+            total = total.saturating_add(u128::from(n));
             if x.end <= r.end {
-                j += 1;
+                ranges.next();
             } else {
                 break;
             }
@@ -353,8 +343,16 @@ struct Counter<'a> {
 }
 
 impl<'a> Counter<'a> {
-    fn new(input: &'a StepInput<'a>, context: &'a StepContext<'a>, layout: &'a Layout) -> Self {
-        let t = u128::from(input.forward.batch) * u128::from(input.forward.seq_len);
+    fn new(
+        input: &'a StepInput<'a>,
+        context: &'a StepContext<'a>,
+        layout: &'a Layout,
+    ) -> Result<Self, Overflow> {
+        let t = checked::mul(
+            "b·s",
+            u128::from(input.forward.batch),
+            u128::from(input.forward.seq_len),
+        )?;
         let attention_dropout = input.profile.is_some_and(|p| p.attention_dropout);
         // CPU SDPA with attention dropout falls back to the math path (`bmm`s).
         let fused_sdpa =
@@ -382,7 +380,7 @@ impl<'a> Counter<'a> {
                     .into(),
             );
         }
-        Counter {
+        Ok(Counter {
             input,
             context,
             layout,
@@ -390,7 +388,7 @@ impl<'a> Counter<'a> {
             lora: input.lora.is_some(),
             fused_sdpa,
             why,
-        }
+        })
     }
 
     fn note(&mut self, why: impl Into<String>) {
@@ -418,14 +416,17 @@ impl<'a> Counter<'a> {
     }
 
     /// The forward FLOPs of one copy of `t` in one layer: `2·T·rows·cols·active_copies`.
-    fn linear_fwd(&self, t: &Tensor) -> Result<u128, SpecError> {
-        prod(&[
-            2,
-            self.t,
-            u128::from(t.rows),
-            u128::from(t.cols),
-            u128::from(t.active_copies),
-        ])
+    fn linear_fwd(&self, t: &Tensor) -> Result<u128, Overflow> {
+        checked::product(
+            "2·T·rows·cols·active_copies",
+            [
+                2,
+                self.t,
+                u128::from(t.rows),
+                u128::from(t.cols),
+                u128::from(t.active_copies),
+            ],
+        )
     }
 
     /// The adapters of the plan on a layer kind.
@@ -533,9 +534,17 @@ impl<'a> Counter<'a> {
                 for (a, cross) in attentions {
                     let Some((qk, v)) = widths(a) else { continue };
                     let window = if cross { None } else { layer.sliding_window };
-                    let p = crate::flops::pairs(s, window, convention, cross);
-                    add(&mut scores, prod(&[2, b, p, u128::from(qk)])?)?;
-                    add(&mut values, prod(&[2, b, p, u128::from(v)])?)?;
+                    let p = crate::flops::pairs(s, window, convention, cross)?;
+                    scores = checked::add(
+                        "scores FLOPs",
+                        scores,
+                        checked::product("2·b·p·qk", [2, b, p, u128::from(qk)])?,
+                    )?;
+                    values = checked::add(
+                        "values FLOPs",
+                        values,
+                        checked::product("2·b·p·v", [2, b, p, u128::from(v)])?,
+                    )?;
                 }
                 let count = u128::from(count);
                 let adapters = self.adapters_on(si, stack.role, ki, count, first);
@@ -576,13 +585,13 @@ impl<'a> Counter<'a> {
     ) -> Result<Vec<(TensorKind, bool)>, SpecError> {
         let mut outs = Vec::new();
         for l in kind.lins.iter().filter(|l| l.role == role) {
-            add(&mut pass.matmul, l.fwd)?;
+            pass.matmul = checked::add("matmul FLOPs", pass.matmul, l.fwd)?;
             let trained = self.trained(l.kind) || l.merged;
             if trained {
-                add(&mut pass.wgrad, l.fwd)?;
+                pass.wgrad = checked::add("wgrad FLOPs", pass.wgrad, l.fwd)?;
             }
             if input {
-                add(&mut pass.igrad, l.fwd)?;
+                pass.igrad = checked::add("igrad FLOPs", pass.igrad, l.fwd)?;
             }
             outs.push((l.kind, trained || input));
         }
@@ -594,30 +603,58 @@ impl<'a> Counter<'a> {
             match a.wrapper {
                 Wrapper::Linear => {
                     // lora_A(x): [T, n_in]·[n_in, r]; lora_B: [T, r]·[r, n_out].
-                    let a_mm = prod(&[2, t, a.n_in, a.rank, a.copies])?;
-                    let b_mm = prod(&[2, t, a.rank, a.n_out, a.copies])?;
-                    add(&mut pass.adapters_fwd, a_mm)?;
-                    add(&mut pass.adapters_fwd, b_mm)?;
+                    let a_mm =
+                        checked::product("2·T·n_in·rank·copies", [2, t, a.n_in, a.rank, a.copies])?;
+                    let b_mm = checked::product(
+                        "2·T·rank·n_out·copies",
+                        [2, t, a.rank, a.n_out, a.copies],
+                    )?;
+                    pass.adapters_fwd =
+                        checked::add("adapters fwd FLOPs", pass.adapters_fwd, a_mm)?;
+                    pass.adapters_fwd =
+                        checked::add("adapters fwd FLOPs", pass.adapters_fwd, b_mm)?;
                     // lora_B: weight and input gradients; lora_A: weight gradient, and the
                     // grad-input where its input requires grad.
-                    add(&mut pass.adapters_bwd, prod(&[2, b_mm])?)?;
-                    add(&mut pass.adapters_bwd, a_mm)?;
+                    pass.adapters_bwd = checked::add(
+                        "adapters bwd FLOPs",
+                        pass.adapters_bwd,
+                        checked::product("2·b_mm", [2, b_mm])?,
+                    )?;
+                    pass.adapters_bwd =
+                        checked::add("adapters bwd FLOPs", pass.adapters_bwd, a_mm)?;
                     if input {
-                        add(&mut pass.adapters_bwd, a_mm)?;
+                        pass.adapters_bwd =
+                            checked::add("adapters bwd FLOPs", pass.adapters_bwd, a_mm)?;
                     }
                 }
                 Wrapper::Experts => {
                     // baddbmm(W, lhs [E, n_in, r], rhs [E, r, n_out]), built twice per
                     // forward; one of them is backpropagated (∂lhs, ∂rhs).
-                    let delta = prod(&[2, a.copies, a.n_in, a.rank, a.n_out])?;
-                    add(&mut pass.wrapper_fwd, prod(&[2, delta])?)?;
-                    add(&mut pass.wrapper_bwd, prod(&[2, delta])?)?;
+                    let delta = checked::product(
+                        "2·copies·n_in·rank·n_out",
+                        [2, a.copies, a.n_in, a.rank, a.n_out],
+                    )?;
+                    pass.wrapper_fwd = checked::add(
+                        "wrapper fwd FLOPs",
+                        pass.wrapper_fwd,
+                        checked::product("2·delta", [2, delta])?,
+                    )?;
+                    pass.wrapper_bwd = checked::add(
+                        "wrapper bwd FLOPs",
+                        pass.wrapper_bwd,
+                        checked::product("2·delta", [2, delta])?,
+                    )?;
                 }
                 Wrapper::Router => {
                     // B·A once: [n_out, r]·[r, n_in]; its backward ∂A, ∂B.
-                    let delta = prod(&[2, a.n_out, a.rank, a.n_in])?;
-                    add(&mut pass.wrapper_fwd, delta)?;
-                    add(&mut pass.wrapper_bwd, prod(&[2, delta])?)?;
+                    let delta =
+                        checked::product("2·n_out·rank·n_in", [2, a.n_out, a.rank, a.n_in])?;
+                    pass.wrapper_fwd = checked::add("wrapper fwd FLOPs", pass.wrapper_fwd, delta)?;
+                    pass.wrapper_bwd = checked::add(
+                        "wrapper bwd FLOPs",
+                        pass.wrapper_bwd,
+                        checked::product("2·delta", [2, delta])?,
+                    )?;
                 }
             }
             outs.push((a.kind, true));
@@ -654,23 +691,31 @@ impl<'a> Counter<'a> {
         } else {
             k
         };
-        add(&mut pass.attn, kind.scores)?;
-        add(&mut pass.attn, kind.values)?;
+        pass.attn = checked::add("attn FLOPs", pass.attn, kind.scores)?;
+        pass.attn = checked::add("attn FLOPs", pass.attn, kind.values)?;
         if self.fused_sdpa {
             if q || k || v {
-                add(&mut pass.attn_bwd, prod(&[3, kind.scores])?)?;
-                add(&mut pass.attn_bwd, prod(&[2, kind.values])?)?;
+                pass.attn_bwd = checked::add(
+                    "attn bwd FLOPs",
+                    pass.attn_bwd,
+                    checked::product("3·scores", [3, kind.scores])?,
+                )?;
+                pass.attn_bwd = checked::add(
+                    "attn bwd FLOPs",
+                    pass.attn_bwd,
+                    checked::product("2·values", [2, kind.values])?,
+                )?;
             }
         } else {
             // QKᵀ: ∂q, ∂k; P·V: ∂P (if q or k needs it), ∂v.
             for need in [q, k] {
                 if need {
-                    add(&mut pass.attn_bwd, kind.scores)?;
+                    pass.attn_bwd = checked::add("attn bwd FLOPs", pass.attn_bwd, kind.scores)?;
                 }
             }
             for need in [q || k, v] {
                 if need {
-                    add(&mut pass.attn_bwd, kind.values)?;
+                    pass.attn_bwd = checked::add("attn bwd FLOPs", pass.attn_bwd, kind.values)?;
                 }
             }
         }
@@ -709,7 +754,7 @@ impl<'a> Counter<'a> {
     }
 
     /// What the checkpoint's recompute does not re-run in a layer of `kind`.
-    fn tail(&mut self, kind: &Kind<'_>, layer0: bool) -> Result<u128, SpecError> {
+    fn tail(&mut self, kind: &Kind<'_>, layer0: bool) -> Result<u128, Overflow> {
         let whole_style = matches!(self.style(), Some(LayerStyle::Gemma2 | LayerStyle::Olmo2))
             || self.input.profile.is_some_and(|p| p.hidden_dropout);
         match &kind.layer.ffn {
@@ -724,13 +769,16 @@ impl<'a> Counter<'a> {
                 });
                 match adapter {
                     // Base and lora_A run; lora_B's pack is the last: its matmul is not run.
-                    Some(a) => prod(&[2, self.t, a.rank, a.n_out, a.copies]),
+                    Some(a) => checked::product(
+                        "2·T·rank·n_out·copies",
+                        [2, self.t, a.rank, a.n_out, a.copies],
+                    ),
                     None => kind
                         .lins
                         .iter()
                         .filter(|l| l.kind == TensorKind::FfnDown)
-                        .try_fold(0u128, |s, l| s.checked_add(l.fwd))
-                        .ok_or_else(too_large),
+                        .map(|l| l.fwd)
+                        .try_fold(0u128, |s, f| checked::add("down_proj FLOPs", s, f)),
                 }
             }
         }
@@ -791,14 +839,17 @@ impl<'a> Counter<'a> {
             if matches!(t.place, Place::Layer { .. }) || t.is_vector() || t.category.is_modality() {
                 continue;
             }
-            let fwd = prod(&[
-                2,
-                self.t,
-                u128::from(t.rows),
-                u128::from(t.cols),
-                u128::from(t.active_copies),
-                u128::from(t.layers),
-            ])?;
+            let fwd = checked::product(
+                "2·T·rows·cols·active_copies·layers",
+                [
+                    2,
+                    self.t,
+                    u128::from(t.rows),
+                    u128::from(t.cols),
+                    u128::from(t.active_copies),
+                    u128::from(t.layers),
+                ],
+            )?;
             let (trained, input) = match t.kind {
                 K::Output => (self.trained(K::Output), rg_final),
                 K::EmbeddingProjection if t.name.local == "project_in" => {
@@ -811,12 +862,12 @@ impl<'a> Counter<'a> {
                 }
                 _ => continue,
             };
-            add(&mut pass.matmul, fwd)?;
+            pass.matmul = checked::add("matmul FLOPs", pass.matmul, fwd)?;
             if trained {
-                add(&mut pass.wgrad, fwd)?;
+                pass.wgrad = checked::add("wgrad FLOPs", pass.wgrad, fwd)?;
             }
             if input {
-                add(&mut pass.igrad, fwd)?;
+                pass.igrad = checked::add("igrad FLOPs", pass.igrad, fwd)?;
             }
             if let Some(plan) = self.input.lora
                 && plan
@@ -832,13 +883,16 @@ impl<'a> Counter<'a> {
         {
             // The tied head multiplies by the token table (a trained weight iff the
             // embeddings are).
-            let fwd = prod(&[2, self.t, u128::from(e.rows), u128::from(e.dim)])?;
-            add(&mut pass.matmul, fwd)?;
+            let fwd = checked::product(
+                "2·T·rows·dim",
+                [2, self.t, u128::from(e.rows), u128::from(e.dim)],
+            )?;
+            pass.matmul = checked::add("matmul FLOPs", pass.matmul, fwd)?;
             if self.embeddings_trained() {
-                add(&mut pass.wgrad, fwd)?;
+                pass.wgrad = checked::add("wgrad FLOPs", pass.wgrad, fwd)?;
             }
             if rg_final {
-                add(&mut pass.igrad, fwd)?;
+                pass.igrad = checked::add("igrad FLOPs", pass.igrad, fwd)?;
             }
         }
         Ok(pass)
@@ -867,7 +921,12 @@ impl<'a> Counter<'a> {
         let mut per_kind: Vec<(u128, Pass)> = Vec::new();
         let mut rg_final = rg_rest;
         for (i, k) in kinds.iter().enumerate() {
-            let rest = if k.first { k.count - 1 } else { k.count };
+            // The first kind holds layer 0: its count is at least 1.
+            let rest = if k.first {
+                k.count.saturating_sub(1)
+            } else {
+                k.count
+            };
             let pass = self.layer(k, rg_rest, false)?;
             rg_final = rg_final || pass.out_rg;
             if rest > 0 {
@@ -886,25 +945,23 @@ impl<'a> Counter<'a> {
         let mut recompute = 0u128;
         if ckpt {
             for (k, (count, pass)) in kinds.iter().zip(&per_kind) {
-                let mut r = prod(&[*count, pass.recompute()?])?;
+                let mut r = checked::product("count·recompute", [*count, pass.recompute()?])?;
                 if k.first
                     && let Some((_, p0)) = first
                 {
                     // Layer 0 recomputes what its own pass computes (with adapters of
                     // layer 0 only).
-                    r = r
-                        .checked_sub(pass.recompute()?)
-                        .and_then(|x| x.checked_add(p0.recompute().ok()?))
-                        .ok_or_else(too_large)?;
+                    r = (Checked::new(r) - pass.recompute()? + p0.recompute()?)
+                        .get("L·recompute − recompute + layer 0's recompute")?;
                 }
-                add(&mut recompute, r)?;
+                recompute = checked::add("recompute FLOPs", recompute, r)?;
             }
         }
 
         let forward = total.forward()?;
         // Cross-check against the forward report: the same matmuls and attention.
         let reported = self.input.forward.forward_flops;
-        let base_forward = total.matmul.checked_add(total.attn).ok_or_else(too_large)?;
+        let base_forward = checked::add("M + S", total.matmul, total.attn)?;
         let mut backward = total.backward()?;
         let mut forward_total = forward;
         if base_forward != reported {
@@ -914,14 +971,18 @@ impl<'a> Counter<'a> {
                 n(reported)
             ));
             if let Some(extra) = reported.checked_sub(base_forward) {
-                add(&mut forward_total, extra)?;
-                add(&mut backward, prod(&[2, extra])?)?;
+                forward_total = checked::add("forward total FLOPs", forward_total, extra)?;
+                backward = checked::add(
+                    "backward FLOPs",
+                    backward,
+                    checked::product("2·extra", [2, extra])?,
+                )?;
             }
         }
-        let train_step = forward_total
-            .checked_add(backward)
-            .and_then(|x| x.checked_add(recompute))
-            .ok_or_else(too_large)?;
+        let train_step = checked::sum(
+            "forward + backward + recompute",
+            [forward_total, backward, recompute],
+        )?;
         let terms = self.terms(
             &kinds,
             &per_kind,
@@ -950,6 +1011,8 @@ impl<'a> Counter<'a> {
         recompute: u128,
     ) -> Vec<Term> {
         let mut terms = Vec::new();
+        // saturates: never, both are parts of `forward`, a checked sum; and `other` is what
+        // `forward` holds beyond its parts, never floored.
         let adapters_fwd = total.adapters_fwd.saturating_add(total.wrapper_fwd);
         let other = forward
             .saturating_sub(total.matmul)
@@ -1005,6 +1068,7 @@ impl<'a> Counter<'a> {
                 n(total.igrad),
                 n(total.attn_bwd)
             );
+            // saturates: never, both are parts of `backward`, a checked sum.
             let ab = total.adapters_bwd.saturating_add(total.wrapper_bwd);
             if ab > 0 {
                 f.push_str(" + A_b");
@@ -1039,6 +1103,7 @@ impl<'a> Counter<'a> {
             for (k, (count, pass)) in kinds.iter().zip(per_kind) {
                 let mut fs = String::from("M_l + S_l");
                 let mut vs = format!("{} + {}", n(pass.matmul), n(pass.attn));
+                // saturates: never, both are parts of the pass's forward, a checked sum.
                 let a = pass.adapters_fwd.saturating_add(pass.wrapper_fwd);
                 if a > 0 {
                     fs.push_str(" + A_l");
@@ -1081,7 +1146,7 @@ fn accumulate(total: &mut Pass, pass: &Pass, count: u128) -> Result<(), SpecErro
         (&mut total.wrapper_bwd, pass.wrapper_bwd),
         (&mut total.attn_bwd, pass.attn_bwd),
     ] {
-        add(t, prod(&[p, count])?)?;
+        *t = (Checked::new(*t) + Checked::new(p) * count).get("FLOPs of the layers")?;
     }
     Ok(())
 }
@@ -1560,7 +1625,14 @@ mod tests {
             lora: None,
             frozen_base: false,
         });
-        assert!(matches!(r, Err(SpecError::TooLarge { .. })));
+        let Err(SpecError::Overflow(e)) = r else {
+            panic!("{r:?}")
+        };
+        // T = b·s = (2^64 − 1)² fits u128; 2·T does not.
+        assert_eq!(
+            e.to_string(),
+            "`2·T·rows·cols·active_copies` overflows 128 bits (with values: 2 · 340282366920938463426481119284349108225)"
+        );
     }
 
     #[test]

@@ -22,21 +22,25 @@ use std::fmt::Write as _;
 use std::ops::{Add, Mul};
 
 use super::{ActInput, Activations};
-use crate::SpecError;
+use crate::checked::{self, Checked};
 use crate::layout::TensorKind;
 use crate::spec::{Attention, Ffn, Layer, StackRole};
 use crate::train::{AttnImpl, Device, FreezePart, LayerStyle, Term, TrainingProfile, sum};
 use crate::units::thousands_u128;
+use crate::{Overflow, SpecError};
 
 // ------------------------------------------------------------------------------------ formulas
 
-/// A formula: its symbols, the same with the values put in, and its value (`None` once it
-/// overflows, reported as [`SpecError::TooLarge`] where it is used).
+/// A formula: its symbols, the same with the values put in, and its value (checked: a step
+/// that overflows is kept, and named with the formula's symbols where the value is used).
+///
+/// `X`'s operators are [`Checked`]'s, so `clippy.toml` allows them under
+/// `arithmetic_side_effects` as it allows `Checked`'s.
 #[derive(Debug, Clone)]
 struct X {
     sym: String,
     num: String,
-    value: Option<u128>,
+    value: Checked<u128>,
     sum: bool,
 }
 
@@ -45,18 +49,30 @@ impl X {
         X {
             sym: n.to_string(),
             num: n.to_string(),
-            value: Some(n),
+            value: Checked::new(n),
             sum: false,
         }
     }
 
     fn var(sym: &str, n: u128) -> X {
+        X::derived(sym, Checked::new(n))
+    }
+
+    /// A symbol standing for a product of sizes (`T` = `b·s`), its value checked.
+    fn derived(sym: &str, value: Checked<u128>) -> X {
         X {
             sym: sym.to_owned(),
-            num: n.to_string(),
-            value: Some(n),
+            num: value
+                .ok()
+                .map_or_else(|| "overflow".to_owned(), |n| n.to_string()),
+            value,
             sum: false,
         }
+    }
+
+    /// The value, or the error naming this formula and the step that overflowed.
+    fn get(&self) -> Result<u128, Overflow> {
+        self.value.get(&self.sym)
     }
 
     fn wrapped(&self, num: bool) -> String {
@@ -72,13 +88,13 @@ impl X {
 impl Mul for X {
     type Output = X;
     fn mul(self, o: X) -> X {
-        if self.value == Some(1) && !self.sum && self.sym == "1" {
+        if self.value.ok() == Some(1) && !self.sum && self.sym == "1" {
             return o;
         }
         X {
             sym: format!("{}·{}", self.wrapped(false), o.wrapped(false)),
             num: format!("{}·{}", self.wrapped(true), o.wrapped(true)),
-            value: self.value.zip(o.value).and_then(|(a, b)| a.checked_mul(b)),
+            value: self.value * o.value,
             sum: false,
         }
     }
@@ -90,7 +106,7 @@ impl Add for X {
         X {
             sym: format!("{} + {}", self.sym, o.sym),
             num: format!("{} + {}", self.num, o.num),
-            value: self.value.zip(o.value).and_then(|(a, b)| a.checked_add(b)),
+            value: self.value + o.value,
             sum: true,
         }
     }
@@ -98,12 +114,6 @@ impl Add for X {
 
 fn c(n: u128) -> X {
     X::lit(n)
-}
-
-fn too_large() -> SpecError {
-    SpecError::TooLarge {
-        what: "activations".into(),
-    }
 }
 
 // ------------------------------------------------------------------------------------ shapes
@@ -140,10 +150,10 @@ impl Dims {
         X::var("s", self.s)
     }
     fn s2(&self) -> X {
-        X::var("s²", self.s.saturating_mul(self.s))
+        X::derived("s²", Checked::new(self.s) * self.s)
     }
     fn t(&self) -> X {
-        X::var("T", self.b.saturating_mul(self.s))
+        X::derived("T", Checked::new(self.b) * self.s)
     }
     fn d(&self) -> X {
         X::var("d", self.d)
@@ -152,10 +162,10 @@ impl Dims {
         X::var("H", self.h)
     }
     fn a(&self) -> X {
-        X::var("A", self.h.saturating_mul(self.hd))
+        X::derived("A", Checked::new(self.h) * self.hd)
     }
     fn k(&self) -> X {
-        X::var("K", self.kv.saturating_mul(self.hd))
+        X::derived("K", Checked::new(self.kv) * self.hd)
     }
     fn f(&self) -> X {
         X::var("F", self.f)
@@ -344,7 +354,7 @@ struct Pieces {
 
 impl Pieces {
     fn add(&mut self, saved: bool, key: &'static str, what: impl Into<String>, x: X, tp: Tp) {
-        if saved && x.value != Some(0) {
+        if saved && x.value.ok() != Some(0) {
             self.list.push(Piece {
                 key,
                 what: what.into(),
@@ -1255,6 +1265,7 @@ fn layer_peak(step: &Step, x: &Dims, out: &[Piece], layers: u128) -> Option<Vec<
         layers > 1,
         "earlier_layers",
         "the earlier layers' outputs, kept as checkpoint inputs",
+        // Only added when `layers > 1`: the difference is never floored.
         X::var("(L − 1)", layers.saturating_sub(1)) * x.etd(),
         Tp::Replicated,
     );
@@ -1379,12 +1390,15 @@ fn layer_peak(step: &Step, x: &Dims, out: &[Piece], layers: u128) -> Option<Vec<
                 } else {
                     x.e()
                 };
+                // Bytes per element of a few dtypes: small constants, never an overflow.
                 let at_softmax = (scores.clone() + if upcast { c(4) } else { c(0) } + c(4))
                     .value
+                    .ok()
                     .unwrap_or(0);
                 let cast = if upcast { x.e() } else { c(0) };
                 let at_dropout = (c(4) + cast.clone() + step.noise(x) + x.e())
                     .value
+                    .ok()
                     .unwrap_or(0);
                 if step.attn_drop && at_dropout > at_softmax {
                     p.add(
@@ -1581,18 +1595,19 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
     };
 
     // The step's sizes (layer 0's kind for what is outside the layers).
-    let dims_of = |l: &Layer, why: &mut Vec<String>| -> Dims {
+    let dims_of = |l: &Layer, why: &mut Vec<String>| -> Result<Dims, Overflow> {
         let (h, kv, hd) = match &l.attention {
             Attention::Standard(a) | Attention::CacheOnly(a) => {
                 (a.num_heads, a.num_kv_heads, a.head_dim)
             }
             Attention::Latent(m) => {
                 why.push("multi-head latent attention is counted as multi-head attention of the same heads".into());
-                (
-                    m.num_heads,
-                    m.num_heads,
-                    m.qk_nope_head_dim.saturating_add(m.qk_rope_head_dim),
-                )
+                let hd = checked::add(
+                    "qk_nope_head_dim + qk_rope_head_dim",
+                    m.qk_nope_head_dim,
+                    m.qk_rope_head_dim,
+                )?;
+                (m.num_heads, m.num_heads, hd)
             }
             Attention::Absent => {
                 why.push("a layer without attention is counted without its mixer".into());
@@ -1624,14 +1639,13 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
             }
             Ffn::Moe(m) => {
                 why.push("experts are counted as one dense MLP of the routed width".into());
-                m.expert
-                    .intermediate
-                    .saturating_mul(m.experts_per_token)
-                    .saturating_add(m.shared.map_or(0, |s| s.intermediate))
+                (Checked::new(m.expert.intermediate) * m.experts_per_token
+                    + m.shared.map_or(0, |s| s.intermediate))
+                .get("moe_intermediate_size·num_experts_per_tok + shared_intermediate_size")?
             }
             Ffn::Absent => 0,
         };
-        Dims {
+        Ok(Dims {
             e,
             b: u128::from(input.batch),
             s: u128::from(input.seq),
@@ -1645,7 +1659,7 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
             rank: input.lora.map_or(0, |p| u128::from(p.rank)),
             window: profile.sliding_window_applies
                 && l.sliding_window.is_some_and(|w| input.seq > w),
-        }
+        })
     };
     if style == LayerStyle::Opt
         && (!spec.embedding_projections.is_empty() || stack.final_norm.is_none())
@@ -1663,7 +1677,7 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
     let mut outside_bytes: u128 = 0;
     let first_kind = ks.counts.get(ks.first).map(|(l, _)| *l);
     let base = match first_kind {
-        Some(l) => dims_of(l, &mut why),
+        Some(l) => dims_of(l, &mut why)?,
         None => return Ok(empty("the model has no layers")),
     };
 
@@ -1673,8 +1687,8 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
                     count_sym: &str,
                     part: Option<Tp>|
      -> Result<(), SpecError> {
-        let v = p.x.value.ok_or_else(too_large)?;
-        let value = v.checked_mul(count).ok_or_else(too_large)?;
+        let v = p.x.get()?;
+        let value = checked::mul(&format!("{count_sym}·{}", p.x.wrapped(false)), count, v)?;
         let formula = if count_sym.is_empty() {
             format!("{} = {}", p.x.sym, p.x.num)
         } else {
@@ -1689,7 +1703,7 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
             Some(Tp::Replicated) => &mut replicated,
             None => &mut outside_bytes,
         };
-        *slot = slot.checked_add(value).ok_or_else(too_large)?;
+        *slot = checked::add("activations", *slot, value)?;
         terms.push(Term::new(p.key, p.what.clone(), formula, value));
         Ok(())
     };
@@ -1723,7 +1737,7 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
             let x = if i == ks.first {
                 base.clone()
             } else {
-                dims_of(kind, &mut why)
+                dims_of(kind, &mut why)?
             };
             let count = u128::from(*count);
             let mut later = Pieces { list: Vec::new() };
@@ -1732,6 +1746,7 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
                 let mut zero = Pieces { list: Vec::new() };
                 layer(&step, &x, gx0, &mut zero);
                 // Pieces layer 0 keeps like every layer count L; the rest L − 1 (+ layer 0's own).
+                // A kind's count is at least 1 (it holds layer 0).
                 let rest = count.saturating_sub(1);
                 for p in &later.list {
                     let in0 = zero.list.iter().any(|z| z.key == p.key && z.what == p.what);
@@ -1806,8 +1821,8 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
     );
     let mut peak = retained;
     for p in &transient.list {
-        let v = p.x.value.ok_or_else(too_large)?;
-        peak = peak.checked_add(v).ok_or_else(too_large)?;
+        let v = p.x.get()?;
+        peak = checked::add("forward peak", peak, v)?;
         peak_terms.push(Term::new(
             p.key,
             p.what.clone(),
@@ -1818,25 +1833,21 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
     if input.checkpointing
         && let Some(list) = layer_peak(&step, x, &out.list, l_total)
     {
-        let mut inside: u128 = 0;
-        for p in &list {
-            inside = inside
-                .checked_add(p.x.value.ok_or_else(too_large)?)
-                .ok_or_else(too_large)?;
-        }
+        let inside_terms = list
+            .iter()
+            .map(|p| {
+                Ok(Term::new(
+                    p.key,
+                    format!("in the last layer's forward: {}", p.what),
+                    format!("{} = {}", p.x.sym, p.x.num),
+                    p.x.get()?,
+                ))
+            })
+            .collect::<Result<Vec<_>, Overflow>>()?;
+        let inside = sum(&inside_terms, "peak in the last layer's forward")?;
         if inside > peak {
             peak = inside;
-            peak_terms = list
-                .iter()
-                .map(|p| {
-                    Term::new(
-                        p.key,
-                        format!("in the last layer's forward: {}", p.what),
-                        format!("{} = {}", p.x.sym, p.x.num),
-                        p.x.value.unwrap_or(0),
-                    )
-                })
-                .collect();
+            peak_terms = inside_terms;
         }
     }
 
@@ -2535,6 +2546,13 @@ mod tests {
             lora: None,
             frozen: &[],
         });
-        assert!(matches!(r, Err(SpecError::TooLarge { .. })));
+        let Err(SpecError::Overflow(e)) = r else {
+            panic!("{r:?}")
+        };
+        // T = b·s = (2^64 − 1)² fits u128; e·T (e = 4, fp32) does not.
+        assert_eq!(
+            e.to_string(),
+            "`e·T·d` overflows 128 bits (with values: 4 · 340282366920938463426481119284349108225)"
+        );
     }
 }

@@ -20,33 +20,14 @@
 //! checked.
 
 use super::{ActInput, Activations};
-use crate::SpecError;
+use crate::checked::{self, Checked};
 use crate::layout::TensorKind;
 use crate::spec::{Attention, Ffn, Layer, StackRole};
 use crate::train::lora::LoraPlan;
 use crate::train::{AttnImpl, Device, FreezePart, LayerStyle, Term};
 use crate::units::thousands_u128;
+use crate::{Overflow, SpecError};
 use std::ops::Range;
-
-fn too_large() -> SpecError {
-    SpecError::TooLarge {
-        what: "activations".into(),
-    }
-}
-
-fn product(factors: &[u128]) -> Result<u128, SpecError> {
-    factors
-        .iter()
-        .try_fold(1u128, |a, &x| a.checked_mul(x))
-        .ok_or_else(too_large)
-}
-
-fn total(values: &[u128]) -> Result<u128, SpecError> {
-    values
-        .iter()
-        .try_fold(0u128, |a, &x| a.checked_add(x))
-        .ok_or_else(too_large)
-}
 
 fn n(x: u128) -> String {
     thousands_u128(x)
@@ -72,13 +53,17 @@ struct Sum {
 }
 
 impl Sum {
-    fn add(&mut self, sym: impl Into<String>, factors: &[u128]) -> Result<(), SpecError> {
-        let v = product(factors)?;
+    fn add(&mut self, sym: impl Into<String>, factors: &[u128]) -> Result<(), Overflow> {
+        let sym = sym.into();
+        let v = checked::product(&sym, factors.iter().copied())?;
         if v == 0 {
             return Ok(());
         }
-        self.value = self.value.checked_add(v).ok_or_else(too_large)?;
-        self.sym.push(sym.into());
+        self.value = checked::add("", self.value, v).map_err(|e| Overflow {
+            formula: format!("{} + {sym}", self.sym()),
+            ..e
+        })?;
+        self.sym.push(sym);
         self.val
             .push(factors.iter().map(|f| n(*f)).collect::<Vec<_>>().join("·"));
         Ok(())
@@ -366,8 +351,11 @@ struct LayerOut {
 }
 
 impl LayerOut {
-    fn value(&self) -> Result<u128, SpecError> {
-        total(&self.parts.iter().map(|p| p.sum.value).collect::<Vec<_>>())
+    fn value(&self) -> Result<u128, Overflow> {
+        checked::sum(
+            "a layer's activations",
+            self.parts.iter().map(|p| p.sum.value),
+        )
     }
 }
 
@@ -470,10 +458,8 @@ fn layer(
                 false,
                 e,
             )?;
-            out.before_scores = out
-                .before_scores
-                .checked_add(sum.value)
-                .ok_or_else(too_large)?;
+            out.before_scores =
+                checked::add("saved before the scores", out.before_scores, sum.value)?;
             push(
                 &mut parts,
                 &format!("{name}_norm"),
@@ -483,12 +469,13 @@ fn layer(
             );
         }
 
+        let a2k = (Checked::new(a) + Checked::new(k) * 2u128).get("A + 2K")?;
         let mask = !cx.eager && at.window.is_some_and(|w| cx.dm.s > w);
         let repeat = kv < h && (cx.eager || mask || at.hd > 256);
         let (kvw, kv_sym) = if repeat { (a, "A") } else { (k, "K") };
         let fused_view = at.fused_qkv && !repeat;
         let u = [b, h, s, s];
-        out.scores = product(&u)?;
+        out.scores = checked::product("bHs²", u)?;
         let mut sum = Sum::default();
         let what;
         if cx.eager {
@@ -515,13 +502,13 @@ fn layer(
             if q_g || k_g {
                 if cx.style == LayerStyle::Gemma2 {
                     sum.add("e·bHs²", &[e, b, h, s, s])?;
-                    out.tanh = product(&[e, b, h, s, s])?;
+                    out.tanh = checked::product("e·bHs²", [e, b, h, s, s])?;
                     items.push("tanh of the soft-capped scores");
                 }
                 sum.add("4bHs²", &[4, b, h, s, s])?;
                 items.push("fp32 softmax");
                 if at.fused_qkv && b == 1 && kv == h {
-                    sum.add("eT(A+2K)", &[e, t, a + 2 * k])?;
+                    sum.add("eT(A+2K)", &[e, t, a2k])?;
                     items.push("v (a view: the whole fused qkv output)");
                 } else if mqa_view {
                     sum.add("eTK", &[e, t, k])?;
@@ -551,7 +538,7 @@ fn layer(
             ops.add("eTA", &[e, t, a])?;
             ops.add("eTK", &[e, t, k])?;
             if at.fused_qkv {
-                ops.add("eT(A+2K)", &[e, t, a + 2 * k])?;
+                ops.add("eT(A+2K)", &[e, t, a2k])?;
             } else {
                 ops.add("eTK", &[e, t, k])?;
             }
@@ -578,7 +565,7 @@ fn layer(
             sum.add("eTA", &[e, t, a])?;
             sum.add(format!("eT{kv_sym}"), &[e, t, kvw])?;
             if fused_view {
-                sum.add("eT(A+2K)", &[e, t, a + 2 * k])?;
+                sum.add("eT(A+2K)", &[e, t, a2k])?;
                 items.push("the fused qkv output (v is a view of it)");
             } else {
                 sum.add(format!("eT{kv_sym}"), &[e, t, kvw])?;
@@ -590,7 +577,8 @@ fn layer(
             // whose logsumexp is padded to a multiple of 32 in s.
             let efficient = cx.cuda && (e == 4 || mask || at.hd > 256);
             if efficient {
-                sum.add("4bH·⌈s⌉₃₂", &[4, b, h, s.div_ceil(32) * 32])?;
+                let s32 = (Checked::new(s).div_ceil(32u128) * 32u128).get("⌈s⌉₃₂")?;
+                sum.add("4bH·⌈s⌉₃₂", &[4, b, h, s32])?;
             } else {
                 sum.add("4bHs", &[4, b, h, s])?;
             }
@@ -620,7 +608,8 @@ fn layer(
             // Not derived (no RMSNorm family of the truth has attention dropout): the CPU
             // keeps a dtype-sized noise tensor and the dropped probabilities; CUDA a bool mask.
             let noise = if cx.cuda { 1 } else { e };
-            sum.add("(noise + e)·bHs²", &[noise + e, b, h, s, s])?;
+            let bytes = checked::add("noise + e", noise, e)?;
+            sum.add("(noise + e)·bHs²", &[bytes, b, h, s, s])?;
         }
         push(&mut parts, "attention", what, Place::Sharded, sum);
         if mask && any {
@@ -701,34 +690,31 @@ fn layer(
             let f = *f;
             let gate_g = ffn_in_g || tw || ads.gate;
             let up_g = ffn_in_g || tw || ads.up;
-            let mut count = 0u128;
+            // Each item is one `[T, F]` tensor in the dtype.
             let mut items = Vec::new();
             if *gated {
                 if gate_g {
-                    count += 2;
                     items.push("gate output");
                     items.push("up output");
                 }
                 if up_g {
-                    count += 1;
                     items.push("act(gate)");
                 }
                 down_in_g = gate_g || up_g;
             } else {
                 if up_g {
-                    count += 1;
                     items.push("up output");
                 }
                 down_in_g = up_g;
             }
             if tw {
-                count += 1;
                 items.push(if *gated {
                     "act(gate)·up (down_proj input)"
                 } else {
                     "act(up) (down_proj input)"
                 });
             }
+            let count = items.len() as u128;
             let mut sum = Sum::default();
             sum.add(format!("{count}eTF"), &[count, e, t, f])?;
             push(
@@ -775,7 +761,11 @@ fn layer(
                 );
                 let mut routing = Sum::default();
                 routing.add("4T", &[4, t])?;
-                let c = if cx.routing_in_dtype { 36 + e } else { 40 };
+                let c = if cx.routing_in_dtype {
+                    checked::add("36 + e", 36, e)?
+                } else {
+                    40
+                };
                 routing.add(format!("{c}Tk"), &[c, t, k])?;
                 push(
                     &mut parts,
@@ -859,13 +849,14 @@ fn layer(
                 // residual, the router's input and logits, the routing tensors, the gathered
                 // inputs, the down outputs, the weighted rows and their reordered copy.
                 let w = if cx.routing_in_dtype { e } else { 4 };
-                let wp = w.max(e);
+                let w36 = (Checked::new(w) * 2u128 + 36u128).get("2w + 36")?;
+                let wp2 = checked::mul("2·max(w, e)", w.max(e), 2)?;
                 let mut pk = Sum::default();
                 pk.add("2eTd", &[2, e, t, d])?;
                 pk.add("eTE", &[e, t, en])?;
-                pk.add(format!("({})Tk", 2 * w + 36), &[2 * w + 36, t, k])?;
+                pk.add(format!("({w36})Tk"), &[w36, t, k])?;
                 pk.add("2eTkd", &[2, e, t, k, d])?;
-                pk.add(format!("{}Tkd", 2 * wp), &[2 * wp, t, k, d])?;
+                pk.add(format!("{wp2}Tkd"), &[wp2, t, k, d])?;
                 pk.add("8E", &[8, en])?;
                 if let Some(p) = ads.expert_gate_up {
                     pk.add("2eEdFm", &[2, e, en, d, fm])?;
@@ -937,10 +928,8 @@ fn layer(
                 }
             }
             if lin.role == Role::Qkv {
-                out.before_scores = out
-                    .before_scores
-                    .checked_add(sum.value)
-                    .ok_or_else(too_large)?;
+                out.before_scores =
+                    checked::add("saved before the scores", out.before_scores, sum.value)?;
             }
             let place = if lin.n_in == d {
                 Place::Replicated
@@ -988,7 +977,12 @@ fn norm_what(
 }
 
 /// The shapes of a layer kind; `why` collects what is approximated.
-fn shape(layer: &Layer, profile_window: bool, style: LayerStyle, why: &mut Vec<String>) -> Shape {
+fn shape(
+    layer: &Layer,
+    profile_window: bool,
+    style: LayerStyle,
+    why: &mut Vec<String>,
+) -> Result<Shape, Overflow> {
     let u = u128::from;
     let attention = match &layer.attention {
         Attention::Standard(a) | Attention::CacheOnly(a) => {
@@ -1002,8 +996,16 @@ fn shape(layer: &Layer, profile_window: bool, style: LayerStyle, why: &mut Vec<S
                 h: u(a.num_heads),
                 kv: u(a.num_kv_heads),
                 hd: u(a.head_dim),
-                a: u(a.num_heads) * u(a.head_dim),
-                k: u(a.num_kv_heads) * u(a.head_dim),
+                a: checked::mul(
+                    "num_attention_heads·head_dim",
+                    u(a.num_heads),
+                    u(a.head_dim),
+                )?,
+                k: checked::mul(
+                    "num_key_value_heads·head_dim",
+                    u(a.num_kv_heads),
+                    u(a.head_dim),
+                )?,
                 fused_qkv: a.fused_qkv,
                 q_norm: q_dim(&a.q_norm),
                 k_norm: q_dim(&a.k_norm),
@@ -1019,13 +1021,22 @@ fn shape(layer: &Layer, profile_window: bool, style: LayerStyle, why: &mut Vec<S
                 "latent (MLA) attention is counted as multi-head attention of its query/key width"
                     .into(),
             );
-            let hd = u(m.qk_nope_head_dim) + u(m.qk_rope_head_dim);
+            let hd = checked::add(
+                "qk_nope_head_dim + qk_rope_head_dim",
+                u(m.qk_nope_head_dim),
+                u(m.qk_rope_head_dim),
+            )?;
+            let a = checked::mul(
+                "num_attention_heads·(qk_nope_head_dim + qk_rope_head_dim)",
+                u(m.num_heads),
+                hd,
+            )?;
             Some(AttnShape {
                 h: u(m.num_heads),
                 kv: u(m.num_heads),
                 hd,
-                a: u(m.num_heads) * hd,
-                k: u(m.num_heads) * hd,
+                a,
+                k: a,
                 fused_qkv: false,
                 q_norm: None,
                 k_norm: None,
@@ -1074,7 +1085,7 @@ fn shape(layer: &Layer, profile_window: bool, style: LayerStyle, why: &mut Vec<S
     if style == LayerStyle::Olmo2 && matches!(ffn, FfnShape::Moe { .. }) {
         why.push("MoE layers with OLMo 2 post-norms are not measured".into());
     }
-    Shape { attention, ffn }
+    Ok(Shape { attention, ffn })
 }
 
 /// The adapters of `plan` on each layer kind of the stack.
@@ -1091,20 +1102,21 @@ fn adapters_by_kind(plan: &Lora, stack: &crate::spec::Stack, why: &mut Vec<Strin
         if module.stack.is_some_and(|r| r != stack.role) {
             continue;
         }
-        let (mut i, mut j) = (0usize, 0usize);
-        while let (Some(run), Some(range)) = (runs.get(i), module.layer_runs.get(j)) {
-            let run_end = run.start.saturating_add(run.count);
+        let (mut runs, mut ranges) = (runs.iter().peekable(), module.layer_runs.iter().peekable());
+        while let (Some(run), Some(range)) = (runs.peek(), ranges.peek()) {
+            let run_end = run.range().end;
             let lo = range.start.max(run.start);
             let hi = range.end.min(run_end);
-            if hi > lo
+            if let Some(n) = hi.checked_sub(lo)
                 && let Some(c) = covered.get_mut(run.kind).and_then(|v| v.get_mut(m))
             {
-                *c = c.saturating_add(hi - lo);
+                // saturates: never, a kind's covered layers are at most its layers.
+                *c = c.saturating_add(n);
             }
             if run_end <= range.end {
-                i += 1;
+                runs.next();
             } else {
-                j += 1;
+                ranges.next();
             }
         }
     }
@@ -1214,7 +1226,7 @@ fn layer_term(
     label: &str,
 ) -> Result<Term, SpecError> {
     let c = u128::from(count);
-    let value = c.checked_mul(part.sum.value).ok_or_else(too_large)?;
+    let value = checked::mul(&format!("L·({})", part.sum.sym()), c, part.sum.value)?;
     let csym = if count == all && !kinds {
         "L".to_owned()
     } else {
@@ -1276,7 +1288,7 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
     let dm = Dims {
         b: u(input.batch),
         s: u(input.seq),
-        t: product(&[u(input.batch), u(input.seq)])?,
+        t: checked::mul("b·s", u(input.batch), u(input.seq))?,
         d: u(spec.hidden_size),
         v: u(spec.vocab_size),
         e,
@@ -1376,11 +1388,11 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
         let runs = stack.layers.runs();
         let counts = stack.layers.kind_counts();
         let all = stack.layers.len();
-        layers_total = layers_total.saturating_add(all);
+        layers_total = checked::add("layers of the stacks", layers_total, all)?;
         let shapes: Vec<Shape> = counts
             .iter()
             .map(|(l, _)| shape(l, profile_window, style, &mut why))
-            .collect();
+            .collect::<Result<_, _>>()?;
         for sh in &shapes {
             if let Some(a) = &sh.attention {
                 head_dim.get_or_insert(a.hd);
@@ -1417,6 +1429,7 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
             let lo = layer(&cx, sh, full, true, &a)?;
             let mut count = *count;
             let lo0 = if layer0_differs && kind == first_kind {
+                // The first kind holds layer 0: its count is at least 1.
                 count = count.saturating_sub(1);
                 Some(layer(&cx, sh, full, false, &a)?)
             } else {
@@ -1432,12 +1445,14 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
             };
             if !ckpt {
                 let per = lo.value()?;
-                layer_bytes = total(&[layer_bytes, product(&[u128::from(count), per])?])?;
+                layer_bytes = (Checked::new(layer_bytes) + Checked::new(u128::from(count)) * per)
+                    .get("saved bytes of the layers")?;
                 for p in &lo.parts {
                     merge(&mut entries, count, p, &label);
                 }
                 if let Some(l0) = &lo0 {
-                    layer_bytes = total(&[layer_bytes, l0.value()?])?;
+                    layer_bytes =
+                        checked::add("saved bytes of the layers", layer_bytes, l0.value()?)?;
                     for p in &l0.parts {
                         if lo.parts.contains(p) {
                             merge(&mut entries, 1, p, &label);
@@ -1461,8 +1476,8 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
         for (count, part, label) in &entries {
             let t = layer_term(part, *count, all, kinds_differ, label)?;
             match part.place {
-                Place::Sharded => sharded = total(&[sharded, t.value])?,
-                _ => replicated = total(&[replicated, t.value])?,
+                Place::Sharded => sharded = checked::add("sharded layer bytes", sharded, t.value)?,
+                _ => replicated = checked::add("replicated layer bytes", replicated, t.value)?,
             }
             terms.push(t);
         }
@@ -1471,7 +1486,11 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
 
     // Masks: eager materializes a dtype mask per mask kind (full, sliding); SDPA a bool mask
     // only where a sliding window is shorter than the sequence.
-    let mask_kinds = u128::from(has_global) + u128::from(has_sliding);
+    let mask_kinds: u128 = if has_global && has_sliding {
+        2
+    } else {
+        u128::from(has_global || has_sliding)
+    };
     let mut masks = Sum::default();
     if eager && mask_kinds > 1 {
         masks.add(format!("{mask_kinds}·e·b·s²"), &[mask_kinds, e, b, s, s])?;
@@ -1552,7 +1571,7 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
         let mut sum = Sum::default();
         sum.add("4TV", &[4, t, v])?;
         if b == 1 {
-            sum.add("8(s+1)", &[8, s + 1])?;
+            sum.add("8(s+1)", &[8, checked::add("s + 1", s, 1)?])?;
         } else {
             sum.add("8T", &[8, t])?;
         }
@@ -1635,14 +1654,12 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
             inputs.value,
         ));
     }
-    let outside = total(
-        &outside_parts
-            .iter()
-            .map(|p| p.sum.value)
-            .collect::<Vec<_>>(),
+    let outside = checked::sum(
+        "activations outside the layers",
+        outside_parts.iter().map(|p| p.sum.value),
     )?;
     terms.extend(outside_parts.iter().map(once_term));
-    let retained = total(&[sharded, replicated, outside])?;
+    let retained = checked::sum("activations", [sharded, replicated, outside])?;
 
     // The forward's peak: the largest of (1) the loss, where the logits, their fp32 upcast and
     // the fp32 log-probs are alive together, (2) the last layer's eager softmax, (3) the last
@@ -1675,7 +1692,7 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
         }
         if b > 1 {
             let mut lab = Sum::default();
-            lab.add("8b(s+1)", &[8, b, s + 1])?;
+            lab.add("8b(s+1)", &[8, b, checked::add("s + 1", s, 1)?])?;
             loss_peak.push(Term::new(
                 "labels_padded",
                 "the padded labels (a transient for batch > 1)",
@@ -1694,7 +1711,7 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
             ));
         }
     }
-    let loss_value = total(&loss_peak.iter().map(|x| x.value).collect::<Vec<_>>())?;
+    let loss_value = checked::sum("peak at the loss", loss_peak.iter().map(|x| x.value))?;
     let mut best = (loss_value, loss_peak);
 
     if let Some(lo) = &last {
@@ -1708,7 +1725,7 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
             "position_ids",
             "int64 position ids",
             format!("8s = 8·{}", n(s)),
-            if rotary { product(&[8, s])? } else { 0 },
+            if rotary { checked::mul("8s", 8, s)? } else { 0 },
         ));
         base.push(Term::new(
             "masks",
@@ -1722,26 +1739,28 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
                 "layer_inputs",
                 "every layer's checkpointed input",
                 format!("L·eTd = {}·{}·{}·{}", n(l), e, n(t), n(d)),
-                product(&[l, e, t, d])?,
+                checked::product("L·eTd", [l, e, t, d])?,
             ));
         } else {
             // Every layer's saved tensors but the last's, the inputs alive as locals.
             let last_value = lo.value()?;
-            let before = layer_bytes.checked_sub(last_value).ok_or_else(too_large)?;
+            let before = checked::sub(
+                "saved by the layers − the last layer",
+                layer_bytes,
+                last_value,
+            )?;
             layers_part.push(Term::new(
                 "earlier_layers",
                 "what the earlier layers saved",
                 n(before),
                 before,
             ));
-            let etd = product(&[e, t, d])?;
-            let mut inputs = 0;
-            if !first_input_saved {
-                inputs += etd;
-            }
-            if l > 1 && !lo.input_saved {
-                inputs += etd;
-            }
+            let etd = checked::product("eTd", [e, t, d])?;
+            let alive = [!first_input_saved, l > 1 && !lo.input_saved];
+            let inputs = checked::sum(
+                "eTd of the inputs alive",
+                alive.iter().filter(|&&a| a).map(|_| etd),
+            )?;
             layers_part.push(Term::new(
                 "inputs",
                 "the embedding output and the last layer's input, alive as locals",
@@ -1779,14 +1798,14 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
                 format!("{} = {}", lo.operands.sym(), lo.operands.val()),
                 lo.operands.value,
             ));
-            let c = e + 4 + conv;
+            let c = (Checked::new(e) + 4u128 + conv).get("e + 4 + conv")?;
             terms_eager.push(Term::new(
                 "scores",
                 "the last layer's scores at its softmax: scores (after the mask), their fp32 copy, the fp32 softmax",
                 format!("{c}·bHs² = {c}·{}", n(lo.scores)),
-                product(&[c, lo.scores])?,
+                checked::mul(&format!("{c}·bHs²"), c, lo.scores)?,
             ));
-            let value = total(&terms_eager.iter().map(|x| x.value).collect::<Vec<_>>())?;
+            let value = checked::sum("peak at the softmax", terms_eager.iter().map(|x| x.value))?;
             if value > best.0 {
                 best = (value, terms_eager);
             }
@@ -1800,7 +1819,10 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
                 format!("{} = {}", pk.sym(), pk.val()),
                 pk.value,
             ));
-            let value = total(&terms_moe.iter().map(|x| x.value).collect::<Vec<_>>())?;
+            let value = checked::sum(
+                "peak at the experts' combine",
+                terms_moe.iter().map(|x| x.value),
+            )?;
             if value > best.0 {
                 best = (value, terms_moe);
             }
@@ -1828,6 +1850,7 @@ fn merge(entries: &mut Vec<(u64, Part, String)>, count: u64, part: &Part, label:
         return;
     }
     if let Some(e) = entries.iter_mut().find(|(_, p, _)| p == part) {
+        // saturates: never, merged counts are layers of one stack, a u64.
         e.0 = e.0.saturating_add(count);
         if e.2 != label {
             // The same tensors in layers of different kinds: one term for both.
@@ -2664,7 +2687,15 @@ mod tests {
             lora: None,
             frozen: &[],
         };
-        assert!(matches!(dispatch(&input), Err(SpecError::TooLarge { .. })));
+        let r = dispatch(&input);
+        let Err(SpecError::Overflow(e)) = r else {
+            panic!("{r:?}")
+        };
+        // T = b·s = (2^64 − 1)² fits u128; the first term, 4·T·d, does not (4·T > 2^128).
+        assert_eq!(
+            e.to_string(),
+            "`4Td` overflows 128 bits (with values: 4 · 340282366920938463426481119284349108225)"
+        );
     }
 
     #[test]
