@@ -297,12 +297,12 @@ pub fn parse_spec(spec: &str) -> Result<(&'static Gpu, u64), String> {
             let n = count.parse::<u64>().ok().filter(|&n| n <= MAX_GPUS);
             let Some(n) = n else {
                 return Err(format!(
-                    "`{s}`: at most {} GPUs",
+                    "{count} GPUs: at most {} are counted",
                     crate::units::thousands(MAX_GPUS)
                 ));
             };
             if n == 0 {
-                return Err(format!("`{spec}`: the GPU count must be at least 1"));
+                return Err("the GPU count must be at least 1".to_owned());
             }
             return Ok((gpu, n));
         }
@@ -541,17 +541,13 @@ mod tests {
         assert_eq!(parse_spec("A100-80GB x2").unwrap().1, 2);
         assert_eq!(parse_spec("mi300x").unwrap().1, 1);
         assert!(parse_spec("h100x0").is_err());
-        // The bound, named with the spec given: 2^20 GPUs, not one more, and no count past it
-        // (nor one past u64::MAX, which does not even parse).
+        // The bound, with the count given (the caller names the flag and spec): 2^20 GPUs,
+        // not one more, and no count past it (nor one past u64::MAX, which does not parse).
         assert_eq!(parse_spec("h100x1048576").unwrap().1, 1 << 20);
-        for spec in [
-            "h100x1048577",
-            "h100x18446744073709551615",
-            "h100x99999999999999999999",
-        ] {
+        for count in ["1048577", "18446744073709551615", "99999999999999999999"] {
             assert_eq!(
-                parse_spec(spec).unwrap_err(),
-                format!("`{spec}`: at most 1,048,576 GPUs")
+                parse_spec(&format!("h100x{count}")).unwrap_err(),
+                format!("{count} GPUs: at most 1,048,576 are counted")
             );
         }
         assert!(
