@@ -152,6 +152,26 @@ fn alternating_layer_kinds_a_million_times_answer() {
     }
     let r = llmsize(&["params", &config, "--explain"]);
     assert!(r.stdout.contains("… 499936 more"), "{}", r.stdout);
+    // A training step walks the runs in order, several times when it looks for what would
+    // fit: past 65,536 runs (limits::MAX_RUNS) it is refused, naming the count and the bound.
+    let r = llmsize(&["train", &config, "--gpu", "h100x8", "--pp", "4"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("`num_hidden_layers` = 1,000,000 layers that change kind 1,000,000 times is invalid: expected at most 65,536 runs"),
+        "{}",
+        r.stderr
+    );
+    // At the bound it answers: 65,536 layers alternating, on 4 pipeline stages.
+    let at_bound = write(
+        dir.path(),
+        "65536.json",
+        std::fs::read_to_string(&config)
+            .unwrap()
+            .replace("1000000", "65536")
+            .as_bytes(),
+    );
+    let r = llmsize(&["train", &at_bound, "--gpu", "h100x8", "--pp", "4", "--json"]);
+    assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
 }
 
 #[test]

@@ -21,6 +21,12 @@
 /// carry (`layer_types`, window patterns) can reach.
 pub const MAX_LAYERS: u64 = 1_000_000;
 
+/// Most runs (stretches of one layer kind) of one stack that a training step walks: a window
+/// pattern alternating over a million layers makes a million runs, and a step's pipeline
+/// stages and LoRA ranges are walked in layer order, several times over when it searches what
+/// would fit. Real models have at most a few hundred layers, so a few hundred runs.
+pub const MAX_RUNS: usize = 1 << 16;
+
 /// Most GPUs in `--gpu NAMExCOUNT` (and `dp`, `tp`, `pp` degrees): 2^20. The largest
 /// training clusters reported hold a few hundred thousand GPUs.
 pub const MAX_GPUS: u64 = 1 << 20;

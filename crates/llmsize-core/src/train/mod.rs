@@ -297,9 +297,37 @@ fn frozen_by(kind: TensorKind, place: Place, freeze: &[FreezePart]) -> bool {
     })
 }
 
+/// A training step walks each stack's runs in layer order (pipeline stages, LoRA's layer
+/// ranges, the first layer's saved input), several times when it looks for what would fit: a
+/// stack may change its layer kind at most [`crate::limits::MAX_RUNS`] times, so the step
+/// stays within its second whatever the config's layer count and window pattern.
+fn check_runs(spec: &ModelSpec) -> Result<(), crate::SpecError> {
+    for stack in &spec.stacks {
+        let runs = stack.layers.runs().len();
+        if runs > crate::limits::MAX_RUNS {
+            return Err(crate::SpecError::Invalid {
+                field: "num_hidden_layers".into(),
+                found: format!(
+                    "{} layers that change kind {} times",
+                    crate::units::thousands(stack.layers.len()),
+                    crate::units::thousands(u64::try_from(runs).unwrap_or(u64::MAX))
+                ),
+                expected: format!(
+                    "at most {} runs of one layer kind in a stack for a training step (a sliding-window pattern makes one per change of kind)",
+                    crate::units::thousands(
+                        u64::try_from(crate::limits::MAX_RUNS).unwrap_or(u64::MAX)
+                    )
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// One training step of `spec` under `options`.
 pub fn train(spec: &ModelSpec, options: &TrainOptions) -> Result<TrainReport, crate::SpecError> {
     spec.validate()?;
+    check_runs(spec)?;
     parallel::validate(&options.parallel, spec)?;
     if options.seq_len == 0 {
         return Err(crate::SpecError::Zero {
