@@ -24,6 +24,9 @@ Inputs:
   h  gemma2 config, 1,000,000 layers alternating two kinds        -> params, --explain, memory, flops
   i  GGUF with 262,144 one-element tensors (the most allowed)     -> inspect, inspect --json
   j  SafeTensors with 65,536 `__metadata__` entries (the most allowed) -> inspect, --json
+  k  SafeTensors, ~99 MB header, one 99 MB `__metadata__` string value -> inspect (an error)
+  k2 SafeTensors whose `__metadata__` key and value are 16 MiB together (the most allowed)
+                                                                 -> inspect, inspect --json
 
 Then the cases of issue 21 ("every number bounded"), each with the exit status it must give
 (2: a clear refusal naming the input; 0/1: an answer), run the same way (`--only w5` etc.):
@@ -211,6 +214,24 @@ def safetensors_most_metadata(d):
     return safetensors_file(os.path.join(d, "most-metadata.safetensors"), header, 4)
 
 
+def safetensors_long_metadata_value(d, n, name):
+    header = (
+        b'{"__metadata__":{"note":"' + b"x" * n + b'"},'
+        b'"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}'
+    )
+    return safetensors_file(os.path.join(d, name), header, 4)
+
+
+def safetensors_huge_metadata_value(d):
+    # 99,000,000 bytes in one string: under the 100 MB header limit.
+    return safetensors_long_metadata_value(d, 99_000_000, "huge-metadata-value.safetensors")
+
+
+def safetensors_most_metadata_value(d):
+    # The most metadata text allowed (MAX_METADATA_BYTES = 16 MiB): 4 bytes of key `note`.
+    return safetensors_long_metadata_value(d, (16 << 20) - 4, "most-metadata-value.safetensors")
+
+
 def safetensors_many_metadata(d):
     header = ('{"__metadata__":{' + ",".join('"%d":""' % i for i in range(7_000_000)) + "}}").encode()
     return safetensors_file(os.path.join(d, "many-metadata.safetensors"), header, 0)
@@ -227,6 +248,8 @@ CASES = [
     ("f2", safetensors_most_tensors, ["inspect", "inspect --json"]),
     ("g", safetensors_many_metadata, ["inspect"]),
     ("j", safetensors_most_metadata, ["inspect", "inspect --json"]),
+    ("k", safetensors_huge_metadata_value, ["inspect"]),
+    ("k2", safetensors_most_metadata_value, ["inspect", "inspect --json"]),
     ("i", gguf_many_tensors, ["inspect", "inspect --json"]),
     ("h", gemma2_alternating, ["params", "params --explain", "memory --dtype q4_k_m",
                               "memory --gpu h100x8 --max-context", "flops"]),
