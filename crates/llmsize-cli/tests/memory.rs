@@ -344,7 +344,23 @@ fn bad_input_lists_the_valid_choices() {
                 "--seq-len",
                 "1m",
             ],
-            vec!["overflows"],
+            // Past limits::MAX_BATCH (2^24): refused before any arithmetic.
+            vec![
+                "`--batch 18446744073709551615` is out of range: llmsize answers for at most 16,777,216 sequences",
+            ],
+        ),
+        (
+            // Within the bounds (2^24 sequences of 2^32 tokens) the KV cache, 2^56 tokens of
+            // 512 KiB each, is past 64 bits: an overflow naming its formula.
+            vec![
+                "memory",
+                "Llama-2-7b-hf",
+                "--batch",
+                "16777216",
+                "--seq-len",
+                "4294967296",
+            ],
+            vec!["overflows 64 bits"],
         ),
         (
             vec!["memory", "gpt2", "--gpu", "h100x2", "--tp", "4"],
