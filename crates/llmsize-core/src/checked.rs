@@ -177,6 +177,19 @@ pub fn sum<T: Int + From<u8>>(
         .map_err(|e| e.named(formula))
 }
 
+/// `a · b` of two `u64`, exact in 128 bits (it cannot overflow: (2^64 − 1)^2 < 2^128); for a
+/// message that states what an overflowing 64-bit product would have been.
+#[must_use]
+pub fn wide_mul(a: u64, b: u64) -> u128 {
+    u128::from(a).wrapping_mul(u128::from(b))
+}
+
+/// `a + b` of two `u64`, exact in 128 bits (it cannot overflow).
+#[must_use]
+pub fn wide_add(a: u64, b: u64) -> u128 {
+    u128::from(a).wrapping_add(u128::from(b))
+}
+
 /// A `u128` (FLOPs, byte products) as `u64`, or an error naming `formula`.
 pub fn to_u64(formula: &str, v: u128) -> Result<u64, Overflow> {
     u64::try_from(v).map_err(|_| Overflow {
@@ -306,6 +319,8 @@ mod tests {
         assert_eq!(product::<u64>("n", []).unwrap(), 1);
         assert!(product("n", [1u64 << 32, 1 << 32]).is_err());
         assert_eq!(to_u64("f", 5).unwrap(), 5);
+        assert_eq!(wide_mul(u64::MAX, u64::MAX), u128::from(u64::MAX).pow(2));
+        assert_eq!(wide_add(u64::MAX, u64::MAX), 2 * u128::from(u64::MAX));
         assert!(to_u64("f", u128::from(u64::MAX) + 1).is_err());
         assert_eq!(div_ceil("c", 0u64, 3).unwrap(), 0);
         assert_eq!(div_ceil("c", u64::MAX, 1).unwrap(), u64::MAX);

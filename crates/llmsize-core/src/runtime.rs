@@ -949,11 +949,11 @@ fn llama_cpp(
             .collect();
         cumulative.iter().map(|c| c / acc).collect()
     };
-    // n_layer ≤ MAX_PLACED_LAYERS (`checked_layers`): these never saturate.
+    // saturates: never, n_layer ≤ MAX_PLACED_LAYERS (`checked_layers`).
     let placeable = n_layer.saturating_add(1);
     let ngl = serving.n_gpu_layers.unwrap_or(placeable).min(placeable);
     let dev_count = splits.len();
-    // One list per GPU, then the CPU's; `dev_count` = n_dev ≤ n_layer.
+    // One list per GPU, then the CPU's; saturates: never, `dev_count` = n_dev ≤ n_layer.
     let mut dev_layers: Vec<Vec<u64>> = vec![Vec::new(); dev_count.saturating_add(1)];
     let mut dev_kv = vec![0u64; dev_count.saturating_add(1)];
     let cpu = dev_count;
@@ -1278,13 +1278,13 @@ fn vllm(
         if one_type || !uniform_page {
             // One group (pages may differ: UniformTypeKVCacheSpecs): a block id takes a page
             // of every layer.
-            // saturates: harmless, it only divides the budget and multiplies a block count
-            // of 0 (a block past u64::MAX bytes leaves 0 blocks, on this stage and so on all).
+            // A block past u64::MAX bytes leaves 0 blocks, on this stage and so on all: it only
+            // divides the budget and multiplies a block count of 0.
             let per_block: u64 = p
                 .specs
                 .iter()
                 .map(|(pg, _)| *pg)
-                .fold(0, u64::saturating_add);
+                .fold(0, u64::saturating_add); // saturates: harmless, see above
             let n = u64::try_from(p.specs.len()).unwrap_or(u64::MAX);
             (
                 p.kv_budget.checked_div(per_block).unwrap_or(0),

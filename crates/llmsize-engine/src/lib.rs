@@ -20,6 +20,7 @@
 //! ```
 
 #![deny(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 
 mod bounds;
 mod design;

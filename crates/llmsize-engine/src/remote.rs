@@ -300,6 +300,7 @@ impl Transfer<'_> {
                 Err(e) => return Err(self.failed(what(), url, ureq::Error::from(e))),
             };
             out.extend_from_slice(chunk.get(..n).unwrap_or_default());
+            // saturates: never, bytes of one file's headers, capped far below 2^64.
             self.bytes = self.bytes.saturating_add(n as u64);
             self.report();
         }
@@ -311,6 +312,7 @@ impl Transfer<'_> {
         if elapsed < self.next_report {
             return;
         }
+        // saturates: harmless, a time to report at (a Duration saturates at centuries).
         self.next_report = elapsed.saturating_add(SLOW_EVERY);
         if let Some(sink) = &self.hub.slow {
             sink.report(TransferProgress {
@@ -498,7 +500,7 @@ fn fetch_all<T: Send>(
             if r.is_err() {
                 failed.store(true, Ordering::Relaxed);
             } else if let Ok(mut d) = done.lock() {
-                // At most `names.len()`.
+                // saturates: never, at most `names.len()`.
                 *d = d.saturating_add(1);
                 report(*d);
             }

@@ -591,6 +591,7 @@ fn memory_options(
             (tp, pp)
         }
     };
+    // saturates: never, tp and pp are at most MAX_GPUS (2^20) each (bounds.rs).
     if gpu.is_some() && tp.saturating_mul(pp) > count {
         return Err(Error::bad_input(
             format!("`--tp {tp}` × `--pp {pp}` is more than the {count} GPU(s) of `--gpu`"),
@@ -735,10 +736,10 @@ fn storage_lines(
         .collect();
     // Saved tensors that are not parameters (quantization scales such as gpt-oss's MXFP4
     // `*_scales` and FP8 `weight_scale_inv`, `inv_freq`, …) are loaded with the weights.
-    let buffer_bytes = summary
-        .buffers
-        .iter()
-        .fold(0u64, |a, b| a.saturating_add(b.bytes));
+    let sum = |what: &str, xs: &mut dyn Iterator<Item = u64>| {
+        llmsize_core::checked::sum(what, xs).map_err(|e| Error::spec(name)(e.into()))
+    };
+    let buffer_bytes = sum("buffer bytes", &mut summary.buffers.iter().map(|b| b.bytes))?;
     if buffer_bytes > 0 {
         lines.push(StorageLine {
             storage: BUFFER_STORAGE.into(),
@@ -747,11 +748,14 @@ fn storage_lines(
         });
     }
     if !summary.unknown.is_empty() {
-        let (mut params, mut bytes) = (0u64, 0u64);
-        for u in &summary.unknown {
-            params = params.saturating_add(u.params);
-            bytes = bytes.saturating_add(u.bytes);
-        }
+        let params = sum(
+            "unrecognised parameters",
+            &mut summary.unknown.iter().map(|u| u.params),
+        )?;
+        let bytes = sum(
+            "unrecognised bytes",
+            &mut summary.unknown.iter().map(|u| u.bytes),
+        )?;
         lines.push(StorageLine {
             storage: OTHER_STORAGE.into(),
             params,

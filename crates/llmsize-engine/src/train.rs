@@ -715,6 +715,7 @@ pub(crate) fn layout_of(req: &TrainRequest, gpus: Option<u64>) -> Result<Paralle
         // A pipeline of pp stages fills with at least pp micro-batches.
         p.micro_batches = p.pp;
     }
+    // saturates: never, each degree is at most MAX_GPUS = 2^20 (bounds.rs), the three 2^60.
     let model_parallel = p.tp.saturating_mul(p.pp).saturating_mul(p.cp);
     p.dp = match (req.dp, gpus) {
         (Some(0), _) => {
@@ -723,11 +724,12 @@ pub(crate) fn layout_of(req: &TrainRequest, gpus: Option<u64>) -> Result<Paralle
                 "give at least 1",
             ));
         }
+        // saturates: never, dp ≤ 2^20 and model_parallel ≤ 2^60 (above).
         (Some(dp), Some(n)) if dp.saturating_mul(model_parallel) != n => {
             return Err(Error::bad_input(
                 format!(
                     "`--dp {dp}` × tp·pp·cp = {} GPUs, but `--gpu` names {n}",
-                    dp.saturating_mul(model_parallel)
+                    dp.saturating_mul(model_parallel) // saturates: never, as above
                 ),
                 "make dp·tp·pp·cp equal the GPUs, or leave `--dp` out",
             ));

@@ -79,7 +79,7 @@ pub(crate) fn gguf_header(src: &mut impl ByteSource) -> Result<GgufHeader, Error
                 want = e
                     .needed_at_least()
                     .unwrap_or(want)
-                    .max(want.saturating_mul(2))
+                    .max(want.saturating_mul(2)) // saturates: harmless, capped by `min(cap)`
                     .min(cap);
             }
             Err(e) => return Err(e.into()),
@@ -707,7 +707,8 @@ pub(crate) const MAX_TEXT_FILE: u64 = limits::MAX_TEXT_BYTES;
 pub(crate) fn read_text(path: &Path) -> Result<String, Error> {
     let file = open_file(path)?;
     let mut bytes = Vec::new();
-    // One byte past the limit tells a file at the limit from a longer one.
+    // One byte past the limit tells a file at the limit from a longer one (saturates: never,
+    // a constant).
     file.take(MAX_TEXT_FILE.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(Error::io("read", path))?;

@@ -267,8 +267,8 @@ pub enum WeightsError {
         file: String,
         /// Tensor name.
         tensor: String,
-        /// End of the tensor, relative to the data section.
-        end: u64,
+        /// End of the tensor, relative to the data section (exact, past 2^64 too).
+        end: u128,
         /// Length of the data section.
         data_len: u64,
     },
@@ -380,8 +380,9 @@ pub enum WeightsError {
         offset: u64,
         /// The length or count read.
         count: u64,
-        /// Bytes the declared items need at least (saturating).
-        min_bytes: u64,
+        /// Bytes the declared items need at least (exact: a count past the file can need more
+        /// than 2^64 bytes).
+        min_bytes: u128,
         /// Bytes from the end of the length field to the end of the file.
         remaining: u64,
     },

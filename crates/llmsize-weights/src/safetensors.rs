@@ -360,7 +360,7 @@ pub fn parse_header(
         Err(e) => {
             return Err(WeightsError::HeaderNotUtf8 {
                 file: file.to_owned(),
-                // Within the header's at most 100 MB: the sum cannot saturate.
+                // saturates: never, within the header's at most 100 MB.
                 offset: to_u64(e.valid_up_to()).saturating_add(8),
             });
         }
@@ -499,7 +499,7 @@ impl Entries {
     ) -> Result<(), A::Error> {
         let is_metadata = name.as_ref().is_ok_and(|n| n == METADATA_KEY);
         if !is_metadata {
-            // One per key of a header of at most 100 MB: never near 2^64.
+            // saturates: never, one per key of a header of at most 100 MB.
             self.count = self.count.saturating_add(1);
             if self.count > MAX_TENSORS && !self.tensors.is_empty() {
                 // Too many: free what was built; only the count matters from here.
@@ -555,7 +555,7 @@ impl Entries {
             }
             return Ok(());
         }
-        // Bounded by the header's 100 MB: the sum cannot saturate.
+        // saturates: never, bounded by the header's 100 MB.
         self.name_bytes = self.name_bytes.saturating_add(to_u64(name.len()));
         if self.name_bytes > MAX_NAME_BYTES {
             map.next_value::<IgnoredAny>()?;
@@ -650,7 +650,7 @@ impl<'de> Handler<'de> for FirstRepeat {
             if repeat.is_some() || name == METADATA_KEY || count >= self.limit {
                 continue;
             }
-            count = count.saturating_add(1); // keys of a bounded header
+            count = count.saturating_add(1); // saturates: never, keys of a bounded header
             if let Some(name) = seen.replace(name) {
                 repeat = Some(name);
             }
@@ -715,7 +715,7 @@ impl<'de> Handler<'de> for Metadata {
         // Bytes of text still allowed ([`MAX_METADATA_BYTES`]), keys and values.
         let mut room = MAX_METADATA_BYTES;
         while let Some(key) = map.next_key_seed(Seed(ShortText(room)))? {
-            count = count.saturating_add(1); // keys of a bounded header
+            count = count.saturating_add(1); // saturates: never, keys of a bounded header
             if count > MAX_METADATA_ENTRIES && !metadata.is_empty() {
                 // Too many: free what was kept; only the count matters from here.
                 metadata = BTreeMap::new();
@@ -961,7 +961,7 @@ impl<'de> Handler<'de> for ShapeValue {
             if !more {
                 break;
             }
-            ndim = ndim.saturating_add(1); // items of a bounded header
+            ndim = ndim.saturating_add(1); // saturates: never, items of a bounded header
         }
         Ok(ShapeField::Dims { dims, ndim, bad })
     }
@@ -983,10 +983,11 @@ impl<'de> Handler<'de> for OffsetsValue {
         } else {
             None
         };
+        // saturates: never, at most 2.
         let mut count = u64::from(begin.is_some()).saturating_add(u64::from(end.is_some()));
         if end.is_some() {
             while seq.next_element::<IgnoredAny>()?.is_some() {
-                count = count.saturating_add(1); // items of a bounded header
+                count = count.saturating_add(1); // saturates: never, items of a bounded header
             }
         }
         Ok(OffsetsField::Items { begin, end, count })
@@ -1151,7 +1152,7 @@ impl TensorFields {
             return Err(WeightsError::TensorPastEnd {
                 file: file.to_owned(),
                 tensor: name.to_owned(),
-                end,
+                end: u128::from(end),
                 data_len,
             });
         }
@@ -1304,7 +1305,7 @@ impl<'de> Handler<'de> for WeightMapValue {
         let mut next = 0u64;
         let mut count = 0u64;
         while let Some(tensor) = map.next_key::<String>()? {
-            count = count.saturating_add(1); // keys of a bounded index
+            count = count.saturating_add(1); // saturates: never, keys of a bounded index
             if count > MAX_TENSORS {
                 // Too many: free what was kept; only the count matters from here.
                 if !entries.is_empty() {
@@ -1318,6 +1319,7 @@ impl<'de> Handler<'de> for WeightMapValue {
                 btree_map::Entry::Occupied(mut slot) => slot.get_mut().1 = value,
                 btree_map::Entry::Vacant(slot) => {
                     slot.insert((next, value));
+                    // saturates: never, one per entry of a bounded index.
                     next = next.saturating_add(1);
                 }
             }
@@ -1446,7 +1448,7 @@ pub struct IndexCheck {
     /// `(tensor, shard)`: a shard holds a tensor the index does not name.
     pub unnamed: Vec<(String, String)>,
     /// `(metadata.total_size, bytes of every tensor in the shards)` when they differ.
-    pub total_size: Option<(u64, u64)>,
+    pub total_size: Option<(u64, u128)>,
 }
 
 /// Names a message lists before "and N more".
@@ -1471,11 +1473,12 @@ impl IndexCheck {
     pub fn new(index: &ShardIndex, shards: &[(&str, &SafetensorsHeader)]) -> IndexCheck {
         let mut check = IndexCheck::default();
         let mut holder: BTreeMap<&str, &str> = BTreeMap::new();
-        let mut bytes = 0u64;
+        // Exact in 128 bits: at most MAX_SHARDS shards, each's bytes within its own u64 file.
+        let mut bytes = 0u128;
         for (shard, header) in shards {
             for t in &header.tensors {
                 holder.insert(t.name.as_str(), shard);
-                bytes = bytes.saturating_add(t.bytes);
+                bytes = bytes.saturating_add(u128::from(t.bytes)); // saturates: never, as above
                 if !index.weight_map.contains_key(&t.name) {
                     check.unnamed.push((t.name.clone(), (*shard).to_owned()));
                 }
@@ -1492,7 +1495,10 @@ impl IndexCheck {
                 Some(_) => {}
             }
         }
-        check.total_size = index.total_size.filter(|t| *t != bytes).map(|t| (t, bytes));
+        check.total_size = index
+            .total_size
+            .filter(|t| u128::from(*t) != bytes)
+            .map(|t| (t, bytes));
         check
     }
 

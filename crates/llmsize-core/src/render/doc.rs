@@ -669,6 +669,7 @@ fn wrap(text: &str, width: Option<usize>, extra: usize) -> Vec<String> {
         .len()
         .saturating_sub(text.trim_start_matches(' ').len());
     let indent = " ".repeat(lead);
+    // saturates: harmless, bounded by `min` with the width.
     let next = " ".repeat(lead.saturating_add(extra).min(width / 2));
     let options = textwrap::Options::new(width)
         .initial_indent(&indent)
@@ -701,12 +702,13 @@ fn widths(t: &Table) -> Vec<usize> {
 
 /// The columns' widths and two spaces between each (widths of text in memory: the sums
 /// saturate only past `usize::MAX` characters, which no table holds).
+// saturates: a width of columns of text in memory, compared with the terminal's; never data.
 fn line_width(widths: &[usize], shown: &[usize]) -> usize {
     let sum = shown
         .iter()
         .filter_map(|c| widths.get(*c))
-        .fold(0usize, |a, w| a.saturating_add(*w));
-    sum.saturating_add(shown.len().saturating_sub(1).saturating_mul(2))
+        .fold(0usize, |a, w| a.saturating_add(*w)); // saturates: see above
+    sum.saturating_add(shown.len().saturating_sub(1).saturating_mul(2)) // saturates: see above
 }
 
 /// The columns kept on the row and those folded under it: long words leave the row, last

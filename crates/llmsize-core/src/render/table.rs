@@ -222,7 +222,7 @@ pub fn comparison_doc(reports: &[ParamsReport]) -> Doc {
             .stacks
             .iter()
             .map(|s| s.layers)
-            .fold(0, u64::saturating_add);
+            .fold(0, u64::saturating_add); // saturates: see above
         Cell::with_raw(layers.to_string(), Raw::Int(i128::from(layers)))
     }));
     table.push(line("hidden size d", &|r| {

@@ -667,7 +667,7 @@ impl Kinds {
                 .and_then(|ids| ids.get(kind))
                 .map_or(At::First, |&k| At::Kind(k)),
             Place::StackEnd(s) if s < last_stack => match (self.offsets.get(s), self.lens.get(s)) {
-                // The last layer of the stack (o + n − 1 ≤ the total layers, a u64).
+                // The last layer of the stack; saturates: never, o + n − 1 ≤ the total layers.
                 (Some(&o), Some(&n)) => At::Index(o.saturating_add(n.saturating_sub(1))),
                 _ => At::Last,
             },

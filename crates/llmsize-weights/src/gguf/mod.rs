@@ -562,7 +562,7 @@ fn read_value(
         GgufValueType::F32 => GgufValue::F32(f32::from_le_bytes(fixed(cur.take(4, what)?))),
         GgufValueType::Bool => GgufValue::Bool(read_bool(cur, key)?),
         GgufValueType::String => GgufValue::String(read_lossy(cur)?),
-        GgufValueType::Array => GgufValue::Array(read_array(cur, key, depth.saturating_add(1))?),
+        GgufValueType::Array => GgufValue::Array(read_array(cur, key, depth.saturating_add(1))?), // saturates: never, depth ≤ MAX_ARRAY_DEPTH
         GgufValueType::U64 => GgufValue::U64(cur.u64(what)?),
         GgufValueType::I64 => GgufValue::I64(i64::from_le_bytes(fixed(cur.take(8, what)?))),
         GgufValueType::F64 => GgufValue::F64(f64::from_le_bytes(fixed(cur.take(8, what)?))),
@@ -580,7 +580,7 @@ fn elements<const N: usize, T>(
     n: u64,
     from: fn([u8; N]) -> T,
 ) -> Result<Vec<T>, WeightsError> {
-    // check_count bounded n x N by the bytes left in the file, so this cannot overflow.
+    // saturates: never, check_count bounded n x N by the bytes left in the file.
     let bytes = cur.take(n.saturating_mul(to_u64(N)), "array elements")?;
     let (chunks, _) = bytes.as_chunks::<N>();
     Ok(chunks.iter().map(|c| from(*c)).collect())
@@ -604,7 +604,7 @@ fn read_array(cur: &mut Cursor<'_>, key: &str, depth: u64) -> Result<GgufArray, 
     let min_each = match element_type.fixed_size() {
         Some(size) => size,
         None if element_type == GgufValueType::String => cur.count_size(),
-        None => cur.count_size().saturating_add(4), // 8 or 12
+        None => cur.count_size().saturating_add(4), // 8 or 12; saturates: never
     };
     cur.check_count("array length", len_offset, n, min_each, MAX_ARRAY_LEN)?;
 
@@ -631,7 +631,7 @@ fn read_array(cur: &mut Cursor<'_>, key: &str, depth: u64) -> Result<GgufArray, 
                         return Err(WeightsError::InvalidBool {
                             file: cur.file(),
                             key: key.to_owned(),
-                            // An offset inside the prefix, which is in memory.
+                            // saturates: never, an offset inside the prefix, which is in memory.
                             offset: start.saturating_add(to_u64(i)),
                             found,
                         });
@@ -650,7 +650,7 @@ fn read_array(cur: &mut Cursor<'_>, key: &str, depth: u64) -> Result<GgufArray, 
         GgufValueType::Array => {
             let mut out = Vec::with_capacity(cur.capacity_for(n, min_each));
             for _ in 0..n {
-                out.push(read_array(cur, key, depth.saturating_add(1))?);
+                out.push(read_array(cur, key, depth.saturating_add(1))?); // saturates: never, depth ≤ MAX_ARRAY_DEPTH
             }
             GgufArray::Array(out)
         }
@@ -765,7 +765,7 @@ fn check_placement(
             .ok_or_else(|| WeightsError::TensorPastEnd {
                 file: file.to_owned(),
                 tensor: t.name.clone(),
-                end: t.offset.saturating_add(t.bytes),
+                end: llmsize_core::checked::wide_add(t.offset, t.bytes),
                 data_len,
             })?;
         // An empty tensor shares no byte with anything, wherever it points.

@@ -122,9 +122,9 @@ impl<'a> Cursor<'a> {
         min_each: u64,
         max: u64,
     ) -> Result<(), WeightsError> {
-        let min_bytes = count.saturating_mul(min_each);
+        let min_bytes = llmsize_core::checked::wide_mul(count, min_each);
         let remaining = self.remaining_in_file();
-        if min_bytes > remaining {
+        if min_bytes > u128::from(remaining) {
             return Err(WeightsError::LengthPastEnd {
                 file: self.file(),
                 what,
