@@ -8,12 +8,13 @@ use std::time::{Duration, Instant};
 
 use llmsize_adapters::checkpoint::Checkpoint;
 use llmsize_adapters::gguf_config::spec_from_gguf;
-use llmsize_adapters::{ReadOptions, read_config};
+use llmsize_adapters::{ReadOptions, read_config, read_config_map};
 use llmsize_core::ModelSpec;
 use llmsize_core::flops::{AttentionConvention, flops};
 use llmsize_core::formats::{KvDtype, WeightFormat};
 use llmsize_core::memory::{CachePolicy, MemoryOptions, MlaCache, memory};
 use llmsize_weights::{gguf, safetensors};
+use serde_json::{Map, Value};
 
 use crate::alloc;
 
@@ -151,6 +152,25 @@ pub fn exercise(input: &[u8], data_len: Option<u64>, downstream: bool) -> Vec<St
                 core(&mut stages, &spec);
             }
         }
+    }
+    stages.reports
+}
+
+/// The stage of the numeric mode's reader.
+pub const READ_CONFIG_MAP: &str = "adapters::read_config_map";
+
+/// Run a parsed config through the adapters' reader and, when it accepts it, the core's
+/// stages (those [`exercise`] runs after `read_config`): none of the byte stages.
+#[must_use]
+pub fn exercise_config(map: Map<String, Value>) -> Vec<StageReport> {
+    let mut stages = Stages {
+        reports: Vec::new(),
+    };
+    let spec = stages.run(READ_CONFIG_MAP, move || {
+        read_config_map(map, "config.json", "fuzz", &ReadOptions::default()).ok()
+    });
+    if let Some(Some(spec)) = spec {
+        core(&mut stages, &spec);
     }
     stages.reports
 }
