@@ -58,7 +58,7 @@ pub(crate) trait Source {
     /// The file extension of a saved input.
     fn extension(&self) -> &'static str;
     /// How to run a saved input again.
-    fn replay_hint(&self, path: &str) -> String;
+    fn replay_hint(&self, path: &str, iteration: u64) -> String;
     /// Called with each input's reports (numeric mode keeps per-type figures).
     fn observe(&mut self, _iteration: u64, _label: &Label, _reports: &[StageReport]) {}
 }
@@ -96,10 +96,28 @@ fn spawn_worker() -> Option<Worker> {
     Some(Worker { jobs, reports })
 }
 
-enum Outcome {
+/// How an input ended.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Every stage answered: what each did.
     Done(Vec<StageReport>),
+    /// Still running after the hang limit (the stage it was in is
+    /// [`targets::running_stage`]).
     Hung,
+    /// An allocation of this many bytes would have passed the hard cap: the worker sleeps.
     Parked(usize),
+}
+
+/// Run one job on a worker of its own (as a run does), waiting at most `hang`.
+pub(crate) fn run_one(job: Job, hang: Duration) -> Outcome {
+    targets::install_panic_hook();
+    let Some(worker) = spawn_worker() else {
+        return Outcome::Hung;
+    };
+    if worker.jobs.send(job).is_err() {
+        return Outcome::Hung;
+    }
+    wait(&worker, hang)
 }
 
 fn wait(worker: &Worker, hang: Duration) -> Outcome {
@@ -369,7 +387,7 @@ fn save(options: &Options, source: &dyn Source, finding: &Finding) -> Option<Pat
         options.seed,
         finding.iteration,
         finding.detail,
-        source.replay_hint(&path.display().to_string())
+        source.replay_hint(&path.display().to_string(), finding.iteration)
     );
     std::fs::write(options.findings_dir.join(format!("{base}.txt")), note).ok()?;
     Some(path)

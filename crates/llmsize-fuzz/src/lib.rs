@@ -7,9 +7,13 @@
 //! panics, takes longer than `--max-input-ms` or allocates more than `--max-input-mib` is a
 //! finding: its input is written to the findings directory and the run exits 1.
 //!
+//! The numeric mode ([`numbers`]) skips the bytes: it sets each integer of each model
+//! type's config to boundary values and runs the parsed config through the adapters' reader
+//! and the core, a hundred times faster than a whole file through every stage.
+//!
 //! It must never change what it tests: it calls only public entry points
-//! (`parse_header`, `parse_index`, `read_config`, `spec_from_gguf`, `Checkpoint`,
-//! `count`, `memory`, `flops`).
+//! (`parse_header`, `parse_index`, `read_config`, `read_config_map`, `spec_from_gguf`,
+//! `Checkpoint`, `count`, `memory`, `flops`, `train`).
 
 pub mod alloc;
 mod driver;
@@ -24,6 +28,7 @@ use std::time::Duration;
 
 use fastrand::Rng;
 
+pub use driver::Outcome;
 pub use seeds::{Kind, Seed};
 pub use targets::{StageReport, exercise};
 
@@ -218,9 +223,9 @@ impl driver::Source for BytesSource<'_> {
         "bin"
     }
 
-    fn replay_hint(&self, path: &str) -> String {
+    fn replay_hint(&self, path: &str, iteration: u64) -> String {
         format!(
-            "llmsize-fuzz --replay {path} (or --seed {} --dump N)",
+            "llmsize-fuzz --replay {path} (or --seed {} --dump {iteration})",
             self.seed
         )
     }
@@ -235,6 +240,26 @@ pub fn run(options: &Options, seeds: &[Seed], progress: &mut dyn FnMut(&str)) ->
         downstream: options.stages == Scope::All,
     };
     driver::drive(options, &mut source, progress)
+}
+
+/// Run a saved input once, as a run would (on a worker thread, a hang or an allocation past
+/// the hard cap reported rather than fatal): through every stage, or with `config` (the
+/// numeric mode's input, a JSON object) through `read_config_map` and the core.
+#[must_use]
+pub fn replay(
+    input: Vec<u8>,
+    config: Option<serde_json::Map<String, serde_json::Value>>,
+    hang: Duration,
+) -> Outcome {
+    let job = match config {
+        Some(map) => driver::Job::Config(map),
+        None => driver::Job::Bytes {
+            bytes: input,
+            data_len: None,
+            downstream: true,
+        },
+    };
+    driver::run_one(job, hang)
 }
 
 /// The repository root, from where this crate sits in it.

@@ -15,7 +15,7 @@ use clap::Parser;
 use llmsize_fuzz::numbers::{self, NumbersSummary, Origin, Plan};
 use llmsize_fuzz::targets::StageReport;
 use llmsize_fuzz::{
-    Options, Scope, Seed, Summary, alloc, exercise, input, repository_root, run, seeds,
+    Options, Outcome, Problem, Scope, Seed, Summary, alloc, input, repository_root, run, seeds,
 };
 
 /// Mutation fuzzer for the weight-header readers and the config → spec → count path.
@@ -55,7 +55,8 @@ struct Args {
     /// A stage whose allocations peak above this on one input is a finding.
     #[arg(long, default_value_t = 256)]
     max_input_mib: u64,
-    /// An input still running after this long stops the run (a finding).
+    /// An input still running after this long is a finding: its worker is abandoned and
+    /// the run goes on with a fresh one (it stops at the second).
     #[arg(long, default_value_t = 60_000)]
     hang_ms: u64,
     /// Which stages run: the weight readers only, or all.
@@ -65,8 +66,9 @@ struct Args {
     /// (findings elsewhere are still saved and printed).
     #[arg(long, value_enum, default_value_t = ScopeArg::All)]
     fail_on: ScopeArg,
-    /// Allocations beyond this many MiB in use fail (the process aborts, naming the
-    /// iteration), so that a blow-up does not take the machine down.
+    /// An allocation that would take the bytes in use past this many MiB never returns:
+    /// the input is a finding, its worker is abandoned and the run goes on with a fresh one
+    /// (up to 64 times), so that a blow-up does not take the machine down.
     #[arg(long, default_value_t = 4096)]
     hard_cap_mib: u64,
     /// Repository root (seeds are read from its fixtures).
@@ -119,7 +121,8 @@ fn main() -> ExitCode {
     alloc::set_hard_cap(hard_cap_bytes);
 
     if let Some(path) = &args.replay {
-        return replay(args.mode, path);
+        let hang = Duration::from_millis(args.hang_ms);
+        return replay(args.mode, path, hang, args.hard_cap_mib);
     }
 
     let seeds = match seeds::load(&root) {
@@ -165,7 +168,7 @@ fn main() -> ExitCode {
 }
 
 /// Run one file through the stages of `mode` and print what each did.
-fn replay(mode: Mode, path: &std::path::Path) -> ExitCode {
+fn replay(mode: Mode, path: &std::path::Path, hang: Duration, hard_cap_mib: u64) -> ExitCode {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) => {
@@ -173,24 +176,33 @@ fn replay(mode: Mode, path: &std::path::Path) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let reports = match mode {
-        Mode::Bytes => exercise(&bytes, None, true),
-        Mode::Numbers => {
-            let map = match serde_json::from_slice::<serde_json::Value>(&bytes) {
-                Ok(serde_json::Value::Object(map)) => map,
-                Ok(_) => {
-                    eprintln!("error: `{}` is not a JSON object", path.display());
-                    return ExitCode::from(2);
-                }
-                Err(e) => {
-                    eprintln!("error: `{}` is not JSON: {e}", path.display());
-                    return ExitCode::from(2);
-                }
-            };
-            llmsize_fuzz::targets::exercise_config(map)
-        }
+    let config = match mode {
+        Mode::Bytes => None,
+        Mode::Numbers => match serde_json::from_slice::<serde_json::Value>(&bytes) {
+            Ok(serde_json::Value::Object(map)) => Some(map),
+            Ok(_) => {
+                eprintln!("error: `{}` is not a JSON object", path.display());
+                return ExitCode::from(2);
+            }
+            Err(e) => {
+                eprintln!("error: `{}` is not JSON: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        },
     };
-    print_reports(&reports);
+    match llmsize_fuzz::replay(bytes, config, hang) {
+        Outcome::Done(reports) => print_reports(&reports),
+        Outcome::Hung => println!(
+            "{:45} still running after {} ms",
+            llmsize_fuzz::targets::running_stage(),
+            hang.as_millis()
+        ),
+        Outcome::Parked(bytes) => println!(
+            "{:45} asked for {} MiB more, past `--hard-cap-mib` {hard_cap_mib}",
+            llmsize_fuzz::targets::running_stage(),
+            bytes >> 20
+        ),
+    }
     ExitCode::SUCCESS
 }
 
@@ -427,10 +439,13 @@ fn print_groups(run: &Summary) {
         run.abandoned
     );
     for ((problem, stage, signature), g) in &run.groups {
-        let cause = if signature.is_empty() {
-            g.example.lines().next().unwrap_or_default()
-        } else {
-            signature.as_str()
+        let cause = match problem {
+            Problem::Panic => signature.clone(),
+            Problem::Slow => "slower than `--max-input-ms`".to_owned(),
+            Problem::Memory => {
+                "more than `--max-input-mib` at peak, or past `--hard-cap-mib`".to_owned()
+            }
+            Problem::Hang => "still running after `--hang-ms`".to_owned(),
         };
         println!(
             "\n{problem:?} in {stage}: {cause} ({} inputs, {} cases{})",

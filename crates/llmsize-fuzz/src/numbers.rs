@@ -652,9 +652,9 @@ impl Source for NumbersSource<'_> {
         "json"
     }
 
-    fn replay_hint(&self, path: &str) -> String {
+    fn replay_hint(&self, path: &str, iteration: u64) -> String {
         format!(
-            "llmsize-fuzz --mode numbers --replay {path} (or --mode numbers --seed {} --dump N)",
+            "llmsize-fuzz --mode numbers --replay {path} (or --mode numbers --seed {} --dump {iteration})",
             self.plan.seed
         )
     }

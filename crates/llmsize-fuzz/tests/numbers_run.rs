@@ -16,6 +16,10 @@ use serde_json::{Map, Value, json};
 
 const SEED: u64 = 20_261_130;
 
+#[allow(
+    clippy::unwrap_used,
+    reason = "a test helper: no seeds is a failed test"
+)]
 fn plan(seed: u64) -> Plan {
     Plan::new(&seeds::load(&repository_root()).unwrap(), seed)
 }
