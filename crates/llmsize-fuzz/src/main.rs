@@ -7,6 +7,7 @@
     reason = "a command-line tool: the report goes to stdout, progress to stderr"
 )]
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -333,6 +334,7 @@ fn run_numbers(args: &Args, options: &Options, plan: &Plan) -> ExitCode {
         eprintln!("llmsize-fuzz: {line}");
     });
     print_coverage(plan, options.seed, &summary);
+    write_type_table(plan, options, &summary);
     print_stages(&summary.run);
     print_groups(&summary.run);
     let unreached = summary.unreached(plan);
@@ -422,6 +424,37 @@ fn print_coverage(plan: &Plan, seed: u64, s: &NumbersSummary) {
             "  {t:28} {stage:32} {:>9.1} ms  {what}",
             d.as_secs_f64() * 1000.0
         );
+    }
+}
+
+/// Every type's slowest and largest stage, in a table beside the findings (the console
+/// shows the ten slowest).
+fn write_type_table(plan: &Plan, options: &Options, s: &NumbersSummary) {
+    let mut table = String::from(
+        "model_type\tinputs\taccepted\tslowest_ms\tslowest_stage\tslowest_input\tpeak_mib\tpeak_stage\tpeak_input\n",
+    );
+    for (t, st) in plan.types.iter().zip(&s.types) {
+        let (ms, stage, what) = st.slowest.as_ref().map_or((0.0, "", ""), |(d, stage, w)| {
+            (d.as_secs_f64() * 1000.0, *stage, w.as_str())
+        });
+        let (mib, pstage, pwhat) = st
+            .largest
+            .as_ref()
+            .map_or((0, "", ""), |(b, stage, w)| (b >> 20, *stage, w.as_str()));
+        let _ = writeln!(
+            table,
+            "{}\t{}\t{}\t{ms:.1}\t{stage}\t{what}\t{mib}\t{pstage}\t{pwhat}",
+            t.model_type, st.inputs, st.accepted
+        );
+    }
+    let path = options
+        .findings_dir
+        .join(format!("numbers-types-seed{}.tsv", options.seed));
+    let written =
+        std::fs::create_dir_all(&options.findings_dir).and_then(|()| std::fs::write(&path, table));
+    match written {
+        Ok(()) => println!("every type's slowest and largest stage: {}", path.display()),
+        Err(e) => eprintln!("error: failed to write `{}`: {e}", path.display()),
     }
 }
 

@@ -585,6 +585,8 @@ pub struct TypeStats {
     pub accepted: u64,
     /// The slowest stage seen: its time, name and the input's mutation.
     pub slowest: Option<(Duration, &'static str, String)>,
+    /// The stage with the largest allocation peak: bytes, name and the input's mutation.
+    pub largest: Option<(usize, &'static str, String)>,
 }
 
 /// The result of a numeric run.
@@ -683,14 +685,21 @@ impl Source for NumbersSource<'_> {
         if reports.iter().any(|r| r.stage.starts_with("core::")) {
             stats.accepted += 1;
         }
+        let what = || label.mutation.clone().unwrap_or_default();
         for r in reports {
             if stats
                 .slowest
                 .as_ref()
                 .is_none_or(|(d, _, _)| r.elapsed > *d)
             {
-                let what = label.mutation.clone().unwrap_or_default();
-                stats.slowest = Some((r.elapsed, r.stage, what));
+                stats.slowest = Some((r.elapsed, r.stage, what()));
+            }
+            if stats
+                .largest
+                .as_ref()
+                .is_none_or(|(b, _, _)| r.peak_bytes > *b)
+            {
+                stats.largest = Some((r.peak_bytes, r.stage, what()));
             }
         }
     }
