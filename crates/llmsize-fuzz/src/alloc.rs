@@ -2,17 +2,23 @@
 //! the fuzzer can tell how much one input made the code under test allocate.
 //!
 //! It forwards every call to [`System`] and keeps two atomic counters. A hard cap (see
-//! [`set_hard_cap`]) makes an allocation fail instead of exhausting the machine; Rust then
-//! aborts, so the allocator first writes which iteration was running to stderr (without
-//! allocating), and `llmsize-fuzz --seed S --dump N` writes that input to a file.
+//! [`set_hard_cap`]) stops an allocation that would exhaust the machine. On a thread marked
+//! with [`park_on_hard_cap`] (the fuzzer's worker) the allocation never returns: the thread
+//! records the request in [`parked`] and sleeps for ever, so the fuzzer can note the finding,
+//! abandon that worker and go on with a fresh one. Returning null would make Rust abort the
+//! whole run, and an allocator may not unwind. Elsewhere the allocation fails (Rust aborts),
+//! and the allocator first writes which iteration was running to stderr (without
+//! allocating), so that `llmsize-fuzz --seed S --dump N` can write that input to a file.
 
 // `GlobalAlloc` is an unsafe trait: implementing it is the only unsafe code of the crate,
 // and it only forwards to `System` with the caller's own pointers and layouts.
 #![allow(unsafe_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
 
 /// The allocator: [`System`] plus counters.
 pub struct Counting;
@@ -25,6 +31,26 @@ static PEAK: AtomicUsize = AtomicUsize::new(0);
 static HARD_CAP: AtomicUsize = AtomicUsize::new(usize::MAX);
 static SEED: AtomicU64 = AtomicU64::new(0);
 static ITERATION: AtomicU64 = AtomicU64::new(u64::MAX);
+/// The size of the request a parked thread made, 0 when none is parked.
+static PARKED: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    // `const`, `Copy` and without `Drop`: reading it never allocates.
+    static PARK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Make the calling thread sleep for ever, instead of failing, when one of its allocations
+/// would pass the hard cap.
+pub fn park_on_hard_cap() {
+    PARK.with(|p| p.set(true));
+}
+
+/// The size of the allocation a parked thread asked for, if one is parked since the last
+/// call; the next call answers `None` until another thread parks.
+pub fn parked() -> Option<usize> {
+    let bytes = PARKED.swap(0, Ordering::Relaxed);
+    (bytes > 0).then_some(bytes)
+}
 
 /// Bytes allocated and not yet freed.
 #[must_use]
@@ -62,6 +88,13 @@ fn reserve(bytes: usize) -> bool {
         .saturating_add(bytes);
     if now > HARD_CAP.load(Ordering::Relaxed) {
         CURRENT.fetch_sub(bytes, Ordering::Relaxed);
+        if PARK.try_with(Cell::get).unwrap_or(false) {
+            PARKED.store(bytes.max(1), Ordering::Relaxed);
+            // `sleep` is a system call: it does not allocate.
+            loop {
+                std::thread::sleep(Duration::from_hours(1));
+            }
+        }
         report_hard_cap(bytes);
         return false;
     }

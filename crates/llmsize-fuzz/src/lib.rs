@@ -7,24 +7,28 @@
 //! panics, takes longer than `--max-input-ms` or allocates more than `--max-input-mib` is a
 //! finding: its input is written to the findings directory and the run exits 1.
 //!
+//! The numeric mode ([`numbers`]) skips the bytes: it sets each integer of each model
+//! type's config to boundary values and runs the parsed config through the adapters' reader
+//! and the core: no byte stage, so that the readers run thousands of times a second.
+//!
 //! It must never change what it tests: it calls only public entry points
-//! (`parse_header`, `parse_index`, `read_config`, `spec_from_gguf`, `Checkpoint`,
-//! `count`, `memory`, `flops`).
+//! (`parse_header`, `parse_index`, `read_config`, `read_config_map`, `spec_from_gguf`,
+//! `Checkpoint`, `count`, `memory`, `flops`, `train`).
 
 pub mod alloc;
+mod driver;
 mod mutate;
+pub mod numbers;
 pub mod seeds;
 pub mod targets;
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fastrand::Rng;
 
+pub use driver::Outcome;
 pub use seeds::{Kind, Seed};
 pub use targets::{StageReport, exercise};
 
@@ -41,8 +45,11 @@ pub struct Options {
     pub max_input: Duration,
     /// A stage allocating more than this (peak, bytes) is a finding.
     pub max_input_bytes: usize,
-    /// A stage still running after this long is a hang: recorded, and the run stops.
+    /// A stage still running after this long is a hang: recorded, and its worker thread
+    /// abandoned (the run goes on with a fresh one, and stops at the second hang).
     pub hang: Duration,
+    /// The hard cap on bytes in use set with [`alloc::set_hard_cap`], named in findings.
+    pub hard_cap_bytes: usize,
     /// Where inputs of findings are written.
     pub findings_dir: PathBuf,
     /// Which stages run.
@@ -95,6 +102,10 @@ pub struct Finding {
     pub seed_file: String,
     /// Its iteration number (with the run's seed, `--dump` writes it again).
     pub iteration: u64,
+    /// Its model type (numeric mode).
+    pub model_type: Option<String>,
+    /// The fields it set (numeric mode): `` `a.b` = 7 ``.
+    pub mutation: Option<String>,
     /// Where the input was written, if it was.
     pub saved: Option<PathBuf>,
 }
@@ -110,8 +121,40 @@ pub struct Summary {
     pub findings: Vec<Finding>,
     /// Findings not kept because their signature was already kept enough.
     pub repeats: u64,
-    /// Per stage: inputs run, slowest time, largest peak.
-    pub stages: BTreeMap<&'static str, (u64, Duration, usize)>,
+    /// Per stage: inputs run, time, slowest, largest peak.
+    pub stages: BTreeMap<&'static str, StageStats>,
+    /// Every finding (kept or not), grouped by cause: problem, stage and, for a panic, its
+    /// location.
+    pub groups: BTreeMap<(Problem, &'static str, String), Group>,
+    /// Worker threads abandoned (hung, or parked past the hard cap).
+    pub abandoned: u64,
+}
+
+/// What one stage did over a run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StageStats {
+    /// Inputs it ran.
+    pub inputs: u64,
+    /// Their time, all together.
+    pub total: Duration,
+    /// The slowest.
+    pub slowest: Duration,
+    /// The largest allocation peak, bytes.
+    pub peak: usize,
+}
+
+/// The findings of one cause.
+#[derive(Debug, Clone, Default)]
+pub struct Group {
+    /// The detail of the first.
+    pub example: String,
+    /// How many inputs showed it.
+    pub count: u64,
+    /// The inputs that showed it (seed file, or model type and mutation), each with its
+    /// detail in a few words (the first seen), at most a few hundred.
+    pub cases: BTreeMap<String, String>,
+    /// Distinct cases beyond those listed.
+    pub cases_left_out: u64,
 }
 
 impl Summary {
@@ -122,7 +165,7 @@ impl Summary {
     }
 }
 
-/// Findings kept (and written) per signature.
+/// Findings kept (and written) per signature (and, in numeric mode, per model type).
 pub const KEEP_PER_SIGNATURE: usize = 3;
 
 /// The input of `iteration`: which seed, and the mutated bytes. Depends only on `seed`,
@@ -138,7 +181,7 @@ pub fn input(seeds: &[Seed], seed: u64, iteration: u64) -> (usize, Vec<u8>) {
 }
 
 /// `splitmix64` of seed and iteration: independent generators per input.
-fn mix(seed: u64, iteration: u64) -> u64 {
+pub(crate) fn mix(seed: u64, iteration: u64) -> u64 {
     let mut z = seed
         .wrapping_mul(0x9E37_79B9_7F4A_7C15)
         .wrapping_add(iteration)
@@ -148,182 +191,75 @@ fn mix(seed: u64, iteration: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-struct Job {
-    iteration: u64,
-    bytes: Vec<u8>,
-    data_len: Option<u64>,
+/// The byte mode's inputs: [`input`] of the seed files.
+struct BytesSource<'a> {
+    seeds: &'a [Seed],
+    seed: u64,
     downstream: bool,
 }
 
-/// Run the fuzzer over `seeds`. `progress` receives a line every few seconds.
-pub fn run(options: &Options, seeds: &[Seed], progress: &mut dyn FnMut(&str)) -> Summary {
-    targets::install_panic_hook();
-    let mut summary = Summary::default();
-    let start = Instant::now();
-    let (job_tx, job_rx) = mpsc::channel::<Job>();
-    let (report_tx, report_rx) = mpsc::channel::<Vec<StageReport>>();
-    let seed = options.seed;
-    // The inputs run on a worker thread, so that one that hangs can be reported.
-    let worker = thread::Builder::new()
-        .name("llmsize-fuzz-worker".into())
-        .spawn(move || {
-            while let Ok(job) = job_rx.recv() {
-                alloc::set_running(seed, job.iteration);
-                let reports = exercise(&job.bytes, job.data_len, job.downstream);
-                drop(job);
-                if report_tx.send(reports).is_err() {
-                    break;
-                }
-            }
-        });
-    if worker.is_err() {
-        progress("could not start the worker thread");
-        return summary;
-    }
-    let mut counts: BTreeMap<(Problem, &'static str, String), usize> = BTreeMap::new();
-    let mut last_progress = Instant::now();
-    let mut iteration = 0u64;
-    loop {
-        if options.iterations.is_some_and(|n| iteration >= n)
-            || options.duration.is_some_and(|d| start.elapsed() >= d)
-        {
-            break;
-        }
-        let (index, bytes) = input(seeds, options.seed, iteration);
-        let Some(seed_file) = seeds.get(index) else {
-            break;
-        };
-        let kept = bytes.clone();
-        let job = Job {
-            iteration,
+impl driver::Source for BytesSource<'_> {
+    fn input(&mut self, iteration: u64) -> Option<(driver::Job, driver::Label)> {
+        let (index, bytes) = input(self.seeds, self.seed, iteration);
+        let seed_file = self.seeds.get(index)?;
+        let job = driver::Job::Bytes {
             bytes,
             data_len: seed_file.data_len,
-            downstream: options.stages == Scope::All,
+            downstream: self.downstream,
         };
-        if job_tx.send(job).is_err() {
-            break;
-        }
-        let Ok(reports) = report_rx.recv_timeout(options.hang) else {
-            let mut finding = Finding {
-                problem: Problem::Hang,
-                stage: targets::running_stage(),
-                detail: format!("still running after {} ms", options.hang.as_millis()),
-                seed_file: seed_file.name.clone(),
-                iteration,
-                saved: None,
-            };
-            finding.saved = save(options, &finding, &kept);
-            summary.findings.push(finding);
-            summary.iterations = iteration + 1;
-            break;
+        let label = driver::Label {
+            seed_file: seed_file.name.clone(),
+            model_type: None,
+            mutation: None,
         };
-        for r in &reports {
-            let entry = summary
-                .stages
-                .entry(r.stage)
-                .or_insert((0, Duration::ZERO, 0));
-            entry.0 += 1;
-            entry.1 = entry.1.max(r.elapsed);
-            entry.2 = entry.2.max(r.peak_bytes);
-            for (problem, detail) in problems(options, r) {
-                let signature_text = detail.lines().next().unwrap_or_default().to_owned();
-                let signature = match problem {
-                    Problem::Panic => signature_text,
-                    _ => String::new(),
-                };
-                let seen = counts.entry((problem, r.stage, signature)).or_insert(0);
-                *seen += 1;
-                if *seen > KEEP_PER_SIGNATURE {
-                    summary.repeats += 1;
-                    continue;
-                }
-                let mut finding = Finding {
-                    problem,
-                    stage: r.stage,
-                    detail,
-                    seed_file: seed_file.name.clone(),
-                    iteration,
-                    saved: None,
-                };
-                finding.saved = save(options, &finding, &kept);
-                summary.findings.push(finding);
-            }
-        }
-        iteration += 1;
-        summary.iterations = iteration;
-        if last_progress.elapsed() >= Duration::from_secs(5) {
-            last_progress = Instant::now();
-            let secs = start.elapsed().as_secs_f64();
-            progress(&format!(
-                "{iteration} inputs in {secs:.0} s ({:.0}/s), {} findings",
-                f64::from(u32::try_from(iteration).unwrap_or(u32::MAX)) / secs.max(1e-9),
-                summary.findings.len() as u64 + summary.repeats
-            ));
-        }
+        Some((job, label))
     }
-    summary.elapsed = start.elapsed();
-    summary
+
+    fn bytes(&self, iteration: u64) -> Vec<u8> {
+        input(self.seeds, self.seed, iteration).1
+    }
+
+    fn extension(&self) -> &'static str {
+        "bin"
+    }
+
+    fn replay_hint(&self, path: &str, iteration: u64) -> String {
+        format!(
+            "llmsize-fuzz --replay {path} (or --seed {} --dump {iteration})",
+            self.seed
+        )
+    }
 }
 
-fn problems(options: &Options, r: &StageReport) -> Vec<(Problem, String)> {
-    let mut out = Vec::new();
-    if let Some(message) = &r.panic {
-        out.push((Problem::Panic, message.clone()));
-    }
-    if r.elapsed > options.max_input {
-        out.push((
-            Problem::Slow,
-            format!(
-                "took {} ms (limit {} ms)",
-                r.elapsed.as_millis(),
-                options.max_input.as_millis()
-            ),
-        ));
-    }
-    if r.peak_bytes > options.max_input_bytes {
-        out.push((
-            Problem::Memory,
-            format!(
-                "allocated {} MiB at peak (limit {} MiB)",
-                r.peak_bytes >> 20,
-                options.max_input_bytes >> 20
-            ),
-        ));
-    }
-    out
+/// Run the fuzzer over `seeds` (the byte mode). `progress` receives a line every few
+/// seconds.
+pub fn run(options: &Options, seeds: &[Seed], progress: &mut dyn FnMut(&str)) -> Summary {
+    let mut source = BytesSource {
+        seeds,
+        seed: options.seed,
+        downstream: options.stages == Scope::All,
+    };
+    driver::drive(options, &mut source, progress)
 }
 
-/// Write a finding's input and a note beside it; returns the input's path.
-fn save(options: &Options, finding: &Finding, bytes: &[u8]) -> Option<PathBuf> {
-    std::fs::create_dir_all(&options.findings_dir).ok()?;
-    let stage: String = finding
-        .stage
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    let base = format!(
-        "{:?}-{stage}-seed{}-{}",
-        finding.problem, options.seed, finding.iteration
-    )
-    .to_lowercase();
-    let path = options.findings_dir.join(format!("{base}.bin"));
-    std::fs::write(&path, bytes).ok()?;
-    let mut note = String::new();
-    let _ = writeln!(
-        note,
-        "problem: {:?}\nstage: {}\nseed file: {}\nrun seed: {}\niteration: {}\ndetail: {}\nreproduce: llmsize-fuzz --replay {} (or --seed {} --dump {})",
-        finding.problem,
-        finding.stage,
-        finding.seed_file,
-        options.seed,
-        finding.iteration,
-        finding.detail,
-        path.display(),
-        options.seed,
-        finding.iteration
-    );
-    std::fs::write(options.findings_dir.join(format!("{base}.txt")), note).ok()?;
-    Some(path)
+/// Run a saved input once, as a run would (on a worker thread, a hang or an allocation past
+/// the hard cap reported rather than fatal): through every stage, or with `config` (the
+/// numeric mode's input, a JSON object) through `read_config_map` and the core.
+#[must_use]
+pub fn replay(
+    input: Vec<u8>,
+    config: Option<serde_json::Map<String, serde_json::Value>>,
+    hang: Duration,
+) -> Outcome {
+    let job = match config {
+        Some(map) => driver::Job::Config(map),
+        None => driver::Job::Bytes {
+            bytes: input,
+            data_len: None,
+            downstream: true,
+        },
+    };
+    driver::run_one(job, hang)
 }
 
 /// The repository root, from where this crate sits in it.

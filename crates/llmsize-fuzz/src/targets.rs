@@ -1,6 +1,7 @@
 //! The code each input goes through, stage by stage, each stage timed, its allocation peak
 //! measured and its panics caught.
 
+use std::backtrace::Backtrace;
 use std::cell::RefCell;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Mutex;
@@ -8,12 +9,13 @@ use std::time::{Duration, Instant};
 
 use llmsize_adapters::checkpoint::Checkpoint;
 use llmsize_adapters::gguf_config::spec_from_gguf;
-use llmsize_adapters::{ReadOptions, read_config};
+use llmsize_adapters::{ReadOptions, read_config, read_config_map};
 use llmsize_core::ModelSpec;
 use llmsize_core::flops::{AttentionConvention, flops};
 use llmsize_core::formats::{KvDtype, WeightFormat};
 use llmsize_core::memory::{CachePolicy, MemoryOptions, MlaCache, memory};
 use llmsize_weights::{gguf, safetensors};
+use serde_json::{Map, Value};
 
 use crate::alloc;
 
@@ -39,15 +41,57 @@ pub fn running_stage() -> &'static str {
 }
 
 thread_local! {
-    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// The last panic's message, and for one located outside the workspace a backtrace.
+    static LAST_PANIC: RefCell<Option<(String, Option<Backtrace>)>> = const { RefCell::new(None) };
 }
 
-/// Route panic messages to [`LAST_PANIC`] instead of stderr (set once per process).
-pub(crate) fn install_panic_hook() {
+/// Route panic messages to [`LAST_PANIC`] instead of stderr (set once per process). A panic
+/// located outside the workspace (`capacity overflow` in the standard library) keeps a
+/// backtrace, so that its message can name the workspace function it came from and findings
+/// group by their cause (it is resolved by [`take_panic`], after the stage is measured).
+pub fn install_panic_hook() {
     panic::set_hook(Box::new(|info| {
-        let message = info.to_string();
-        LAST_PANIC.with(|p| *p.borrow_mut() = Some(message));
+        let ours = info
+            .location()
+            .is_some_and(|l| l.file().starts_with("crates/"));
+        let backtrace = (!ours).then(Backtrace::force_capture);
+        LAST_PANIC.with(|p| *p.borrow_mut() = Some((info.to_string(), backtrace)));
     }));
+}
+
+/// The last panic's message, naming the workspace function it came from when it is located
+/// outside the workspace.
+fn take_panic() -> String {
+    let Some((message, backtrace)) = LAST_PANIC.with(|p| p.borrow_mut().take()) else {
+        return String::new();
+    };
+    match backtrace.and_then(|b| caller(&b.to_string())) {
+        Some(frame) => {
+            let (first, rest) = message.split_once('\n').unwrap_or((&message, ""));
+            format!("{} (from {frame}):\n{rest}", first.trim_end_matches(':'))
+        }
+        None => message,
+    }
+}
+
+/// The first frame of a workspace crate other than this one in a printed backtrace: its
+/// function, and its file and line when the build has them.
+fn caller(backtrace: &str) -> Option<String> {
+    let mut lines = backtrace.lines().map(str::trim);
+    while let Some(line) = lines.next() {
+        let symbol = line.split_once(": ").map_or(line, |(_, s)| s);
+        if symbol.starts_with("llmsize_") && !symbol.starts_with("llmsize_fuzz") {
+            let at = lines
+                .next()
+                .and_then(|l| l.strip_prefix("at "))
+                .filter(|l| l.starts_with("./crates/") || l.starts_with("crates/"));
+            return Some(match at {
+                Some(at) => format!("`{symbol}` at {at}"),
+                None => format!("`{symbol}`"),
+            });
+        }
+    }
+    None
 }
 
 struct Stages {
@@ -64,11 +108,7 @@ impl Stages {
         let result = panic::catch_unwind(AssertUnwindSafe(f));
         let elapsed = start.elapsed();
         let peak_bytes = alloc::peak().saturating_sub(base);
-        let panic = result.is_err().then(|| {
-            LAST_PANIC
-                .with(|p| p.borrow_mut().take())
-                .unwrap_or_default()
-        });
+        let panic = result.is_err().then(take_panic);
         self.reports.push(StageReport {
             stage,
             panic,
@@ -151,6 +191,25 @@ pub fn exercise(input: &[u8], data_len: Option<u64>, downstream: bool) -> Vec<St
                 core(&mut stages, &spec);
             }
         }
+    }
+    stages.reports
+}
+
+/// The stage of the numeric mode's reader.
+pub const READ_CONFIG_MAP: &str = "adapters::read_config_map";
+
+/// Run a parsed config through the adapters' reader and, when it accepts it, the core's
+/// stages (those [`exercise`] runs after `read_config`): none of the byte stages.
+#[must_use]
+pub fn exercise_config(map: Map<String, Value>) -> Vec<StageReport> {
+    let mut stages = Stages {
+        reports: Vec::new(),
+    };
+    let spec = stages.run(READ_CONFIG_MAP, move || {
+        read_config_map(map, "config.json", "fuzz", &ReadOptions::default()).ok()
+    });
+    if let Some(Some(spec)) = spec {
+        core(&mut stages, &spec);
     }
     stages.reports
 }

@@ -17,6 +17,7 @@ fn options(iterations: u64, stages: Scope) -> Options {
         max_input: Duration::from_secs(5),
         max_input_bytes: 256 << 20,
         hang: Duration::from_mins(2),
+        hard_cap_bytes: usize::MAX,
         findings_dir: repository_root().join("target/fuzz-findings"),
         stages,
     }
