@@ -157,7 +157,7 @@ fn alternating_layer_kinds_a_million_times_answer() {
     let r = llmsize(&["train", &config, "--gpu", "h100x8", "--pp", "4"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
-        r.stderr.contains("`num_hidden_layers` = 1,000,000 layers that change kind 1,000,000 times is invalid: expected at most 65,536 runs"),
+        r.stderr.contains("a stack of 1,000,000 layers changes layer kind 1,000,000 times: a training step walks at most 65,536 runs of one kind"),
         "{}",
         r.stderr
     );

@@ -126,6 +126,18 @@ pub enum SpecError {
         /// What was expected.
         expected: String,
     },
+    /// A stack changes layer kind more often than a training step walks.
+    #[error(
+        "a stack of {layers} layers changes layer kind {runs} times: a training step walks at most {max} runs of one kind (the config's layer count and its layer pattern make them)"
+    )]
+    TooManyRuns {
+        /// Layers of the stack.
+        layers: String,
+        /// Its runs of one kind.
+        runs: String,
+        /// The bound.
+        max: String,
+    },
     /// A count overflowed.
     #[error(transparent)]
     Overflow(#[from] Overflow),

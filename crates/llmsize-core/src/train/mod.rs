@@ -305,19 +305,11 @@ fn check_runs(spec: &ModelSpec) -> Result<(), crate::SpecError> {
     for stack in &spec.stacks {
         let runs = stack.layers.runs().len();
         if runs > crate::limits::MAX_RUNS {
-            return Err(crate::SpecError::Invalid {
-                field: "num_hidden_layers".into(),
-                found: format!(
-                    "{} layers that change kind {} times",
-                    crate::units::thousands(stack.layers.len()),
-                    crate::units::thousands(u64::try_from(runs).unwrap_or(u64::MAX))
-                ),
-                expected: format!(
-                    "at most {} runs of one layer kind in a stack for a training step (a sliding-window pattern makes one per change of kind)",
-                    crate::units::thousands(
-                        u64::try_from(crate::limits::MAX_RUNS).unwrap_or(u64::MAX)
-                    )
-                ),
+            let n = |v: usize| crate::units::thousands(u64::try_from(v).unwrap_or(u64::MAX));
+            return Err(crate::SpecError::TooManyRuns {
+                layers: crate::units::thousands(stack.layers.len()),
+                runs: n(runs),
+                max: n(crate::limits::MAX_RUNS),
             });
         }
     }
