@@ -802,7 +802,7 @@ pub(crate) fn read_sub_config(
     };
     let family = super::families::find(model_type)
         .ok_or_else(|| super::unsupported(&format!("{} ({key})", raw.file), model_type))?;
-    let mut inner = RawConfig::new(raw.file, sub);
+    let mut inner = raw.nested(key, sub);
     let spec = match &family.read {
         Read::Block(b) => read_block(&mut inner, family, b)?,
         Read::Code(f) => f(&mut inner, family, head)?,

@@ -1037,7 +1037,7 @@ fn dory(
             }
         },
     };
-    let mut inner = RawConfig::new(raw.file, &map);
+    let mut inner = raw.sibling(&map);
     let mut spec = crate::hf_config::family::read_block(&mut inner, family, &DORY)?;
     for a in inner.assumptions {
         raw.assume(&a.field, a.value, &a.reason);

@@ -106,7 +106,7 @@ fn read_patched(
 ) -> Result<ModelSpec, ConfigError> {
     let mut map = raw.map.clone();
     patch(raw, &mut map)?;
-    let mut inner = RawConfig::new(raw.file, &map);
+    let mut inner = raw.sibling(&map);
     let spec = read_block(&mut inner, family, block)?;
     for a in inner.assumptions {
         raw.assume(&a.field, a.value, &a.reason);
@@ -3073,7 +3073,7 @@ fn axk2_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(
     }
     // `mlp_layer_types` from `first_k_dense_replace` and `moe_layer_freq`, as A.X-K1's.
     let snapshot = map.clone();
-    let mut inner = RawConfig::new(raw.file, &snapshot);
+    let mut inner = raw.sibling(&snapshot);
     axk1_patch(&mut inner, map)
 }
 
@@ -3275,7 +3275,7 @@ fn hy_v4_patch(
         }
     }
     let snapshot = map.clone();
-    let mut inner = RawConfig::new(raw.file, &snapshot);
+    let mut inner = raw.sibling(&snapshot);
     dense_first_layer(&mut inner, map)
 }
 
@@ -3446,7 +3446,7 @@ fn read_inkling2_loop_text(
             map.insert(k.to_owned(), Value::from(d));
         }
     }
-    let mut inner = RawConfig::new(raw.file, &map);
+    let mut inner = raw.sibling(&map);
     let mut spec = read_inkling2_text(&mut inner, family, head)?;
     for a in inner.assumptions {
         raw.assume(&a.field, a.value, &a.reason);

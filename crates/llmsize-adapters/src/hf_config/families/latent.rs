@@ -88,7 +88,7 @@ fn mla_block(
             filled.push((key, symbol));
         }
     }
-    let mut inner = RawConfig::new(raw.file, &map);
+    let mut inner = raw.sibling(&map);
     let spec = read_block(&mut inner, family, block);
     raw.assumptions.append(&mut inner.assumptions);
     raw.sources.append(&mut inner.sources);

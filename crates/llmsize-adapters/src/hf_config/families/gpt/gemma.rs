@@ -775,7 +775,7 @@ pub(crate) fn assistant(
         class: text_class,
         ..Names::of(family)
     };
-    let mut inner = RawConfig::new(raw.file, sub);
+    let mut inner = raw.nested("text_config", sub);
     let mut spec = text_model(&mut inner, names, kind, true)?;
     for a in inner.assumptions {
         raw.assume(&format!("text_config.{}", a.field), a.value, &a.reason);

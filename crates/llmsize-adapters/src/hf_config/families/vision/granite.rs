@@ -70,7 +70,7 @@ pub(crate) fn granite_docling(
     }
     let key = "text_config";
     let map = object(raw, key)?;
-    let mut inner = RawConfig::new(raw.file, map);
+    let mut inner = raw.nested(key, map);
     let mut spec = read_block(&mut inner, &TEXT_FAMILY, &TEXT)?;
     for a in inner.assumptions {
         raw.assume(&format!("{key}.{}", a.field), a.value, &a.reason);

@@ -301,7 +301,7 @@ pub(crate) fn with_sub<'a, T>(
     f: impl FnOnce(&mut Sub<'_, 'a>) -> Result<T, ConfigError>,
 ) -> Result<T, ConfigError> {
     let map = object(raw, key)?;
-    let mut inner = RawConfig::new(raw.file, map);
+    let mut inner = raw.nested(key, map);
     let out = {
         let mut sub = Sub {
             r: Reader {
@@ -309,7 +309,7 @@ pub(crate) fn with_sub<'a, T>(
                 class,
             },
         };
-        f(&mut sub).map_err(|e| prefixed(e, key))?
+        f(&mut sub)?
     };
     for a in inner.assumptions {
         raw.assume(&format!("{key}.{}", a.field), a.value, &a.reason);
@@ -321,33 +321,6 @@ pub(crate) fn with_sub<'a, T>(
         raw.source(symbol, &format!("{key}.{source}"));
     }
     Ok(out)
-}
-
-/// An error about a key of the sub-config under `key`, named as `key.inner`.
-fn prefixed(e: ConfigError, key: &str) -> ConfigError {
-    match e {
-        ConfigError::Invalid {
-            file,
-            key: k,
-            found,
-            expected,
-        } => ConfigError::Invalid {
-            file,
-            key: format!("{key}.{k}"),
-            found,
-            expected,
-        },
-        ConfigError::Missing {
-            file,
-            key: k,
-            expected,
-        } => ConfigError::Missing {
-            file,
-            key: format!("{key}.{k}"),
-            expected,
-        },
-        other => other,
-    }
 }
 
 /// Run `f` on the top-level config itself, read with `class`'s defaults.

@@ -132,7 +132,7 @@ pub(super) fn ernie4_5_vl_moe_text(
         )?;
         map.insert("head_dim".to_owned(), Value::from(hidden / heads));
     }
-    let mut inner = RawConfig::new(raw.file, &map);
+    let mut inner = raw.sibling(&map);
     let mut spec = read_block(&mut inner, f, &TEXT)?;
     for a in inner.assumptions {
         if a.field != "mlp_only_layers" {

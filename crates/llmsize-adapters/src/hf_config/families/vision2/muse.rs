@@ -76,7 +76,7 @@ fn with_class_layer_types(
         map.insert("sliding_window".to_owned(), Value::from(2048));
         raw.assume("sliding_window", 2048, &reason);
     }
-    let mut inner = RawConfig::new(raw.file, &map);
+    let mut inner = raw.sibling(&map);
     let spec = read_block(&mut inner, f, b)?;
     raw.assume(
         "layer_types",
@@ -322,7 +322,7 @@ pub(super) fn muse_spark_text(
     )?;
     let mut map = raw.map.clone();
     map.insert("mlp_only_layers".to_owned(), Value::Array(dense));
-    let mut inner = RawConfig::new(raw.file, &map);
+    let mut inner = raw.sibling(&map);
     let mut spec = with_class_layer_types(&mut inner, f, &SPARK_TEXT, 62)?;
     for a in inner.assumptions {
         if a.field != "mlp_only_layers" {

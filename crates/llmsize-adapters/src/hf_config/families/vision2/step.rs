@@ -118,7 +118,7 @@ fn step3p7_text(raw: &mut RawConfig<'_>, f: &Family) -> Result<ModelSpec, Config
     };
     let mut map = raw.map.clone();
     map.insert("mlp_only_layers".to_owned(), Value::Array(dense));
-    let mut inner = RawConfig::new(raw.file, &map);
+    let mut inner = raw.sibling(&map);
     let mut spec = read_block(&mut inner, f, &TEXT)?;
     for a in inner.assumptions {
         raw.assume(&a.field, a.value, &a.reason);
@@ -203,7 +203,7 @@ pub(super) fn step3p7(
     // The composite drops the text config's `model_type` (the hub's names remote code) and
     // always builds `Step3p7TextConfig`.
     let sub = super::parts::object(raw, "text_config")?;
-    let mut inner = RawConfig::new(raw.file, sub);
+    let mut inner = raw.nested("text_config", sub);
     let mut spec = step3p7_text(&mut inner, &TEXT_FAMILY)?;
     for a in inner.assumptions {
         raw.assume(&format!("text_config.{}", a.field), a.value, &a.reason);

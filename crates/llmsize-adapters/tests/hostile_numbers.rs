@@ -1,0 +1,167 @@
+//! Configs that hold hostile numbers: every count bounded, every overflow a named error, never
+//! a panic, and the time and memory of a read independent of the numbers.
+//!
+//! Each fixed case asserts its exact message (the file, the key as the user wrote it, the
+//! bound); the sweep reads every class-default config of the coverage set
+//! (`tests/fixtures/coverage/configs`) with each integer field, nested ones included, set to
+//! `2^64 − 1` and to 1,000,000, and asserts that each read returns (Ok or a typed error) and
+//! that none takes long. Times are asserted with a wide margin (a debug build): the bound
+//! catches work that grows with a number (a 2^32-entry `Vec` takes minutes and 16 GiB), not
+//! a slow machine.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    missing_docs,
+    reason = "a test fails loudly on what it did not expect"
+)]
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use llmsize_adapters::hf_config::{ReadOptions, read_config};
+use serde_json::Value;
+
+fn coverage_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/coverage/configs")
+}
+
+fn coverage(name: &str) -> Value {
+    let path = coverage_dir().join(format!("{name}.default.json"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// `config` with the value at `path` (`vision_config.n_layers`) set to `value`.
+fn with(mut config: Value, path: &str, value: Value) -> Value {
+    let mut target = &mut config;
+    let mut parts = path.split('.').peekable();
+    while let Some(part) = parts.next() {
+        if parts.peek().is_none() {
+            target[part] = value;
+            break;
+        }
+        target = &mut target[part];
+    }
+    config
+}
+
+/// The error of reading `config` as `config.json`, and how long the read took.
+fn error_of(config: &Value) -> (String, Duration) {
+    let text = config.to_string();
+    let start = Instant::now();
+    let result = read_config(&text, "config.json", "m", &ReadOptions::default());
+    let took = start.elapsed();
+    match result {
+        Ok(spec) => panic!("expected an error, read {} layers", spec.num_layers()),
+        Err(e) => (e.to_string(), took),
+    }
+}
+
+/// Generous for a debug build; an unbounded read of the cases below takes minutes.
+const QUICK: Duration = Duration::from_secs(1);
+
+#[test]
+fn a_vision_tower_of_four_billion_layers_is_refused_by_name() {
+    // 2^32 − 1 layers allocated 16 GiB (one float per layer of the scale plan).
+    let config = with(
+        coverage("inkling_mm_model"),
+        "vision_config.n_layers",
+        Value::from(4_294_967_295u64),
+    );
+    let (e, took) = error_of(&config);
+    assert_eq!(
+        e,
+        "`config.json`: key `vision_config.n_layers` is 4294967295: expected at most 1,000,000 layers (llmsize's bound on one stack or tower)"
+    );
+    assert!(took < QUICK, "{took:?}");
+}
+
+#[test]
+fn a_text_stack_past_the_bound_is_refused_by_its_path() {
+    let config = with(
+        coverage("llava"),
+        "text_config.num_hidden_layers",
+        Value::from(1_000_001u64),
+    );
+    let (e, took) = error_of(&config);
+    assert_eq!(
+        e,
+        "`config.json`: key `text_config.num_hidden_layers` is 1000001: expected at most 1,000,000 layers (llmsize's bound on one stack or tower)"
+    );
+    assert!(took < QUICK, "{took:?}");
+}
+
+#[test]
+fn a_byte_order_mark_is_named() {
+    let text = format!("\u{feff}{}", coverage("llama"));
+    let e = read_config(&text, "config.json", "m", &ReadOptions::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "`config.json` starts with a UTF-8 byte-order mark (EF BB BF): JSON text must not (Python's `json.loads`, which transformers uses, refuses it too); save the file without it"
+    );
+}
+
+/// `config` as JSON text with the value of top-level `key` written as the Python literal
+/// `literal` (which JSON has no spelling for).
+fn with_literal(config: &Value, key: &str, literal: &str) -> String {
+    let config = with(config.clone(), key, Value::from("@@LITERAL@@"));
+    config.to_string().replace("\"@@LITERAL@@\"", literal)
+}
+
+#[test]
+fn non_finite_numbers_in_a_key_that_is_read_are_named() {
+    let llama = coverage("llama");
+    let text = with_literal(&llama, "hidden_size", "Infinity");
+    let e = read_config(&text, "config.json", "m", &ReadOptions::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "`config.json`: key `hidden_size` is `Infinity`: expected a positive integer"
+    );
+    let text = with_literal(&llama, "num_key_value_heads", "NaN");
+    let e = read_config(&text, "config.json", "m", &ReadOptions::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "`config.json`: key `num_key_value_heads` is `NaN`: expected a positive integer"
+    );
+    // In a sub-config, by its path.
+    let llava = coverage("llava");
+    let mut vision = llava["vision_config"].clone();
+    vision["hidden_size"] = Value::from("@@LITERAL@@");
+    let text = with(llava, "vision_config", vision)
+        .to_string()
+        .replace("\"@@LITERAL@@\"", "-Infinity");
+    let e = read_config(&text, "config.json", "m", &ReadOptions::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "`config.json`: key `vision_config.hidden_size` is `-Infinity`: expected a positive integer"
+    );
+}
+
+#[test]
+fn non_finite_numbers_in_keys_nobody_reads_still_parse() {
+    // Mamba-2's class default (as transformers writes it) carries `time_step_limit:
+    // [0.0, Infinity]`, which no size depends on: the same count as with a finite limit.
+    let path = coverage_dir().join("mamba2.default.json");
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains("Infinity"), "the fixture holds the literal");
+    let spec = read_config(&text, "config.json", "m", &ReadOptions::default()).unwrap();
+    let finite = text.replace("Infinity", "1e300");
+    let plain = read_config(&finite, "config.json", "m", &ReadOptions::default()).unwrap();
+    let total = |s: &llmsize_core::ModelSpec| llmsize_core::count(s).unwrap().total;
+    assert_eq!(total(&spec), total(&plain));
+    assert!(total(&spec) > 0);
+}
+
+#[test]
+fn non_finite_numbers_read_as_optional_are_named_too() {
+    // `max_position_embeddings` is read where it holds a number, and skipped otherwise: a
+    // `NaN` there must not read as "absent".
+    let text = with_literal(&coverage("llama"), "max_position_embeddings", "NaN");
+    let e = read_config(&text, "config.json", "m", &ReadOptions::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "`config.json`: key `max_position_embeddings` is `NaN`: expected a finite number (transformers cannot build a model from it either)"
+    );
+}
