@@ -165,3 +165,91 @@ fn non_finite_numbers_read_as_optional_are_named_too() {
         "`config.json`: key `max_position_embeddings` is `NaN`: expected a finite number (transformers cannot build a model from it either)"
     );
 }
+
+/// Every integer in `v` (nested objects and lists included; `id2label`/`label2id` are
+/// names), as paths of keys and list indices.
+fn integer_paths(v: &Value, path: &mut Vec<PathStep>, out: &mut Vec<Vec<PathStep>>) {
+    match v {
+        Value::Number(n) if n.is_u64() || n.is_i64() => out.push(path.clone()),
+        Value::Object(m) => {
+            for (k, x) in m {
+                if k != "id2label" && k != "label2id" {
+                    path.push(PathStep::Key(k.clone()));
+                    integer_paths(x, path, out);
+                    path.pop();
+                }
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                path.push(PathStep::Index(i));
+                integer_paths(x, path, out);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+#[derive(Debug, Clone)]
+enum PathStep {
+    Key(String),
+    Index(usize),
+}
+
+fn set_at(v: &mut Value, path: &[PathStep], value: &Value) {
+    let mut target = v;
+    for step in path {
+        target = match step {
+            PathStep::Key(k) => &mut target[k.as_str()],
+            PathStep::Index(i) => &mut target[*i],
+        };
+    }
+    *target = value.clone();
+}
+
+#[test]
+fn every_integer_of_every_model_type_at_hostile_values_reads_quickly() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(coverage_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".default.json"))
+        .collect();
+    files.sort();
+    assert!(files.len() > 250, "{} configs", files.len());
+    let values = [Value::from(u64::MAX), Value::from(1_000_000u64)];
+    let start = Instant::now();
+    let (mut reads, mut slowest) = (0usize, Vec::new());
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let config = Value::Object(llmsize_adapters::hf_config::parse_json(&text, "c").unwrap());
+        let mut paths = Vec::new();
+        integer_paths(&config, &mut Vec::new(), &mut paths);
+        for path in &paths {
+            for value in &values {
+                let mut hostile = config.clone();
+                set_at(&mut hostile, path, value);
+                let text = hostile.to_string();
+                let t = Instant::now();
+                // Ok or a typed error: either is an answer; a panic fails the test.
+                let _ = read_config(&text, "config.json", "m", &ReadOptions::default());
+                let took = t.elapsed();
+                reads += 1;
+                slowest.push((took, format!("{} {path:?} = {value}", file.display())));
+            }
+        }
+    }
+    let total = start.elapsed();
+    slowest.sort_by_key(|(took, _)| std::cmp::Reverse(*took));
+    slowest.truncate(10);
+    // Seen with `--nocapture`: the figures of the sweep.
+    #[allow(clippy::print_stderr, reason = "the sweep's figures, for who runs it")]
+    {
+        eprintln!("{reads} reads in {total:?}; slowest: {slowest:#?}");
+    }
+    assert!(reads > 10_000, "{reads}");
+    for (took, what) in &slowest {
+        assert!(*took < QUICK, "{what}: {took:?}");
+    }
+    assert!(total < Duration::from_mins(1), "{total:?}");
+}

@@ -12,6 +12,7 @@ use llmsize_core::spec::{
 
 use super::family::{Windows, windows};
 use super::raw::RawConfig;
+use super::runs::Runs;
 use super::{architecture, is_bare};
 use crate::error::ConfigError;
 
@@ -607,8 +608,8 @@ pub(crate) fn kv_heads(
 pub(crate) fn sliding_windows(
     raw: &mut RawConfig<'_>,
     model_type: &str,
-    layers: usize,
-) -> Result<Vec<Option<u64>>, ConfigError> {
+    layers: u64,
+) -> Result<Runs<Option<u64>>, ConfigError> {
     let rule = match model_type {
         "mixtral" => Windows::All,
         _ => Windows::None,

@@ -12,6 +12,7 @@ mod family;
 mod moe;
 mod quant;
 mod raw;
+mod runs;
 mod seq2seq;
 mod training;
 

@@ -13,6 +13,7 @@ use llmsize_core::limits::MAX_LAYERS;
 use llmsize_core::spec::Assumption;
 use serde_json::{Map, Value};
 
+use super::runs::Runs;
 use crate::error::ConfigError;
 
 /// A parsed `config.json` with the file name for messages and the assumptions made so far.
@@ -32,6 +33,19 @@ pub struct RawConfig<'a> {
     /// The first key looked up that holds `NaN` or `Infinity` (its path and literal), shared
     /// with the readers of the sub-configs.
     pub(crate) non_finite: Rc<RefCell<Option<(String, &'static str)>>>,
+    /// Per-layer lists a family derives where the config has none, as runs.
+    pub(crate) derived: Derived,
+}
+
+/// Per-layer lists a family's `__post_init__` derives where the config has none (which
+/// layers slide, which are dense), held as runs: the block reads them in place of
+/// `layer_types` and of its dense rule, so a derived list is never one JSON value per layer.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Derived {
+    /// Which layers slide (`sliding_attention`), where `layer_types` is absent.
+    pub sliding: Option<Runs<bool>>,
+    /// Which layers are dense, beside the block's own dense rule.
+    pub dense: Option<Runs<bool>>,
 }
 
 /// Keys that count layers in some configuration class: of a text stack, an encoder or
@@ -119,6 +133,7 @@ impl<'a> RawConfig<'a> {
             read: RefCell::new(BTreeSet::new()),
             prefix: String::new(),
             non_finite: Rc::default(),
+            derived: Derived::default(),
         }
     }
 
@@ -148,6 +163,7 @@ impl<'a> RawConfig<'a> {
             read: RefCell::new(BTreeSet::new()),
             prefix: self.prefix.clone(),
             non_finite: Rc::clone(&self.non_finite),
+            derived: Derived::default(),
         }
     }
 
