@@ -539,7 +539,7 @@ pub(crate) fn phi(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
         heads,
         "num_attention_heads",
     )?;
-    let norm_dim = hidden / heads;
+    let norm_dim = raw.div(hidden, heads, "hidden_size / num_attention_heads")?;
     let qk_norm = raw.flag_or("qk_layernorm", false, "absent; `PhiConfig` default")?;
     let tied = tie(raw, false, "PhiConfig")?;
     let mut attn = mha(hidden, heads, kv_heads, head_dim, true);

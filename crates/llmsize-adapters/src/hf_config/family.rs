@@ -395,7 +395,7 @@ pub(crate) fn try_map_kinds<E>(
 /// Every stack's layers rebuilt by `f(layer, key)` with layer `i`'s value `i` of `keys`, a
 /// per-layer rule held as runs (which layers are past an index, which are listed): each
 /// distinct (kind, key) is built once, so the work is in the number of runs.
-pub(crate) fn map_layers_by<K: Clone + PartialEq>(
+pub(crate) fn map_layers_by<K: Clone + std::hash::Hash + Eq>(
     spec: &mut ModelSpec,
     keys: &Runs<K>,
     mut f: impl FnMut(&Layer, &K) -> Result<Layer, ConfigError>,
@@ -540,9 +540,9 @@ pub(crate) fn block_attention(
                             n
                         }
                         None if heads <= hidden => {
-                            r.raw
-                                .source(Sym::HeadDim, "hidden_size // num_attention_heads");
-                            hidden / heads
+                            let what = "hidden_size // num_attention_heads";
+                            r.raw.source(Sym::HeadDim, what);
+                            r.raw.div(hidden, heads, what)?
                         }
                         None => {
                             return Err(r.raw.invalid(

@@ -122,7 +122,7 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
         }
         "olmoe" => {
             // `modeling_olmoe.py`: q_norm over hidden_size, k_norm over (hidden/heads)·n_kv.
-            let per_head = hidden / heads;
+            let per_head = raw.div(hidden, heads, "hidden_size / num_attention_heads")?;
             attn.q_norm = Some(Norm::rms_norm(hidden));
             attn.k_norm = Some(Norm::rms_norm(raw.mul(
                 per_head,

@@ -649,21 +649,22 @@ fn resolve_kinds(
             .count() as u64;
         match seen.iter_mut().find(|(k, _, _)| *k == t.kind) {
             Some(e) => {
-                e.1 += hit;
-                e.2 += layers.len() as u64;
+                e.1 = llmsize_core::checked::add("layers matched", e.1, hit)?;
+                e.2 = llmsize_core::checked::add("layers seen", e.2, layers.len() as u64)?;
             }
             None => seen.push((t.kind, hit, layers.len() as u64)),
         }
     }
     let mut out = kinds;
     for (kind, hit, total) in seen {
-        if hit * 2 > total {
+        let most = llmsize_core::checked::mul("2·layers matched", hit, 2)? > total;
+        if most {
             out = out.without(kind);
         }
         if hit > 0 && hit < total {
             notes.push(format!(
                 "the module list names {hit} of {total} layers' {kind:?}; sized as if {}",
-                if hit * 2 > total {
+                if most {
                     "none were converted"
                 } else {
                     "all were converted"

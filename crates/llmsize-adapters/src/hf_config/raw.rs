@@ -9,6 +9,8 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
+use llmsize_core::Overflow;
+use llmsize_core::checked;
 use llmsize_core::limits::MAX_LAYERS;
 use llmsize_core::spec::Assumption;
 use serde_json::{Map, Value};
@@ -109,6 +111,14 @@ pub(crate) fn non_finite(v: &Value) -> Option<&'static str> {
     ["-Infinity", "Infinity", "NaN"]
         .into_iter()
         .find(|w| *w == rest)
+}
+
+/// An overflow in the sizes of `file`, as its error.
+pub(crate) fn overflow(file: &str, e: Overflow) -> ConfigError {
+    ConfigError::Spec {
+        file: file.to_owned(),
+        source: llmsize_core::SpecError::Overflow(e),
+    }
 }
 
 pub(crate) fn describe(v: &Value) -> String {
@@ -384,20 +394,26 @@ impl<'a> RawConfig<'a> {
                 },
             });
         }
-        self.source(Sym::HeadDim, &format!("{hidden_key} / {heads_key}"));
-        Ok(hidden / heads)
+        let what = format!("{hidden_key} / {heads_key}");
+        self.source(Sym::HeadDim, &what);
+        self.div(hidden, heads, &what)
     }
 
-    /// `checked_mul` with an error naming the keys when it overflows.
+    /// `a·b`, or an error naming `what` (the keys, `hidden_size·num_attention_heads`) and
+    /// both values when it overflows.
     pub(crate) fn mul(&self, a: u64, b: u64, what: &str) -> Result<u64, ConfigError> {
-        a.checked_mul(b).ok_or_else(|| ConfigError::Spec {
-            file: self.file.to_owned(),
-            source: llmsize_core::SpecError::Invalid {
-                field: what.to_owned(),
-                found: format!("{a} × {b}, which overflows 64 bits"),
-                expected: "sizes whose products fit in 64 bits".to_owned(),
-            },
-        })
+        self.check(checked::mul(what, a, b))
+    }
+
+    /// `a / b` rounded down, or an error naming `what` when `b` is 0.
+    pub(crate) fn div(&self, a: u64, b: u64, what: &str) -> Result<u64, ConfigError> {
+        self.check(checked::div(what, a, b))
+    }
+
+    /// The result of a checked step ([`llmsize_core::checked`]), its overflow an error of
+    /// this file.
+    pub(crate) fn check<T>(&self, r: Result<T, Overflow>) -> Result<T, ConfigError> {
+        r.map_err(|e| overflow(self.file, e))
     }
 
     /// A layer count as `usize`, for the per-layer patterns a reader walks (window patterns,

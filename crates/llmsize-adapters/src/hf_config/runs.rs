@@ -7,6 +7,8 @@
 //! and work in its number of runs, never one entry per layer; a list the config itself
 //! carries (`layer_types`) is read entry by entry, which is linear in the input.
 
+use std::collections::HashMap;
+use std::hash::Hash;
 use std::ops::Range;
 
 use llmsize_core::spec::{Layer, Layers};
@@ -104,7 +106,6 @@ impl<K: Clone + PartialEq> Runs<K> {
     }
 
     /// The runs, in order.
-    #[cfg(test)]
     pub(crate) fn runs(&self) -> &[(K, u64)] {
         &self.runs
     }
@@ -178,29 +179,46 @@ impl<K: Clone + PartialEq> Runs<K> {
 
     /// Layers of these values, each distinct value's layer made once by `make`.
     ///
-    /// [`Layers::from_pattern`] takes one key per layer: what it is handed is the index of
-    /// the value's layer (a `usize` compared with the few made so far), so the per-layer work
-    /// is that comparison, and memory is in the number of runs.
-    pub(crate) fn layers(&self, mut make: impl FnMut(&K) -> Layer) -> Layers {
-        let mut made: Vec<(K, Layer)> = Vec::new();
-        let mut index: Vec<(usize, u64)> = Vec::with_capacity(self.runs.len());
+    /// With a few distinct layers, [`Layers::from_pattern`] is handed each layer's index
+    /// among them (a `usize` compared with at most [`FEW`] others), so the per-layer work is
+    /// that comparison and memory is in the number of runs; with more (a config's own list
+    /// of per-layer widths), each run is pushed with its layer, which costs a clone per run —
+    /// and such a stack has about as many runs as distinct layers, each built anyway.
+    pub(crate) fn layers(&self, mut make: impl FnMut(&K) -> Layer) -> Layers
+    where
+        K: Hash + Eq,
+    {
+        let mut index: HashMap<&K, usize> = HashMap::new();
+        let mut made: Vec<Layer> = Vec::new();
+        let mut runs: Vec<(usize, u64)> = Vec::with_capacity(self.runs.len());
         for (k, c) in &self.runs {
-            let i = if let Some(i) = made.iter().position(|(m, _)| m == k) {
-                i
-            } else {
-                made.push((k.clone(), make(k)));
+            let i = *index.entry(k).or_insert_with(|| {
+                made.push(make(k));
                 made.len().saturating_sub(1)
-            };
-            index.push((i, *c));
+            });
+            runs.push((i, *c));
         }
-        let keys = index
-            .iter()
-            .flat_map(|&(i, c)| std::iter::repeat_n(i, usize::try_from(c).unwrap_or(0)));
-        Layers::from_pattern(keys, |i| {
-            made.get(*i).map_or_else(absent_layer, |(_, l)| l.clone())
-        })
+        if made.len() <= FEW {
+            let keys = runs
+                .iter()
+                .flat_map(|&(i, c)| std::iter::repeat_n(i, usize::try_from(c).unwrap_or(0)));
+            return Layers::from_pattern(keys, |i| {
+                made.get(*i).cloned().unwrap_or_else(absent_layer)
+            });
+        }
+        let mut out = Layers::new();
+        for (i, c) in runs {
+            if let Some(layer) = made.get(i) {
+                out.push_run(layer.clone(), c);
+            }
+        }
+        out
     }
 }
+
+/// Distinct layers a stack is built from one index per layer (as many as
+/// [`Layers`] itself compares one by one before it hashes).
+const FEW: usize = 8;
 
 impl Runs<bool> {
     /// Values `true` from index `from` on (`false` before), over `n`.
@@ -209,6 +227,22 @@ impl Runs<bool> {
         out.push(false, from.min(n));
         out.push(true, n.saturating_sub(from));
         out
+    }
+
+    /// `i % period == offset` for each index `i < n` (never, when `offset ≥ period`).
+    pub(crate) fn at_offset(n: u64, period: u64, offset: u64) -> Self {
+        match period.checked_sub(offset).and_then(|r| r.checked_sub(1)) {
+            Some(after) => Runs::periodic(n, &[(false, offset), (true, 1), (false, after)]),
+            None => Runs::uniform(false, n),
+        }
+    }
+
+    /// The number of `true` values (`None` past 2^64 − 1).
+    pub(crate) fn count_true(&self) -> Option<u64> {
+        self.runs
+            .iter()
+            .filter(|(k, _)| *k)
+            .try_fold(0u64, |acc, (_, c)| acc.checked_add(*c))
     }
 
     /// `(i + 1) % every == 0` for each index `i < n` (`every ≥ 1`): `every − 1` false, then
@@ -243,7 +277,7 @@ fn absent_layer() -> Layer {
 /// A stack's layers rebuilt from each layer's kind and its value in `keys` (layer `i` with
 /// value `i`): each distinct (kind, value) is built once by `build`, so the work is in the
 /// number of runs. Layers past the end of `keys` are kept as they are.
-pub(crate) fn remap<K: Clone + PartialEq, E>(
+pub(crate) fn remap<K: Clone + Hash + Eq, E>(
     layers: &Layers,
     keys: &Runs<K>,
     mut build: impl FnMut(&Layer, &K) -> Result<Layer, E>,
@@ -295,6 +329,15 @@ mod tests {
             for from in [0u64, 1, 3, 200] {
                 let by_rule: Vec<bool> = (0..n).map(|i| i >= from).collect();
                 assert_eq!(expand(&Runs::from_index(n, from)), by_rule, "{n} {from}");
+            }
+        }
+        for n in [0u64, 1, 9, 20] {
+            for (period, offset) in [(1u64, 0u64), (4, 1), (6, 5), (3, 3), (8, 4)] {
+                let by_rule: Vec<bool> = (0..n).map(|i| i % period == offset).collect();
+                let r = Runs::at_offset(n, period, offset);
+                assert_eq!(expand(&r), by_rule, "{n} {period} {offset}");
+                let count = by_rule.iter().filter(|x| **x).count() as u64;
+                assert_eq!(r.count_true(), Some(count));
             }
         }
         // A period of 2^64 − 1 over a million layers: one run, made at once.

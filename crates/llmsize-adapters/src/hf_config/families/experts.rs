@@ -31,6 +31,7 @@ use crate::hf_config::family::{
 use crate::hf_config::family::{map_layers_by, try_map_kinds};
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::runs::Runs;
+use llmsize_core::checked;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers for tweaks.
@@ -1707,7 +1708,7 @@ fn inkling_layers(
         2,
         &reason,
     )?;
-    if swa_heads % swa_kv != 0 {
+    if !swa_heads.is_multiple_of(swa_kv) {
         return Err(raw.invalid(
             "swa_num_key_value_heads",
             &swa_kv.into(),
@@ -1922,7 +1923,7 @@ fn read_inkling2_text(
         200_058,
         reason,
     )?;
-    if swa_heads % swa_kv != 0 {
+    if !swa_heads.is_multiple_of(swa_kv) {
         return Err(raw.invalid(
             "swa_num_key_value_heads",
             &swa_kv.into(),
@@ -3419,7 +3420,14 @@ fn read_inkling2_loop_text(
         "attention",
         Category::Attention,
         Expr::product(vec![
-            Expr::sym(Sym::Named("loop_layers"), end - start),
+            Expr::sym(
+                Sym::Named("loop_layers"),
+                raw.check(checked::sub(
+                    "loop_layer_index_end − loop_layer_index_start",
+                    end,
+                    start,
+                ))?,
+            ),
             Expr::Lit(4),
         ]),
         hidden(),

@@ -28,6 +28,7 @@ use crate::hf_config::family::{
 use crate::hf_config::family::{map_kinds, map_layers_by};
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::runs::Runs;
+use llmsize_core::checked;
 use crate::hf_config::{HeadChoice, architecture};
 
 /// The class defaults of the MLA sizes, which [`AttentionRule::Latent`] reads as required.
@@ -734,7 +735,11 @@ fn longcat_flash(
         ));
     }
     // `q_b_proj` is `n_h · qk_head_dim`, a key of its own defaulting to `nope + rope`.
-    let qk = attention.qk_nope_head_dim + attention.qk_rope_head_dim;
+    let qk = r.raw.check(checked::add(
+        "qk_nope_head_dim + qk_rope_head_dim",
+        attention.qk_nope_head_dim,
+        attention.qk_rope_head_dim,
+    ))?;
     if let Some(q) = r.raw.size_opt("qk_head_dim")?
         && q != qk
     {

@@ -30,12 +30,14 @@ struct Sub {
     heads: u64,
     kv: u64,
     ffn: u64,
+    /// `hidden // heads`.
+    head_dim: u64,
 }
 
 impl Sub {
     /// `hidden // heads`, the head width of its self- and cross-attention.
     fn head_dim(&self) -> u64 {
-        self.hidden / self.heads
+        self.head_dim
     }
 
     fn d(&self) -> Expr {
@@ -173,7 +175,6 @@ fn sizes(raw: &mut RawConfig<'_>, def: &SubDefaults) -> Result<Sub, ConfigError>
             &format!("a divisor of `num_attention_heads` ({heads})"),
         ));
     }
-    raw.layer_count("num_hidden_layers", layers)?;
     Ok(Sub {
         path: def.path,
         d_sym: def.d_sym,
@@ -183,6 +184,7 @@ fn sizes(raw: &mut RawConfig<'_>, def: &SubDefaults) -> Result<Sub, ConfigError>
         heads,
         kv,
         ffn,
+        head_dim: raw.div(hidden, heads, "hidden_size // num_attention_heads")?,
     })
 }
 

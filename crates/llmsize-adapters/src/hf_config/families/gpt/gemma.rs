@@ -556,7 +556,9 @@ fn text_model(
     // Gemma 4 with `use_bidirectional_attention: "all"` halves the window
     // (`sliding_window // 2 + 1`).
     let window = match r.raw.value("use_bidirectional_attention") {
-        Some(Value::String(s)) if s == "all" && kind != Kind::Gemma3n => window / 2 + 1,
+        Some(Value::String(s)) if s == "all" && kind != Kind::Gemma3n => {
+            r.raw.check((llmsize_core::checked::Checked::new(window) / 2u64 + 1u64).get("sliding_window // 2 + 1"))?
+        }
         _ => window,
     };
     let sliding = layer_types(r.raw, kind, n)?;

@@ -15,6 +15,7 @@ mod blt;
 mod gemma;
 
 use crate::error::ConfigError;
+use llmsize_core::checked;
 use crate::hf_config::architecture;
 use crate::hf_config::decoder::{self, Decoder, layer, mha, mlp};
 use crate::hf_config::family::map_kinds;
@@ -763,7 +764,11 @@ fn gpt_neox_japanese(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSp
     attn.o_bias = true;
     let last = layer(attn, mlp(hidden, inner, false, false), norms);
     let n = count(r.raw, "num_hidden_layers", layers)?;
-    let mut stack = Layers::repeat(body, n - 1);
+    let mut stack = Layers::repeat(
+        body,
+        r.raw
+            .check(checked::sub("num_hidden_layers − 1", n, 1))?,
+    );
     stack.push(last);
     Ok(Decoder::new(
         family.model_type,
