@@ -412,8 +412,14 @@ impl<'a> RawConfig<'a> {
 
     /// The result of a checked step ([`llmsize_core::checked`]), its overflow an error of
     /// this file.
+    /// In a sub-config the formula says where its keys are (`vision_config: patch_size²`).
     pub(crate) fn check<T>(&self, r: Result<T, Overflow>) -> Result<T, ConfigError> {
-        r.map_err(|e| overflow(self.file, e))
+        r.map_err(|mut e| {
+            if let Some(sub) = self.prefix.strip_suffix('.') {
+                e.formula = format!("{sub}: {}", e.formula);
+            }
+            overflow(self.file, e)
+        })
     }
 
     /// A layer count as `usize`, for the per-layer patterns a reader walks (window patterns,

@@ -18,12 +18,12 @@ use llmsize_core::spec::{
 use crate::error::ConfigError;
 use crate::hf_config::architecture;
 use crate::hf_config::decoder::{Decoder, layer, mha, mlp};
-use crate::hf_config::family::{map_kinds, map_layers_by};
 use crate::hf_config::family::{
     ALL_SPARSE, AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule,
     MoeRule, NO, NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Read, Reader, Shared, StandardRule,
     Switch, Windows, YES, key_or,
 };
+use crate::hf_config::family::{map_kinds, map_layers_by};
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::runs::Runs;
 use llmsize_core::checked::Checked;

@@ -28,8 +28,8 @@ use crate::hf_config::family::{
 use crate::hf_config::family::{map_kinds, map_layers_by};
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::runs::Runs;
-use llmsize_core::checked;
 use crate::hf_config::{HeadChoice, architecture};
+use llmsize_core::checked;
 
 /// The class defaults of the MLA sizes, which [`AttentionRule::Latent`] reads as required.
 struct MlaDefaults {
@@ -548,7 +548,7 @@ fn indexer_types(raw: &mut RawConfig<'_>, n: u64) -> Result<Runs<bool>, ConfigEr
 /// Layer `i` is full when `max(i + 1 − offset, 0) % freq == 0` (`freq ≥ 1`): the first
 /// `offset` layers (where the difference is 0), then every `freq`-th from layer `offset`
 /// on (`i + 1 − offset = freq, 2·freq, …`).
-fn topk_full(n: u64, freq: u64, offset: u64) -> Runs<bool> {
+pub(crate) fn topk_full(n: u64, freq: u64, offset: u64) -> Runs<bool> {
     let head = n.min(offset);
     let mut full = Runs::uniform(true, head);
     full.append(Runs::every(n.saturating_sub(head), freq));

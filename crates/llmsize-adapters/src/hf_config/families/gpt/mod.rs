@@ -15,7 +15,6 @@ mod blt;
 mod gemma;
 
 use crate::error::ConfigError;
-use llmsize_core::checked;
 use crate::hf_config::architecture;
 use crate::hf_config::decoder::{self, Decoder, layer, mha, mlp};
 use crate::hf_config::family::map_kinds;
@@ -24,6 +23,7 @@ use crate::hf_config::family::{
     NormRule, Read, Reader, StandardRule, Switch, YES, key_or,
 };
 use crate::hf_config::raw::RawConfig;
+use llmsize_core::checked;
 
 macro_rules! code {
     ($t:literal, $class:literal, $arch:literal, $f:expr) => {
@@ -766,8 +766,7 @@ fn gpt_neox_japanese(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSp
     let n = count(r.raw, "num_hidden_layers", layers)?;
     let mut stack = Layers::repeat(
         body,
-        r.raw
-            .check(checked::sub("num_hidden_layers − 1", n, 1))?,
+        r.raw.check(checked::sub("num_hidden_layers − 1", n, 1))?,
     );
     stack.push(last);
     Ok(Decoder::new(

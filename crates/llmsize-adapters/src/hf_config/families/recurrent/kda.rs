@@ -249,7 +249,10 @@ fn read(
     } else if variant == Variant::Kimi {
         // Full at `i > 0` with `i % 4 == 0`.
         let mut full = Runs::uniform(false, n.min(1));
-        full.append(Runs::periodic(n.saturating_sub(1), &[(false, 3), (true, 1)]));
+        full.append(Runs::periodic(
+            n.saturating_sub(1),
+            &[(false, 3), (true, 1)],
+        ));
         full
     } else {
         let group = raw.size_or(&["layer_group_size"], Sym::Named("group"), 6, &reason)?;

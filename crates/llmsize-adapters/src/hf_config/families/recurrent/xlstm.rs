@@ -128,13 +128,16 @@ fn read(
         conv: 0,
         recurrent: raw.mul(
             heads,
-            per_head.checked_add(qk_head).and_then(|s| s.checked_add(1)).ok_or_else(|| {
-                raw.invalid(
-                    "hidden_size",
-                    &hidden.into(),
-                    "a size whose state fits in 64 bits",
-                )
-            })?,
+            per_head
+                .checked_add(qk_head)
+                .and_then(|s| s.checked_add(1))
+                .ok_or_else(|| {
+                    raw.invalid(
+                        "hidden_size",
+                        &hidden.into(),
+                        "a size whose state fits in 64 bits",
+                    )
+                })?,
             "num_heads·(d_qk·d_v + d_qk + 1)",
         )?,
         recurrent_f32: false,

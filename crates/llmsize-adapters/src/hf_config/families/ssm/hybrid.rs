@@ -210,7 +210,10 @@ pub(super) fn mamba2_keys(
         let expand = r.size(key_or(&["mamba_expand"], expand_d), Sym::Named("expand"))?;
         expanded(r, expand, hidden, "mamba_expand·hidden_size")?
     };
-    let auto = || r.raw.div(inner, heads, "mamba_intermediate_size / mamba_n_heads");
+    let auto = || {
+        r.raw
+            .div(inner, heads, "mamba_intermediate_size / mamba_n_heads")
+    };
     let head_dim = match r.raw.value("mamba_d_head") {
         Some(serde_json::Value::String(s)) if s == "auto" => auto()?,
         Some(_) => r.size(key_or(&["mamba_d_head"], 0), Sym::Named("d_ssm_head"))?,
@@ -350,7 +353,9 @@ pub(super) fn granitemoehybrid(
         None => layer_list(r.raw, "layers_block_type")?,
     };
     let kinds: Runs<bool> = match types {
-        Some(t) if t.len() as u64 == n => Runs::from_list(t.iter().map(|k| k != "linear_attention")),
+        Some(t) if t.len() as u64 == n => {
+            Runs::from_list(t.iter().map(|k| k != "linear_attention"))
+        }
         Some(_) => {
             let v = r
                 .raw

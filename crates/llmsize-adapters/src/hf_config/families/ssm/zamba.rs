@@ -255,7 +255,9 @@ pub(super) fn zamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpe
             two_d,
             "2·hidden_size",
         )?;
-        let split = r.raw.div(two_d, heads, "2·hidden_size / num_attention_heads")?;
+        let split = r
+            .raw
+            .div(two_d, heads, "2·hidden_size / num_attention_heads")?;
         let head_dim = size_or_else(
             &mut r,
             &["attention_head_dim", "head_dim"],
@@ -334,9 +336,11 @@ pub(super) fn zamba2(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSp
     let expand = r.size(key_or(&["mamba_expand"], 2), Sym::Named("expand"))?;
     let inner = expanded(&mut r, expand, hidden, "mamba_expand·hidden_size")?;
     let mamba_heads = r.size(key_or(&["n_mamba_heads"], 8), Sym::Named("n_ssm_heads"))?;
-    let split = r
-        .raw
-        .div(inner, mamba_heads, "mamba_expand·hidden_size / n_mamba_heads")?;
+    let split = r.raw.div(
+        inner,
+        mamba_heads,
+        "mamba_expand·hidden_size / n_mamba_heads",
+    )?;
     let head_dim = size_or_else(
         &mut r,
         &["mamba_headdim"],
@@ -381,7 +385,9 @@ pub(super) fn zamba2(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSp
             two_d,
             "2·hidden_size",
         )?;
-        let split = r.raw.div(two_d, heads, "2·hidden_size / num_attention_heads")?;
+        let split = r
+            .raw
+            .div(two_d, heads, "2·hidden_size / num_attention_heads")?;
         let attn_head_dim = size_or_else(
             &mut r,
             &["attention_head_dim", "head_dim"],
@@ -427,7 +433,11 @@ pub(super) fn zamba2(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSp
             None => hybrids,
         };
         // Slots i with i % blocks < unique: the blocks that exist.
-        let rest = r.raw.check(checked::rem("hybrid_layer_ids % num_mem_blocks", slots, blocks))?;
+        let rest = r.raw.check(checked::rem(
+            "hybrid_layer_ids % num_mem_blocks",
+            slots,
+            blocks,
+        ))?;
         let adapters = r.raw.check(
             (Checked::new(slots) / blocks * unique + rest.min(unique))
                 .get("(hybrid_layer_ids / num_mem_blocks)·blocks + min(rest, blocks)"),

@@ -141,6 +141,16 @@ impl Sub<'_, '_> {
         format!("absent; `{}` default", self.r.class)
     }
 
+    /// `a·b`, or an error naming `what` (this sub-config's keys) when it overflows.
+    pub(crate) fn mul(&self, a: u64, b: u64, what: &str) -> Result<u64, ConfigError> {
+        self.r.raw.mul(a, b, what)
+    }
+
+    /// The result of a checked formula on this sub-config's keys.
+    pub(crate) fn check<T>(&self, r: Result<T, llmsize_core::Overflow>) -> Result<T, ConfigError> {
+        self.r.raw.check(r)
+    }
+
     /// A positive size, `default` when absent.
     pub(crate) fn size(&mut self, key: &'static str, default: u64) -> Result<u64, ConfigError> {
         let reason = self.reason();
