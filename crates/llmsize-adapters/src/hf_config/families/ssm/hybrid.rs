@@ -751,6 +751,13 @@ pub(super) fn lara_mini(
     raw: &mut RawConfig<'_>,
     family: &Family,
 ) -> Result<ModelSpec, ConfigError> {
+    const PATTERN: [&str; 5] = [
+        "linear_attention",
+        "sliding_attention",
+        "linear_attention",
+        "full_attention",
+        "sliding_attention",
+    ];
     let mut r = Reader {
         raw,
         class: family.config_class,
@@ -771,13 +778,6 @@ pub(super) fn lara_mini(
             .raw
             .invalid("layer_types", v, &format!("one entry per layer ({n})")));
     }
-    const PATTERN: [&str; 5] = [
-        "linear_attention",
-        "sliding_attention",
-        "linear_attention",
-        "full_attention",
-        "sliding_attention",
-    ];
     if types.is_none() {
         let reason = format!("absent; `{}` default (period 5: L S L F S)", r.class);
         r.raw.assume("layer_types", "L S L F S …", &reason);
@@ -789,12 +789,11 @@ pub(super) fn lara_mini(
         "sliding_attention" => (false, Some(window)),
         _ => (false, None),
     };
-    let kinds: Runs<(bool, Option<u64>)> = match types {
-        Some(types) => Runs::from_list(types.iter().map(|t| kind(t))),
-        None => {
-            let period: Vec<_> = PATTERN.iter().map(|t| (kind(t), 1)).collect();
-            Runs::periodic(n, &period)
-        }
+    let kinds: Runs<(bool, Option<u64>)> = if let Some(types) = types {
+        Runs::from_list(types.iter().map(|t| kind(t)))
+    } else {
+        let period: Vec<_> = PATTERN.iter().map(|t| (kind(t), 1)).collect();
+        Runs::periodic(n, &period)
     };
     let attention = if kinds.any(|k| !k.0) {
         let block = Block {

@@ -130,7 +130,8 @@ pub(super) fn ernie4_5_vl_moe_text(
             20,
             &reason,
         )?;
-        map.insert("head_dim".to_owned(), Value::from(hidden / heads));
+        let head_dim = raw.div(hidden, heads, "hidden_size / num_attention_heads")?;
+        map.insert("head_dim".to_owned(), Value::from(head_dim));
     }
     let mut inner = raw.sibling(&map);
     let mut spec = read_block(&mut inner, f, &TEXT)?;
