@@ -2323,7 +2323,7 @@ pub(crate) fn per_layer_overrides<'a>(
 }
 
 /// One dots.llm3 layer's attention shape.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Dots3Attention {
     heads: u64,
     q_lora: u64,
@@ -2364,7 +2364,7 @@ pub(crate) fn read_dots3_note_text(
     let d = raw.size_or(&["hidden_size"], Sym::Hidden, 5120, reason)?;
     let layers = raw.size_or(&["num_hidden_layers"], Sym::Layers, 46, reason)?;
     let vocab = raw.size_or(&["vocab_size"], Sym::Vocab, 152_064, reason)?;
-    let n = raw.layer_count("num_hidden_layers", layers)?;
+    let n = raw.bound_layers("num_hidden_layers", layers)?;
     let tied = raw.flag_or("tie_word_embeddings", false, reason)?;
     // Layer kinds.
     let use_dsa = match raw.flag("use_dsa")? {
@@ -2373,21 +2373,22 @@ pub(crate) fn read_dots3_note_text(
         None => Some(true),
     };
     let use_sliding = raw.flag("use_sliding_window")?.unwrap_or(true);
-    let mut types: Vec<String> = match raw.value("layer_types") {
+    let mut types: Runs<String> = match raw.value("layer_types") {
         Some(v) if !v.is_null() => {
             let list = v
                 .as_array()
                 .ok_or_else(|| raw.invalid("layer_types", v, "a list of layer kinds"))?;
-            if list.len() != n {
+            if list.len() as u64 != n {
                 return Err(raw.invalid("layer_types", v, &format!("one entry per layer ({n})")));
             }
-            list.iter()
-                .map(|t| {
-                    t.as_str().map(str::to_owned).ok_or_else(|| {
-                        raw.invalid("layer_types", t, "strings such as `indexed_attention`")
-                    })
-                })
-                .collect::<Result<_, _>>()?
+            let mut types = Runs::default();
+            for t in list {
+                let t = t.as_str().ok_or_else(|| {
+                    raw.invalid("layer_types", t, "strings such as `indexed_attention`")
+                })?;
+                types.push(t.to_owned(), 1);
+            }
+            types
         }
         _ => {
             let full = if use_dsa == Some(false) {
@@ -2395,15 +2396,22 @@ pub(crate) fn read_dots3_note_text(
             } else {
                 "indexed_attention"
             };
-            (0..n)
-                .map(|i| {
-                    if !use_sliding || i < 2 || i % 4 == 1 {
-                        full.to_owned()
-                    } else {
-                        "sliding_attention".to_owned()
-                    }
-                })
-                .collect()
+            if use_sliding {
+                // The first two and every 4th from layer 1 (`i % 4 == 1`) full, sliding
+                // between.
+                let mut types = Runs::periodic(
+                    n,
+                    &[
+                        ("sliding_attention".to_owned(), 1),
+                        (full.to_owned(), 1),
+                        ("sliding_attention".to_owned(), 2),
+                    ],
+                );
+                types.overwrite(0..2, &full.to_owned());
+                types
+            } else {
+                Runs::uniform(full.to_owned(), n)
+            }
         }
     };
     if let Some(dsa) = use_dsa {
@@ -2412,13 +2420,9 @@ pub(crate) fn read_dots3_note_text(
         } else {
             ("indexed_attention", "full_attention")
         };
-        for t in &mut types {
-            if t == old {
-                new.clone_into(t);
-            }
-        }
+        types = types.map(|t| if t == old { new.to_owned() } else { t.clone() });
     }
-    for t in &types {
+    for (t, _) in types.runs() {
         if !matches!(
             t.as_str(),
             "full_attention" | "indexed_attention" | "sliding_attention"
@@ -2431,7 +2435,7 @@ pub(crate) fn read_dots3_note_text(
         }
     }
     // Per-layer overrides: given, or the `swa_*` shapes on sliding layers.
-    let given = per_layer_overrides(raw, n)?;
+    let given = per_layer_overrides(raw, raw.layer_count("num_hidden_layers", n)?)?;
     let mut swa = Map::new();
     if given.is_none() {
         let mut put =
@@ -2498,8 +2502,24 @@ pub(crate) fn read_dots3_note_text(
             }
         }
     };
-    let mut kinds = Vec::with_capacity(n);
-    for (i, t) in types.iter().enumerate() {
+    // One shape per layer of `per_layer_config` (a list as long as the layers), else one per
+    // run of layer types.
+    let per_type: Vec<(usize, &String, u64)> = match &given {
+        Some(_) => {
+            let mut i = 0usize;
+            let mut out = Vec::new();
+            for (t, c) in types.runs() {
+                for _ in 0..*c {
+                    out.push((i, t, 1));
+                    i = i.saturating_add(1);
+                }
+            }
+            out
+        }
+        None => types.runs().iter().map(|(t, c)| (0, t, *c)).collect(),
+    };
+    let mut kinds: Runs<Dots3Attention> = Runs::default();
+    for (i, t, count) in per_type {
         let o: Option<&Map<String, Value>> = match &given {
             Some(list) => list.get(i).copied().flatten(),
             None if t == "sliding_attention" => Some(&swa),
@@ -2551,7 +2571,7 @@ pub(crate) fn read_dots3_note_text(
             }
         };
         let indexed = t == "indexed_attention";
-        kinds.push(Dots3Attention {
+        let kind = Dots3Attention {
             heads,
             q_lora: get("q_lora_rank", g_q_lora)?,
             kv_lora: get("kv_lora_rank", g_kv_lora)?,
@@ -2572,51 +2592,61 @@ pub(crate) fn read_dots3_note_text(
             } else {
                 None
             },
-        });
+        };
+        kinds.push(kind, count);
     }
     // MLP kinds.
-    let sparse: Vec<bool> = match raw.value("mlp_layer_types") {
+    let sparse: Runs<bool> = match raw.value("mlp_layer_types") {
         Some(v) if !v.is_null() => {
             let list = v
                 .as_array()
                 .ok_or_else(|| raw.invalid("mlp_layer_types", v, "a list of `dense`/`sparse`"))?;
-            if list.len() != n {
+            if list.len() as u64 != n {
                 return Err(raw.invalid(
                     "mlp_layer_types",
                     v,
                     &format!("one entry per layer ({n})"),
                 ));
             }
-            list.iter()
-                .map(|t| match t.as_str() {
-                    Some("sparse") => Ok(true),
-                    Some("dense") => Ok(false),
-                    _ => Err(raw.invalid("mlp_layer_types", t, "`dense` or `sparse`")),
-                })
-                .collect::<Result<_, _>>()?
+            let mut sparse = Runs::default();
+            for t in list {
+                match t.as_str() {
+                    Some("sparse") => sparse.push(true, 1),
+                    Some("dense") => sparse.push(false, 1),
+                    _ => return Err(raw.invalid("mlp_layer_types", t, "`dense` or `sparse`")),
+                }
+            }
+            sparse
         }
         _ => {
+            // Sparse from layer `first_k_dense_replace` on, where `moe_layer_freq` says.
             let first = raw.uint("first_k_dense_replace")?.unwrap_or(1);
-            let freq = raw.value("moe_layer_freq");
-            (0..n)
-                .map(|i| {
-                    let on = match freq {
-                        None => true,
-                        Some(Value::Array(list)) => list.get(i).is_some_and(truthy),
-                        Some(v) => match v.as_u64() {
-                            Some(f) if f > 0 => (i as u64).is_multiple_of(f),
-                            _ => {
-                                return Err(raw.invalid(
-                                    "moe_layer_freq",
-                                    v,
-                                    "a positive integer or a flag per layer",
-                                ));
-                            }
-                        },
-                    };
-                    Ok(i as u64 >= first && on)
-                })
-                .collect::<Result<_, _>>()?
+            let on = match raw.value("moe_layer_freq") {
+                None => Runs::uniform(true, n),
+                Some(Value::Array(list)) => {
+                    let shown = n.min(list.len() as u64);
+                    let mut on = Runs::from_list(
+                        list.iter()
+                            .take(usize::try_from(shown).unwrap_or(usize::MAX))
+                            .map(truthy),
+                    );
+                    on.push(false, n.saturating_sub(shown));
+                    on
+                }
+                Some(v) => match v.as_u64() {
+                    Some(f) if f > 0 => Runs::at_offset(n, f, 0),
+                    _ => {
+                        return Err(raw.invalid(
+                            "moe_layer_freq",
+                            v,
+                            "a positive integer or a flag per layer",
+                        ));
+                    }
+                },
+            };
+            Runs::from_index(n, first)
+                .zip(&on)
+                .map(|&(from, on)| from && on)
         }
     };
     let experts = raw.size_or(
@@ -2669,8 +2699,8 @@ pub(crate) fn read_dots3_note_text(
         shared_gate: false,
     };
     let dense = crate::hf_config::decoder::mlp(d, dense_width, true, false);
-    let keys = kinds.into_iter().zip(sparse);
-    let stack = Layers::from_pattern(keys, |&(a, sparse)| {
+    let mut overflow = None;
+    let stack = kinds.zip(&sparse).layers(|&(a, sparse)| {
         let mut extras = vec![Extra::linear(
             "self_attn.g_proj.weight",
             "attention",
@@ -2693,12 +2723,25 @@ pub(crate) fn read_dots3_note_text(
             // `Dots3NoteTextModel` builds the indexed layers' rotary tables from
             // `inputs_embeds.float()`, so the indexer's rotated keys are cached in float32
             // whatever the model's dtype: four bytes an element, two bf16 widths.
-            indexer_key_dim: a.indexer.map(|(_, dim)| dim.saturating_mul(2)),
+            indexer_key_dim: match a
+                .indexer
+                .map(|(_, dim)| checked::mul("2·index_head_dim", dim, 2))
+            {
+                Some(Ok(w)) => Some(w),
+                Some(Err(e)) => {
+                    overflow.get_or_insert(e);
+                    None
+                }
+                None => None,
+            },
             category: Category::Attention,
         };
         let attention = if a.window.is_some() {
             extras.extend(latent_extras(&latent));
-            windowed_latent_cache(&latent)
+            windowed_latent_cache(&latent).unwrap_or_else(|e| {
+                overflow.get_or_insert(e);
+                llmsize_core::spec::Attention::Absent
+            })
         } else {
             llmsize_core::spec::Attention::Latent(latent)
         };
@@ -2720,6 +2763,9 @@ pub(crate) fn read_dots3_note_text(
             state: None,
         }
     });
+    if let Some(e) = overflow {
+        return raw.check(Err(e));
+    }
     Ok(crate::hf_config::decoder::Decoder::new(
         family.model_type,
         crate::hf_config::architecture(raw, family.architecture),
@@ -2840,26 +2886,33 @@ fn latent_extras(a: &llmsize_core::spec::LatentAttention) -> Vec<Extra> {
 /// `DynamicSlidingWindowLayer` does; its weights are [`latent_extras`]. The head is as wide as
 /// the mean of the query/key and value head widths, so the score and value products count as
 /// MLA's do (as for MiMo-V2-Flash), and the rest of the latent is held as an index key.
-fn windowed_latent_cache(a: &llmsize_core::spec::LatentAttention) -> llmsize_core::spec::Attention {
-    let latent = a
-        .kv_lora_rank
-        .saturating_add(a.qk_rope_head_dim)
-        .saturating_add(a.indexer_key_dim.unwrap_or(0));
-    let mean = a
-        .qk_nope_head_dim
-        .saturating_add(a.qk_rope_head_dim)
-        .saturating_add(a.v_head_dim)
-        / 2;
-    // One head of `d_h` caches `2·d_h`; a latent narrower than that is held as half-width heads.
-    let head = if mean > 0 && latent >= mean.saturating_mul(2) {
+fn windowed_latent_cache(
+    a: &llmsize_core::spec::LatentAttention,
+) -> Result<llmsize_core::spec::Attention, llmsize_core::Overflow> {
+    let latent = checked::sum(
+        "kv_lora_rank + qk_rope_head_dim + index key",
+        [
+            a.kv_lora_rank,
+            a.qk_rope_head_dim,
+            a.indexer_key_dim.unwrap_or(0),
+        ],
+    )?;
+    let mean = checked::sum(
+        "qk_nope_head_dim + qk_rope_head_dim + v_head_dim",
+        [a.qk_nope_head_dim, a.qk_rope_head_dim, a.v_head_dim],
+    )? / 2;
+    // One head of `d_h` caches `2·d_h` (`mean ≤ 2^63`); a latent narrower than that is held
+    // as half-width heads.
+    let head = if mean > 0 && latent / 2 >= mean {
         mean
     } else {
         (latent / 2).max(1)
     };
     let mut s = crate::hf_config::decoder::mha(a.hidden, a.num_heads, 1, head, false);
-    let rest = latent.saturating_sub(head.saturating_mul(2));
+    // `2·head ≤ latent` unless the latent is 1 wide (then nothing is left).
+    let rest = latent.saturating_sub(checked::mul("2·d_h", head, 2)?);
     s.indexer_key_dim = (rest > 0).then_some(rest);
-    llmsize_core::spec::Attention::CacheOnly(s)
+    Ok(llmsize_core::spec::Attention::CacheOnly(s))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@
 use llmsize_core::Category;
 use llmsize_core::expr::{Expr, Sym};
 use llmsize_core::spec::{
-    Attention, Extra, Ffn, LatentAttention, Layer, Layers, Mlp, ModelSpec, Moe, Norm,
+    Attention, Extra, Ffn, LatentAttention, Layer, Mlp, ModelSpec, Moe, Norm,
 };
 
 use crate::error::ConfigError;
@@ -713,7 +713,7 @@ fn longcat_flash(
         }
         _ => r.size(key_or(&["num_layers"], 28), Sym::Layers)?,
     };
-    let n = r.raw.layer_count("num_layers", layers)?;
+    let n = r.raw.bound_layers("num_layers", layers)?;
     let attention = read_mla(
         &mut r,
         hidden,
@@ -839,13 +839,10 @@ fn longcat_flash(
         extras: Vec::new(),
         state: None,
     };
-    let stack = Layers::from_pattern((0..n.saturating_mul(2)).map(|i| i % 2), |&k| {
-        if k == 0 {
-            first.clone()
-        } else {
-            second.clone()
-        }
-    });
+    // Each of the `num_layers` modules holds two decoder layers: the MoE one, then the dense.
+    let both = r.raw.check(checked::mul("2·num_layers", n, 2))?;
+    let stack = Runs::periodic(both, &[(true, 1), (false, 1)])
+        .layers(|&moe| if moe { first.clone() } else { second.clone() });
     Ok(Decoder::new(
         family.model_type,
         architecture(r.raw, family.architecture),

@@ -30,6 +30,7 @@ use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::runs::Runs;
 use crate::hf_config::{HeadChoice, architecture};
+use llmsize_core::checked;
 
 const CLASS: &str = "MistralLarge4TextConfig";
 
@@ -276,7 +277,12 @@ fn text_model(
         expert: mlp(d, moe_ff, true, false),
         router_bias: false,
         router: true,
-        shared: (shared > 0).then(|| mlp(d, moe_ff.saturating_mul(shared), true, false)),
+        shared: if shared > 0 {
+            let w = raw.mul(moe_ff, shared, "moe_intermediate_size·n_shared_experts")?;
+            Some(mlp(d, w, true, false))
+        } else {
+            None
+        },
         shared_gate: false,
     };
     // Each layer by (RoPE?, indexed?, own cache?, sparse?): each distinct one built once.
@@ -319,11 +325,19 @@ fn text_model(
             // `kv_sharing_modes`: a layer reading another's cache stores nothing ("reuse", a
             // `DummyLayer`) or only its indexer's key ("reuse_but_indexer").
             let latent = if own_kv {
-                kv_lora.saturating_add(rot)
+                raw.check(checked::add(
+                    "kv_lora_rank + qk_rope_head_dim",
+                    kv_lora,
+                    rot,
+                ))?
             } else {
                 0
             };
-            let per_token = latent.saturating_add(if indexed { d_idx } else { 0 });
+            let per_token = raw.check(checked::add(
+                "kv latent + index_head_dim",
+                latent,
+                if indexed { d_idx } else { 0 },
+            ))?;
             if per_token == 0 {
                 Attention::Absent
             } else {

@@ -19,6 +19,7 @@ use crate::hf_config::family::{
     NO, Shared, Sparsity, StandardRule, Switch, key_or, read_block,
 };
 use crate::hf_config::raw::RawConfig;
+use llmsize_core::checked;
 
 /// The text block with the text experts (the keys patched in by [`ernie4_5_vl_moe_text`]):
 /// `use_bias` on every projection of attention and dense MLPs, a bias-free router, 2 shared
@@ -222,7 +223,10 @@ pub(super) fn ernie4_5_vl_moe(
         p.linear(
             format!("{pre}.patch_embed.proj"),
             "vision embeddings",
-            (lit(c.saturating_mul(ps).saturating_mul(ps)), d.clone()),
+            (
+                lit(s.check(checked::product("in_channels·patch_size²", [c, ps, ps]))?),
+                d.clone(),
+            ),
             false,
             &one,
         );
@@ -252,7 +256,10 @@ pub(super) fn ernie4_5_vl_moe(
         ))
     })?;
     let one = lit(1);
-    let s = mul(sym("d_vis", dv), lit(m.saturating_mul(m)));
+    let s = mul(
+        sym("d_vis", dv),
+        lit(raw.mul(m, m, "vision_config.spatial_merge_size²")?),
+    );
     let part = "multimodal projector";
     let pre = "model.resampler_model";
     for (name, input) in [

@@ -392,14 +392,17 @@ fn inkling2_of(
         p.linear(
             format!("{pre}.embeddings.patch_embedding"),
             part,
-            (lit(c.saturating_mul(ps).saturating_mul(ps)), d.clone()),
+            (
+                lit(s.check(checked::product("num_channels·patch_size²", [c, ps, ps]))?),
+                d.clone(),
+            ),
             false,
             &one,
         );
         p.table(
             format!("{pre}.embeddings.position_embedding"),
             part,
-            (lit(grid.saturating_mul(grid)), d.clone()),
+            (lit(s.mul(grid, grid, "posemb_grid_size²")?), d.clone()),
             &one,
         );
         p.vector(
@@ -416,7 +419,7 @@ fn inkling2_of(
         );
         scaled_vit_layers(&mut p, pre, &d, ff, &l);
         let part = "multimodal projector";
-        let wide = super::parts::mul(d, lit(m.saturating_mul(m)));
+        let wide = super::parts::mul(d, lit(s.mul(m, m, "spatial_merge_size²")?));
         p.linear(
             format!("{pre}.merger.linear_1"),
             part,

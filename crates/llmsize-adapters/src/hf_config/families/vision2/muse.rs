@@ -18,6 +18,7 @@ use crate::hf_config::family::{
 };
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::runs::Runs;
+use llmsize_core::checked;
 
 /// Muse-Glimmer text (`MuseGlimmerTextAttention`, `MuseGlimmerTextDecoderLayer`):
 /// `attention_bias` on q, k, v, o; `head_dim` 128; 2 KV heads; four norms per layer; a
@@ -143,12 +144,14 @@ fn tower_and_adapter(
         let l = sym("L_vis", s.size("num_hidden_layers", 50)?);
         let ps = s.size("patch_size", 14)?;
         let t = s.size("patch_temporal", 2)?;
-        let grid = s
-            .size("pos_emb_height", 32)?
-            .saturating_mul(s.size("pos_emb_width", 32)?);
+        let (gh, gw) = (s.size("pos_emb_height", 32)?, s.size("pos_emb_width", 32)?);
+        let grid = s.mul(gh, gw, "pos_emb_height·pos_emb_width")?;
         let pre = "model.vision_tower";
         let part = "vision embeddings";
-        let k = t.saturating_mul(3).saturating_mul(ps).saturating_mul(ps);
+        let k = s.check(checked::product(
+            "patch_temporal·3·patch_size²",
+            [t, 3, ps, ps],
+        ))?;
         p.linear(
             format!("{pre}.patch_embedder.patch_embedding"),
             part,
@@ -427,7 +430,10 @@ fn spark_audio(raw: &mut RawConfig<'_>, p: &mut super::parts::Parts) -> Result<(
             p.linear(
                 format!("{pre}.patch_embedder.proj"),
                 part,
-                (lit(prev.saturating_mul(ps)), lit(h)),
+                (
+                    lit(s.mul(prev, ps, "hidden_sizes[i − 1]·patch_sizes[i]")?),
+                    lit(h),
+                ),
                 true,
                 &one,
             );
