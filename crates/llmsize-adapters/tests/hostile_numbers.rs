@@ -253,3 +253,135 @@ fn every_integer_of_every_model_type_at_hostile_values_reads_quickly() {
     }
     assert!(total < Duration::from_mins(1), "{total:?}");
 }
+
+#[test]
+fn values_near_2_pow_64_are_overflow_errors_naming_the_formula() {
+    // Zaya's convolution state: (n_h + n_kv)·d_h = (8 + 2)·128 = 1280 channels times
+    // (cca_time0 − 1) + (cca_time1 − 1) = (2^64 − 2) + 1 = 2^64 − 1 positions.
+    let zaya = with(coverage("zaya"), "cca_time0", Value::from(u64::MAX));
+    let (e, took) = error_of(&zaya);
+    assert_eq!(
+        e,
+        "`config.json`: `cca_channels·((cca_time0 − 1) + (cca_time1 − 1))` overflows 64 bits (with values: 1280 · 18446744073709551615)"
+    );
+    assert!(took < QUICK, "{took:?}");
+    // LongCat-Flash's query width: qk_nope_head_dim (128) + qk_rope_head_dim.
+    let longcat = with(
+        coverage("longcat_flash"),
+        "qk_rope_head_dim",
+        Value::from(u64::MAX),
+    );
+    let (e, took) = error_of(&longcat);
+    assert_eq!(
+        e,
+        "`config.json`: `qk_nope_head_dim + qk_rope_head_dim` overflows 64 bits (with values: 128 + 18446744073709551615)"
+    );
+    assert!(took < QUICK, "{took:?}");
+}
+
+/// `config` without its per-layer lists (any list of two or more entries but
+/// `architectures`), so that the class's own rules derive them from the layer count.
+fn without_lists(config: &Value) -> Value {
+    match config {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, v)| {
+                    !(v.as_array().is_some_and(|a| a.len() >= 2) && *k != "architectures")
+                })
+                .map(|(k, v)| (k.clone(), without_lists(v)))
+                .collect(),
+        ),
+        v => v.clone(),
+    }
+}
+
+#[test]
+fn a_million_derived_layers_are_runs_built_at_once() {
+    // Inkling's text model: all but every 6th layer slide (`InklingTextConfig`), so a million
+    // layers are 166,666 periods of 5 sliding and 1 full, then 4 sliding: 333,333 runs of
+    // at most a few kinds (the dense first layers aside), built without a layer per layer.
+    for (name, path) in [
+        ("inkling_text", "num_hidden_layers"),
+        ("inkling2_text", "num_hidden_layers"),
+        ("gemma2", "num_hidden_layers"),
+        ("deepseek_v32", "num_hidden_layers"),
+    ] {
+        let config = with(
+            without_lists(&coverage(name)),
+            path,
+            Value::from(1_000_000u64),
+        );
+        let text = config.to_string();
+        let start = Instant::now();
+        let spec = read_config(&text, "config.json", "m", &ReadOptions::default()).unwrap();
+        let took = start.elapsed();
+        let stack = &spec.stacks[0].layers;
+        assert_eq!(stack.len(), 1_000_000, "{name}");
+        assert!(
+            stack.kinds().len() <= 8,
+            "{name}: {} kinds",
+            stack.kinds().len()
+        );
+        assert!(took < Duration::from_secs(3), "{name}: {took:?}");
+        if name == "inkling_text" {
+            assert_eq!(stack.runs().len(), 333_333, "{name}");
+        }
+    }
+}
+
+#[test]
+fn every_layer_count_past_the_bound_is_refused_or_unread() {
+    // Each layer-count key of every coverage config, one past the bound: either refused with
+    // the bound, or a key the model type does not read (the count is then unchanged).
+    let keys = llmsize_adapters::hf_config::layer_count_keys();
+    let total = |spec: &llmsize_core::ModelSpec| llmsize_core::count(spec).ok().map(|c| c.total);
+    let mut refused = 0;
+    for file in std::fs::read_dir(coverage_dir()).unwrap() {
+        let file = file.unwrap().path();
+        if !file.to_string_lossy().ends_with(".default.json") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let config = Value::Object(llmsize_adapters::hf_config::parse_json(&text, "c").unwrap());
+        let plain = read_config(
+            &config.to_string(),
+            "config.json",
+            "m",
+            &ReadOptions::default(),
+        )
+        .ok()
+        .and_then(|s| total(&s));
+        let mut paths = Vec::new();
+        integer_paths(&config, &mut Vec::new(), &mut paths);
+        for path in paths {
+            let Some(PathStep::Key(last)) = path.last() else {
+                continue;
+            };
+            if !keys.contains(&last.as_str()) {
+                continue;
+            }
+            let mut hostile = config.clone();
+            set_at(&mut hostile, &path, &Value::from(1_000_001u64));
+            match read_config(
+                &hostile.to_string(),
+                "config.json",
+                "m",
+                &ReadOptions::default(),
+            ) {
+                Err(e) => {
+                    let e = e.to_string();
+                    if e.contains("at most 1,000,000 layers") {
+                        refused += 1;
+                    }
+                }
+                Ok(spec) => assert_eq!(
+                    total(&spec),
+                    plain,
+                    "{} {path:?}: read past the bound",
+                    file.display()
+                ),
+            }
+        }
+    }
+    assert!(refused > 250, "{refused} refused");
+}

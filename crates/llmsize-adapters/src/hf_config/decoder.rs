@@ -609,7 +609,7 @@ pub(crate) fn sliding_windows(
     raw: &mut RawConfig<'_>,
     model_type: &str,
     layers: u64,
-) -> Result<Runs<Option<u64>>, ConfigError> {
+) -> Result<(Runs<bool>, Option<u64>), ConfigError> {
     let rule = match model_type {
         "mixtral" => Windows::All,
         _ => Windows::None,

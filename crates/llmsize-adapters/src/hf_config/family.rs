@@ -453,8 +453,8 @@ pub(crate) fn read_block(
         let reason = r.reason();
         r.raw.flag_or("tie_word_embeddings", b.tie, &reason)?
     };
-    let windows = windows(r.raw, b.windows, family.config_class, n)?;
-    let stack = is_sparse.zip(&windows).layers(|&(sparse, window)| Layer {
+    let (slides, window) = windows(r.raw, b.windows, family.config_class, n)?;
+    let stack = is_sparse.zip_layers(&slides, |&(sparse, slides)| Layer {
         attention: attention.clone(),
         cross_attention: None,
         ffn: match (&moe, sparse, dense) {
@@ -464,7 +464,7 @@ pub(crate) fn read_block(
             _ => Ffn::Absent,
         },
         norms: vec![norm; b.norm.per_layer],
-        sliding_window: window,
+        sliding_window: window_of(slides, window),
         extras: Vec::new(),
         state: None,
     });
@@ -720,15 +720,15 @@ pub(crate) fn index_list(
         .collect()
 }
 
-/// The sliding window of each layer (`None`: global), as runs. `layer_types` wins when
-/// present, then a list the family derived ([`Derived::sliding`](super::raw::Derived)),
-/// then the block's rule.
+/// Which layers slide, as runs, and the window they share (`None`: no layer slides).
+/// `layer_types` wins when present, then a list the family derived
+/// ([`Derived::sliding`](super::raw::Derived)), then the block's rule.
 pub(crate) fn windows(
     raw: &mut RawConfig<'_>,
     rule: Windows,
     class: &str,
     layers: u64,
-) -> Result<Runs<Option<u64>>, ConfigError> {
+) -> Result<(Runs<bool>, Option<u64>), ConfigError> {
     let window = raw.uint("sliding_window")?;
     if let Some(types) = raw.value("layer_types") {
         let list = types
@@ -744,27 +744,27 @@ pub(crate) fn windows(
         let mut out = Runs::default();
         for t in list {
             match t.as_str() {
-                Some("sliding_attention" | "chunked_attention") => out.push(window, 1),
-                Some(_) => out.push(None, 1),
+                Some("sliding_attention" | "chunked_attention") => out.push(true, 1),
+                Some(_) => out.push(false, 1),
                 None => {
                     return Err(raw.invalid("layer_types", t, "strings such as `full_attention`"));
                 }
             }
         }
-        return Ok(out);
+        return Ok((out, window));
     }
     if let Some(sliding) = &raw.derived.sliding {
-        return Ok(sliding.map(|s| if *s { window } else { None }));
+        return Ok((sliding.clone(), window));
     }
     let use_window = raw.flag("use_sliding_window")?;
-    Ok(match (rule, window) {
-        (Windows::Alternate, Some(w)) => Runs::periodic(layers, &[(Some(w), 1), (None, 1)]),
-        (Windows::Pattern(default), Some(w)) => {
+    let slides = match (rule, window) {
+        (Windows::Alternate, Some(_)) => Runs::periodic(layers, &[(true, 1), (false, 1)]),
+        (Windows::Pattern(default), Some(_)) => {
             // Zero is an error, as transformers' `(i + 1) % pattern` would be.
             let pattern = raw.size_opt("sliding_window_pattern")?.unwrap_or(default);
-            Runs::every(layers, pattern).map(|global| (!global).then_some(w))
+            Runs::every(layers, pattern).map(|global| !global)
         }
-        (Windows::FromLayer(default), Some(w)) => {
+        (Windows::FromLayer(default), Some(_)) => {
             if use_window == Some(true) {
                 let from = if let Some(from) = raw.uint("max_window_layers")? {
                     from
@@ -776,14 +776,20 @@ pub(crate) fn windows(
                     );
                     default
                 };
-                Runs::from_index(layers, from).map(|s| s.then_some(w))
+                Runs::from_index(layers, from)
             } else {
-                Runs::uniform(None, layers)
+                Runs::uniform(false, layers)
             }
         }
-        (Windows::All, Some(w)) => Runs::uniform(Some(w), layers),
-        _ => Runs::uniform(None, layers),
-    })
+        (Windows::All, Some(_)) => Runs::uniform(true, layers),
+        _ => Runs::uniform(false, layers),
+    };
+    Ok((slides, window))
+}
+
+/// A layer's window: `window` where it slides.
+pub(crate) fn window_of(slides: bool, window: Option<u64>) -> Option<u64> {
+    window.filter(|_| slides)
 }
 
 /// Read the sub-config under `key` (a vision-language model's `text_config`) as a model of

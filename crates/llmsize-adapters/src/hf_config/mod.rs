@@ -21,7 +21,7 @@ use llmsize_core::spec::{OutputHead, StackRole};
 use serde_json::{Map, Value};
 
 use crate::error::ConfigError;
-pub use raw::RawConfig;
+pub use raw::{RawConfig, layer_count_keys};
 
 /// Which head to count, for model types that have several (encoders).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -180,14 +180,14 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
         None
     };
     let n = raw.bound_layers("num_hidden_layers", layers)?;
-    let windows = sliding_windows(raw, model_type, n)?;
+    let (slides, window) = sliding_windows(raw, model_type, n)?;
     let norms = vec![Norm::rms_norm(hidden); 2];
     // Each layer is (sparse?, window): sparse where `(i + 1) % step == 0` and not listed,
     // as runs; one kind per distinct pair.
     let sparse = Runs::every(n, step)
         .zip(&Runs::marked(n, dense_layers, &true, &false))
         .map(|&(every, listed)| (every && !listed) || dense_width.is_none());
-    let layers_list = sparse.zip(&windows).layers(|&(sparse, window)| {
+    let layers_list = sparse.zip_layers(&slides, |&(sparse, slides)| {
         let ffn = match (sparse, dense_width) {
             (false, Some(width)) => Ffn::Dense(mlp(hidden, width, true, false)),
             _ => Ffn::Moe(moe.clone()),
@@ -197,7 +197,7 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
             cross_attention: None,
             ffn,
             norms: norms.clone(),
-            sliding_window: window,
+            sliding_window: crate::hf_config::family::window_of(slides, window),
             extras: Vec::new(),
             state: None,
         }

@@ -450,7 +450,7 @@ pub(crate) fn read(
             format: None,
             skipped: r.skipped,
             notes: r.notes,
-            mtp_layers: mtp_layers(map, spec),
+            mtp_layers: mtp_layers(map, spec, file)?,
         }));
     };
     let mut notes = r.notes;
@@ -466,19 +466,18 @@ pub(crate) fn read(
         format: Some(WeightFormat::Quantized(Quant { scheme, kinds })),
         skipped: r.skipped,
         notes,
-        mtp_layers: mtp_layers(map, spec),
+        mtp_layers: mtp_layers(map, spec, file)?,
     }))
 }
 
 /// DeepSeek-V3's multi-token-prediction layers, which its files hold and transformers does
 /// not build (`DeepseekV3Model` makes `num_hidden_layers` layers).
-fn mtp_layers(map: &Map<String, Value>, spec: &ModelSpec) -> u64 {
+fn mtp_layers(map: &Map<String, Value>, spec: &ModelSpec, file: &str) -> Result<u64, ConfigError> {
     if matches!(spec.model_type.as_str(), "deepseek_v3" | "kimi_k2") {
-        map.get("num_nextn_predict_layers")
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
+        let raw = super::raw::RawConfig::new(file, map);
+        Ok(raw.uint("num_nextn_predict_layers")?.unwrap_or(0))
     } else {
-        0
+        Ok(0)
     }
 }
 

@@ -92,6 +92,12 @@ const LAYER_COUNT_KEYS: &[&str] = &[
     "resampler_depth",
 ];
 
+/// The keys whose integers count layers, each bounded by [`MAX_LAYERS`] wherever it is read.
+#[must_use]
+pub fn layer_count_keys() -> &'static [&'static str] {
+    LAYER_COUNT_KEYS
+}
+
 /// True when `key` (or the last part of a dotted path) counts layers.
 pub(crate) fn is_layer_count(key: &str) -> bool {
     let last = key.rsplit('.').next().unwrap_or(key);

@@ -156,64 +156,102 @@ impl<K: Clone + PartialEq> Runs<K> {
     /// work in the number of runs of both.
     pub(crate) fn zip<L: Clone + PartialEq>(&self, other: &Runs<L>) -> Runs<(K, L)> {
         let mut out = Runs::default();
-        let (mut a, mut b) = (self.runs.iter(), other.runs.iter());
-        let (mut x, mut y) = (a.next().cloned(), b.next().cloned());
-        while let (Some((ka, ca)), Some((kb, cb))) = (&x, &y) {
-            let take = (*ca).min(*cb);
-            out.push((ka.clone(), kb.clone()), take);
-            let (ka, kb) = (ka.clone(), kb.clone());
-            let (ra, rb) = (ca.saturating_sub(take), cb.saturating_sub(take));
-            x = if ra == 0 {
-                a.next().cloned()
-            } else {
-                Some((ka, ra))
-            };
-            y = if rb == 0 {
-                b.next().cloned()
-            } else {
-                Some((kb, rb))
-            };
+        for (k, c) in zip_runs(self.runs.iter().cloned(), other.runs.iter().cloned()) {
+            out.push(k, c);
         }
         out
     }
 
     /// Layers of these values, each distinct value's layer made once by `make`.
-    ///
-    /// With a few distinct layers, [`Layers::from_pattern`] is handed each layer's index
-    /// among them (a `usize` compared with at most [`FEW`] others), so the per-layer work is
-    /// that comparison and memory is in the number of runs; with more (a config's own list
-    /// of per-layer widths), each run is pushed with its layer, which costs a clone per run —
-    /// and such a stack has about as many runs as distinct layers, each built anyway.
-    pub(crate) fn layers(&self, mut make: impl FnMut(&K) -> Layer) -> Layers
+    pub(crate) fn layers(&self, make: impl FnMut(&K) -> Layer) -> Layers
     where
         K: Hash + Eq,
     {
-        let mut index: HashMap<&K, usize> = HashMap::new();
-        let mut made: Vec<Layer> = Vec::new();
-        let mut runs: Vec<(usize, u64)> = Vec::with_capacity(self.runs.len());
-        for (k, c) in &self.runs {
-            let i = *index.entry(k).or_insert_with(|| {
-                made.push(make(k));
-                made.len().saturating_sub(1)
-            });
-            runs.push((i, *c));
-        }
-        if made.len() <= FEW {
-            let keys = runs
-                .iter()
-                .flat_map(|&(i, c)| std::iter::repeat_n(i, usize::try_from(c).unwrap_or(0)));
-            return Layers::from_pattern(keys, |i| {
-                made.get(*i).cloned().unwrap_or_else(absent_layer)
-            });
-        }
-        let mut out = Layers::new();
-        for (i, c) in runs {
-            if let Some(layer) = made.get(i) {
-                out.push_run(layer.clone(), c);
+        layers_of(|| self.runs.iter().cloned(), make)
+    }
+
+    /// [`Runs::zip`] then [`Runs::layers`], without holding the pairs: a stack's windows
+    /// with its MoE pattern become layers run by run.
+    pub(crate) fn zip_layers<L: Clone + Hash + Eq>(
+        &self,
+        other: &Runs<L>,
+        make: impl FnMut(&(K, L)) -> Layer,
+    ) -> Layers
+    where
+        K: Hash + Eq,
+    {
+        layers_of(
+            || zip_runs(self.runs.iter().cloned(), other.runs.iter().cloned()),
+            make,
+        )
+    }
+}
+
+/// Two sequences of runs as the runs of their pairs, as long as the shorter, computed as they
+/// are read (nothing is held but the two current runs).
+fn zip_runs<K: Clone, L: Clone>(
+    mut a: impl Iterator<Item = (K, u64)>,
+    mut b: impl Iterator<Item = (L, u64)>,
+) -> impl Iterator<Item = ((K, L), u64)> {
+    let (mut x, mut y) = (a.next(), b.next());
+    std::iter::from_fn(move || {
+        loop {
+            let ((ka, ca), (kb, cb)) = (x.take()?, y.take()?);
+            let take = ca.min(cb);
+            let (ra, rb) = (ca.saturating_sub(take), cb.saturating_sub(take));
+            let pair = (ka.clone(), kb.clone());
+            x = if ra == 0 { a.next() } else { Some((ka, ra)) };
+            y = if rb == 0 { b.next() } else { Some((kb, rb)) };
+            if take > 0 {
+                return Some((pair, take));
             }
         }
-        out
+    })
+}
+
+/// Layers of the values `runs()` yields (called twice: once to make each distinct value's
+/// layer, once to place them), each made once by `make`.
+///
+/// With a few distinct layers, [`Layers::from_pattern`] is handed each layer's index among
+/// them (a `usize`, found among at most [`FEW`] values), so the per-layer work is that
+/// comparison and memory is the stack's own runs; with more (a config's own list of per-layer
+/// widths), each run is pushed with its layer, which costs a clone per run — and such a stack
+/// has about as many runs as distinct layers, each built anyway.
+fn layers_of<K: Clone + Hash + Eq, I: Iterator<Item = (K, u64)>>(
+    runs: impl Fn() -> I,
+    mut make: impl FnMut(&K) -> Layer,
+) -> Layers {
+    let mut keys: Vec<K> = Vec::new();
+    let mut made: Vec<Layer> = Vec::new();
+    let mut index: HashMap<K, usize> = HashMap::new();
+    let find = |keys: &[K], index: &HashMap<K, usize>, k: &K| {
+        if keys.len() <= FEW {
+            keys.iter().position(|m| m == k)
+        } else {
+            index.get(k).copied()
+        }
+    };
+    for (k, _) in runs() {
+        if find(&keys, &index, &k).is_none() {
+            made.push(make(&k));
+            index.insert(k.clone(), keys.len());
+            keys.push(k);
+        }
     }
+    if made.len() <= FEW {
+        let at = runs().flat_map(|(k, c)| {
+            let i = find(&keys, &index, &k).unwrap_or(0);
+            std::iter::repeat_n(i, usize::try_from(c).unwrap_or(0))
+        });
+        return Layers::from_pattern(at, |i| made.get(*i).cloned().unwrap_or_else(absent_layer));
+    }
+    let mut out = Layers::new();
+    for (k, c) in runs() {
+        if let Some(layer) = find(&keys, &index, &k).and_then(|i| made.get(i)) {
+            out.push_run(layer.clone(), c);
+        }
+    }
+    out
 }
 
 /// Distinct layers a stack is built from one index per layer (as many as
@@ -252,15 +290,6 @@ impl Runs<bool> {
     }
 }
 
-/// The layers of a stack as a sequence of kind indices (into [`Layers::kinds`]).
-pub(crate) fn kinds_of(layers: &Layers) -> Runs<usize> {
-    let mut out = Runs::default();
-    for r in layers.runs() {
-        out.push(r.kind, r.count);
-    }
-    out
-}
-
 /// A layer with nothing in it (stands for a kind index that is never out of range).
 fn absent_layer() -> Layer {
     Layer {
@@ -283,25 +312,32 @@ pub(crate) fn remap<K: Clone + Hash + Eq, E>(
     mut build: impl FnMut(&Layer, &K) -> Result<Layer, E>,
 ) -> Result<Layers, E> {
     let kinds = layers.kinds();
-    let mut keys = keys.map(|k| Some(k.clone()));
     let (have, want) = (keys.len().unwrap_or(u64::MAX), layers.len());
-    keys.push(None, want.saturating_sub(have));
+    let padded = || {
+        let keyed = keys.runs.iter().map(|(k, c)| (Some(k.clone()), *c));
+        let rest = std::iter::once((None, want.saturating_sub(have)));
+        keyed.chain(rest)
+    };
+    let stack = || layers.runs().iter().map(|r| (r.kind, r.count));
     let mut err = None;
-    let out = kinds_of(layers).zip(&keys).layers(|(kind, k)| {
-        let Some(layer) = kinds.get(*kind) else {
-            return absent_layer();
-        };
-        let Some(k) = k else {
-            return layer.clone();
-        };
-        match build(layer, k) {
-            Ok(l) => l,
-            Err(e) => {
-                err.get_or_insert(e);
-                layer.clone()
+    let out = layers_of(
+        || zip_runs(stack(), padded()),
+        |(kind, k)| {
+            let Some(layer) = kinds.get(*kind) else {
+                return absent_layer();
+            };
+            let Some(k) = k else {
+                return layer.clone();
+            };
+            match build(layer, k) {
+                Ok(l) => l,
+                Err(e) => {
+                    err.get_or_insert(e);
+                    layer.clone()
+                }
             }
-        }
-    });
+        },
+    );
     match err {
         Some(e) => Err(e),
         None => Ok(out),

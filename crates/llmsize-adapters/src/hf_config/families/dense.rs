@@ -1565,7 +1565,7 @@ fn zaya(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigErr
     // Each distinct (first, sliding) layer is built once; the rest are runs of them.
     let mut first = Runs::uniform(true, n.min(1));
     first.push(false, n.saturating_sub(1));
-    let stack = first.zip(&sliding).layers(|&(first, slides)| {
+    let stack = first.zip_layers(&sliding, |&(first, slides)| {
         let mut l = if first { base.clone() } else { later.clone() };
         if slides {
             l.sliding_window = window;

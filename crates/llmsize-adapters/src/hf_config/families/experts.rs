@@ -2700,7 +2700,7 @@ pub(crate) fn read_dots3_note_text(
     };
     let dense = crate::hf_config::decoder::mlp(d, dense_width, true, false);
     let mut overflow = None;
-    let stack = kinds.zip(&sparse).layers(|&(a, sparse)| {
+    let stack = kinds.zip_layers(&sparse, |&(a, sparse)| {
         let mut extras = vec![Extra::linear(
             "self_attn.g_proj.weight",
             "attention",

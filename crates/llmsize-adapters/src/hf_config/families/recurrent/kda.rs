@@ -292,7 +292,7 @@ fn read(
     );
     let dense = mlp(hidden, dense_width, true, false);
     let norm = Norm::rms_norm(hidden);
-    let stack = full.zip(&sparse).layers(|&(is_full, is_sparse)| Layer {
+    let stack = full.zip_layers(&sparse, |&(is_full, is_sparse)| Layer {
         attention: if is_full {
             mla.clone()
         } else {

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::error::ConfigError;
 use crate::hf_config::family::{Reader, Switch};
-use crate::hf_config::raw::RawConfig;
+use crate::hf_config::raw::{RawConfig, is_layer_count};
 
 /// A named width of a tower (`d_vis`, `d_ff_vis`, …) with its value.
 pub(crate) fn sym(name: &'static str, value: u64) -> Expr {
@@ -258,14 +258,20 @@ impl Sub<'_, '_> {
                 self.r.raw.assume(key, format!("{default:?}"), &reason);
                 Ok(default.to_vec())
             }
+            // Each entry of a list of layer counts (`depths`) is bounded as one count is.
             Some(Value::Array(a)) => a
                 .iter()
                 .map(|x| {
-                    x.as_u64().ok_or_else(|| {
+                    let n = x.as_u64().ok_or_else(|| {
                         self.r
                             .raw
                             .invalid(key, x, "a list of non-negative integers")
-                    })
+                    })?;
+                    if is_layer_count(key) {
+                        self.r.raw.bound_layers(key, n)
+                    } else {
+                        Ok(n)
+                    }
                 })
                 .collect(),
             Some(v) => Err(self

@@ -35,9 +35,10 @@ pub(crate) fn nemotron_h_omni(
         }
     }
     let spec = text(raw, f, "nemotron_h", head, Tie::Text)?;
-    let mtp = object(raw, "text_config")?
-        .get("num_nextn_predict_layers")
-        .and_then(serde_json::Value::as_u64)
+    let text_config = object(raw, "text_config")?;
+    let mtp = raw
+        .nested("text_config", text_config)
+        .uint("num_nextn_predict_layers")?
         .unwrap_or(0);
     let mut p = vision();
     with_sub(raw, "vision_config", "RadioConfig", |s| {
