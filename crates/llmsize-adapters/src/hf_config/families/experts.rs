@@ -2322,6 +2322,56 @@ pub(crate) fn per_layer_overrides<'a>(
     Ok(Some(out))
 }
 
+/// The layers `per_layer_config` names (number, overrides), and each layer's entry among them.
+type PerLayer<'a> = (Vec<(u64, &'a Map<String, Value>)>, Runs<Option<usize>>);
+
+/// `per_layer_config` as runs over the layers: the index of a named layer's overrides (with
+/// the layer's number, for messages), `None` for a layer it does not name; the work is in the
+/// number of entries the config lists, never in the layer count.
+fn per_layer_runs<'a>(raw: &RawConfig<'a>, n: u64) -> Result<Option<PerLayer<'a>>, ConfigError> {
+    let Some(v) = raw.value("per_layer_config") else {
+        return Ok(None);
+    };
+    let map = match v {
+        Value::Null => return Ok(None),
+        Value::Object(m) => m,
+        _ => return Err(raw.invalid("per_layer_config", v, "a map from layer index to overrides")),
+    };
+    let mut named: Vec<(u64, &'a Map<String, Value>)> = Vec::with_capacity(map.len());
+    for (k, o) in map {
+        let i = k.parse::<u64>().ok().filter(|i| *i < n).ok_or_else(|| {
+            raw.invalid(
+                "per_layer_config",
+                &Value::from(k.as_str()),
+                &format!("layer indices below {n}"),
+            )
+        })?;
+        let o = o.as_object().ok_or_else(|| {
+            raw.invalid(&format!("per_layer_config.{k}"), o, "a map of overrides")
+        })?;
+        named.push((i, o));
+    }
+    // In layer order; a layer named twice (`4` and `04`) takes the later, as the list did.
+    named.sort_by_key(|(i, _)| *i);
+    let mut kept: Vec<(u64, &'a Map<String, Value>)> = Vec::with_capacity(named.len());
+    for (i, o) in named {
+        match kept.last_mut() {
+            Some((j, m)) if *j == i => *m = o,
+            _ => kept.push((i, o)),
+        }
+    }
+    let mut at = Runs::default();
+    let mut next = 0u64;
+    for (j, (i, _)) in kept.iter().enumerate() {
+        // `next ≤ i < n`.
+        at.push(None, i.saturating_sub(next));
+        at.push(Some(j), 1);
+        next = i.saturating_add(1);
+    }
+    at.push(None, n.saturating_sub(next));
+    Ok(Some((kept, at)))
+}
+
 /// One dots.llm3 layer's attention shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Dots3Attention {
@@ -2435,7 +2485,7 @@ pub(crate) fn read_dots3_note_text(
         }
     }
     // Per-layer overrides: given, or the `swa_*` shapes on sliding layers.
-    let given = per_layer_overrides(raw, raw.layer_count("num_hidden_layers", n)?)?;
+    let given = per_layer_runs(raw, n)?;
     let mut swa = Map::new();
     if given.is_none() {
         let mut put =
@@ -2504,26 +2554,18 @@ pub(crate) fn read_dots3_note_text(
     };
     // One shape per layer of `per_layer_config` (a list as long as the layers), else one per
     // run of layer types.
-    let per_type: Vec<(usize, &String, u64)> = match &given {
-        Some(_) => {
-            let mut i = 0usize;
-            let mut out = Vec::new();
-            for (t, c) in types.runs() {
-                for _ in 0..*c {
-                    out.push((i, t, 1));
-                    i = i.saturating_add(1);
-                }
-            }
-            out
-        }
-        None => types.runs().iter().map(|(t, c)| (0, t, *c)).collect(),
-    };
+    // One shape per run of (layer type, the layer's own `per_layer_config` entry).
+    let none = Runs::uniform(None, n);
+    let at = given.as_ref().map_or(&none, |(_, at)| at);
     let mut kinds: Runs<Dots3Attention> = Runs::default();
-    for (i, t, count) in per_type {
-        let o: Option<&Map<String, Value>> = match &given {
-            Some(list) => list.get(i).copied().flatten(),
-            None if t == "sliding_attention" => Some(&swa),
-            None => None,
+    for &((ref t, entry), count) in types.zip(at).runs() {
+        let (i, o): (u64, Option<&Map<String, Value>>) = match (&given, entry) {
+            (Some((named, _)), Some(j)) => match named.get(j) {
+                Some((i, o)) => (*i, Some(*o)),
+                None => (0, None),
+            },
+            (None, _) if t == "sliding_attention" => (0, Some(&swa)),
+            (Some(_) | None, _) => (0, None),
         };
         let get = |key: &str, g: u64| -> Result<u64, ConfigError> {
             match o.and_then(|m| m.get(key)) {
