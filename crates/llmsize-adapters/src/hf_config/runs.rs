@@ -105,6 +105,11 @@ impl<K: Clone + PartialEq> Runs<K> {
         }
     }
 
+    /// The runs, in order, as values (for a lazy [`zip_runs`]).
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (K, u64)> + '_ {
+        self.runs.iter().cloned()
+    }
+
     /// The runs, in order.
     pub(crate) fn runs(&self) -> &[(K, u64)] {
         &self.runs
@@ -189,7 +194,7 @@ impl<K: Clone + PartialEq> Runs<K> {
 
 /// Two sequences of runs as the runs of their pairs, as long as the shorter, computed as they
 /// are read (nothing is held but the two current runs).
-fn zip_runs<K: Clone, L: Clone>(
+pub(crate) fn zip_runs<K: Clone, L: Clone>(
     mut a: impl Iterator<Item = (K, u64)>,
     mut b: impl Iterator<Item = (L, u64)>,
 ) -> impl Iterator<Item = ((K, L), u64)> {
@@ -217,7 +222,7 @@ fn zip_runs<K: Clone, L: Clone>(
 /// comparison and memory is the stack's own runs; with more (a config's own list of per-layer
 /// widths), each run is pushed with its layer, which costs a clone per run — and such a stack
 /// has about as many runs as distinct layers, each built anyway.
-fn layers_of<K: Clone + Hash + Eq, I: Iterator<Item = (K, u64)>>(
+pub(crate) fn layers_of<K: Clone + Hash + Eq, I: Iterator<Item = (K, u64)>>(
     runs: impl Fn() -> I,
     mut make: impl FnMut(&K) -> Layer,
 ) -> Layers {

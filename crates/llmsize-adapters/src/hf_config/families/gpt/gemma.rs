@@ -22,7 +22,7 @@ use crate::hf_config::architecture;
 use crate::hf_config::decoder::{Decoder, mha, mlp};
 use crate::hf_config::family::{Family, Reader, Switch, key_or};
 use crate::hf_config::raw::RawConfig;
-use crate::hf_config::runs::Runs;
+use crate::hf_config::runs::{Runs, layers_of, zip_runs};
 
 /// Which text model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -675,17 +675,17 @@ fn text_model(
         altup,
         moe,
     };
-    // One plan per run of equal (sliding, shared, width, overrides).
-    let mut plans = Runs::default();
-    for &((((s, sh), w), (hd, kvo)), count) in
-        sliding.zip(&is_shared).zip(&widths).zip(&overrides).runs()
-    {
-        let ffn = if double && sh {
-            r.raw.mul(w, 2, "2·intermediate_size")?
-        } else {
-            w
-        };
-        let plan = Plan {
+    // One plan per run of equal (sliding, shared, width, overrides), read lazily: checked in
+    // a first pass, built in a second.
+    let runs = || {
+        zip_runs(
+            zip_runs(zip_runs(sliding.iter(), is_shared.iter()), widths.iter()),
+            overrides.iter(),
+        )
+    };
+    let plan = |(((s, sh), w), (hd, kvo)): (((bool, bool), u64), Override)| {
+        let ffn = if double && sh { w.checked_mul(2)? } else { w };
+        Some(Plan {
             sliding: s,
             shared: sh,
             head_dim: hd.unwrap_or(head_dim),
@@ -693,17 +693,28 @@ fn text_model(
             ffn,
             // Full layers then take their values from `k_proj` and still cache both.
             v_from_k: k_eq_v && !s && !sh,
+        })
+    };
+    for (k, _) in runs() {
+        let (((_, sh), w), _) = k;
+        if double && sh {
+            r.raw.mul(w, 2, "2·intermediate_size")?;
+        }
+        let Some(p) = plan(k) else {
+            continue;
         };
-        if !heads.is_multiple_of(plan.kv) {
+        if !heads.is_multiple_of(p.kv) {
             return Err(r.raw.invalid(
                 "num_key_value_heads",
-                &plan.kv.into(),
+                &p.kv.into(),
                 &format!("a divisor of `num_attention_heads` ({heads})"),
             ));
         }
-        plans.push(plan, count);
     }
-    let stack = plans.layers(|p| build_layer(&common, p));
+    let stack = layers_of(
+        || runs().filter_map(|(k, c)| Some((plan(k)?, c))),
+        |p| build_layer(&common, p),
+    );
     let mut spec = Decoder::new(
         names.model_type,
         architecture(r.raw, names.architecture),

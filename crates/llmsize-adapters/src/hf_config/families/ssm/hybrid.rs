@@ -114,13 +114,13 @@ pub(super) fn jamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpe
     } else {
         Runs::uniform(false, n)
     };
-    let kinds = Runs::at_offset(n, attn_period, attn_offset).zip(&sparse);
-    let attention = if kinds.any(|k| k.0) {
+    let attends = Runs::at_offset(n, attn_period, attn_offset);
+    let attention = if attends.any(|a| *a) {
         Some(block_attention(&mut r, &block, hidden)?)
     } else {
         None
     };
-    let moe = if kinds.any(|k| k.1) {
+    let moe = if sparse.any(|s| *s) {
         let rule = MoeRule {
             experts: key_or(&["num_experts", "num_local_experts"], 16),
             top_k: key_or(&["num_experts_per_tok"], 2),
@@ -135,7 +135,7 @@ pub(super) fn jamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpe
     } else {
         None
     };
-    let mamba = if kinds.any(|k| !k.0) {
+    let mamba = if attends.any(|a| !*a) {
         let expand = r.size(key_or(&["mamba_expand"], 2), Sym::Named("expand"))?;
         let m = Mamba1 {
             hidden,
@@ -153,7 +153,7 @@ pub(super) fn jamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpe
     };
     let tie = tied(&mut r, false)?;
     let norm = Norm::rms_norm(hidden);
-    let stack = kinds.layers(|&(attends, sparse)| {
+    let stack = attends.zip_layers(&sparse, |&(attends, sparse)| {
         let mixer = match (attends, &attention, &mamba) {
             (true, Some(a), _) => Mixer::Attention(a.clone()),
             (false, _, Some((e, s))) => Mixer::Ssm(e.clone(), *s),
