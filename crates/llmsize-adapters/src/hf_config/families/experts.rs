@@ -30,7 +30,7 @@ use crate::hf_config::family::{
 };
 use crate::hf_config::family::{map_layers_by, try_map_kinds};
 use crate::hf_config::raw::RawConfig;
-use crate::hf_config::runs::Runs;
+use crate::hf_config::runs::{Runs, zip_runs};
 use llmsize_core::checked;
 
 // ---------------------------------------------------------------------------------------------
@@ -2423,7 +2423,8 @@ pub(crate) fn read_dots3_note_text(
         None => Some(true),
     };
     let use_sliding = raw.flag("use_sliding_window")?.unwrap_or(true);
-    let mut types: Runs<String> = match raw.value("layer_types") {
+    // Each layer's kind, borrowed from the config or one of the class's names.
+    let mut types: Runs<&str> = match raw.value("layer_types") {
         Some(v) if !v.is_null() => {
             let list = v
                 .as_array()
@@ -2436,7 +2437,7 @@ pub(crate) fn read_dots3_note_text(
                 let t = t.as_str().ok_or_else(|| {
                     raw.invalid("layer_types", t, "strings such as `indexed_attention`")
                 })?;
-                types.push(t.to_owned(), 1);
+                types.push(t, 1);
             }
             types
         }
@@ -2452,15 +2453,15 @@ pub(crate) fn read_dots3_note_text(
                 let mut types = Runs::periodic(
                     n,
                     &[
-                        ("sliding_attention".to_owned(), 1),
-                        (full.to_owned(), 1),
-                        ("sliding_attention".to_owned(), 2),
+                        ("sliding_attention", 1),
+                        (full, 1),
+                        ("sliding_attention", 2),
                     ],
                 );
-                types.overwrite(0..2, &full.to_owned());
+                types.overwrite(0..2, &full);
                 types
             } else {
-                Runs::uniform(full.to_owned(), n)
+                Runs::uniform(full, n)
             }
         }
     };
@@ -2470,16 +2471,16 @@ pub(crate) fn read_dots3_note_text(
         } else {
             ("indexed_attention", "full_attention")
         };
-        types = types.map(|t| if t == old { new.to_owned() } else { t.clone() });
+        types = types.map(|t| if *t == old { new } else { *t });
     }
-    for (t, _) in types.runs() {
+    for &(t, _) in types.runs() {
         if !matches!(
-            t.as_str(),
+            t,
             "full_attention" | "indexed_attention" | "sliding_attention"
         ) {
             return Err(raw.invalid(
                 "layer_types",
-                &Value::from(t.as_str()),
+                &Value::from(t),
                 "`full_attention`, `indexed_attention` or `sliding_attention`",
             ));
         }
@@ -2552,13 +2553,19 @@ pub(crate) fn read_dots3_note_text(
             }
         }
     };
-    // One shape per layer of `per_layer_config` (a list as long as the layers), else one per
-    // run of layer types.
-    // One shape per run of (layer type, the layer's own `per_layer_config` entry).
+    // Each layer's shape from its type and its own `per_layer_config` entry: one shape per
+    // distinct (type, entry), each layer holding its shape's index.
     let none = Runs::uniform(None, n);
     let at = given.as_ref().map_or(&none, |(_, at)| at);
-    let mut kinds: Runs<Dots3Attention> = Runs::default();
-    for &((ref t, entry), count) in types.zip(at).runs() {
+    let mut shapes: Vec<Dots3Attention> = Vec::new();
+    let mut shape_of: std::collections::HashMap<(&str, Option<usize>), usize> =
+        std::collections::HashMap::new();
+    let mut kinds: Runs<usize> = Runs::default();
+    for ((t, entry), count) in zip_runs(types.iter(), at.iter()) {
+        if let Some(&k) = shape_of.get(&(t, entry)) {
+            kinds.push(k, count);
+            continue;
+        }
         let (i, o): (u64, Option<&Map<String, Value>>) = match (&given, entry) {
             (Some((named, _)), Some(j)) => match named.get(j) {
                 Some((i, o)) => (*i, Some(*o)),
@@ -2635,7 +2642,9 @@ pub(crate) fn read_dots3_note_text(
                 None
             },
         };
-        kinds.push(kind, count);
+        shape_of.insert((t, entry), shapes.len());
+        kinds.push(shapes.len(), count);
+        shapes.push(kind);
     }
     // MLP kinds.
     let sparse: Runs<bool> = match raw.value("mlp_layer_types") {
@@ -2742,7 +2751,19 @@ pub(crate) fn read_dots3_note_text(
     };
     let dense = crate::hf_config::decoder::mlp(d, dense_width, true, false);
     let mut overflow = None;
-    let stack = kinds.zip_layers(&sparse, |&(a, sparse)| {
+    let stack = kinds.zip_layers(&sparse, |&(k, sparse)| {
+        // Every index is of a shape made above.
+        let a = shapes.get(k).copied().unwrap_or(Dots3Attention {
+            heads: g_heads,
+            q_lora: g_q_lora,
+            kv_lora: g_kv_lora,
+            nope: g_nope,
+            rope: g_rope,
+            v: g_v,
+            bias: g_bias,
+            window: None,
+            indexer: None,
+        });
         let mut extras = vec![Extra::linear(
             "self_attn.g_proj.weight",
             "attention",

@@ -841,6 +841,19 @@ fn longcat_flash(
     };
     // Each of the `num_layers` modules holds two decoder layers: the MoE one, then the dense.
     let both = r.raw.check(checked::mul("2·num_layers", n, 2))?;
+    let max = llmsize_core::limits::MAX_LAYERS;
+    if both > max {
+        let units = |n| llmsize_core::units::thousands(n);
+        return Err(r.raw.invalid(
+            "num_layers",
+            &n.into(),
+            &format!(
+                "at most {} (each holds two decoder layers; llmsize's bound is {} layers)",
+                units(max / 2),
+                units(max)
+            ),
+        ));
+    }
     let stack = Runs::periodic(both, &[(true, 1), (false, 1)])
         .layers(|&moe| if moe { first.clone() } else { second.clone() });
     Ok(Decoder::new(
