@@ -259,9 +259,10 @@ pub(crate) fn layers_of<K: Clone + Hash + Eq, I: Iterator<Item = (K, u64)>>(
     out
 }
 
-/// Distinct layers a stack is built from one index per layer (as many as
-/// [`Layers`] itself compares one by one before it hashes).
-const FEW: usize = 8;
+/// Distinct values found by comparing one by one (beyond, by hashing), and the most layers
+/// a stack is built from one index per layer: [`Layers::from_pattern`] compares each layer's
+/// index with those seen, so a layer costs at most this many `usize` comparisons.
+const FEW: usize = 32;
 
 impl Runs<bool> {
     /// Values `true` from index `from` on (`false` before), over `n`.

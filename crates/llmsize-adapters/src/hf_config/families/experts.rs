@@ -2558,11 +2558,20 @@ pub(crate) fn read_dots3_note_text(
     let none = Runs::uniform(None, n);
     let at = given.as_ref().map_or(&none, |(_, at)| at);
     let mut shapes: Vec<Dots3Attention> = Vec::new();
+    let mut shape_index: std::collections::HashMap<Dots3Attention, usize> =
+        std::collections::HashMap::new();
+    // (type, entry) → shape: compared one by one while few, hashed beyond.
+    let mut keys: Vec<(&str, Option<usize>)> = Vec::new();
     let mut shape_of: std::collections::HashMap<(&str, Option<usize>), usize> =
         std::collections::HashMap::new();
     let mut kinds: Runs<usize> = Runs::default();
     for ((t, entry), count) in zip_runs(types.iter(), at.iter()) {
-        if let Some(&k) = shape_of.get(&(t, entry)) {
+        let known = if keys.len() <= 8 {
+            keys.iter().position(|k| *k == (t, entry))
+        } else {
+            shape_of.get(&(t, entry)).copied()
+        };
+        if let Some(k) = known {
             kinds.push(k, count);
             continue;
         }
@@ -2642,9 +2651,14 @@ pub(crate) fn read_dots3_note_text(
                 None
             },
         };
-        shape_of.insert((t, entry), shapes.len());
-        kinds.push(shapes.len(), count);
-        shapes.push(kind);
+        // Equal shapes (named layers with the same overrides) are one.
+        let k = *shape_index.entry(kind).or_insert(shapes.len());
+        if k == shapes.len() {
+            shapes.push(kind);
+        }
+        shape_of.insert((t, entry), k);
+        keys.push((t, entry));
+        kinds.push(k, count);
     }
     // MLP kinds.
     let sparse: Runs<bool> = match raw.value("mlp_layer_types") {
