@@ -371,13 +371,15 @@ pub fn audit(spec: &ModelSpec, checkpoint: &Checkpoint) -> Result<Audit, llmsize
             .filter(|e| layer_index(&e.name).is_some_and(|i| i >= layers))
             .map(|e| e.name.clone())
             .collect();
-        let extra_params: u64 = in_category
-            .iter()
-            .filter(|e| layer_index(&e.name).is_some_and(|i| i >= layers))
-            .map(|e| e.params)
-            .sum();
+        let extra_params: u64 = llmsize_core::checked::sum(
+            "parameters of the layers past `num_hidden_layers`",
+            in_category
+                .iter()
+                .filter(|e| layer_index(&e.name).is_some_and(|i| i >= layers))
+                .map(|e| e.params),
+        )?;
         let (explanation, names) = if !extra_layers.is_empty()
-            && got - want.min(got) == extra_params
+            && got.saturating_sub(want) == extra_params
         {
             (
                 format!(
@@ -469,11 +471,12 @@ pub mod render {
             Format::Safetensors => "SafeTensors",
             Format::Gguf => "GGUF",
         };
-        let file_bytes: u64 = c.files.iter().map(|(_, l)| l).sum();
+        // Lengths a server states can add past 2^64: said so, never a saturated figure.
+        let file_bytes = llmsize_core::checked::sum("file bytes", c.files.iter().map(|(_, l)| *l))
+            .map_or_else(|_| "more than 2^64 bytes".to_owned(), bytes_both);
         doc.title(format!(
-            "{name}: {kind}, {} file(s), {} ({} tensors)",
+            "{name}: {kind}, {} file(s), {file_bytes} ({} tensors)",
             c.files.len(),
-            bytes_both(file_bytes),
             c.entries.len()
         ));
         let used: Vec<&str> = c.files.iter().map(|(f, _)| f.as_str()).collect();
@@ -604,11 +607,8 @@ pub mod render {
 
     /// `… and N more` under a list cut at [`LISTED`].
     fn more(doc: &mut Doc, n: usize) {
-        if n > LISTED {
-            doc.line(format!(
-                "  … and {} more (`--json` lists them all)",
-                n - LISTED
-            ));
+        if let Some(more) = n.checked_sub(LISTED).filter(|m| *m > 0) {
+            doc.line(format!("  … and {more} more (`--json` lists them all)"));
         }
     }
 
@@ -657,6 +657,10 @@ pub mod render {
 
     /// A difference as `=` or `+1,536`/`-1,536`; CSV gets the number.
     fn difference(got: u64, want: u64) -> Cell {
+        #[expect(
+            clippy::arithmetic_side_effects,
+            reason = "two u64 differ by less than 2^64 in either direction, which i128 holds"
+        )]
         let diff = i128::from(got) - i128::from(want);
         if diff == 0 {
             Cell::with_raw("=", Raw::Int(0)).tone(Tone::Good)
@@ -724,8 +728,8 @@ pub mod render {
             for n in d.names.iter().take(12) {
                 doc.line(format!("  {n}"));
             }
-            if d.names.len() > 12 {
-                doc.line(format!("  … and {} more", d.names.len() - 12));
+            if let Some(more) = d.names.len().checked_sub(12).filter(|m| *m > 0) {
+                doc.line(format!("  … and {more} more"));
             }
         }
         file_problems(&mut doc, &a.file_problems);

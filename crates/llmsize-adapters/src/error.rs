@@ -18,6 +18,14 @@ pub enum ConfigError {
         /// `serde_json`'s description.
         message: String,
     },
+    /// The text starts with a UTF-8 byte-order mark, which JSON text must not.
+    #[error(
+        "`{file}` starts with a UTF-8 byte-order mark (EF BB BF): JSON text must not (Python's `json.loads`, which transformers uses, refuses it too); save the file without it"
+    )]
+    ByteOrderMark {
+        /// The file.
+        file: String,
+    },
     /// The JSON is not an object.
     #[error("`{file}`: expected a JSON object at the top level, found {found}")]
     NotObject {

@@ -5,6 +5,9 @@
 //! so every reader is testable on strings and fuzzable.
 
 #![deny(missing_docs)]
+// Every integer here comes from a config, a flag or a header: `+`, `-`, `*`, `/` on them go
+// through `llmsize_core::checked` (or `Checked`), never a bare operator that can panic or wrap.
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 
 pub mod checkpoint;
 pub mod error;

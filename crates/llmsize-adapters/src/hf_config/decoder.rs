@@ -12,6 +12,7 @@ use llmsize_core::spec::{
 
 use super::family::{Windows, windows};
 use super::raw::RawConfig;
+use super::runs::Runs;
 use super::{architecture, is_bare};
 use crate::error::ConfigError;
 
@@ -538,7 +539,7 @@ pub(crate) fn phi(raw: &mut RawConfig<'_>) -> Result<ModelSpec, ConfigError> {
         heads,
         "num_attention_heads",
     )?;
-    let norm_dim = hidden / heads;
+    let norm_dim = raw.div(hidden, heads, "hidden_size / num_attention_heads")?;
     let qk_norm = raw.flag_or("qk_layernorm", false, "absent; `PhiConfig` default")?;
     let tied = tie(raw, false, "PhiConfig")?;
     let mut attn = mha(hidden, heads, kv_heads, head_dim, true);
@@ -607,8 +608,8 @@ pub(crate) fn kv_heads(
 pub(crate) fn sliding_windows(
     raw: &mut RawConfig<'_>,
     model_type: &str,
-    layers: usize,
-) -> Result<Vec<Option<u64>>, ConfigError> {
+    layers: u64,
+) -> Result<(Runs<bool>, Option<u64>), ConfigError> {
     let rule = match model_type {
         "mixtral" => Windows::All,
         _ => Windows::None,

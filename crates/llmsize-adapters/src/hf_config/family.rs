@@ -10,13 +10,13 @@
 
 use llmsize_core::expr::Sym;
 use llmsize_core::spec::{
-    Attention, Ffn, LatentAttention, Layer, Layers, Mlp, ModelSpec, Moe, Norm, NormKind,
-    StandardAttention,
+    Attention, Ffn, LatentAttention, Layer, Mlp, ModelSpec, Moe, Norm, NormKind, StandardAttention,
 };
 
 use super::architecture;
 use super::decoder::{Decoder, mha, mlp};
 use super::raw::RawConfig;
+use super::runs::Runs;
 use crate::error::ConfigError;
 
 /// One model type: how its `config.json` is read.
@@ -372,36 +372,36 @@ impl Reader<'_, '_> {
 /// kinds and runs, never in the number of layers (a family's tweak that adds a tensor or a
 /// norm to every layer).
 pub(crate) fn map_kinds(spec: &mut ModelSpec, mut f: impl FnMut(&mut Layer)) {
-    for stack in &mut spec.stacks {
-        let mut out = Layers::new();
-        for run in stack.layers.runs() {
-            if let Some(kind) = stack.layers.kinds().get(run.kind) {
-                let mut layer = kind.clone();
-                f(&mut layer);
-                out.push_run(layer, run.count);
-            }
-        }
-        stack.layers = out;
-    }
+    let never: Result<(), std::convert::Infallible> = try_map_kinds(spec, |layer| {
+        let mut l = layer.clone();
+        f(&mut l);
+        Ok(l)
+    });
+    let Ok(()) = never;
 }
 
-/// Every layer of every stack rebuilt by `f(index, layer)`, for a tweak that depends on the
-/// layer's position; equal results join one kind, so the stack stays runs (the work is one
-/// call per layer: keep `f` cheap, or key it and build each kind once).
-pub(crate) fn map_each_layer(
+/// Every layer kind of every stack rebuilt by `f`, which may fail; each kind is built once.
+pub(crate) fn try_map_kinds<E>(
     spec: &mut ModelSpec,
-    mut f: impl FnMut(u64, &Layer) -> Result<Layer, ConfigError>,
+    mut f: impl FnMut(&Layer) -> Result<Layer, E>,
+) -> Result<(), E> {
+    for stack in &mut spec.stacks {
+        let all = Runs::uniform((), stack.layers.len());
+        stack.layers = super::runs::remap(&stack.layers, &all, |l, ()| f(l))?;
+    }
+    Ok(())
+}
+
+/// Every stack's layers rebuilt by `f(layer, key)` with layer `i`'s value `i` of `keys`, a
+/// per-layer rule held as runs (which layers are past an index, which are listed): each
+/// distinct (kind, key) is built once, so the work is in the number of runs.
+pub(crate) fn map_layers_by<K: Clone + std::hash::Hash + Eq>(
+    spec: &mut ModelSpec,
+    keys: &Runs<K>,
+    mut f: impl FnMut(&Layer, &K) -> Result<Layer, ConfigError>,
 ) -> Result<(), ConfigError> {
     for stack in &mut spec.stacks {
-        let mut out = Layers::new();
-        for run in stack.layers.runs() {
-            if let Some(kind) = stack.layers.kinds().get(run.kind) {
-                for i in run.range() {
-                    out.push(f(i, kind)?);
-                }
-            }
-        }
-        stack.layers = out;
+        stack.layers = super::runs::remap(&stack.layers, keys, &mut f)?;
     }
     Ok(())
 }
@@ -421,7 +421,7 @@ pub(crate) fn read_block(
     let vocab = r.size(b.vocab, Sym::Vocab)?;
     let attention = block_attention(&mut r, b, hidden)?;
     let norm = block_norm(&mut r, b.norm, hidden)?;
-    let n = r.raw.layer_count(
+    let n = r.raw.bound_layers(
         b.layers
             .keys
             .first()
@@ -435,9 +435,9 @@ pub(crate) fn read_block(
             let (pattern, moe) = block_moe(&mut r, m, hidden, layers)?;
             (pattern, Some(moe))
         }
-        None => (Vec::new(), None),
+        None => (Runs::uniform(false, n), None),
     };
-    let dense = if moe.is_none() || is_sparse.iter().any(|s| !s) {
+    let dense = if moe.is_none() || is_sparse.any(|s| !s) {
         let width = r.size(b.mlp.width, Sym::Ffn)?;
         Some(Mlp {
             hidden,
@@ -453,12 +453,8 @@ pub(crate) fn read_block(
         let reason = r.reason();
         r.raw.flag_or("tie_word_embeddings", b.tie, &reason)?
     };
-    let windows = windows(r.raw, b.windows, family.config_class, n)?;
-    let keys = windows
-        .into_iter()
-        .enumerate()
-        .map(|(i, w)| (is_sparse.get(i).copied().unwrap_or(false), w));
-    let stack = Layers::from_pattern(keys, |&(sparse, window)| Layer {
+    let (slides, window) = windows(r.raw, b.windows, family.config_class, n)?;
+    let stack = is_sparse.zip_layers(&slides, |&(sparse, slides)| Layer {
         attention: attention.clone(),
         cross_attention: None,
         ffn: match (&moe, sparse, dense) {
@@ -468,7 +464,7 @@ pub(crate) fn read_block(
             _ => Ffn::Absent,
         },
         norms: vec![norm; b.norm.per_layer],
-        sliding_window: window,
+        sliding_window: window_of(slides, window),
         extras: Vec::new(),
         state: None,
     });
@@ -544,9 +540,9 @@ pub(crate) fn block_attention(
                             n
                         }
                         None if heads <= hidden => {
-                            r.raw
-                                .source(Sym::HeadDim, "hidden_size // num_attention_heads");
-                            hidden / heads
+                            let what = "hidden_size // num_attention_heads";
+                            r.raw.source(Sym::HeadDim, what);
+                            r.raw.div(hidden, heads, what)?
                         }
                         None => {
                             return Err(r.raw.invalid(
@@ -624,7 +620,7 @@ pub(crate) fn block_moe(
     m: &MoeRule,
     hidden: u64,
     layers: u64,
-) -> Result<(Vec<bool>, Moe), ConfigError> {
+) -> Result<(Runs<bool>, Moe), ConfigError> {
     let experts = r.size(m.experts, Sym::Experts)?;
     let top_k = r.size(m.top_k, Sym::TopK)?;
     if top_k > experts {
@@ -670,7 +666,7 @@ pub(crate) fn block_moe(
         shared,
         shared_gate: m.shared_gate,
     };
-    let n = r.raw.layer_count("num_hidden_layers", layers)?;
+    let n = r.raw.bound_layers("num_hidden_layers", layers)?;
     let first = match m.sparsity.first_dense {
         Some(s) => r.count(s)?,
         None => 0,
@@ -680,13 +676,23 @@ pub(crate) fn block_moe(
         Some(k) => r.raw.size_opt(k)?.unwrap_or(1),
         None => 1,
     };
-    let dense_list: std::collections::HashSet<u64> = match m.sparsity.dense_list {
-        Some(k) => index_list(r.raw, k, layers)?.into_iter().collect(),
-        None => std::collections::HashSet::new(),
+    let listed = match m.sparsity.dense_list {
+        Some(k) => index_list(r.raw, k, layers)?,
+        None => Vec::new(),
     };
-    let pattern = (0..n as u64)
-        .map(|i| i >= first && !dense_list.contains(&i) && (i + 1).is_multiple_of(step))
-        .collect();
+    // Sparse where `i ≥ first`, `(i + 1) % step == 0` and `i` is not listed (nor derived)
+    // dense: each rule as runs, combined run by run.
+    let listed = Runs::marked(n, listed, &true, &false);
+    let derived = r
+        .raw
+        .derived
+        .dense
+        .clone()
+        .unwrap_or_else(|| Runs::uniform(false, n));
+    let pattern = Runs::every(n, step)
+        .zip(&Runs::from_index(n, first))
+        .zip(&listed.zip(&derived))
+        .map(|&((every, from), (listed, derived))| every && from && !listed && !derived);
     Ok((pattern, moe))
 }
 
@@ -714,47 +720,51 @@ pub(crate) fn index_list(
         .collect()
 }
 
-/// The sliding window of each layer (`None`: global). `layer_types` wins when present.
+/// Which layers slide, as runs, and the window they share (`None`: no layer slides).
+/// `layer_types` wins when present, then a list the family derived
+/// ([`Derived::sliding`](super::raw::Derived)), then the block's rule.
 pub(crate) fn windows(
     raw: &mut RawConfig<'_>,
     rule: Windows,
     class: &str,
-    layers: usize,
-) -> Result<Vec<Option<u64>>, ConfigError> {
+    layers: u64,
+) -> Result<(Runs<bool>, Option<u64>), ConfigError> {
     let window = raw.uint("sliding_window")?;
     if let Some(types) = raw.value("layer_types") {
         let list = types
             .as_array()
             .ok_or_else(|| raw.invalid("layer_types", types, "a list of layer kinds"))?;
-        if list.len() != layers {
+        if list.len() as u64 != layers {
             return Err(raw.invalid(
                 "layer_types",
                 types,
                 &format!("one entry per layer ({layers})"),
             ));
         }
-        return list
-            .iter()
-            .map(|t| match t.as_str() {
-                Some("sliding_attention" | "chunked_attention") => Ok(window),
-                Some(_) => Ok(None),
-                None => Err(raw.invalid("layer_types", t, "strings such as `full_attention`")),
-            })
-            .collect();
+        let mut out = Runs::default();
+        for t in list {
+            match t.as_str() {
+                Some("sliding_attention" | "chunked_attention") => out.push(true, 1),
+                Some(_) => out.push(false, 1),
+                None => {
+                    return Err(raw.invalid("layer_types", t, "strings such as `full_attention`"));
+                }
+            }
+        }
+        return Ok((out, window));
+    }
+    if let Some(sliding) = &raw.derived.sliding {
+        return Ok((sliding.clone(), window));
     }
     let use_window = raw.flag("use_sliding_window")?;
-    Ok(match (rule, window) {
-        (Windows::Alternate, Some(w)) => (0..layers)
-            .map(|i| i.is_multiple_of(2).then_some(w))
-            .collect(),
-        (Windows::Pattern(default), Some(w)) => {
+    let slides = match (rule, window) {
+        (Windows::Alternate, Some(_)) => Runs::periodic(layers, &[(true, 1), (false, 1)]),
+        (Windows::Pattern(default), Some(_)) => {
             // Zero is an error, as transformers' `(i + 1) % pattern` would be.
             let pattern = raw.size_opt("sliding_window_pattern")?.unwrap_or(default);
-            (0..layers as u64)
-                .map(|i| (!(i + 1).is_multiple_of(pattern)).then_some(w))
-                .collect()
+            Runs::every(layers, pattern).map(|global| !global)
         }
-        (Windows::FromLayer(default), Some(w)) => {
+        (Windows::FromLayer(default), Some(_)) => {
             if use_window == Some(true) {
                 let from = if let Some(from) = raw.uint("max_window_layers")? {
                     from
@@ -766,16 +776,20 @@ pub(crate) fn windows(
                     );
                     default
                 };
-                (0..layers as u64)
-                    .map(|i| (i >= from).then_some(w))
-                    .collect()
+                Runs::from_index(layers, from)
             } else {
-                vec![None; layers]
+                Runs::uniform(false, layers)
             }
         }
-        (Windows::All, Some(w)) => vec![Some(w); layers],
-        _ => vec![None; layers],
-    })
+        (Windows::All, Some(_)) => Runs::uniform(true, layers),
+        _ => Runs::uniform(false, layers),
+    };
+    Ok((slides, window))
+}
+
+/// A layer's window: `window` where it slides.
+pub(crate) fn window_of(slides: bool, window: Option<u64>) -> Option<u64> {
+    window.filter(|_| slides)
 }
 
 /// Read the sub-config under `key` (a vision-language model's `text_config`) as a model of
@@ -802,7 +816,7 @@ pub(crate) fn read_sub_config(
     };
     let family = super::families::find(model_type)
         .ok_or_else(|| super::unsupported(&format!("{} ({key})", raw.file), model_type))?;
-    let mut inner = RawConfig::new(raw.file, sub);
+    let mut inner = raw.nested(key, sub);
     let spec = match &family.read {
         Read::Block(b) => read_block(&mut inner, family, b)?,
         Read::Code(f) => f(&mut inner, family, head)?,

@@ -12,6 +12,7 @@ mod family;
 mod moe;
 mod quant;
 mod raw;
+mod runs;
 mod seq2seq;
 mod training;
 
@@ -20,7 +21,7 @@ use llmsize_core::spec::{OutputHead, StackRole};
 use serde_json::{Map, Value};
 
 use crate::error::ConfigError;
-pub use raw::RawConfig;
+pub use raw::{RawConfig, layer_count_keys};
 
 /// Which head to count, for model types that have several (encoders).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -126,18 +127,25 @@ pub(crate) fn unsupported(file: &str, model_type: &str) -> ConfigError {
 
 /// Parse JSON text into an object map, with a message naming the file.
 pub fn parse_json(text: &str, file: &str) -> Result<Map<String, Value>, ConfigError> {
+    // `json.loads`, which transformers reads configs with, refuses a byte-order mark too.
+    if text.starts_with('\u{feff}') {
+        return Err(ConfigError::ByteOrderMark {
+            file: file.to_owned(),
+        });
+    }
     let value: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {
             // Python's `json.dump` writes `Infinity` and `NaN` (Mamba-2's `time_step_limit`),
-            // which JSON does not allow; no size is ever one, so they read as `null`.
+            // which JSON does not allow: they parse as a sentinel that a key read as a number
+            // refuses by name (`raw::non_finite`), and a key nobody reads never matters.
             let err = || ConfigError::Json {
                 file: file.to_owned(),
                 line: e.line(),
                 column: e.column(),
                 message: e.to_string(),
             };
-            let cleaned = non_finite_as_null(text).ok_or_else(err)?;
+            let cleaned = non_finite_as_sentinel(text).ok_or_else(err)?;
             serde_json::from_str(&cleaned).map_err(|_| err())?
         }
     };
@@ -151,8 +159,9 @@ pub fn parse_json(text: &str, file: &str) -> Result<Map<String, Value>, ConfigEr
 }
 
 /// `text` with Python's non-finite literals (`NaN`, `Infinity`, `-Infinity`) outside strings
-/// replaced by `null`, or `None` when it has none.
-fn non_finite_as_null(text: &str) -> Option<String> {
+/// replaced by the string [`raw::NON_FINITE_PREFIX`] + the literal, or `None` when it has
+/// none.
+fn non_finite_as_sentinel(text: &str) -> Option<String> {
     let mut out = String::with_capacity(text.len());
     let (mut in_string, mut escaped, mut changed) = (false, false, false);
     let mut rest = text;
@@ -170,7 +179,7 @@ fn non_finite_as_null(text: &str) -> Option<String> {
             .into_iter()
             .find(|w| rest.starts_with(w))
         {
-            out.push_str("null");
+            out.push_str(&Value::from(format!("{}{word}", raw::NON_FINITE_PREFIX)).to_string());
             rest = rest.get(word.len()..).unwrap_or_default();
             changed = true;
             continue;
@@ -386,6 +395,7 @@ fn read_map_tracked(
     ] {
         raw.has(k);
     }
+    raw.non_finite_read()?;
     spec.assumptions = std::mem::take(&mut raw.assumptions);
     spec.symbol_sources = std::mem::take(&mut raw.sources);
     Ok((spec, raw.read.into_inner()))
@@ -434,13 +444,17 @@ mod tests {
     }
 
     #[test]
-    fn python_non_finite_literals_read_as_null() {
+    fn python_non_finite_literals_parse_as_sentinels() {
         let text = r#"{"time_step_limit": [0.0, Infinity], "x": -Infinity, "s": "NaN \" Infinity", "n": NaN}"#;
         let map = parse_json(text, "config.json").unwrap();
-        assert_eq!(map["time_step_limit"], serde_json::json!([0.0, null]));
-        assert_eq!(map["x"], Value::Null);
+        let limit = map["time_step_limit"].as_array().unwrap();
+        assert_eq!(limit[0], serde_json::json!(0.0));
+        assert_eq!(raw::non_finite(&limit[1]), Some("Infinity"));
+        assert_eq!(raw::non_finite(&map["x"]), Some("-Infinity"));
+        assert_eq!(raw::non_finite(&map["n"]), Some("NaN"));
+        // Inside a string they are text.
         assert_eq!(map["s"], Value::from("NaN \" Infinity"));
-        assert_eq!(map["n"], Value::Null);
+        assert_eq!(raw::non_finite(&map["s"]), None);
         // Still an error: a real syntax error, named by line and column.
         assert!(parse_json("{\"a\": Infinit}", "config.json").is_err());
     }

@@ -5,11 +5,12 @@
 //! except gpt-oss's; DeepSeek-V3's `e_score_correction_bias` is a buffer, not a parameter.
 
 use llmsize_core::expr::Sym;
-use llmsize_core::spec::{Attention, Ffn, Layer, Layers, Mlp, ModelSpec, Moe, Norm};
+use llmsize_core::spec::{Attention, Ffn, Layer, Mlp, ModelSpec, Moe, Norm};
 
 use super::architecture;
 use super::decoder::{Decoder, kv_heads, mha, mlp, sliding_windows};
 use super::raw::RawConfig;
+use super::runs::Runs;
 use crate::error::ConfigError;
 
 /// The first present key of `keys`, as a positive size.
@@ -121,7 +122,7 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
         }
         "olmoe" => {
             // `modeling_olmoe.py`: q_norm over hidden_size, k_norm over (hidden/heads)·n_kv.
-            let per_head = hidden / heads;
+            let per_head = raw.div(hidden, heads, "hidden_size / num_attention_heads")?;
             attn.q_norm = Some(Norm::rms_norm(hidden));
             attn.k_norm = Some(Norm::rms_norm(raw.mul(
                 per_head,
@@ -178,17 +179,15 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
     } else {
         None
     };
-    let n = raw.layer_count("num_hidden_layers", layers)?;
-    let windows = sliding_windows(raw, model_type, n)?;
+    let n = raw.bound_layers("num_hidden_layers", layers)?;
+    let (slides, window) = sliding_windows(raw, model_type, n)?;
     let norms = vec![Norm::rms_norm(hidden); 2];
-    // A set, so the loop over layers stays linear whatever the list's length.
-    let dense_set: std::collections::HashSet<u64> = dense_layers.iter().copied().collect();
-    // Each layer is (sparse?, window): one kind per distinct pair, then runs of them.
-    let keys = (0..n as u64).zip(windows).map(|(i, window)| {
-        let sparse = !dense_set.contains(&i) && step > 0 && (i + 1).is_multiple_of(step);
-        (sparse || dense_width.is_none(), window)
-    });
-    let layers_list = Layers::from_pattern(keys, |&(sparse, window)| {
+    // Each layer is (sparse?, window): sparse where `(i + 1) % step == 0` and not listed,
+    // as runs; one kind per distinct pair.
+    let sparse = Runs::every(n, step)
+        .zip(&Runs::marked(n, dense_layers, &true, &false))
+        .map(|&(every, listed)| (every && !listed) || dense_width.is_none());
+    let layers_list = sparse.zip_layers(&slides, |&(sparse, slides)| {
         let ffn = match (sparse, dense_width) {
             (false, Some(width)) => Ffn::Dense(mlp(hidden, width, true, false)),
             _ => Ffn::Moe(moe.clone()),
@@ -198,7 +197,7 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
             cross_attention: None,
             ffn,
             norms: norms.clone(),
-            sliding_window: window,
+            sliding_window: crate::hf_config::family::window_of(slides, window),
             extras: Vec::new(),
             state: None,
         }

@@ -450,7 +450,7 @@ pub(crate) fn read(
             format: None,
             skipped: r.skipped,
             notes: r.notes,
-            mtp_layers: mtp_layers(map, spec),
+            mtp_layers: mtp_layers(map, spec, file)?,
         }));
     };
     let mut notes = r.notes;
@@ -466,19 +466,18 @@ pub(crate) fn read(
         format: Some(WeightFormat::Quantized(Quant { scheme, kinds })),
         skipped: r.skipped,
         notes,
-        mtp_layers: mtp_layers(map, spec),
+        mtp_layers: mtp_layers(map, spec, file)?,
     }))
 }
 
 /// DeepSeek-V3's multi-token-prediction layers, which its files hold and transformers does
 /// not build (`DeepseekV3Model` makes `num_hidden_layers` layers).
-fn mtp_layers(map: &Map<String, Value>, spec: &ModelSpec) -> u64 {
+fn mtp_layers(map: &Map<String, Value>, spec: &ModelSpec, file: &str) -> Result<u64, ConfigError> {
     if matches!(spec.model_type.as_str(), "deepseek_v3" | "kimi_k2") {
-        map.get("num_nextn_predict_layers")
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
+        let raw = super::raw::RawConfig::new(file, map);
+        Ok(raw.uint("num_nextn_predict_layers")?.unwrap_or(0))
     } else {
-        0
+        Ok(0)
     }
 }
 
@@ -649,21 +648,22 @@ fn resolve_kinds(
             .count() as u64;
         match seen.iter_mut().find(|(k, _, _)| *k == t.kind) {
             Some(e) => {
-                e.1 += hit;
-                e.2 += layers.len() as u64;
+                e.1 = llmsize_core::checked::add("layers matched", e.1, hit)?;
+                e.2 = llmsize_core::checked::add("layers seen", e.2, layers.len() as u64)?;
             }
             None => seen.push((t.kind, hit, layers.len() as u64)),
         }
     }
     let mut out = kinds;
     for (kind, hit, total) in seen {
-        if hit * 2 > total {
+        let most = llmsize_core::checked::mul("2·layers matched", hit, 2)? > total;
+        if most {
             out = out.without(kind);
         }
         if hit > 0 && hit < total {
             notes.push(format!(
                 "the module list names {hit} of {total} layers' {kind:?}; sized as if {}",
-                if hit * 2 > total {
+                if most {
                     "none were converted"
                 } else {
                     "all were converted"

@@ -117,7 +117,9 @@ pub fn find_tuned(name: &str) -> Option<&'static Preset> {
     // A date right after the tuning part is either the release's own (`-Instruct-2507` of
     // `Qwen3-4B`) or shared with the base (`Mistral-Nemo-Base-2407`): try both.
     if parts
-        .get(at + 1)
+        .iter()
+        .skip(at)
+        .nth(1)
         .is_some_and(|d| d.len() == 4 && d.bytes().all(|b| b.is_ascii_digit()))
     {
         kept.remove(at);
@@ -137,8 +139,12 @@ pub const SUGGEST_AT_LEAST: f64 = 0.85;
 
 /// `needle` inside `hay` on `-` boundaries (`llama-3-8b` in `meta-llama-3-8b`, not `lama`).
 fn contains_on_boundaries(hay: &str, needle: &str) -> bool {
-    hay.match_indices(needle).any(|(at, _)| {
-        let end = at + needle.len();
+    hay.match_indices(needle).any(|(at, m)| {
+        #[expect(
+            clippy::arithmetic_side_effects,
+            reason = "a match's start plus its length is its end, within `hay`"
+        )]
+        let end = at + m.len();
         (at == 0 || hay[..at].ends_with('-')) && (end == hay.len() || hay[end..].starts_with('-'))
     })
 }

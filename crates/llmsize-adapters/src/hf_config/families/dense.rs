@@ -18,13 +18,15 @@ use llmsize_core::spec::{
 use crate::error::ConfigError;
 use crate::hf_config::architecture;
 use crate::hf_config::decoder::{Decoder, layer, mha, mlp};
-use crate::hf_config::family::map_kinds;
 use crate::hf_config::family::{
     ALL_SPARSE, AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule,
     MoeRule, NO, NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Read, Reader, Shared, StandardRule,
     Switch, Windows, YES, key_or,
 };
+use crate::hf_config::family::{map_kinds, map_layers_by};
 use crate::hf_config::raw::RawConfig;
+use crate::hf_config::runs::Runs;
+use llmsize_core::checked::Checked;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers for the tweaks: rebuild a spec's layers kind by kind (never layer by layer).
@@ -45,26 +47,15 @@ const fn sized(base: &Block, d: u64, l: u64, n_h: u64, v: u64, d_ff: u64) -> Blo
     }
 }
 
-/// The decoder's sliding windows set layer by layer (`windows[i]`: `None` is global).
-fn set_windows(spec: &mut ModelSpec, windows: &[Option<u64>]) {
-    for stack in &mut spec.stacks {
-        let kinds = stack.layers.kinds();
-        let keys = stack.layers.runs().iter().flat_map(|r| {
-            r.range().map(move |i| {
-                let w = usize::try_from(i)
-                    .ok()
-                    .and_then(|i| windows.get(i))
-                    .copied()
-                    .flatten();
-                (r.kind, w)
-            })
-        });
-        stack.layers = Layers::from_pattern(keys, |&(kind, window)| {
-            let mut layer = kinds.get(kind).cloned().unwrap_or_else(empty_layer);
-            layer.sliding_window = window;
-            layer
-        });
-    }
+/// The decoder's sliding windows set layer by layer (value `i`: `None` is global), each
+/// distinct (kind, window) built once.
+fn set_windows(spec: &mut ModelSpec, windows: &Runs<Option<u64>>) -> Result<(), ConfigError> {
+    map_layers_by(spec, windows, |layer, window| {
+        Ok(Layer {
+            sliding_window: *window,
+            ..layer.clone()
+        })
+    })
 }
 
 /// A layer with nothing in it (never reached: run kinds always exist).
@@ -141,12 +132,10 @@ fn full_every(
     let Some(window) = raw.uint("sliding_window")?.filter(|w| *w > 0) else {
         return Ok(());
     };
-    let n = raw.layer_count("num_hidden_layers", layer_count(spec))?;
-    let windows: Vec<Option<u64>> = (0..n as u64)
-        .map(|i| (!i.is_multiple_of(every)).then_some(window))
-        .collect();
-    set_windows(spec, &windows);
-    Ok(())
+    // Global where `i % every == 0`: one global, then `every − 1` sliding, repeated.
+    let n = layer_count(spec);
+    let windows = Runs::periodic(n, &[(None, 1), (Some(window), every.saturating_sub(1))]);
+    set_windows(spec, &windows)
 }
 
 /// Norms added to every layer's block norms (`BitNet`'s sub-norms, `HyperCLOVA X`'s post-norms).
@@ -291,19 +280,21 @@ fn smollm3(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigEr
     let (true, Some(window)) = (on, window) else {
         return Ok(());
     };
-    let n = raw.layer_count("num_hidden_layers", layer_count(spec))?;
-    let rope: Vec<bool> = if let Some(v) = raw.value("no_rope_layers") {
+    let n = layer_count(spec);
+    let rope: Runs<bool> = if let Some(v) = raw.value("no_rope_layers") {
         let list = v
             .as_array()
-            .filter(|l| l.len() == n)
+            .filter(|l| l.len() as u64 == n)
             .ok_or_else(|| raw.invalid("no_rope_layers", v, "one 0 or 1 per layer"))?;
-        list.iter()
-            .map(|x| match x.as_u64() {
-                Some(0) => Ok(false),
-                Some(1) => Ok(true),
-                _ => Err(raw.invalid("no_rope_layers", x, "0 or 1")),
-            })
-            .collect::<Result<_, _>>()?
+        let mut rope = Runs::default();
+        for x in list {
+            match x.as_u64() {
+                Some(0) => rope.push(false, 1),
+                Some(1) => rope.push(true, 1),
+                _ => return Err(raw.invalid("no_rope_layers", x, "0 or 1")),
+            }
+        }
+        rope
     } else {
         let interval = if let Some(i) = raw.size_opt("no_rope_layer_interval")? {
             i
@@ -311,13 +302,10 @@ fn smollm3(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigEr
             raw.assume("no_rope_layer_interval", 4, reason);
             4
         };
-        (0..n as u64)
-            .map(|i| !(i + 1).is_multiple_of(interval))
-            .collect()
+        // RoPE on all but every `interval`-th layer.
+        Runs::every(n, interval).map(|nope| !nope)
     };
-    let windows: Vec<Option<u64>> = rope.iter().map(|r| (!r).then_some(window)).collect();
-    set_windows(spec, &windows);
-    Ok(())
+    set_windows(spec, &rope.map(|r| (!r).then_some(window)))
 }
 
 /// Ministral 3: Mistral's block (no biases, 8 KV heads, every layer slides when
@@ -1037,7 +1025,7 @@ fn dory(
             }
         },
     };
-    let mut inner = RawConfig::new(raw.file, &map);
+    let mut inner = raw.sibling(&map);
     let mut spec = crate::hf_config::family::read_block(&mut inner, family, &DORY)?;
     for a in inner.assumptions {
         raw.assume(&a.field, a.value, &a.reason);
@@ -1052,16 +1040,16 @@ fn dory(
         );
     }
     let d = Expr::sym(llmsize_core::expr::Sym::Hidden, spec.hidden_size);
+    // Looped: the recurrent layers `input..input + recurrent` (their sum was checked).
+    let mut looped = Runs::uniform(false, layers);
+    if per_loop {
+        looped.overwrite(input..input.saturating_add(recurrent), &true);
+    }
     for stack in &mut spec.stacks {
         stack.final_norm = None;
-        let kinds = stack.layers.kinds();
-        let keys = stack.layers.runs().iter().flat_map(|r| {
-            r.range()
-                .map(move |i| (r.kind, per_loop && i >= input && i < input + recurrent))
-        });
         let mut overflow = false;
-        stack.layers = Layers::from_pattern(keys, |&(kind, looped)| {
-            let mut layer = kinds.get(kind).cloned().unwrap_or_else(empty_layer);
+        stack.layers = crate::hf_config::runs::remap(&stack.layers, &looped, |kind, &looped| {
+            let mut layer = kind.clone();
             if let Attention::Standard(a) = &mut layer.attention {
                 if looped {
                     a.transformers_cache_heads = a.num_kv_heads.checked_mul(loops);
@@ -1106,8 +1094,8 @@ fn dory(
                     d.clone(),
                 ));
             }
-            layer
-        });
+            Ok::<Layer, ConfigError>(layer)
+        })?;
         if overflow {
             return Err(raw.invalid(
                 "n_recurrent_loops",
@@ -1390,29 +1378,39 @@ fn zaya(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigErr
         .and_then(|g| g.checked_mul(head_dim))
         .ok_or_else(|| raw.invalid("head_dim", &head_dim.into(), "a smaller size"))?;
     let window = raw.size_opt("sliding_window")?;
-    let n = usize::try_from(layers)
-        .map_err(|_| raw.invalid("num_hidden_layers", &layers.into(), "a smaller count"))?;
+    let n = layers;
     // `layer_types` defaults to `["hybrid"] * num_hidden_layers`.
-    let sliding: Vec<bool> = match raw.value("layer_types") {
-        None => vec![false; n],
+    let sliding: Runs<bool> = match raw.value("layer_types") {
+        None => Runs::uniform(false, n),
         Some(v) => {
-            let list = v.as_array().filter(|l| l.len() == n).ok_or_else(|| {
-                raw.invalid(
-                    "layer_types",
-                    v,
-                    &format!("a list of {n} `hybrid`/`hybrid_sliding`"),
-                )
-            })?;
-            list.iter()
-                .map(|t| match t.as_str() {
-                    Some("hybrid") => Ok(false),
-                    Some("hybrid_sliding") => Ok(true),
-                    _ => Err(raw.invalid("layer_types", v, "`hybrid` or `hybrid_sliding` entries")),
-                })
-                .collect::<Result<_, _>>()?
+            let list = v
+                .as_array()
+                .filter(|l| l.len() as u64 == n)
+                .ok_or_else(|| {
+                    raw.invalid(
+                        "layer_types",
+                        v,
+                        &format!("a list of {n} `hybrid`/`hybrid_sliding`"),
+                    )
+                })?;
+            let mut sliding = Runs::default();
+            for t in list {
+                match t.as_str() {
+                    Some("hybrid") => sliding.push(false, 1),
+                    Some("hybrid_sliding") => sliding.push(true, 1),
+                    _ => {
+                        return Err(raw.invalid(
+                            "layer_types",
+                            v,
+                            "`hybrid` or `hybrid_sliding` entries",
+                        ));
+                    }
+                }
+            }
+            sliding
         }
     };
-    if sliding.contains(&true) && window.is_none() {
+    if sliding.any(|s| *s) && window.is_none() {
         return Err(raw.missing(
             "sliding_window",
             "a window (`layer_types` has `hybrid_sliding`)",
@@ -1549,8 +1547,11 @@ fn zaya(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigErr
     });
     base.extras = extras;
     base.state = Some(RecurrentState {
-        conv: channels.saturating_mul((t0 - 1) + (t1 - 1)),
-        recurrent: kv_width / 2,
+        conv: raw.check(
+            (Checked::new(channels) * ((Checked::new(t0) - 1u64) + (Checked::new(t1) - 1u64)))
+                .get("cca_channels·((cca_time0 − 1) + (cca_time1 − 1))"),
+        )?,
+        recurrent: raw.div(kv_width, 2, "num_key_value_heads·head_dim / 2")?,
         recurrent_f32: false,
         conv_f32: false,
     });
@@ -1562,8 +1563,9 @@ fn zaya(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigErr
         r_x(),
     ));
     // Each distinct (first, sliding) layer is built once; the rest are runs of them.
-    let keys = sliding.iter().enumerate().map(|(i, s)| (i == 0, *s));
-    let stack = Layers::from_pattern(keys, |&(first, slides)| {
+    let mut first = Runs::uniform(true, n.min(1));
+    first.push(false, n.saturating_sub(1));
+    let stack = first.zip_layers(&sliding, |&(first, slides)| {
         let mut l = if first { base.clone() } else { later.clone() };
         if slides {
             l.sliding_window = window;

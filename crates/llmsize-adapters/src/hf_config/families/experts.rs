@@ -23,60 +23,18 @@ use llmsize_core::spec::{Extra, Ffn, Layer, Layers, ModelSpec, NormKind, OutputH
 use serde_json::{Map, Value};
 
 use crate::error::ConfigError;
-use crate::hf_config::family::map_each_layer;
 use crate::hf_config::family::{
     AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule, MoeRule, NO,
     NormRule, PLAIN_ATTENTION, QkNorm, Read, Shared, Sparsity, StandardRule, Switch, Windows, YES,
     key_or, read_block,
 };
+use crate::hf_config::family::{map_layers_by, try_map_kinds};
 use crate::hf_config::raw::RawConfig;
+use crate::hf_config::runs::{Runs, zip_runs};
+use llmsize_core::checked;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers for tweaks.
-
-/// Rebuild the decoder stack from each layer's kind and a small per-layer `key` (whether it
-/// has an indexer, whether it is looped): each distinct (kind, key) is built once by `build`,
-/// and runs of equal ones stay runs, so a million layers cost a million keys, not a million
-/// layer clones.
-fn remap_layers<K: PartialEq>(
-    spec: &mut ModelSpec,
-    key: impl Fn(u64) -> K,
-    mut build: impl FnMut(&Layer, &K) -> Result<Layer, ConfigError>,
-) -> Result<(), ConfigError> {
-    for stack in &mut spec.stacks {
-        let kinds = stack.layers.kinds().to_vec();
-        let runs = stack.layers.runs().to_vec();
-        let mut err = None;
-        let keys = runs
-            .iter()
-            .flat_map(|r| r.range().map(move |i| (r.kind, i)))
-            .map(|(kind, i)| (kind, key(i)));
-        stack.layers = Layers::from_pattern(keys, |(kind, k)| {
-            let Some(layer) = kinds.get(*kind) else {
-                return Layer {
-                    attention: llmsize_core::spec::Attention::Absent,
-                    cross_attention: None,
-                    ffn: Ffn::Absent,
-                    norms: Vec::new(),
-                    sliding_window: None,
-                    extras: Vec::new(),
-                    state: None,
-                };
-            };
-            match build(layer, k) {
-                Ok(l) => l,
-                Err(e) => {
-                    err.get_or_insert(e);
-                    layer.clone()
-                }
-            }
-        });
-        if let Some(e) = err {
-            return Err(e);
-        }
-    }
-    Ok(())
-}
 
 /// Change every MoE block of the spec.
 fn map_moe(spec: &mut ModelSpec, mut f: impl FnMut(&mut llmsize_core::spec::Moe)) {
@@ -106,7 +64,8 @@ fn read_patched(
 ) -> Result<ModelSpec, ConfigError> {
     let mut map = raw.map.clone();
     patch(raw, &mut map)?;
-    let mut inner = RawConfig::new(raw.file, &map);
+    let mut inner = raw.sibling(&map);
+    inner.derived = std::mem::take(&mut raw.derived);
     let spec = read_block(&mut inner, family, block)?;
     for a in inner.assumptions {
         raw.assume(&a.field, a.value, &a.reason);
@@ -119,14 +78,10 @@ fn read_patched(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Per-layer lists the block cannot read directly.
-
-/// The key of the patched config copy listing the dense layers (`Sparsity::dense_list`); it
-/// is never a key of a real config.
-const DENSE_KEY: &str = "llmsize:dense_layers";
+// Per-layer lists the block cannot read directly, derived as runs (`RawConfig::derived`).
 
 /// `mlp_layer_types` (`"dense"`/`"sparse"` per layer), when present, replaces
-/// `first_k_dense_replace`: its dense entries are written as [`DENSE_KEY`].
+/// `first_k_dense_replace`: its dense entries become the derived dense layers.
 fn mlp_layer_types(
     raw: &mut RawConfig<'_>,
     map: &mut Map<String, Value>,
@@ -137,16 +92,20 @@ fn mlp_layer_types(
     let list = v
         .as_array()
         .ok_or_else(|| raw.invalid("mlp_layer_types", v, "a list of `dense`/`sparse`"))?;
-    let mut dense = Vec::new();
-    for (i, t) in list.iter().enumerate() {
+    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
+    if list.len() as u64 != n {
+        return Err(raw.invalid("mlp_layer_types", v, &format!("one entry per layer ({n})")));
+    }
+    let mut dense = Runs::default();
+    for t in list {
         match t.as_str() {
-            Some("dense") => dense.push(Value::from(i)),
-            Some("sparse" | "moe") => {}
+            Some("dense") => dense.push(true, 1),
+            Some("sparse" | "moe") => dense.push(false, 1),
             _ => return Err(raw.invalid("mlp_layer_types", t, "`dense` or `sparse`")),
         }
     }
     map.insert("first_k_dense_replace".to_owned(), Value::from(0));
-    map.insert(DENSE_KEY.to_owned(), Value::Array(dense));
+    raw.derived.dense = Some(dense);
     Ok(())
 }
 
@@ -161,9 +120,7 @@ fn dense_types_or_first(
         return mlp_layer_types(raw, map);
     }
     let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
-    raw.layer_count("num_hidden_layers", n)?;
-    let dense: Vec<Value> = (0..n.min(first)).map(Value::from).collect();
-    map.insert(DENSE_KEY.to_owned(), Value::Array(dense));
+    raw.derived.dense = Some(Runs::from_index(n, first).map(|moe| !moe));
     Ok(())
 }
 
@@ -175,34 +132,29 @@ fn dense_first_layer(
     dense_types_or_first(raw, map, 1)
 }
 
-/// Dense layers only where `mlp_layer_types` says so.
+/// Dense layers only where `mlp_layer_types` (or the family's rule) says so.
 const LISTED_DENSE: Sparsity = Sparsity {
     first_dense: None,
     step: None,
-    dense_list: Some(DENSE_KEY),
+    dense_list: None,
 };
 
-/// `layer_types` when present, else `sliding(i)` for each layer (a `__post_init__` rule).
+/// `layer_types` when present, else `sliding(num_hidden_layers)`, which layers slide by a
+/// `__post_init__` rule, as runs.
 fn layer_types_or(
     raw: &mut RawConfig<'_>,
-    map: &mut Map<String, Value>,
-    sliding: impl Fn(u64) -> bool,
+    sliding: impl FnOnce(u64) -> Runs<bool>,
 ) -> Result<(), ConfigError> {
     if raw.value("layer_types").is_none() {
         let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
-        raw.layer_count("num_hidden_layers", n)?;
-        let types: Vec<Value> = (0..n)
-            .map(|i| {
-                Value::from(if sliding(i) {
-                    "sliding_attention"
-                } else {
-                    "full_attention"
-                })
-            })
-            .collect();
-        map.insert("layer_types".to_owned(), Value::Array(types));
+        raw.derived.sliding = Some(sliding(n));
     }
     Ok(())
+}
+
+/// All but every `every`-th layer slide (`(i + 1) % every != 0`).
+fn all_but_every(n: u64, every: u64) -> Runs<bool> {
+    Runs::every(n, every).map(|global| !global)
 }
 
 /// The standard attention of a layer, to change.
@@ -419,9 +371,10 @@ fn ernie_tweak(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), Conf
             true,
             bias,
         );
-        map_each_layer(spec, |i, layer| {
+        let past_end = Runs::from_index(spec.num_layers(), end.saturating_add(1));
+        map_layers_by(spec, &past_end, |layer, past| {
             let mut l = layer.clone();
-            if i > end && matches!(l.ffn, Ffn::Moe(_)) {
+            if *past && matches!(l.ffn, Ffn::Moe(_)) {
                 l.ffn = Ffn::Dense(dense);
             }
             Ok(l)
@@ -471,7 +424,7 @@ const LLAMA4_TEXT: Block = Block {
         sparsity: Sparsity {
             first_dense: None,
             step: Some("interleave_moe_layer_step"),
-            dense_list: Some(DENSE_KEY),
+            dense_list: None,
         },
     }),
     ..LLAMA
@@ -482,23 +435,18 @@ const LLAMA4_TEXT: Block = Block {
 fn llama4_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
     let reason = "absent; `Llama4TextConfig` default";
     let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
-    let count = raw.layer_count("num_hidden_layers", n)?;
     if let Some(v) = raw.value("moe_layers") {
         let list = v
             .as_array()
             .ok_or_else(|| raw.invalid("moe_layers", v, "a list of layer indices"))?;
-        let mut moe = std::collections::HashSet::new();
-        for x in list {
-            moe.insert(
+        let moe = list
+            .iter()
+            .map(|x| {
                 x.as_u64()
-                    .ok_or_else(|| raw.invalid("moe_layers", x, "layer indices"))?,
-            );
-        }
-        let dense: Vec<Value> = (0..n)
-            .filter(|i| !moe.contains(i))
-            .map(Value::from)
-            .collect();
-        map.insert(DENSE_KEY.to_owned(), Value::Array(dense));
+                    .ok_or_else(|| raw.invalid("moe_layers", x, "layer indices"))
+            })
+            .collect::<Result<Vec<u64>, _>>()?;
+        raw.derived.dense = Some(Runs::marked(n, moe, &false, &true));
         map.insert("interleave_moe_layer_step".to_owned(), Value::from(1));
     } else if !raw.has("interleave_moe_layer_step") {
         raw.assume("interleave_moe_layer_step", 1, reason);
@@ -509,37 +457,40 @@ fn llama4_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result
         raw.assume("attention_chunk_size", 8192, reason);
         Some(8192)
     };
-    let types: Vec<String> = if let Some(v) = raw.value("layer_types") {
+    // `chunked_attention` layers are read as sliding (`family::windows`).
+    let sliding = if let Some(v) = raw.value("layer_types") {
         let list = v
             .as_array()
             .ok_or_else(|| raw.invalid("layer_types", v, "a list of layer kinds"))?;
-        list.iter()
-            .map(|t| {
-                t.as_str().map(str::to_owned).ok_or_else(|| {
-                    raw.invalid("layer_types", t, "strings such as `full_attention`")
-                })
-            })
-            .collect::<Result<_, _>>()?
+        let mut sliding = false;
+        for t in list {
+            let t = t
+                .as_str()
+                .ok_or_else(|| raw.invalid("layer_types", t, "strings such as `full_attention`"))?;
+            sliding |= matches!(t, "chunked_attention" | "sliding_attention");
+        }
+        sliding
     } else {
-        let rope: Vec<bool> = match raw.value("no_rope_layers") {
+        let rope: Runs<bool> = match raw.value("no_rope_layers") {
             Some(Value::Array(list)) if !list.is_empty() => {
-                if list.len() < count {
+                if (list.len() as u64) < n {
                     return Err(raw.invalid(
                         "no_rope_layers",
                         &Value::from(list.len()),
                         &format!("one entry per layer ({n})"),
                     ));
                 }
-                list.iter()
-                    .take(count)
-                    .map(|x| match x.as_u64() {
-                        Some(b) => Ok(b != 0),
-                        None => match x.as_bool() {
-                            Some(b) => Ok(b),
-                            None => Err(raw.invalid("no_rope_layers", x, "1 (RoPE) or 0 (NoPE)")),
-                        },
-                    })
-                    .collect::<Result<_, _>>()?
+                let mut rope = Runs::default();
+                for x in list.iter().take(usize::try_from(n).unwrap_or(usize::MAX)) {
+                    let on = match x.as_u64() {
+                        Some(b) => b != 0,
+                        None => x.as_bool().ok_or_else(|| {
+                            raw.invalid("no_rope_layers", x, "1 (RoPE) or 0 (NoPE)")
+                        })?,
+                    };
+                    rope.push(on, 1);
+                }
+                rope
             }
             _ => {
                 let interval = if raw.has("no_rope_layer_interval") {
@@ -551,30 +502,14 @@ fn llama4_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result
                     raw.assume("no_rope_layer_interval", 4, reason);
                     4
                 };
-                (0..n).map(|i| !(i + 1).is_multiple_of(interval)).collect()
+                all_but_every(n, interval)
             }
         };
-        rope.into_iter()
-            .map(|r| {
-                if r && chunk.is_some() {
-                    "chunked_attention".to_owned()
-                } else {
-                    "full_attention".to_owned()
-                }
-            })
-            .collect()
+        let sliding = rope.map(|r| *r && chunk.is_some());
+        let any = sliding.any(|s| *s);
+        raw.derived.sliding = Some(sliding);
+        any
     };
-    let types: Vec<Value> = types
-        .into_iter()
-        .map(|t| {
-            Value::from(if t == "chunked_attention" {
-                "sliding_attention".to_owned()
-            } else {
-                t
-            })
-        })
-        .collect();
-    let sliding = types.iter().any(|t| t == "sliding_attention");
     match chunk {
         Some(c) => {
             map.insert("sliding_window".to_owned(), Value::from(c));
@@ -584,7 +519,6 @@ fn llama4_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result
         }
         None => {}
     }
-    map.insert("layer_types".to_owned(), Value::Array(types));
     Ok(())
 }
 
@@ -682,23 +616,9 @@ const GRANITEMOE_SWA: Block = Block {
 /// `GraniteMoeSWAConfig.__post_init__`: layer `i` is global when `i % 4 == 0`.
 fn granite_swa_patch(
     raw: &mut RawConfig<'_>,
-    map: &mut Map<String, Value>,
+    _: &mut Map<String, Value>,
 ) -> Result<(), ConfigError> {
-    if raw.value("layer_types").is_none() {
-        let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
-        raw.layer_count("num_hidden_layers", n)?;
-        let types: Vec<Value> = (0..n)
-            .map(|i| {
-                Value::from(if i.is_multiple_of(4) {
-                    "full_attention"
-                } else {
-                    "sliding_attention"
-                })
-            })
-            .collect();
-        map.insert("layer_types".to_owned(), Value::Array(types));
-    }
-    Ok(())
+    layer_types_or(raw, |n| Runs::periodic(n, &[(false, 1), (true, 3)]))
 }
 
 /// EXAONE-MoE (`modeling_exaone_moe.py`): no biases, per-head q/k norms, `num_experts` of
@@ -723,7 +643,7 @@ const EXAONE_MOE: Block = Block {
         sparsity: Sparsity {
             first_dense: Some(key_or(&["first_k_dense_replace"], 1)),
             step: None,
-            dense_list: Some(DENSE_KEY),
+            dense_list: None,
         },
     }),
     windows: Windows::Pattern(4),
@@ -827,7 +747,7 @@ const COHERE2_MOE: Block = Block {
         sparsity: Sparsity {
             first_dense: None,
             step: None,
-            dense_list: Some(DENSE_KEY),
+            dense_list: None,
         },
     }),
     norm: NormRule {
@@ -846,7 +766,6 @@ fn cohere2_moe_patch(
 ) -> Result<(), ConfigError> {
     let reason = "absent; `Cohere2MoeConfig` default";
     let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
-    raw.layer_count("num_hidden_layers", n)?;
     let first = raw.uint("first_k_dense_replace")?.unwrap_or(0);
     if raw.value("layer_types").is_none() {
         let pattern = |raw: &mut RawConfig<'_>, k: &str, d: u64| -> Result<u64, ConfigError> {
@@ -859,25 +778,15 @@ fn cohere2_moe_patch(
         };
         let prefix = pattern(raw, "prefix_dense_sliding_window_pattern", 1)?;
         let rest = pattern(raw, "sliding_window_pattern", 4)?;
-        let types: Vec<Value> = (0..n)
-            .map(|i| {
-                let slides = if i < first {
-                    !(i + 1).is_multiple_of(prefix)
-                } else {
-                    !(i - first + 1).is_multiple_of(rest)
-                };
-                Value::from(if slides {
-                    "sliding_attention"
-                } else {
-                    "full_attention"
-                })
-            })
-            .collect();
-        map.insert("layer_types".to_owned(), Value::Array(types));
+        // The first `first` layers by `prefix` (`(i + 1) % prefix`), the rest by `rest`
+        // counted from layer `first`.
+        let head = n.min(first);
+        let mut sliding = all_but_every(head, prefix);
+        sliding.append(all_but_every(n.saturating_sub(head), rest));
+        raw.derived.sliding = Some(sliding);
     }
     if raw.value("mlp_layer_types").is_none() {
-        let dense: Vec<Value> = (0..n.min(first)).map(Value::from).collect();
-        map.insert(DENSE_KEY.to_owned(), Value::Array(dense));
+        raw.derived.dense = Some(Runs::from_index(n, first).map(|moe| !moe));
         Ok(())
     } else {
         mlp_layer_types(raw, map)
@@ -965,20 +874,12 @@ const MIMO_V2_FLASH: Block = Block {
 /// `MiMoV2FlashConfig.__post_init__`: `layer_types`, `mlp_layer_types`, and
 /// `sliding_window_size + 1` as the window.
 fn mimo_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
-    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
-    raw.layer_count("num_hidden_layers", n)?;
-    if raw.value("layer_types").is_none() {
-        let types: Vec<Value> = (0..n)
-            .map(|i| {
-                Value::from(if i == 0 || (i + 1).is_multiple_of(6) {
-                    "full_attention"
-                } else {
-                    "sliding_attention"
-                })
-            })
-            .collect();
-        map.insert("layer_types".to_owned(), Value::Array(types));
-    }
+    // Global: the first layer and every 6th.
+    layer_types_or(raw, |n| {
+        let mut sliding = all_but_every(n, 6);
+        sliding.overwrite(0..1, &false);
+        sliding
+    })?;
     if let Some(w) = raw.uint("sliding_window_size")? {
         map.insert(
             "sliding_window".to_owned(),
@@ -1017,7 +918,7 @@ fn read_mimo(
     let mean = sum / 2;
     let bias = raw.flag_or("attention_bias", false, reason)?;
     let mut err = None;
-    map_each_layer(&mut spec, |_, layer| {
+    try_map_kinds(&mut spec, |layer| {
         let mut l = layer.clone();
         let sliding = l.sliding_window.is_some();
         if let Some(a) = standard(&mut l) {
@@ -1125,13 +1026,15 @@ fn read_laguna(
             Some(counts)
         }
     };
-    map_each_layer(&mut spec, |i, layer| {
+    // Each layer's head count from the list (itself one entry per layer), else its own.
+    let heads = match heads {
+        Some(counts) => Runs::from_list(counts.into_iter().map(Some)),
+        None => Runs::uniform(None, spec.num_layers()),
+    };
+    map_layers_by(&mut spec, &heads, |layer, heads| {
         let mut l = layer.clone();
         if let Some(a) = standard(&mut l) {
-            if let Some(n) = heads
-                .as_ref()
-                .and_then(|h| usize::try_from(i).ok().and_then(|i| h.get(i)))
-            {
+            if let Some(n) = heads {
                 a.num_heads = *n;
             }
             let (n, d, hidden) = (a.num_heads, a.head_dim, a.hidden);
@@ -1198,26 +1101,15 @@ const AFMOE: Block = Block {
 };
 
 /// `AfmoeConfig.__post_init__`: `layer_types` from `global_attn_every_n_layers`.
-fn afmoe_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+fn afmoe_patch(raw: &mut RawConfig<'_>, _: &mut Map<String, Value>) -> Result<(), ConfigError> {
     if raw.value("layer_types").is_none() {
-        let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
-        raw.layer_count("num_hidden_layers", n)?;
         let every = raw.size_or(
             &["global_attn_every_n_layers"],
             Sym::Named("global_attn_every_n_layers"),
             4,
             "absent; `AfmoeConfig` default",
         )?;
-        let types: Vec<Value> = (0..n)
-            .map(|i| {
-                Value::from(if (i + 1).is_multiple_of(every) {
-                    "full_attention"
-                } else {
-                    "sliding_attention"
-                })
-            })
-            .collect();
-        map.insert("layer_types".to_owned(), Value::Array(types));
+        layer_types_or(raw, |n| all_but_every(n, every))?;
     }
     Ok(())
 }
@@ -1230,7 +1122,7 @@ fn output_gate_full(_: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), C
 /// The output gate `self_attn.gate_proj` (`d → n_h·d_h`) of every layer, with a bias of one
 /// per head (`gate_bias`) when `head_bias`.
 fn output_gate(spec: &mut ModelSpec, head_bias: bool) -> Result<(), ConfigError> {
-    map_each_layer(spec, |_, layer| {
+    try_map_kinds(spec, |layer| {
         let mut l = layer.clone();
         if let Some(a) = standard(&mut l) {
             let (n, d, hidden) = (a.num_heads, a.head_dim, a.hidden);
@@ -1295,8 +1187,12 @@ const BEAM: Block = Block {
 
 /// `BeamConfig.__post_init__`: `layer_types` and `mlp_layer_types` when absent.
 fn beam_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
-    let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
-    layer_types_or(raw, map, |i| (i + 1) < n && !(i + 1).is_multiple_of(6))?;
+    // Global: every 6th layer and the last.
+    layer_types_or(raw, |n| {
+        let mut sliding = all_but_every(n, 6);
+        sliding.overwrite(n.saturating_sub(1)..n, &false);
+        sliding
+    })?;
     dense_types_or_first(raw, map, 3)
 }
 
@@ -1375,21 +1271,19 @@ fn axk1_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(
         return mlp_layer_types(raw, map);
     }
     let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
-    raw.layer_count("num_hidden_layers", n)?;
     let first = raw.uint("first_k_dense_replace")?.unwrap_or(1);
     let freq = raw.size_opt("moe_layer_freq")?.unwrap_or(1);
-    let dense: Vec<Value> = (0..n)
-        .filter(|i| !(*i >= first && i.is_multiple_of(freq)))
-        .map(Value::from)
-        .collect();
-    map.insert(DENSE_KEY.to_owned(), Value::Array(dense));
+    // Sparse where `i ≥ first` and `i % freq == 0`.
+    let on_freq = Runs::periodic(n, &[(true, 1), (false, freq.saturating_sub(1))]);
+    let sparse = Runs::from_index(n, first).zip(&on_freq);
+    raw.derived.dense = Some(sparse.map(|&(from, on)| !(from && on)));
     Ok(())
 }
 
 /// An `RMSNorm` of `d` after every MoE block (`mlp.post_mlp_layernorm`).
 fn post_moe_norm(_: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
     let d = spec.hidden_size;
-    map_each_layer(spec, |_, layer| {
+    try_map_kinds(spec, |layer| {
         let mut l = layer.clone();
         if matches!(l.ffn, Ffn::Moe(_)) {
             l.norms.push(llmsize_core::spec::Norm::rms_norm(d));
@@ -1431,23 +1325,29 @@ const FLINT: Block = Block {
         sparsity: Sparsity {
             first_dense: None,
             step: Some("decoder_sparse_step"),
-            dense_list: Some(DENSE_KEY),
+            dense_list: None,
         },
     }),
     ..LLAMA
 };
 
 /// `FlintConfig.__post_init__`: `layer_types`, and `mlp_only_layers` `[0, 1]` when absent.
-fn flint_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+fn flint_patch(raw: &mut RawConfig<'_>, _: &mut Map<String, Value>) -> Result<(), ConfigError> {
+    // Global: the first two, every 4th from layer 1 (`i % 4 == 1`), and the last.
+    layer_types_or(raw, |n| {
+        let mut sliding = Runs::periodic(n, &[(true, 1), (false, 1), (true, 2)]);
+        sliding.overwrite(0..2, &false);
+        sliding.overwrite(n.saturating_sub(1)..n, &false);
+        sliding
+    })?;
     let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
-    layer_types_or(raw, map, |i| !(i < 2 || i % 4 == 1 || i + 1 == n))?;
-    let only = if let Some(v) = raw.value("mlp_only_layers") {
-        v.clone()
+    let only = if raw.value("mlp_only_layers").is_some() {
+        crate::hf_config::family::index_list(raw, "mlp_only_layers", n)?
     } else {
         raw.assume("mlp_only_layers", "[0, 1]", "absent; `FlintConfig` default");
-        Value::Array((0..n.min(2)).map(Value::from).collect())
+        vec![0, 1]
     };
-    map.insert(DENSE_KEY.to_owned(), only);
+    raw.derived.dense = Some(Runs::marked(n, only, &true, &false));
     Ok(())
 }
 
@@ -1497,15 +1397,13 @@ fn truthy(f: &Value) -> bool {
 /// `MiniMaxM3VLTextConfig.__post_init__`: which layers build the sparse lightning indexer
 /// (`layer_types` entries `minimax_m3_sparse`, else `sparse_attention_config.
 /// sparse_attention_freq`, else none).
-fn minimax_m3_sparse_layers(raw: &RawConfig<'_>, n: u64) -> Result<Vec<bool>, ConfigError> {
-    let count = raw.layer_count("num_hidden_layers", n)?;
-    let list: Vec<bool> = if let Some(v) = raw.value("layer_types") {
+fn minimax_m3_sparse_layers(raw: &RawConfig<'_>, n: u64) -> Result<Runs<bool>, ConfigError> {
+    let (key, list) = if let Some(v) = raw.value("layer_types") {
         let list = v
             .as_array()
             .ok_or_else(|| raw.invalid("layer_types", v, "a list of layer kinds"))?;
-        list.iter()
-            .map(|t| t.as_str() == Some("minimax_m3_sparse"))
-            .collect()
+        let list = Runs::from_list(list.iter().map(|t| t.as_str() == Some("minimax_m3_sparse")));
+        ("layer_types", list)
     } else if let Some(v) = raw
         .value("sparse_attention_config")
         .and_then(|c| c.get("sparse_attention_freq"))
@@ -1517,21 +1415,26 @@ fn minimax_m3_sparse_layers(raw: &RawConfig<'_>, n: u64) -> Result<Vec<bool>, Co
                 "a flag per layer",
             )
         })?;
-        list.iter().map(truthy).collect()
+        (
+            "sparse_attention_config.sparse_attention_freq",
+            Runs::from_list(list.iter().map(truthy)),
+        )
     } else {
-        vec![false; count]
+        return Ok(Runs::uniform(false, n));
     };
-    if list.len() != count {
+    let len = list.len().unwrap_or(u64::MAX);
+    if len != n {
         return Err(raw.invalid(
-            "layer_types",
-            &Value::from(list.len()),
+            key,
+            &Value::from(len),
             &format!("one entry per layer ({n})"),
         ));
     }
     Ok(list)
 }
 
-/// `MiniMaxM3VLTextConfig.__post_init__`: `layer_types` from `sparse_attention_freq` and
+/// `MiniMaxM3VLTextConfig.__post_init__`: `layer_types` from `sparse_attention_freq` (no
+/// layer slides either way: [`minimax_m3_sparse_layers`] places the indexers) and
 /// `mlp_layer_types` from `moe_layer_freq`, else all sparse.
 fn minimax_m3_patch(
     raw: &mut RawConfig<'_>,
@@ -1539,32 +1442,26 @@ fn minimax_m3_patch(
 ) -> Result<(), ConfigError> {
     let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
     if raw.value("layer_types").is_none() {
-        let sparse = minimax_m3_sparse_layers(raw, n)?;
-        let types: Vec<Value> = sparse
-            .iter()
-            .map(|s| {
-                Value::from(if *s {
-                    "minimax_m3_sparse"
-                } else {
-                    "full_attention"
-                })
-            })
-            .collect();
-        map.insert("layer_types".to_owned(), Value::Array(types));
+        minimax_m3_sparse_layers(raw, n)?;
+        raw.derived.sliding = Some(Runs::uniform(false, n));
     }
     if raw.value("mlp_layer_types").is_some() {
         return mlp_layer_types(raw, map);
     }
-    let dense: Vec<Value> = match raw.value("moe_layer_freq").and_then(Value::as_array) {
-        Some(list) => list
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| !truthy(f))
-            .map(|(i, _)| Value::from(i))
-            .collect(),
-        None => Vec::new(),
-    };
-    map.insert(DENSE_KEY.to_owned(), Value::Array(dense));
+    if let Some(v) = raw.value("moe_layer_freq")
+        && let Some(list) = v.as_array()
+    {
+        if list.len() as u64 > n {
+            return Err(raw.invalid(
+                "moe_layer_freq",
+                v,
+                &format!("at most one entry per layer ({n})"),
+            ));
+        }
+        let mut dense = Runs::from_list(list.iter().map(|f| !truthy(f)));
+        dense.push(false, n.saturating_sub(list.len() as u64));
+        raw.derived.dense = Some(dense);
+    }
     Ok(())
 }
 
@@ -1581,7 +1478,7 @@ fn read_minimax_m3_text(
     let mut spec = read_patched(raw, family, &MINIMAX_M3_TEXT, minimax_m3_patch)?;
     let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
     let sparse = minimax_m3_sparse_layers(raw, n)?;
-    if !sparse.iter().any(|s| *s) {
+    if !sparse.any(|s| *s) {
         return Ok(spec);
     }
     let reason = "absent; `MiniMaxM3VLTextConfig` default";
@@ -1615,19 +1512,15 @@ fn read_minimax_m3_text(
     };
     raw.mul(idx_heads, idx_dim, "index_n_heads·index_head_dim")?;
     let d = spec.hidden_size;
-    remap_layers(
-        &mut spec,
-        |i| usize::try_from(i).ok().and_then(|i| sparse.get(i)).copied() == Some(true),
-        |layer, on| {
-            let mut l = layer.clone();
-            if *on && let Some(a) = standard(&mut l) {
-                a.indexer_key_dim = Some(idx_dim);
-                l.extras
-                    .extend(indexer_extras(d, idx_heads, idx_dim, "self_attn.indexer"));
-            }
-            Ok(l)
-        },
-    )?;
+    map_layers_by(&mut spec, &sparse, |layer, on| {
+        let mut l = layer.clone();
+        if *on && let Some(a) = standard(&mut l) {
+            a.indexer_key_dim = Some(idx_dim);
+            l.extras
+                .extend(indexer_extras(d, idx_heads, idx_dim, "self_attn.indexer"));
+        }
+        Ok(l)
+    })?;
     Ok(spec)
 }
 
@@ -1711,40 +1604,21 @@ const INKLING_TEXT: Block = Block {
 fn inkling_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
     let reason = "absent; `InklingTextConfig` default";
     let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
-    let count = raw.layer_count("num_hidden_layers", n)?;
-    let sliding: Vec<bool> = if let Some(v) = raw.value("layer_types") {
-        let list = v
-            .as_array()
-            .ok_or_else(|| raw.invalid("layer_types", v, "a list of layer kinds"))?;
-        if list.len() != count {
-            return Err(raw.invalid("layer_types", v, &format!("one entry per layer ({n})")));
-        }
-        list.iter()
-            .map(|t| t.as_str() == Some("hybrid_sliding"))
-            .collect()
+    let sliding = if raw.value("layer_types").is_some() {
+        hybrid_sliding(raw, n)?
     } else if let Some(v) = raw.value("local_layer_ids") {
         let ids = index_list_of(raw, "local_layer_ids", v, n)?;
-        (0..n).map(|i| ids.contains(&i)).collect()
+        Runs::marked(n, ids, &true, &false)
     } else {
-        (0..n).map(|i| !(i + 1).is_multiple_of(6)).collect()
+        all_but_every(n, 6)
     };
+    set_sliding(raw, map, sliding);
     let window = raw.size_or(
         &["sliding_window_size"],
         Sym::Named("sliding_window_size"),
         512,
         reason,
     )?;
-    let types: Vec<Value> = sliding
-        .iter()
-        .map(|s| {
-            Value::from(if *s {
-                "sliding_attention"
-            } else {
-                "full_attention"
-            })
-        })
-        .collect();
-    map.insert("layer_types".to_owned(), Value::Array(types));
     map.insert("sliding_window".to_owned(), Value::from(window));
     if let Some(dense) = raw.size_opt("dense_intermediate_size")? {
         let experts = raw.size_or(&["intermediate_size"], Sym::ExpertFfn, 24576, reason)?;
@@ -1753,6 +1627,29 @@ fn inkling_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Resul
     }
     let first = raw.uint("dense_mlp_idx")?.unwrap_or(0);
     dense_types_or_first(raw, map, first)
+}
+
+/// Inkling's `layer_types` (one per layer; `hybrid_sliding` slides), as runs.
+fn hybrid_sliding(raw: &RawConfig<'_>, n: u64) -> Result<Runs<bool>, ConfigError> {
+    let Some(v) = raw.value("layer_types") else {
+        return Ok(Runs::uniform(false, n));
+    };
+    let list = v
+        .as_array()
+        .ok_or_else(|| raw.invalid("layer_types", v, "a list of layer kinds"))?;
+    if list.len() as u64 != n {
+        return Err(raw.invalid("layer_types", v, &format!("one entry per layer ({n})")));
+    }
+    Ok(Runs::from_list(
+        list.iter().map(|t| t.as_str() == Some("hybrid_sliding")),
+    ))
+}
+
+/// Which layers slide, in place of the config's own `layer_types` (whose kinds the block
+/// does not read).
+fn set_sliding(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>, sliding: Runs<bool>) {
+    map.remove("layer_types");
+    raw.derived.sliding = Some(sliding);
 }
 
 /// A list of layer indices below `layers`, as a set.
@@ -1811,7 +1708,7 @@ fn inkling_layers(
         2,
         &reason,
     )?;
-    if swa_heads % swa_kv != 0 {
+    if !swa_heads.is_multiple_of(swa_kv) {
         return Err(raw.invalid(
             "swa_num_key_value_heads",
             &swa_kv.into(),
@@ -1820,7 +1717,7 @@ fn inkling_layers(
     }
     let d = spec.hidden_size;
     let mut overflow = false;
-    map_each_layer(spec, |_, layer| {
+    try_map_kinds(spec, |layer| {
         let mut l = layer.clone();
         let window = l.sliding_window;
         let ffn_dense = matches!(l.ffn, Ffn::Dense(_));
@@ -1981,37 +1878,18 @@ fn inkling2_patch(
     map: &mut Map<String, Value>,
 ) -> Result<(), ConfigError> {
     let n = raw.size(&["num_hidden_layers"], Sym::Layers)?;
-    let count = raw.layer_count("num_hidden_layers", n)?;
-    let sliding: Vec<bool> = if let Some(v) = raw.value("layer_types") {
-        let list = v
-            .as_array()
-            .ok_or_else(|| raw.invalid("layer_types", v, "a list of layer kinds"))?;
-        if list.len() != count {
-            return Err(raw.invalid("layer_types", v, &format!("one entry per layer ({n})")));
-        }
-        list.iter()
-            .map(|t| t.as_str() == Some("hybrid_sliding"))
-            .collect()
+    let sliding = if raw.value("layer_types").is_some() {
+        hybrid_sliding(raw, n)?
     } else {
-        (0..n).map(|i| !(i + 1).is_multiple_of(6)).collect()
+        all_but_every(n, 6)
     };
+    set_sliding(raw, map, sliding);
     let window = raw.size_or(
         &["sliding_window_size", "sliding_window"],
         Sym::Named("sliding_window_size"),
         1024,
         "absent; `Inkling2TextConfig` default",
     )?;
-    let types: Vec<Value> = sliding
-        .iter()
-        .map(|s| {
-            Value::from(if *s {
-                "sliding_attention"
-            } else {
-                "full_attention"
-            })
-        })
-        .collect();
-    map.insert("layer_types".to_owned(), Value::Array(types));
     map.insert("sliding_window".to_owned(), Value::from(window));
     Ok(())
 }
@@ -2045,7 +1923,7 @@ fn read_inkling2_text(
         200_058,
         reason,
     )?;
-    if swa_heads % swa_kv != 0 {
+    if !swa_heads.is_multiple_of(swa_kv) {
         return Err(raw.invalid(
             "swa_num_key_value_heads",
             &swa_kv.into(),
@@ -2056,8 +1934,7 @@ fn read_inkling2_text(
     let k = || Expr::sym(Sym::Named("conv_kernel_size"), kernel);
     let hidden = || Expr::sym(Sym::Hidden, d);
     let mut overflow = false;
-    // A layer's tensors depend on its kind and on whether it is the first: each distinct
-    // (kind, first) is built once, so a million layers cost a million run entries, not builds.
+    // A layer's tensors depend on its kind and on whether it is the first.
     let mut build = |i: u64, layer: &Layer| -> Result<Layer, ConfigError> {
         let mut l = layer.clone();
         let window = l.sliding_window;
@@ -2194,35 +2071,13 @@ fn read_inkling2_text(
         l.extras.extend(extras);
         Ok(l)
     };
-    for stack in &mut spec.stacks {
-        let kinds = stack.layers.kinds().to_vec();
-        // (kind, first) → the built layer, each built once.
-        let mut built: Vec<((usize, bool), Layer)> = Vec::new();
-        let mut out = Layers::new();
-        for run in stack.layers.runs() {
-            let Some(layer) = kinds.get(run.kind) else {
-                continue;
-            };
-            let mut get = |first: bool| -> Result<Layer, ConfigError> {
-                if let Some((_, l)) = built.iter().find(|(k, _)| *k == (run.kind, first)) {
-                    return Ok(l.clone());
-                }
-                let l = build(u64::from(!first), layer)?;
-                built.push(((run.kind, first), l.clone()));
-                Ok(l)
-            };
-            let rest = if run.start == 0 {
-                out.push(get(true)?);
-                run.count - 1
-            } else {
-                run.count
-            };
-            if rest > 0 {
-                out.push_run(get(false)?, rest);
-            }
-        }
-        stack.layers = out;
-    }
+    // Layer 0 has no attention residual queries; each distinct (kind, first) is built once.
+    let n = spec.num_layers();
+    let mut first = Runs::uniform(true, n.min(1));
+    first.push(false, n.saturating_sub(1));
+    map_layers_by(&mut spec, &first, |layer, first| {
+        build(u64::from(!*first), layer)
+    })?;
     if overflow {
         return Err(raw.invalid(
             "conv_kernel_size",
@@ -2467,8 +2322,58 @@ pub(crate) fn per_layer_overrides<'a>(
     Ok(Some(out))
 }
 
+/// The layers `per_layer_config` names (number, overrides), and each layer's entry among them.
+type PerLayer<'a> = (Vec<(u64, &'a Map<String, Value>)>, Runs<Option<usize>>);
+
+/// `per_layer_config` as runs over the layers: the index of a named layer's overrides (with
+/// the layer's number, for messages), `None` for a layer it does not name; the work is in the
+/// number of entries the config lists, never in the layer count.
+fn per_layer_runs<'a>(raw: &RawConfig<'a>, n: u64) -> Result<Option<PerLayer<'a>>, ConfigError> {
+    let Some(v) = raw.value("per_layer_config") else {
+        return Ok(None);
+    };
+    let map = match v {
+        Value::Null => return Ok(None),
+        Value::Object(m) => m,
+        _ => return Err(raw.invalid("per_layer_config", v, "a map from layer index to overrides")),
+    };
+    let mut named: Vec<(u64, &'a Map<String, Value>)> = Vec::with_capacity(map.len());
+    for (k, o) in map {
+        let i = k.parse::<u64>().ok().filter(|i| *i < n).ok_or_else(|| {
+            raw.invalid(
+                "per_layer_config",
+                &Value::from(k.as_str()),
+                &format!("layer indices below {n}"),
+            )
+        })?;
+        let o = o.as_object().ok_or_else(|| {
+            raw.invalid(&format!("per_layer_config.{k}"), o, "a map of overrides")
+        })?;
+        named.push((i, o));
+    }
+    // In layer order; a layer named twice (`4` and `04`) takes the later, as the list did.
+    named.sort_by_key(|(i, _)| *i);
+    let mut kept: Vec<(u64, &'a Map<String, Value>)> = Vec::with_capacity(named.len());
+    for (i, o) in named {
+        match kept.last_mut() {
+            Some((j, m)) if *j == i => *m = o,
+            _ => kept.push((i, o)),
+        }
+    }
+    let mut at = Runs::default();
+    let mut next = 0u64;
+    for (j, (i, _)) in kept.iter().enumerate() {
+        // `next ≤ i < n`.
+        at.push(None, i.saturating_sub(next));
+        at.push(Some(j), 1);
+        next = i.saturating_add(1);
+    }
+    at.push(None, n.saturating_sub(next));
+    Ok(Some((kept, at)))
+}
+
 /// One dots.llm3 layer's attention shape.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Dots3Attention {
     heads: u64,
     q_lora: u64,
@@ -2509,7 +2414,7 @@ pub(crate) fn read_dots3_note_text(
     let d = raw.size_or(&["hidden_size"], Sym::Hidden, 5120, reason)?;
     let layers = raw.size_or(&["num_hidden_layers"], Sym::Layers, 46, reason)?;
     let vocab = raw.size_or(&["vocab_size"], Sym::Vocab, 152_064, reason)?;
-    let n = raw.layer_count("num_hidden_layers", layers)?;
+    let n = raw.bound_layers("num_hidden_layers", layers)?;
     let tied = raw.flag_or("tie_word_embeddings", false, reason)?;
     // Layer kinds.
     let use_dsa = match raw.flag("use_dsa")? {
@@ -2518,21 +2423,23 @@ pub(crate) fn read_dots3_note_text(
         None => Some(true),
     };
     let use_sliding = raw.flag("use_sliding_window")?.unwrap_or(true);
-    let mut types: Vec<String> = match raw.value("layer_types") {
+    // Each layer's kind, borrowed from the config or one of the class's names.
+    let mut types: Runs<&str> = match raw.value("layer_types") {
         Some(v) if !v.is_null() => {
             let list = v
                 .as_array()
                 .ok_or_else(|| raw.invalid("layer_types", v, "a list of layer kinds"))?;
-            if list.len() != n {
+            if list.len() as u64 != n {
                 return Err(raw.invalid("layer_types", v, &format!("one entry per layer ({n})")));
             }
-            list.iter()
-                .map(|t| {
-                    t.as_str().map(str::to_owned).ok_or_else(|| {
-                        raw.invalid("layer_types", t, "strings such as `indexed_attention`")
-                    })
-                })
-                .collect::<Result<_, _>>()?
+            let mut types = Runs::default();
+            for t in list {
+                let t = t.as_str().ok_or_else(|| {
+                    raw.invalid("layer_types", t, "strings such as `indexed_attention`")
+                })?;
+                types.push(t, 1);
+            }
+            types
         }
         _ => {
             let full = if use_dsa == Some(false) {
@@ -2540,15 +2447,22 @@ pub(crate) fn read_dots3_note_text(
             } else {
                 "indexed_attention"
             };
-            (0..n)
-                .map(|i| {
-                    if !use_sliding || i < 2 || i % 4 == 1 {
-                        full.to_owned()
-                    } else {
-                        "sliding_attention".to_owned()
-                    }
-                })
-                .collect()
+            if use_sliding {
+                // The first two and every 4th from layer 1 (`i % 4 == 1`) full, sliding
+                // between.
+                let mut types = Runs::periodic(
+                    n,
+                    &[
+                        ("sliding_attention", 1),
+                        (full, 1),
+                        ("sliding_attention", 2),
+                    ],
+                );
+                types.overwrite(0..2, &full);
+                types
+            } else {
+                Runs::uniform(full, n)
+            }
         }
     };
     if let Some(dsa) = use_dsa {
@@ -2557,26 +2471,22 @@ pub(crate) fn read_dots3_note_text(
         } else {
             ("indexed_attention", "full_attention")
         };
-        for t in &mut types {
-            if t == old {
-                new.clone_into(t);
-            }
-        }
+        types = types.map(|t| if *t == old { new } else { *t });
     }
-    for t in &types {
+    for &(t, _) in types.runs() {
         if !matches!(
-            t.as_str(),
+            t,
             "full_attention" | "indexed_attention" | "sliding_attention"
         ) {
             return Err(raw.invalid(
                 "layer_types",
-                &Value::from(t.as_str()),
+                &Value::from(t),
                 "`full_attention`, `indexed_attention` or `sliding_attention`",
             ));
         }
     }
     // Per-layer overrides: given, or the `swa_*` shapes on sliding layers.
-    let given = per_layer_overrides(raw, n)?;
+    let given = per_layer_runs(raw, n)?;
     let mut swa = Map::new();
     if given.is_none() {
         let mut put =
@@ -2643,12 +2553,35 @@ pub(crate) fn read_dots3_note_text(
             }
         }
     };
-    let mut kinds = Vec::with_capacity(n);
-    for (i, t) in types.iter().enumerate() {
-        let o: Option<&Map<String, Value>> = match &given {
-            Some(list) => list.get(i).copied().flatten(),
-            None if t == "sliding_attention" => Some(&swa),
-            None => None,
+    // Each layer's shape from its type and its own `per_layer_config` entry: one shape per
+    // distinct (type, entry), each layer holding its shape's index.
+    let none = Runs::uniform(None, n);
+    let at = given.as_ref().map_or(&none, |(_, at)| at);
+    let mut shapes: Vec<Dots3Attention> = Vec::new();
+    let mut shape_index: std::collections::HashMap<Dots3Attention, usize> =
+        std::collections::HashMap::new();
+    // (type, entry) → shape: compared one by one while few, hashed beyond.
+    let mut keys: Vec<(&str, Option<usize>)> = Vec::new();
+    let mut shape_of: std::collections::HashMap<(&str, Option<usize>), usize> =
+        std::collections::HashMap::new();
+    let mut kinds: Runs<usize> = Runs::default();
+    for ((t, entry), count) in zip_runs(types.iter(), at.iter()) {
+        let known = if keys.len() <= 8 {
+            keys.iter().position(|k| *k == (t, entry))
+        } else {
+            shape_of.get(&(t, entry)).copied()
+        };
+        if let Some(k) = known {
+            kinds.push(k, count);
+            continue;
+        }
+        let (i, o): (u64, Option<&Map<String, Value>>) = match (&given, entry) {
+            (Some((named, _)), Some(j)) => match named.get(j) {
+                Some((i, o)) => (*i, Some(*o)),
+                None => (0, None),
+            },
+            (None, _) if t == "sliding_attention" => (0, Some(&swa)),
+            (Some(_) | None, _) => (0, None),
         };
         let get = |key: &str, g: u64| -> Result<u64, ConfigError> {
             match o.and_then(|m| m.get(key)) {
@@ -2696,7 +2629,7 @@ pub(crate) fn read_dots3_note_text(
             }
         };
         let indexed = t == "indexed_attention";
-        kinds.push(Dots3Attention {
+        let kind = Dots3Attention {
             heads,
             q_lora: get("q_lora_rank", g_q_lora)?,
             kv_lora: get("kv_lora_rank", g_kv_lora)?,
@@ -2717,51 +2650,68 @@ pub(crate) fn read_dots3_note_text(
             } else {
                 None
             },
-        });
+        };
+        // Equal shapes (named layers with the same overrides) are one.
+        let k = *shape_index.entry(kind).or_insert(shapes.len());
+        if k == shapes.len() {
+            shapes.push(kind);
+        }
+        shape_of.insert((t, entry), k);
+        keys.push((t, entry));
+        kinds.push(k, count);
     }
     // MLP kinds.
-    let sparse: Vec<bool> = match raw.value("mlp_layer_types") {
+    let sparse: Runs<bool> = match raw.value("mlp_layer_types") {
         Some(v) if !v.is_null() => {
             let list = v
                 .as_array()
                 .ok_or_else(|| raw.invalid("mlp_layer_types", v, "a list of `dense`/`sparse`"))?;
-            if list.len() != n {
+            if list.len() as u64 != n {
                 return Err(raw.invalid(
                     "mlp_layer_types",
                     v,
                     &format!("one entry per layer ({n})"),
                 ));
             }
-            list.iter()
-                .map(|t| match t.as_str() {
-                    Some("sparse") => Ok(true),
-                    Some("dense") => Ok(false),
-                    _ => Err(raw.invalid("mlp_layer_types", t, "`dense` or `sparse`")),
-                })
-                .collect::<Result<_, _>>()?
+            let mut sparse = Runs::default();
+            for t in list {
+                match t.as_str() {
+                    Some("sparse") => sparse.push(true, 1),
+                    Some("dense") => sparse.push(false, 1),
+                    _ => return Err(raw.invalid("mlp_layer_types", t, "`dense` or `sparse`")),
+                }
+            }
+            sparse
         }
         _ => {
+            // Sparse from layer `first_k_dense_replace` on, where `moe_layer_freq` says.
             let first = raw.uint("first_k_dense_replace")?.unwrap_or(1);
-            let freq = raw.value("moe_layer_freq");
-            (0..n)
-                .map(|i| {
-                    let on = match freq {
-                        None => true,
-                        Some(Value::Array(list)) => list.get(i).is_some_and(truthy),
-                        Some(v) => match v.as_u64() {
-                            Some(f) if f > 0 => (i as u64).is_multiple_of(f),
-                            _ => {
-                                return Err(raw.invalid(
-                                    "moe_layer_freq",
-                                    v,
-                                    "a positive integer or a flag per layer",
-                                ));
-                            }
-                        },
-                    };
-                    Ok(i as u64 >= first && on)
-                })
-                .collect::<Result<_, _>>()?
+            let on = match raw.value("moe_layer_freq") {
+                None => Runs::uniform(true, n),
+                Some(Value::Array(list)) => {
+                    let shown = n.min(list.len() as u64);
+                    let mut on = Runs::from_list(
+                        list.iter()
+                            .take(usize::try_from(shown).unwrap_or(usize::MAX))
+                            .map(truthy),
+                    );
+                    on.push(false, n.saturating_sub(shown));
+                    on
+                }
+                Some(v) => match v.as_u64() {
+                    Some(f) if f > 0 => Runs::at_offset(n, f, 0),
+                    _ => {
+                        return Err(raw.invalid(
+                            "moe_layer_freq",
+                            v,
+                            "a positive integer or a flag per layer",
+                        ));
+                    }
+                },
+            };
+            Runs::from_index(n, first)
+                .zip(&on)
+                .map(|&(from, on)| from && on)
         }
     };
     let experts = raw.size_or(
@@ -2814,8 +2764,20 @@ pub(crate) fn read_dots3_note_text(
         shared_gate: false,
     };
     let dense = crate::hf_config::decoder::mlp(d, dense_width, true, false);
-    let keys = kinds.into_iter().zip(sparse);
-    let stack = Layers::from_pattern(keys, |&(a, sparse)| {
+    let mut overflow = None;
+    let stack = kinds.zip_layers(&sparse, |&(k, sparse)| {
+        // Every index is of a shape made above.
+        let a = shapes.get(k).copied().unwrap_or(Dots3Attention {
+            heads: g_heads,
+            q_lora: g_q_lora,
+            kv_lora: g_kv_lora,
+            nope: g_nope,
+            rope: g_rope,
+            v: g_v,
+            bias: g_bias,
+            window: None,
+            indexer: None,
+        });
         let mut extras = vec![Extra::linear(
             "self_attn.g_proj.weight",
             "attention",
@@ -2838,12 +2800,25 @@ pub(crate) fn read_dots3_note_text(
             // `Dots3NoteTextModel` builds the indexed layers' rotary tables from
             // `inputs_embeds.float()`, so the indexer's rotated keys are cached in float32
             // whatever the model's dtype: four bytes an element, two bf16 widths.
-            indexer_key_dim: a.indexer.map(|(_, dim)| dim.saturating_mul(2)),
+            indexer_key_dim: match a
+                .indexer
+                .map(|(_, dim)| checked::mul("2·index_head_dim", dim, 2))
+            {
+                Some(Ok(w)) => Some(w),
+                Some(Err(e)) => {
+                    overflow.get_or_insert(e);
+                    None
+                }
+                None => None,
+            },
             category: Category::Attention,
         };
         let attention = if a.window.is_some() {
             extras.extend(latent_extras(&latent));
-            windowed_latent_cache(&latent)
+            windowed_latent_cache(&latent).unwrap_or_else(|e| {
+                overflow.get_or_insert(e);
+                llmsize_core::spec::Attention::Absent
+            })
         } else {
             llmsize_core::spec::Attention::Latent(latent)
         };
@@ -2865,6 +2840,9 @@ pub(crate) fn read_dots3_note_text(
             state: None,
         }
     });
+    if let Some(e) = overflow {
+        return raw.check(Err(e));
+    }
     Ok(crate::hf_config::decoder::Decoder::new(
         family.model_type,
         crate::hf_config::architecture(raw, family.architecture),
@@ -2985,26 +2963,33 @@ fn latent_extras(a: &llmsize_core::spec::LatentAttention) -> Vec<Extra> {
 /// `DynamicSlidingWindowLayer` does; its weights are [`latent_extras`]. The head is as wide as
 /// the mean of the query/key and value head widths, so the score and value products count as
 /// MLA's do (as for MiMo-V2-Flash), and the rest of the latent is held as an index key.
-fn windowed_latent_cache(a: &llmsize_core::spec::LatentAttention) -> llmsize_core::spec::Attention {
-    let latent = a
-        .kv_lora_rank
-        .saturating_add(a.qk_rope_head_dim)
-        .saturating_add(a.indexer_key_dim.unwrap_or(0));
-    let mean = a
-        .qk_nope_head_dim
-        .saturating_add(a.qk_rope_head_dim)
-        .saturating_add(a.v_head_dim)
-        / 2;
-    // One head of `d_h` caches `2·d_h`; a latent narrower than that is held as half-width heads.
-    let head = if mean > 0 && latent >= mean.saturating_mul(2) {
+fn windowed_latent_cache(
+    a: &llmsize_core::spec::LatentAttention,
+) -> Result<llmsize_core::spec::Attention, llmsize_core::Overflow> {
+    let latent = checked::sum(
+        "kv_lora_rank + qk_rope_head_dim + index key",
+        [
+            a.kv_lora_rank,
+            a.qk_rope_head_dim,
+            a.indexer_key_dim.unwrap_or(0),
+        ],
+    )?;
+    let mean = checked::sum(
+        "qk_nope_head_dim + qk_rope_head_dim + v_head_dim",
+        [a.qk_nope_head_dim, a.qk_rope_head_dim, a.v_head_dim],
+    )? / 2;
+    // One head of `d_h` caches `2·d_h` (`mean ≤ 2^63`); a latent narrower than that is held
+    // as half-width heads.
+    let head = if mean > 0 && latent / 2 >= mean {
         mean
     } else {
         (latent / 2).max(1)
     };
     let mut s = crate::hf_config::decoder::mha(a.hidden, a.num_heads, 1, head, false);
-    let rest = latent.saturating_sub(head.saturating_mul(2));
+    // `2·head ≤ latent` unless the latent is 1 wide (then nothing is left).
+    let rest = latent.saturating_sub(checked::mul("2·d_h", head, 2)?);
     s.indexer_key_dim = (rest > 0).then_some(rest);
-    llmsize_core::spec::Attention::CacheOnly(s)
+    Ok(llmsize_core::spec::Attention::CacheOnly(s))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -3073,8 +3058,10 @@ fn axk2_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(
     }
     // `mlp_layer_types` from `first_k_dense_replace` and `moe_layer_freq`, as A.X-K1's.
     let snapshot = map.clone();
-    let mut inner = RawConfig::new(raw.file, &snapshot);
-    axk1_patch(&mut inner, map)
+    let mut inner = raw.sibling(&snapshot);
+    axk1_patch(&mut inner, map)?;
+    raw.derived = inner.derived;
+    Ok(())
 }
 
 /// A.X-K2: the block, then the query/gate projection, the indexer and the gated norms.
@@ -3112,50 +3099,46 @@ fn read_axk2(
             ),
         ]
     };
-    remap_layers(
-        &mut spec,
-        |_| (),
-        |layer, ()| {
-            let mut l = layer.clone();
-            let sparse = matches!(l.ffn, Ffn::Moe(_));
-            if let llmsize_core::spec::Attention::Latent(a) = &mut l.attention {
-                a.indexer_key_dim = Some(idx_dim);
-                let r = a.q_lora_rank.unwrap_or(1);
-                let heads = || Expr::sym(Sym::Heads, a.num_heads);
-                let qk = Expr::product(vec![
-                    heads(),
-                    Expr::sum(vec![
-                        Expr::sym(Sym::NopeDim, a.qk_nope_head_dim),
-                        Expr::sym(Sym::RopeDim, a.qk_rope_head_dim),
-                    ]),
-                ]);
-                let extras = [
-                    Extra::linear(
-                        "self_attn.q_gate_proj.weight (raw latent → queries)",
-                        "attention",
-                        Category::Attention,
-                        Expr::sym(Sym::QueryRank, r),
-                        qk,
-                    ),
-                    Extra::linear(
-                        "self_attn.q_gate_proj.weight (latents → gates)",
-                        "attention",
-                        Category::Attention,
-                        Expr::product(vec![Expr::Lit(2), Expr::sym(Sym::QueryRank, r)]),
-                        Expr::product(vec![heads(), Expr::sym(Sym::ValueDim, a.v_head_dim)]),
-                    ),
-                ];
-                l.extras.extend(extras);
-                l.extras
-                    .extend(dsa_indexer_extras(d, r, idx_heads, idx_dim));
-            }
-            l.extras.extend(gate("input_layernorm"));
-            if sparse {
-                l.extras.extend(gate("post_attention_layernorm"));
-            }
-            Ok(l)
-        },
-    )?;
+    try_map_kinds(&mut spec, |layer| {
+        let mut l = layer.clone();
+        let sparse = matches!(l.ffn, Ffn::Moe(_));
+        if let llmsize_core::spec::Attention::Latent(a) = &mut l.attention {
+            a.indexer_key_dim = Some(idx_dim);
+            let r = a.q_lora_rank.unwrap_or(1);
+            let heads = || Expr::sym(Sym::Heads, a.num_heads);
+            let qk = Expr::product(vec![
+                heads(),
+                Expr::sum(vec![
+                    Expr::sym(Sym::NopeDim, a.qk_nope_head_dim),
+                    Expr::sym(Sym::RopeDim, a.qk_rope_head_dim),
+                ]),
+            ]);
+            let extras = [
+                Extra::linear(
+                    "self_attn.q_gate_proj.weight (raw latent → queries)",
+                    "attention",
+                    Category::Attention,
+                    Expr::sym(Sym::QueryRank, r),
+                    qk,
+                ),
+                Extra::linear(
+                    "self_attn.q_gate_proj.weight (latents → gates)",
+                    "attention",
+                    Category::Attention,
+                    Expr::product(vec![Expr::Lit(2), Expr::sym(Sym::QueryRank, r)]),
+                    Expr::product(vec![heads(), Expr::sym(Sym::ValueDim, a.v_head_dim)]),
+                ),
+            ];
+            l.extras.extend(extras);
+            l.extras
+                .extend(dsa_indexer_extras(d, r, idx_heads, idx_dim));
+        }
+        l.extras.extend(gate("input_layernorm"));
+        if sparse {
+            l.extras.extend(gate("post_attention_layernorm"));
+        }
+        Ok(l)
+    })?;
     Ok(spec)
 }
 
@@ -3275,8 +3258,10 @@ fn hy_v4_patch(
         }
     }
     let snapshot = map.clone();
-    let mut inner = RawConfig::new(raw.file, &snapshot);
-    dense_first_layer(&mut inner, map)
+    let mut inner = raw.sibling(&snapshot);
+    dense_first_layer(&mut inner, map)?;
+    raw.derived = inner.derived;
+    Ok(())
 }
 
 /// HY-V4's text model: the block, then gates, sinks, indexers and hyper-connections.
@@ -3297,7 +3282,7 @@ fn read_hy_v4(
     let idx_dim = raw.size_or(&["index_head_dim"], Sym::Named("d_idx"), 128, reason)?;
     let hc = raw.size_or(&["hc_mult"], Sym::Named("hc_mult"), 4, reason)?;
     let n = spec.num_layers();
-    let full: Vec<bool> = match raw.value("indexer_types") {
+    let full: Runs<bool> = match raw.value("indexer_types") {
         Some(v) if !v.is_null() => {
             let list = v
                 .as_array()
@@ -3305,17 +3290,25 @@ fn read_hy_v4(
             if list.len() as u64 != n {
                 return Err(raw.invalid("indexer_types", v, &format!("one entry per layer ({n})")));
             }
-            list.iter()
-                .map(|t| match t.as_str() {
-                    Some("full") => Ok(true),
-                    Some("shared") => Ok(false),
-                    _ => Err(raw.invalid("indexer_types", t, "`full` or `shared`")),
-                })
-                .collect::<Result<_, _>>()?
+            let mut full = Runs::default();
+            for t in list {
+                match t.as_str() {
+                    Some("full") => full.push(true, 1),
+                    Some("shared") => full.push(false, 1),
+                    _ => return Err(raw.invalid("indexer_types", t, "`full` or `shared`")),
+                }
+            }
+            full
         }
-        _ => (0..n)
-            .map(|i| i == 0 || (i - 1).is_multiple_of(4))
-            .collect(),
+        // Full: layer 0 and every 4th from layer 1 (`(i − 1) % 4 == 0`).
+        _ => {
+            let mut full = Runs::uniform(true, n.min(1));
+            full.append(Runs::periodic(
+                n.saturating_sub(1),
+                &[(true, 1), (false, 3)],
+            ));
+            full
+        }
     };
     let d = spec.hidden_size;
     raw.mul(hc, d, "hc_mult·hidden_size")?;
@@ -3345,39 +3338,35 @@ fn read_hy_v4(
             ),
         ]
     };
-    remap_layers(
-        &mut spec,
-        |i| usize::try_from(i).ok().and_then(|i| full.get(i)).copied() == Some(true),
-        |layer, own| {
-            let own = *own;
-            let mut l = layer.clone();
-            if let llmsize_core::spec::Attention::Latent(a) = &mut l.attention {
-                let heads = || Expr::sym(Sym::Heads, a.num_heads);
-                l.extras.push(Extra::linear(
-                    "self_attn.gate_proj.weight",
-                    "attention",
-                    Category::Attention,
-                    Expr::sym(Sym::Hidden, d),
-                    Expr::product(vec![heads(), Expr::sym(Sym::ValueDim, a.v_head_dim)]),
-                ));
-                l.extras.push(Extra::vector(
-                    "self_attn.sinks",
-                    "attention",
-                    Category::Attention,
-                    heads(),
-                ));
-                if own {
-                    a.indexer_key_dim = Some(idx_dim);
-                    let r = a.q_lora_rank.unwrap_or(1);
-                    l.extras
-                        .extend(dsa_indexer_extras(d, r, idx_heads, idx_dim));
-                }
+    map_layers_by(&mut spec, &full, |layer, own| {
+        let own = *own;
+        let mut l = layer.clone();
+        if let llmsize_core::spec::Attention::Latent(a) = &mut l.attention {
+            let heads = || Expr::sym(Sym::Heads, a.num_heads);
+            l.extras.push(Extra::linear(
+                "self_attn.gate_proj.weight",
+                "attention",
+                Category::Attention,
+                Expr::sym(Sym::Hidden, d),
+                Expr::product(vec![heads(), Expr::sym(Sym::ValueDim, a.v_head_dim)]),
+            ));
+            l.extras.push(Extra::vector(
+                "self_attn.sinks",
+                "attention",
+                Category::Attention,
+                heads(),
+            ));
+            if own {
+                a.indexer_key_dim = Some(idx_dim);
+                let r = a.q_lora_rank.unwrap_or(1);
+                l.extras
+                    .extend(dsa_indexer_extras(d, r, idx_heads, idx_dim));
             }
-            l.extras.extend(connection("attn_hc"));
-            l.extras.extend(connection("ffn_hc"));
-            Ok(l)
-        },
-    )?;
+        }
+        l.extras.extend(connection("attn_hc"));
+        l.extras.extend(connection("ffn_hc"));
+        Ok(l)
+    })?;
     spec.extras.push(Extra::linear(
         "model.hc_head.hc_fn",
         "hyper-connections",
@@ -3446,7 +3435,7 @@ fn read_inkling2_loop_text(
             map.insert(k.to_owned(), Value::from(d));
         }
     }
-    let mut inner = RawConfig::new(raw.file, &map);
+    let mut inner = raw.sibling(&map);
     let mut spec = read_inkling2_text(&mut inner, family, head)?;
     for a in inner.assumptions {
         raw.assume(&a.field, a.value, &a.reason);
@@ -3508,49 +3497,47 @@ fn read_inkling2_loop_text(
     let hidden = || Expr::sym(Sym::Hidden, d);
     let r = || Expr::sym(Sym::Named("loop_gate_rank"), rank);
     let mut overflow = false;
-    remap_layers(
-        &mut spec,
-        |i| (start..end).contains(&i),
-        |layer, looped| {
-            let mut l = layer.clone();
-            if !*looped {
-                return Ok(l);
-            }
-            for gate in ["q", "k", "v", "mlp"] {
-                let part = "message gates";
+    let mut looped = Runs::uniform(false, n);
+    looped.overwrite(start..end, &true);
+    map_layers_by(&mut spec, &looped, |layer, looped| {
+        let mut l = layer.clone();
+        if !*looped {
+            return Ok(l);
+        }
+        for gate in ["q", "k", "v", "mlp"] {
+            let part = "message gates";
+            l.extras.push(Extra::linear(
+                format!("{gate}_message_gate.down_proj.weight"),
+                part,
+                Category::LayerExtras,
+                Expr::product(vec![Expr::Lit(2), hidden()]),
+                r(),
+            ));
+            for proj in ["forget_gate_proj", "message_gate_proj"] {
                 l.extras.push(Extra::linear(
-                    format!("{gate}_message_gate.down_proj.weight"),
+                    format!("{gate}_message_gate.{proj}.weight"),
                     part,
                     Category::LayerExtras,
-                    Expr::product(vec![Expr::Lit(2), hidden()]),
                     r(),
+                    hidden(),
                 ));
-                for proj in ["forget_gate_proj", "message_gate_proj"] {
-                    l.extras.push(Extra::linear(
-                        format!("{gate}_message_gate.{proj}.weight"),
-                        part,
-                        Category::LayerExtras,
-                        r(),
-                        hidden(),
-                    ));
-                }
             }
-            if let Some(a) = standard(&mut l) {
-                match a.num_kv_heads.checked_mul(passes) {
-                    Some(h) if passes > 1 => a.transformers_cache_heads = Some(h),
-                    Some(_) => {}
-                    None => overflow = true,
-                }
+        }
+        if let Some(a) = standard(&mut l) {
+            match a.num_kv_heads.checked_mul(passes) {
+                Some(h) if passes > 1 => a.transformers_cache_heads = Some(h),
+                Some(_) => {}
+                None => overflow = true,
             }
-            if let Some(s) = &mut l.state {
-                match s.conv.checked_mul(passes) {
-                    Some(c) => s.conv = c,
-                    None => overflow = true,
-                }
+        }
+        if let Some(s) = &mut l.state {
+            match s.conv.checked_mul(passes) {
+                Some(c) => s.conv = c,
+                None => overflow = true,
             }
-            Ok(l)
-        },
-    )?;
+        }
+        Ok(l)
+    })?;
     if overflow {
         return Err(raw.invalid(
             "loop_num_passes",
@@ -3563,7 +3550,14 @@ fn read_inkling2_loop_text(
         "attention",
         Category::Attention,
         Expr::product(vec![
-            Expr::sym(Sym::Named("loop_layers"), end - start),
+            Expr::sym(
+                Sym::Named("loop_layers"),
+                raw.check(checked::sub(
+                    "loop_layer_index_end − loop_layer_index_start",
+                    end,
+                    start,
+                ))?,
+            ),
             Expr::Lit(4),
         ]),
         hidden(),
@@ -3723,7 +3717,8 @@ pub(crate) const FAMILIES: &[Family] = &[
         architecture: "Kolibri1ForCausalLM",
         read: Read::Code(|r, f, _| {
             read_patched(r, f, &KOLIBRI1, |r, m| {
-                layer_types_or(r, m, |i| !(i + 1).is_multiple_of(5))
+                let _ = m;
+                layer_types_or(r, |n| all_but_every(n, 5))
             })
         }),
     },

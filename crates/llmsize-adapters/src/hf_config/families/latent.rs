@@ -16,7 +16,7 @@
 use llmsize_core::Category;
 use llmsize_core::expr::{Expr, Sym};
 use llmsize_core::spec::{
-    Attention, Extra, Ffn, LatentAttention, Layer, Layers, Mlp, ModelSpec, Moe, Norm,
+    Attention, Extra, Ffn, LatentAttention, Layer, Mlp, ModelSpec, Moe, Norm,
 };
 
 use crate::error::ConfigError;
@@ -25,9 +25,11 @@ use crate::hf_config::family::{
     AttentionRule, Block, Family, LLAMA, LLAMA_MLP, MlpRule, MoeRule, NO, Read, Reader, Shared,
     Size, Sparsity, Switch, key_or, read_block,
 };
-use crate::hf_config::family::{map_each_layer, map_kinds};
+use crate::hf_config::family::{map_kinds, map_layers_by};
 use crate::hf_config::raw::RawConfig;
+use crate::hf_config::runs::Runs;
 use crate::hf_config::{HeadChoice, architecture};
+use llmsize_core::checked;
 
 /// The class defaults of the MLA sizes, which [`AttentionRule::Latent`] reads as required.
 struct MlaDefaults {
@@ -88,7 +90,7 @@ fn mla_block(
             filled.push((key, symbol));
         }
     }
-    let mut inner = RawConfig::new(raw.file, &map);
+    let mut inner = raw.sibling(&map);
     let spec = read_block(&mut inner, family, block);
     raw.assumptions.append(&mut inner.assumptions);
     raw.sources.append(&mut inner.sources);
@@ -329,28 +331,30 @@ fn mlp_layer_types(
     class: &str,
 ) -> Result<(), ConfigError> {
     let n = spec.num_layers();
-    let sparse: Vec<bool> = if let Some(v) = raw.value("mlp_layer_types") {
+    let sparse: Runs<bool> = if let Some(v) = raw.value("mlp_layer_types") {
         let list = v
             .as_array()
             .filter(|l| l.len() as u64 == n)
             .ok_or_else(|| raw.invalid("mlp_layer_types", v, &format!("{n} layer kinds")))?;
-        list.iter()
-            .map(|t| match t.as_str() {
-                Some("sparse") => Ok(true),
-                Some("dense") => Ok(false),
-                _ => Err(raw.invalid("mlp_layer_types", t, "`dense` or `sparse`")),
-            })
-            .collect::<Result<_, _>>()?
+        let mut sparse = Runs::default();
+        for t in list {
+            match t.as_str() {
+                Some("sparse") => sparse.push(true, 1),
+                Some("dense") => sparse.push(false, 1),
+                _ => return Err(raw.invalid("mlp_layer_types", t, "`dense` or `sparse`")),
+            }
+        }
+        sparse
     } else {
         raw.assume(
             "mlp_layer_types",
             format!("{first_dense} dense, then sparse"),
             &format!("absent; `{class}` default"),
         );
-        (0..n).map(|i| i >= first_dense).collect()
+        Runs::from_index(n, first_dense)
     };
     let hidden = spec.hidden_size;
-    let dense = if sparse.iter().any(|s| !s) {
+    let dense = if sparse.any(|s| !s) {
         let reason = format!("absent; `{class}` default");
         let w = raw.size_or(
             &["intermediate_size"],
@@ -362,9 +366,8 @@ fn mlp_layer_types(
     } else {
         None
     };
-    map_each_layer(spec, |i, layer| {
+    map_layers_by(spec, &sparse, |layer, is_sparse| {
         let mut l = layer.clone();
-        let is_sparse = sparse.get(usize::try_from(i).unwrap_or(usize::MAX)) == Some(&true);
         if !is_sparse && let Some(d) = dense {
             l.ffn = Ffn::Dense(d);
         }
@@ -463,10 +466,10 @@ fn dsa(
     };
     mlp_layer_types(raw, spec, first, width_default, class)?;
     let n = spec.num_layers();
-    let full: Vec<bool> = if by_indexer_types {
+    let full: Runs<bool> = if by_indexer_types {
         indexer_types(raw, n)?
     } else {
-        Vec::new()
+        Runs::uniform(true, n)
     };
     let heads = raw.size_or(
         &["index_n_heads"],
@@ -476,11 +479,9 @@ fn dsa(
     )?;
     let dim = raw.size_or(&["index_head_dim"], Sym::Named("d_idx"), 128, &reason)?;
     let extras = indexer(raw, spec, heads, dim)?;
-    map_each_layer(spec, |i, layer| {
+    map_layers_by(spec, &full, |layer, on| {
         let mut l = layer.clone();
-        let on =
-            !by_indexer_types || full.get(usize::try_from(i).unwrap_or(usize::MAX)) == Some(&true);
-        if on {
+        if *on {
             l.extras.extend(extras.iter().cloned());
             // The indexer caches one key of `index_head_dim` per token beside the latent.
             if let Attention::Latent(a) = &mut l.attention {
@@ -494,10 +495,10 @@ fn dsa(
 /// `indexer_types` of `GlmMoeDsaConfig` (`"full"` builds an indexer): the key, else
 /// `index_topk_pattern` (`"F"`/`"S"` per layer), else `index_topk_freq` and
 /// `index_skip_topk_offset`: layer `i` is full when `max(i − offset + 1, 0) % freq == 0`.
-fn indexer_types(raw: &mut RawConfig<'_>, n: u64) -> Result<Vec<bool>, ConfigError> {
+fn indexer_types(raw: &mut RawConfig<'_>, n: u64) -> Result<Runs<bool>, ConfigError> {
     let list = |key: &str, v: &serde_json::Value, items: Vec<Option<bool>>| {
         if items.len() as u64 == n && items.iter().all(Option::is_some) {
-            Ok(items.into_iter().map(|x| x == Some(true)).collect())
+            Ok(Runs::from_list(items.into_iter().map(|x| x == Some(true))))
         } else {
             Err(raw.invalid(key, v, &format!("{n} entries, `full` or `shared`")))
         }
@@ -541,9 +542,17 @@ fn indexer_types(raw: &mut RawConfig<'_>, n: u64) -> Result<Vec<bool>, ConfigErr
     }
     let freq = raw.uint("index_topk_freq")?.unwrap_or(1).max(1);
     let offset = raw.uint("index_skip_topk_offset")?.unwrap_or(2);
-    Ok((0..n)
-        .map(|i| (i + 1).saturating_sub(offset).is_multiple_of(freq))
-        .collect())
+    Ok(topk_full(n, freq, offset))
+}
+
+/// Layer `i` is full when `max(i + 1 − offset, 0) % freq == 0` (`freq ≥ 1`): the first
+/// `offset` layers (where the difference is 0), then every `freq`-th from layer `offset`
+/// on (`i + 1 − offset = freq, 2·freq, …`).
+pub(crate) fn topk_full(n: u64, freq: u64, offset: u64) -> Runs<bool> {
+    let head = n.min(offset);
+    let mut full = Runs::uniform(true, head);
+    full.append(Runs::every(n.saturating_sub(head), freq));
+    full
 }
 
 /// The DSA indexer (`DeepseekV32Indexer`): `wq_b` `q_lora_rank → n_idx·d_idx`, `wk`
@@ -704,7 +713,7 @@ fn longcat_flash(
         }
         _ => r.size(key_or(&["num_layers"], 28), Sym::Layers)?,
     };
-    let n = r.raw.layer_count("num_layers", layers)?;
+    let n = r.raw.bound_layers("num_layers", layers)?;
     let attention = read_mla(
         &mut r,
         hidden,
@@ -726,7 +735,11 @@ fn longcat_flash(
         ));
     }
     // `q_b_proj` is `n_h · qk_head_dim`, a key of its own defaulting to `nope + rope`.
-    let qk = attention.qk_nope_head_dim + attention.qk_rope_head_dim;
+    let qk = r.raw.check(checked::add(
+        "qk_nope_head_dim + qk_rope_head_dim",
+        attention.qk_nope_head_dim,
+        attention.qk_rope_head_dim,
+    ))?;
     if let Some(q) = r.raw.size_opt("qk_head_dim")?
         && q != qk
     {
@@ -826,13 +839,23 @@ fn longcat_flash(
         extras: Vec::new(),
         state: None,
     };
-    let stack = Layers::from_pattern((0..n.saturating_mul(2)).map(|i| i % 2), |&k| {
-        if k == 0 {
-            first.clone()
-        } else {
-            second.clone()
-        }
-    });
+    // Each of the `num_layers` modules holds two decoder layers: the MoE one, then the dense.
+    let both = r.raw.check(checked::mul("2·num_layers", n, 2))?;
+    let max = llmsize_core::limits::MAX_LAYERS;
+    if both > max {
+        let units = |n| llmsize_core::units::thousands(n);
+        return Err(r.raw.invalid(
+            "num_layers",
+            &n.into(),
+            &format!(
+                "at most {} (each holds two decoder layers; llmsize's bound is {} layers)",
+                units(max / 2),
+                units(max)
+            ),
+        ));
+    }
+    let stack = Runs::periodic(both, &[(true, 1), (false, 1)])
+        .layers(|&moe| if moe { first.clone() } else { second.clone() });
     Ok(Decoder::new(
         family.model_type,
         architecture(r.raw, family.architecture),

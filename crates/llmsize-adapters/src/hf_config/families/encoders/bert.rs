@@ -371,7 +371,7 @@ fn build(
                 Category::Norm,
                 Expr::sym(Sym::Vocab, vocab),
             ));
-            *biases -= 1;
+            *biases = biases.saturating_sub(1);
         }
         if b.causal_pooler {
             pooler = Some(Linear {
@@ -683,7 +683,7 @@ pub(super) fn xmod(
         Some(v) => return Err(raw.invalid("languages", v, "a list of language codes")),
     };
     let d = parts.hidden;
-    let r = d / factor;
+    let r = raw.div(d, factor, "hidden_size / adapter_reduction_factor")?;
     let part = "language adapters";
     let langs = Expr::sym(Sym::Named("languages"), languages);
     let dd = || Expr::sym(Sym::Hidden, d);

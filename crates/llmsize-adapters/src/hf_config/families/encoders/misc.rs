@@ -389,13 +389,13 @@ fn audio_size(
     keys: &[&str],
     default: u64,
 ) -> Result<u64, ConfigError> {
-    for k in keys {
-        match audio.and_then(|a| a.get(*k)) {
-            None | Some(Value::Null) => {}
-            Some(v) => {
-                return v.as_u64().filter(|n| *n > 0).ok_or_else(|| {
-                    raw.invalid(&format!("audio_config.{k}"), v, "a positive integer")
-                });
+    if let Some(a) = audio {
+        // Read as the sub-config's keys: positive, bounded where they count layers, named by
+        // their path.
+        let sub = raw.nested("audio_config", a);
+        for k in keys {
+            if let Some(n) = sub.size_opt(k)? {
+                return Ok(n);
             }
         }
     }

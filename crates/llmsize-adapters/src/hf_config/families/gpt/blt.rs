@@ -30,12 +30,14 @@ struct Sub {
     heads: u64,
     kv: u64,
     ffn: u64,
+    /// `hidden // heads`.
+    head_dim: u64,
 }
 
 impl Sub {
     /// `hidden // heads`, the head width of its self- and cross-attention.
     fn head_dim(&self) -> u64 {
-        self.hidden / self.heads
+        self.head_dim
     }
 
     fn d(&self) -> Expr {
@@ -173,7 +175,6 @@ fn sizes(raw: &mut RawConfig<'_>, def: &SubDefaults) -> Result<Sub, ConfigError>
             &format!("a divisor of `num_attention_heads` ({heads})"),
         ));
     }
-    raw.layer_count("num_hidden_layers", layers)?;
     Ok(Sub {
         path: def.path,
         d_sym: def.d_sym,
@@ -183,6 +184,7 @@ fn sizes(raw: &mut RawConfig<'_>, def: &SubDefaults) -> Result<Sub, ConfigError>
         heads,
         kv,
         ffn,
+        head_dim: raw.div(hidden, heads, "hidden_size // num_attention_heads")?,
     })
 }
 
@@ -195,7 +197,7 @@ fn read(
     let empty = Map::new();
     let sub = sub_map(raw, def.key, &empty)?;
     let map = sub.map.clone();
-    let mut inner = RawConfig::new(raw.file, &map);
+    let mut inner = raw.nested(def.key, &map);
     let s = sizes(&mut inner, def)?;
     for a in inner.assumptions {
         raw.assume(&format!("{}.{}", def.key, a.field), a.value, &a.reason);
@@ -362,7 +364,7 @@ pub(crate) fn blt(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec,
         None
     };
     // Per-module switches of the local encoder and decoder.
-    let mut enc_raw = RawConfig::new(raw.file, &enc_map);
+    let mut enc_raw = raw.nested(ENCODER.key, &enc_map);
     let enc_all = flag(&mut enc_raw, "cross_attn_all_layers", false, ENCODER.class)?;
     let enc_k = enc_raw.size_or(
         &["cross_attn_k"],
@@ -376,7 +378,7 @@ pub(crate) fn blt(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec,
         260,
         "absent; `BltLocalEncoderConfig` default",
     )?;
-    let mut dec_raw = RawConfig::new(raw.file, &dec_map);
+    let mut dec_raw = raw.nested(DECODER.key, &dec_map);
     let dec_all = flag(&mut dec_raw, "cross_attn_all_layers", true, DECODER.class)?;
     let dec_k = dec_raw.size_or(
         &["cross_attn_k"],
@@ -513,7 +515,7 @@ fn vocab_of_patcher(raw: &mut RawConfig<'_>) -> Result<u64, ConfigError> {
     let empty = Map::new();
     let sub = sub_map(raw, "patcher_config", &empty)?;
     let map = sub.map.clone();
-    let mut inner = RawConfig::new(raw.file, &map);
+    let mut inner = raw.nested("patcher_config", &map);
     let v = inner.size_or(
         &["vocab_size"],
         Sym::Named("V_patch"),

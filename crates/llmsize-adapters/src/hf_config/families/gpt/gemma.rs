@@ -13,7 +13,7 @@
 use llmsize_core::Category;
 use llmsize_core::expr::{Expr, Sym};
 use llmsize_core::spec::{
-    Attention, Extra, Ffn, Layer, Layers, Linear, Mlp, ModelSpec, Moe, Norm, OutputHead,
+    Attention, Extra, Ffn, Layer, Linear, Mlp, ModelSpec, Moe, Norm, OutputHead,
 };
 use serde_json::Value;
 
@@ -22,6 +22,7 @@ use crate::hf_config::architecture;
 use crate::hf_config::decoder::{Decoder, mha, mlp};
 use crate::hf_config::family::{Family, Reader, Switch, key_or};
 use crate::hf_config::raw::RawConfig;
+use crate::hf_config::runs::{Runs, layers_of, zip_runs};
 
 /// Which text model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,7 +79,7 @@ impl Kind {
 }
 
 /// One layer's shape before it is built; equal plans make one layer kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Plan {
     sliding: bool,
     /// Reuses another layer's keys and values (`kv_sharing_modes[i] == "reuse"`).
@@ -119,34 +120,40 @@ fn count_or(r: &mut Reader<'_, '_>, key: &str, default: u64) -> Result<u64, Conf
 }
 
 /// `layer_types`, or the class's default pattern: per layer, whether it slides.
-fn layer_types(raw: &mut RawConfig<'_>, kind: Kind, n: usize) -> Result<Vec<bool>, ConfigError> {
+fn layer_types(raw: &mut RawConfig<'_>, kind: Kind, n: u64) -> Result<Runs<bool>, ConfigError> {
     let mut types = if let Some(v) = raw.value("layer_types") {
         let list = v
             .as_array()
             .ok_or_else(|| raw.invalid("layer_types", v, "a list of layer kinds"))?;
-        if list.len() != n {
+        if list.len() as u64 != n {
             return Err(raw.invalid("layer_types", v, &format!("one entry per layer ({n})")));
         }
-        list.iter()
-            .map(|t| match t.as_str() {
-                Some("sliding_attention") => Ok(true),
-                Some("full_attention") => Ok(false),
-                _ => Err(raw.invalid("layer_types", t, "`sliding_attention` or `full_attention`")),
-            })
-            .collect::<Result<Vec<_>, _>>()?
+        let mut types = Runs::default();
+        for t in list {
+            match t.as_str() {
+                Some("sliding_attention") => types.push(true, 1),
+                Some("full_attention") => types.push(false, 1),
+                _ => {
+                    return Err(raw.invalid(
+                        "layer_types",
+                        t,
+                        "`sliding_attention` or `full_attention`",
+                    ));
+                }
+            }
+        }
+        types
     } else {
         let (pattern, what) = match kind {
             Kind::Gemma3n => (5, "every 5th layer full"),
             _ => (6, "every 6th layer full"),
         };
         raw.assume("layer_types", what, "absent; the class's default pattern");
-        (0..n).map(|i| !(i + 1).is_multiple_of(pattern)).collect()
+        Runs::every(n, pattern).map(|full| !full)
     };
     // Gemma 4 forces the last layer to full attention.
-    if kind != Kind::Gemma3n
-        && let Some(last) = types.last_mut()
-    {
-        *last = false;
+    if kind != Kind::Gemma3n {
+        types.overwrite(n.saturating_sub(1)..n, &false);
     }
     Ok(types)
 }
@@ -155,15 +162,14 @@ fn layer_types(raw: &mut RawConfig<'_>, kind: Kind, n: usize) -> Result<Vec<bool
 fn shared_layers(
     raw: &RawConfig<'_>,
     kind: Kind,
-    sliding: &[bool],
+    (sliding, n): (&Runs<bool>, u64),
     shared: u64,
-) -> Result<Vec<bool>, ConfigError> {
-    let n = sliding.len() as u64;
+) -> Result<Runs<bool>, ConfigError> {
     if shared == 0 && kind == Kind::Gemma3n {
-        return Ok(vec![false; sliding.len()]);
+        return Ok(Runs::uniform(false, n));
     }
     if shared == n && kind != Kind::Gemma3n {
-        return Ok(vec![true; sliding.len()]);
+        return Ok(Runs::uniform(true, n));
     }
     let first = n.checked_sub(shared).ok_or_else(|| {
         raw.invalid(
@@ -172,15 +178,11 @@ fn shared_layers(
             &format!("at most `num_hidden_layers` ({n})"),
         )
     })?;
+    let reusing = Runs::from_index(n, first);
     // Every kind of layer that reuses must have a producer of that kind before `first`.
-    let producing: Vec<bool> = sliding
-        .iter()
-        .zip(0..)
-        .filter(|&(_, i)| i < first)
-        .map(|(s, _)| *s)
-        .collect();
+    let both = sliding.zip(&reusing);
     for kind in [true, false] {
-        if sliding.contains(&kind) != producing.contains(&kind) {
+        if both.any(|&(s, _)| s == kind) != both.any(|&(s, r)| s == kind && !r) {
             return Err(raw.invalid(
                 "num_kv_shared_layers",
                 &shared.into(),
@@ -188,7 +190,7 @@ fn shared_layers(
             ));
         }
     }
-    Ok((0..n).map(|i| i >= first).collect())
+    Ok(reusing)
 }
 
 /// A layer's `(head_dim, num_key_value_heads)` overrides.
@@ -197,11 +199,9 @@ type Override = (Option<u64>, Option<u64>);
 /// Gemma 4's `per_layer_config`: per layer, `(head_dim, num_key_value_heads)` overrides.
 fn per_layer_overrides(
     r: &mut Reader<'_, '_>,
-    sliding: &[bool],
+    (sliding, n): (&Runs<bool>, u64),
     k_eq_v: bool,
-) -> Result<Vec<Override>, ConfigError> {
-    let n = sliding.len();
-    let mut out = vec![(None, None); n];
+) -> Result<Runs<Override>, ConfigError> {
     let Some(v) = r.raw.value("per_layer_config") else {
         // `__post_init__`: full layers take `global_head_dim` (and, with `attention_k_eq_v`,
         // `num_global_key_value_heads`).
@@ -211,17 +211,20 @@ fn per_layer_overrides(
         } else {
             None
         };
-        for (o, s) in out.iter_mut().zip(sliding) {
-            if !s {
-                *o = (Some(global), global_kv);
+        return Ok(sliding.map(|s| {
+            if *s {
+                (None, None)
+            } else {
+                (Some(global), global_kv)
             }
-        }
-        return Ok(out);
+        }));
     };
     let map = v.as_object().ok_or_else(|| {
         r.raw
             .invalid("per_layer_config", v, "an object of layer overrides")
     })?;
+    // The layers the object names (its size is the input's), in order.
+    let mut listed: Vec<(u64, Override)> = Vec::with_capacity(map.len());
     for (k, o) in map {
         let bad_index = || {
             r.raw.invalid(
@@ -230,12 +233,15 @@ fn per_layer_overrides(
                 &format!("layer indices below `num_hidden_layers` ({n})"),
             )
         };
-        let i: usize = k.trim().parse().map_err(|_| bad_index())?;
-        let slot = out.get_mut(i).ok_or_else(bad_index)?;
+        let i: u64 = k.trim().parse().map_err(|_| bad_index())?;
+        if i >= n {
+            return Err(bad_index());
+        }
         let fields = o.as_object().ok_or_else(|| {
             r.raw
                 .invalid("per_layer_config", o, "an object of attribute overrides")
         })?;
+        let mut slot: Override = (None, None);
         for (field, value) in fields {
             let size = value.as_u64().filter(|n| *n > 0).ok_or_else(|| {
                 r.raw.invalid(
@@ -256,15 +262,36 @@ fn per_layer_overrides(
                 }
             }
         }
+        listed.push((i, slot));
     }
+    // In layer order (a stable sort: a layer named twice, `"1"` and `" 1"`, takes the
+    // fields of both, the later winning).
+    listed.sort_by_key(|(i, _)| *i);
+    let mut merged: Vec<(u64, Override)> = Vec::with_capacity(listed.len());
+    for (i, o) in listed {
+        match merged.last_mut() {
+            Some((j, m)) if *j == i => *m = (o.0.or(m.0), o.1.or(m.1)),
+            _ => merged.push((i, o)),
+        }
+    }
+    let mut out = Runs::default();
+    let mut next = 0u64;
+    for (i, o) in merged {
+        // `next ≤ i < n`.
+        out.push((None, None), i.saturating_sub(next));
+        out.push(o, 1);
+        next = i.saturating_add(1);
+    }
+    out.push((None, None), n.saturating_sub(next));
     // `Gemma4TextRotaryEmbedding` reads `per_layer_config[layer_type]`, which requires every
     // layer of a kind to have the same overrides.
+    let both = out.zip(sliding);
     for kind in [true, false] {
-        let mut seen = out
+        let mut seen = both
+            .runs()
             .iter()
-            .zip(sliding)
-            .filter(|(_, s)| **s == kind)
-            .map(|(o, _)| o);
+            .filter(|((_, s), _)| *s == kind)
+            .map(|((o, _), _)| o);
         if let Some(first) = seen.next()
             && seen.any(|o| o != first)
         {
@@ -544,7 +571,7 @@ fn text_model(
     let window = r.size(key_or(&["sliding_window"], def.window), Sym::Named("w"))?;
     let bias = r.switch(Switch::Key("attention_bias", false))?;
     let tied = r.switch(Switch::Key("tie_word_embeddings", true))?;
-    let n = r.raw.layer_count("num_hidden_layers", layers)?;
+    let n = r.raw.bound_layers("num_hidden_layers", layers)?;
     if kind == Kind::Gemma3n && !hidden.is_multiple_of(heads) {
         // `Gemma3nTextConfig.validate_architecture`.
         return Err(r.raw.invalid(
@@ -556,7 +583,10 @@ fn text_model(
     // Gemma 4 with `use_bidirectional_attention: "all"` halves the window
     // (`sliding_window // 2 + 1`).
     let window = match r.raw.value("use_bidirectional_attention") {
-        Some(Value::String(s)) if s == "all" && kind != Kind::Gemma3n => window / 2 + 1,
+        Some(Value::String(s)) if s == "all" && kind != Kind::Gemma3n => r.raw.check(
+            (llmsize_core::checked::Checked::new(window) / 2u64 + 1u64)
+                .get("sliding_window // 2 + 1"),
+        )?,
         _ => window,
     };
     let sliding = layer_types(r.raw, kind, n)?;
@@ -564,38 +594,40 @@ fn text_model(
     if assistant && shared == 0 {
         shared = layers;
     }
-    let is_shared = shared_layers(r.raw, kind, &sliding, shared)?;
+    let is_shared = shared_layers(r.raw, kind, (&sliding, n), shared)?;
     // MLP widths: Gemma 3n may list one per layer; Gemma 4 doubles shared layers' with
     // `use_double_wide_mlp`.
     let listed = match r.raw.value("intermediate_size") {
         Some(v @ Value::Array(list)) if kind == Kind::Gemma3n => Some((v, list)),
         _ => None,
     };
-    let widths: Vec<u64> = if let Some((v, list)) = listed {
-        if list.len() != n {
+    let widths: Runs<u64> = if let Some((v, list)) = listed {
+        if list.len() as u64 != n {
             return Err(r.raw.invalid(
                 "intermediate_size",
                 v,
                 &format!("one width per layer ({n}) or one for all"),
             ));
         }
-        list.iter()
-            .map(|w| {
-                w.as_u64()
-                    .filter(|w| *w > 0)
-                    .ok_or_else(|| r.raw.invalid("intermediate_size", w, "positive integers"))
-            })
-            .collect::<Result<_, _>>()?
+        let mut widths = Runs::default();
+        for w in list {
+            let w = w
+                .as_u64()
+                .filter(|w| *w > 0)
+                .ok_or_else(|| r.raw.invalid("intermediate_size", w, "positive integers"))?;
+            widths.push(w, 1);
+        }
+        widths
     } else {
         let w = r.size(key_or(&["intermediate_size"], def.ffn), Sym::Ffn)?;
-        vec![w; n]
+        Runs::uniform(w, n)
     };
     let double = kind != Kind::Gemma3n && r.switch(Switch::Key("use_double_wide_mlp", false))?;
     let k_eq_v = kind != Kind::Gemma3n && r.switch(Switch::Key("attention_k_eq_v", false))?;
     let overrides = if kind == Kind::Gemma3n {
-        vec![(None, None); n]
+        Runs::uniform((None, None), n)
     } else {
-        per_layer_overrides(&mut r, &sliding, k_eq_v)?
+        per_layer_overrides(&mut r, (&sliding, n), k_eq_v)?
     };
     let (ple, ple_vocab) = if kind == Kind::Gemma4Unified {
         (0, 0)
@@ -643,32 +675,46 @@ fn text_model(
         altup,
         moe,
     };
-    let mut plans = Vec::with_capacity(n);
-    for (((s, sh), w), (hd, kvo)) in sliding.iter().zip(&is_shared).zip(&widths).zip(&overrides) {
-        let ffn = if double && *sh {
-            r.raw.mul(*w, 2, "2·intermediate_size")?
-        } else {
-            *w
-        };
-        let plan = Plan {
-            sliding: *s,
-            shared: *sh,
+    // One plan per run of equal (sliding, shared, width, overrides), read lazily: checked in
+    // a first pass, built in a second.
+    let runs = || {
+        zip_runs(
+            zip_runs(zip_runs(sliding.iter(), is_shared.iter()), widths.iter()),
+            overrides.iter(),
+        )
+    };
+    let plan = |(((s, sh), w), (hd, kvo)): (((bool, bool), u64), Override)| {
+        let ffn = if double && sh { w.checked_mul(2)? } else { w };
+        Some(Plan {
+            sliding: s,
+            shared: sh,
             head_dim: hd.unwrap_or(head_dim),
             kv: kvo.unwrap_or(kv),
             ffn,
             // Full layers then take their values from `k_proj` and still cache both.
-            v_from_k: k_eq_v && !*s && !*sh,
+            v_from_k: k_eq_v && !s && !sh,
+        })
+    };
+    for (k, _) in runs() {
+        let (((_, sh), w), _) = k;
+        if double && sh {
+            r.raw.mul(w, 2, "2·intermediate_size")?;
+        }
+        let Some(p) = plan(k) else {
+            continue;
         };
-        if !heads.is_multiple_of(plan.kv) {
+        if !heads.is_multiple_of(p.kv) {
             return Err(r.raw.invalid(
                 "num_key_value_heads",
-                &plan.kv.into(),
+                &p.kv.into(),
                 &format!("a divisor of `num_attention_heads` ({heads})"),
             ));
         }
-        plans.push(plan);
     }
-    let stack = Layers::from_pattern(plans, |p| build_layer(&common, p));
+    let stack = layers_of(
+        || runs().filter_map(|(k, c)| Some((plan(k)?, c))),
+        |p| build_layer(&common, p),
+    );
     let mut spec = Decoder::new(
         names.model_type,
         architecture(r.raw, names.architecture),
@@ -775,7 +821,7 @@ pub(crate) fn assistant(
         class: text_class,
         ..Names::of(family)
     };
-    let mut inner = RawConfig::new(raw.file, sub);
+    let mut inner = raw.nested("text_config", sub);
     let mut spec = text_model(&mut inner, names, kind, true)?;
     for a in inner.assumptions {
         raw.assume(&format!("text_config.{}", a.field), a.value, &a.reason);

@@ -23,6 +23,7 @@ use crate::hf_config::family::{
     NormRule, Read, Reader, StandardRule, Switch, YES, key_or,
 };
 use crate::hf_config::raw::RawConfig;
+use llmsize_core::checked;
 
 macro_rules! code {
     ($t:literal, $class:literal, $arch:literal, $f:expr) => {
@@ -763,7 +764,10 @@ fn gpt_neox_japanese(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSp
     attn.o_bias = true;
     let last = layer(attn, mlp(hidden, inner, false, false), norms);
     let n = count(r.raw, "num_hidden_layers", layers)?;
-    let mut stack = Layers::repeat(body, n - 1);
+    let mut stack = Layers::repeat(
+        body,
+        r.raw.check(checked::sub("num_hidden_layers − 1", n, 1))?,
+    );
     stack.push(last);
     Ok(Decoder::new(
         family.model_type,

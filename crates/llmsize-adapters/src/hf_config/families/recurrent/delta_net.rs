@@ -26,6 +26,7 @@ use crate::hf_config::family::{
     MoeRule, NO, QkNorm, Read, Shared, Sparsity, StandardRule, key_or, read_block,
 };
 use crate::hf_config::raw::RawConfig;
+use crate::hf_config::runs::Runs;
 
 /// Qwen3's attention (per-head q/k norms, `attention_bias`).
 const ATTENTION: AttentionRule = AttentionRule::Standard(StandardRule {
@@ -247,33 +248,29 @@ fn read(
         },
         Defaults::Olmo => olmo_sizes(raw, class, &spec)?,
     };
-    let n = usize::try_from(spec.num_layers()).map_err(|_| {
-        raw.invalid(
-            "num_hidden_layers",
-            &spec.num_layers().into(),
-            "a layer count",
-        )
-    })?;
+    let n = spec.num_layers();
     // `layer_types`, else every `full_attention_interval`-th layer (default 4) attends.
-    let linear: Vec<bool> = if let Some(types) = layer_types(raw, n)? {
-        types
-            .iter()
-            .map(|t| match t.as_str() {
-                "linear_attention" | "mamba" => Ok(true),
-                "full_attention" | "attention" => Ok(false),
-                other => Err(raw.invalid(
-                    "layer_types",
-                    &other.into(),
-                    "`linear_attention` or `full_attention`",
-                )),
-            })
-            .collect::<Result<_, _>>()?
+    let linear: Runs<bool> = if let Some(types) = layer_types(raw, n)? {
+        let mut linear = Runs::default();
+        for t in &types {
+            match t.as_str() {
+                "linear_attention" | "mamba" => linear.push(true, 1),
+                "full_attention" | "attention" => linear.push(false, 1),
+                other => {
+                    return Err(raw.invalid(
+                        "layer_types",
+                        &other.into(),
+                        "`linear_attention` or `full_attention`",
+                    ));
+                }
+            }
+        }
+        linear
     } else if hybrid.defaults == Defaults::Olmo {
-        let mut kinds: Vec<bool> = (0..n).map(|i| i % 4 != 3).collect();
-        if let Some(last) = kinds.last_mut()
-            && n < 4
-        {
-            *last = false;
+        // Linear but every 4th (`i % 4 == 3`); with fewer than 4 layers the last attends.
+        let mut kinds = Runs::periodic(n, &[(true, 3), (false, 1)]);
+        if n < 4 {
+            kinds.overwrite(n.saturating_sub(1)..n, &false);
         }
         kinds
     } else {
@@ -286,11 +283,10 @@ fn read(
                 &reason,
             )?
         };
-        (1..=n as u64)
-            .map(|i| !i.is_multiple_of(interval))
-            .collect()
+        // Linear but every `interval`-th (1-based).
+        Runs::every(n, interval).map(|full| !full)
     };
-    if hybrid.defaults == Defaults::Olmo && (linear.iter().all(|l| *l) || !linear.contains(&true)) {
+    if hybrid.defaults == Defaults::Olmo && (!linear.any(|l| !*l) || !linear.any(|l| *l)) {
         // `OlmoHybridConfig.validate_architecture`.
         return Err(raw.missing(
             "layer_types",

@@ -22,7 +22,7 @@
 
 use llmsize_core::Category;
 use llmsize_core::expr::{Expr, Sym};
-use llmsize_core::spec::{Attention, Extra, Ffn, Layer, Layers, ModelSpec, Norm, RecurrentState};
+use llmsize_core::spec::{Attention, Extra, Ffn, Layer, ModelSpec, Norm, RecurrentState};
 
 use super::{layer_types, named};
 use crate::error::ConfigError;
@@ -33,6 +33,7 @@ use crate::hf_config::family::{
     block_attention, block_moe, key_or,
 };
 use crate::hf_config::raw::RawConfig;
+use crate::hf_config::runs::Runs;
 
 /// The sizes of `BailingHybridConfig` the generic readers take (MLA and the MoE).
 const BAILING_BLOCK: Block = Block {
@@ -148,7 +149,7 @@ fn read(
     )?;
     // `_tied_weights_keys = {}`: the head is never tied, whatever `tie_word_embeddings` says.
     let tied = false;
-    let n = raw.layer_count("num_hidden_layers", layers)?;
+    let n = raw.bound_layers("num_hidden_layers", layers)?;
     // Kimi's checkpoint keeps the KDA sizes in `linear_attn_config`.
     let nested = match variant {
         Variant::Kimi => raw.value("linear_attn_config").and_then(|v| v.as_object()),
@@ -202,8 +203,8 @@ fn read(
     };
     // `layer_types`: `full_attention` is MLA, anything else KDA; by default every
     // `layer_group_size`-th layer (Bailing) or every fourth after the first (Kimi).
-    let full: Vec<bool> = if let Some(t) = layer_types(raw, n)? {
-        t.iter().map(|t| t == "full_attention").collect()
+    let full: Runs<bool> = if let Some(t) = layer_types(raw, n)? {
+        Runs::from_list(t.iter().map(|t| t == "full_attention"))
     } else if let Some(m) = nested
         && m.contains_key("full_attn_layers")
         && m.contains_key("kda_layers")
@@ -217,7 +218,7 @@ fn read(
                         .map(serde_json::Value::as_u64)
                         .collect::<Option<Vec<_>>>()
                 })
-                .filter(|l| l.iter().all(|i| (1..=n as u64).contains(i)))
+                .filter(|l| l.iter().all(|i| (1..=n).contains(i)))
                 .ok_or_else(|| {
                     raw.invalid(
                         &format!("linear_attn_config.{key}"),
@@ -226,29 +227,39 @@ fn read(
                     )
                 })
         };
-        let (full, kda) = (list("full_attn_layers")?, list("kda_layers")?);
-        (1..=n as u64)
-            .map(|i| {
-                if kda.contains(&i) {
-                    Ok(false)
-                } else if full.contains(&i) {
-                    Ok(true)
-                } else {
-                    Err(raw.missing(
-                        "linear_attn_config.kda_layers",
-                        &format!("layer {i} in `full_attn_layers` or `kda_layers`"),
-                    ))
-                }
-            })
-            .collect::<Result<_, _>>()?
+        // Numbers 1..=n; each list marked in one pass, a KDA layer winning.
+        let at = |l: Vec<u64>| l.into_iter().map(|i| i.saturating_sub(1));
+        let full = Runs::marked(n, at(list("full_attn_layers")?), &true, &false);
+        let kda = Runs::marked(n, at(list("kda_layers")?), &true, &false);
+        let both = full.zip(&kda);
+        let mut i = 0u64;
+        for ((f, k), c) in both.runs() {
+            if !f && !k {
+                return Err(raw.missing(
+                    "linear_attn_config.kda_layers",
+                    &format!(
+                        "layer {} in `full_attn_layers` or `kda_layers`",
+                        i.saturating_add(1)
+                    ),
+                ));
+            }
+            i = i.saturating_add(*c);
+        }
+        both.map(|&(f, k)| f && !k)
     } else if variant == Variant::Kimi {
-        (0..n).map(|i| i > 0 && i % 4 == 0).collect()
+        // Full at `i > 0` with `i % 4 == 0`.
+        let mut full = Runs::uniform(false, n.min(1));
+        full.append(Runs::periodic(
+            n.saturating_sub(1),
+            &[(false, 3), (true, 1)],
+        ));
+        full
     } else {
         let group = raw.size_or(&["layer_group_size"], Sym::Named("group"), 6, &reason)?;
-        (1..=n as u64).map(|i| i.is_multiple_of(group)).collect()
+        Runs::every(n, group)
     };
-    let sparse: Vec<bool> = if let Some(t) = layer_types_key(raw, "mlp_layer_types", n)? {
-        t.iter().map(|t| t == "sparse").collect()
+    let sparse: Runs<bool> = if let Some(t) = layer_types_key(raw, "mlp_layer_types", n)? {
+        Runs::from_list(t.iter().map(|t| t == "sparse"))
     } else {
         {
             let default = match variant {
@@ -261,7 +272,7 @@ fn read(
                 raw.assume("first_k_dense_replace", default, &reason);
                 default
             };
-            (0..n as u64).map(|i| i >= first).collect()
+            Runs::from_index(n, first)
         }
     };
     let width = raw.mul(linear_heads, linear_dim, "linear_num_heads·linear_head_dim")?;
@@ -281,8 +292,7 @@ fn read(
     );
     let dense = mlp(hidden, dense_width, true, false);
     let norm = Norm::rms_norm(hidden);
-    let keys = full.iter().copied().zip(sparse.iter().copied());
-    let stack = Layers::from_pattern(keys, |&(is_full, is_sparse)| Layer {
+    let stack = full.zip_layers(&sparse, |&(is_full, is_sparse)| Layer {
         attention: if is_full {
             mla.clone()
         } else {
@@ -345,14 +355,14 @@ fn first_or(
 fn layer_types_key(
     raw: &RawConfig<'_>,
     key: &str,
-    layers: usize,
+    layers: u64,
 ) -> Result<Option<Vec<String>>, ConfigError> {
     let Some(v) = raw.value(key) else {
         return Ok(None);
     };
     let list = v
         .as_array()
-        .filter(|a| a.len() == layers)
+        .filter(|a| a.len() as u64 == layers)
         .ok_or_else(|| raw.invalid(key, v, &format!("a list of {layers} layer kinds")))?;
     list.iter()
         .map(|t| {

@@ -30,6 +30,7 @@ use crate::hf_config::family::{
     NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Read, StandardRule, key_or, read_block,
 };
 use crate::hf_config::raw::RawConfig;
+use crate::hf_config::runs::Runs;
 
 /// `Lfm2Config`: 32 layers of 2560, 32 heads, 8 KV heads, `intermediate_size` 12288, tied.
 const LFM2_BLOCK: Block = Block {
@@ -100,7 +101,7 @@ enum Version {
 }
 
 /// What a layer is.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Kind {
     Conv,
     /// Attention, with its sliding window.
@@ -121,14 +122,7 @@ fn read(
     };
     let mut spec = read_block(raw, family, block)?;
     let hidden = spec.hidden_size;
-    let n = usize::try_from(spec.num_layers()).map_err(|_| {
-        raw.invalid(
-            "num_hidden_layers",
-            &spec.num_layers().into(),
-            "a layer count",
-        )
-    })?;
-    let kinds = kinds(raw, version, n, &reason)?;
+    let kinds = kinds(raw, version, spec.num_layers(), &reason)?;
     let kernel = raw.size_or(
         &["conv_L_cache"],
         Sym::Named("d_conv"),
@@ -201,9 +195,9 @@ fn read(
 fn kinds(
     raw: &mut RawConfig<'_>,
     version: Version,
-    n: usize,
+    n: u64,
     reason: &str,
-) -> Result<Vec<Kind>, ConfigError> {
+) -> Result<Runs<Kind>, ConfigError> {
     // LFM3's sliding layers keep `sliding_window` (class default 256; `null`: none).
     let window = match version {
         Version::Lfm2 => raw.uint("sliding_window")?,
@@ -217,14 +211,11 @@ fn kinds(
         }
     };
     if let Some(types) = layer_types(raw, n)? {
-        return Ok(types
-            .iter()
-            .map(|t| match t.as_str() {
-                "conv" => Kind::Conv,
-                "sliding_attention" if version == Version::Lfm3 => Kind::Attention(window),
-                _ => Kind::Attention(None),
-            })
-            .collect());
+        return Ok(Runs::from_list(types.iter().map(|t| match t.as_str() {
+            "conv" => Kind::Conv,
+            "sliding_attention" if version == Version::Lfm3 => Kind::Attention(window),
+            _ => Kind::Attention(None),
+        })));
     }
     Ok(match version {
         Version::Lfm2 => {
@@ -238,20 +229,25 @@ fn kinds(
                         })?,
                 ),
             };
-            (0..n as u64)
-                .map(|i| match &full {
-                    Some(f) if !f.contains(&i) => Kind::Conv,
-                    _ => Kind::Attention(None),
-                })
-                .collect()
+            match full {
+                Some(f) => Runs::marked(n, f, &Kind::Attention(None), &Kind::Conv),
+                None => Runs::uniform(Kind::Attention(None), n),
+            }
         }
-        Version::Lfm3 => (0..n)
-            .map(|i| match i % 4 {
-                2 => Kind::Attention(None),
-                0 if i > 0 => Kind::Attention(window),
-                _ => Kind::Conv,
-            })
-            .collect(),
+        // By `i % 4`: 0 sliding (but layer 0 a convolution), 1 and 3 convolutions, 2 full.
+        Version::Lfm3 => {
+            let mut kinds = Runs::periodic(
+                n,
+                &[
+                    (Kind::Attention(window), 1),
+                    (Kind::Conv, 1),
+                    (Kind::Attention(None), 1),
+                    (Kind::Conv, 1),
+                ],
+            );
+            kinds.overwrite(0..1, &Kind::Conv);
+            kinds
+        }
     })
 }
 
@@ -276,7 +272,7 @@ fn lfm2_width(raw: &mut RawConfig<'_>, reason: &str) -> Result<u64, ConfigError>
         clippy::cast_sign_loss,
         reason = "Python's float arithmetic on a size below 2^52"
     )]
-    let mut w = ((2 * ff) as f64 / 3.0) as u64;
+    let mut w = (raw.mul(2, ff, "2·intermediate_size")? as f64 / 3.0) as u64;
     // `block_ffn_dim_multiplier: float | int` (the strict class refuses `null`).
     let m = match raw.value("block_ffn_dim_multiplier") {
         None if !raw.has("block_ffn_dim_multiplier") => {

@@ -21,6 +21,7 @@ use crate::hf_config::family::{
     PLAIN_ATTENTION, Read, Shared, key_or, read_block,
 };
 use crate::hf_config::raw::RawConfig;
+use crate::hf_config::runs::Runs;
 
 /// `MiniMaxConfig`: 32 layers of 4096, 32 heads, 8 KV heads, 8 experts of 14336, top 2.
 const MINIMAX_BLOCK: Block = Block {
@@ -65,17 +66,11 @@ fn read(
 ) -> Result<ModelSpec, ConfigError> {
     let mut spec = read_block(raw, family, &MINIMAX_BLOCK)?;
     let hidden = spec.hidden_size;
-    let n = usize::try_from(spec.num_layers()).map_err(|_| {
-        raw.invalid(
-            "num_hidden_layers",
-            &spec.num_layers().into(),
-            "a layer count",
-        )
-    })?;
+    let n = spec.num_layers();
     // `layer_types`, else even layers attend and odd layers are lightning attention.
-    let linear: Vec<bool> = match layer_types(raw, n)? {
-        Some(types) => types.iter().map(|t| t == "linear_attention").collect(),
-        None => (0..n).map(|i| i % 2 == 1).collect(),
+    let linear = match layer_types(raw, n)? {
+        Some(types) => Runs::from_list(types.iter().map(|t| t == "linear_attention")),
+        None => Runs::periodic(n, &[(false, 1), (true, 1)]),
     };
     relayer(&mut spec, &linear, |layer, &is_linear| {
         let mut l = layer.clone();

@@ -14,11 +14,12 @@ mod rwkv;
 mod xlstm;
 
 use llmsize_core::expr::{Expr, Sym};
-use llmsize_core::spec::{Layer, Layers, ModelSpec};
+use llmsize_core::spec::{Layer, ModelSpec};
 
 use crate::error::ConfigError;
 use crate::hf_config::family::{Family, Reader, Size};
 use crate::hf_config::raw::RawConfig;
+use crate::hf_config::runs::Runs;
 
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
@@ -52,14 +53,14 @@ fn mixer_size(
 }
 
 /// The `layer_types` list of strings (one per layer), if the config has one.
-fn layer_types(raw: &RawConfig<'_>, layers: usize) -> Result<Option<Vec<String>>, ConfigError> {
+fn layer_types(raw: &RawConfig<'_>, layers: u64) -> Result<Option<Vec<String>>, ConfigError> {
     let Some(v) = raw.value("layer_types") else {
         return Ok(None);
     };
     let list = v
         .as_array()
         .ok_or_else(|| raw.invalid("layer_types", v, "a list of layer kinds"))?;
-    if list.len() != layers {
+    if list.len() as u64 != layers {
         return Err(raw.invalid("layer_types", v, &format!("one entry per layer ({layers})")));
     }
     list.iter()
@@ -74,44 +75,14 @@ fn layer_types(raw: &RawConfig<'_>, layers: usize) -> Result<Option<Vec<String>>
 
 /// Rebuild the first stack's layers: layer `i` becomes `make(old layer i, keys[i])`, made once
 /// per distinct (old kind, key), so the work is in the runs and kinds, not one layer each.
-fn relayer<K: PartialEq + Clone>(
+fn relayer<K: Clone + std::hash::Hash + Eq>(
     spec: &mut ModelSpec,
-    keys: &[K],
-    mut make: impl FnMut(&Layer, &K) -> Result<Layer, ConfigError>,
+    keys: &Runs<K>,
+    make: impl FnMut(&Layer, &K) -> Result<Layer, ConfigError>,
 ) -> Result<(), ConfigError> {
     let Some(stack) = spec.stacks.first_mut() else {
         return Ok(());
     };
-    let old = std::mem::take(&mut stack.layers);
-    let mut made: Vec<(usize, K, Layer)> = Vec::new();
-    let mut pattern: Vec<usize> = Vec::with_capacity(keys.len());
-    let mut keys = keys.iter();
-    for run in old.runs() {
-        let Some(layer) = old.kinds().get(run.kind) else {
-            continue;
-        };
-        for _ in run.range() {
-            let Some(key) = keys.next() else { break };
-            let j = if let Some(j) = made
-                .iter()
-                .position(|(kind, k, _)| *kind == run.kind && k == key)
-            {
-                j
-            } else {
-                made.push((run.kind, key.clone(), make(layer, key)?));
-                made.len() - 1
-            };
-            pattern.push(j);
-        }
-    }
-    let Some((_, _, first)) = made.first() else {
-        stack.layers = old;
-        return Ok(());
-    };
-    let first = first.clone();
-    stack.layers = Layers::from_pattern(pattern, |j| {
-        made.get(*j)
-            .map_or_else(|| first.clone(), |(_, _, l)| l.clone())
-    });
+    stack.layers = crate::hf_config::runs::remap(&stack.layers, keys, make)?;
     Ok(())
 }

@@ -17,7 +17,7 @@
 
 use llmsize_core::Category;
 use llmsize_core::expr::{Expr, Sym};
-use llmsize_core::spec::{Attention, Extra, Ffn, Layer, Layers, ModelSpec, RecurrentState};
+use llmsize_core::spec::{Attention, Extra, Ffn, Layer, ModelSpec, RecurrentState};
 
 use super::named;
 use crate::error::ConfigError;
@@ -26,6 +26,8 @@ use crate::hf_config::architecture;
 use crate::hf_config::decoder::{Decoder, kv_heads, mha};
 use crate::hf_config::family::{Family, Read, Reader, key_or};
 use crate::hf_config::raw::RawConfig;
+use crate::hf_config::runs::Runs;
+use llmsize_core::checked::Checked;
 
 pub(super) const RECURRENT_GEMMA: Family = Family {
     model_type: "recurrent_gemma",
@@ -109,14 +111,7 @@ fn read(
                 raw.invalid("block_types", v, "a list of `recurrent` and `attention`")
             })?,
     };
-    let n = raw.layer_count("num_hidden_layers", layers)?;
-    if n > types.len().saturating_mul(100) {
-        return Err(raw.invalid(
-            "num_hidden_layers",
-            &layers.into(),
-            "at most 100 cycles of `block_types`",
-        ));
-    }
+    let n = raw.bound_layers("num_hidden_layers", layers)?;
     let mut attention = mha(hidden, heads, kv, head_dim, bias);
     attention.o_bias = true;
     let d = Expr::sym(Sym::Hidden, hidden);
@@ -172,17 +167,21 @@ fn read(
     common.extend(mlp);
     let recurrent = {
         let mut e = common.clone();
-        e.extend(recurrent_block(hidden, lru, heads, kernel));
+        let bw = raw.div(lru, heads, "lru_width / num_attention_heads")?;
+        e.extend(recurrent_block(hidden, lru, (heads, bw), kernel));
         e
     };
     let state = RecurrentState {
-        conv: raw.mul(lru, kernel - 1, "lru_width·(conv1d_width − 1)")?,
+        conv: raw.check(
+            (Checked::new(lru) * (Checked::new(kernel) - 1u64)).get("lru_width·(conv1d_width − 1)"),
+        )?,
         recurrent: lru,
         recurrent_f32: true,
         conv_f32: false,
     };
-    let kinds = (0..n).map(|i| types.get(i % types.len()).copied().unwrap_or(false));
-    let stack = Layers::from_pattern(kinds, |&is_attention| Layer {
+    // `block_types` over and over.
+    let period: Vec<(bool, u64)> = types.iter().map(|t| (*t, 1)).collect();
+    let stack = Runs::periodic(n, &period).layers(|&is_attention| Layer {
         attention: if is_attention {
             Attention::Standard(attention.clone())
         } else {
@@ -219,12 +218,12 @@ fn read(
 }
 
 /// `RecurrentGemmaRecurrentBlock`'s tensors.
-fn recurrent_block(hidden: u64, lru: u64, heads: u64, kernel: u64) -> Vec<Extra> {
+fn recurrent_block(hidden: u64, lru: u64, (heads, bw): (u64, u64), kernel: u64) -> Vec<Extra> {
     const PART: &str = "recurrent block (RG-LRU)";
     let ssm = Category::Ssm;
     let d = Expr::sym(Sym::Hidden, hidden);
     let w = named("lru", lru);
-    let bw = named("bw", lru / heads);
+    let bw = named("bw", bw);
     let gate = Expr::product(vec![Expr::sym(Sym::Heads, heads), bw.clone(), bw]);
     vec![
         Extra::linear("temporal.linear_y.weight", PART, ssm, d.clone(), w.clone()),

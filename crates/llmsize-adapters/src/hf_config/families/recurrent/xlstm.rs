@@ -119,20 +119,25 @@ fn read(
     let qk = trunc(raw, "qk_dim_factor", d * qk_factor)?;
     let v = trunc(raw, "v_dim_factor", d * v_factor)?;
     let up = round_up(raw, "ffn_proj_factor", d * ffn_factor, multiple)?;
-    let qk_head = round_up(raw, "qk_dim_factor", d * qk_factor, 64)? / heads;
-    let v_head = round_up(raw, "v_dim_factor", d * v_factor, 64)? / heads;
+    let qk_head = round_up(raw, "qk_dim_factor", d * qk_factor, 64)?;
+    let qk_head = raw.div(qk_head, heads, "qk_dim / num_heads")?;
+    let v_head = round_up(raw, "v_dim_factor", d * v_factor, 64)?;
+    let v_head = raw.div(v_head, heads, "v_dim / num_heads")?;
     let per_head = raw.mul(qk_head, v_head, "qk_head_dim·v_head_dim")?;
     let state = RecurrentState {
         conv: 0,
         recurrent: raw.mul(
             heads,
-            per_head.checked_add(qk_head + 1).ok_or_else(|| {
-                raw.invalid(
-                    "hidden_size",
-                    &hidden.into(),
-                    "a size whose state fits in 64 bits",
-                )
-            })?,
+            per_head
+                .checked_add(qk_head)
+                .and_then(|s| s.checked_add(1))
+                .ok_or_else(|| {
+                    raw.invalid(
+                        "hidden_size",
+                        &hidden.into(),
+                        "a size whose state fits in 64 bits",
+                    )
+                })?,
             "num_heads·(d_qk·d_v + d_qk + 1)",
         )?,
         recurrent_f32: false,
@@ -149,7 +154,8 @@ fn read(
     } else {
         Norm::rms_norm(hidden)
     };
-    let extras = mlstm(hidden, heads, qk, v, bias);
+    let v_per_head = raw.div(v, heads, "v_dim / num_heads")?;
+    let extras = mlstm(hidden, heads, qk, (v, v_per_head), bias);
     let layer = Layer {
         attention: Attention::Absent,
         cross_attention: None,
@@ -203,7 +209,7 @@ fn stack(block: Layer, blocks: u64, cached: u64) -> Layers {
 }
 
 /// `xLSTMLayer`'s tensors.
-fn mlstm(hidden: u64, heads: u64, qk: u64, v: u64, bias: bool) -> Vec<Extra> {
+fn mlstm(hidden: u64, heads: u64, qk: u64, (v, v_per_head): (u64, u64), bias: bool) -> Vec<Extra> {
     const PART: &str = "mLSTM layer";
     let ssm = Category::Ssm;
     let d = Expr::sym(Sym::Hidden, hidden);
@@ -227,7 +233,7 @@ fn mlstm(hidden: u64, heads: u64, qk: u64, v: u64, bias: bool) -> Vec<Extra> {
         Extra::vector("mlstm.fgate_preact.bias", PART, ssm, h.clone()),
         Extra::linear("mlstm.out_proj.weight", PART, ssm, v_dim.clone(), d.clone()),
     ];
-    let norm_width = Expr::product(vec![h, named("d_v/n_h", v / heads)]);
+    let norm_width = Expr::product(vec![h, named("d_v/n_h", v_per_head)]);
     out.push(Extra::vector(
         "mlstm.multihead_norm.weight",
         PART,

@@ -18,6 +18,7 @@ use crate::hf_config::family::{
     index_list, key_or,
 };
 use crate::hf_config::raw::RawConfig;
+use crate::hf_config::runs::Runs;
 
 /// What mixes tokens in a layer.
 #[derive(Debug, Clone)]
@@ -105,21 +106,21 @@ pub(super) fn jamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpe
     }
     // 0 or 1 expert: every layer has the dense MLP (`layers_num_experts` > 1 builds a MoE).
     let experts = r.count(key_or(&["num_experts", "num_local_experts"], 16))?;
-    let n = r.raw.layer_count("num_hidden_layers", layers)?;
-    let kinds: Vec<(bool, bool)> = (0..n as u64)
-        .map(|i| {
-            (
-                i % attn_period == attn_offset,
-                experts > 1 && i % expert_period == expert_offset,
-            )
-        })
-        .collect();
-    let attention = if kinds.iter().any(|k| k.0) {
+    let n = r.raw.bound_layers("num_hidden_layers", layers)?;
+    // (attends, sparse): `i % attn_layer_period == attn_layer_offset`, and likewise for
+    // experts (when there are more than one).
+    let sparse = if experts > 1 {
+        Runs::at_offset(n, expert_period, expert_offset)
+    } else {
+        Runs::uniform(false, n)
+    };
+    let attends = Runs::at_offset(n, attn_period, attn_offset);
+    let attention = if attends.any(|a| *a) {
         Some(block_attention(&mut r, &block, hidden)?)
     } else {
         None
     };
-    let moe = if kinds.iter().any(|k| k.1) {
+    let moe = if sparse.any(|s| *s) {
         let rule = MoeRule {
             experts: key_or(&["num_experts", "num_local_experts"], 16),
             top_k: key_or(&["num_experts_per_tok"], 2),
@@ -134,7 +135,7 @@ pub(super) fn jamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpe
     } else {
         None
     };
-    let mamba = if kinds.iter().any(|k| !k.0) {
+    let mamba = if attends.any(|a| !*a) {
         let expand = r.size(key_or(&["mamba_expand"], 2), Sym::Named("expand"))?;
         let m = Mamba1 {
             hidden,
@@ -152,7 +153,7 @@ pub(super) fn jamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpe
     };
     let tie = tied(&mut r, false)?;
     let norm = Norm::rms_norm(hidden);
-    let stack = Layers::from_pattern(kinds, |&(attends, sparse)| {
+    let stack = attends.zip_layers(&sparse, |&(attends, sparse)| {
         let mixer = match (attends, &attention, &mamba) {
             (true, Some(a), _) => Mixer::Attention(a.clone()),
             (false, _, Some((e, s))) => Mixer::Ssm(e.clone(), *s),
@@ -209,13 +210,18 @@ pub(super) fn mamba2_keys(
         let expand = r.size(key_or(&["mamba_expand"], expand_d), Sym::Named("expand"))?;
         expanded(r, expand, hidden, "mamba_expand·hidden_size")?
     };
+    let auto = || {
+        r.raw
+            .div(inner, heads, "mamba_intermediate_size / mamba_n_heads")
+    };
     let head_dim = match r.raw.value("mamba_d_head") {
-        Some(serde_json::Value::String(s)) if s == "auto" => inner / heads,
+        Some(serde_json::Value::String(s)) if s == "auto" => auto()?,
         Some(_) => r.size(key_or(&["mamba_d_head"], 0), Sym::Named("d_ssm_head"))?,
         None => {
+            let d = auto()?;
             let reason = format!("absent; `{}` default \"auto\" (I / mamba_n_heads)", r.class);
-            r.raw.assume("mamba_d_head", inner / heads, &reason);
-            inner / heads
+            r.raw.assume("mamba_d_head", d, &reason);
+            d
         }
     };
     if !inner.is_multiple_of(heads)
@@ -257,13 +263,10 @@ pub(super) fn bamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpe
     let vocab = r.size(key_or(&["vocab_size"], 128_000), Sym::Vocab)?;
     let width = r.size(key_or(&["intermediate_size"], 14336), Sym::Ffn)?;
     let mlp_bias = r.switch(Switch::Key("mlp_bias", false))?;
-    let n = r.raw.layer_count("num_hidden_layers", layers)?;
-    let attends: std::collections::HashSet<u64> =
-        index_list(r.raw, "attn_layer_indices", u64::MAX)?
-            .into_iter()
-            .collect();
-    let kinds: Vec<bool> = (0..n as u64).map(|i| attends.contains(&i)).collect();
-    let attention = if kinds.iter().any(|&a| a) {
+    let n = r.raw.bound_layers("num_hidden_layers", layers)?;
+    let attends = index_list(r.raw, "attn_layer_indices", u64::MAX)?;
+    let kinds = Runs::marked(n, attends, &true, &false);
+    let attention = if kinds.any(|&a| a) {
         let block = Block {
             heads: key_or(&["num_attention_heads"], 32),
             ..BAMBA
@@ -272,7 +275,7 @@ pub(super) fn bamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpe
     } else {
         None
     };
-    let mamba = if kinds.iter().any(|&a| !a) {
+    let mamba = if kinds.any(|&a| !a) {
         let m = mamba2_keys(&mut r, hidden, None, [128, 1, 256, 4, 2])?;
         Some((m.extras("mamba"), m.state(r.raw)?))
     } else {
@@ -280,7 +283,7 @@ pub(super) fn bamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpe
     };
     let tie = tied(&mut r, false)?;
     let norm = Norm::rms_norm(hidden);
-    let stack = Layers::from_pattern(kinds, |&attends| {
+    let stack = kinds.layers(|&attends| {
         let mixer = match (attends, &attention, &mamba) {
             (true, Some(a), _) => Mixer::Attention(a.clone()),
             (false, _, Some((e, s))) => Mixer::Ssm(e.clone(), *s),
@@ -344,13 +347,15 @@ pub(super) fn granitemoehybrid(
     let hidden = r.size(key_or(&["hidden_size"], 4096), Sym::Hidden)?;
     let layers = r.size(key_or(&["num_hidden_layers"], 32), Sym::Layers)?;
     let vocab = r.size(key_or(&["vocab_size"], 32000), Sym::Vocab)?;
-    let n = r.raw.layer_count("num_hidden_layers", layers)?;
+    let n = r.raw.bound_layers("num_hidden_layers", layers)?;
     let types = match layer_list(r.raw, "layer_types")? {
         Some(t) => Some(t),
         None => layer_list(r.raw, "layers_block_type")?,
     };
-    let kinds: Vec<bool> = match types {
-        Some(t) if t.len() == n => t.iter().map(|k| k != "linear_attention").collect(),
+    let kinds: Runs<bool> = match types {
+        Some(t) if t.len() as u64 == n => {
+            Runs::from_list(t.iter().map(|k| k != "linear_attention"))
+        }
         Some(_) => {
             let v = r
                 .raw
@@ -362,9 +367,9 @@ pub(super) fn granitemoehybrid(
                 &format!("one entry per layer ({n})"),
             ));
         }
-        None => vec![false; n],
+        None => Runs::uniform(false, n),
     };
-    let attention = if kinds.iter().any(|&a| a) {
+    let attention = if kinds.any(|&a| a) {
         let block = Block {
             heads: key_or(&["num_attention_heads"], 32),
             ..LLAMA
@@ -373,7 +378,7 @@ pub(super) fn granitemoehybrid(
     } else {
         None
     };
-    let mamba = if kinds.iter().any(|&a| !a) {
+    let mamba = if kinds.any(|&a| !a) {
         let m = mamba2_keys(&mut r, hidden, None, [128, 1, 256, 4, 2])?;
         Some((m.extras("mamba"), m.state(r.raw)?))
     } else {
@@ -425,7 +430,7 @@ pub(super) fn granitemoehybrid(
     };
     let tie = tied(&mut r, false)?;
     let norm = Norm::rms_norm(hidden);
-    let stack = Layers::from_pattern(kinds, |&attends| {
+    let stack = kinds.layers(|&attends| {
         let mixer = match (attends, &attention, &mamba) {
             (true, Some(a), _) => Mixer::Attention(a.clone()),
             (false, _, Some((e, s))) => Mixer::Ssm(e.clone(), *s),
@@ -746,6 +751,13 @@ pub(super) fn lara_mini(
     raw: &mut RawConfig<'_>,
     family: &Family,
 ) -> Result<ModelSpec, ConfigError> {
+    const PATTERN: [&str; 5] = [
+        "linear_attention",
+        "sliding_attention",
+        "linear_attention",
+        "full_attention",
+        "sliding_attention",
+    ];
     let mut r = Reader {
         raw,
         class: family.config_class,
@@ -753,27 +765,11 @@ pub(super) fn lara_mini(
     let hidden = r.size(key_or(&["hidden_size"], 1024), Sym::Hidden)?;
     let layers = r.size(key_or(&["num_hidden_layers"], 34), Sym::Layers)?;
     let vocab = r.size(key_or(&["vocab_size"], 151_936), Sym::Vocab)?;
-    let n = r.raw.layer_count("num_hidden_layers", layers)?;
-    let types = if let Some(t) = layer_list(r.raw, "layer_types")? {
-        t
-    } else {
-        const PATTERN: [&str; 5] = [
-            "linear_attention",
-            "sliding_attention",
-            "linear_attention",
-            "full_attention",
-            "sliding_attention",
-        ];
-        let reason = format!("absent; `{}` default (period 5: L S L F S)", r.class);
-        r.raw.assume("layer_types", "L S L F S …", &reason);
-        PATTERN
-            .iter()
-            .cycle()
-            .take(n)
-            .map(|s| (*s).to_owned())
-            .collect()
-    };
-    if types.len() != n {
+    let n = r.raw.bound_layers("num_hidden_layers", layers)?;
+    let types = layer_list(r.raw, "layer_types")?;
+    if let Some(types) = &types
+        && types.len() as u64 != n
+    {
         let v = r
             .raw
             .value("layer_types")
@@ -782,17 +778,24 @@ pub(super) fn lara_mini(
             .raw
             .invalid("layer_types", v, &format!("one entry per layer ({n})")));
     }
+    if types.is_none() {
+        let reason = format!("absent; `{}` default (period 5: L S L F S)", r.class);
+        r.raw.assume("layer_types", "L S L F S …", &reason);
+    }
     let window = r.size(key_or(&["sliding_window"], 512), Sym::Named("window"))?;
     // (linear?, window)
-    let kinds: Vec<(bool, Option<u64>)> = types
-        .iter()
-        .map(|t| match t.as_str() {
-            "linear_attention" => (true, None),
-            "sliding_attention" => (false, Some(window)),
-            _ => (false, None),
-        })
-        .collect();
-    let attention = if kinds.iter().any(|k| !k.0) {
+    let kind = |t: &str| match t {
+        "linear_attention" => (true, None),
+        "sliding_attention" => (false, Some(window)),
+        _ => (false, None),
+    };
+    let kinds: Runs<(bool, Option<u64>)> = if let Some(types) = types {
+        Runs::from_list(types.iter().map(|t| kind(t)))
+    } else {
+        let period: Vec<_> = PATTERN.iter().map(|t| (kind(t), 1)).collect();
+        Runs::periodic(n, &period)
+    };
+    let attention = if kinds.any(|k| !k.0) {
         let block = Block {
             heads: key_or(&["num_attention_heads"], 16),
             ..LARA_MINI
@@ -801,7 +804,7 @@ pub(super) fn lara_mini(
     } else {
         None
     };
-    let delta = if kinds.iter().any(|k| k.0) {
+    let delta = if kinds.any(|k| k.0) {
         let key_heads = r.size(
             key_or(&["linear_num_key_heads"], 8),
             Sym::Named("n_k_heads"),
@@ -848,7 +851,7 @@ pub(super) fn lara_mini(
     let moe = block_moe(&mut r, &rule, hidden, layers)?.1;
     let tie = tied(&mut r, true)?;
     let norm = Norm::rms_norm(hidden);
-    let stack = Layers::from_pattern(kinds, |&(linear, window)| {
+    let stack = kinds.layers(|&(linear, window)| {
         let mixer = match (linear, &attention, &delta) {
             (false, Some(a), _) => Mixer::Attention(a.clone()),
             (true, _, Some((e, s))) => Mixer::Ssm(e.clone(), *s),

@@ -11,7 +11,7 @@
 
 use llmsize_core::Category;
 use llmsize_core::expr::{Expr, Sym};
-use llmsize_core::spec::{Attention, Extra, Layer, Layers, ModelSpec, Norm};
+use llmsize_core::spec::{Attention, Extra, Layer, ModelSpec, Norm};
 use serde_json::Value;
 
 use super::hybrid::layer_list;
@@ -22,6 +22,8 @@ use crate::hf_config::architecture;
 use crate::hf_config::decoder::{Decoder, kv_heads, mha};
 use crate::hf_config::family::{Family, Reader, Switch, key_or};
 use crate::hf_config::raw::RawConfig;
+use crate::hf_config::runs::Runs;
+use llmsize_core::checked::{self, Checked};
 
 fn sym(s: Sym, v: u64) -> Expr {
     Expr::sym(s, v)
@@ -149,12 +151,16 @@ fn hybrid_layer(mut mamba: Layer, shared: &Shared) -> Layer {
 fn block_types(
     raw: &mut RawConfig<'_>,
     class: &str,
-    default: impl FnOnce() -> Vec<String>,
-) -> Result<Vec<bool>, ConfigError> {
+    default: impl FnOnce() -> Runs<bool>,
+) -> Result<Runs<bool>, ConfigError> {
     let list = if let Some(l) = layer_list(raw, "layers_block_type")? {
-        l
-    } else if let Some(l) = layer_list(raw, "layer_types")? {
-        l
+        Some(l)
+    } else {
+        layer_list(raw, "layer_types")?
+    };
+    let kinds = if let Some(list) = list {
+        raw.bound_layers("layers_block_type", list.len() as u64)?;
+        Runs::from_list(list.iter().map(|t| t == "hybrid"))
     } else {
         raw.assume(
             "layers_block_type",
@@ -163,9 +169,8 @@ fn block_types(
         );
         default()
     };
-    raw.layer_count("layers_block_type", list.len() as u64)?;
     raw.source(Sym::Layers, "len(layers_block_type)");
-    Ok(list.iter().map(|t| t == "hybrid").collect())
+    Ok(kinds)
 }
 
 /// An optional size: the key's value, else `default` (the class computing it in
@@ -206,18 +211,14 @@ pub(super) fn zamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpe
     let heads = r.size(key_or(&["num_attention_heads"], 16), Sym::Heads)?;
     let period = r.size(key_or(&["attn_layer_period"], 6), Sym::Named("attn_period"))?;
     let offset = r.count(key_or(&["attn_layer_offset"], 4))?;
-    let n = r.raw.layer_count("num_hidden_layers", layers)?;
+    let n = r.raw.bound_layers("num_hidden_layers", layers)?;
     let class = r.class;
+    // Two Mamba layers, a hybrid, then hybrid where `i % attn_layer_period ==
+    // attn_layer_offset` (`i` counted after those three).
     let kinds = block_types(r.raw, class, || {
-        let mut l = vec!["linear_attention", "linear_attention", "hybrid"];
-        l.extend((0..n.saturating_sub(3) as u64).map(|i| {
-            if i % period == offset {
-                "hybrid"
-            } else {
-                "linear_attention"
-            }
-        }));
-        l.into_iter().map(str::to_owned).collect()
+        let mut l = Runs::from_list([false, false, true]);
+        l.append(Runs::at_offset(n.saturating_sub(3), period, offset));
+        l
     })?;
     let two_d = r.raw.mul(2, hidden, "2·hidden_size")?;
     let expand = r.size(key_or(&["mamba_expand"], 2), Sym::Named("expand"))?;
@@ -245,7 +246,7 @@ pub(super) fn zamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpe
         m.state(r.raw)?,
         vec![Norm::rms_norm(hidden)],
     );
-    let any_hybrid = kinds.iter().any(|&h| h);
+    let any_hybrid = kinds.any(|&h| h);
     let shared = if any_hybrid {
         let input = size_or_else(
             &mut r,
@@ -254,11 +255,14 @@ pub(super) fn zamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpe
             two_d,
             "2·hidden_size",
         )?;
+        let split = r
+            .raw
+            .div(two_d, heads, "2·hidden_size / num_attention_heads")?;
         let head_dim = size_or_else(
             &mut r,
             &["attention_head_dim", "head_dim"],
             Sym::HeadDim,
-            two_d / heads,
+            split,
             "2·hidden_size / num_attention_heads",
         )?;
         Some(Shared {
@@ -275,7 +279,7 @@ pub(super) fn zamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpe
         None
     };
     let tie = tied(&mut r, true)?;
-    let stack = Layers::from_pattern(kinds, |&h| match (&shared, h) {
+    let stack = kinds.layers(|&h| match (&shared, h) {
         (Some(s), true) => hybrid_layer(mamba.clone(), s),
         _ => mamba.clone(),
     });
@@ -311,28 +315,37 @@ pub(super) fn zamba2(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSp
     let heads = r.size(key_or(&["num_attention_heads"], 32), Sym::Heads)?;
     let class = r.class;
     let kinds = block_types(r.raw, class, || {
-        let mut l = vec!["linear_attention"];
+        let mut l = Runs::uniform(false, 1);
         for _ in 0..7 {
-            l.extend(["linear_attention"; 5]);
-            l.push("hybrid");
+            l.push(false, 5);
+            l.push(true, 1);
         }
-        l.extend(["linear_attention"; 4]);
-        l.push("hybrid");
-        l.extend(["linear_attention"; 3]);
-        l.push("hybrid");
-        l.extend(["linear_attention"; 2]);
-        l.into_iter().map(str::to_owned).collect()
+        for before in [4, 3] {
+            l.push(false, before);
+            l.push(true, 1);
+        }
+        l.push(false, 2);
+        l
     })?;
-    let hybrids = kinds.iter().filter(|&&h| h).count() as u64;
+    // At most the layers (bounded), so never past 2^64 − 1.
+    let hybrids = kinds.count_true().ok_or_else(|| {
+        r.raw
+            .invalid("layers_block_type", &Value::Null, "a list of layer kinds")
+    })?;
     let two_d = r.raw.mul(2, hidden, "2·hidden_size")?;
     let expand = r.size(key_or(&["mamba_expand"], 2), Sym::Named("expand"))?;
     let inner = expanded(&mut r, expand, hidden, "mamba_expand·hidden_size")?;
     let mamba_heads = r.size(key_or(&["n_mamba_heads"], 8), Sym::Named("n_ssm_heads"))?;
+    let split = r.raw.div(
+        inner,
+        mamba_heads,
+        "mamba_expand·hidden_size / n_mamba_heads",
+    )?;
     let head_dim = size_or_else(
         &mut r,
         &["mamba_headdim"],
         Sym::Named("d_ssm_head"),
-        inner / mamba_heads,
+        split,
         "mamba_expand·hidden_size / n_mamba_heads",
     )?;
     if r.raw
@@ -372,11 +385,14 @@ pub(super) fn zamba2(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSp
             two_d,
             "2·hidden_size",
         )?;
+        let split = r
+            .raw
+            .div(two_d, heads, "2·hidden_size / num_attention_heads")?;
         let attn_head_dim = size_or_else(
             &mut r,
             &["attention_head_dim", "head_dim"],
             Sym::HeadDim,
-            two_d / heads,
+            split,
             "2·hidden_size / num_attention_heads",
         )?;
         let four_d = r.raw.mul(4, hidden, "4·hidden_size")?;
@@ -417,7 +433,15 @@ pub(super) fn zamba2(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSp
             None => hybrids,
         };
         // Slots i with i % blocks < unique: the blocks that exist.
-        let adapters = (slots / blocks) * unique + (slots % blocks).min(unique);
+        let rest = r.raw.check(checked::rem(
+            "hybrid_layer_ids % num_mem_blocks",
+            slots,
+            blocks,
+        ))?;
+        let adapters = r.raw.check(
+            (Checked::new(slots) / blocks * unique + rest.min(unique))
+                .get("(hybrid_layer_ids / num_mem_blocks)·blocks + min(rest, blocks)"),
+        )?;
         let rank = r.size(key_or(&["adapter_rank"], 128), Sym::Named("adapter_rank"))?;
         let attn_adapters = r.switch(Switch::Key("use_shared_attention_adapter", false))?;
         let copies = named("mem_blocks", unique);
@@ -479,7 +503,7 @@ pub(super) fn zamba2(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSp
             }
         }
     }
-    let stack = Layers::from_pattern(kinds, |&h| match (&shared, h) {
+    let stack = kinds.layers(|&h| match (&shared, h) {
         (Some(s), true) => hybrid_layer(mamba.clone(), s),
         _ => mamba.clone(),
     });

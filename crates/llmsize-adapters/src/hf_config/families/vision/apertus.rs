@@ -13,6 +13,7 @@ use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
 use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
+use llmsize_core::checked;
 
 /// `Apertus1p5ForConditionalGeneration`.
 pub(crate) fn apertus1p5(
@@ -112,12 +113,14 @@ fn vq_encoder(s: &mut Sub<'_, '_>, p: &mut Parts) -> Result<(), ConfigError> {
     let mut prev = 1;
     for (i, &m) in mults.iter().enumerate() {
         let st = format!("{pre}.encoder.stages.{i}");
-        let cin = base.saturating_mul(prev);
-        let cout = base.saturating_mul(m);
+        let cin = s.mul(base, prev, "base_channels·channel_multiplier")?;
+        let cout = s.mul(base, m, "base_channels·channel_multiplier")?;
+        // `resolution // 2^i` (0 past 2^63, where no `attn_resolutions` entry is).
         let res = u32::try_from(i)
             .ok()
             .and_then(|e| 2u64.checked_pow(e))
-            .map_or(0, |div| resolution / div);
+            .and_then(|div| resolution.checked_div(div))
+            .unwrap_or(0);
         let with_attn = attn_res.contains(&res);
         if blocks > 0 {
             resnet(p, &format!("{st}.layers.0.resnet"), (cin, cout), &one);
@@ -126,14 +129,14 @@ fn vq_encoder(s: &mut Sub<'_, '_>, p: &mut Parts) -> Result<(), ConfigError> {
                     p,
                     &format!("{st}.layers.N.resnet"),
                     (cout, cout),
-                    &lit(blocks - 1),
+                    &lit(s.check(checked::sub("num_res_blocks − 1", blocks, 1))?),
                 );
             }
             if with_attn {
                 attn(p, &format!("{st}.layers.N.attention"), cout, &lit(blocks));
             }
         }
-        if i + 1 < mults.len() {
+        if i < mults.len().saturating_sub(1) {
             conv(
                 p,
                 format!("{st}.downsample.conv"),
@@ -143,7 +146,7 @@ fn vq_encoder(s: &mut Sub<'_, '_>, p: &mut Parts) -> Result<(), ConfigError> {
         }
         prev = m;
     }
-    let c = base.saturating_mul(last);
+    let c = s.mul(base, last, "base_channels·channel_multiplier[-1]")?;
     resnet(p, &format!("{pre}.encoder.mid.block_1"), (c, c), &one);
     attn(p, &format!("{pre}.encoder.mid.attn_1"), c, &one);
     resnet(p, &format!("{pre}.encoder.mid.block_2"), (c, c), &one);
@@ -248,7 +251,7 @@ pub(crate) fn wavtokenizer_encoder(
     for (i, &r) in ratios.iter().rev().enumerate() {
         if residual > 0 {
             let n = lit(residual);
-            let inner = width / compress;
+            let inner = s.check(checked::div("filters·2^i / compress", width, compress))?;
             let b = format!("{enc}.stage{i}.block");
             wt_conv(p, &format!("{b}.conv1"), (width, res_kernel, inner), wn, &n);
             wt_conv(p, &format!("{b}.conv2"), (inner, 1, width), wn, &n);
@@ -256,11 +259,11 @@ pub(crate) fn wavtokenizer_encoder(
                 wt_conv(p, &format!("{b}.shortcut"), (width, 1, width), wn, &n);
             }
         }
-        let wider = width.saturating_mul(2);
+        let wider = s.mul(width, 2, "filters·2^i")?;
         wt_conv(
             p,
             &format!("{enc}.stage{i}.downsample"),
-            (width, r.saturating_mul(2), wider),
+            (width, s.mul(r, 2, "2·upsampling_ratios")?, wider),
             wn,
             &one,
         );

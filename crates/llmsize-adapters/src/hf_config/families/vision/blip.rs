@@ -45,7 +45,7 @@ pub(crate) fn blip2_vision(
     p.table(
         format!("{pre}.embeddings.position_embedding"),
         part,
-        (lit(k.patches().saturating_add(1)), d.clone()),
+        (lit(k.positions()), d.clone()),
         &one,
     );
     let l = k.l();
@@ -264,7 +264,7 @@ pub(crate) fn blip(
         p.table(
             format!("{pre}.embeddings.position_embedding"),
             part,
-            (lit(k.patches().saturating_add(1)), d.clone()),
+            (lit(k.positions()), d.clone()),
             &one,
         );
         let layer = super::vit::VitLayer {

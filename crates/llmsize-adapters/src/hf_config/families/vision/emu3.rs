@@ -40,7 +40,7 @@ pub(crate) fn emu3(
     }
     let key = "text_config";
     let map = object(raw, key)?;
-    let mut inner = RawConfig::new(raw.file, map);
+    let mut inner = raw.nested(key, map);
     let mut spec = read_block(&mut inner, &EMU3_TEXT_FAMILY, &EMU3_TEXT)?;
     for a in inner.assumptions {
         raw.assume(&format!("{key}.{}", a.field), a.value, &a.reason);

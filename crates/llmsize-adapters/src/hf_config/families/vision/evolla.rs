@@ -18,14 +18,16 @@
 
 use llmsize_core::Category;
 use llmsize_core::expr::Expr;
-use llmsize_core::spec::{Extra, Layers, ModelSpec};
+use llmsize_core::spec::{Extra, ModelSpec};
 
 use super::parts::{Parts, lit, mul, sym, with_sub, with_top};
 use super::{vision, with_parts};
 use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
+use crate::hf_config::family::map_layers_by;
 use crate::hf_config::family::{Block, Family, LLAMA, key_or, read_block};
 use crate::hf_config::raw::RawConfig;
+use crate::hf_config::runs::Runs;
 
 /// `EvollaModel`'s decoder with `EvollaConfig`'s defaults.
 const EVOLLA: Block = Block {
@@ -75,7 +77,10 @@ pub(crate) fn evolla(
     let mut a = Parts::new(Category::Vision);
     let one = lit(1);
     let dm = sym("d", d);
-    let inner = mul(lit(heads), lit(d / heads));
+    let inner = mul(
+        lit(heads),
+        lit(raw.div(d, heads, "hidden_size / num_attention_heads")?),
+    );
     let part = "protein adapter";
     let pre = "adapter";
     for n in ["query", "key_protein", "value_protein"] {
@@ -111,25 +116,18 @@ pub(crate) fn evolla(
     a.vector(format!("{pre}.gate_attention"), part, lit(1), &one);
     a.vector(format!("{pre}.gate_ffw"), part, lit(1), &one);
     let adapter: Vec<Extra> = a.out;
+    // An adapter on every `max(L // aligner_num_add_layers, 1)`-th layer.
     let n = spec.num_layers();
-    let every = (n / n_add).max(1);
-    for stack in &mut spec.stacks {
-        let mut layers = Layers::new();
-        let mut i = 0u64;
-        for run in stack.layers.runs() {
-            if let Some(kind) = stack.layers.kinds().get(run.kind) {
-                for _ in 0..run.count {
-                    let mut l = kind.clone();
-                    if (i + 1).is_multiple_of(every) {
-                        l.extras.extend(adapter.iter().cloned());
-                    }
-                    layers.push_run(l, 1);
-                    i += 1;
-                }
-            }
+    let every = raw
+        .div(n, n_add, "num_hidden_layers / aligner_num_add_layers")?
+        .max(1);
+    map_layers_by(&mut spec, &Runs::every(n, every), |layer, adapted| {
+        let mut l = layer.clone();
+        if *adapted {
+            l.extras.extend(adapter.iter().cloned());
         }
-        stack.layers = layers;
-    }
+        Ok(l)
+    })?;
     Ok(with_parts(spec, p))
 }
 
@@ -193,7 +191,14 @@ fn protein_encoder(raw: &mut RawConfig<'_>, p: &mut Parts) -> Result<u64, Config
         }
         let l = sym("L_protein", layers);
         let lay = format!("{pre}.encoder.layer");
-        let inner = mul(lit(heads), lit(h / heads));
+        let inner = mul(
+            lit(heads),
+            lit(s.check(llmsize_core::checked::div(
+                "hidden_size / num_attention_heads",
+                h,
+                heads,
+            ))?),
+        );
         for n in ["query", "key", "value"] {
             p.linear(
                 format!("{lay}.attention.self.{n}"),

@@ -14,10 +14,18 @@ use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
 use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
+use llmsize_core::{Overflow, checked};
 
-/// One spatial or channel block of width `c` (`n` of them).
-fn block(p: &mut Parts, pre: &str, (c, ratio_width): (u64, u64), qkv_bias: bool, n: &Expr) {
+/// One spatial or channel block of width `c` (`n` of them); `3·c` must fit.
+fn block(
+    p: &mut Parts,
+    pre: &str,
+    (c, ratio_width): (u64, u64),
+    qkv_bias: bool,
+    n: &Expr,
+) -> Result<(), Overflow> {
     let part = "vision blocks";
+    let qkv = checked::mul("3·dim_embed", c, 3)?;
     let d = lit(c);
     for conv in ["conv1", "conv2"] {
         p.table(format!("{pre}.{conv}.weight"), part, (d.clone(), lit(9)), n);
@@ -28,7 +36,7 @@ fn block(p: &mut Parts, pre: &str, (c, ratio_width): (u64, u64), qkv_bias: bool,
     p.linear(
         format!("{pre}.attn.qkv"),
         part,
-        (d.clone(), lit(c.saturating_mul(3))),
+        (d.clone(), lit(qkv)),
         qkv_bias,
         n,
     );
@@ -47,6 +55,7 @@ fn block(p: &mut Parts, pre: &str, (c, ratio_width): (u64, u64), qkv_bias: bool,
         true,
         n,
     );
+    Ok(())
 }
 
 /// `Florence2ForConditionalGeneration`, tied by `tie_word_embeddings` (default true).
@@ -104,7 +113,7 @@ pub(crate) fn florence2(
             p.conv(
                 format!("{pre}.convs.{i}.conv"),
                 part,
-                (lit(c_in), lit(k.saturating_mul(k)), lit(c)),
+                (lit(c_in), lit(s.mul(k, k, "patch_size²")?), lit(c)),
                 true,
                 &one,
             );
@@ -125,20 +134,20 @@ pub(crate) fn florence2(
             let width = (c as f64 * ratio).trunc() as u64;
             if depth > 0 {
                 let n = sym("depth", depth);
-                block(
+                s.check(block(
                     &mut p,
                     &format!("{pre}.blocks.{i}.spatial_block"),
                     (c, width),
                     qkv_bias,
                     &n,
-                );
-                block(
+                ))?;
+                s.check(block(
                     &mut p,
                     &format!("{pre}.blocks.{i}.channel_block"),
                     (c, width),
                     qkv_bias,
                     &n,
-                );
+                ))?;
             }
             c_in = c;
         }
@@ -163,7 +172,8 @@ pub(crate) fn florence2(
         p.table(
             format!("{pre}.image_position_embed.column_embeddings"),
             part,
-            (lit(positions), lit(last - last / 2)),
+            // `last − last // 2`.
+            (lit(positions), lit(last.div_ceil(2))),
             &one,
         );
         Ok(())

@@ -77,7 +77,11 @@ pub(crate) fn pp_formulanet(
         );
         dec.position = Some(PositionEmbedding::Learned {
             table: Table {
-                rows: positions.saturating_add(2),
+                rows: s.check(llmsize_core::checked::add(
+                    "max_position_embeddings + 2",
+                    positions,
+                    2,
+                ))?,
                 dim: d,
             },
             offset: 2,

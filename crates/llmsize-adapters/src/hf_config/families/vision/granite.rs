@@ -32,10 +32,11 @@ const TEXT_FAMILY: Family = Family {
 };
 
 /// One connector path at `scale`: the projection and its `DeepStack` mergers.
-fn path(p: &mut Parts, pre: &str, (d_vis, out, scale, mergers): (u64, u64, u64, u64)) {
+/// `scale2` is `scale²`.
+fn path(p: &mut Parts, pre: &str, (d_vis, out, scale2, mergers): (u64, u64, u64, u64)) {
     let one = lit(1);
     let part = "connector";
-    let wide = mul(sym("d_vis", d_vis), lit(scale.saturating_mul(scale)));
+    let wide = mul(sym("d_vis", d_vis), lit(scale2));
     let o = sym("out_hidden_size", out);
     p.linear(
         format!("{pre}.projection"),
@@ -70,7 +71,7 @@ pub(crate) fn granite_docling(
     }
     let key = "text_config";
     let map = object(raw, key)?;
-    let mut inner = RawConfig::new(raw.file, map);
+    let mut inner = raw.nested(key, map);
     let mut spec = read_block(&mut inner, &TEXT_FAMILY, &TEXT)?;
     for a in inner.assumptions {
         raw.assume(&format!("{key}.{}", a.field), a.value, &a.reason);
@@ -112,13 +113,16 @@ pub(crate) fn granite_docling(
         let c = format!("{pre}.connector");
         let o = sym("out_hidden_size", out);
         p.norm(format!("{c}.ln_in"), "connector", &k.d(), true, &one);
-        path(&mut p, &format!("{c}.coarse"), (k.hidden, out, scale, deep));
+        let coarse = s.mul(scale, scale, "scale_factor²")?;
+        path(
+            &mut p,
+            &format!("{c}.coarse"),
+            (k.hidden, out, coarse, deep),
+        );
         if fine {
-            path(
-                &mut p,
-                &format!("{c}.fine"),
-                (k.hidden, out, scale / 2, deep),
-            );
+            let half = scale / 2;
+            let fine = s.mul(half, half, "(scale_factor / 2)²")?;
+            path(&mut p, &format!("{c}.fine"), (k.hidden, out, fine, deep));
         }
         p.norm(format!("{c}.ln_mid"), "connector", &o, true, &one);
         p.linear(

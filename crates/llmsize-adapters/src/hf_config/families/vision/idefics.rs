@@ -180,7 +180,10 @@ pub(crate) fn idefics3(
         "model.connector.modality_projection.proj",
         "vision connector",
         (
-            mul(sym("d_vis", t.hidden), lit(scale.saturating_mul(scale))),
+            mul(
+                sym("d_vis", t.hidden),
+                lit(raw.mul(scale, scale, "scale_factor²")?),
+            ),
             sym("d", spec.hidden_size),
         ),
         false,

@@ -6,7 +6,7 @@
 
 use llmsize_core::Category;
 use llmsize_core::expr::{Expr, Sym};
-use llmsize_core::spec::{Attention, Extra, Ffn, Layer, Layers, ModelSpec, Norm};
+use llmsize_core::spec::{Attention, Extra, Ffn, Layer, ModelSpec, Norm};
 
 use super::parts::{Parts, lit, mul, sym, with_sub};
 use super::vision;
@@ -15,7 +15,9 @@ use crate::error::ConfigError;
 use crate::hf_config::decoder::{Decoder, mha, mlp};
 use crate::hf_config::family::{Family, Reader};
 use crate::hf_config::raw::RawConfig;
+use crate::hf_config::runs::Runs;
 use crate::hf_config::{HeadChoice, architecture};
+use llmsize_core::checked::{self, Checked};
 
 /// The gated cross-attention layer's tensors, attached to the decoder layer it precedes.
 fn gated_cross(
@@ -206,7 +208,9 @@ pub(crate) fn idefics(
         let channels = s.size("num_channels", 3)?;
         let image = s.size("image_size", 224)?;
         let patch = s.size("patch_size", 14)?;
-        let side = image / patch;
+        let side = s.check(checked::div("image_size / patch_size", image, patch))?;
+        let positions =
+            s.check((Checked::new(side) * side + 1u64).get("(image_size / patch_size)² + 1"))?;
         let d = sym("d_vis", e);
         let one = lit(1);
         let pre = "model.vision_model";
@@ -220,14 +224,18 @@ pub(crate) fn idefics(
         p.conv(
             format!("{pre}.embeddings.patch_embedding"),
             part,
-            (lit(channels), lit(patch.saturating_mul(patch)), d.clone()),
+            (
+                lit(channels),
+                lit(s.mul(patch, patch, "patch_size²")?),
+                d.clone(),
+            ),
             false,
             &one,
         );
         p.table(
             format!("{pre}.embeddings.position_embedding"),
             part,
-            (lit(side.saturating_mul(side).saturating_add(1)), d.clone()),
+            (lit(positions), d.clone()),
             &one,
         );
         p.norm(
@@ -287,8 +295,9 @@ pub(crate) fn idefics(
             ));
         }
     };
-    let cross_layers = n / interval;
-    let count = raw.layer_count("num_hidden_layers", n)?;
+    let cross_layers =
+        s.r.raw
+            .div(n, interval, "num_hidden_layers / cross_layer_interval")?;
     let rms = Norm::rms_norm(hidden);
     let d = sym("d", hidden);
     let cross = gated_cross(
@@ -298,18 +307,25 @@ pub(crate) fn idefics(
         qk.then_some(head_dim),
         &alpha,
     );
-    let stack = Layers::from_pattern(
-        (0..count as u64).map(|i| i % interval == 0 && i / interval < cross_layers),
-        |&has_cross| Layer {
-            attention: Attention::Standard(mha(hidden, heads, heads, head_dim, false)),
-            cross_attention: None,
-            ffn: Ffn::Dense(mlp(hidden, ffn, true, false)),
-            norms: vec![rms; 2],
-            sliding_window: None,
-            extras: if has_cross { cross.clone() } else { Vec::new() },
-            state: None,
-        },
+    // Cross-attention before layers 0, interval, 2·interval, … (`cross_layers` of them;
+    // `cross_layers·interval ≤ num_hidden_layers`, so the products are exact).
+    let mut crossed = Runs::periodic(
+        cross_layers.saturating_mul(interval),
+        &[(true, 1), (false, interval.saturating_sub(1))],
     );
+    crossed.push(
+        false,
+        n.saturating_sub(cross_layers.saturating_mul(interval)),
+    );
+    let stack = crossed.layers(|&has_cross| Layer {
+        attention: Attention::Standard(mha(hidden, heads, heads, head_dim, false)),
+        cross_attention: None,
+        ffn: Ffn::Dense(mlp(hidden, ffn, true, false)),
+        norms: vec![rms; 2],
+        sliding_window: None,
+        extras: if has_cross { cross.clone() } else { Vec::new() },
+        state: None,
+    });
     let mut spec =
         Decoder::new(f.model_type, arch, hidden, vocab, stack, Some(rms), tied).into_spec();
     if extra_vocab > 0 {

@@ -57,7 +57,7 @@ pub(crate) fn intern_vit(
             p.table(
                 format!("{pre}.embeddings.position_embeddings"),
                 part,
-                (lit(k.patches().saturating_add(1)), k.d()),
+                (lit(k.positions()), k.d()),
                 &one,
             );
         }
@@ -99,7 +99,7 @@ fn downsample(raw: &mut RawConfig<'_>, class: &'static str) -> Result<u64, Confi
         reason = "Python's `int()` of a value checked to lie in [1, 65536]"
     )]
     let side = inv.trunc() as u64;
-    Ok(side * side)
+    raw.mul(side, side, "int(1 / downsample_ratio)²")
 }
 
 /// `InternVLForConditionalGeneration` (and Qianfan-OCR's copy): `InternViT`, the projector

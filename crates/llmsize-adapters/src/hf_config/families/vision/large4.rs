@@ -17,7 +17,7 @@
 use llmsize_core::Category;
 use llmsize_core::expr::{Expr, Sym};
 use llmsize_core::spec::{
-    Attention, Extra, Ffn, LatentAttention, Layer, Layers, ModelSpec, Moe, Norm, OutputHead,
+    Attention, Extra, Ffn, LatentAttention, Layer, ModelSpec, Moe, Norm, OutputHead,
 };
 use serde_json::Value;
 
@@ -28,19 +28,22 @@ use crate::error::ConfigError;
 use crate::hf_config::decoder::{Decoder, mha, mlp};
 use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
+use crate::hf_config::runs::Runs;
 use crate::hf_config::{HeadChoice, architecture};
+use llmsize_core::checked;
 
 const CLASS: &str = "MistralLarge4TextConfig";
 
-/// One entry per layer of the list under `key`, each mapped by `f`, or `default` when absent.
-fn per_layer<T>(
+/// One entry per layer of the list under `key`, each mapped by `f`, or `default` (a rule,
+/// as runs) when absent.
+fn per_layer<T: Clone + PartialEq>(
     raw: &mut RawConfig<'_>,
     key: &str,
     n: u64,
     what: &str,
     f: impl Fn(&Value) -> Option<T>,
-    default: impl FnOnce() -> (Vec<T>, String),
-) -> Result<Vec<T>, ConfigError> {
+    default: impl FnOnce() -> (Runs<T>, String),
+) -> Result<Runs<T>, ConfigError> {
     match raw.value(key) {
         None | Some(Value::Null) => {
             let (v, desc) = default();
@@ -52,14 +55,55 @@ fn per_layer<T>(
                 .as_array()
                 .filter(|a| a.len() as u64 == n)
                 .and_then(|a| a.iter().map(&f).collect());
-            items.ok_or_else(|| raw.invalid(key, v, &format!("{n} entries, {what}")))
+            items
+                .map(Runs::from_list)
+                .ok_or_else(|| raw.invalid(key, v, &format!("{n} entries, {what}")))
         }
     }
 }
 
+/// `kv_source_layers`: per layer, whether it keeps its own cache (it is its own source),
+/// checked as `validate_architecture` checks it — every layer reads its own cache or an
+/// earlier layer's that does. Absent: every layer its own.
+fn own_kv(raw: &mut RawConfig<'_>, n: u64) -> Result<Runs<bool>, ConfigError> {
+    let Some(v) = raw.value("kv_source_layers") else {
+        raw.assume(
+            "kv_source_layers",
+            "every layer its own",
+            &format!("absent; `{CLASS}` default"),
+        );
+        return Ok(Runs::uniform(true, n));
+    };
+    let bad = || {
+        raw.invalid(
+            "kv_source_layers",
+            v,
+            "for each layer itself or an earlier layer that is its own source",
+        )
+    };
+    let sources: Vec<u64> = v
+        .as_array()
+        .filter(|a| a.len() as u64 == n)
+        .and_then(|a| a.iter().map(Value::as_u64).collect())
+        .ok_or_else(|| {
+            raw.invalid(
+                "kv_source_layers",
+                v,
+                &format!("{n} entries, layer indices"),
+            )
+        })?;
+    let owns = |s: u64| usize::try_from(s).ok().and_then(|s| sources.get(s)) == Some(&s);
+    if sources.iter().zip(0u64..).any(|(s, i)| *s > i || !owns(*s)) {
+        return Err(bad());
+    }
+    Ok(Runs::from_list(
+        sources.iter().zip(0u64..).map(|(s, i)| *s == i),
+    ))
+}
+
 /// `indexer_types` (`GlmMoeDsaConfig.__post_init__`): the key, else `index_topk_pattern`,
 /// else `full` where `max(i − index_skip_topk_offset + 1, 0) % index_topk_freq == 0`.
-fn indexer_types(raw: &mut RawConfig<'_>, n: u64) -> Result<Vec<bool>, ConfigError> {
+fn indexer_types(raw: &mut RawConfig<'_>, n: u64) -> Result<Runs<bool>, ConfigError> {
     let name = |t: &Value| match t.as_str() {
         Some("full") => Some(true),
         Some("shared") => Some(false),
@@ -82,15 +126,14 @@ fn indexer_types(raw: &mut RawConfig<'_>, n: u64) -> Result<Vec<bool>, ConfigErr
         };
         return items
             .filter(|i| i.len() as u64 == n)
+            .map(Runs::from_list)
             .ok_or_else(|| raw.invalid("index_topk_pattern", v, &format!("{n} of `F`/`S`")));
     }
     let freq = raw.uint("index_topk_freq")?.unwrap_or(1).max(1);
     let offset = raw.uint("index_skip_topk_offset")?.unwrap_or(2);
     per_layer(raw, "indexer_types", n, "`full` or `shared`", name, || {
         (
-            (0..n)
-                .map(|i| (i + 1).saturating_sub(offset).is_multiple_of(freq))
-                .collect(),
+            crate::hf_config::families::latent::topk_full(n, freq, offset),
             format!("from index_topk_freq {freq}, index_skip_topk_offset {offset}"),
         )
     })
@@ -150,7 +193,7 @@ fn text_model(
         },
         || {
             (
-                (0..n).map(|i| i >= first_dense).collect(),
+                Runs::from_index(n, first_dense),
                 format!("{first_dense} dense, then sparse"),
             )
         },
@@ -164,36 +207,12 @@ fn text_model(
         |t| t.as_u64().filter(|x| *x <= 1).map(|x| x == 1),
         || {
             (
-                (0..n).map(|i| !(i + 1).is_multiple_of(interval)).collect(),
+                Runs::every(n, interval).map(|nope| !nope),
                 format!("NoPE every {interval}th layer"),
             )
         },
     )?;
-    let sources = per_layer(
-        raw,
-        "kv_source_layers",
-        n,
-        "layer indices",
-        Value::as_u64,
-        || ((0..n).collect(), "every layer its own".to_owned()),
-    )?;
-    // `validate_architecture`: a layer reads its own cache or an earlier layer's that does.
-    let owns = |s: u64| sources.get(usize::try_from(s).unwrap_or(usize::MAX)) == Some(&s);
-    if sources
-        .iter()
-        .enumerate()
-        .any(|(i, s)| *s > i as u64 || !owns(*s))
-    {
-        let v = raw
-            .value("kv_source_layers")
-            .cloned()
-            .unwrap_or(Value::Null);
-        return Err(raw.invalid(
-            "kv_source_layers",
-            &v,
-            "for each layer itself or an earlier layer that is its own source",
-        ));
-    }
+    let own_kv = own_kv(raw, n)?;
     let full = indexer_types(raw, n)?;
     if let Some(v) = raw.value("layer_types")
         && !v
@@ -258,19 +277,28 @@ fn text_model(
         expert: mlp(d, moe_ff, true, false),
         router_bias: false,
         router: true,
-        shared: (shared > 0).then(|| mlp(d, moe_ff.saturating_mul(shared), true, false)),
+        shared: if shared > 0 {
+            let w = raw.mul(moe_ff, shared, "moe_intermediate_size·n_shared_experts")?;
+            Some(mlp(d, w, true, false))
+        } else {
+            None
+        },
         shared_gate: false,
     };
-    let mut layers = Layers::new();
-    for i in 0..n {
-        let at = usize::try_from(i).unwrap_or(usize::MAX);
-        let with_rope = uses_rope.get(at).copied().unwrap_or(true);
-        let indexed = full.get(at).copied().unwrap_or(true);
+    // Each layer by (RoPE?, indexed?, own cache?, sparse?): each distinct one built once.
+    let keys = uses_rope.zip(&full).zip(&own_kv.zip(&sparse));
+    let mut plans: Vec<((bool, bool), (bool, bool))> = Vec::new();
+    for (k, _) in keys.runs() {
+        if !plans.contains(k) {
+            plans.push(*k);
+        }
+    }
+    let mut built: Vec<Layer> = Vec::with_capacity(plans.len());
+    for &((with_rope, indexed), (own_kv, is_sparse)) in &plans {
         let mut extras = scaling("self_attn.", h());
         if indexed {
             extras.extend(indexer.iter().cloned());
         }
-        let own_kv = sources.get(at) == Some(&i);
         let attention = if with_rope && own_kv {
             Attention::Latent(LatentAttention {
                 hidden: d,
@@ -297,11 +325,19 @@ fn text_model(
             // `kv_sharing_modes`: a layer reading another's cache stores nothing ("reuse", a
             // `DummyLayer`) or only its indexer's key ("reuse_but_indexer").
             let latent = if own_kv {
-                kv_lora.saturating_add(rot)
+                raw.check(checked::add(
+                    "kv_lora_rank + qk_rope_head_dim",
+                    kv_lora,
+                    rot,
+                ))?
             } else {
                 0
             };
-            let per_token = latent.saturating_add(if indexed { d_idx } else { 0 });
+            let per_token = raw.check(checked::add(
+                "kv latent + index_head_dim",
+                latent,
+                if indexed { d_idx } else { 0 },
+            ))?;
             if per_token == 0 {
                 Attention::Absent
             } else {
@@ -311,7 +347,7 @@ fn text_model(
         let layer = Layer {
             attention,
             cross_attention: None,
-            ffn: if sparse.get(at).copied().unwrap_or(true) {
+            ffn: if is_sparse {
                 Ffn::Moe(moe.clone())
             } else {
                 Ffn::Dense(mlp(d, ff, true, false))
@@ -321,8 +357,24 @@ fn text_model(
             extras,
             state: None,
         };
-        layers.push_run(layer, 1);
+        built.push(layer);
     }
+    let layers = keys.layers(|k| {
+        plans
+            .iter()
+            .position(|p| p == k)
+            .and_then(|i| built.get(i))
+            .cloned()
+            .unwrap_or_else(|| Layer {
+                attention: Attention::Absent,
+                cross_attention: None,
+                ffn: Ffn::Absent,
+                norms: Vec::new(),
+                sliding_window: None,
+                extras: Vec::new(),
+                state: None,
+            })
+    });
     let dec = Decoder::new(
         model_type,
         arch,

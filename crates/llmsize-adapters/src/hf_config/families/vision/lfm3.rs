@@ -12,6 +12,7 @@ use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
 use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
+use llmsize_core::checked;
 
 /// `Lfm3VlForConditionalGeneration`, tied by default.
 pub(crate) fn lfm3_vl(
@@ -44,8 +45,13 @@ pub(crate) fn lfm3_vl(
             // `conv` for the first two and the odd layers: the even layers from 2 attend.
             None => n.saturating_sub(1) / 2,
         };
-        let n_conv = n - n_attn;
-        let head_dim = hidden / heads;
+        // `n_attn ≤ n` either way.
+        let n_conv = n.saturating_sub(n_attn);
+        let head_dim = s.check(checked::div(
+            "hidden_size / num_attention_heads",
+            hidden,
+            heads,
+        ))?;
         let d = sym("d_vis", hidden);
         let one = lit(1);
         let pre = "model.vision_tower";
@@ -53,9 +59,10 @@ pub(crate) fn lfm3_vl(
             format!("{pre}.patch_embed"),
             "vision embeddings",
             (
-                lit(channels
-                    .saturating_mul(temporal)
-                    .saturating_mul(patch.saturating_mul(patch))),
+                lit(s.check(checked::product(
+                    "in_channels·temporal_patch_size·patch_size²",
+                    [channels, temporal, patch, patch],
+                ))?),
                 d.clone(),
             ),
             false,
@@ -85,8 +92,8 @@ pub(crate) fn lfm3_vl(
         }
         if n_attn > 0 {
             let la = sym("L_attn", n_attn);
-            let q = lit(heads.saturating_mul(head_dim));
-            let k = lit(kv.saturating_mul(head_dim));
+            let q = lit(s.mul(heads, head_dim, "num_attention_heads·head_dim")?);
+            let k = lit(s.mul(kv, head_dim, "num_key_value_heads·head_dim")?);
             let a = format!("{pre}.layers.self_attn");
             p.linear(
                 format!("{a}.q_proj"),
@@ -120,7 +127,7 @@ pub(crate) fn lfm3_vl(
             p.table(
                 format!("{c}.spatial_conv.weight"),
                 part,
-                (d.clone(), lit(kernel.saturating_mul(kernel))),
+                (d.clone(), lit(s.mul(kernel, kernel, "conv_kernel_size²")?)),
                 &lc,
             );
             p.linear(
@@ -144,7 +151,10 @@ pub(crate) fn lfm3_vl(
     let pre = "model.multi_modal_projector";
     let dv = sym("d_vis", hidden);
     p.norm(format!("{pre}.layer_norm"), part, &dv, true, &one);
-    let wide = mul(dv, lit(merge.saturating_mul(merge)));
+    let wide = mul(
+        dv,
+        lit(raw.mul(merge, merge, "vision_config.spatial_merge_size²")?),
+    );
     let inner = sym("d_proj", inner);
     p.linear(
         format!("{pre}.linear_1"),

@@ -45,7 +45,7 @@ pub(crate) fn llama4(
         p.table(
             format!("{pre}.positional_embedding_vlm"),
             part,
-            (lit(k.patches().saturating_add(1)), k.d()),
+            (lit(k.positions()), k.d()),
             &one,
         );
         p.norm(

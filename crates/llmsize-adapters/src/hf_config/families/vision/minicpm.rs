@@ -85,7 +85,12 @@ pub(crate) fn minicpm(
     // copies, so a hostile count costs nothing), the last at the text model's.
     let last = sym("d", spec.hidden_size);
     for (pre, copies, out) in [
-        ("model.merger.mlp.0", times - 1, sym("d_vis", hidden)),
+        // `times ≥ 1` (a size).
+        (
+            "model.merger.mlp.0",
+            times.saturating_sub(1),
+            sym("d_vis", hidden),
+        ),
         ("model.merger.mlp.last", 1, last),
     ] {
         if copies == 0 {

@@ -6,7 +6,7 @@
 
 use llmsize_core::Category;
 use llmsize_core::expr::{Expr, Sym};
-use llmsize_core::spec::{Attention, Extra, Ffn, Layer, Layers, ModelSpec, Norm, Table};
+use llmsize_core::spec::{Attention, Extra, Ffn, Layer, ModelSpec, Norm, Table};
 
 use super::parts::{Parts, Sub, lit, mul, sym, with_sub};
 use super::vision;
@@ -17,6 +17,8 @@ use crate::hf_config::architecture;
 use crate::hf_config::decoder::{Decoder, mha, mlp};
 use crate::hf_config::family::{Family, index_list};
 use crate::hf_config::raw::RawConfig;
+use crate::hf_config::runs::Runs;
+use llmsize_core::checked::{self, Checked};
 
 /// `MllamaTextModel` with an untied `lm_head`: `embed_tokens` has `vocab_size + 8` rows.
 fn text_model(s: &mut Sub<'_, '_>, arch: String) -> Result<ModelSpec, ConfigError> {
@@ -43,7 +45,6 @@ fn text_model(s: &mut Sub<'_, '_>, arch: String) -> Result<ModelSpec, ConfigErro
         // transformers would index past the layers; only those that exist count.
         d.into_iter().filter(|i| *i < n).collect()
     };
-    let count = s.r.raw.layer_count("num_hidden_layers", n)?;
     let dense = mlp(hidden, ffn, true, false);
     let norm = Norm::rms_norm(hidden);
     let (d, q, k) = (
@@ -51,7 +52,7 @@ fn text_model(s: &mut Sub<'_, '_>, arch: String) -> Result<ModelSpec, ConfigErro
         mul(lit(heads), lit(head_dim)),
         mul(lit(kv), lit(head_dim)),
     );
-    let stack = Layers::from_pattern((0..count as u64).map(|i| cross.contains(&i)), |&is_cross| {
+    let stack = Runs::marked(n, cross, &true, &false).layers(|&is_cross| {
         if is_cross {
             let part = "cross-attention";
             let a = Category::Attention;
@@ -90,7 +91,7 @@ fn text_model(s: &mut Sub<'_, '_>, arch: String) -> Result<ModelSpec, ConfigErro
     let mut spec =
         Decoder::new("mllama", arch, hidden, vocab, stack, Some(norm), false).into_spec();
     spec.token_embedding = Some(Table {
-        rows: vocab.saturating_add(8),
+        rows: s.check(checked::add("vocab_size + 8", vocab, 8))?,
         dim: hidden,
     });
     Ok(spec)
@@ -125,8 +126,10 @@ fn vision_model(s: &mut Sub<'_, '_>, p: &mut Parts) -> Result<u64, ConfigError> 
             8
         }
     };
-    let side = image / patch;
-    let patches = side.saturating_mul(side).saturating_add(1);
+    let side = s.check(checked::div("image_size / patch_size", image, patch))?;
+    let patches =
+        s.check((Checked::new(side) * side + 1u64).get("(image_size / patch_size)² + 1"))?;
+    let ratios = s.check(checked::add("len(supported_aspect_ratios) + 1", ratios, 1))?;
     let d = sym("d_vis", hidden);
     let one = lit(1);
     let pre = "model.vision_model";
@@ -134,7 +137,11 @@ fn vision_model(s: &mut Sub<'_, '_>, p: &mut Parts) -> Result<u64, ConfigError> 
     p.conv(
         format!("{pre}.patch_embedding"),
         part,
-        (lit(channels), lit(patch.saturating_mul(patch)), d.clone()),
+        (
+            lit(channels),
+            lit(s.mul(patch, patch, "patch_size²")?),
+            d.clone(),
+        ),
         false,
         &one,
     );
@@ -151,7 +158,7 @@ fn vision_model(s: &mut Sub<'_, '_>, p: &mut Parts) -> Result<u64, ConfigError> 
         format!("{g}.tile_embedding"),
         part,
         (
-            lit(ratios.saturating_add(1)),
+            lit(ratios),
             Expr::product(vec![lit(tiles), lit(patches), d.clone()]),
         ),
         &one,
@@ -163,7 +170,7 @@ fn vision_model(s: &mut Sub<'_, '_>, p: &mut Parts) -> Result<u64, ConfigError> 
         p.table(
             format!("{pre}.{t}.embedding"),
             part,
-            (lit(ratios.saturating_add(1)), mul(lit(tiles), d.clone())),
+            (lit(ratios), mul(lit(tiles), d.clone())),
             &one,
         );
         p.vector(format!("{pre}.{t}.gate"), part, lit(1), &one);

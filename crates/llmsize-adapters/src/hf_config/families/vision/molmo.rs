@@ -16,6 +16,7 @@ use crate::hf_config::decoder::{Decoder, mha, mlp};
 use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::{HeadChoice, architecture};
+use llmsize_core::checked::{self, Checked};
 
 /// `Molmo2TextModel` and an untied head.
 fn text_model(s: &mut Sub<'_, '_>, arch: String) -> Result<ModelSpec, ConfigError> {
@@ -33,7 +34,10 @@ fn text_model(s: &mut Sub<'_, '_>, arch: String) -> Result<ModelSpec, ConfigErro
     s.r.raw.source(Sym::Vocab, "vocab_size");
     let (q_norm, k_norm) = match qk.as_str() {
         "qwen3" => (head_dim, head_dim),
-        "olmo" => (heads.saturating_mul(head_dim), kv.saturating_mul(head_dim)),
+        "olmo" => (
+            s.mul(heads, head_dim, "num_attention_heads·head_dim")?,
+            s.mul(kv, head_dim, "num_key_value_heads·head_dim")?,
+        ),
         _ => {
             return Err(s
                 .r
@@ -68,7 +72,11 @@ fn text_model(s: &mut Sub<'_, '_>, arch: String) -> Result<ModelSpec, ConfigErro
     )
     .into_spec();
     spec.token_embedding = Some(Table {
-        rows: vocab.saturating_add(extra),
+        rows: s.check(checked::add(
+            "vocab_size + additional_vocab_size",
+            vocab,
+            extra,
+        ))?,
         dim: hidden,
     });
     Ok(spec)
@@ -142,7 +150,10 @@ pub(crate) fn molmo2(
         let positions = if let Some(n) = s.size_opt("num_position_embeddings")? {
             n
         } else if let [h, w] = image.as_slice() {
-            (h / patch).saturating_mul(w / patch)
+            s.check(
+                (Checked::new(*h) / patch * (Checked::new(*w) / patch))
+                    .get("(image_size / patch_size)²"),
+            )?
         } else {
             let v = serde_json::Value::from(image.clone());
             return Err(s.r.raw.invalid("image_size", &v, "two integers"));
@@ -160,7 +171,7 @@ pub(crate) fn molmo2(
             format!("{pre}.patch_embedding"),
             part,
             (
-                mul(lit(patch.saturating_mul(patch)), lit(channels)),
+                mul(lit(s.mul(patch, patch, "patch_size²")?), lit(channels)),
                 d.clone(),
             ),
             true,

@@ -99,7 +99,10 @@ pub(crate) fn ovis2(
         p.linear(
             "model.vision_tower.head_linear",
             part,
-            (mul(k.d(), lit(stride.saturating_mul(stride))), lit(classes)),
+            (
+                mul(k.d(), lit(s.mul(stride, stride, "hidden_stride²")?)),
+                lit(classes),
+            ),
             false,
             &one,
         );

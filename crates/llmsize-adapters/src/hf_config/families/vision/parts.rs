@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::error::ConfigError;
 use crate::hf_config::family::{Reader, Switch};
-use crate::hf_config::raw::RawConfig;
+use crate::hf_config::raw::{RawConfig, is_layer_count};
 
 /// A named width of a tower (`d_vis`, `d_ff_vis`, …) with its value.
 pub(crate) fn sym(name: &'static str, value: u64) -> Expr {
@@ -141,6 +141,16 @@ impl Sub<'_, '_> {
         format!("absent; `{}` default", self.r.class)
     }
 
+    /// `a·b`, or an error naming `what` (this sub-config's keys) when it overflows.
+    pub(crate) fn mul(&self, a: u64, b: u64, what: &str) -> Result<u64, ConfigError> {
+        self.r.raw.mul(a, b, what)
+    }
+
+    /// The result of a checked formula on this sub-config's keys.
+    pub(crate) fn check<T>(&self, r: Result<T, llmsize_core::Overflow>) -> Result<T, ConfigError> {
+        self.r.raw.check(r)
+    }
+
     /// A positive size, `default` when absent.
     pub(crate) fn size(&mut self, key: &'static str, default: u64) -> Result<u64, ConfigError> {
         let reason = self.reason();
@@ -248,14 +258,20 @@ impl Sub<'_, '_> {
                 self.r.raw.assume(key, format!("{default:?}"), &reason);
                 Ok(default.to_vec())
             }
+            // Each entry of a list of layer counts (`depths`) is bounded as one count is.
             Some(Value::Array(a)) => a
                 .iter()
                 .map(|x| {
-                    x.as_u64().ok_or_else(|| {
+                    let n = x.as_u64().ok_or_else(|| {
                         self.r
                             .raw
                             .invalid(key, x, "a list of non-negative integers")
-                    })
+                    })?;
+                    if is_layer_count(key) {
+                        self.r.raw.bound_layers(key, n)
+                    } else {
+                        Ok(n)
+                    }
                 })
                 .collect(),
             Some(v) => Err(self
@@ -301,7 +317,7 @@ pub(crate) fn with_sub<'a, T>(
     f: impl FnOnce(&mut Sub<'_, 'a>) -> Result<T, ConfigError>,
 ) -> Result<T, ConfigError> {
     let map = object(raw, key)?;
-    let mut inner = RawConfig::new(raw.file, map);
+    let mut inner = raw.nested(key, map);
     let out = {
         let mut sub = Sub {
             r: Reader {
@@ -309,7 +325,7 @@ pub(crate) fn with_sub<'a, T>(
                 class,
             },
         };
-        f(&mut sub).map_err(|e| prefixed(e, key))?
+        f(&mut sub)?
     };
     for a in inner.assumptions {
         raw.assume(&format!("{key}.{}", a.field), a.value, &a.reason);
@@ -321,33 +337,6 @@ pub(crate) fn with_sub<'a, T>(
         raw.source(symbol, &format!("{key}.{source}"));
     }
     Ok(out)
-}
-
-/// An error about a key of the sub-config under `key`, named as `key.inner`.
-fn prefixed(e: ConfigError, key: &str) -> ConfigError {
-    match e {
-        ConfigError::Invalid {
-            file,
-            key: k,
-            found,
-            expected,
-        } => ConfigError::Invalid {
-            file,
-            key: format!("{key}.{k}"),
-            found,
-            expected,
-        },
-        ConfigError::Missing {
-            file,
-            key: k,
-            expected,
-        } => ConfigError::Missing {
-            file,
-            key: format!("{key}.{k}"),
-            expected,
-        },
-        other => other,
-    }
 }
 
 /// Run `f` on the top-level config itself, read with `class`'s defaults.

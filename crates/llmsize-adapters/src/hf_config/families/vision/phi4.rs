@@ -18,6 +18,7 @@ use crate::hf_config::family::{
     Windows, key_or, read_block,
 };
 use crate::hf_config::raw::RawConfig;
+use llmsize_core::checked;
 
 /// `Phi4MultimodalModel`'s decoder with `Phi4MultimodalConfig`'s defaults.
 const PHI4_MM: Block = Block {
@@ -104,6 +105,8 @@ struct AudioKeys {
     channels: u64,
     final_size: u64,
     downsample: u64,
+    /// `d_a / heads`, a head's width.
+    head_width: u64,
 }
 
 /// `Phi4MultimodalAudioEmbedding`: `Phi4MultimodalAudioModel` and the speech projections.
@@ -133,13 +136,18 @@ fn audio(raw: &mut RawConfig<'_>, p: &mut Parts, d: u64) -> Result<(), ConfigErr
             buckets: if symmetric {
                 distance
             } else {
-                distance.saturating_mul(2)
+                s.mul(distance, 2, "2·bias_max_distance")?
             },
             // `int(math.log2(time_reduction))`.
             sampling: u64::from(reduction.ilog2()),
             channels: s.size("nemo_conv_channels", 1024)?,
             final_size: s.size("nemo_final_size", 10)?,
             downsample: s.size("downsample_rate", 1)?,
+            head_width: {
+                let d = s.size("hidden_size", 1024)?;
+                let heads = s.size("num_attention_heads", 16)?;
+                s.check(checked::div("hidden_size / num_attention_heads", d, heads))?
+            },
         })
     })?;
     let one = lit(1);
@@ -155,6 +163,7 @@ fn audio(raw: &mut RawConfig<'_>, p: &mut Parts, d: u64) -> Result<(), ConfigErr
         true,
         &one,
     );
+    // `log2(time_reduction) − 1` pairs (none below 2).
     let pairs = lit(k.sampling.saturating_sub(1));
     if k.sampling > 1 {
         // Depthwise: one 3×3 kernel per channel.
@@ -206,7 +215,7 @@ fn audio(raw: &mut RawConfig<'_>, p: &mut Parts, d: u64) -> Result<(), ConfigErr
             &l,
         );
     }
-    let inner = mul(lit(k.heads), lit(k.d / k.heads));
+    let inner = mul(lit(k.heads), lit(k.head_width));
     for m in ["q_proj", "k_proj", "v_proj"] {
         p.linear(
             format!("{lay}.self_attn.{m}"),

@@ -55,7 +55,10 @@ pub(crate) fn merger(
     p.linear(
         "multi_modal_projector.patch_merger.merging_layer",
         part,
-        (mul(dv.clone(), lit(m.saturating_mul(m))), dv),
+        (
+            mul(dv.clone(), lit(raw.mul(m, m, "spatial_merge_size²")?)),
+            dv,
+        ),
         false,
         &one,
     );

@@ -16,6 +16,7 @@ use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
 use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
+use llmsize_core::checked::{self, Checked};
 
 /// `NemotronH_Omni_Reasoning_V3` without an audio tower.
 pub(crate) fn nemotron_h_omni(
@@ -34,9 +35,10 @@ pub(crate) fn nemotron_h_omni(
         }
     }
     let spec = text(raw, f, "nemotron_h", head, Tie::Text)?;
-    let mtp = object(raw, "text_config")?
-        .get("num_nextn_predict_layers")
-        .and_then(serde_json::Value::as_u64)
+    let text_config = object(raw, "text_config")?;
+    let mtp = raw
+        .nested("text_config", text_config)
+        .uint("num_nextn_predict_layers")?
         .unwrap_or(0);
     let mut p = vision();
     with_sub(raw, "vision_config", "RadioConfig", |s| {
@@ -59,7 +61,10 @@ pub(crate) fn nemotron_h_omni(
         )]
         let width = (hidden as f64 * ratio).trunc() as u64;
         let (d, l, one) = (sym("d_vis", hidden), sym("L_vis", n), lit(1));
-        let patch_dim = channels.saturating_mul(patch.saturating_mul(patch));
+        let patch_dim = s.check(checked::product(
+            "num_channels·patch_size²",
+            [channels, patch, patch],
+        ))?;
         let pre = "vision_model";
         let part = "vision embeddings";
         let e = format!("{pre}.embeddings");
@@ -74,29 +79,45 @@ pub(crate) fn nemotron_h_omni(
             p.linear(
                 format!("{e}.video_patch_projection"),
                 part,
-                (lit(t.saturating_mul(patch_dim)), d.clone()),
+                (
+                    lit(s.mul(t, patch_dim, "temporal_patch_size·num_channels·patch_size²")?),
+                    d.clone(),
+                ),
                 false,
                 &one,
             );
         }
-        let side = max_img / patch;
+        let side = s.check(checked::div("max_img_size / patch_size", max_img, patch))?;
         p.table(
             format!("{e}.position_embedding"),
             part,
-            (lit(side.saturating_mul(side)), d.clone()),
+            (
+                lit(s.mul(side, side, "(max_img_size / patch_size)²")?),
+                d.clone(),
+            ),
             &one,
         );
         p.table(
             format!("{e}.cls_register_token"),
             part,
-            (lit(cls.saturating_add(registers)), d.clone()),
+            (
+                lit(s.check(checked::add(
+                    "cls_token_count + num_registers",
+                    cls,
+                    registers,
+                ))?),
+                d.clone(),
+            ),
             &one,
         );
         let lp = format!("{pre}.encoder.layer");
         let (gated, ff) = if swiglu {
             (
                 true,
-                (width.saturating_mul(2) / 3).div_ceil(8).saturating_mul(8),
+                s.check(
+                    ((Checked::new(width) * 2u64 / 3u64).div_ceil(8u64) * 8u64)
+                        .get("⌈2·mlp width / 3 / 8⌉·8"),
+                )?,
             )
         } else {
             (false, width)
@@ -155,7 +176,7 @@ pub(crate) fn nemotron_h_omni(
         p.norm("vision_final_layernorm", "vision norms", &dv, true, &one);
     }
     let part = "multimodal projector";
-    let wide = mul(dv, lit(side * side));
+    let wide = mul(dv, lit(raw.mul(side, side, "int(1 / downsample_ratio)²")?));
     let inner = sym("projector_hidden_size", inner);
     p.norm("multi_modal_projector.layer_norm", part, &wide, false, &one);
     p.linear(

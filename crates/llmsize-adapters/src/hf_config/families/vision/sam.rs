@@ -13,6 +13,7 @@ use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
 use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
+use llmsize_core::checked::{self, Checked};
 
 /// The encoder's output width (`output_channels`).
 /// `SamVisionConfig` has no `mlp_dim` default but `int(hidden_size·mlp_ratio)` (`ratio`);
@@ -48,16 +49,21 @@ pub(crate) fn sam_encoder(
     let rel_pos = s.flag("use_rel_pos", true)?;
     let window = s.count("window_size", 14)?;
     let global = s.list("global_attn_indexes", &[2, 5, 8, 11])?;
-    let head_dim = k.hidden / heads;
+    let head_dim = s.check(checked::div(
+        "hidden_size / num_attention_heads",
+        k.hidden,
+        heads,
+    ))?;
     let one = lit(1);
     let d = k.d();
     k.patch_conv(p, format!("{pre}.patch_embed.projection"), true);
-    let grid = (k.image.0 / k.patch.0, k.image.1 / k.patch.1);
+    let side = |i: u64, p: u64| s.check(checked::div("image_size / patch_size", i, p));
+    let grid = (side(k.image.0, k.patch.0)?, side(k.image.1, k.patch.1)?);
     if abs_pos {
         p.table(
             format!("{pre}.pos_embed"),
             "vision embeddings",
-            (lit(grid.0.saturating_mul(grid.1)), d.clone()),
+            (lit(k.patches()), d.clone()),
             &one,
         );
     }
@@ -97,7 +103,8 @@ pub(crate) fn sam_encoder(
         let (n_window, n_global) = if window == 0 {
             (0, k.layers)
         } else {
-            (k.layers - n_global, n_global)
+            // Distinct indexes below the layers: at most the layers.
+            (k.layers.saturating_sub(n_global), n_global)
         };
         for (count, (h, w), what) in [
             (n_window, (window, window), "windowed"),
@@ -118,7 +125,10 @@ pub(crate) fn sam_encoder(
                 p.table(
                     format!("{pre}.layers.attn.rel_pos_{axis} ({what})"),
                     part,
-                    (lit(side.saturating_mul(2).saturating_sub(1)), lit(head_dim)),
+                    (
+                        lit(s.check((Checked::new(side) * 2u64 - 1u64).get("2·side − 1"))?),
+                        lit(head_dim),
+                    ),
                     &c,
                 );
             }

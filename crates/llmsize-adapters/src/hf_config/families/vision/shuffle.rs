@@ -35,7 +35,10 @@ pub(crate) fn cohere2_vision(
         "model.multi_modal_projector.linear_1",
         part,
         (
-            mul(sym("d_vis", t.hidden), lit(factor.saturating_mul(factor))),
+            mul(
+                sym("d_vis", t.hidden),
+                lit(raw.mul(factor, factor, "downsample_factor²")?),
+            ),
             inner_e,
         ),
         true,
@@ -78,7 +81,10 @@ pub(crate) fn lfm2_vl(
     })?;
     let one = lit(1);
     let part = "multimodal projector";
-    let wide = mul(sym("d_vis", t.hidden), lit(factor.saturating_mul(factor)));
+    let wide = mul(
+        sym("d_vis", t.hidden),
+        lit(raw.mul(factor, factor, "downsample_factor²")?),
+    );
     let inner = sym("d_proj", inner);
     let pre = "model.multi_modal_projector";
     if norm {
@@ -117,7 +123,7 @@ pub(crate) fn fuyu(
         "model.vision_embed_tokens",
         "vision patch embedding",
         (
-            mul(lit(patch.saturating_mul(patch)), lit(channels)),
+            mul(lit(raw.mul(patch, patch, "patch_size²")?), lit(channels)),
             sym("d", spec.hidden_size),
         ),
         true,
@@ -146,7 +152,10 @@ pub(crate) fn aya_vision(
     };
     let one = lit(1);
     let part = "multimodal projector";
-    let wide = mul(sym("d_vis", t.hidden), lit(factor.saturating_mul(factor)));
+    let wide = mul(
+        sym("d_vis", t.hidden),
+        lit(raw.mul(factor, factor, "downsample_factor²")?),
+    );
     let pre = "model.multi_modal_projector";
     p.norm(format!("{pre}.layernorm"), part, &wide, true, &one);
     p.linear(

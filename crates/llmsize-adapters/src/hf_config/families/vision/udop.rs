@@ -51,7 +51,11 @@ fn bias_rows(raw: &RawConfig<'_>, entry: &Value) -> Result<u64, ConfigError> {
     } else {
         0
     };
-    Ok(buckets.saturating_add(extra))
+    raw.check(llmsize_core::checked::add(
+        "relative_attention_num_buckets + 2 (prefix bucket)",
+        buckets,
+        extra,
+    ))
 }
 
 /// `UdopForConditionalGeneration`.
@@ -133,7 +137,7 @@ pub(crate) fn udop(
             ));
         }
     }
-    let kernel = image_patch.saturating_mul(image_patch);
+    let kernel = raw.mul(image_patch, image_patch, "image_size (patch)²")?;
     for name in ["patch_embed.proj", "decoder.embed_patches.proj"] {
         spec.extras.push(Extra::linear(
             format!("{name}.weight"),

@@ -19,7 +19,7 @@
 //! every token.
 
 use llmsize_core::expr::Sym;
-use llmsize_core::spec::{Attention, Ffn, Layer, Layers, ModelSpec, Moe, Norm, OutputHead};
+use llmsize_core::spec::{Attention, Ffn, Layer, ModelSpec, Moe, Norm, OutputHead};
 use serde_json::Value;
 
 use super::parts::{Parts, Sub, lit, sym, with_sub};
@@ -30,7 +30,9 @@ use crate::error::ConfigError;
 use crate::hf_config::decoder::{Decoder, mha, mlp};
 use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
+use crate::hf_config::runs::Runs;
 use crate::hf_config::{HeadChoice, architecture};
+use llmsize_core::checked::{self, Checked};
 
 const TEXT: &str = "UnlimitedOcrTextConfig";
 
@@ -61,14 +63,14 @@ fn text_model(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec, Co
     let attn_bias = raw.flag_or("attention_bias", false, &reason)?;
     let mlp_bias = raw.flag_or("mlp_bias", false, &reason)?;
     let first_dense = raw.uint("first_k_dense_replace")?.unwrap_or(1);
-    let sparse: Vec<bool> = match raw.value("mlp_layer_types") {
+    let sparse: Runs<bool> = match raw.value("mlp_layer_types") {
         None | Some(Value::Null) => {
             raw.assume(
                 "mlp_layer_types",
                 format!("{first_dense} dense, then sparse"),
                 &reason,
             );
-            (0..n).map(|i| i >= first_dense).collect()
+            Runs::from_index(n, first_dense)
         }
         Some(v) => v
             .as_array()
@@ -82,6 +84,7 @@ fn text_model(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec, Co
                     })
                     .collect::<Option<Vec<bool>>>()
             })
+            .map(Runs::from_list)
             .ok_or_else(|| raw.invalid("mlp_layer_types", v, &format!("{n} of dense/sparse")))?,
     };
     if let Some(v) = raw.value("layer_types")
@@ -101,7 +104,7 @@ fn text_model(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec, Co
             "`reference_sliding_attention` or `full_attention` layers",
         ));
     }
-    let head_dim = d / heads;
+    let head_dim = raw.div(d, heads, "hidden_size / num_attention_heads")?;
     if head_dim == 0 || kv == 0 || !heads.is_multiple_of(kv) {
         let v = raw
             .value("num_key_value_heads")
@@ -121,30 +124,27 @@ fn text_model(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec, Co
         expert: mlp(d, moe_ff, true, false),
         router_bias: false,
         router: true,
-        shared: (shared > 0).then(|| mlp(d, moe_ff.saturating_mul(shared), true, mlp_bias)),
+        shared: if shared > 0 {
+            let w = raw.mul(moe_ff, shared, "moe_intermediate_size·n_shared_experts")?;
+            Some(mlp(d, w, true, mlp_bias))
+        } else {
+            None
+        },
         shared_gate: false,
     };
-    let mut out = Layers::new();
-    for i in 0..n {
-        let at = usize::try_from(i).unwrap_or(usize::MAX);
-        let ffn = if sparse.get(at).copied().unwrap_or(true) {
+    let out = sparse.layers(|&is_sparse| Layer {
+        attention: attention.clone(),
+        cross_attention: None,
+        ffn: if is_sparse {
             Ffn::Moe(moe.clone())
         } else {
             Ffn::Dense(mlp(d, ff, true, mlp_bias))
-        };
-        out.push_run(
-            Layer {
-                attention: attention.clone(),
-                cross_attention: None,
-                ffn,
-                norms: vec![Norm::rms_norm(d), Norm::rms_norm(d)],
-                sliding_window: None,
-                extras: Vec::new(),
-                state: None,
-            },
-            1,
-        );
-    }
+        },
+        norms: vec![Norm::rms_norm(d), Norm::rms_norm(d)],
+        sliding_window: None,
+        extras: Vec::new(),
+        state: None,
+    });
     let dec = Decoder::new(
         model_type,
         "UnlimitedOcrForConditionalGeneration".to_owned(),
@@ -164,8 +164,9 @@ fn clip(s: &mut Sub<'_, '_>, p: &mut Parts) -> Result<u64, ConfigError> {
     let l = s.count("num_hidden_layers", 24)?;
     let image = s.size("image_size", 224)?;
     let patch = s.size("patch_size", 14)?;
-    let side = image / patch;
-    let positions = side.saturating_mul(side).saturating_add(1);
+    let side = s.check(checked::div("image_size / patch_size", image, patch))?;
+    let positions =
+        s.check((Checked::new(side) * side + 1u64).get("(image_size / patch_size)² + 1"))?;
     let one = lit(1);
     let pre = "model.vision_tower.vision_encoder";
     let d = sym("d_vis", h);

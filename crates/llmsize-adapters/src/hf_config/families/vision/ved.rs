@@ -46,7 +46,7 @@ pub(crate) fn vision_encoder_decoder(
         p.table(
             format!("{pre}.embeddings.position_embeddings"),
             part,
-            (lit(k.patches().saturating_add(1)), k.d()),
+            (lit(k.positions()), k.d()),
             &one,
         );
         let layer = VitLayer {

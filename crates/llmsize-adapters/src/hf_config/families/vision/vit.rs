@@ -6,6 +6,7 @@ use llmsize_core::expr::Expr;
 use super::parts::{Parts, Sub, lit, mul, sym, with_sub};
 use crate::error::ConfigError;
 use crate::hf_config::raw::RawConfig;
+use llmsize_core::checked;
 
 /// One pre-norm encoder layer: `layer_norm1` → attention (q, k, v `d → a`, out `a → d`) →
 /// `layer_norm2` → MLP (`fc1`/`fc2`, or gated `gate`/`up`/`down`).
@@ -205,6 +206,12 @@ pub(crate) struct VitKeys {
     pub image: (u64, u64),
     /// Patch side(s).
     pub patch: (u64, u64),
+    /// `(image / patch)²`, the patches of an image.
+    patches: u64,
+    /// `(image / patch)² + 1`, the positions of a tower with a class token.
+    positions: u64,
+    /// The pixels of one patch, `p_h·p_w`.
+    kernel: u64,
 }
 
 /// `ViT` defaults of a configuration class: `(hidden, intermediate, layers, image, patch)`.
@@ -224,13 +231,26 @@ pub(crate) fn vit_keys_without_ffn(
     s: &mut Sub<'_, '_>,
     (hidden, layers, image, patch): (u64, u64, u64, u64),
 ) -> Result<VitKeys, ConfigError> {
+    let hidden = s.size("hidden_size", hidden)?;
+    let layers = s.count("num_hidden_layers", layers)?;
+    let channels = s.size("num_channels", 3)?;
+    let image = s.pair("image_size", image)?;
+    let patch = s.pair("patch_size", patch)?;
+    let side = |i: u64, p: u64| checked::div("image_size / patch_size", i, p);
+    let patches = s
+        .check(side(image.0, patch.0).and_then(|h| {
+            checked::mul("(image_size / patch_size)²", h, side(image.1, patch.1)?)
+        }))?;
     Ok(VitKeys {
-        hidden: s.size("hidden_size", hidden)?,
+        hidden,
         ffn: 0,
-        layers: s.count("num_hidden_layers", layers)?,
-        channels: s.size("num_channels", 3)?,
-        image: s.pair("image_size", image)?,
-        patch: s.pair("patch_size", patch)?,
+        layers,
+        channels,
+        image,
+        patch,
+        patches,
+        positions: s.check(checked::add("(image_size / patch_size)² + 1", patches, 1))?,
+        kernel: s.mul(patch.0, patch.1, "patch_size²")?,
     })
 }
 
@@ -243,12 +263,17 @@ impl VitKeys {
 
     /// `(image / patch)²`.
     pub(crate) fn patches(&self) -> u64 {
-        (self.image.0 / self.patch.0).saturating_mul(self.image.1 / self.patch.1)
+        self.patches
+    }
+
+    /// The positions of a tower with a class token: `(image / patch)² + 1`.
+    pub(crate) fn positions(&self) -> u64 {
+        self.positions
     }
 
     /// The pixels of one patch, `p_h·p_w`.
     pub(crate) fn kernel(&self) -> u64 {
-        self.patch.0.saturating_mul(self.patch.1)
+        self.kernel
     }
 
     pub(crate) fn d(&self) -> Expr {
@@ -315,7 +340,7 @@ pub(crate) fn clip_with(
         p.table(
             format!("{pre}.embeddings.position_embedding"),
             "vision embeddings",
-            (lit(k.patches().saturating_add(1)), k.d()),
+            (lit(k.positions()), k.d()),
             &one,
         );
         p.norm(
@@ -456,7 +481,7 @@ pub(crate) fn siglip2(
             format!("{pre}.embeddings.patch_embedding"),
             "vision embeddings",
             (
-                mul(lit(channels), lit(patch.saturating_mul(patch))),
+                mul(lit(channels), lit(s.mul(patch, patch, "patch_size²")?)),
                 d.clone(),
             ),
             true,

@@ -14,41 +14,66 @@ use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
 use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
+use llmsize_core::checked;
+use llmsize_core::expr::Expr;
 
-/// A `k×k` convolution `i → o` with bias.
-fn conv(p: &mut Parts, name: String, (i, k, o): (u64, u64, u64)) {
-    p.conv(name, "vq-vae", (lit(i), lit(k * k), lit(o)), true, &lit(1));
+/// `copies` of a convolution `i → o` with bias over a kernel of `area` (9 for 3×3).
+fn conv(p: &mut Parts, name: String, (i, area, o): (u64, u64, u64), copies: &Expr) {
+    p.conv(name, "vq-vae", (lit(i), lit(area), lit(o)), true, copies);
 }
 
 /// `GroupNorm` with affine weight and bias.
-fn group_norm(p: &mut Parts, name: String, c: u64) {
-    p.norm(name, "vq-vae", &lit(c), true, &lit(1));
+fn group_norm(p: &mut Parts, name: String, c: u64, copies: &Expr) {
+    p.norm(name, "vq-vae", &lit(c), true, copies);
 }
 
-/// `…ResnetBlock(i, o)`.
-fn resnet(p: &mut Parts, pre: &str, i: u64, o: u64) {
-    group_norm(p, format!("{pre}.norm1"), i);
-    conv(p, format!("{pre}.conv1"), (i, 3, o));
-    group_norm(p, format!("{pre}.norm2"), o);
-    conv(p, format!("{pre}.conv2"), (o, 3, o));
+/// `copies` of `…ResnetBlock(i, o)`.
+fn resnet(p: &mut Parts, pre: &str, (i, o): (u64, u64), copies: &Expr) {
+    group_norm(p, format!("{pre}.norm1"), i, copies);
+    conv(p, format!("{pre}.conv1"), (i, 9, o), copies);
+    group_norm(p, format!("{pre}.norm2"), o, copies);
+    conv(p, format!("{pre}.conv2"), (o, 9, o), copies);
     if i != o {
-        conv(p, format!("{pre}.nin_shortcut"), (i, 1, o));
+        conv(p, format!("{pre}.nin_shortcut"), (i, 1, o), copies);
     }
 }
 
-/// `…AttnBlock(c)`: a `GroupNorm` and four 1×1 convolutions.
-fn attn(p: &mut Parts, pre: &str, c: u64) {
-    group_norm(p, format!("{pre}.norm"), c);
+/// `copies` of `…AttnBlock(c)`: a `GroupNorm` and four 1×1 convolutions.
+fn attn(p: &mut Parts, pre: &str, c: u64, copies: &Expr) {
+    group_norm(p, format!("{pre}.norm"), c, copies);
     for n in ["q", "k", "v", "proj_out"] {
-        conv(p, format!("{pre}.{n}"), (c, 1, c));
+        conv(p, format!("{pre}.{n}"), (c, 1, c), copies);
     }
 }
 
 /// `…MidBlock(c)`.
 fn mid(p: &mut Parts, pre: &str, c: u64) {
-    resnet(p, &format!("{pre}.block_1"), c, c);
-    attn(p, &format!("{pre}.attn_1"), c);
-    resnet(p, &format!("{pre}.block_2"), c, c);
+    let one = lit(1);
+    resnet(p, &format!("{pre}.block_1"), (c, c), &one);
+    attn(p, &format!("{pre}.attn_1"), c, &one);
+    resnet(p, &format!("{pre}.block_2"), (c, c), &one);
+}
+
+/// `blocks` resnet blocks of a level, `i → o` then `o → o` (the rest identical, one tensor
+/// of `blocks − 1` copies, so a hostile count costs nothing), and an attention block after
+/// each when `with_attn`.
+fn level(p: &mut Parts, pre: &str, (i, o): (u64, u64), blocks: u64, with_attn: bool) {
+    if blocks == 0 {
+        return;
+    }
+    let one = lit(1);
+    resnet(p, &format!("{pre}.block.0"), (i, o), &one);
+    if blocks > 1 {
+        resnet(
+            p,
+            &format!("{pre}.block.N"),
+            (o, o),
+            &lit(blocks.saturating_sub(1)),
+        );
+    }
+    if with_attn {
+        attn(p, &format!("{pre}.attn.N"), o, &lit(blocks));
+    }
 }
 
 /// The VQ-VAE's keys.
@@ -75,19 +100,11 @@ pub(crate) fn vqvae(s: &mut Sub<'_, '_>, p: &mut Parts, pre: &str) -> Result<VqK
             "a non-empty list",
         ));
     };
-    // Each block is written out (they differ in width), so absurd counts are refused
-    // rather than built.
-    if blocks > 1024 || mult.len() > 64 {
-        return Err(s.r.raw.invalid(
-            "num_res_blocks",
-            &blocks.into(),
-            "at most 1024 blocks per level and 64 levels",
-        ));
-    }
     let r = mult.len();
+    let one = lit(1);
     // Encoder.
     let e = format!("{pre}.encoder");
-    conv(p, format!("{e}.conv_in"), (in_ch, 3, base));
+    conv(p, format!("{e}.conv_in"), (in_ch, 9, base), &one);
     let mut block_in = base;
     for (i, &m) in mult.iter().enumerate() {
         let in_mult = i
@@ -95,64 +112,76 @@ pub(crate) fn vqvae(s: &mut Sub<'_, '_>, p: &mut Parts, pre: &str) -> Result<VqK
             .and_then(|j| mult.get(j))
             .copied()
             .unwrap_or(1);
-        block_in = base.saturating_mul(in_mult);
-        let block_out = base.saturating_mul(m);
-        for b in 0..blocks {
-            resnet(p, &format!("{e}.down.{i}.block.{b}"), block_in, block_out);
-            block_in = block_out;
-            if i == r - 1 {
-                attn(p, &format!("{e}.down.{i}.attn.{b}"), block_in);
-            }
-        }
-        if i != r - 1 {
+        let width = |m| s.mul(base, m, "base_channels·channel_multiplier");
+        let (from, block_out) = (width(in_mult)?, width(m)?);
+        let last_level = i.saturating_add(1) == r;
+        level(
+            p,
+            &format!("{e}.down.{i}"),
+            (from, block_out),
+            blocks,
+            last_level,
+        );
+        block_in = if blocks > 0 { block_out } else { from };
+        if !last_level {
             conv(
                 p,
                 format!("{e}.down.{i}.downsample.conv"),
-                (block_in, 3, block_in),
+                (block_in, 9, block_in),
+                &one,
             );
         }
     }
     mid(p, &format!("{e}.mid"), block_in);
-    group_norm(p, format!("{e}.norm_out"), block_in);
+    group_norm(p, format!("{e}.norm_out"), block_in, &one);
     let z = if double {
-        latent.saturating_mul(2)
+        s.mul(latent, 2, "2·latent_channels")?
     } else {
         latent
     };
-    conv(p, format!("{e}.conv_out"), (block_in, 3, z));
+    conv(p, format!("{e}.conv_out"), (block_in, 9, z), &one);
     // Quantizer and the 1×1 convolutions around it.
     p.table(
         format!("{pre}.quantize.embedding"),
         "vq-vae",
         (sym("codes", codes), lit(embed_dim)),
-        &lit(1),
+        &one,
     );
-    conv(p, format!("{pre}.quant_conv"), (latent, 1, embed_dim));
-    conv(p, format!("{pre}.post_quant_conv"), (embed_dim, 1, latent));
-    // Decoder.
+    conv(p, format!("{pre}.quant_conv"), (latent, 1, embed_dim), &one);
+    conv(
+        p,
+        format!("{pre}.post_quant_conv"),
+        (embed_dim, 1, latent),
+        &one,
+    );
+    // Decoder: `num_res_blocks + 1` blocks a level.
     let d = format!("{pre}.decoder");
-    let mut block_in = base.saturating_mul(last);
-    conv(p, format!("{d}.conv_in"), (latent, 3, block_in));
+    let mut block_in = s.mul(base, last, "base_channels·channel_multiplier")?;
+    conv(p, format!("{d}.conv_in"), (latent, 9, block_in), &one);
     mid(p, &format!("{d}.mid"), block_in);
+    let up_blocks = s.check(checked::add("num_res_blocks + 1", blocks, 1))?;
     for (i, &m) in mult.iter().enumerate().rev() {
-        let block_out = base.saturating_mul(m);
-        for b in 0..=blocks {
-            resnet(p, &format!("{d}.up.{i}.block.{b}"), block_in, block_out);
-            block_in = block_out;
-            if i == r - 1 {
-                attn(p, &format!("{d}.up.{i}.attn.{b}"), block_in);
-            }
-        }
+        let block_out = s.mul(base, m, "base_channels·channel_multiplier")?;
+        let last_level = i.saturating_add(1) == r;
+        level(
+            p,
+            &format!("{d}.up.{i}"),
+            (block_in, block_out),
+            up_blocks,
+            last_level,
+        );
+        block_in = block_out;
         if i != 0 {
             conv(
                 p,
                 format!("{d}.up.{i}.upsample.conv"),
-                (block_in, 3, block_in),
+                (block_in, 9, block_in),
+                &one,
             );
         }
     }
-    group_norm(p, format!("{d}.norm_out"), block_in);
-    conv(p, format!("{d}.conv_out"), (block_in, 3, out_ch));
+    group_norm(p, format!("{d}.norm_out"), block_in, &one);
+    conv(p, format!("{d}.conv_out"), (block_in, 9, out_ch), &one);
     Ok(VqKeys { embed_dim, codes })
 }
 
@@ -172,7 +201,7 @@ fn aligner(p: &mut Parts, pre: &str, (i, h): (u64, u64), n: u64) {
             "aligner",
             (lit(h), lit(h)),
             true,
-            &lit(n - 1),
+            &lit(n.saturating_sub(1)),
         );
     }
 }

@@ -15,6 +15,7 @@ use crate::hf_config::families::vision::{Tie, text};
 use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::{HeadChoice, architecture};
+use llmsize_core::checked;
 
 /// A size under any of `keys` (aliases a `__post_init__` pops), else `default`.
 fn size_alias(
@@ -204,7 +205,10 @@ fn vision_tower(s: &mut Sub<'_, '_>, p: &mut Parts) -> Result<(), ConfigError> {
         &one,
     );
     let all = sym("L_vis", n);
-    let hd = sym("d_head_vis", d / heads);
+    let hd = sym(
+        "d_head_vis",
+        s.check(checked::div("hidden_size / num_attention_heads", d, heads))?,
+    );
     p.norm(
         "vision_tower.blocks.norm1",
         "vision blocks",
@@ -247,17 +251,23 @@ fn vision_tower(s: &mut Sub<'_, '_>, p: &mut Parts) -> Result<(), ConfigError> {
         false,
         &all,
     );
-    // Each distinct MLP once, times the layers that have it.
+    // Each distinct MLP once (in order of first use), times the layers that have it.
     let mut kinds: Vec<((bool, u64, u64, u64), u64)> = Vec::new();
+    let mut index: std::collections::HashMap<(bool, u64, u64, u64), usize> =
+        std::collections::HashMap::new();
     for l in &layers {
         let l = if l.0 {
             (true, l.1, l.2, 0)
         } else {
             (false, 0, 0, l.3)
         };
-        match kinds.iter_mut().find(|(k, _)| *k == l) {
-            Some((_, c)) => *c += 1,
-            None => kinds.push((l, 1)),
+        let i = *index.entry(l).or_insert_with(|| {
+            kinds.push((l, 0));
+            kinds.len().saturating_sub(1)
+        });
+        if let Some((_, c)) = kinds.get_mut(i) {
+            // At most the layers, one per layer.
+            *c = c.saturating_add(1);
         }
     }
     for ((sparse, e, w, f), c) in kinds {

@@ -19,6 +19,7 @@ use crate::hf_config::family::{
     NO, Shared, Sparsity, StandardRule, Switch, key_or, read_block,
 };
 use crate::hf_config::raw::RawConfig;
+use llmsize_core::checked;
 
 /// The text block with the text experts (the keys patched in by [`ernie4_5_vl_moe_text`]):
 /// `use_bias` on every projection of attention and dense MLPs, a bias-free router, 2 shared
@@ -130,9 +131,10 @@ pub(super) fn ernie4_5_vl_moe_text(
             20,
             &reason,
         )?;
-        map.insert("head_dim".to_owned(), Value::from(hidden / heads));
+        let head_dim = raw.div(hidden, heads, "hidden_size / num_attention_heads")?;
+        map.insert("head_dim".to_owned(), Value::from(head_dim));
     }
-    let mut inner = RawConfig::new(raw.file, &map);
+    let mut inner = raw.sibling(&map);
     let mut spec = read_block(&mut inner, f, &TEXT)?;
     for a in inner.assumptions {
         if a.field != "mlp_only_layers" {
@@ -221,7 +223,10 @@ pub(super) fn ernie4_5_vl_moe(
         p.linear(
             format!("{pre}.patch_embed.proj"),
             "vision embeddings",
-            (lit(c.saturating_mul(ps).saturating_mul(ps)), d.clone()),
+            (
+                lit(s.check(checked::product("in_channels·patch_size²", [c, ps, ps]))?),
+                d.clone(),
+            ),
             false,
             &one,
         );
@@ -251,7 +256,10 @@ pub(super) fn ernie4_5_vl_moe(
         ))
     })?;
     let one = lit(1);
-    let s = mul(sym("d_vis", dv), lit(m.saturating_mul(m)));
+    let s = mul(
+        sym("d_vis", dv),
+        lit(raw.mul(m, m, "vision_config.spatial_merge_size²")?),
+    );
     let part = "multimodal projector";
     let pre = "model.resampler_model";
     for (name, input) in [

@@ -11,6 +11,7 @@ use crate::hf_config::HeadChoice;
 use crate::hf_config::families::vision::{Tie, text};
 use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
+use llmsize_core::checked;
 
 /// What differs between the GLM towers.
 #[derive(Clone, Copy)]
@@ -49,11 +50,14 @@ fn tower(
         if g.glm4v {
             let image = s.size("image_size", 336)?;
             let patch = s.size("patch_size", 14)?;
-            let side = image / patch;
+            let side = s.check(checked::div("image_size / patch_size", image, patch))?;
             p.table(
                 "model.visual.embeddings.position_embedding",
                 "vision embeddings",
-                (lit(side.saturating_mul(side)), d.clone()),
+                (
+                    lit(s.mul(side, side, "(image_size / patch_size)²")?),
+                    d.clone(),
+                ),
                 &one,
             );
         }
@@ -74,7 +78,7 @@ fn tower(
             f
         } else {
             let heads = s.size("num_heads", 16)?;
-            let dh = dv / heads;
+            let dh = s.check(checked::div("hidden_size / num_heads", dv, heads))?;
             attention(p, pre, &d, bias, bias, &l);
             p.norm(
                 format!("{pre}.attn.q_norm"),
@@ -105,7 +109,11 @@ fn tower(
         p.conv(
             "model.visual.downsample",
             part,
-            (d.clone(), lit(m.saturating_mul(m)), out.clone()),
+            (
+                d.clone(),
+                lit(s.mul(m, m, "spatial_merge_size²")?),
+                out.clone(),
+            ),
             true,
             &one,
         );

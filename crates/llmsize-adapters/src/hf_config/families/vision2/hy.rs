@@ -11,6 +11,7 @@ use crate::hf_config::HeadChoice;
 use crate::hf_config::families::vision::Tie;
 use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
+use llmsize_core::checked;
 
 /// The vision tower (`HYV4VLVisionModel`): a patch convolution (`c·p² → d`, biased) plus a
 /// learned position table of `(max_image_size / p)² + 1` rows; `num_hidden_layers` blocks of
@@ -29,7 +30,7 @@ fn hy_v4_vl_tower(s: &mut Sub<'_, '_>, p: &mut Parts) -> Result<(), ConfigError>
     let merge = s.size("spatial_merge_size", 2)?;
     let hd = match s.size_opt("head_dim")? {
         Some(h) => h,
-        None => d / heads,
+        None => s.check(checked::div("hidden_size / num_attention_heads", d, heads))?,
     };
     if hd == 0 {
         return Err(s.r.raw.invalid(
@@ -38,7 +39,11 @@ fn hy_v4_vl_tower(s: &mut Sub<'_, '_>, p: &mut Parts) -> Result<(), ConfigError>
             &format!("at most `hidden_size` ({d})"),
         ));
     }
-    let edge = max_image / patch;
+    let edge = s.check(checked::div(
+        "max_image_size / patch_size",
+        max_image,
+        patch,
+    ))?;
     let rows = edge
         .checked_mul(edge)
         .and_then(|x| x.checked_add(1))

@@ -66,7 +66,7 @@ fn text_renamed(
     if let Some(Value::Object(sub)) = map.get_mut("text_config") {
         sub.insert("model_type".to_owned(), Value::from(*new));
     }
-    let mut inner = RawConfig::new(raw.file, &map);
+    let mut inner = raw.sibling(&map);
     let spec = text(&mut inner, family, default_type, head, tie)?;
     let reason = format!("`{}` reads `{found}` as `{new}`", family.config_class);
     raw.assume("text_config.model_type", new, &reason);
@@ -90,7 +90,7 @@ pub(super) fn with_sub_or_default<T>(
         return parts::with_sub(raw, key, class, f);
     }
     let empty = Map::new();
-    let mut inner = RawConfig::new(raw.file, &empty);
+    let mut inner = raw.nested(key, &empty);
     let out = f(&mut Sub {
         r: Reader {
             raw: &mut inner,
@@ -117,7 +117,7 @@ fn text_or_default(
     }
     let mut map = raw.map.clone();
     map.insert("text_config".to_owned(), Value::Object(Map::new()));
-    let mut inner = RawConfig::new(raw.file, &map);
+    let mut inner = raw.sibling(&map);
     let spec = text(&mut inner, family, default_type, head, tie)?;
     raw.assume(
         "text_config",

@@ -3,7 +3,7 @@
 //! gated attention (`gate_proj`), weight-free q/k norms and four centred `RMSNorm`s per layer.
 
 use llmsize_core::Category;
-use llmsize_core::spec::{Extra, Layers, ModelSpec};
+use llmsize_core::spec::{Extra, ModelSpec};
 use serde_json::Value;
 
 use super::parts::{lit, mul, sym, with_sub, with_top};
@@ -14,9 +14,11 @@ use crate::hf_config::families::vision::not_read;
 use crate::hf_config::families::vision::{Tie, text};
 use crate::hf_config::family::{
     ALL_SPARSE, AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, MlpRule, MoeRule,
-    NO, NormRule, RMS2, Shared, Sparsity, key_or, read_block,
+    NO, NormRule, RMS2, Shared, Sparsity, key_or, map_kinds, read_block,
 };
 use crate::hf_config::raw::RawConfig;
+use crate::hf_config::runs::Runs;
+use llmsize_core::checked;
 
 /// Muse-Glimmer text (`MuseGlimmerTextAttention`, `MuseGlimmerTextDecoderLayer`):
 /// `attention_bias` on q, k, v, o; `head_dim` 128; 2 KV heads; four norms per layer; a
@@ -61,22 +63,15 @@ fn with_class_layer_types(
         layers_default,
         &reason,
     )?;
-    let types: Vec<Value> = (0..n)
-        .map(|i| {
-            Value::from(if (n - 1 - i).is_multiple_of(4) {
-                "full_attention"
-            } else {
-                "sliding_attention"
-            })
-        })
-        .collect();
+    // Full where `(n − 1 − i) % 4 == 0`: `i ≡ n − 1 (mod 4)`.
+    let full = Runs::at_offset(n, 4, n.saturating_sub(1) % 4);
     let mut map = raw.map.clone();
-    map.insert("layer_types".to_owned(), Value::Array(types));
     if !raw.has("sliding_window") {
         map.insert("sliding_window".to_owned(), Value::from(2048));
         raw.assume("sliding_window", 2048, &reason);
     }
-    let mut inner = RawConfig::new(raw.file, &map);
+    let mut inner = raw.sibling(&map);
+    inner.derived.sliding = Some(full.map(|f| !f));
     let spec = read_block(&mut inner, f, b)?;
     raw.assume(
         "layer_types",
@@ -101,28 +96,19 @@ pub(super) fn muse_glimmer_text(
     _head: HeadChoice,
 ) -> Result<ModelSpec, ConfigError> {
     let mut spec = with_class_layer_types(raw, f, &GLIMMER_TEXT, 52)?;
-    for stack in &mut spec.stacks {
-        let kinds = stack.layers.kinds().to_vec();
-        let mut layers = Layers::new();
-        for run in stack.layers.runs() {
-            let Some(kind) = kinds.get(run.kind) else {
-                continue;
-            };
-            let mut kind = kind.clone();
-            if let llmsize_core::spec::Attention::Standard(a) = &kind.attention {
-                let width = mul(sym("n_h", a.num_heads), sym("d_h", a.head_dim));
-                kind.extras.push(Extra::linear(
-                    "self_attn.gate_proj.weight",
-                    "attention gate",
-                    Category::Attention,
-                    sym("d", spec.hidden_size),
-                    width,
-                ));
-            }
-            layers.push_run(kind, run.count);
+    let d = spec.hidden_size;
+    map_kinds(&mut spec, |kind| {
+        if let llmsize_core::spec::Attention::Standard(a) = &kind.attention {
+            let width = mul(sym("n_h", a.num_heads), sym("d_h", a.head_dim));
+            kind.extras.push(Extra::linear(
+                "self_attn.gate_proj.weight",
+                "attention gate",
+                Category::Attention,
+                sym("d", d),
+                width,
+            ));
         }
-        stack.layers = layers;
-    }
+    });
     Ok(spec)
 }
 
@@ -158,12 +144,14 @@ fn tower_and_adapter(
         let l = sym("L_vis", s.size("num_hidden_layers", 50)?);
         let ps = s.size("patch_size", 14)?;
         let t = s.size("patch_temporal", 2)?;
-        let grid = s
-            .size("pos_emb_height", 32)?
-            .saturating_mul(s.size("pos_emb_width", 32)?);
+        let (gh, gw) = (s.size("pos_emb_height", 32)?, s.size("pos_emb_width", 32)?);
+        let grid = s.mul(gh, gw, "pos_emb_height·pos_emb_width")?;
         let pre = "model.vision_tower";
         let part = "vision embeddings";
-        let k = t.saturating_mul(3).saturating_mul(ps).saturating_mul(ps);
+        let k = s.check(checked::product(
+            "patch_temporal·3·patch_size²",
+            [t, 3, ps, ps],
+        ))?;
         p.linear(
             format!("{pre}.patch_embedder.patch_embedding"),
             part,
@@ -322,7 +310,7 @@ pub(super) fn muse_spark_text(
     )?;
     let mut map = raw.map.clone();
     map.insert("mlp_only_layers".to_owned(), Value::Array(dense));
-    let mut inner = RawConfig::new(raw.file, &map);
+    let mut inner = raw.sibling(&map);
     let mut spec = with_class_layer_types(&mut inner, f, &SPARK_TEXT, 62)?;
     for a in inner.assumptions {
         if a.field != "mlp_only_layers" {
@@ -341,73 +329,65 @@ pub(super) fn muse_spark_text(
             "the MoE block's router is counted at the experts' width",
         ));
     }
-    for stack in &mut spec.stacks {
-        let kinds = stack.layers.kinds().to_vec();
-        let mut layers = Layers::new();
-        for run in stack.layers.runs() {
-            let Some(kind) = kinds.get(run.kind) else {
-                continue;
-            };
-            let mut kind = kind.clone();
-            let dd = sym("d", d);
-            if let llmsize_core::spec::Attention::Standard(a) = &kind.attention {
-                let width = mul(sym("n_h", a.num_heads), sym("d_h", a.head_dim));
-                kind.extras.push(Extra::linear(
-                    "self_attn.gate_proj.weight",
-                    "attention gate",
-                    Category::Attention,
-                    dd.clone(),
-                    width,
-                ));
-            }
+    // `m_width ≤ d` (checked above).
+    let beyond = lit(d.saturating_sub(m_width));
+    map_kinds(&mut spec, |kind| {
+        let dd = sym("d", d);
+        if let llmsize_core::spec::Attention::Standard(a) = &kind.attention {
+            let width = mul(sym("n_h", a.num_heads), sym("d_h", a.head_dim));
+            kind.extras.push(Extra::linear(
+                "self_attn.gate_proj.weight",
+                "attention gate",
+                Category::Attention,
+                dd.clone(),
+                width,
+            ));
+        }
+        kind.extras.push(
+            Extra::vector(
+                "post_*_residual_gate.gate",
+                "residual gates",
+                Category::LayerExtras,
+                dd.clone(),
+            )
+            .times(lit(2)),
+        );
+        if let llmsize_core::spec::Ffn::Moe(moe) = &mut kind.ffn {
+            moe.expert.hidden = m_width;
+            let m = sym("moe_hidden_size", m_width);
+            let e = sym("E", moe.num_experts);
+            kind.extras.push(Extra::table(
+                "mlp.gate.weight (inputs beyond moe_hidden_size)",
+                "router",
+                Category::MoeRouter,
+                e,
+                beyond.clone(),
+            ));
+            kind.extras.push(Extra::linear(
+                "mlp.pre_expert_proj.weight",
+                "expert projections",
+                Category::Ffn,
+                dd.clone(),
+                m.clone(),
+            ));
+            kind.extras.push(Extra::linear(
+                "mlp.post_expert_proj.weight",
+                "expert projections",
+                Category::Ffn,
+                m.clone(),
+                dd,
+            ));
             kind.extras.push(
                 Extra::vector(
-                    "post_*_residual_gate.gate",
-                    "residual gates",
-                    Category::LayerExtras,
-                    dd.clone(),
+                    "mlp.{pre_expert_norm,experts.post_expert_norm}.weight",
+                    "expert norms",
+                    Category::Norm,
+                    m,
                 )
                 .times(lit(2)),
             );
-            if let llmsize_core::spec::Ffn::Moe(moe) = &mut kind.ffn {
-                moe.expert.hidden = m_width;
-                let m = sym("moe_hidden_size", m_width);
-                let e = sym("E", moe.num_experts);
-                kind.extras.push(Extra::table(
-                    "mlp.gate.weight (inputs beyond moe_hidden_size)",
-                    "router",
-                    Category::MoeRouter,
-                    e,
-                    lit(d - m_width),
-                ));
-                kind.extras.push(Extra::linear(
-                    "mlp.pre_expert_proj.weight",
-                    "expert projections",
-                    Category::Ffn,
-                    dd.clone(),
-                    m.clone(),
-                ));
-                kind.extras.push(Extra::linear(
-                    "mlp.post_expert_proj.weight",
-                    "expert projections",
-                    Category::Ffn,
-                    m.clone(),
-                    dd,
-                ));
-                kind.extras.push(
-                    Extra::vector(
-                        "mlp.{pre_expert_norm,experts.post_expert_norm}.weight",
-                        "expert norms",
-                        Category::Norm,
-                        m,
-                    )
-                    .times(lit(2)),
-                );
-            }
-            layers.push_run(kind, run.count);
         }
-        stack.layers = layers;
-    }
+    });
     Ok(spec)
 }
 
@@ -450,7 +430,10 @@ fn spark_audio(raw: &mut RawConfig<'_>, p: &mut super::parts::Parts) -> Result<(
             p.linear(
                 format!("{pre}.patch_embedder.proj"),
                 part,
-                (lit(prev.saturating_mul(ps)), lit(h)),
+                (
+                    lit(s.mul(prev, ps, "hidden_sizes[i − 1]·patch_sizes[i]")?),
+                    lit(h),
+                ),
                 true,
                 &one,
             );

@@ -13,6 +13,7 @@ use crate::hf_config::HeadChoice;
 use crate::hf_config::families::vision::{Tie, text};
 use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
+use llmsize_core::{Overflow, checked};
 
 /// `L` encoder layers of width `d` and MLP width `f`: two biased `LayerNorm`s, biased
 /// `q_proj`, `k_proj`, `v_proj`, `out_proj`, biased `fc1`, `fc2`.
@@ -55,10 +56,10 @@ struct Sizes {
 
 /// The encoder every tower of this file shares: the biased patch convolution and the
 /// layers, then the final `LayerNorm`.
-fn tower(p: &mut Parts, pre: &str, k: &Sizes, positions: Option<u64>) {
+fn tower(p: &mut Parts, pre: &str, k: &Sizes, positions: Option<u64>) -> Result<(), Overflow> {
     let one = lit(1);
     let d = sym("d_vis", k.d);
-    let kernel = k.patch.saturating_mul(k.patch);
+    let kernel = checked::mul("vision_config.patch_size²", k.patch, k.patch)?;
     p.conv(
         format!("{pre}.embeddings.patch_embedding"),
         "vision embeddings",
@@ -88,6 +89,7 @@ fn tower(p: &mut Parts, pre: &str, k: &Sizes, positions: Option<u64>) {
         true,
         &one,
     );
+    Ok(())
 }
 
 /// `VideoLlama3ForConditionalGeneration`: the `VideoLlama3VisionModel` tower (no position
@@ -117,7 +119,7 @@ pub(super) fn video_llama_3(
             patch: s.size("patch_size", 16)?,
         })
     })?;
-    tower(&mut p, "model.vision_model", &k, None);
+    raw.check(tower(&mut p, "model.vision_model", &k, None))?;
     let one = lit(1);
     let d = sym("d", spec.hidden_size);
     let part = "multimodal projector";
@@ -151,18 +153,18 @@ pub(super) fn paddleocr_vl(
             channels: s.size("num_channels", 3)?,
             patch: s.size("patch_size", 14)?,
         };
-        let side = s.size("image_size", 384)? / k.patch;
-        Ok((k, side, s.size("spatial_merge_size", 2)?))
+        let image = s.size("image_size", 384)?;
+        let side = s.check(checked::div("image_size / patch_size", image, k.patch))?;
+        let positions = s.mul(side, side, "(image_size / patch_size)²")?;
+        Ok((k, positions, s.size("spatial_merge_size", 2)?))
     })?;
-    tower(
-        &mut p,
-        "model.visual.vision_model",
-        &k,
-        Some(side.saturating_mul(side)),
-    );
+    raw.check(tower(&mut p, "model.visual.vision_model", &k, Some(side)))?;
     let one = lit(1);
     let dv = sym("d_vis", k.d);
-    let wide = mul(dv.clone(), lit(m.saturating_mul(m)));
+    let wide = mul(
+        dv.clone(),
+        lit(raw.mul(m, m, "vision_config.spatial_merge_size²")?),
+    );
     let part = "multimodal projector";
     p.norm("model.projector.pre_norm", part, &dv, true, &one);
     p.linear(
@@ -220,7 +222,7 @@ pub(super) fn kimi_k25(
         part,
         (
             lit(k.channels),
-            lit(k.patch.saturating_mul(k.patch)),
+            lit(raw.mul(k.patch, k.patch, "vision_config.patch_size²")?),
             d.clone(),
         ),
         true,
@@ -229,7 +231,10 @@ pub(super) fn kimi_k25(
     p.table(
         format!("{pre}.patch_embed.pos_emb.position_embeddings"),
         part,
-        (lit(ph.saturating_mul(pw)), d.clone()),
+        (
+            lit(raw.mul(ph, pw, "vision_config.pos_emb_height·pos_emb_width")?),
+            d.clone(),
+        ),
         &one,
     );
     let l = sym("L_vis", k.l);
@@ -267,7 +272,7 @@ pub(super) fn kimi_k25(
         true,
         &one,
     );
-    let wide = mul(d, lit(mh.saturating_mul(mw)));
+    let wide = mul(d, lit(raw.mul(mh, mw, "vision_config.merge_kernel_size²")?));
     let part = "multimodal projector";
     let pre = "model.mm_projector";
     p.norm(
@@ -324,7 +329,10 @@ pub(super) fn minimax_m3_vl(
     let one = lit(1);
     let dv = sym("d_vis", k.d);
     let pre = "model.vision_tower";
-    let kernel = t.saturating_mul(k.patch).saturating_mul(k.patch);
+    let kernel = raw.check(checked::product(
+        "vision_config.temporal_patch_size·patch_size²",
+        [t, k.patch, k.patch],
+    ))?;
     p.conv(
         format!("{pre}.embeddings.proj"),
         "vision embeddings",
@@ -350,7 +358,10 @@ pub(super) fn minimax_m3_vl(
     let pp = sym("d_proj", proj);
     let part = "multimodal projector";
     let pre = "model.multi_modal_projector";
-    let wide = mul(d.clone(), lit(m.saturating_mul(m)));
+    let wide = mul(
+        d.clone(),
+        lit(raw.mul(m, m, "vision_config.spatial_merge_size²")?),
+    );
     for (name, io) in [
         ("linear_1", (dv, pp.clone())),
         ("linear_2", (pp.clone(), d.clone())),
@@ -388,7 +399,7 @@ pub(super) fn cosmos3_edge(
     let proj = with_sub_top(raw, f.config_class, |s| {
         s.size("projector_hidden_size", 11520)
     })?;
-    tower(&mut p, "model.visual", &k, Some(n));
+    raw.check(tower(&mut p, "model.visual", &k, Some(n)))?;
     let one = lit(1);
     let dv = sym("d_vis", k.d);
     let pp = sym("d_proj", proj);
@@ -397,7 +408,10 @@ pub(super) fn cosmos3_edge(
     p.linear(
         "model.merger.linear_fc1",
         part,
-        (mul(dv, lit(m.saturating_mul(m))), pp.clone()),
+        (
+            mul(dv, lit(raw.mul(m, m, "vision_config.spatial_merge_size²")?)),
+            pp.clone(),
+        ),
         true,
         &one,
     );

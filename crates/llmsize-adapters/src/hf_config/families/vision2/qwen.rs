@@ -11,6 +11,7 @@ use crate::hf_config::families::vision::{Tie, text};
 use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::{HeadChoice, architecture};
+use llmsize_core::checked::{self, Checked};
 
 /// The 3-D patch convolution `PatchEmbed.proj`: `in_channels·temporal·patch² → d`.
 pub(super) fn patch_embed(
@@ -24,7 +25,10 @@ pub(super) fn patch_embed(
     let c = s.size("in_channels", 3)?;
     let t = s.size("temporal_patch_size", 2)?;
     let ps = s.size("patch_size", patch_default)?;
-    let kernel = t.saturating_mul(ps).saturating_mul(ps);
+    let kernel = s.check(checked::product(
+        "temporal_patch_size·patch_size²",
+        [t, ps, ps],
+    ))?;
     p.conv(
         format!("{name}.proj"),
         "vision embeddings",
@@ -108,9 +112,9 @@ fn two(p: &mut Parts, pre: &str, names: (&str, &str), (a, b, c): (&Expr, &Expr, 
 
 /// The patch merger (`PatchMerger`): a norm over `d` (`LayerNorm` when `ln_bias`, else
 /// `RMSNorm`), `Linear(d·m², d·m²)`, GELU, `Linear(d·m², out)`, both biased.
-fn merger(p: &mut Parts, pre: &str, d: &Expr, m: u64, out: &Expr, ln_bias: bool) {
+fn merger(p: &mut Parts, pre: &str, d: &Expr, m2: u64, out: &Expr, ln_bias: bool) {
     let one = lit(1);
-    let wide = mul(d.clone(), lit(m.saturating_mul(m)));
+    let wide = mul(d.clone(), lit(m2));
     p.norm(
         format!("{pre}.ln_q"),
         "multimodal projector",
@@ -147,7 +151,8 @@ pub(super) fn qwen2_vl_tower(
         p.norm(format!("{pre}.norm2"), "vision norms", &d, true, &l);
         attention(p, pre, &d, true, true, &l);
         two(p, &format!("{pre}.mlp"), ("fc1", "fc2"), (&d, &f, &d), &l);
-        merger(p, "visual.merger", &d, m, &out, true);
+        let m2 = s.mul(m, m, "spatial_merge_size²")?;
+        merger(p, "visual.merger", &d, m2, &out, true);
         Ok(())
     })
 }
@@ -177,10 +182,11 @@ pub(super) fn qwen2_5_vl_tower(
         if gqa {
             let heads = s.size("num_heads", 16)?;
             let kv = s.size("num_key_value_heads", 8)?;
-            let dh = dv / heads;
-            let qkv = heads
-                .saturating_mul(dh)
-                .saturating_add(kv.saturating_mul(dh).saturating_mul(2));
+            let dh = s.check(checked::div("hidden_size / num_heads", dv, heads))?;
+            let qkv = s.check(
+                (Checked::new(heads) * dh + Checked::new(kv) * dh * 2u64)
+                    .get("num_heads·d_h + 2·num_key_value_heads·d_h"),
+            )?;
             let part = "vision attention";
             p.linear(
                 format!("{pre}.attn.qkv"),
@@ -200,7 +206,8 @@ pub(super) fn qwen2_5_vl_tower(
             attention(p, pre, &d, true, true, &l);
         }
         gated(p, &format!("{pre}.mlp"), &d, &f, true, &l);
-        merger(p, "visual.merger", &d, m, &out, false);
+        let m2 = s.mul(m, m, "spatial_merge_size²")?;
+        merger(p, "visual.merger", &d, m2, &out, false);
         Ok(())
     })
 }
@@ -247,7 +254,7 @@ pub(super) fn qwen3_vl_tower(
             (&d, &f, &d),
             &l,
         );
-        let wide = mul(d.clone(), lit(m.saturating_mul(m)));
+        let wide = mul(d.clone(), lit(s.mul(m, m, "spatial_merge_size²")?));
         let part = "multimodal projector";
         p.norm("visual.merger.norm", part, &d, true, &one);
         two(

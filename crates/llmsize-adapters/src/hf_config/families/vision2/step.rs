@@ -3,7 +3,7 @@
 //! vision transformer with per-channel layer scales and two stride-2 convolutional downsamplers.
 
 use llmsize_core::Category;
-use llmsize_core::spec::{Attention, Extra, Ffn, Layers, ModelSpec};
+use llmsize_core::spec::{Attention, Extra, Ffn, ModelSpec};
 use serde_json::Value;
 
 use super::parts::{lit, mul, sym, with_sub, with_top};
@@ -13,9 +13,11 @@ use crate::hf_config::HeadChoice;
 use crate::hf_config::families::vision::not_read;
 use crate::hf_config::family::{
     ALL_SPARSE, AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, MlpRule, MoeRule,
-    NO, QkNorm, Shared, Sparsity, StandardRule, Switch, key_or, read_block,
+    NO, QkNorm, Shared, Sparsity, StandardRule, Switch, key_or, map_layers_by, read_block,
 };
 use crate::hf_config::raw::RawConfig;
+use crate::hf_config::runs::Runs;
+use llmsize_core::checked;
 
 /// `Step3p7TextConfig` as a block: `attention_bias` on q, k, v, o; per-head q/k norms;
 /// `head_dim` 128; 8 KV heads; MLPs biased by `mlp_bias`; `n_routed_experts` experts (a
@@ -47,7 +49,7 @@ const TEXT: Block = Block {
         shared: Shared::Width(key_or(&["share_expert_dim"], 1280)),
         shared_gate: false,
         sparsity: Sparsity {
-            dense_list: Some("mlp_only_layers"),
+            dense_list: None,
             ..ALL_SPARSE
         },
     }),
@@ -86,14 +88,14 @@ fn step3p7_text(raw: &mut RawConfig<'_>, f: &Family) -> Result<ModelSpec, Config
         45,
         &reason,
     )?;
-    let dense: Vec<Value> = match raw.value("mlp_layer_types") {
-        None => (0..n.min(3)).map(Value::from).collect(),
+    let dense: Runs<bool> = match raw.value("mlp_layer_types") {
+        None => Runs::from_index(n, 3).map(|sparse| !sparse),
         Some(Value::Array(a)) => {
-            let mut out = Vec::new();
-            for (i, t) in a.iter().enumerate() {
+            let mut out = Runs::default();
+            for t in a {
                 match t.as_str() {
-                    Some("dense") => out.push(Value::from(i)),
-                    Some("sparse") => {}
+                    Some("dense") => out.push(true, 1),
+                    Some("sparse") => out.push(false, 1),
                     _ => return Err(raw.invalid("mlp_layer_types", t, "`dense` or `sparse`")),
                 }
             }
@@ -116,9 +118,9 @@ fn step3p7_text(raw: &mut RawConfig<'_>, f: &Family) -> Result<ModelSpec, Config
         Some(Value::String(s)) if s == "per-head" => true,
         Some(_) => false,
     };
-    let mut map = raw.map.clone();
-    map.insert("mlp_only_layers".to_owned(), Value::Array(dense));
-    let mut inner = RawConfig::new(raw.file, &map);
+    let map = raw.map.clone();
+    let mut inner = raw.sibling(&map);
+    inner.derived.dense = Some(dense);
     let mut spec = read_block(&mut inner, f, &TEXT)?;
     for a in inner.assumptions {
         raw.assume(&a.field, a.value, &a.reason);
@@ -131,62 +133,80 @@ fn step3p7_text(raw: &mut RawConfig<'_>, f: &Family) -> Result<ModelSpec, Config
     let sliding_heads = raw
         .size_opt("num_sliding_attention_heads")?
         .unwrap_or(heads);
-    let per_layer = raw.value("per_layer_config");
-    let layer_heads = |i: u64, sliding: bool| -> Result<u64, ConfigError> {
-        match per_layer {
-            None | Some(Value::Null) => Ok(if sliding { sliding_heads } else { heads }),
-            Some(Value::Object(m)) => match m.get(&i.to_string()) {
-                None => Ok(heads),
-                Some(Value::Object(o)) => match o.get("num_attention_heads") {
-                    None => Ok(heads),
-                    Some(v) => v.as_u64().filter(|h| *h > 0).ok_or_else(|| {
-                        raw.invalid("per_layer_config", v, "a positive `num_attention_heads`")
-                    }),
-                },
-                Some(v) => Err(raw.invalid("per_layer_config", v, "an object per layer")),
-            },
-            Some(v) => Err(raw.invalid("per_layer_config", v, "an object of layer overrides")),
+    // Each layer's head count: `per_layer_config`'s entry (a layer it does not name keeps
+    // `num_attention_heads`), else by whether it slides.
+    let listed: Runs<Option<u64>> = match raw.value("per_layer_config") {
+        None | Some(Value::Null) => Runs::uniform(None, n),
+        Some(Value::Object(m)) => {
+            let mut named: Vec<(u64, u64)> = Vec::new();
+            for (k, o) in m {
+                // Only a layer's own index names it (`str(i)`).
+                let Some(i) = k
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|i| *i < n && i.to_string() == *k)
+                else {
+                    continue;
+                };
+                let h = match o {
+                    Value::Object(o) => match o.get("num_attention_heads") {
+                        None => heads,
+                        Some(v) => v.as_u64().filter(|h| *h > 0).ok_or_else(|| {
+                            raw.invalid("per_layer_config", v, "a positive `num_attention_heads`")
+                        })?,
+                    },
+                    v => return Err(raw.invalid("per_layer_config", v, "an object per layer")),
+                };
+                named.push((i, h));
+            }
+            named.sort_unstable();
+            let mut out = Runs::default();
+            let mut next = 0u64;
+            for (i, h) in named {
+                // `next ≤ i < n`.
+                out.push(Some(heads), i.saturating_sub(next));
+                out.push(Some(h), 1);
+                next = i.saturating_add(1);
+            }
+            out.push(Some(heads), n.saturating_sub(next));
+            out
         }
+        Some(v) if n > 0 => {
+            return Err(raw.invalid("per_layer_config", v, "an object of layer overrides"));
+        }
+        Some(_) => Runs::default(),
     };
     let d = spec.hidden_size;
-    for stack in &mut spec.stacks {
-        let kinds = stack.layers.kinds().to_vec();
-        let mut layers = Layers::new();
-        let mut i = 0u64;
-        for run in stack.layers.runs() {
-            let Some(kind) = kinds.get(run.kind) else {
-                continue;
+    map_layers_by(&mut spec, &listed, |kind, listed| {
+        let mut layer = kind.clone();
+        let sliding = layer.sliding_window.is_some();
+        if let Attention::Standard(a) = &mut layer.attention {
+            a.num_heads = match listed {
+                Some(h) => *h,
+                None if sliding => sliding_heads,
+                None => heads,
             };
-            for _ in 0..run.count {
-                let mut layer = kind.clone();
-                let sliding = layer.sliding_window.is_some();
-                if let Attention::Standard(a) = &mut layer.attention {
-                    a.num_heads = layer_heads(i, sliding)?;
-                    let width = if per_head_gate {
-                        sym("n_h", a.num_heads)
-                    } else {
-                        mul(sym("n_h", a.num_heads), sym("d_h", a.head_dim))
-                    };
-                    layer.extras.push(Extra::linear(
-                        "self_attn.g_proj.weight",
-                        "attention gate",
-                        Category::Attention,
-                        sym("d", d),
-                        width,
-                    ));
-                }
-                if let Ffn::Moe(m) = &mut layer.ffn
-                    && let Some(s) = &mut m.shared
-                {
-                    s.up_bias = mlp_bias;
-                    s.down_bias = mlp_bias;
-                }
-                layers.push(layer);
-                i += 1;
-            }
+            let width = if per_head_gate {
+                sym("n_h", a.num_heads)
+            } else {
+                mul(sym("n_h", a.num_heads), sym("d_h", a.head_dim))
+            };
+            layer.extras.push(Extra::linear(
+                "self_attn.g_proj.weight",
+                "attention gate",
+                Category::Attention,
+                sym("d", d),
+                width,
+            ));
         }
-        stack.layers = layers;
-    }
+        if let Ffn::Moe(m) = &mut layer.ffn
+            && let Some(s) = &mut m.shared
+        {
+            s.up_bias = mlp_bias;
+            s.down_bias = mlp_bias;
+        }
+        Ok(layer)
+    })?;
     Ok(spec)
 }
 
@@ -203,7 +223,7 @@ pub(super) fn step3p7(
     // The composite drops the text config's `model_type` (the hub's names remote code) and
     // always builds `Step3p7TextConfig`.
     let sub = super::parts::object(raw, "text_config")?;
-    let mut inner = RawConfig::new(raw.file, sub);
+    let mut inner = raw.nested("text_config", sub);
     let mut spec = step3p7_text(&mut inner, &TEXT_FAMILY)?;
     for a in inner.assumptions {
         raw.assume(&format!("text_config.{}", a.field), a.value, &a.reason);
@@ -234,21 +254,25 @@ pub(super) fn step3p7(
         };
         let c = s.size("num_channels", 3)?;
         let ps = s.size("patch_size", 14)?;
-        let side = s.size("image_size", 728)? / ps;
+        let image = s.size("image_size", 728)?;
+        let side = s.check(checked::div("image_size / patch_size", image, ps))?;
         let (d, ff, l) = (sym("d_vis", dv), sym("d_ff_vis", ff), sym("L_vis", l));
         let pre = "model.vision_model";
         let part = "vision embeddings";
         p.conv(
             format!("{pre}.embeddings.patch_embedding"),
             part,
-            (lit(c), lit(ps.saturating_mul(ps)), d.clone()),
+            (lit(c), lit(s.mul(ps, ps, "patch_size²")?), d.clone()),
             false,
             &one,
         );
         p.table(
             format!("{pre}.embeddings.position_embedding"),
             part,
-            (lit(side.saturating_mul(side)), d.clone()),
+            (
+                lit(s.mul(side, side, "(image_size / patch_size)²")?),
+                d.clone(),
+            ),
             &one,
         );
         scaled_vit_layers(&mut p, pre, &d, ff, &l);
