@@ -111,6 +111,7 @@ impl Checkpoint {
                 // their `*_scales` are quantization metadata, not parameters.
                 if t.name.ends_with("_blocks") && t.dtype.as_str() == "U8" {
                     // One byte each, so no more than the file's length: doubling fits.
+                    // saturates: never, one byte each, so no more than the file's length.
                     params = t.elements.saturating_mul(2);
                 } else if t.name.ends_with("_scales") && t.dtype.as_str() == "U8" {
                     role = Category::Buffer;

@@ -76,6 +76,7 @@ impl<K: Clone + PartialEq> Runs<K> {
             // `next ≤ i < n`: both differences are within range.
             out.push(no.clone(), i.saturating_sub(next));
             out.push(yes.clone(), 1);
+            // saturates: never, i < n ≤ u64::MAX (above).
             next = i.saturating_add(1);
         }
         out.push(no.clone(), n.saturating_sub(next));
@@ -141,6 +142,7 @@ impl<K: Clone + PartialEq> Runs<K> {
         let mut out = Runs::default();
         let mut start = 0u64;
         for (v, c) in std::mem::take(&mut self.runs) {
+            // saturates: never, the runs' counts sum to the length, a u64.
             let end = start.saturating_add(c);
             // The parts of this run before, inside and after `range`.
             let before = range.start.clamp(start, end).saturating_sub(start);

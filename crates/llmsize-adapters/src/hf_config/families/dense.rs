@@ -1043,6 +1043,7 @@ fn dory(
     // Looped: the recurrent layers `input..input + recurrent` (their sum was checked).
     let mut looped = Runs::uniform(false, layers);
     if per_loop {
+        // saturates: never, input + recurrent was checked above.
         looped.overwrite(input..input.saturating_add(recurrent), &true);
     }
     for stack in &mut spec.stacks {

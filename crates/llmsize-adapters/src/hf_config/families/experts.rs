@@ -371,6 +371,7 @@ fn ernie_tweak(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), Conf
             true,
             bias,
         );
+        // saturates: never, a layer index below the layer count.
         let past_end = Runs::from_index(spec.num_layers(), end.saturating_add(1));
         map_layers_by(spec, &past_end, |layer, past| {
             let mut l = layer.clone();
@@ -883,6 +884,7 @@ fn mimo_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(
     if let Some(w) = raw.uint("sliding_window_size")? {
         map.insert(
             "sliding_window".to_owned(),
+            // saturates: harmless, a window past any context takes every token either way.
             Value::from(w.saturating_add(1)),
         );
     } else if !raw.has("sliding_window") {
@@ -2366,6 +2368,7 @@ fn per_layer_runs<'a>(raw: &RawConfig<'a>, n: u64) -> Result<Option<PerLayer<'a>
         // `next ≤ i < n`.
         at.push(None, i.saturating_sub(next));
         at.push(Some(j), 1);
+        // saturates: never, i < n (above).
         next = i.saturating_add(1);
     }
     at.push(None, n.saturating_sub(next));

@@ -280,6 +280,7 @@ fn per_layer_overrides(
         // `next ≤ i < n`.
         out.push((None, None), i.saturating_sub(next));
         out.push(o, 1);
+        // saturates: never, i < n (above).
         next = i.saturating_add(1);
     }
     out.push((None, None), n.saturating_sub(next));

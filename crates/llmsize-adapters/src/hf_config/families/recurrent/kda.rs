@@ -239,10 +239,12 @@ fn read(
                     "linear_attn_config.kda_layers",
                     &format!(
                         "layer {} in `full_attn_layers` or `kda_layers`",
+                        // saturates: never, a layer index below the layer count.
                         i.saturating_add(1)
                     ),
                 ));
             }
+            // saturates: never, the runs sum to the layer count.
             i = i.saturating_add(*c);
         }
         both.map(|&(f, k)| f && !k)

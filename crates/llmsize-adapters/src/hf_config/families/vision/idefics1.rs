@@ -310,11 +310,13 @@ pub(crate) fn idefics(
     // Cross-attention before layers 0, interval, 2·interval, … (`cross_layers` of them;
     // `cross_layers·interval ≤ num_hidden_layers`, so the products are exact).
     let mut crossed = Runs::periodic(
+        // saturates: never, cross_layers·interval ≤ num_hidden_layers (above).
         cross_layers.saturating_mul(interval),
         &[(true, 1), (false, interval.saturating_sub(1))],
     );
     crossed.push(
         false,
+        // saturates: never, as above.
         n.saturating_sub(cross_layers.saturating_mul(interval)),
     );
     let stack = crossed.layers(|&has_cross| Layer {

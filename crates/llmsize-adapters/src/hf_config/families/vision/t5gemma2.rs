@@ -109,6 +109,7 @@ pub(crate) fn t5gemma2(
     ));
     if !tied {
         // Untied, the decoder keeps its own `embed_tokens` (table and `eoi_embedding`).
+        // saturates: never, one more table of a handful.
         spec.extra_token_tables = spec.extra_token_tables.saturating_add(1);
         spec.extras.push(Extra::vector(
             "model.decoder.embed_tokens.eoi_embedding",

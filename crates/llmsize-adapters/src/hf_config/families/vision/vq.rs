@@ -114,6 +114,7 @@ pub(crate) fn vqvae(s: &mut Sub<'_, '_>, p: &mut Parts, pre: &str) -> Result<VqK
             .unwrap_or(1);
         let width = |m| s.mul(base, m, "base_channels·channel_multiplier");
         let (from, block_out) = (width(in_mult)?, width(m)?);
+        // saturates: never, a level index below the levels.
         let last_level = i.saturating_add(1) == r;
         level(
             p,
@@ -162,6 +163,7 @@ pub(crate) fn vqvae(s: &mut Sub<'_, '_>, p: &mut Parts, pre: &str) -> Result<VqK
     let up_blocks = s.check(checked::add("num_res_blocks + 1", blocks, 1))?;
     for (i, &m) in mult.iter().enumerate().rev() {
         let block_out = s.mul(base, m, "base_channels·channel_multiplier")?;
+        // saturates: never, a level index below the levels.
         let last_level = i.saturating_add(1) == r;
         level(
             p,

@@ -267,6 +267,7 @@ fn vision_tower(s: &mut Sub<'_, '_>, p: &mut Parts) -> Result<(), ConfigError> {
         });
         if let Some((_, c)) = kinds.get_mut(i) {
             // At most the layers, one per layer.
+            // saturates: never, at most the layers, one per layer.
             *c = c.saturating_add(1);
         }
     }

@@ -166,6 +166,7 @@ fn step3p7_text(raw: &mut RawConfig<'_>, f: &Family) -> Result<ModelSpec, Config
                 // `next ≤ i < n`.
                 out.push(Some(heads), i.saturating_sub(next));
                 out.push(Some(h), 1);
+                // saturates: never, i < n (above).
                 next = i.saturating_add(1);
             }
             out.push(Some(heads), n.saturating_sub(next));
