@@ -275,11 +275,14 @@ def config_with(d, name, model_type, edit):
 
 
 def million_layers(config):
+    """A million layers; per-layer lists (`layer_types`, `mlp_layer_types`) are dropped so that
+    the reader derives them from its class's rule, as transformers does."""
     text = config.get("text_config", config)
     for key in ("num_hidden_layers", "n_layers", "num_layers"):
         if key in text:
             text[key] = 1_000_000
-    text.pop("layer_types", None)
+    for key in [k for k in text if k.endswith("layer_types")]:
+        del text[key]
 
 
 def why_configs(d):
