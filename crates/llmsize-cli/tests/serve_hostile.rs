@@ -182,7 +182,7 @@ const HOSTILE_GETS: &[(&str, &str)] = &[
     ),
 ];
 
-/// The inkling_mm_model class default with `vision_config.n_layers` = 2^32 − 1.
+/// The `inkling_mm_model` class default with `vision_config.n_layers` = 2^32 − 1.
 fn tower_config() -> Vec<u8> {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
