@@ -339,7 +339,7 @@ def test_hub_options_file_timeout_jobs(tmp_path, monkeypatch):
         llmsize.params("gpt2", timeout=0)
     with pytest.raises(llmsize.InputError, match="1 to 64"):
         llmsize.params("gpt2", jobs=65)
-    with pytest.raises(llmsize.InputError, match="`deadline=0.0`: a deadline is more than 0"):
+    with pytest.raises(llmsize.InputError, match="`deadline=0`: a deadline is more than 0"):
         llmsize.params("gpt2", deadline=0)
     # In range, they change nothing offline.
     assert llmsize.params("gpt2", timeout=2.5, jobs=1, deadline=3)["total"] == 124439808
@@ -411,9 +411,12 @@ def test_out_of_range_integers_are_input_errors_naming_the_argument():
         llmsize.train("llama-2-7b", zero=256)
     with pytest.raises(llmsize.InputError, match="ZeRO stage"):
         llmsize.train("llama-2-7b", zero=4)
-    # 2^64 − 1 converts; the engine then refuses the figure it overflows, never a panic.
-    with pytest.raises(llmsize.InputError, match="overflows 64 bits"):
+    # 2^64 − 1 converts; the engine then refuses it past its bound (limits::MAX_TOKENS,
+    # 2^32), and a figure within the bounds that overflows is named, never a panic.
+    with pytest.raises(llmsize.InputError, match="at most 4,294,967,296 tokens"):
         llmsize.memory("llama-2-7b", seq_len=2**64 - 1)
+    with pytest.raises(llmsize.InputError, match="overflows 64 bits"):
+        llmsize.memory("llama-2-7b", seq_len=2**32, batch=2**24)
 
 
 def test_wrong_types_are_input_errors_and_type_errors():
