@@ -164,23 +164,35 @@ fn descriptors(server: &Server) -> usize {
 }
 
 /// Requests that used to take the server down: GPU counts whose tensor-parallel search never
-/// ended (it tried every divisor of the count) and a 1.3 KB config whose vision tower of
-/// 4,294,967,295 layers allocated 16 GiB. The engine bounds both now (`limits::MAX_GPUS`,
-/// `limits::MAX_LAYERS`): each is a quick 400 naming what it refuses.
-const HOSTILE_GETS: &[(&str, &str)] = &[
-    (
-        "/api/memory?model=llama-2-7b&gpu=h100x4294967296",
-        "4294967296 GPUs: at most 1,048,576 are counted",
-    ),
-    (
-        "/api/memory?model=llama-2-7b&gpu=h100x18446744073709551615",
-        "18446744073709551615 GPUs: at most 1,048,576 are counted",
-    ),
-    (
-        "/api/flops?model=llama-2-7b&gpu=h100x18446744073709551615",
-        "18446744073709551615 GPUs: at most 1,048,576 are counted",
-    ),
-];
+/// ended (it tried every divisor of the count), a 60,000-character model name compared with
+/// every preset (8 s of an engine thread), a 10,000-point sweep (15.5 s), and a 1.3 KB config
+/// whose vision tower of 4,294,967,295 layers allocated 16 GiB. The engine bounds them all
+/// now (`llmsize_core::limits`): each is a quick 400 naming what it refuses.
+fn hostile_gets() -> Vec<(String, &'static str)> {
+    let sweep: Vec<String> = (1..=10_000).map(|i: u32| i.to_string()).collect();
+    vec![
+        (
+            "/api/memory?model=llama-2-7b&gpu=h100x4294967296".to_owned(),
+            "4294967296 GPUs: at most 1,048,576 are counted",
+        ),
+        (
+            "/api/memory?model=llama-2-7b&gpu=h100x18446744073709551615".to_owned(),
+            "18446744073709551615 GPUs: at most 1,048,576 are counted",
+        ),
+        (
+            "/api/flops?model=llama-2-7b&gpu=h100x18446744073709551615".to_owned(),
+            "18446744073709551615 GPUs: at most 1,048,576 are counted",
+        ),
+        (
+            format!("/api/params?model={}", "x".repeat(60_000)),
+            "is 60,000 bytes long: not a preset, a Hub repo id or a path (at most 4,096 bytes)",
+        ),
+        (
+            format!("/api/memory?model=llama-2-7b&sweep=seq={}", sweep.join(",")),
+            "`--sweep` of 10000 points: at most 256",
+        ),
+    ]
+}
 
 /// The `inkling_mm_model` class default with `vision_config.n_layers` = 2^32 − 1.
 fn tower_config() -> Vec<u8> {
@@ -219,13 +231,14 @@ fn hostile(
 
 fn hostile_requests(server: &Server) -> Vec<thread::JoinHandle<()>> {
     let port = server.port;
-    let mut checks: Vec<_> = HOSTILE_GETS
-        .iter()
+    let mut checks: Vec<_> = hostile_gets()
+        .into_iter()
         .map(|(path, needle)| {
             let request = format!(
                 "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
             );
-            hostile(server, request.into_bytes(), (*path).to_owned(), needle)
+            let what = path.chars().take(80).collect();
+            hostile(server, request.into_bytes(), what, needle)
         })
         .collect();
     let body = tower_config();
