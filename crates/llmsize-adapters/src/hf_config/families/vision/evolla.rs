@@ -50,6 +50,11 @@ pub(crate) fn evolla(
     _head: HeadChoice,
 ) -> Result<ModelSpec, ConfigError> {
     let mut spec = read_block(raw, f, &EVOLLA)?;
+    // `EvollaForProteinText2Text` has no `_tied_weights_keys`: its head is its own tensor even
+    // under `tie_word_embeddings: true`.
+    if let llmsize_core::spec::OutputHead::Lm { tied, .. } = &mut spec.head {
+        *tied = false;
+    }
     let d = spec.hidden_size;
     let heads = raw.size_or(
         &["num_attention_heads"],

@@ -75,6 +75,10 @@ pub(crate) enum Tie {
     Text,
     /// The top-level key alone, with the class default.
     Top(bool),
+    /// The class ties nothing (its `_tied_weights_keys` is empty or absent, so
+    /// `PreTrainedModel.get_expanded_tied_weights_keys` finds no pair whatever the config says):
+    /// the head is its own tensor even under `tie_word_embeddings: true`.
+    Never,
 }
 
 /// The text model under `text_config` (of `default_type` when it names none), renamed as
@@ -105,6 +109,7 @@ pub(crate) fn text_at(
         Tie::Text => text_tied,
         Tie::Either(d) => raw.flag_or("tie_word_embeddings", d, &reason)? || text_tied,
         Tie::Top(d) => raw.flag_or("tie_word_embeddings", d, &reason)?,
+        Tie::Never => false,
     };
     // An explicit `tie_word_embeddings: false` (at the top, or in `text_config` when the top
     // does not say) unties the loaded model whatever the class rule ties.

@@ -116,13 +116,15 @@ pub(super) fn muse_glimmer_text(
 /// embedding of `patch_temporal·3·patch²`, a `pos_emb_height × pos_emb_width` position table,
 /// `ln_pre`, `LayerNorm` layers with biased q/k/v/`proj` and `fc1`/`fc2`, `ln_post`), the
 /// adapter (`fc1` `out_hidden_size → P`, `fc2` `P → P`) and `vision_projection` `P → d`, all
-/// bias-free, the text model; tied by the text config.
+/// bias-free, the text model; tied by the composite's own `tie_word_embeddings` (default
+/// false: `MuseGlimmerConfig` has no such field, and transformers reads it from the config
+/// of the class that holds `_tied_weights_keys`, never from `text_config`).
 pub(super) fn muse_glimmer(
     raw: &mut RawConfig<'_>,
     f: &Family,
     head: HeadChoice,
 ) -> Result<ModelSpec, ConfigError> {
-    let spec = text(raw, f, "muse_glimmer_text", head, Tie::Text)?;
+    let spec = text(raw, f, "muse_glimmer_text", head, Tie::Top(false))?;
     let mut p = vision();
     tower_and_adapter(raw, f, "MuseGlimmerVisionConfig", spec.hidden_size, &mut p)?;
     Ok(with_parts(spec, p))
@@ -479,13 +481,13 @@ fn spark_audio(raw: &mut RawConfig<'_>, p: &mut super::parts::Parts) -> Result<(
 }
 
 /// `MuseSparkForConditionalGeneration`: Muse-Glimmer's tower, adapter and projection, the
-/// audio encoder, the text model; tied by the text config.
+/// audio encoder, the text model; never tied (the class has no `_tied_weights_keys`).
 pub(super) fn muse_spark(
     raw: &mut RawConfig<'_>,
     f: &Family,
     head: HeadChoice,
 ) -> Result<ModelSpec, ConfigError> {
-    let spec = text(raw, f, "muse_spark_text", head, Tie::Text)?;
+    let spec = text(raw, f, "muse_spark_text", head, Tie::Never)?;
     // `AutoModel` builds both towers: only these types are read here.
     let class = match super::parts::sub_type(raw, "vision_config", "muse_spark_vision")? {
         "muse_spark_vision" => "MuseSparkVisionConfig",

@@ -377,13 +377,14 @@ pub(super) fn minimax_m3_vl(
 /// (a biased linear patch embedding of `channels·patch²`, a position table of
 /// `num_patches`, the encoder layers, `post_layernorm`), the merger (a `LayerNorm` over
 /// `d_vis`, `linear_fc1` `d_vis·m² → P`, `linear_fc2` `P → d`, biased; `P` =
-/// `projector_hidden_size`), the text model; tied by the composite's `tie_word_embeddings`.
+/// `projector_hidden_size`), the text model; never tied (`_tied_weights_keys = {}` on the
+/// class, so `tie_word_embeddings: true` leaves the head its own).
 pub(super) fn cosmos3_edge(
     raw: &mut RawConfig<'_>,
     f: &Family,
     head: HeadChoice,
 ) -> Result<ModelSpec, ConfigError> {
-    let spec = text(raw, f, "cosmos3_edge_text", head, Tie::Top(false))?;
+    let spec = text(raw, f, "cosmos3_edge_text", head, Tie::Never)?;
     let mut p = vision();
     let (k, n, m) = with_sub(raw, "vision_config", "Cosmos3EdgeVisionConfig", |s| {
         let k = Sizes {

@@ -215,7 +215,10 @@ fn step3p7_text(raw: &mut RawConfig<'_>, f: &Family) -> Result<ModelSpec, Config
 /// convolution, a `(image_size / patch_size)²` position table, `pre_layernorm`, layers of
 /// `LayerNorm`s, biased q/k/v/out and `fc1`/`fc2` of `int(d_vis·mlp_ratio)` with per-channel
 /// scales `lambda_1`, `lambda_2`, and biased 3×3 downsamplers `d_vis → 2·d_vis → 4·d_vis`), and
-/// the projector `4·d_vis → d` (biased by `projector_bias`); tied by the text config.
+/// the projector `4·d_vis → d` (biased by `projector_bias`); tied by the composite's own
+/// `tie_word_embeddings` (default false: `Step3p7Config` has no such field, and transformers
+/// reads it from the config of the class that holds `_tied_weights_keys`, never from
+/// `text_config`).
 pub(super) fn step3p7(
     raw: &mut RawConfig<'_>,
     f: &Family,
@@ -234,6 +237,11 @@ pub(super) fn step3p7(
     }
     f.model_type.clone_into(&mut spec.model_type);
     spec.architecture = crate::hf_config::architecture(raw, f.architecture);
+    let reason = format!("absent; `{}` default", f.config_class);
+    let tied = raw.flag_or("tie_word_embeddings", false, &reason)?;
+    if let llmsize_core::spec::OutputHead::Lm { tied: t, .. } = &mut spec.head {
+        *t = tied;
+    }
     let mut p = vision();
     let one = lit(1);
     let dv = with_sub(raw, "vision_config", "Step3p7VisionConfig", |s| {
