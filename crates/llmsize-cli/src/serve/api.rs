@@ -3,9 +3,10 @@
 //! `llmsize <command> … --json` prints, and a bad request gets the message the CLI prints.
 //!
 //! `GET /api/memory?model=llama-2-7b&gpu=h100&seq=8192` runs
-//! `llmsize memory --gpu=h100 --seq-len=8192 --json -- llama-2-7b`. Keys are whitelisted
-//! per command (an unknown key is a 400 naming it); values travel as `--flag=value` and
-//! models after `--`, so no value is ever read as another flag.
+//! `llmsize memory --gpu=h100 --seq-len=8192 --json -- llama-2-7b`. A command's keys are its
+//! clap options less those that read files or the network ([`CLI_ONLY`], each with its
+//! reason), so the API cannot drift from the CLI; an unknown key is a 400 naming it. Values
+//! travel as `--flag=value` and models after `--`, so no value is ever read as another flag.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -33,187 +34,90 @@ pub(crate) fn server_env() -> Env {
     }
 }
 
+/// The options of the CLI that the API does not take, each with the reason. Every other
+/// option of a command is a query key of the same name (`_` for `-`): the declaration is
+/// clap's (`crate::cli`), so an option added to a command is a key of its API too, and
+/// `tests::every_cli_option_is_a_key_or_says_why_not` fails on an option in neither.
+pub(crate) const CLI_ONLY: &[(&str, &str)] = &[
+    (
+        "online",
+        "reaches the network: the server answers from presets and posted configs",
+    ),
+    ("revision", "a Hub revision, for `--online`"),
+    ("timeout", "a network timeout, for `--online`"),
+    ("deadline", "a transfer deadline, for `--online`"),
+    (
+        "file",
+        "names a file of this machine, which a request never reads",
+    ),
+    (
+        "jobs",
+        "threads of one CLI run: the server has its own pool",
+    ),
+    ("format", "the API's own `format=` key"),
+    (
+        "json",
+        "the API answers JSON unless `format=` says otherwise",
+    ),
+    ("wide", "the API lays tables out as for a pipe"),
+    ("help", "clap's help text, not a question"),
+    ("version", "clap's version text, not a question"),
+];
+
+/// Short names the API takes beside the options' own: `seq` for `seq_len`.
+const ALIASES: &[(&str, &str)] = &[("seq", "seq_len")];
+
 /// What a command accepts from a query string besides `model`, `config` and `format`.
+#[derive(Debug, Default)]
 struct Keys {
     /// Options with a value: `key=value` → `--key=value` (`_` → `-`).
-    values: &'static [&'static str],
+    values: Vec<String>,
     /// Switches: `key=1`/`true` → `--key`; `0`/`false` → nothing.
-    switches: &'static [&'static str],
+    switches: Vec<String>,
     /// Whether the command takes MODELs (and a config as the body).
     models: bool,
 }
 
-const PARAMS: Keys = Keys {
-    values: &[
-        "set", "assume", "head", "hidden", "layers", "vocab", "heads", "kv_heads", "ffn", "ctx",
-        "style",
-    ],
-    switches: &["text_only"],
-    models: true,
-};
+/// The commands the API answers.
+const COMMANDS: &[&str] = &[
+    "params", "memory", "flops", "train", "design", "presets", "gpus",
+];
 
-const MEMORY: Keys = Keys {
-    values: &[
-        "set",
-        "assume",
-        "images",
-        "image_tokens",
-        "dtype",
-        "seq",
-        "seq_len",
-        "batch",
-        "kv_dtype",
-        "gpu",
-        "gpu_mem",
-        "gpu_bw",
-        "gpu_tflops",
-        "tp",
-        "pp",
-        "runtime",
-        "ctx_size",
-        "n_gpu_layers",
-        "tensor_split",
-        "gpu_memory_utilization",
-        "block_size",
-        "max_model_len",
-        "max_num_batched_tokens",
-        "mla_cache",
-        "cache",
-        "overhead",
-        "sweep",
-    ],
-    switches: &["text_only", "swa_full", "max_context"],
-    models: true,
-};
-
-const FLOPS: Keys = Keys {
-    values: &[
-        "set",
-        "assume",
-        "images",
-        "image_tokens",
-        "seq",
-        "seq_len",
-        "prompt",
-        "batch",
-        "attention",
-        "gpu",
-        "dtype",
-        "kv_dtype",
-        "mfu",
-        "bw_eff",
-        "price",
-        "sweep",
-    ],
-    switches: &["text_only"],
-    models: true,
-};
-
-const TRAIN: Keys = Keys {
-    values: &[
-        "set",
-        "assume",
-        "images",
-        "image_tokens",
-        "seq",
-        "seq_len",
-        "batch",
-        "dtype",
-        "precision",
-        "optimizer",
-        "attn_impl",
-        "device",
-        "attention",
-        "freeze",
-        "lora_rank",
-        "lora_targets",
-        "lora_dropout",
-        "gpu",
-        "dp",
-        "tp",
-        "pp",
-        "cp",
-        "ep",
-        "zero",
-        "fsdp",
-        "shard_group",
-        "micro_batches",
-        "interleave",
-        "tokens",
-        "mfu",
-        "price",
-    ],
-    switches: &[
-        "text_only",
-        "checkpointing",
-        "dora",
-        "qlora",
-        "sp",
-        "offload_optimizer",
-        "offload_params",
-        "max_batch",
-        "max_seq",
-    ],
-    models: true,
-};
-
-const PRESETS: Keys = Keys {
-    values: &[],
-    switches: &["types"],
-    models: false,
-};
-
-const GPUS: Keys = Keys {
-    values: &[],
-    switches: &[],
-    models: false,
-};
-
-/// `llmsize design`: the search takes no MODEL; `like` names one, checked as a MODEL is.
-const DESIGN: Keys = Keys {
-    values: &[
-        "params",
-        "memory",
-        "compute",
-        "fit",
-        "tolerance",
-        "dtype",
-        "kv_dtype",
-        "ctx",
-        "style",
-        "experts",
-        "top_k",
-        "vocab",
-        "head_dim",
-        "kv_heads",
-        "gqa_group",
-        "ffn_rule",
-        "multiple_of",
-        "align",
-        "tp",
-        "pp",
-        "aspect",
-        "prefer_aspect",
-        "hidden_range",
-        "layers_range",
-        "top",
-    ],
-    switches: &["non_embedding", "active"],
-    models: false,
-};
+/// A command's keys, from its clap declaration less [`CLI_ONLY`].
+fn keys_from(command: &clap::Command) -> Keys {
+    let mut keys = Keys::default();
+    for arg in command.get_arguments() {
+        let Some(long) = arg.get_long() else {
+            keys.models |= arg.is_positional();
+            continue;
+        };
+        let key = long.replace('-', "_");
+        if CLI_ONLY.iter().any(|(k, _)| *k == key) {
+            continue;
+        }
+        if arg.get_action().takes_values() {
+            keys.values.push(key);
+        } else {
+            keys.switches.push(key);
+        }
+    }
+    keys
+}
 
 /// The commands the API answers, by the last part of their path.
 fn keys_of(command: &str) -> Option<&'static Keys> {
-    Some(match command {
-        "params" => &PARAMS,
-        "memory" => &MEMORY,
-        "flops" => &FLOPS,
-        "train" => &TRAIN,
-        "presets" => &PRESETS,
-        "gpus" => &GPUS,
-        "design" => &DESIGN,
-        _ => return None,
-    })
+    use clap::CommandFactory as _;
+    static KEYS: std::sync::OnceLock<Vec<(&'static str, Keys)>> = std::sync::OnceLock::new();
+    let all = KEYS.get_or_init(|| {
+        let cli = Cli::command();
+        COMMANDS
+            .iter()
+            .filter_map(|name| Some((*name, keys_from(cli.find_subcommand(name)?))))
+            .collect()
+    });
+    all.iter()
+        .find(|(name, _)| *name == command)
+        .map(|(_, k)| k)
 }
 
 /// A refused request: its status and the text of the answer.
@@ -260,6 +164,10 @@ pub(crate) fn question(
     let mut format = "json".to_owned();
     for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         let (key, value) = (key.as_ref(), value.into_owned());
+        let key = ALIASES
+            .iter()
+            .find(|(alias, k)| *alias == key && keys.values.iter().any(|v| v == k))
+            .map_or(key, |(_, k)| *k);
         match key {
             "format" => format = value,
             "model" if keys.models => models.push(check_model(&value)?),
@@ -269,11 +177,10 @@ pub(crate) fn question(
                 options.push(format!("--like={}", check_model(&value)?));
             }
             "config" if keys.models => models.push(check_config(&value)?),
-            _ if keys.values.contains(&key) => {
-                let flag = if key == "seq" { "seq_len" } else { key };
-                options.push(format!("--{}={value}", flag.replace('_', "-")));
+            _ if keys.values.iter().any(|k| k == key) => {
+                options.push(format!("--{}={value}", key.replace('_', "-")));
             }
-            _ if keys.switches.contains(&key) => {
+            _ if keys.switches.iter().any(|k| k == key) => {
                 if switch(key, &value)? {
                     options.push(format!("--{}", key.replace('_', "-")));
                 }
@@ -283,10 +190,7 @@ pub(crate) fn question(
                 if keys.models {
                     known.extend(["model", "config"]);
                 }
-                if command == "design" {
-                    known.push("like");
-                }
-                known.extend(keys.values.iter().chain(keys.switches));
+                known.extend(keys.values.iter().chain(&keys.switches).map(String::as_str));
                 known.push("format");
                 return Err(Refusal::bad(
                     format!("unknown query key `{key}` for /api/{command}"),
@@ -657,6 +561,88 @@ mod tests {
                 "gpt2"
             ]
         );
+    }
+
+    /// Every option of every command the API answers is a key, or [`CLI_ONLY`] says why
+    /// not; and every reason there names an option some command has (none is stale).
+    #[test]
+    fn every_cli_option_is_a_key_or_says_why_not() {
+        use clap::CommandFactory as _;
+        let cli = Cli::command();
+        let mut seen = std::collections::BTreeSet::new();
+        for name in COMMANDS {
+            let command = cli.find_subcommand(name).unwrap();
+            let keys = keys_of(name).unwrap();
+            for arg in command.get_arguments() {
+                let Some(long) = arg.get_long() else { continue };
+                let key = long.replace('-', "_");
+                let taken = keys.values.contains(&key) || keys.switches.contains(&key);
+                let why = CLI_ONLY.iter().find(|(k, _)| *k == key);
+                assert!(
+                    taken != why.is_some(),
+                    "`{name} --{long}`: a key and CLI-only, or neither"
+                );
+                seen.insert(key);
+            }
+        }
+        for (key, _) in CLI_ONLY {
+            assert!(
+                seen.contains(*key) || ["help", "version"].contains(key),
+                "CLI_ONLY names `{key}`, an option of no API command"
+            );
+        }
+    }
+
+    /// `design --train-memory` and the training flags it takes: once missing from the API.
+    #[test]
+    fn design_takes_train_memory_and_its_flags() {
+        assert_eq!(
+            argv(
+                "design",
+                "train_memory=h100&batch=2&precision=mixed&optimizer=adamw-8bit&checkpointing=1&lora_rank=16&qlora=1&zero=2&dp=4"
+            ),
+            [
+                "llmsize",
+                "design",
+                "--train-memory=h100",
+                "--batch=2",
+                "--precision=mixed",
+                "--optimizer=adamw-8bit",
+                "--checkpointing",
+                "--lora-rank=16",
+                "--qlora",
+                "--zero=2",
+                "--dp=4",
+                "--json"
+            ]
+        );
+        // `explain` is a switch of `params`; `seq` the API's short name for `seq_len`, only
+        // where the command has one.
+        assert_eq!(
+            argv("params", "model=gpt2&explain=1&format=table"),
+            [
+                "llmsize",
+                "params",
+                "--explain",
+                "--format=table",
+                "--",
+                "gpt2"
+            ]
+        );
+        let refused = question("params", Some("model=gpt2&seq=8"), b"").unwrap_err();
+        assert!(
+            refused.text.contains("unknown query key `seq`"),
+            "{}",
+            refused.text
+        );
+        for key in ["online", "file", "revision", "jobs", "deadline"] {
+            let refused =
+                question("memory", Some(&format!("model=gpt2&{key}=1")), b"").unwrap_err();
+            assert!(
+                refused.text.contains(&format!("unknown query key `{key}`")),
+                "{key}"
+            );
+        }
     }
 
     #[test]
