@@ -234,7 +234,7 @@ pub(crate) fn blip2(
 /// over 3 channels, positions, layers of a fused biased `qkv` and `projection`,
 /// `post_layernorm`) and `BlipTextLMHeadModel`, BERT with cross-attention to the image and an
 /// MLM-style head. Tying (of the decoder's weight and bias) follows either
-/// `tie_word_embeddings` (both default true); an explicit false unties the loaded weight.
+/// `tie_word_embeddings` (both default true).
 pub(crate) fn blip(
     raw: &mut RawConfig<'_>,
     f: &Family,
@@ -282,37 +282,33 @@ pub(crate) fn blip(
         Ok(k.hidden)
     })?;
     let top = raw.flag("tie_word_embeddings")?;
-    let (mut spec, text_tie, text_explicit) =
-        with_sub(raw, "text_config", "BlipTextConfig", |s| {
-            let explicit = s.r.raw.flag("tie_word_embeddings")?;
-            let text_tie = s.flag("tie_word_embeddings", true)?;
-            let b = super::bert::BertText {
-                defaults: (30_524, 768, 12, 8, 3072, 512),
-                token_types: None,
-                cross: Some(d_vis),
-                transform: true,
-                tied: true,
-            };
-            // `is_decoder` (default true) gives every layer its cross-attention.
-            let decoder = s.flag("is_decoder", true)?;
-            let b = super::bert::BertText {
-                cross: decoder.then_some(d_vis),
-                ..b
-            };
-            Ok((
-                super::bert::bert_text(s, f.model_type, arch, &b)?,
-                text_tie,
-                explicit,
-            ))
-        })?;
+    let (mut spec, text_tie) = with_sub(raw, "text_config", "BlipTextConfig", |s| {
+        let text_tie = s.flag("tie_word_embeddings", true)?;
+        let b = super::bert::BertText {
+            defaults: (30_524, 768, 12, 8, 3072, 512),
+            token_types: None,
+            cross: Some(d_vis),
+            transform: true,
+            tied: true,
+        };
+        // `is_decoder` (default true) gives every layer its cross-attention.
+        let decoder = s.flag("is_decoder", true)?;
+        let b = super::bert::BertText {
+            cross: decoder.then_some(d_vis),
+            ..b
+        };
+        Ok((super::bert::bert_text(s, f.model_type, arch, &b)?, text_tie))
+    })?;
     let top_tie = top.unwrap_or(true);
     if top.is_none() {
         raw.assume("tie_word_embeddings", true, "absent; `BlipConfig` default");
     }
+    // Either class ties the pair: `BlipForConditionalGeneration` by the top-level key,
+    // `BlipTextLMHeadModel` (its `text_decoder`) by `text_config`'s. No explicit false unties
+    // it again: the composite's `get_output_embeddings` is `None`, so loading keeps the tie.
     let tied_by_class = top_tie || text_tie;
-    let explicit_false = top.or(text_explicit) == Some(false);
     if let llmsize_core::spec::OutputHead::Lm { tied, biases, .. } = &mut spec.head {
-        *tied = tied_by_class && !explicit_false;
+        *tied = tied_by_class;
         *biases = if tied_by_class { 1 } else { 2 };
     }
     spec.extras.extend(p.out);

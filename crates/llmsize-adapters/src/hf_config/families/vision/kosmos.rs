@@ -79,9 +79,16 @@ fn text_model(
     Ok((spec, e))
 }
 
-/// The head's tying: the class ties when either `tie_word_embeddings` says so (both default
-/// true); an explicit false unties the loaded weight.
-fn tie(raw: &mut RawConfig<'_>, class: &str, spec: &mut ModelSpec) -> Result<(), ConfigError> {
+/// The head's tying: the classes tie when either `tie_word_embeddings` says so (both default
+/// true) — or, with `text_alone` (Kosmos-2.5, whose pair is tied only by
+/// `Kosmos2_5TextForCausalLM` under `text_config`), when the text config's says so; an explicit
+/// false at the top (or in `text_config` when the top does not say) unties the loaded weight.
+fn tie(
+    raw: &mut RawConfig<'_>,
+    class: &str,
+    spec: &mut ModelSpec,
+    text_alone: bool,
+) -> Result<(), ConfigError> {
     let text_explicit = super::parts::object(raw, "text_config")?
         .get("tie_word_embeddings")
         .and_then(serde_json::Value::as_bool);
@@ -95,7 +102,12 @@ fn tie(raw: &mut RawConfig<'_>, class: &str, spec: &mut ModelSpec) -> Result<(),
     }
     let explicit_false = top.or(text_explicit) == Some(false);
     if let OutputHead::Lm { tied, .. } = &mut spec.head {
-        *tied = (top.unwrap_or(true) || text_explicit.unwrap_or(true)) && !explicit_false;
+        let by_class = if text_alone {
+            text_explicit.unwrap_or(true)
+        } else {
+            top.unwrap_or(true) || text_explicit.unwrap_or(true)
+        };
+        *tied = by_class && !explicit_false;
     }
     Ok(())
 }
@@ -156,7 +168,7 @@ pub(crate) fn kosmos2(
     let (mut spec, embed) = with_sub(raw, "text_config", "Kosmos2TextConfig", |s| {
         text_model(s, f.model_type, arch, (65_037, 2048, 24, 8192, 32), true)
     })?;
-    tie(raw, f.config_class, &mut spec)?;
+    tie(raw, f.config_class, &mut spec, false)?;
     let mut p = vision();
     let t = clip_with(
         raw,
@@ -188,7 +200,7 @@ pub(crate) fn kosmos2_5(
         lit(2),
         sym("E", embed),
     ));
-    tie(raw, f.config_class, &mut spec)?;
+    tie(raw, f.config_class, &mut spec, true)?;
     let mut p = vision();
     let d_vis = with_sub(raw, "vision_config", "Kosmos2_5VisionConfig", |s| {
         t5_vision(

@@ -92,7 +92,16 @@ pub(crate) fn vision_encoder_decoder(
             tied,
         ))
     })?;
-    if let OutputHead::Lm { biases, .. } = &mut spec.head {
+    // `BertLMHeadModel` ties by the decoder's key; an explicit top-level false unties the
+    // loaded weight (the composite's output embeddings are the decoder's), not its bias.
+    let top = raw.flag("tie_word_embeddings")?;
+    if let OutputHead::Lm {
+        tied: weight,
+        biases,
+        ..
+    } = &mut spec.head
+    {
+        *weight = tied && top != Some(false);
         // An untied head keeps `decoder.bias` apart from `predictions.bias`.
         *biases = if tied { 1 } else { 2 };
     }
