@@ -577,7 +577,7 @@ pub(crate) struct DesignArgs {
 pub(crate) struct DesignCmdArgs {
     /// Parameters to reach: `7B`, `8.03B`, `350M`, `1.5e9`; counts within half a unit of
     /// the last digit typed rank as equally close
-    #[arg(long, value_name = "COUNT", value_parser = crate::commands::design::parse_params, help_heading = "Target")]
+    #[arg(long, value_name = "COUNT", value_parser = llmsize_engine::design_args::parse_params, help_heading = "Target")]
     pub(crate) params: Option<(u64, u64)>,
     /// With --params: the count without the input embeddings
     #[arg(
@@ -596,24 +596,24 @@ pub(crate) struct DesignCmdArgs {
     pub(crate) memory: Option<u64>,
     /// The largest model whose one training step (`llmsize train`: the most loaded GPU) fits
     /// this memory per GPU: `80GiB`, `24GB`, or a GPU (`h100`)
-    #[arg(long, value_name = "SIZE|GPU", value_parser = crate::commands::design::parse_train_memory, help_heading = "Target")]
+    #[arg(long, value_name = "SIZE|GPU", value_parser = llmsize_engine::design_args::parse_train_memory, help_heading = "Target")]
     pub(crate) train_memory: Option<u64>,
     /// Training compute in FLOPs (`1e23`): compute-optimal N and D by three rules, then
     /// shapes for N by --fit
-    #[arg(long, value_name = "FLOPS", value_parser = crate::commands::design::parse_flops, help_heading = "Target")]
+    #[arg(long, value_name = "FLOPS", value_parser = llmsize_engine::design_args::parse_flops, help_heading = "Target")]
     pub(crate) compute: Option<f64>,
     /// With --compute: the rule whose N the shapes aim at
     #[arg(long, value_enum, default_value_t = llmsize_engine::OptimalRule::Hoffmann, help_heading = "Target")]
     pub(crate) fit: llmsize_engine::OptimalRule,
     /// Accepted distance from --params (or --compute's N), e.g. `1%`, `0.5%`
-    #[arg(long, default_value = "1%", value_parser = crate::commands::design::parse_percent, help_heading = "Target")]
+    #[arg(long, default_value = "1%", value_parser = llmsize_engine::design_args::parse_percent, help_heading = "Target")]
     pub(crate) tolerance: f64,
     /// Weight format for --memory (see `memory --dtype`); the parameters' dtype for
     /// --train-memory (bf16, fp16, fp32)
-    #[arg(long, default_value = "bf16", value_parser = crate::commands::design::parse_dtype, help_heading = "Target")]
+    #[arg(long, default_value = "bf16", value_parser = llmsize_engine::design_args::parse_dtype, help_heading = "Target")]
     pub(crate) dtype: llmsize_core::formats::WeightFormat,
     /// KV cache element type for --memory
-    #[arg(long, default_value = "bf16", value_parser = crate::commands::design::parse_kv_dtype, help_heading = "Target")]
+    #[arg(long, default_value = "bf16", value_parser = llmsize_engine::design_args::parse_kv_dtype, help_heading = "Target")]
     pub(crate) kv_dtype: llmsize_core::formats::KvDtype,
     /// Tokens of context: the KV cache of --memory, the FLOPs per token, the sequence of
     /// --train-memory [default: 4096; 2048 with --train-memory, as `llmsize train`]
@@ -657,56 +657,56 @@ pub(crate) struct DesignCmdArgs {
     #[arg(long, value_name = "MODEL", help_heading = "Structure")]
     pub(crate) like: Option<String>,
     /// Routed experts (MoE)
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096), help_heading = "Structure")]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=llmsize_engine::design_args::MAX_EXPERTS), help_heading = "Structure")]
     pub(crate) experts: Option<u64>,
     /// Experts per token (MoE)
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096), help_heading = "Structure")]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=llmsize_engine::design_args::MAX_EXPERTS), help_heading = "Structure")]
     pub(crate) top_k: Option<u64>,
 
     /// Vocabulary size [default: the model's or the style's]
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=16_777_216), help_heading = "Constraints")]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=llmsize_engine::design_args::MAX_VOCAB), help_heading = "Constraints")]
     pub(crate) vocab: Option<u64>,
     /// Head widths allowed, e.g. `64,128` [default: the model's; 128 llama/moe, 64 gpt]
-    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=4096), help_heading = "Constraints")]
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=llmsize_engine::design_args::MAX_HEAD_DIM), help_heading = "Constraints")]
     pub(crate) head_dim: Vec<u64>,
     /// KV heads allowed, e.g. `8` or `4,8`
-    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=65536), conflicts_with = "gqa_group", help_heading = "Constraints")]
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=llmsize_engine::design_args::MAX_KV_HEADS), conflicts_with = "gqa_group", help_heading = "Constraints")]
     pub(crate) kv_heads: Vec<u64>,
     /// Query heads per KV head allowed, e.g. `4` or `1,8` (1 = multi-head) [default: the
     /// model's ratio]
-    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=65536), help_heading = "Constraints")]
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=llmsize_engine::design_args::MAX_KV_HEADS), help_heading = "Constraints")]
     pub(crate) gqa_group: Vec<u64>,
     /// FFN width rule: `4d`, `swiglu` (8d/3 rounded up to --multiple-of, LLaMA), `mult:X`
     /// (LLaMA-3's ffn_dim_multiplier X on 8d/3), `ratio:X` (X·d) [default: the model's]
-    #[arg(long, value_name = "RULE", value_parser = crate::commands::design::parse_ffn_rule, help_heading = "Constraints")]
-    pub(crate) ffn_rule: Option<crate::commands::design::FfnSpec>,
+    #[arg(long, value_name = "RULE", value_parser = llmsize_engine::design_args::parse_ffn_rule, help_heading = "Constraints")]
+    pub(crate) ffn_rule: Option<llmsize_engine::design_args::FfnSpec>,
     /// The FFN rule's rounding [default: 256 swiglu and mult, 1 for 4d and ratio]
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=65536), help_heading = "Constraints")]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=llmsize_engine::design_args::MAX_MULTIPLE), help_heading = "Constraints")]
     pub(crate) multiple_of: Option<u64>,
     /// Hidden size and FFN width multiples of this, e.g. 128 [default: 64]
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=65536), help_heading = "Constraints")]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=llmsize_engine::design_args::MAX_MULTIPLE), help_heading = "Constraints")]
     pub(crate) align: Option<u64>,
     /// Tensor-parallel degree: heads, hidden size and FFN width divisible by it
-    #[arg(long, default_value = "1", value_parser = clap::value_parser!(u64).range(1..=1024), help_heading = "Constraints")]
+    #[arg(long, default_value = "1", value_parser = clap::value_parser!(u64).range(1..=llmsize_engine::design_args::MAX_DEGREE), help_heading = "Constraints")]
     pub(crate) tp: u64,
     /// Pipeline stages: layers divisible by it
-    #[arg(long, default_value = "1", value_parser = clap::value_parser!(u64).range(1..=1024), help_heading = "Constraints")]
+    #[arg(long, default_value = "1", value_parser = clap::value_parser!(u64).range(1..=llmsize_engine::design_args::MAX_DEGREE), help_heading = "Constraints")]
     pub(crate) pp: u64,
     /// Aspect ratio d/L range, `MIN..MAX` [default: 16..512]
-    #[arg(long, value_name = "MIN..MAX", value_parser = crate::commands::design::parse_aspect, help_heading = "Constraints")]
+    #[arg(long, value_name = "MIN..MAX", value_parser = llmsize_engine::design_args::parse_aspect, help_heading = "Constraints")]
     pub(crate) aspect: Option<(f64, f64)>,
     /// Aspect ratio d/L preferred at equal distance [default: the model's, 128 for a style]
-    #[arg(long, value_parser = crate::commands::design::parse_positive, help_heading = "Constraints")]
+    #[arg(long, value_parser = llmsize_engine::design_args::parse_positive, help_heading = "Constraints")]
     pub(crate) prefer_aspect: Option<f64>,
     /// Hidden sizes searched, `MIN..MAX` [default: 64..32768]
-    #[arg(long, value_name = "MIN..MAX", value_parser = crate::commands::design::parse_range, help_heading = "Constraints")]
+    #[arg(long, value_name = "MIN..MAX", value_parser = llmsize_engine::design_args::parse_range, help_heading = "Constraints")]
     pub(crate) hidden_range: Option<(u64, u64)>,
     /// Layer counts searched, `MIN..MAX` [default: 1..256]
-    #[arg(long, value_name = "MIN..MAX", value_parser = crate::commands::design::parse_range, help_heading = "Constraints")]
+    #[arg(long, value_name = "MIN..MAX", value_parser = llmsize_engine::design_args::parse_range, help_heading = "Constraints")]
     pub(crate) layers_range: Option<(u64, u64)>,
 
     /// Candidates to print
-    #[arg(long, default_value = "10", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    #[arg(long, default_value = "10", value_parser = clap::value_parser!(u16).range(1..=i64::from(llmsize_engine::design_args::MAX_TOP)))]
     pub(crate) top: u16,
     #[command(flatten)]
     pub(crate) hub: HubArgs,

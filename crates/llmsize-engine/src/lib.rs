@@ -24,6 +24,7 @@
 
 mod bounds;
 mod design;
+pub mod design_args;
 mod error;
 mod hub;
 mod remote;

@@ -1,270 +1,30 @@
 //! `llmsize design`: inverse sizing. Flags → a design request; the outcome → the space
 //! searched, the compute-optimal sizes (`--compute`), the candidates and their commands.
 
-use llmsize_core::formats::{KvDtype, WeightFormat};
 use llmsize_core::render::doc::{Cell, Column, Doc, Raw, Table};
 use llmsize_core::units::{human_bytes, human_count};
-use llmsize_engine::{
-    DesignBase, DesignConstraints, DesignOutcome, DesignRequest, DesignStyle, DesignTrain, FfnRule,
-    Goal, KvChoice, Quantity,
-};
+use llmsize_engine::design_args::DesignOptions;
+use llmsize_engine::{DesignOutcome, DesignTrain, Quantity};
 
 use super::{Env, Rendered, doc_text, hub};
 use crate::Failure;
 use crate::cli::{DesignCmdArgs, Format};
 
-/// `--ffn-rule` as typed; the rounding (`--multiple-of`) joins it in [`ffn_rule`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FfnSpec {
-    /// `4d`.
-    FourD,
-    /// `swiglu`: 8d/3.
-    Swiglu,
-    /// `mult:X`: X · 8d/3, X = num/den.
-    Mult(u64, u64),
-    /// `ratio:X`: X·d.
-    Ratio(u64, u64),
-}
-
-/// `1.3` → (13, 10); at most 6 decimals, positive, at most 1000.
-fn decimal_ratio(s: &str) -> Option<(u64, u64)> {
-    let s = s.trim();
-    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
-    if frac.len() > 6
-        || (int.is_empty() && frac.is_empty())
-        || !int.bytes().all(|b| b.is_ascii_digit())
-        || !frac.bytes().all(|b| b.is_ascii_digit())
-    {
-        return None;
-    }
-    let den = 10u64.pow(u32::try_from(frac.len()).ok()?);
-    let num: u64 = format!("{int}{frac}").parse().ok()?;
-    let (mut a, mut b) = (num, den);
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    let g = a.max(1);
-    (num > 0 && num <= 1000 * den).then_some((num / g, den / g))
-}
-
-pub(crate) fn parse_ffn_rule(s: &str) -> Result<FfnSpec, String> {
-    let t = s.trim().to_ascii_lowercase();
-    let bad = || {
-        format!(
-            "`{s}` is not an FFN rule: `4d`, `swiglu`, `mult:X` (e.g. mult:1.3) or `ratio:X` (e.g. ratio:3.5)"
-        )
-    };
-    match t.as_str() {
-        "4d" => Ok(FfnSpec::FourD),
-        "swiglu" | "8d/3" => Ok(FfnSpec::Swiglu),
-        _ => {
-            if let Some(x) = t.strip_prefix("mult:") {
-                let (n, d) = decimal_ratio(x).ok_or_else(bad)?;
-                Ok(FfnSpec::Mult(n, d))
-            } else if let Some(x) = t.strip_prefix("ratio:") {
-                let (n, d) = decimal_ratio(x).ok_or_else(bad)?;
-                Ok(FfnSpec::Ratio(n, d))
-            } else {
-                Err(bad())
-            }
-        }
-    }
-}
-
-fn ffn_rule(spec: FfnSpec, multiple_of: Option<u64>) -> FfnRule {
-    match spec {
-        FfnSpec::FourD => FfnRule::Ratio {
-            num: 4,
-            den: 1,
-            multiple_of: multiple_of.unwrap_or(1),
-        },
-        FfnSpec::Ratio(num, den) => FfnRule::Ratio {
-            num,
-            den,
-            multiple_of: multiple_of.unwrap_or(1),
-        },
-        FfnSpec::Swiglu => FfnRule::Llama {
-            mult_num: 1,
-            mult_den: 1,
-            multiple_of: multiple_of.unwrap_or(256),
-        },
-        FfnSpec::Mult(mult_num, mult_den) => FfnRule::Llama {
-            mult_num,
-            mult_den,
-            multiple_of: multiple_of.unwrap_or(256),
-        },
-    }
-}
-
-pub(crate) fn parse_params(s: &str) -> Result<(u64, u64), String> {
-    llmsize_engine::parse_param_count(s)
-}
-
-/// `1e23`, `3.8e25`, `5.88e23`: FLOPs, from 1e12 to 1e32.
-pub(crate) fn parse_flops(s: &str) -> Result<f64, String> {
-    let x: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a number of FLOPs (e.g. 1e23)"))?;
-    if !(1e12..=1e32).contains(&x) {
-        return Err(format!("`{s}`: training compute from 1e12 to 1e32 FLOPs"));
-    }
-    Ok(x)
-}
-
-/// `1%`, `0.5%`, `0.01`: a fraction from 0 to 0.5.
-pub(crate) fn parse_percent(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let bad = || format!("`{s}` is not a tolerance (e.g. 1%, 0.5%, 0.01)");
-    let x = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map_err(|_| bad())? / 100.0,
-        None => t.parse::<f64>().map_err(|_| bad())?,
-    };
-    if !(0.0..=0.5).contains(&x) {
-        return Err(format!("`{s}`: a tolerance from 0% to 50%"));
-    }
-    Ok(x)
-}
-
-pub(crate) fn parse_positive(s: &str) -> Result<f64, String> {
-    let x: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a number"))?;
-    if !(x > 0.0 && x.is_finite()) {
-        return Err(format!("`{s}`: must be more than 0"));
-    }
-    Ok(x)
-}
-
-/// `MIN..MAX` of positive numbers, MIN ≤ MAX.
-pub(crate) fn parse_aspect(s: &str) -> Result<(f64, f64), String> {
-    let (a, b) = s
-        .split_once("..")
-        .ok_or_else(|| format!("`{s}` is not a range MIN..MAX (e.g. 32..256)"))?;
-    let (a, b) = (parse_positive(a)?, parse_positive(b)?);
-    if a > b {
-        return Err(format!("`{s}`: MIN is more than MAX"));
-    }
-    Ok((a, b))
-}
-
-/// `MIN..MAX` of whole numbers from 1, MIN ≤ MAX.
-pub(crate) fn parse_range(s: &str) -> Result<(u64, u64), String> {
-    let bad = || format!("`{s}` is not a range MIN..MAX of whole numbers (e.g. 1024..8192)");
-    let (a, b) = s.split_once("..").ok_or_else(bad)?;
-    let a: u64 = a.trim().parse().map_err(|_| bad())?;
-    let b: u64 = b.trim().parse().map_err(|_| bad())?;
-    if a == 0 || a > b {
-        return Err(format!("`{s}`: MIN from 1 and at most MAX"));
-    }
-    Ok((a, b))
-}
-
-pub(crate) fn parse_dtype(s: &str) -> Result<WeightFormat, String> {
-    WeightFormat::parse(s).ok_or_else(|| {
-        format!(
-            "`{s}` is not a weight format: {}",
-            WeightFormat::names().join(", ")
-        )
-    })
-}
-
-/// `--train-memory`: a size (`80GiB`, `24GB`) or a GPU's name (`h100`: its memory).
-pub(crate) fn parse_train_memory(s: &str) -> Result<u64, String> {
-    llmsize_core::gpu::parse_memory(s).or_else(|e| {
-        llmsize_core::gpu::find(s)
-            .map(|g| g.memory_bytes)
-            .ok_or_else(|| format!("{e}, or name a GPU (e.g. h100, a100-40gb, rtx4090)"))
-    })
-}
-
-/// The context: `--ctx`, else 2048 for a training step (`llmsize train`'s `--seq-len`), else
-/// 4096.
-pub(crate) fn ctx(args: &DesignCmdArgs) -> u64 {
-    args.ctx.unwrap_or(if args.train_memory.is_some() {
-        2048
-    } else {
-        4096
-    })
-}
-
-pub(crate) fn parse_kv_dtype(s: &str) -> Result<KvDtype, String> {
-    KvDtype::parse(s)
-        .ok_or_else(|| format!("`{s}` is not a KV cache type: bf16, fp16, fp32, fp8, q8_0, q4_0"))
-}
-
-/// Arguments → the engine's request (no target: the `--like` model's own size).
-pub(crate) fn request(args: &DesignCmdArgs) -> DesignRequest {
-    let goal = if let Some((value, resolution)) = args.params {
-        Some(Goal::Params {
-            value,
-            resolution,
-            quantity: if args.active {
-                Quantity::Active
-            } else if args.non_embedding {
-                Quantity::NonEmbedding
-            } else {
-                Quantity::Total
-            },
-        })
-    } else if let Some(bytes) = args.memory {
-        Some(Goal::Memory {
-            bytes,
-            format: args.dtype,
-            kv_dtype: args.kv_dtype,
-        })
-    } else if let Some(bytes) = args.train_memory {
-        // The engine fills the options from `train` below.
-        Some(Goal::TrainMemory {
-            bytes,
-            options: Box::default(),
-        })
-    } else {
-        args.compute.map(|flops| Goal::Compute {
-            flops,
-            rule: args.fit,
-        })
-    };
-    let base = match &args.like {
-        Some(m) => DesignBase::Like(m.clone()),
-        None => DesignBase::Style(args.style.unwrap_or(DesignStyle::Llama)),
-    };
-    let kv = if !args.kv_heads.is_empty() {
-        Some(KvChoice::Heads(args.kv_heads.clone()))
-    } else if !args.gqa_group.is_empty() {
-        Some(KvChoice::Group(args.gqa_group.clone()))
-    } else {
-        None
-    };
-    DesignRequest {
-        base,
-        goal,
+/// The flags, read by clap with the engine's parsers, as the engine's options: the one
+/// reading `design()` in Python shares.
+pub(crate) fn options(args: &DesignCmdArgs) -> DesignOptions {
+    DesignOptions {
+        params: args.params,
+        non_embedding: args.non_embedding,
+        active: args.active,
+        memory: args.memory,
+        train_memory: args.train_memory,
+        compute: args.compute,
+        fit: args.fit,
         tolerance: args.tolerance,
-        constraints: DesignConstraints {
-            vocab: args.vocab,
-            head_dims: (!args.head_dim.is_empty()).then(|| args.head_dim.clone()),
-            kv,
-            ffn: args
-                .ffn_rule
-                .map(|r| ffn_rule(r, args.multiple_of))
-                .or_else(|| {
-                    // `--multiple-of` alone: the LLaMA rule with that rounding.
-                    args.multiple_of.map(|m| ffn_rule(FfnSpec::Swiglu, Some(m)))
-                }),
-            align: args.align,
-            tp: args.tp,
-            pp: args.pp,
-            aspect: args.aspect,
-            hidden: args.hidden_range,
-            layers: args.layers_range,
-            experts: args.experts,
-            top_k: args.top_k,
-            prefer_aspect: args.prefer_aspect,
-        },
-        top: usize::from(args.top),
-        ctx: ctx(args),
-        hub: hub(&args.hub),
+        dtype: args.dtype,
+        kv_dtype: args.kv_dtype,
+        ctx: args.ctx,
         train: DesignTrain {
             batch: args.batch,
             dtype: args.dtype.name().to_owned(),
@@ -276,6 +36,25 @@ pub(crate) fn request(args: &DesignCmdArgs) -> DesignRequest {
             zero: args.zero,
             dp: args.dp,
         },
+        style: args.style,
+        like: args.like.clone(),
+        experts: args.experts,
+        top_k: args.top_k,
+        vocab: args.vocab,
+        head_dim: args.head_dim.clone(),
+        kv_heads: args.kv_heads.clone(),
+        gqa_group: args.gqa_group.clone(),
+        ffn_rule: args.ffn_rule,
+        multiple_of: args.multiple_of,
+        align: args.align,
+        tp: args.tp,
+        pp: args.pp,
+        aspect: args.aspect,
+        prefer_aspect: args.prefer_aspect,
+        hidden_range: args.hidden_range,
+        layers_range: args.layers_range,
+        top: args.top,
+        hub: hub(&args.hub),
     }
 }
 
@@ -284,7 +63,7 @@ pub(crate) fn run(args: &DesignCmdArgs, env: &Env) -> Result<Rendered, Failure> 
     if matches!(format, Format::Svg | Format::Mermaid) {
         return Err(super::no_picture("design", format));
     }
-    let outcome = env.engine.design(&request(args))?;
+    let outcome = env.engine.design(&options(args).request())?;
     let found = !outcome.result.candidates.is_empty();
     let text = if format == Format::Json {
         outcome.to_json()?
@@ -386,7 +165,7 @@ fn no_shape_message(outcome: &DesignOutcome, train: bool) -> String {
 fn doc(outcome: &DesignOutcome, args: &DesignCmdArgs) -> Doc {
     let r = &outcome.result;
     let mut doc = Doc::new();
-    let ctx = ctx(args);
+    let ctx = options(args).ctx();
     let target = match (args.params, args.memory, r.target) {
         (Some(_), _, Some((n, q))) => format!(
             "{} {} parameters",
