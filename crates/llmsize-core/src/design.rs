@@ -202,6 +202,8 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
             v_from_k: false,
             indexer_key_dim: None,
             cache_prefix_tokens: 0,
+            shared_kv: false,
+            compressed: None,
         }),
         cross_attention: None,
         ffn: Ffn::Dense(Mlp {

@@ -395,6 +395,10 @@ pub enum CacheShape {
         transformers_heads: u64,
         /// Head width.
         head_dim: u64,
+        /// K and V are one tensor, cached once (DeepSeek-V4).
+        shared_kv: bool,
+        /// A compressed cache beside the window (DeepSeek-V4).
+        compressed: Option<crate::spec::CompressedCache>,
     },
     /// DeepSeek MLA: the compressed latent `r_kv + d_rope`, or K and V expanded per head.
     Latent {
@@ -939,7 +943,7 @@ pub(crate) fn geometry(
                 Expr::sym(Sym::HeadDim, a.head_dim),
             ]))?;
             let kv = Expr::product(vec![
-                Expr::Lit(2),
+                Expr::Lit(if a.shared_kv { 1 } else { 2 }),
                 Expr::sym(Sym::KvHeads, a.num_kv_heads),
                 Expr::sym(Sym::HeadDim, a.head_dim),
             ]);
@@ -961,6 +965,8 @@ pub(crate) fn geometry(
                     kv_heads: a.num_kv_heads,
                     transformers_heads: a.transformers_cache_heads.unwrap_or(a.num_kv_heads),
                     head_dim: a.head_dim,
+                    shared_kv: a.shared_kv,
+                    compressed: a.compressed,
                 },
             }
         }

@@ -255,6 +255,8 @@ pub(crate) fn kv_groups_of(
                 kv_heads,
                 transformers_heads,
                 head_dim,
+                shared_kv,
+                compressed,
             } => {
                 // The label writes the model's `n_kv`; under transformers' layout Falcon's new
                 // decoder caches every query head, and the bytes count those (the label was
@@ -263,12 +265,16 @@ pub(crate) fn kv_groups_of(
                     (false, CachePolicy::Transformers) => *transformers_heads,
                     _ => *kv_heads,
                 };
-                let per = (Checked::new(2u64) * cached * *head_dim + *indexer)
+                let copies = if *shared_kv { 1u64 } else { 2 };
+                let per = (Checked::new(copies) * cached * *head_dim + *indexer)
                     .get("2·n_kv·d_h + indexer (cache elements per token)")?;
                 // KV heads split across ranks; replicated when there are fewer than ranks.
                 let heads_per_gpu = cached.div_ceil(tp).max(1);
-                let per_gpu = (Checked::new(2u64) * heads_per_gpu * *head_dim + *indexer)
+                let per_gpu = (Checked::new(copies) * heads_per_gpu * *head_dim + *indexer)
                     .get("2·⌈n_kv ÷ tp⌉·d_h + indexer (cache elements per token per GPU)")?;
+                if let Some(c) = compressed.filter(|_| !g.cross) {
+                    compressed_group(&mut groups, g, c, options)?;
+                }
                 if g.cross {
                     (
                         format!(
@@ -346,6 +352,77 @@ pub(crate) fn kv_groups_of(
         }
     }
     Ok(groups)
+}
+
+/// DeepSeek-V4's compressed entries, buffered tokens and carried overlap of `g`'s layers, a
+/// group of their own (one per sequence, held whole by every rank).
+fn compressed_group(
+    groups: &mut Vec<KvGroup>,
+    g: &AttentionGeometry,
+    c: crate::spec::CompressedCache,
+    options: &MemoryOptions,
+) -> Result<(), SpecError> {
+    let (elements, _, _) = c.after(options.seq_len)?;
+    let bytes =
+        (Checked::new(options.kv_dtype.checked_bytes(elements)?) * options.batch * g.layers)
+            .get("compressed cache bytes·batch·layers")?;
+    let what = format!(
+        "compressed K=V: one entry of {} per {} tokens{}",
+        c.entry,
+        c.rate,
+        if c.overlap {
+            ", overlapping windows"
+        } else {
+            ""
+        }
+    );
+    match groups
+        .iter_mut()
+        .find(|x| x.stack == g.stack && x.what == what)
+    {
+        Some(x) => {
+            x.layers = checked::add("layers of a KV group", x.layers, g.layers)?;
+            x.bytes = checked::add("KV cache bytes", x.bytes, bytes)?;
+            x.bytes_per_gpu = checked::add("KV cache bytes per GPU", x.bytes_per_gpu, bytes)?;
+        }
+        None => groups.push(KvGroup {
+            stack: g.stack,
+            layers: g.layers,
+            what,
+            elements_per_token: c.entry,
+            tokens: options.seq_len.checked_div(c.rate).unwrap_or(0),
+            window: None,
+            bytes,
+            bytes_per_gpu: bytes,
+        }),
+    }
+    Ok(())
+}
+
+/// The state DeepSeek-V4's compressors keep beside their cache: the buffered tokens' gate
+/// (model dtype) and the carried overlap's gate (float32), in bytes for the batch.
+fn compressed_state(
+    attention: &[AttentionGeometry],
+    options: &MemoryOptions,
+) -> Result<u64, SpecError> {
+    let mut total = 0u64;
+    for g in attention {
+        if let CacheShape::Heads {
+            compressed: Some(c),
+            ..
+        } = &g.cache
+        {
+            let (_, gate, carried) = c.after(options.seq_len)?;
+            let one = checked::add(
+                "buffered gate + overlap gate bytes",
+                options.kv_dtype.checked_bytes(gate)?,
+                checked::mul("4·overlap gate elements", carried, 4)?,
+            )?;
+            total = (Checked::new(total) + Checked::new(one) * g.layers * options.batch)
+                .get("b·Σ layers·compressor state bytes")?;
+        }
+    }
+    Ok(total)
 }
 
 /// The largest layer working set of a prefill, in elements per token: the residual and its
@@ -572,6 +649,13 @@ fn memory_of(
         one_token.iter().map(|g| g.bytes),
     )?;
     let (state_bytes, state_per_gpu, state_formula) = state_bytes(&geometry.states, options)?;
+    let compressor_state = compressed_state(attention, options)?;
+    let state_bytes = checked::add("state + compressor state", state_bytes, compressor_state)?;
+    let state_per_gpu = checked::add(
+        "state + compressor state per GPU",
+        state_per_gpu,
+        compressor_state,
+    )?;
 
     // Workspace: one layer's activations for the whole prefill in bf16 (no FlashAttention
     // score matrix), plus fp32 logits of the last position of each sequence; an encoder's one

@@ -552,6 +552,48 @@ pub struct StandardAttention {
     /// `num_kv_heads` (Falcon's new decoder layout broadcasts K and V to every query head
     /// before caching); runtimes that cache the grouped heads use `num_kv_heads`.
     pub transformers_cache_heads: Option<u64>,
+    /// Keys and values are one tensor (DeepSeek-V4's shared-KV MQA, `modeling_deepseek_v4.py`
+    /// `DeepseekV4HCACache.update`: `self.values = self.keys`): the cache holds it once.
+    pub shared_kv: bool,
+    /// A compressed cache beside the layer's window (DeepSeek-V4's CSA/HCA compressors).
+    pub compressed: Option<CompressedCache>,
+}
+
+/// DeepSeek-V4's compressed cache (`modeling_deepseek_v4.py`, `DeepseekV4HCACache` and
+/// `DeepseekV4CSACache`): one entry of `entry` elements per `rate` source tokens, the
+/// `seq mod rate` tokens of an unfinished window buffered (their kv projection, `entry`
+/// wide, twice that with the CSA's overlapping series, in the cache; their gate beside it as
+/// state), and with the CSA's overlap the last window's first series (`rate·entry`, kv and a
+/// float32 gate) once a window closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CompressedCache {
+    /// Source tokens per entry (`compress_rates`).
+    pub rate: u64,
+    /// Elements of one entry: the compressor's `d_h`, plus the indexer's `index_head_dim`.
+    pub entry: u64,
+    /// Overlapping windows (CSA): two series per token, the last window's first carried.
+    pub overlap: bool,
+}
+
+impl CompressedCache {
+    /// (KV-dtype cache elements, model-dtype state elements, float32 state elements) after
+    /// a prefill of `seq` tokens.
+    pub fn after(&self, seq: u64) -> Result<(u64, u64, u64), crate::error::Overflow> {
+        use crate::checked::Checked;
+        let rate = self.rate.max(1);
+        let series = if self.overlap { 2u64 } else { 1 };
+        let left = seq.checked_rem(rate).unwrap_or(0);
+        let buffer =
+            (Checked::new(left) * series * self.entry).get("buffered tokens·series·entry")?;
+        let carried = if self.overlap && seq >= rate {
+            (Checked::new(rate) * self.entry).get("rate·entry (overlap)")?
+        } else {
+            0
+        };
+        let kv = (Checked::new(seq.checked_div(rate).unwrap_or(0)) * self.entry + buffer + carried)
+            .get("entries·entry + buffer + overlap (compressed cache)")?;
+        Ok((kv, buffer, carried))
+    }
 }
 
 /// Multi-head latent attention (DeepSeek-V2/V3).
@@ -834,6 +876,8 @@ mod tests {
                 v_from_k: false,
                 indexer_key_dim: None,
                 cache_prefix_tokens: 0,
+                shared_kv: false,
+                compressed: None,
             }),
             cross_attention: None,
             ffn: Ffn::Dense(Mlp {

@@ -131,6 +131,8 @@ pub(crate) fn mha(
         v_from_k: false,
         indexer_key_dim: None,
         cache_prefix_tokens: 0,
+        shared_kv: false,
+        compressed: None,
     }
 }
 

@@ -11,6 +11,7 @@ mod encoders;
 mod experts;
 mod gpt;
 mod latent;
+mod latent2;
 mod llama;
 mod recurrent;
 mod ssm;
@@ -27,6 +28,7 @@ pub(crate) const REGISTRY: &[(&str, &[Family])] = &[
     ("GPT-style and other decoders", gpt::FAMILIES),
     ("mixtures of experts", experts::FAMILIES),
     ("multi-head latent attention", latent::FAMILIES),
+    ("compressed sparse attention", latent2::FAMILIES),
     ("state-space models and hybrids", ssm::FAMILIES),
     ("linear attention and recurrent mixers", recurrent::FAMILIES),
     (

@@ -2069,6 +2069,8 @@ mod tests {
                 sinks: false,
                 indexer_key_dim: None,
                 cache_prefix_tokens: 0,
+                shared_kv: false,
+                compressed: None,
                 v_from_k: false,
                 transformers_cache_heads: None,
             }),
