@@ -592,7 +592,7 @@ pub(crate) struct DesignCmdArgs {
     pub(crate) active: bool,
     /// The largest model whose weights (in --dtype) and KV cache (--ctx tokens) fit this
     /// memory: `24GiB`, `80GB`
-    #[arg(long, value_name = "SIZE", value_parser = llmsize_core::gpu::parse_memory, help_heading = "Target")]
+    #[arg(long, value_name = "SIZE", value_parser = llmsize_engine::design_args::parse_memory, help_heading = "Target")]
     pub(crate) memory: Option<u64>,
     /// The largest model whose one training step (`llmsize train`: the most loaded GPU) fits
     /// this memory per GPU: `80GiB`, `24GB`, or a GPU (`h100`)

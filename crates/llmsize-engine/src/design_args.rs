@@ -197,6 +197,11 @@ pub fn parse_kv_dtype(s: &str) -> Result<KvDtype, String> {
         .ok_or_else(|| format!("`{s}` is not a KV cache type: bf16, fp16, fp32, fp8, q8_0, q4_0"))
 }
 
+/// `memory`: a size with its unit (`24GiB`, `80GB`).
+pub fn parse_memory(s: &str) -> Result<u64, String> {
+    llmsize_core::gpu::parse_memory(s)
+}
+
 /// `train_memory`: a size (`80GiB`, `24GB`) or a GPU's name (`h100`: its memory).
 pub fn parse_train_memory(s: &str) -> Result<u64, String> {
     llmsize_core::gpu::parse_memory(s).or_else(|e| {

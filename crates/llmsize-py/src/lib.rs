@@ -9,9 +9,9 @@
 //! the GIL, and with a panic caught.
 
 use llmsize_engine::{
-    AttentionConvention, AuditRequest, CachePolicy, CustomGpuFlags, Engine, Error, ErrorKind,
-    FlopsRequest, HeadChoice, HubEnv, HubOptions, InspectRequest, MemoryRequest, MlaCache,
-    Parallelism, ParamsRequest, Runtime, RuntimeFlags, Sweep, TrainRequest,
+    AttentionConvention, AuditRequest, CachePolicy, CustomGpuFlags, DesignTrain, Engine, Error,
+    ErrorKind, FlopsRequest, HeadChoice, HubEnv, HubOptions, InspectRequest, MemoryRequest,
+    MlaCache, OptimalRule, Parallelism, ParamsRequest, Runtime, RuntimeFlags, Sweep, TrainRequest,
 };
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -447,6 +447,160 @@ fn train(
     })
 }
 
+/// A text option read by the engine's parser (`llmsize_engine::design_args`), its message
+/// naming the keyword as the caller wrote it.
+fn read<T>(
+    name: &str,
+    value: Option<&str>,
+    parse: fn(&str) -> Result<T, String>,
+) -> PyResult<Option<T>> {
+    value
+        .map(|v| {
+            parse(v).map_err(|e| {
+                bad_input(
+                    format!("`{name}`: {e}"),
+                    "as the CLI's option of that name takes it",
+                )
+            })
+        })
+        .transpose()
+}
+
+/// [`read`] of a text option the CLI gives a default.
+fn read_or<T>(
+    name: &str,
+    value: Option<&str>,
+    default: &str,
+    parse: fn(&str) -> Result<T, String>,
+) -> PyResult<T> {
+    let text = value.unwrap_or(default);
+    parse(text).map_err(|e| {
+        bad_input(
+            format!("`{name}`: {e}"),
+            "as the CLI's option of that name takes it",
+        )
+    })
+}
+
+/// A whole number the CLI bounds to `1..=most`.
+fn within(name: &str, value: Option<u64>, most: u64) -> PyResult<Option<u64>> {
+    match value {
+        Some(n) if n == 0 || n > most => Err(bad_input(
+            format!("`{name}={n}` is out of range: expected 1 to {most}"),
+            "as the CLI's option of that name takes it",
+        )),
+        v => Ok(v),
+    }
+}
+
+/// Each of a list within `1..=most`.
+fn all_within(name: &str, values: Vec<u64>, most: u64) -> PyResult<Vec<u64>> {
+    for (i, v) in values.iter().enumerate() {
+        within(&format!("{name}[{i}]"), Some(*v), most)?;
+    }
+    Ok(values)
+}
+
+/// `llmsize design`: every option as its text form or number, read by the engine's parsers
+/// (the CLI's); which options go together is checked by the package, in Python's spelling.
+#[pyfunction]
+#[pyo3(signature = (params, non_embedding, active, memory, train_memory, compute, fit, tolerance, dtype, kv_dtype, ctx, batch, precision, optimizer, checkpointing, lora_rank, qlora, zero, dp, style, like, experts, top_k, vocab, head_dim, kv_heads, gqa_group, ffn_rule, multiple_of, align, tp, pp, aspect, prefer_aspect, hidden_range, layers_range, top, hub_options))]
+fn design(
+    py: Python<'_>,
+    params: Option<&str>,
+    non_embedding: bool,
+    active: bool,
+    memory: Option<&str>,
+    train_memory: Option<&str>,
+    compute: Option<&str>,
+    fit: Option<&str>,
+    tolerance: Option<&str>,
+    dtype: Option<&str>,
+    kv_dtype: Option<&str>,
+    ctx: Option<u64>,
+    batch: Option<u64>,
+    precision: Option<String>,
+    optimizer: Option<String>,
+    checkpointing: bool,
+    lora_rank: Option<u64>,
+    qlora: bool,
+    zero: Option<u8>,
+    dp: Option<u64>,
+    style: Option<&str>,
+    like: Option<String>,
+    experts: Option<u64>,
+    top_k: Option<u64>,
+    vocab: Option<u64>,
+    head_dim: Vec<u64>,
+    kv_heads: Vec<u64>,
+    gqa_group: Vec<u64>,
+    ffn_rule: Option<&str>,
+    multiple_of: Option<u64>,
+    align: Option<u64>,
+    tp: Option<u64>,
+    pp: Option<u64>,
+    aspect: Option<&str>,
+    prefer_aspect: Option<&str>,
+    hidden_range: Option<&str>,
+    layers_range: Option<&str>,
+    top: Option<u64>,
+    hub_options: Hub,
+) -> PyResult<Answer> {
+    use llmsize_engine::design_args as a;
+    let dtype = read_or("dtype", dtype, "bf16", a::parse_dtype)?;
+    let mut train = DesignTrain {
+        dtype: dtype.name().to_owned(),
+        checkpointing,
+        lora_rank,
+        qlora,
+        ..DesignTrain::default()
+    };
+    train.batch = batch.unwrap_or(train.batch);
+    train.precision = precision.unwrap_or(train.precision);
+    train.optimizer = optimizer.unwrap_or(train.optimizer);
+    train.zero = zero.unwrap_or(train.zero);
+    train.dp = dp.unwrap_or(train.dp);
+    let top = within("top", top, u64::from(a::MAX_TOP))?.unwrap_or(10);
+    let options = a::DesignOptions {
+        params: read("params", params, a::parse_params)?,
+        non_embedding,
+        active,
+        memory: read("memory", memory, a::parse_memory)?,
+        train_memory: read("train_memory", train_memory, a::parse_train_memory)?,
+        compute: read("compute", compute, a::parse_flops)?,
+        fit: read("fit", fit, a::parse_fit)?.unwrap_or(OptimalRule::Hoffmann),
+        tolerance: read_or("tolerance", tolerance, "1%", a::parse_percent)?,
+        dtype,
+        kv_dtype: read_or("kv_dtype", kv_dtype, "bf16", a::parse_kv_dtype)?,
+        ctx,
+        train,
+        style: read("style", style, a::parse_style)?,
+        like,
+        experts: within("experts", experts, a::MAX_EXPERTS)?,
+        top_k: within("top_k", top_k, a::MAX_EXPERTS)?,
+        vocab: within("vocab", vocab, a::MAX_VOCAB)?,
+        head_dim: all_within("head_dim", head_dim, a::MAX_HEAD_DIM)?,
+        kv_heads: all_within("kv_heads", kv_heads, a::MAX_KV_HEADS)?,
+        gqa_group: all_within("gqa_group", gqa_group, a::MAX_KV_HEADS)?,
+        ffn_rule: read("ffn_rule", ffn_rule, a::parse_ffn_rule)?,
+        multiple_of: within("multiple_of", multiple_of, a::MAX_MULTIPLE)?,
+        align: within("align", align, a::MAX_MULTIPLE)?,
+        tp: within("tp", tp, a::MAX_DEGREE)?.unwrap_or(1),
+        pp: within("pp", pp, a::MAX_DEGREE)?.unwrap_or(1),
+        aspect: read("aspect", aspect, a::parse_aspect)?,
+        prefer_aspect: read("prefer_aspect", prefer_aspect, a::parse_positive)?,
+        hidden_range: read("hidden_range", hidden_range, a::parse_range)?,
+        layers_range: read("layers_range", layers_range, a::parse_range)?,
+        top: u16::try_from(top).unwrap_or(a::MAX_TOP),
+        hub: hub(hub_options)?,
+    };
+    let request = options.request();
+    run(py, move || {
+        let outcome = engine().design(&request)?;
+        Ok((outcome.to_json()?, outcome.warnings))
+    })
+}
+
 /// `llmsize inspect`.
 #[pyfunction]
 #[pyo3(signature = (model, hub_options))]
@@ -498,6 +652,7 @@ fn _llmsize(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(memory, m)?)?;
     m.add_function(wrap_pyfunction!(flops, m)?)?;
     m.add_function(wrap_pyfunction!(train, m)?)?;
+    m.add_function(wrap_pyfunction!(design, m)?)?;
     m.add_function(wrap_pyfunction!(inspect, m)?)?;
     m.add_function(wrap_pyfunction!(audit, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;

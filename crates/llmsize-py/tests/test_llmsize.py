@@ -648,3 +648,102 @@ def test_other_threads_run_during_an_engine_call(tmp_path, monkeypatch):
         server.shutdown()
         server.server_close()
     assert seen == list(files)
+
+
+# ---------------------------------------------------------------------------------------
+# design(), and every option of every front end (issue 22).
+
+
+@pytest.mark.skipif(CLI is None, reason="LLMSIZE_BIN names the CLI binary to compare with")
+@pytest.mark.parametrize(
+    "flags, kwargs",
+    [
+        (["--style", "llama", "--params", "7B", "--top", "3"], {"style": "llama", "params": "7B", "top": 3}),
+        (["--like", "llama-3-8b", "--params", "8.03B", "--top", "2"], {"like": "llama-3-8b", "params": "8.03B", "top": 2}),
+        (["--style", "moe", "--params", "47B", "--active", "--experts", "8", "--top-k", "2", "--head-dim", "128",
+          "--gqa-group", "4", "--tp", "8", "--top", "2"],
+         {"style": "moe", "params": "47B", "active": True, "experts": 8, "top_k": 2, "head_dim": [128],
+          "gqa_group": "4", "tp": 8, "top": 2}),
+        (["--memory", "24GiB", "--dtype", "q4_k_m", "--ctx", "8k", "--ffn-rule", "mult:1.3", "--top", "2"],
+         {"memory": "24GiB", "dtype": "q4_k_m", "ctx": 8192, "ffn_rule": "mult:1.3", "top": 2}),
+        (["--compute", "1e21", "--fit", "epoch", "--tolerance", "2%", "--aspect", "32..256", "--top", "2"],
+         {"compute": "1e21", "fit": "epoch", "tolerance": "2%", "aspect": "32..256", "top": 2}),
+        (["--train-memory", "h100", "--batch", "2", "--optimizer", "adamw-8bit", "--checkpointing",
+          "--hidden-range", "2048..4096", "--layers-range", "16..32", "--top", "2"],
+         {"train_memory": "h100", "batch": 2, "optimizer": "adamw-8bit", "checkpointing": True,
+          "hidden_range": "2048..4096", "layers_range": "16..32", "top": 2}),
+        (["--train-memory", "24GiB", "--lora-rank", "16", "--qlora", "--zero", "2", "--dp", "4",
+          "--precision", "mixed", "--hidden-range", "2048..4096", "--layers-range", "16..32", "--top", "2"],
+         {"train_memory": "24GiB", "lora_rank": 16, "qlora": True, "zero": 2, "dp": 4, "precision": "mixed",
+          "hidden_range": "2048..4096", "layers_range": "16..32", "top": 2}),
+    ],
+)
+def test_design_returns_the_cli_json(flags, kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert llmsize.design(**kwargs) == cli_json("design", *flags)
+
+
+@pytest.mark.skipif(CLI is None, reason="LLMSIZE_BIN names the CLI binary to compare with")
+@pytest.mark.parametrize(
+    "flags, kwargs",
+    [
+        (["--params", "7B", "--memory", "24GiB"], {"params": "7B", "memory": "24GiB"}),
+        (["--params", "7B", "--batch", "2"], {"params": "7B", "batch": 2}),
+        (["--compute", "1e21", "--checkpointing"], {"compute": "1e21", "checkpointing": True}),
+        (["--active"], {"active": True}),
+        (["--params", "7B", "--active", "--non-embedding"], {"params": "7B", "active": True, "non_embedding": True}),
+        (["--train-memory", "h100", "--qlora"], {"train_memory": "h100", "qlora": True}),
+        (["--params", "7B", "--style", "gpt", "--like", "gpt2"], {"params": "7B", "style": "gpt", "like": "gpt2"}),
+        (["--params", "7B", "--kv-heads", "8", "--gqa-group", "4"], {"params": "7B", "kv_heads": 8, "gqa_group": 4}),
+        (["--params", "seven"], {"params": "seven"}),
+        (["--params", "7B", "--tolerance", "60%"], {"params": "7B", "tolerance": "60%"}),
+        (["--params", "7B", "--experts", "5000"], {"params": "7B", "experts": 5000}),
+        (["--params", "7B", "--top", "0"], {"params": "7B", "top": 0}),
+        (["--params", "7B", "--ffn-rule", "mult:x"], {"params": "7B", "ffn_rule": "mult:x"}),
+        (["--train-memory", "a-gpu-that-is-not"], {"train_memory": "a-gpu-that-is-not"}),
+    ],
+)
+def test_design_refuses_what_the_cli_refuses(flags, kwargs):
+    assert subprocess.run([CLI, "design", *flags, "--json"], capture_output=True).returncode == 2
+    with pytest.raises(llmsize.InputError):
+        llmsize.design(**kwargs)
+
+
+# Options of the CLI that Python spells otherwise or does not take, each with the reason.
+# Every other option of `llmsize <command>` is a keyword argument of `llmsize.<command>`
+# of the same name (`-` as `_`), and the test below fails on an option in neither.
+PYTHON_ELSEWHERE = {
+    "help": "clap's help text",
+    "format": "Python returns the JSON contract as a dict",
+    "json": "Python returns the JSON contract as a dict",
+    "wide": "a table's layout in a terminal",
+    "explain": "a table's formula column; the JSON's `formulas` holds the same",
+    "seq": "`seq_len=`, the option's own name",
+    "ngl": "`n_gpu_layers=`, the option's own name (llama.cpp's short flag)",
+}
+# `params`'s DesignArgs (`--hidden`, `--layers`, …: a model described by flags) are
+# `design()`'s business in Python: a described model is a config dict there.
+PYTHON_DESCRIBES_BY_DICT = {"hidden", "layers", "vocab", "heads", "kv_heads", "ffn", "ctx", "style"}
+
+
+@pytest.mark.skipif(CLI is None, reason="LLMSIZE_BIN names the CLI binary to compare with")
+@pytest.mark.parametrize("command", ["params", "memory", "flops", "train", "design", "inspect", "audit"])
+def test_every_cli_option_is_a_keyword_or_says_why_not(command):
+    import inspect as pyinspect
+    import re
+
+    help_text = subprocess.run([CLI, command, "--help"], capture_output=True, text=True).stdout
+    options = {m.replace("-", "_") for m in re.findall(r"^\s+(?:-\w, )?--([a-z0-9-]+)", help_text, re.M)}
+    keywords = set(pyinspect.signature(getattr(llmsize, command)).parameters)
+    missing = []
+    for option in sorted(options):
+        if option in keywords or option in PYTHON_ELSEWHERE:
+            continue
+        if command in ("memory", "flops", "train", "params") and option in PYTHON_DESCRIBES_BY_DICT:
+            continue
+        missing.append(option)
+    assert not missing, f"`llmsize {command}` options with no keyword and no reason: {missing}"
+    # Each keyword is an option of the command (or the model it takes).
+    extra = keywords - options - {"model", "path"}
+    assert not extra, f"`llmsize.{command}` keywords the CLI has not: {extra}"

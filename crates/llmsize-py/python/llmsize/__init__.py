@@ -48,6 +48,7 @@ __all__ = [
     "memory",
     "flops",
     "train",
+    "design",
     "inspect",
     "audit",
     "presets",
@@ -646,6 +647,156 @@ def train(
         _count("tokens", tokens),
         _real("mfu", mfu),
         _real("price", price),
+        _hub(online, revision, file, timeout, jobs, deadline),
+    )
+
+
+_DESIGN_TARGETS = ("params", "memory", "train_memory", "compute")
+_DESIGN_TRAINING = ("batch", "precision", "optimizer", "checkpointing", "lora_rank", "zero", "dp")
+
+
+def _design_together(given: Dict[str, Any]) -> None:
+    """Which of ``design``'s options go together: the CLI's clap rules (one target; the
+    training options with ``train_memory``; ``non_embedding``/``active`` with ``params``;
+    ``qlora`` with ``lora_rank``; ``style`` or ``like``; ``kv_heads`` or ``gqa_group``), in
+    Python's spelling. ``tests/test_llmsize.py`` checks that the CLI refuses each too."""
+    targets = [k for k in _DESIGN_TARGETS if given.get(k) is not None]
+    if len(targets) > 1:
+        raise InputError(f"`{targets[0]}=` and `{targets[1]}=` are two targets: give one")
+    for key in _DESIGN_TRAINING:
+        if given.get(key) not in (None, False) and targets and targets[0] != "train_memory":
+            raise InputError(f"`{key}=` is an option of `train_memory=`, not of `{targets[0]}=`")
+    for key in ("non_embedding", "active"):
+        if given.get(key) and given.get("params") is None:
+            raise InputError(f"`{key}=True` needs `params=`")
+    pairs = (("non_embedding", "active"), ("style", "like"), ("kv_heads", "gqa_group"))
+    for a, b in pairs:
+        if given.get(a) not in (None, False, []) and given.get(b) not in (None, False, []):
+            raise InputError(f"`{a}=` and `{b}=` cannot be given together")
+    if given.get("qlora") and given.get("lora_rank") is None:
+        raise InputError("`qlora=True` needs `lora_rank=`")
+
+
+def _counts(name: str, value: Any) -> List[int]:
+    """A list of whole numbers: ``[64, 128]``, one number, or the CLI's ``"64,128"``."""
+    if value is None:
+        return []
+    items = value.split(",") if isinstance(value, str) else _list(name, value, "a list of whole numbers")
+    out = []
+    for i, v in enumerate(items):
+        if isinstance(v, str):
+            try:
+                v = int(v.strip())
+            except ValueError:
+                raise _wrong(f"{name}[{i}]", v, "a whole number") from None
+        out.append(_count(f"{name}[{i}]", v) or 0)
+    return out
+
+
+def design(
+    *,
+    params: Optional[Union[str, int, float]] = None,
+    non_embedding: bool = False,
+    active: bool = False,
+    memory: Optional[str] = None,
+    train_memory: Optional[str] = None,
+    compute: Optional[Union[str, float]] = None,
+    fit: Optional[str] = None,
+    tolerance: Optional[Union[str, float]] = None,
+    dtype: Optional[str] = None,
+    kv_dtype: Optional[str] = None,
+    ctx: Optional[int] = None,
+    batch: Optional[int] = None,
+    precision: Optional[str] = None,
+    optimizer: Optional[str] = None,
+    checkpointing: bool = False,
+    lora_rank: Optional[int] = None,
+    qlora: bool = False,
+    zero: Optional[int] = None,
+    dp: Optional[int] = None,
+    style: Optional[str] = None,
+    like: Optional[Model] = None,
+    experts: Optional[int] = None,
+    top_k: Optional[int] = None,
+    vocab: Optional[int] = None,
+    head_dim: Optional[Union[int, str, Sequence[int]]] = None,
+    kv_heads: Optional[Union[int, str, Sequence[int]]] = None,
+    gqa_group: Optional[Union[int, str, Sequence[int]]] = None,
+    ffn_rule: Optional[str] = None,
+    multiple_of: Optional[int] = None,
+    align: Optional[int] = None,
+    tp: Optional[int] = None,
+    pp: Optional[int] = None,
+    aspect: Optional[str] = None,
+    prefer_aspect: Optional[Union[str, float]] = None,
+    hidden_range: Optional[str] = None,
+    layers_range: Optional[str] = None,
+    top: Optional[int] = None,
+    online: bool = False,
+    revision: str = "main",
+    file: Optional[str] = None,
+    timeout: Optional[float] = None,
+    jobs: Optional[int] = None,
+    deadline: Optional[float] = None,
+) -> Dict[str, Any]:
+    """Inverse sizing, as ``llmsize design --json``: the shapes that reach a target —
+    ``params`` (``"7B"``, ``"8.03B"``), ``memory`` (``"24GiB"``: weights and KV cache),
+    ``train_memory`` (``"80GiB"`` or a GPU, ``"h100"``: one training step per GPU, with the
+    training options ``batch``, ``precision``, ``optimizer``, ``checkpointing``,
+    ``lora_rank``, ``qlora``, ``zero``, ``dp``) or ``compute`` (``"1e23"`` FLOPs, by
+    ``fit``) — for a block ``style`` (``"llama"``, ``"gpt"``, ``"moe"``) or a model to
+    resize (``like``: a preset, a path or a config dict), under the constraints (``vocab``,
+    ``head_dim``, ``kv_heads``/``gqa_group``, ``ffn_rule``, ``multiple_of``, ``align``,
+    ``tp``, ``pp``, ``aspect``, ``prefer_aspect``, ``hidden_range``, ``layers_range``).
+    Each option takes what the CLI's option of the same name takes, read by the same parser.
+
+    >>> llmsize.design(style="llama", params="7B", top=1)["candidates"][0]["total"] > 6.9e9
+    True
+    """
+    given = dict(params=params, memory=memory, train_memory=train_memory, compute=compute, batch=batch,
+                 precision=precision, optimizer=optimizer, checkpointing=checkpointing, lora_rank=lora_rank,
+                 zero=zero, dp=dp, non_embedding=non_embedding, active=active, style=style, like=like,
+                 kv_heads=kv_heads, gqa_group=gqa_group, qlora=qlora)
+    _design_together(given)
+    return _answer(
+        _llmsize.design,
+        _figure("params", params),
+        _flag("non_embedding", non_embedding),
+        _flag("active", active),
+        _text("memory", memory),
+        _text("train_memory", train_memory),
+        _figure("compute", compute),
+        _text("fit", fit),
+        _figure("tolerance", tolerance),
+        _text("dtype", dtype),
+        _text("kv_dtype", kv_dtype),
+        _count("ctx", ctx),
+        _count("batch", batch),
+        _text("precision", precision),
+        _text("optimizer", optimizer),
+        _flag("checkpointing", checkpointing),
+        _count("lora_rank", lora_rank),
+        _flag("qlora", qlora),
+        _count("zero", zero, most=255),
+        _count("dp", dp),
+        _text("style", style),
+        None if like is None else _model(like, "like"),
+        _count("experts", experts),
+        _count("top_k", top_k),
+        _count("vocab", vocab),
+        _counts("head_dim", head_dim),
+        _counts("kv_heads", kv_heads),
+        _counts("gqa_group", gqa_group),
+        _text("ffn_rule", ffn_rule),
+        _count("multiple_of", multiple_of),
+        _count("align", align),
+        _count("tp", tp),
+        _count("pp", pp),
+        _text("aspect", aspect),
+        _figure("prefer_aspect", prefer_aspect),
+        _text("hidden_range", hidden_range),
+        _text("layers_range", layers_range),
+        _count("top", top),
         _hub(online, revision, file, timeout, jobs, deadline),
     )
 
