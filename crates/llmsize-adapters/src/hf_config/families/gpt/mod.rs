@@ -397,11 +397,29 @@ fn gpt_bigcode(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, Co
     .into_spec())
 }
 
-/// The layer count of `GPTNeoConfig.attention_types` (`[[kinds, repeat], …]` expands to
-/// `repeat` copies of `kinds`), which must equal `num_layers`.
+/// The per-layer kinds of GPT-Neo, which must number `num_layers` and each be `global` or
+/// `local` (`GPTNeoBlock` refuses any other). `GPTNeoConfig.__post_init__` expands
+/// `attention_types` (`[[kinds, repeat], …]`, default `[[["global", "local"], 12]]`) into
+/// `attention_layers`, but a saved config's own `attention_layers` is set after it and wins, and
+/// `GPTNeoBlock` reads only `config.attention_layers`; `validate_architecture` checks the length.
 fn gpt_neo_types(raw: &RawConfig<'_>, layers: u64) -> Result<(), ConfigError> {
+    if let Some(v) = raw.value("attention_layers") {
+        let list = v
+            .as_array()
+            .ok_or_else(|| raw.invalid("attention_layers", v, "a list of layer kinds"))?;
+        gpt_neo_kinds(raw, "attention_layers", list)?;
+        return gpt_neo_count(raw, "attention_layers", v, list.len() as u64, layers);
+    }
     let Some(v) = raw.value("attention_types") else {
-        return Ok(());
+        // The default `[[["global", "local"], 12]]` expands to 24 layers.
+        return if layers == 24 {
+            Ok(())
+        } else {
+            Err(raw.missing(
+                "attention_types",
+                &format!("a layer pattern for {layers} layers (the default covers 24)"),
+            ))
+        };
     };
     let bad = || raw.invalid("attention_types", v, "a list of [[kinds…], repeat] pairs");
     let mut total = 0u64;
@@ -414,14 +432,41 @@ fn gpt_neo_types(raw: &RawConfig<'_>, layers: u64) -> Result<(), ConfigError> {
         ) else {
             return Err(bad());
         };
+        gpt_neo_kinds(raw, "attention_types", kinds)?;
         let n = (kinds.len() as u64).checked_mul(repeat).ok_or_else(bad)?;
         total = total.checked_add(n).ok_or_else(bad)?;
     }
-    if total == layers {
+    gpt_neo_count(raw, "attention_types", v, total, layers)
+}
+
+/// Every kind is `global` or `local` (the two share one shape: local layers only mask).
+fn gpt_neo_kinds(
+    raw: &RawConfig<'_>,
+    key: &str,
+    kinds: &[serde_json::Value],
+) -> Result<(), ConfigError> {
+    match kinds
+        .iter()
+        .find(|k| !matches!(k.as_str(), Some("global" | "local")))
+    {
+        Some(k) => Err(raw.invalid(key, k, "`global` or `local` layers")),
+        None => Ok(()),
+    }
+}
+
+/// The expanded kinds number `num_layers` (`GPTNeoConfig.validate_architecture`).
+fn gpt_neo_count(
+    raw: &RawConfig<'_>,
+    key: &str,
+    v: &serde_json::Value,
+    found: u64,
+    layers: u64,
+) -> Result<(), ConfigError> {
+    if found == layers {
         Ok(())
     } else {
         Err(raw.invalid(
-            "attention_types",
+            key,
             v,
             &format!("as many layers as `num_layers` ({layers})"),
         ))
@@ -449,15 +494,7 @@ fn gpt_neo(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, Config
         .derived_head_dim(hidden, "hidden_size", heads, "num_heads")?;
     let inner = inner_or_4d(&mut r, "intermediate_size", hidden)?;
     let tied = tie(&mut r, true)?;
-    if r.raw.has("attention_types") {
-        gpt_neo_types(r.raw, layers)?;
-    } else if layers != 24 {
-        // The default `[[["global", "local"], 12]]` expands to 24 layers.
-        return Err(r.raw.missing(
-            "attention_types",
-            &format!("a layer pattern for {layers} layers (the default covers 24)"),
-        ));
-    }
+    gpt_neo_types(r.raw, layers)?;
     let mut attn = mha(hidden, heads, heads, head_dim, false);
     attn.o_bias = true;
     let n = count(r.raw, "num_layers", layers)?;
