@@ -900,7 +900,7 @@ fn mpt(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigErro
 /// Moshi's text decoder (`modeling_moshi.py`, `MoshiForCausalLM`): `embed_tokens` of V + 1
 /// rows; q/k/v/o without biases (`head_dim` or d / `n_h`, `num_key_value_heads` or `n_h`);
 /// `MoshiGatingMLP` `fc1` d → `ffn_dim`, `fc2` `ffn_dim`/2 → d (a gated MLP of `ffn_dim`/2);
-/// two `RMSNorm`s, a final `norm`; untied `lm_head`. Without `layer_types`, `DynamicCache`
+/// two `RMSNorm`s, a final `norm`; `lm_head` never tied. Without `layer_types`, `DynamicCache`
 /// makes every layer a sliding one of `sliding_window`.
 fn moshi(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigError> {
     let mut r = reader(raw, family);
@@ -930,14 +930,9 @@ fn moshi(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigEr
         // `fc1`'s output is chunked in two halves that multiply.
         return Err(r.raw.invalid("ffn_dim", &ffn_dim.into(), "an even width"));
     }
-    let tied = tie(&mut r, false)?;
-    if tied {
-        return Err(r.raw.invalid(
-            "tie_word_embeddings",
-            &true.into(),
-            "`false` (the V + 1-row table cannot tie to the V-row head)",
-        ));
-    }
+    // Read (a boolean), but neither `MoshiForCausalLM` nor `MoshiModel` has
+    // `_tied_weights_keys`, so `get_expanded_tied_weights_keys` ties nothing: never tied.
+    tie(&mut r, false)?;
     let rows = vocab.checked_add(1).ok_or_else(|| {
         r.raw
             .invalid("vocab_size", &vocab.into(), "a size below 2^64 − 1")
@@ -956,7 +951,7 @@ fn moshi(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigEr
         vocab,
         Layers::repeat(l, n),
         Some(Norm::rms_norm(hidden)),
-        tied,
+        false,
     )
     .into_spec();
     // `nn.Embedding(vocab_size + 1, hidden_size)`; the head has `vocab_size` rows.
