@@ -13,10 +13,10 @@ use llmsize_core::spec::{Extra, Layers, ModelSpec, Norm};
 use serde_json::{Map, Value};
 
 use crate::error::ConfigError;
-use crate::hf_config::{architecture, is_bare};
 use crate::hf_config::decoder::{Decoder, layer, mha, mlp};
 use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
+use crate::hf_config::{architecture, is_bare};
 
 /// One of BLT's transformers, read from its sub-config.
 struct Sub {

@@ -324,7 +324,10 @@ fn zamba2_adapters(
     tie: bool,
 ) -> Result<u64, ConfigError> {
     let rem = |a: u64| raw.check(checked::rem("hybrid_layer_ids % num_mem_blocks", a, blocks));
-    let (qs, rs) = (raw.div(slots, blocks, "hybrid_layer_ids / num_mem_blocks")?, rem(slots)?);
+    let (qs, rs) = (
+        raw.div(slots, blocks, "hybrid_layer_ids / num_mem_blocks")?,
+        rem(slots)?,
+    );
     if tie {
         let unique = blocks.min(hybrids);
         return raw.check(
@@ -333,9 +336,14 @@ fn zamba2_adapters(
         );
     }
     // Σ_b (q_h + [b < r_h])·(q_s + [b < r_s]) over the ids b < blocks.
-    let (qh, rh) = (raw.div(hybrids, blocks, "hybrids / num_mem_blocks")?, rem(hybrids)?);
+    let (qh, rh) = (
+        raw.div(hybrids, blocks, "hybrids / num_mem_blocks")?,
+        rem(hybrids)?,
+    );
     raw.check(
-        (Checked::new(blocks) * qh * qs + Checked::new(qh) * rs + Checked::new(rh) * qs
+        (Checked::new(blocks) * qh * qs
+            + Checked::new(qh) * rs
+            + Checked::new(rh) * qs
             + rh.min(rs))
         .get("blocks·q_h·q_s + q_h·r_s + r_h·q_s + min(r_h, r_s)"),
     )
