@@ -3487,21 +3487,13 @@ fn read_inkling2_loop_text(
             &format!("a positive multiple of `n_layers_per_attn_res_block` ({block})"),
         ));
     }
-    if !end.is_multiple_of(block) || end <= start || end > n {
-        return Err(raw.invalid(
-            "loop_layer_index_end",
-            &end.into(),
-            &format!(
-                "a multiple of `n_layers_per_attn_res_block` ({block}) after the start ({start}), at most the layers ({n})"
-            ),
-        ));
-    }
+    let warning = loop_end_past_layers(raw, (start, end), block, n, passes)?;
     let d = spec.hidden_size;
     let hidden = || Expr::sym(Sym::Hidden, d);
     let r = || Expr::sym(Sym::Named("loop_gate_rank"), rank);
     let mut overflow = false;
     let mut looped = Runs::uniform(false, n);
-    looped.overwrite(start..end, &true);
+    looped.overwrite(start.min(n)..end.min(n), &true);
     map_layers_by(&mut spec, &looped, |layer, looped| {
         let mut l = layer.clone();
         if !*looped {
@@ -3565,7 +3557,41 @@ fn read_inkling2_loop_text(
         ]),
         hidden(),
     ));
+    spec.warnings.extend(warning);
     Ok(spec)
+}
+
+/// `loop_layer_index_end`, which `Inkling2LoopTextConfig.validate_architecture` asks only to
+/// be a multiple of `n_layers_per_attn_res_block`. `Inkling2LoopModel` loops the layers
+/// `start ≤ i < end` that exist, while `message_input.query` has `end − start` rows (built
+/// down to 0; `torch.zeros` refuses fewer). Past the layers, the cache offsets of the third
+/// and later passes count `end − start` looped layers and overrun the copies appended for
+/// the ones built, so that forward fails: the weights are exact, the cache is warned about.
+fn loop_end_past_layers(
+    raw: &RawConfig<'_>,
+    (start, end): (u64, u64),
+    block: u64,
+    layers: u64,
+    passes: u64,
+) -> Result<Option<String>, ConfigError> {
+    if !end.is_multiple_of(block) || end < start {
+        return Err(raw.invalid(
+            "loop_layer_index_end",
+            &end.into(),
+            &format!(
+                "a multiple of `n_layers_per_attn_res_block` ({block}), at least the start ({start})"
+            ),
+        ));
+    }
+    Ok((end > layers && start < layers && passes > 2).then(|| {
+        format!(
+            "`loop_layer_index_end` ({end}) is past the layers ({layers}): transformers builds \
+             these weights, but from the third pass its cache offsets count {} looped layers \
+             and overrun the caches of the {} built, so the KV cache describes no model that runs",
+            end.saturating_sub(start),
+            layers.saturating_sub(start)
+        )
+    }))
 }
 
 /// The entries of this file.

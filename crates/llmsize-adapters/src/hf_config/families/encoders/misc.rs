@@ -295,7 +295,8 @@ pub(super) fn xlnet(
 /// `ngram_embeddings` (`ngram × d`) and `embeddings_layer_norm`; layers with the n-gram
 /// self-attention (biased `query/key/value/out_proj` and `relative_pos_embeddings`
 /// `d → num_buckets · heads`), a cross-attention with its norm when `add_cross_attention`
-/// (built, never run without an encoder), and a biased FFN; `lm_head` tied, no bias.
+/// (built, never run without an encoder), and a biased FFN; `lm_head` without a bias, tied
+/// by default (untied, the wrapper keeps a third table: [`prophetnet_tables`]).
 pub(super) fn prophetnet(
     raw: &mut RawConfig<'_>,
     family: &Family,
@@ -371,15 +372,32 @@ pub(super) fn prophetnet(
         },
         tied,
         biases: 0,
-        extras: vec![Extra::table(
-            "decoder.ngram_embeddings.weight",
-            "n-gram table",
-            Category::TokenEmbedding,
-            Expr::sym(Sym::Named("ngram"), ngram),
-            Expr::sym(Sym::Hidden, hidden),
-        )],
+        extras: prophetnet_tables(tied, vocab, hidden, ngram),
     }
     .into_spec())
+}
+
+/// The tables beside the decoder's word table: `ngram_embeddings`, and, untied, the
+/// `ProphetNetDecoderWrapper.word_embeddings` of its own (`ProphetNetForCausalLM` and the
+/// wrapper tie `decoder.word_embeddings` and `lm_head` to it only when `tie_word_embeddings`).
+fn prophetnet_tables(tied: bool, vocab: u64, hidden: u64, ngram: u64) -> Vec<Extra> {
+    let mut tables = vec![Extra::table(
+        "decoder.ngram_embeddings.weight",
+        "n-gram table",
+        Category::TokenEmbedding,
+        Expr::sym(Sym::Named("ngram"), ngram),
+        Expr::sym(Sym::Hidden, hidden),
+    )];
+    if !tied {
+        tables.push(Extra::table(
+            "prophetnet.word_embeddings.weight",
+            "wrapper word table",
+            Category::TokenEmbedding,
+            Expr::sym(Sym::Vocab, vocab),
+            Expr::sym(Sym::Hidden, hidden),
+        ));
+    }
+    tables
 }
 
 /// A size of the audio sub-config: the first present key, else the class default.

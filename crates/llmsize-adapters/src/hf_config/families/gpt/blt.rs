@@ -13,10 +13,10 @@ use llmsize_core::spec::{Extra, Layers, ModelSpec, Norm};
 use serde_json::{Map, Value};
 
 use crate::error::ConfigError;
-use crate::hf_config::architecture;
 use crate::hf_config::decoder::{Decoder, layer, mha, mlp};
 use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
+use crate::hf_config::{architecture, is_bare};
 
 /// One of BLT's transformers, read from its sub-config.
 struct Sub {
@@ -398,25 +398,26 @@ pub(crate) fn blt(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec,
     for a in dec_raw.assumptions {
         raw.assume(&format!("decoder_config.{}", a.field), a.value, &a.reason);
     }
-    if tied {
-        return Err(raw.invalid(
-            "tie_word_embeddings",
-            &true.into(),
-            "`false` (BLT's head and byte table differ in shape in general; tying is not modelled)",
-        ));
-    }
+    // `BltForCausalLM._tied_weights_keys` ties `model.local_encoder.embed_tokens.weight` *to*
+    // `lm_head.weight` when the config ties (`get_expanded_tied_weights_keys`): `tie_weights`
+    // sets the head's `vocab_size × decoder hidden_size` matrix as the byte table whatever the
+    // table's own shape, and it is named first as the encoder's table. The bare `BltModel`
+    // has no head and no tie.
+    let shared = tied && !is_bare(&arch);
 
     let mut extras = Vec::new();
     // Local encoder: `embed_tokens`, its layers, `patch_embedding_projection` d → k·d, and one
     // cross-attention (all layers' with `cross_attn_all_layers`).
     let d_enc = enc.d();
-    extras.push(Extra::table(
-        "model.local_encoder.embed_tokens.weight",
-        "byte embeddings",
-        Category::TokenEmbedding,
-        Expr::sym(Sym::Named("V_enc"), enc_vocab),
-        d_enc.clone(),
-    ));
+    if !shared {
+        extras.push(Extra::table(
+            "model.local_encoder.embed_tokens.weight",
+            "byte embeddings",
+            Category::TokenEmbedding,
+            Expr::sym(Sym::Named("V_enc"), enc_vocab),
+            d_enc.clone(),
+        ));
+    }
     // `encoder_hash_tok_embedding`: V_hash · functions · groups rows of d_enc.
     extras.push(Extra::table(
         "model.encoder_hash_tok_embedding.weight",
@@ -501,11 +502,13 @@ pub(crate) fn blt(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec,
         vocab,
         Layers::repeat(l, n as u64),
         Some(Norm::rms_norm(dec.hidden)),
-        false,
+        shared,
     )
     .into_spec();
-    // No table of `vocab_size` × d: the byte tables are the encoder's and the patcher's.
-    spec.token_embedding = None;
+    if !shared {
+        // No table of `vocab_size` × d: the byte tables are the encoder's and the patcher's.
+        spec.token_embedding = None;
+    }
     spec.extras = extras;
     Ok(spec)
 }

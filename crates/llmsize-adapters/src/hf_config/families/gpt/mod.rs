@@ -397,11 +397,29 @@ fn gpt_bigcode(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, Co
     .into_spec())
 }
 
-/// The layer count of `GPTNeoConfig.attention_types` (`[[kinds, repeat], …]` expands to
-/// `repeat` copies of `kinds`), which must equal `num_layers`.
+/// The per-layer kinds of GPT-Neo, which must number `num_layers` and each be `global` or
+/// `local` (`GPTNeoBlock` refuses any other). `GPTNeoConfig.__post_init__` expands
+/// `attention_types` (`[[kinds, repeat], …]`, default `[[["global", "local"], 12]]`) into
+/// `attention_layers`, but a saved config's own `attention_layers` is set after it and wins, and
+/// `GPTNeoBlock` reads only `config.attention_layers`; `validate_architecture` checks the length.
 fn gpt_neo_types(raw: &RawConfig<'_>, layers: u64) -> Result<(), ConfigError> {
+    if let Some(v) = raw.value("attention_layers") {
+        let list = v
+            .as_array()
+            .ok_or_else(|| raw.invalid("attention_layers", v, "a list of layer kinds"))?;
+        gpt_neo_kinds(raw, "attention_layers", list)?;
+        return gpt_neo_count(raw, "attention_layers", v, list.len() as u64, layers);
+    }
     let Some(v) = raw.value("attention_types") else {
-        return Ok(());
+        // The default `[[["global", "local"], 12]]` expands to 24 layers.
+        return if layers == 24 {
+            Ok(())
+        } else {
+            Err(raw.missing(
+                "attention_types",
+                &format!("a layer pattern for {layers} layers (the default covers 24)"),
+            ))
+        };
     };
     let bad = || raw.invalid("attention_types", v, "a list of [[kinds…], repeat] pairs");
     let mut total = 0u64;
@@ -414,14 +432,41 @@ fn gpt_neo_types(raw: &RawConfig<'_>, layers: u64) -> Result<(), ConfigError> {
         ) else {
             return Err(bad());
         };
+        gpt_neo_kinds(raw, "attention_types", kinds)?;
         let n = (kinds.len() as u64).checked_mul(repeat).ok_or_else(bad)?;
         total = total.checked_add(n).ok_or_else(bad)?;
     }
-    if total == layers {
+    gpt_neo_count(raw, "attention_types", v, total, layers)
+}
+
+/// Every kind is `global` or `local` (the two share one shape: local layers only mask).
+fn gpt_neo_kinds(
+    raw: &RawConfig<'_>,
+    key: &str,
+    kinds: &[serde_json::Value],
+) -> Result<(), ConfigError> {
+    match kinds
+        .iter()
+        .find(|k| !matches!(k.as_str(), Some("global" | "local")))
+    {
+        Some(k) => Err(raw.invalid(key, k, "`global` or `local` layers")),
+        None => Ok(()),
+    }
+}
+
+/// The expanded kinds number `num_layers` (`GPTNeoConfig.validate_architecture`).
+fn gpt_neo_count(
+    raw: &RawConfig<'_>,
+    key: &str,
+    v: &serde_json::Value,
+    found: u64,
+    layers: u64,
+) -> Result<(), ConfigError> {
+    if found == layers {
         Ok(())
     } else {
         Err(raw.invalid(
-            "attention_types",
+            key,
             v,
             &format!("as many layers as `num_layers` ({layers})"),
         ))
@@ -449,15 +494,7 @@ fn gpt_neo(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, Config
         .derived_head_dim(hidden, "hidden_size", heads, "num_heads")?;
     let inner = inner_or_4d(&mut r, "intermediate_size", hidden)?;
     let tied = tie(&mut r, true)?;
-    if r.raw.has("attention_types") {
-        gpt_neo_types(r.raw, layers)?;
-    } else if layers != 24 {
-        // The default `[[["global", "local"], 12]]` expands to 24 layers.
-        return Err(r.raw.missing(
-            "attention_types",
-            &format!("a layer pattern for {layers} layers (the default covers 24)"),
-        ));
-    }
+    gpt_neo_types(r.raw, layers)?;
     let mut attn = mha(hidden, heads, heads, head_dim, false);
     attn.o_bias = true;
     let n = count(r.raw, "num_layers", layers)?;
@@ -863,7 +900,7 @@ fn mpt(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigErro
 /// Moshi's text decoder (`modeling_moshi.py`, `MoshiForCausalLM`): `embed_tokens` of V + 1
 /// rows; q/k/v/o without biases (`head_dim` or d / `n_h`, `num_key_value_heads` or `n_h`);
 /// `MoshiGatingMLP` `fc1` d → `ffn_dim`, `fc2` `ffn_dim`/2 → d (a gated MLP of `ffn_dim`/2);
-/// two `RMSNorm`s, a final `norm`; untied `lm_head`. Without `layer_types`, `DynamicCache`
+/// two `RMSNorm`s, a final `norm`; `lm_head` never tied. Without `layer_types`, `DynamicCache`
 /// makes every layer a sliding one of `sliding_window`.
 fn moshi(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigError> {
     let mut r = reader(raw, family);
@@ -893,14 +930,9 @@ fn moshi(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigEr
         // `fc1`'s output is chunked in two halves that multiply.
         return Err(r.raw.invalid("ffn_dim", &ffn_dim.into(), "an even width"));
     }
-    let tied = tie(&mut r, false)?;
-    if tied {
-        return Err(r.raw.invalid(
-            "tie_word_embeddings",
-            &true.into(),
-            "`false` (the V + 1-row table cannot tie to the V-row head)",
-        ));
-    }
+    // Read (a boolean), but neither `MoshiForCausalLM` nor `MoshiModel` has
+    // `_tied_weights_keys`, so `get_expanded_tied_weights_keys` ties nothing: never tied.
+    tie(&mut r, false)?;
     let rows = vocab.checked_add(1).ok_or_else(|| {
         r.raw
             .invalid("vocab_size", &vocab.into(), "a size below 2^64 − 1")
@@ -919,7 +951,7 @@ fn moshi(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigEr
         vocab,
         Layers::repeat(l, n),
         Some(Norm::rms_norm(hidden)),
-        tied,
+        false,
     )
     .into_spec();
     // `nn.Embedding(vocab_size + 1, hidden_size)`; the head has `vocab_size` rows.

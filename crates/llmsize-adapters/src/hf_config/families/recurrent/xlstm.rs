@@ -1,6 +1,7 @@
 //! xLSTM-7B (`modeling_xlstm.py`, transformers 5.24, without the external `xlstm` package):
 //! every block is `norm_mlstm` → mLSTM layer → `norm_ffn` → gated feed-forward, the model ends
-//! with `out_norm`; the head is never tied (no `_tied_weights_keys`).
+//! with `out_norm`; the head (`hidden_size` wide, whatever `embedding_dim`) is never tied (no
+//! `_tied_weights_keys`).
 //!
 //! - mLSTM layer (`xLSTMLayer`, category `Ssm`): `q`, `k` `d → int(d·qk_dim_factor)`, `v` and
 //!   `ogate_preact` `d → int(d·v_dim_factor)` (biased with `use_bias`), `igate_preact` and
@@ -171,7 +172,7 @@ fn read(
         extras,
         state: Some(state),
     };
-    let mut decoder = Decoder::new(
+    let decoder = Decoder::new(
         family.model_type,
         architecture(raw, family.architecture),
         hidden,
@@ -180,8 +181,33 @@ fn read(
         Some(Norm::rms_norm(hidden)),
         false,
     );
-    decoder.embedding_dim = embedding;
-    Ok(decoder.into_spec())
+    Ok(with_table(decoder.into_spec(), vocab, embedding))
+}
+
+/// `xLSTMModel.embeddings` is `vocab_size × embedding_dim` while `lm_head` is
+/// `hidden_size → vocab_size` (`modeling_xlstm.py`): the two widths are independent keys
+/// (each defaults to the other in `xLSTMConfig.__post_init__`). Where they differ the table is
+/// its own tensor, so the untied head keeps the model's width. The forward then cannot feed
+/// the table's rows to the first block's `hidden_size` norm: the weights are exact, the
+/// memory and FLOPs of such a file describe no model that runs, said in a warning.
+fn with_table(mut spec: ModelSpec, vocab: u64, embedding: u64) -> ModelSpec {
+    if embedding != spec.hidden_size {
+        spec.warnings.push(format!(
+            "`embedding_dim` ({embedding}) is not `hidden_size` ({}): transformers builds these \
+             weights but its forward cannot feed the token table to the blocks, so memory and \
+             FLOPs describe no model that runs",
+            spec.hidden_size
+        ));
+        spec.token_embedding = None;
+        spec.extras.push(Extra::table(
+            "backbone.embeddings.weight",
+            "token table",
+            Category::TokenEmbedding,
+            Expr::sym(Sym::Vocab, vocab),
+            Expr::sym(Sym::EmbeddingDim, embedding),
+        ));
+    }
+    spec
 }
 
 /// `blocks` blocks, the first `cached` of them with their state; cache entries beyond the

@@ -1,12 +1,15 @@
 //! Zamba and Zamba2: Mamba layers, some of which ("hybrid") also run a transformer block
-//! whose weights are shared between them (one block in Zamba, `num_mem_blocks` in Zamba2),
 //! fed the concatenation of the hidden state and the embeddings (width A = 2·d) and followed
-//! by a per-layer `linear` d → d.
+//! by a per-layer `linear` d → d. Every hybrid layer builds its own block; the blocks are
+//! shared (one in Zamba, `num_mem_blocks` in Zamba2) only through the `_tied_weights_keys`
+//! that `ZambaModel.__init__` / `Zamba2Model.get_layers` set, which
+//! `PreTrainedModel.get_expanded_tied_weights_keys` applies only when the config's
+//! `tie_word_embeddings` is true (the class default). Untied, each hybrid layer owns its block.
 //!
-//! The shared block's tensors are model-level extras (counted once, in their own
+//! The blocks' tensors are model-level extras (times the blocks that remain, in their own
 //! categories), and each hybrid layer carries an [`Attention::CacheOnly`]: no weights, its
 //! own KV cache (`n_kv·d_h` keys and values per token, as transformers caches them per
-//! layer). FLOPs count the shared block's projections once per token, not once per hybrid
+//! layer). FLOPs count a tied block's projections once per token, not once per hybrid
 //! layer that runs it (an undercount, said in the closing notes of issue 9).
 
 use llmsize_core::Category;
@@ -199,7 +202,8 @@ fn size_or_else(
 
 /// Zamba (`modeling_zamba.py`): every layer is a `ZambaMambaDecoderLayer` (`RMSNorm` + a
 /// Mamba-1 mixer whose x/dt projections are split over `n_mamba_heads`, the same counts);
-/// hybrid layers add the shared block and their `linear`. `final_layernorm`, tied head.
+/// hybrid layers add the shared block (one per hybrid layer, untied) and their `linear`.
+/// `final_layernorm`, tied head.
 pub(super) fn zamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigError> {
     let mut r = Reader {
         raw,
@@ -294,17 +298,64 @@ pub(super) fn zamba(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpe
     )
     .into_spec();
     if let Some(s) = &shared {
-        spec.extras = s.extras("shared_transf");
+        // At most the layers (bounded), so never past 2^64 − 1.
+        let hybrids = kinds.count_true().unwrap_or(u64::MAX);
+        let copies = named("shared_blocks", if tie { 1 } else { hybrids });
+        spec.extras = s
+            .extras("shared_transf")
+            .into_iter()
+            .map(|e| e.times(copies.clone()))
+            .collect();
     }
     Ok(spec)
+}
+
+/// The adapters the built blocks hold. Each `Zamba2AttentionDecoderLayer` of id `b` gets one
+/// per slot `i` of `hybrid_layer_ids` with `i % num_mem_blocks == b` (`Zamba2MLP`,
+/// `Zamba2Attention.__init__`), so `q_s + [b < r_s]` with `slots = q_s·blocks + r_s`. Every
+/// hybrid layer `j` builds a block of id `j % num_mem_blocks` (`Zamba2Model.get_layers`);
+/// only a tying config (`tie_word_embeddings`, `get_expanded_tied_weights_keys`) ties the
+/// later ones to the first `min(num_mem_blocks, hybrids)`, which then remain.
+fn zamba2_adapters(
+    raw: &RawConfig<'_>,
+    slots: u64,
+    blocks: u64,
+    hybrids: u64,
+    tie: bool,
+) -> Result<u64, ConfigError> {
+    let rem = |a: u64| raw.check(checked::rem("hybrid_layer_ids % num_mem_blocks", a, blocks));
+    let (qs, rs) = (
+        raw.div(slots, blocks, "hybrid_layer_ids / num_mem_blocks")?,
+        rem(slots)?,
+    );
+    if tie {
+        let unique = blocks.min(hybrids);
+        return raw.check(
+            (Checked::new(unique) * qs + rs.min(unique))
+                .get("min(blocks, hybrids)·(slots / blocks) + min(slots % blocks, blocks)"),
+        );
+    }
+    // Σ_b (q_h + [b < r_h])·(q_s + [b < r_s]) over the ids b < blocks.
+    let (qh, rh) = (
+        raw.div(hybrids, blocks, "hybrids / num_mem_blocks")?,
+        rem(hybrids)?,
+    );
+    raw.check(
+        (Checked::new(blocks) * qh * qs
+            + Checked::new(qh) * rs
+            + Checked::new(rh) * qs
+            + rh.min(rs))
+        .get("blocks·q_h·q_s + q_h·r_s + r_h·q_s + min(r_h, r_s)"),
+    )
 }
 
 /// Zamba2 (`modeling_zamba2.py`): every layer is a `Zamba2MambaDecoderLayer` (`RMSNorm` + a
 /// Mamba-2 mixer; the convolution always biased, `in_proj`/`out_proj` with
 /// `add_bias_linear`); hybrid layers add one of `num_mem_blocks` shared blocks (cycled) and
-/// their `linear`. Each block holds, for every slot i of `hybrid_layer_ids` with
-/// i % `num_mem_blocks` = its id, a LoRA-style adapter d → `adapter_rank` → 2·f on the MLP,
-/// and with `use_shared_attention_adapter` three A → rank → A adapters on q, k, v.
+/// their `linear` (untied, every hybrid layer its own block). Each block holds, for every
+/// slot i of `hybrid_layer_ids` with i % `num_mem_blocks` = its id, a LoRA-style adapter
+/// d → `adapter_rank` → 2·f on the MLP, and with `use_shared_attention_adapter` three
+/// A → rank → A adapters on q, k, v ([`zamba2_adapters`]).
 pub(super) fn zamba2(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigError> {
     let mut r = Reader {
         raw,
@@ -348,16 +399,7 @@ pub(super) fn zamba2(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSp
         split,
         "mamba_expand·hidden_size / n_mamba_heads",
     )?;
-    if r.raw
-        .mul(mamba_heads, head_dim, "n_mamba_heads·mamba_headdim")?
-        != inner
-    {
-        return Err(r.raw.invalid(
-            "mamba_headdim",
-            &head_dim.into(),
-            &format!("n_mamba_heads·mamba_headdim equal to mamba_expand·hidden_size ({inner})"),
-        ));
-    }
+    let unrunnable = headdim_mismatch(r.raw, mamba_heads, head_dim, inner)?;
     let bias = r.switch(Switch::Key("add_bias_linear", false))?;
     let m = Mamba2 {
         hidden,
@@ -432,19 +474,10 @@ pub(super) fn zamba2(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSp
             }
             None => hybrids,
         };
-        // Slots i with i % blocks < unique: the blocks that exist.
-        let rest = r.raw.check(checked::rem(
-            "hybrid_layer_ids % num_mem_blocks",
-            slots,
-            blocks,
-        ))?;
-        let adapters = r.raw.check(
-            (Checked::new(slots) / blocks * unique + rest.min(unique))
-                .get("(hybrid_layer_ids / num_mem_blocks)·blocks + min(rest, blocks)"),
-        )?;
+        let adapters = zamba2_adapters(r.raw, slots, blocks, hybrids, tie)?;
         let rank = r.size(key_or(&["adapter_rank"], 128), Sym::Named("adapter_rank"))?;
         let attn_adapters = r.switch(Switch::Key("use_shared_attention_adapter", false))?;
-        let copies = named("mem_blocks", unique);
+        let copies = named("mem_blocks", if tie { unique } else { hybrids });
         extras.extend(
             s.extras("shared_transformer")
                 .into_iter()
@@ -518,5 +551,27 @@ pub(super) fn zamba2(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSp
     )
     .into_spec();
     spec.extras = extras;
+    spec.warnings.extend(unrunnable);
     Ok(spec)
+}
+
+/// `mamba_headdim` sizes no weight (`Zamba2MambaMixer` builds `in_proj`, `conv1d`, `norm`
+/// and `out_proj` from `int(mamba_expand·hidden_size)` and `n_mamba_heads` alone), so a saved
+/// value that no longer splits the mixer (`__post_init__` derives it, the config's own key
+/// wins) still builds; only the forward's reshape to `n_mamba_heads × mamba_headdim` fails. The
+/// weights are exact; the state, sized from the key, belongs to no model that runs: a warning.
+fn headdim_mismatch(
+    raw: &RawConfig<'_>,
+    heads: u64,
+    head_dim: u64,
+    inner: u64,
+) -> Result<Option<String>, ConfigError> {
+    let split = raw.mul(heads, head_dim, "n_mamba_heads·mamba_headdim")?;
+    Ok((split != inner).then(|| {
+        format!(
+            "`n_mamba_heads·mamba_headdim` ({split}) is not `mamba_expand·hidden_size` ({inner}): \
+             transformers builds these weights but its forward cannot split the mixer into heads, \
+             so the recurrent state and FLOPs describe no model that runs"
+        )
+    }))
 }
