@@ -57,6 +57,14 @@ pub(crate) fn request(args: &TrainArgs) -> TrainRequest {
 }
 
 pub(crate) fn run(args: &TrainArgs, env: &Env) -> Result<Rendered, Failure> {
+    // The model options `train` shares with `memory` and `flops` include the image positions,
+    // which a training step does not count yet: refused, never silently left out.
+    let read = &args.model.read;
+    if read.images != 0 || read.image_tokens.is_some() {
+        return Err(Failure::Usage(
+            "`llmsize train` does not count image positions (`--images`, `--image-tokens`): give `--seq-len` with the image positions included".to_owned(),
+        ));
+    }
     let outcome = env.engine.train(&request(args))?;
     let format = args.out.format();
     let text = if format == Format::Json {
