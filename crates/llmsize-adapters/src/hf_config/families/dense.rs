@@ -320,6 +320,31 @@ const MINISTRAL3: Block = Block {
     ..sized(&LLAMA, 4096, 34, 32, 131_072, 14336)
 };
 
+/// Ministral (`modeling_ministral.py`, Ministral-8B): Mistral's block (no biases, 8 KV heads),
+/// each layer sliding as `layer_types` says (`__post_init__` makes every layer slide when
+/// `sliding_window` is set).
+const MINISTRAL: Block = Block {
+    kv_default: Some(8),
+    attention: AttentionRule::Standard(PLAIN_ATTENTION),
+    mlp: NO_BIAS_MLP,
+    windows: Windows::All,
+    tweak: Some(head_dim_required),
+    ..sized(&LLAMA, 4096, 32, 32, 32000, 14336)
+};
+
+/// `MinistralAttention` reads `getattr(config, "head_dim", hidden // heads)`: the attribute
+/// always exists, so its class default `null` (or an absent key) is multiplied as `None` and
+/// the model does not build; the published configs give it.
+fn head_dim_required(raw: &mut RawConfig<'_>, _: &mut ModelSpec) -> Result<(), ConfigError> {
+    if raw.value("head_dim").is_none() {
+        return Err(raw.missing(
+            "head_dim",
+            "a positive integer (the attention multiplies by it; `null` does not build)",
+        ));
+    }
+    Ok(())
+}
+
 /// Seed-OSS: q/k/v biased by `attention_bias` (default true), `o_proj` by
 /// `attention_out_bias`, the MLP by `mlp_bias`; 8 KV heads, `head_dim` 128.
 const SEED_OSS: Block = Block {
@@ -1179,6 +1204,12 @@ pub(crate) const FAMILIES: &[Family] = &[
         config_class: "Ministral3Config",
         architecture: "Ministral3ForCausalLM",
         read: Read::Block(&MINISTRAL3),
+    },
+    Family {
+        model_type: "ministral",
+        config_class: "MinistralConfig",
+        architecture: "MinistralForCausalLM",
+        read: Read::Block(&MINISTRAL),
     },
     Family {
         model_type: "seed_oss",
