@@ -23,7 +23,7 @@ use crate::hf_config::family::{
     MoeRule, NO, NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Read, Reader, Shared, StandardRule,
     Switch, Windows, YES, key_or,
 };
-use crate::hf_config::family::{map_kinds, map_layers_by};
+use crate::hf_config::family::{map_kinds, map_layers_by, try_map_kinds};
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::runs::Runs;
 use llmsize_core::checked::Checked;
@@ -372,30 +372,50 @@ const HELIUM: Block = Block {
     ..sized(&LLAMA, 2560, 24, 20, 48000, 7040)
 };
 
-/// `HeliumAttention.o_proj` is `nn.Linear(hidden_size, hidden_size)`: it only fits (and only
-/// runs) when `num_attention_heads · head_dim` is `hidden_size`.
+/// `HeliumAttention.o_proj` is `nn.Linear(hidden_size, hidden_size)` whatever the heads:
+/// where `num_attention_heads · head_dim` is not `hidden_size` the model still builds (only
+/// its forward would fail), so the layer's projections are counted as built, as extras
+/// ([`helium_projections`]), and the attention only caches.
 fn helium(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
     null_head_dim_splits(raw, spec)?;
-    for layer in spec.layer_kinds() {
+    let hidden = spec.hidden_size;
+    try_map_kinds(spec, |layer| {
+        let mut l = layer.clone();
         if let Attention::Standard(a) = &layer.attention
-            && a.num_heads.checked_mul(a.head_dim) != Some(spec.hidden_size)
+            && a.num_heads.checked_mul(a.head_dim) != Some(hidden)
         {
-            let found = raw
-                .value("head_dim")
-                .cloned()
-                .unwrap_or_else(|| a.head_dim.into());
-            return Err(raw.invalid(
-                "head_dim",
-                &found,
-                &format!(
-                    "num_attention_heads · head_dim = hidden_size ({}): Helium's o_proj is \
-                     hidden_size × hidden_size",
-                    spec.hidden_size
-                ),
-            ));
+            l.extras.extend(helium_projections(a));
+            l.attention = Attention::CacheOnly(a.clone());
         }
+        Ok::<_, ConfigError>(l)
+    })
+}
+
+/// Helium's q, k, v (`d → n_h·d_h`, `d → n_kv·d_h`, biased as the attention says) and its
+/// `o_proj` `d → d` without bias.
+fn helium_projections(a: &llmsize_core::spec::StandardAttention) -> Vec<Extra> {
+    let d = || Expr::sym(Sym::Hidden, a.hidden);
+    let width = |heads, n| {
+        Expr::product(vec![
+            Expr::sym(heads, n),
+            Expr::sym(Sym::HeadDim, a.head_dim),
+        ])
+    };
+    let q = width(Sym::Heads, a.num_heads);
+    let kv = width(Sym::KvHeads, a.num_kv_heads);
+    let (part, c) = ("attention", Category::Attention);
+    let mut out = vec![
+        Extra::linear("self_attn.q_proj.weight", part, c, d(), q.clone()),
+        Extra::linear("self_attn.k_proj.weight", part, c, d(), kv.clone()),
+        Extra::linear("self_attn.v_proj.weight", part, c, d(), kv.clone()),
+        Extra::linear("self_attn.o_proj.weight", part, c, d(), d()),
+    ];
+    if a.q_bias {
+        out.push(Extra::vector("self_attn.q_proj.bias", part, c, q));
+        out.push(Extra::vector("self_attn.k_proj.bias", part, c, kv.clone()));
+        out.push(Extra::vector("self_attn.v_proj.bias", part, c, kv));
     }
-    Ok(())
+    out
 }
 
 /// Arcee: Llama with an ungated `up_proj` → `ReLU²` → `down_proj` MLP.
