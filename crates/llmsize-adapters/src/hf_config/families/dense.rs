@@ -336,13 +336,41 @@ const MINISTRAL: Block = Block {
 /// always exists, so its class default `null` (or an absent key) is multiplied as `None` and
 /// the model does not build; the published configs give it.
 fn head_dim_required(raw: &mut RawConfig<'_>, _: &mut ModelSpec) -> Result<(), ConfigError> {
-    if raw.value("head_dim").is_none() {
+    required(raw, "head_dim")
+}
+
+/// A key whose class default `null` the attention multiplies as `None` (the model does not
+/// build): refused when absent or `null`.
+fn required(raw: &RawConfig<'_>, key: &str) -> Result<(), ConfigError> {
+    if raw.value(key).is_none() {
         return Err(raw.missing(
-            "head_dim",
+            key,
             "a positive integer (the attention multiplies by it; `null` does not build)",
         ));
     }
     Ok(())
+}
+
+/// Nemotron (`modeling_nemotron.py`): `NemotronLayerNorm1P` (a `LayerNorm` with weight and
+/// bias, applied as `weight + 1`), an ungated `up_proj` → `ReLU²` → `down_proj` MLP biased by
+/// `mlp_bias`, q/k/v/o biased by `attention_bias`; `head_dim` defaults to
+/// `hidden_size // num_attention_heads` (`__post_init__`); partial rotary adds no parameter.
+const NEMOTRON: Block = Block {
+    head_dim: HeadDim::KeyOrFloor,
+    mlp: UNGATED_MLP,
+    norm: NormRule {
+        kind: NormKind::LayerNorm,
+        bias: YES,
+        per_layer: 2,
+    },
+    tweak: Some(kv_heads_required),
+    ..sized(&LLAMA, 6144, 32, 48, 256_000, 24576)
+};
+
+/// `NemotronAttention` divides and multiplies by `config.num_key_value_heads` as given: its
+/// class default `null` does not build (Nemotron-4 and Minitron configs give it).
+fn kv_heads_required(raw: &mut RawConfig<'_>, _: &mut ModelSpec) -> Result<(), ConfigError> {
+    required(raw, "num_key_value_heads")
 }
 
 /// Seed-OSS: q/k/v biased by `attention_bias` (default true), `o_proj` by
@@ -1230,6 +1258,12 @@ pub(crate) const FAMILIES: &[Family] = &[
         config_class: "MinistralConfig",
         architecture: "MinistralForCausalLM",
         read: Read::Block(&MINISTRAL),
+    },
+    Family {
+        model_type: "nemotron",
+        config_class: "NemotronConfig",
+        architecture: "NemotronForCausalLM",
+        read: Read::Block(&NEMOTRON),
     },
     Family {
         model_type: "seed_oss",
