@@ -335,7 +335,10 @@ const MINISTRAL: Block = Block {
 /// `MinistralAttention` reads `getattr(config, "head_dim", hidden // heads)`: the attribute
 /// always exists, so its class default `null` (or an absent key) is multiplied as `None` and
 /// the model does not build; the published configs give it.
-fn head_dim_required(raw: &mut RawConfig<'_>, _: &mut ModelSpec) -> Result<(), ConfigError> {
+pub(super) fn head_dim_required(
+    raw: &mut RawConfig<'_>,
+    _: &mut ModelSpec,
+) -> Result<(), ConfigError> {
     required(raw, "head_dim")
 }
 
@@ -372,6 +375,20 @@ const NEMOTRON: Block = Block {
 fn kv_heads_required(raw: &mut RawConfig<'_>, _: &mut ModelSpec) -> Result<(), ConfigError> {
     required(raw, "num_key_value_heads")
 }
+
+/// Hunyuan dense (`modeling_hunyuan_v1_dense.py`): Llama's block (q/k/v/o biased by
+/// `attention_bias`) with per-head `query_layernorm`/`key_layernorm` `RMSNorm`s and an MLP
+/// without biases; `num_key_value_heads` `null` is MHA (`__post_init__`), and `head_dim` is
+/// required as Ministral's ([`head_dim_required`]). Hunyuan MoE builds on it.
+pub(super) const HUNYUAN_V1_DENSE: Block = Block {
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: NO_BIAS_MLP,
+    tweak: Some(head_dim_required),
+    ..sized(&LLAMA, 4096, 32, 32, 290_943, 11008)
+};
 
 /// Seed-OSS: q/k/v biased by `attention_bias` (default true), `o_proj` by
 /// `attention_out_bias`, the MLP by `mlp_bias`; 8 KV heads, `head_dim` 128.
@@ -1264,6 +1281,12 @@ pub(crate) const FAMILIES: &[Family] = &[
         config_class: "NemotronConfig",
         architecture: "NemotronForCausalLM",
         read: Read::Block(&NEMOTRON),
+    },
+    Family {
+        model_type: "hunyuan_v1_dense",
+        config_class: "HunYuanDenseV1Config",
+        architecture: "HunYuanDenseV1ForCausalLM",
+        read: Read::Block(&HUNYUAN_V1_DENSE),
     },
     Family {
         model_type: "seed_oss",
