@@ -3577,6 +3577,12 @@ pub(crate) const FAMILIES: &[Family] = &[
         read: Read::Code(super::experts2::read_hunyuan_v1_moe),
     },
     Family {
+        model_type: "dots1",
+        config_class: "Dots1Config",
+        architecture: "Dots1ForCausalLM",
+        read: Read::Code(super::experts2::read_dots1),
+    },
+    Family {
         model_type: "inkling2_loop_text",
         config_class: "Inkling2LoopTextConfig",
         architecture: "Inkling2LoopForCausalLM",

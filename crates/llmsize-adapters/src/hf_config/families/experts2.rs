@@ -3,12 +3,13 @@
 //! `modeling_*.py` (transformers 5.24).
 
 use llmsize_core::spec::{Ffn, Layer, ModelSpec};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
 use crate::hf_config::family::{
-    ALL_SPARSE, Block, Family, MoeRule, NO, Shared, key_or, map_layers_by, read_block,
+    ALL_SPARSE, AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, MlpRule, MoeRule,
+    NO, QkNorm, Shared, Sparsity, StandardRule, key, key_or, map_layers_by, read_block,
 };
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::runs::Runs;
@@ -69,4 +70,80 @@ pub(super) fn read_hunyuan_v1_moe(
         Ok(l)
     })?;
     Ok(spec)
+}
+
+/// dots.llm1 (`modeling_dots1.py`): q/k/v/o biased by `attention_bias`, per-head q/k
+/// `RMSNorm`s, `head_dim` `hidden_size // num_attention_heads` (the class has no such field);
+/// from layer `first_k_dense_replace` on, `Dots1MoE`: a router `d → E` (its
+/// `e_score_correction_bias` is a buffer), `n_routed_experts` gated experts of
+/// `moe_intermediate_size` and one shared MLP `n_shared_experts` times as wide; the others a
+/// gated MLP of `intermediate_size`. The expert counts default to `null`, which does not build.
+const DOTS1: Block = Block {
+    hidden: key_or(&["hidden_size"], 4608),
+    layers: key_or(&["num_hidden_layers"], 62),
+    heads: key_or(&["num_attention_heads"], 32),
+    vocab: key_or(&["vocab_size"], 152_064),
+    kv_default: Some(32),
+    head_dim: HeadDim::KeyOrFloor,
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 10944),
+        gated: true,
+        up_bias: NO,
+        down_bias: NO,
+    },
+    moe: Some(MoeRule {
+        experts: key(&["n_routed_experts", "num_local_experts"]),
+        top_k: key(&["num_experts_per_tok"]),
+        expert_width: key_or(&["moe_intermediate_size"], 1408),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::Count(key(&["n_shared_experts"])),
+        shared_gate: false,
+        sparsity: Sparsity {
+            first_dense: Some(key_or(&["first_k_dense_replace"], 0)),
+            ..ALL_SPARSE
+        },
+    }),
+    ..LLAMA
+};
+
+/// dots.llm1.
+pub(super) fn read_dots1(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    _: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    super::experts::read_patched(raw, family, &DOTS1, dots1_windows)
+}
+
+/// `Dots1Config.__post_init__` without `layer_types`: layers from `max_window_layers`
+/// (default 62) slide when `sliding_window` (default 4096, written in when absent) is set.
+fn dots1_windows(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
+    if raw.value("layer_types").is_some() {
+        return Ok(());
+    }
+    if !raw.has("sliding_window") {
+        raw.assume("sliding_window", 4096, "absent; `Dots1Config` default");
+        map.insert("sliding_window".to_owned(), Value::from(4096));
+    }
+    let n = raw.size_opt("num_hidden_layers")?.unwrap_or(62);
+    let from = match raw.uint("max_window_layers")? {
+        Some(from) => from,
+        None if raw.has("max_window_layers")
+            && map.get("sliding_window").is_some_and(|w| !w.is_null()) =>
+        {
+            return Err(raw.missing(
+                "max_window_layers",
+                "an integer (`__post_init__` compares each layer index with it)",
+            ));
+        }
+        None => 62,
+    };
+    let slides = map.get("sliding_window").is_some_and(|w| !w.is_null());
+    raw.derived.sliding = Some(Runs::from_index(n, from).map(|&past| past && slides));
+    Ok(())
 }
