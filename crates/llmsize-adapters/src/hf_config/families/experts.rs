@@ -3583,6 +3583,12 @@ pub(crate) const FAMILIES: &[Family] = &[
         read: Read::Code(super::experts2::read_dots1),
     },
     Family {
+        model_type: "dbrx",
+        config_class: "DbrxConfig",
+        architecture: "DbrxForCausalLM",
+        read: Read::Code(super::experts2::read_dbrx),
+    },
+    Family {
         model_type: "inkling2_loop_text",
         config_class: "Inkling2LoopTextConfig",
         architecture: "Inkling2LoopForCausalLM",
