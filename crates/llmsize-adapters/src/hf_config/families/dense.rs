@@ -332,6 +332,22 @@ const MINISTRAL: Block = Block {
     ..sized(&LLAMA, 4096, 32, 32, 32000, 14336)
 };
 
+/// Ministral: the block read with `MinistralConfig`'s `sliding_window` 4096 written in when
+/// the key is absent (the sliding layers keep it; `null` is no window).
+fn read_ministral(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    _: crate::hf_config::HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    super::experts::read_patched(raw, family, &MINISTRAL, |raw, map| {
+        if !raw.has("sliding_window") {
+            raw.assume("sliding_window", 4096, "absent; `MinistralConfig` default");
+            map.insert("sliding_window".to_owned(), 4096.into());
+        }
+        Ok(())
+    })
+}
+
 /// `MinistralAttention` reads `getattr(config, "head_dim", hidden // heads)`: the attribute
 /// always exists, so its class default `null` (or an absent key) is multiplied as `None` and
 /// the model does not build; the published configs give it.
@@ -1274,7 +1290,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         model_type: "ministral",
         config_class: "MinistralConfig",
         architecture: "MinistralForCausalLM",
-        read: Read::Block(&MINISTRAL),
+        read: Read::Code(read_ministral),
     },
     Family {
         model_type: "nemotron",

@@ -123,15 +123,16 @@ pub(super) fn read_dots1(
     super::experts::read_patched(raw, family, &DOTS1, dots1_windows)
 }
 
+/// `sliding_window` 4096 when absent (written in: the sliding layers keep it), and
 /// `Dots1Config.__post_init__` without `layer_types`: layers from `max_window_layers`
-/// (default 62) slide when `sliding_window` (default 4096, written in when absent) is set.
+/// (default 62) slide when `sliding_window` is set.
 fn dots1_windows(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(), ConfigError> {
-    if raw.value("layer_types").is_some() {
-        return Ok(());
-    }
     if !raw.has("sliding_window") {
         raw.assume("sliding_window", 4096, "absent; `Dots1Config` default");
         map.insert("sliding_window".to_owned(), Value::from(4096));
+    }
+    if raw.value("layer_types").is_some() {
+        return Ok(());
     }
     let n = raw.size_opt("num_hidden_layers")?.unwrap_or(62);
     let from = match raw.uint("max_window_layers")? {
