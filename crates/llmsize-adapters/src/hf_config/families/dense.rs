@@ -23,7 +23,7 @@ use crate::hf_config::family::{
     MoeRule, NO, NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Read, Reader, Shared, StandardRule,
     Switch, Windows, YES, key_or,
 };
-use crate::hf_config::family::{map_kinds, map_layers_by};
+use crate::hf_config::family::{map_kinds, map_layers_by, try_map_kinds};
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::runs::Runs;
 use llmsize_core::checked::Checked;
@@ -320,6 +320,92 @@ const MINISTRAL3: Block = Block {
     ..sized(&LLAMA, 4096, 34, 32, 131_072, 14336)
 };
 
+/// Ministral (`modeling_ministral.py`, Ministral-8B): Mistral's block (no biases, 8 KV heads),
+/// each layer sliding as `layer_types` says (`__post_init__` makes every layer slide when
+/// `sliding_window` is set).
+const MINISTRAL: Block = Block {
+    kv_default: Some(8),
+    attention: AttentionRule::Standard(PLAIN_ATTENTION),
+    mlp: NO_BIAS_MLP,
+    windows: Windows::All,
+    tweak: Some(head_dim_required),
+    ..sized(&LLAMA, 4096, 32, 32, 32000, 14336)
+};
+
+/// Ministral: the block read with `MinistralConfig`'s `sliding_window` 4096 written in when
+/// the key is absent (the sliding layers keep it; `null` is no window).
+fn read_ministral(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    _: crate::hf_config::HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    super::experts::read_patched(raw, family, &MINISTRAL, |raw, map| {
+        if !raw.has("sliding_window") {
+            raw.assume("sliding_window", 4096, "absent; `MinistralConfig` default");
+            map.insert("sliding_window".to_owned(), 4096.into());
+        }
+        Ok(())
+    })
+}
+
+/// `MinistralAttention` reads `getattr(config, "head_dim", hidden // heads)`: the attribute
+/// always exists, so its class default `null` (or an absent key) is multiplied as `None` and
+/// the model does not build; the published configs give it.
+pub(super) fn head_dim_required(
+    raw: &mut RawConfig<'_>,
+    _: &mut ModelSpec,
+) -> Result<(), ConfigError> {
+    required(raw, "head_dim")
+}
+
+/// A key whose class default `null` the attention multiplies as `None` (the model does not
+/// build): refused when absent or `null`.
+fn required(raw: &RawConfig<'_>, key: &str) -> Result<(), ConfigError> {
+    if raw.value(key).is_none() {
+        return Err(raw.missing(
+            key,
+            "a positive integer (the attention multiplies by it; `null` does not build)",
+        ));
+    }
+    Ok(())
+}
+
+/// Nemotron (`modeling_nemotron.py`): `NemotronLayerNorm1P` (a `LayerNorm` with weight and
+/// bias, applied as `weight + 1`), an ungated `up_proj` → `ReLU²` → `down_proj` MLP biased by
+/// `mlp_bias`, q/k/v/o biased by `attention_bias`; `head_dim` defaults to
+/// `hidden_size // num_attention_heads` (`__post_init__`); partial rotary adds no parameter.
+const NEMOTRON: Block = Block {
+    head_dim: HeadDim::KeyOrFloor,
+    mlp: UNGATED_MLP,
+    norm: NormRule {
+        kind: NormKind::LayerNorm,
+        bias: YES,
+        per_layer: 2,
+    },
+    tweak: Some(kv_heads_required),
+    ..sized(&LLAMA, 6144, 32, 48, 256_000, 24576)
+};
+
+/// `NemotronAttention` divides and multiplies by `config.num_key_value_heads` as given: its
+/// class default `null` does not build (Nemotron-4 and Minitron configs give it).
+fn kv_heads_required(raw: &mut RawConfig<'_>, _: &mut ModelSpec) -> Result<(), ConfigError> {
+    required(raw, "num_key_value_heads")
+}
+
+/// Hunyuan dense (`modeling_hunyuan_v1_dense.py`): Llama's block (q/k/v/o biased by
+/// `attention_bias`) with per-head `query_layernorm`/`key_layernorm` `RMSNorm`s and an MLP
+/// without biases; `num_key_value_heads` `null` is MHA (`__post_init__`), and `head_dim` is
+/// required as Ministral's ([`head_dim_required`]). Hunyuan MoE builds on it.
+pub(super) const HUNYUAN_V1_DENSE: Block = Block {
+    attention: AttentionRule::Standard(StandardRule {
+        qk_norm: QkNorm::PerHead,
+        ..LLAMA_ATTENTION
+    }),
+    mlp: NO_BIAS_MLP,
+    tweak: Some(head_dim_required),
+    ..sized(&LLAMA, 4096, 32, 32, 290_943, 11008)
+};
+
 /// Seed-OSS: q/k/v biased by `attention_bias` (default true), `o_proj` by
 /// `attention_out_bias`, the MLP by `mlp_bias`; 8 KV heads, `head_dim` 128.
 const SEED_OSS: Block = Block {
@@ -347,30 +433,50 @@ const HELIUM: Block = Block {
     ..sized(&LLAMA, 2560, 24, 20, 48000, 7040)
 };
 
-/// `HeliumAttention.o_proj` is `nn.Linear(hidden_size, hidden_size)`: it only fits (and only
-/// runs) when `num_attention_heads · head_dim` is `hidden_size`.
+/// `HeliumAttention.o_proj` is `nn.Linear(hidden_size, hidden_size)` whatever the heads:
+/// where `num_attention_heads · head_dim` is not `hidden_size` the model still builds (only
+/// its forward would fail), so the layer's projections are counted as built, as extras
+/// ([`helium_projections`]), and the attention only caches.
 fn helium(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
     null_head_dim_splits(raw, spec)?;
-    for layer in spec.layer_kinds() {
+    let hidden = spec.hidden_size;
+    try_map_kinds(spec, |layer| {
+        let mut l = layer.clone();
         if let Attention::Standard(a) = &layer.attention
-            && a.num_heads.checked_mul(a.head_dim) != Some(spec.hidden_size)
+            && a.num_heads.checked_mul(a.head_dim) != Some(hidden)
         {
-            let found = raw
-                .value("head_dim")
-                .cloned()
-                .unwrap_or_else(|| a.head_dim.into());
-            return Err(raw.invalid(
-                "head_dim",
-                &found,
-                &format!(
-                    "num_attention_heads · head_dim = hidden_size ({}): Helium's o_proj is \
-                     hidden_size × hidden_size",
-                    spec.hidden_size
-                ),
-            ));
+            l.extras.extend(helium_projections(a));
+            l.attention = Attention::CacheOnly(a.clone());
         }
+        Ok::<_, ConfigError>(l)
+    })
+}
+
+/// Helium's q, k, v (`d → n_h·d_h`, `d → n_kv·d_h`, biased as the attention says) and its
+/// `o_proj` `d → d` without bias.
+fn helium_projections(a: &llmsize_core::spec::StandardAttention) -> Vec<Extra> {
+    let d = || Expr::sym(Sym::Hidden, a.hidden);
+    let width = |heads, n| {
+        Expr::product(vec![
+            Expr::sym(heads, n),
+            Expr::sym(Sym::HeadDim, a.head_dim),
+        ])
+    };
+    let q = width(Sym::Heads, a.num_heads);
+    let kv = width(Sym::KvHeads, a.num_kv_heads);
+    let (part, c) = ("attention", Category::Attention);
+    let mut out = vec![
+        Extra::linear("self_attn.q_proj.weight", part, c, d(), q.clone()),
+        Extra::linear("self_attn.k_proj.weight", part, c, d(), kv.clone()),
+        Extra::linear("self_attn.v_proj.weight", part, c, d(), kv.clone()),
+        Extra::linear("self_attn.o_proj.weight", part, c, d(), d()),
+    ];
+    if a.q_bias {
+        out.push(Extra::vector("self_attn.q_proj.bias", part, c, q));
+        out.push(Extra::vector("self_attn.k_proj.bias", part, c, kv.clone()));
+        out.push(Extra::vector("self_attn.v_proj.bias", part, c, kv));
     }
-    Ok(())
+    out
 }
 
 /// Arcee: Llama with an ungated `up_proj` → `ReLU²` → `down_proj` MLP.
@@ -1179,6 +1285,24 @@ pub(crate) const FAMILIES: &[Family] = &[
         config_class: "Ministral3Config",
         architecture: "Ministral3ForCausalLM",
         read: Read::Block(&MINISTRAL3),
+    },
+    Family {
+        model_type: "ministral",
+        config_class: "MinistralConfig",
+        architecture: "MinistralForCausalLM",
+        read: Read::Code(read_ministral),
+    },
+    Family {
+        model_type: "nemotron",
+        config_class: "NemotronConfig",
+        architecture: "NemotronForCausalLM",
+        read: Read::Block(&NEMOTRON),
+    },
+    Family {
+        model_type: "hunyuan_v1_dense",
+        config_class: "HunYuanDenseV1Config",
+        architecture: "HunYuanDenseV1ForCausalLM",
+        read: Read::Block(&HUNYUAN_V1_DENSE),
     },
     Family {
         model_type: "seed_oss",

@@ -56,7 +56,7 @@ fn map_moe(spec: &mut ModelSpec, mut f: impl FnMut(&mut llmsize_core::spec::Moe)
 
 /// Read `block` from a copy of the config that `patch` changed (a key the modeling code
 /// derives in a way the block does not, written in), keeping the assumptions and sources.
-fn read_patched(
+pub(super) fn read_patched(
     raw: &mut RawConfig<'_>,
     family: &Family,
     block: &Block,
@@ -3596,6 +3596,24 @@ fn loop_end_past_layers(
 
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
+    Family {
+        model_type: "hunyuan_v1_moe",
+        config_class: "HunYuanMoEV1Config",
+        architecture: "HunYuanMoEV1ForCausalLM",
+        read: Read::Code(super::experts2::read_hunyuan_v1_moe),
+    },
+    Family {
+        model_type: "dots1",
+        config_class: "Dots1Config",
+        architecture: "Dots1ForCausalLM",
+        read: Read::Code(super::experts2::read_dots1),
+    },
+    Family {
+        model_type: "dbrx",
+        config_class: "DbrxConfig",
+        architecture: "DbrxForCausalLM",
+        read: Read::Code(super::experts2::read_dbrx),
+    },
     Family {
         model_type: "inkling2_loop_text",
         config_class: "Inkling2LoopTextConfig",

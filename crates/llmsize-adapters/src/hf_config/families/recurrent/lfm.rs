@@ -26,8 +26,9 @@ use super::{layer_types, named, relayer};
 use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
 use crate::hf_config::family::{
-    AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule, NO,
-    NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Read, StandardRule, key_or, read_block,
+    ALL_SPARSE, AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule,
+    MoeRule, NO, NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Read, Shared, Sparsity, StandardRule,
+    key_or, read_block,
 };
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::runs::Runs;
@@ -81,6 +82,35 @@ const LFM3_BLOCK: Block = Block {
     ..LLAMA
 };
 
+/// `Lfm2MoeConfig` (`modeling_lfm2_moe.py`): LFM2's attention (`head_dim`
+/// `hidden_size // num_attention_heads`, the class has no such field) and convolutions; the
+/// first `num_dense_layers` feed-forwards are gated MLPs of `intermediate_size`, the others
+/// `Lfm2MoeSparseMoeBlock`: a bias-free router (its `expert_bias` is a buffer) and
+/// `num_experts` gated experts of `moe_intermediate_size`, no shared expert.
+const LFM2_MOE_BLOCK: Block = Block {
+    hidden: key_or(&["hidden_size"], 2048),
+    vocab: key_or(&["vocab_size"], 65_536),
+    head_dim: HeadDim::KeyOrFloor,
+    mlp: MlpRule {
+        width: key_or(&["intermediate_size"], 7168),
+        ..LFM2_BLOCK.mlp
+    },
+    moe: Some(MoeRule {
+        experts: key_or(&["num_experts"], 32),
+        top_k: key_or(&["num_experts_per_tok"], 4),
+        expert_width: key_or(&["moe_intermediate_size"], 1792),
+        router_bias: NO,
+        expert_bias: NO,
+        shared: Shared::None,
+        shared_gate: false,
+        sparsity: Sparsity {
+            first_dense: Some(key_or(&["num_dense_layers"], 2)),
+            ..ALL_SPARSE
+        },
+    }),
+    ..LFM2_BLOCK
+};
+
 pub(super) const LFM2: Family = Family {
     model_type: "lfm2",
     config_class: "Lfm2Config",
@@ -94,9 +124,17 @@ pub(super) const LFM3: Family = Family {
     read: Read::Code(|r, f, h| read(r, f, h, Version::Lfm3)),
 };
 
+pub(super) const LFM2_MOE: Family = Family {
+    model_type: "lfm2_moe",
+    config_class: "Lfm2MoeConfig",
+    architecture: "Lfm2MoeForCausalLM",
+    read: Read::Code(|r, f, h| read(r, f, h, Version::Lfm2Moe)),
+};
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Version {
     Lfm2,
+    Lfm2Moe,
     Lfm3,
 }
 
@@ -118,6 +156,7 @@ fn read(
     let reason = format!("absent; `{class}` default");
     let block = match version {
         Version::Lfm2 => &LFM2_BLOCK,
+        Version::Lfm2Moe => &LFM2_MOE_BLOCK,
         Version::Lfm3 => &LFM3_BLOCK,
     };
     let mut spec = read_block(raw, family, block)?;
@@ -127,7 +166,7 @@ fn read(
         &["conv_L_cache"],
         Sym::Named("d_conv"),
         match version {
-            Version::Lfm2 => 3,
+            Version::Lfm2 | Version::Lfm2Moe => 3,
             Version::Lfm3 => 7,
         },
         &reason,
@@ -142,10 +181,10 @@ fn read(
     };
     let width = match version {
         Version::Lfm2 => Some(lfm2_width(raw, &reason)?),
-        Version::Lfm3 => None,
+        Version::Lfm2Moe | Version::Lfm3 => None,
     };
     let (sandwich, gate) = match version {
-        Version::Lfm2 => (false, false),
+        Version::Lfm2 | Version::Lfm2Moe => (false, false),
         Version::Lfm3 => (
             raw.flag_or("use_sandwich_norm", true, &reason)?,
             raw.flag_or("use_attention_gate", true, &reason)?,
@@ -181,11 +220,12 @@ fn read(
         }
         Ok(l)
     })?;
-    if version == Version::Lfm2
+    if version != Version::Lfm3
         && let Some(tied) = raw.flag("tie_embedding")?
         && let OutputHead::Lm { tied: t, .. } = &mut spec.head
     {
-        // `tie_embedding` overrides `tie_word_embeddings` in `Lfm2Config.__post_init__`.
+        // `tie_embedding` overrides `tie_word_embeddings` in `Lfm2Config.__post_init__`
+        // (and `Lfm2MoeConfig`'s).
         *t = tied;
     }
     Ok(spec)
@@ -200,7 +240,7 @@ fn kinds(
 ) -> Result<Runs<Kind>, ConfigError> {
     // LFM3's sliding layers keep `sliding_window` (class default 256; `null`: none).
     let window = match version {
-        Version::Lfm2 => raw.uint("sliding_window")?,
+        Version::Lfm2 | Version::Lfm2Moe => raw.uint("sliding_window")?,
         Version::Lfm3 => {
             if raw.has("sliding_window") {
                 raw.size_opt("sliding_window")?
@@ -218,6 +258,13 @@ fn kinds(
         })));
     }
     Ok(match version {
+        // `Lfm2MoeConfig.layer_types` defaults to `null`, which the layers index: no build.
+        Version::Lfm2Moe => {
+            return Err(raw.missing(
+                "layer_types",
+                "a list of `conv`/`full_attention` per layer (the class default `null` does not build)",
+            ));
+        }
         Version::Lfm2 => {
             let full: Option<Vec<u64>> = match raw.value("full_attn_idxs") {
                 None => None,

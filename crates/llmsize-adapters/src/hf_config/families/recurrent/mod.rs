@@ -28,6 +28,7 @@ pub(crate) const FAMILIES: &[Family] = &[
     delta_net::QWEN3_5_MOE_TEXT,
     delta_net::OLMO_HYBRID,
     lfm::LFM2,
+    lfm::LFM2_MOE,
     lfm::LFM3,
     minimax::MINIMAX,
     kda::BAILING_HYBRID,
