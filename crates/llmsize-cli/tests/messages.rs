@@ -41,7 +41,23 @@ fn a_name_inside_a_preset_id_is_suggested_first() {
     assert_eq!(
         r.stderr,
         "error: `llama-3-8b` is neither a file, a directory nor a built-in preset\n\n\
-         hint: did you mean: Meta-Llama-3-8B, Llama-3.1-8B, llama-13b? `llmsize presets` lists them all\n"
+         hint: did you mean: Meta-Llama-3-8B? also near, other models (their sizes or version differ): Llama-3.1-8B, llama-13b; `llmsize presets` lists them all\n"
+    );
+}
+
+/// A newer release of a preset is not offered as that preset: `Mistral-7B-v0.1` differs from
+/// v0.3 in vocabulary (32,000 vs 32,768) and sliding window, so it is named another model.
+#[test]
+fn another_version_is_never_offered_as_the_same_model() {
+    let r = llmsize(&["params", "Mistral-7B-v0.3"]);
+    assert_eq!(r.code, 2);
+    assert!(!r.stderr.contains("did you mean"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "the nearest presets are other models (their sizes or version differ): Mistral-7B-v0.1"
+        ),
+        "{}",
+        r.stderr
     );
 }
 
@@ -52,7 +68,7 @@ fn a_repo_id_not_cached_gets_suggestions_and_the_online_hint() {
     assert_eq!(
         r.stderr,
         "error: `meta-llama/Llama-3-8B` is neither a built-in preset nor in the local Hugging Face cache\n\n\
-         hint: did you mean: Meta-Llama-3-8B, Llama-3.1-8B, llama-13b? pass `--online` to read it from the Hub (HF_ENDPOINT, HF_TOKEN); `llmsize presets` lists the presets\n"
+         hint: did you mean: Meta-Llama-3-8B? also near, other models (their sizes or version differ): Llama-3.1-8B, llama-13b; pass `--online` to read it from the Hub (HF_ENDPOINT, HF_TOKEN); `llmsize presets` lists the presets\n"
     );
 }
 

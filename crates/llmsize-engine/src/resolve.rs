@@ -330,11 +330,7 @@ pub(crate) fn resolve_model(arg: &str, lookup: &Lookup, env: &HubEnv) -> Result<
     } else {
         Vec::new()
     };
-    let did_you_mean = if suggestions.is_empty() {
-        String::new()
-    } else {
-        format!("did you mean: {}? ", suggestions.join(", "))
-    };
+    let did_you_mean = did_you_mean(arg, &suggestions);
     if hub::looks_like_repo_id(arg) {
         return Err(Error::not_found(
             format!("`{arg}` is neither a built-in preset nor in the local Hugging Face cache"),
@@ -484,4 +480,36 @@ fn inline_name(text: &str) -> String {
                 .map(str::to_owned)
         })
         .unwrap_or_else(|| "config".into())
+}
+
+/// The runs of digits in a name: its sizes and versions (`Mistral-7B-v0.3` → 7, 0, 3).
+fn numbers_of(name: &str) -> Vec<&str> {
+    name.split(|c: char| !c.is_ascii_digit())
+        .filter(|run| !run.is_empty())
+        .collect()
+}
+
+/// "Did you mean", where a suggestion whose sizes or version differ from the name typed is
+/// said to be another model (`Mistral-7B-v0.1` for `Mistral-7B-v0.3`: another vocabulary
+/// and window), never offered as the same one spelled otherwise.
+fn did_you_mean(arg: &str, suggestions: &[&str]) -> String {
+    let wanted = numbers_of(arg);
+    let (same, other): (Vec<&str>, Vec<&str>) =
+        suggestions.iter().partition(|s| numbers_of(s) == wanted);
+    let mut out = String::new();
+    if !same.is_empty() {
+        out.push_str(&format!("did you mean: {}? ", same.join(", ")));
+    }
+    if !other.is_empty() {
+        let lead = if same.is_empty() {
+            "the nearest presets are other models"
+        } else {
+            "also near, other models"
+        };
+        out.push_str(&format!(
+            "{lead} (their sizes or version differ): {}; ",
+            other.join(", ")
+        ));
+    }
+    out
 }

@@ -86,8 +86,8 @@ def test_memory_and_flops_answer_with_the_contract_keys():
 
 def test_errors_are_typed_exceptions_with_the_cli_message():
     with pytest.raises(llmsize.NotFound, match="neither a file, a directory nor a built-in preset") as e:
-        llmsize.params("gpt-7")
-    assert "did you mean" in (e.value.hint or "")
+        llmsize.params("gpt-2")
+    assert "did you mean: gpt2?" in (e.value.hint or "")
     assert isinstance(e.value, LookupError)
     with pytest.raises(llmsize.UnsupportedModel, match="enigma"):
         llmsize.params({"model_type": "enigma"})
