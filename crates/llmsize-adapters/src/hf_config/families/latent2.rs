@@ -440,9 +440,11 @@ fn glm5_mla(r: &mut Reader<'_, '_>, d: u64) -> Result<LatentAttention, ConfigErr
     match r.raw.uint("qk_rope_head_dim")? {
         None | Some(0) => {}
         Some(n) => {
-            return Err(r
-                .raw
-                .invalid("qk_rope_head_dim", &n.into(), "0 (the DSA layers are NoPE)"));
+            return Err(r.raw.invalid(
+                "qk_rope_head_dim",
+                &n.into(),
+                "0 (the DSA layers are NoPE)",
+            ));
         }
     }
     Ok(LatentAttention {
@@ -492,8 +494,12 @@ fn per_layer<K: Clone + PartialEq>(
 fn glm5_mla_layers(raw: &RawConfig<'_>, n: u64) -> Result<Runs<bool>, ConfigError> {
     let kind = |t: &str| match t {
         "linear_attention" | "mamba" => Some(false),
-        "full_attention" | "indexed_attention" | "sliding_attention" | "chunked_attention"
-        | "attention" | "deepseek_sparse_attention" => Some(true),
+        "full_attention"
+        | "indexed_attention"
+        | "sliding_attention"
+        | "chunked_attention"
+        | "attention"
+        | "deepseek_sparse_attention" => Some(true),
         _ => None,
     };
     let expected = "`linear_attention` or `indexed_attention`";
@@ -650,11 +656,21 @@ fn glm5_next_text(
     .into_spec();
     let mut indexer = super::latent::indexer(r.raw, &spec, index_heads, index_dim)?;
     indexer.extend(kpool);
+    // `Glm5NextTextIndexer` caches, per token, its key, its k-pool gate scores (`d_idx`
+    // each) and a validity channel (`torch.cat([k, gate_scores, valid_channel])`, the
+    // cache's `indexer_keys`) beside the latent; a `shared` layer caches the latent alone.
+    let packed = r.raw.mul(index_dim, 2, "2·index_head_dim")?;
+    let packed = r
+        .raw
+        .check(checked::add("2·index_head_dim + 1", packed, 1))?;
     let indexed = is_mla.zip(&full).map(|&(m, f)| m && f);
     map_layers_by(&mut spec, &indexed, |layer, on| {
         let mut l = layer.clone();
         if *on {
             l.extras.extend(indexer.iter().cloned());
+            if let Attention::Latent(a) = &mut l.attention {
+                a.indexer_key_dim = Some(packed);
+            }
         }
         Ok(l)
     })?;
