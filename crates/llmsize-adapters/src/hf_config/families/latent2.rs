@@ -415,7 +415,8 @@ const GLM5_NEXT_MOE: MoeRule = MoeRule {
 /// `Glm5NextTextAttention`'s MLA: `q_a_proj` (biased with `attention_bias`) `d → q_lora_rank`
 /// with its norm, `q_b_proj`, `kv_a_proj_with_mqa` (biased) `d → kv_lora_rank +
 /// qk_rope_head_dim`, `kv_a_layernorm`, `kv_b_proj`, `o_proj` (biased). `validate_architecture`
-/// asks for `q_lora_rank`, NoPE (`qk_rope_head_dim == 0`) and as many KV heads as heads.
+/// asks for `q_lora_rank`, no rotary part (`qk_rope_head_dim == 0`) and as many KV heads as
+/// heads.
 fn glm5_mla(r: &mut Reader<'_, '_>, d: u64) -> Result<LatentAttention, ConfigError> {
     let heads = r.size(key_or(&["num_attention_heads"], 64), Sym::Heads)?;
     if let Some(kv) = r.raw.size_opt("num_key_value_heads")?
@@ -443,7 +444,7 @@ fn glm5_mla(r: &mut Reader<'_, '_>, d: u64) -> Result<LatentAttention, ConfigErr
             return Err(r.raw.invalid(
                 "qk_rope_head_dim",
                 &n.into(),
-                "0 (the DSA layers are NoPE)",
+                "`0` (the DSA layers have no rotary part)",
             ));
         }
     }
