@@ -26,7 +26,7 @@ use serde_json::Value;
 
 /// The exact entries may only grow: the number of default configs answered exactly when this
 /// floor was last raised (the README gives the current count and the types still refused).
-const EXACT_DEFAULTS_AT_LEAST: usize = 268;
+const EXACT_DEFAULTS_AT_LEAST: usize = 269;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/coverage")

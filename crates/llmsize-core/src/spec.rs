@@ -813,7 +813,12 @@ impl ModelSpec {
                     Attention::Latent(a) => {
                         positive("num_attention_heads", a.num_heads)?;
                         positive("kv_lora_rank", a.kv_lora_rank)?;
-                        positive("qk_rope_head_dim", a.qk_rope_head_dim)?;
+                        // NoPE MLA (GLM-5-Next's DSA layers) has no rotary part: the query/key
+                        // head is the sum, which must be positive.
+                        positive(
+                            "qk_nope_head_dim + qk_rope_head_dim",
+                            a.qk_nope_head_dim.saturating_add(a.qk_rope_head_dim),
+                        )?;
                         positive("v_head_dim", a.v_head_dim)?;
                         if let Some(r) = a.q_lora_rank {
                             positive("q_lora_rank", r)?;

@@ -495,7 +495,7 @@ fn dsa(
 /// `indexer_types` of `GlmMoeDsaConfig` (`"full"` builds an indexer): the key, else
 /// `index_topk_pattern` (`"F"`/`"S"` per layer), else `index_topk_freq` and
 /// `index_skip_topk_offset`: layer `i` is full when `max(i − offset + 1, 0) % freq == 0`.
-fn indexer_types(raw: &mut RawConfig<'_>, n: u64) -> Result<Runs<bool>, ConfigError> {
+pub(super) fn indexer_types(raw: &mut RawConfig<'_>, n: u64) -> Result<Runs<bool>, ConfigError> {
     let list = |key: &str, v: &serde_json::Value, items: Vec<Option<bool>>| {
         if items.len() as u64 == n && items.iter().all(Option::is_some) {
             Ok(Runs::from_list(items.into_iter().map(|x| x == Some(true))))
@@ -558,7 +558,7 @@ pub(crate) fn topk_full(n: u64, freq: u64, offset: u64) -> Runs<bool> {
 /// The DSA indexer (`DeepseekV32Indexer`): `wq_b` `q_lora_rank → n_idx·d_idx`, `wk`
 /// `d → d_idx`, `k_norm` a `LayerNorm(d_idx)` with bias, `weights_proj` `d → n_idx`; all
 /// attention. Its key cache (`d_idx` per token and layer) is not in the spec's MLA cache.
-fn indexer(
+pub(super) fn indexer(
     raw: &RawConfig<'_>,
     spec: &ModelSpec,
     heads: u64,

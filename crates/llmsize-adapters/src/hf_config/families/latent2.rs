@@ -9,11 +9,17 @@
 
 use llmsize_core::Category;
 use llmsize_core::expr::{Expr, Sym};
-use llmsize_core::spec::{Attention, CompressedCache, Extra, Ffn, Layer, ModelSpec, Moe, Norm};
+use llmsize_core::spec::{
+    Attention, CompressedCache, Extra, Ffn, LatentAttention, Layer, ModelSpec, Moe, Norm,
+    RecurrentState,
+};
 
 use crate::error::ConfigError;
 use crate::hf_config::decoder::{Decoder, mha, mlp};
-use crate::hf_config::family::{Family, Read, Reader, Switch, key_or};
+use crate::hf_config::family::{
+    ALL_SPARSE, Family, MoeRule, NO, Read, Reader, Shared, Size, Switch, block_moe, key_or,
+    map_layers_by,
+};
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::runs::Runs;
 use crate::hf_config::{HeadChoice, architecture};
@@ -225,10 +231,10 @@ fn compressed(s: &Sizes, kind: Kind) -> Result<(Vec<Extra>, Option<CompressedCac
 
 /// One `DeepseekV4HyperConnection` (`attn_hc` or `ffn_hc`): `fn` `(2 + n)·n × n·d`, `base`
 /// `(2 + n)·n`, `scale` 3.
-fn hyper(prefix: &'static str, s: &Sizes) -> [Extra; 3] {
+fn hyper(prefix: &'static str, hc: u64, d: u64) -> [Extra; 3] {
     let c = Category::LayerExtras;
     let part = "hyper-connections";
-    let n = || sym("hc_mult", s.hc);
+    let n = || sym("hc_mult", hc);
     let rows = || prod(Expr::sum(vec![Expr::Lit(2), n()]), n());
     let name = |leaf: &str| format!("{prefix}.{leaf}");
     [
@@ -237,7 +243,7 @@ fn hyper(prefix: &'static str, s: &Sizes) -> [Extra; 3] {
             part,
             c,
             rows(),
-            prod(n(), Expr::sym(Sym::Hidden, s.d)),
+            prod(n(), Expr::sym(Sym::Hidden, d)),
         ),
         Extra::vector(name("base"), part, c, rows()),
         Extra::vector(name("scale"), part, c, Expr::Lit(3)),
@@ -360,8 +366,8 @@ fn deepseek_v4(
         a.compressed = cache;
         let mut all = base.clone();
         all.extend(extras);
-        all.extend(hyper("attn_hc", &s));
-        all.extend(hyper("ffn_hc", &s));
+        all.extend(hyper("attn_hc", s.hc, d));
+        all.extend(hyper("ffn_hc", s.hc, d));
         Ok(Layer {
             attention: Attention::CacheOnly(a),
             cross_attention: None,
@@ -392,10 +398,298 @@ fn deepseek_v4(
     Ok(spec)
 }
 
+/// `Glm5NextTextMoE`: fused routed experts, an unbiased `Glm5NextTextTopkRouter` (its
+/// `e_score_correction_bias` is a buffer) and one shared `Glm5NextTextMLP` of
+/// `moe_intermediate_size · n_shared_experts`.
+const GLM5_NEXT_MOE: MoeRule = MoeRule {
+    experts: key_or(&["n_routed_experts", "num_local_experts"], 288),
+    top_k: key_or(&["num_experts_per_tok"], 8),
+    expert_width: key_or(&["moe_intermediate_size"], 2048),
+    router_bias: NO,
+    expert_bias: NO,
+    shared: Shared::Count(key_or(&["n_shared_experts"], 1)),
+    shared_gate: false,
+    sparsity: ALL_SPARSE,
+};
+
+/// `Glm5NextTextAttention`'s MLA: `q_a_proj` (biased with `attention_bias`) `d → q_lora_rank`
+/// with its norm, `q_b_proj`, `kv_a_proj_with_mqa` (biased) `d → kv_lora_rank +
+/// qk_rope_head_dim`, `kv_a_layernorm`, `kv_b_proj`, `o_proj` (biased). `validate_architecture`
+/// asks for `q_lora_rank`, no rotary part (`qk_rope_head_dim == 0`) and as many KV heads as
+/// heads.
+fn glm5_mla(r: &mut Reader<'_, '_>, d: u64) -> Result<LatentAttention, ConfigError> {
+    let heads = r.size(key_or(&["num_attention_heads"], 64), Sym::Heads)?;
+    if let Some(kv) = r.raw.size_opt("num_key_value_heads")?
+        && kv != heads
+    {
+        return Err(r.raw.invalid(
+            "num_key_value_heads",
+            &kv.into(),
+            &format!("`num_attention_heads` ({heads})"),
+        ));
+    }
+    if let Some(v) = r.raw.value("q_lora_rank")
+        && v.is_null()
+    {
+        return Err(r.raw.invalid(
+            "q_lora_rank",
+            v,
+            "a positive integer (the DSA attention reads the query latent)",
+        ));
+    }
+    let q_lora = r.size(key_or(&["q_lora_rank"], 1536), Sym::QueryRank)?;
+    match r.raw.uint("qk_rope_head_dim")? {
+        None | Some(0) => {}
+        Some(n) => {
+            return Err(r.raw.invalid(
+                "qk_rope_head_dim",
+                &n.into(),
+                "`0` (the DSA layers have no rotary part)",
+            ));
+        }
+    }
+    Ok(LatentAttention {
+        hidden: d,
+        num_heads: heads,
+        q_lora_rank: Some(q_lora),
+        kv_lora_rank: r.size(key_or(&["kv_lora_rank"], 512), Sym::KvRank)?,
+        qk_nope_head_dim: r.size(key_or(&["qk_nope_head_dim"], 256), Sym::NopeDim)?,
+        qk_rope_head_dim: 0,
+        v_head_dim: r.size(key_or(&["v_head_dim"], 256), Sym::ValueDim)?,
+        bias: r.switch(Switch::Key("attention_bias", false))?,
+        indexer_key_dim: None,
+        category: Category::Attention,
+    })
+}
+
+/// A per-layer list of strings under `key` (`num_hidden_layers` entries, as
+/// `validate_layer_type` asks), mapped by `kind`; `None` when absent or null.
+fn per_layer<K: Clone + PartialEq>(
+    raw: &RawConfig<'_>,
+    key: &str,
+    n: u64,
+    expected: &str,
+    kind: impl Fn(&str) -> Option<K>,
+) -> Result<Option<Runs<K>>, ConfigError> {
+    let Some(v) = raw.value(key).filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let items = v
+        .as_array()
+        .filter(|a| a.len() as u64 == n)
+        .ok_or_else(|| raw.invalid(key, v, &format!("one entry per layer ({n})")))?;
+    let mut out = Runs::default();
+    for t in items {
+        let k = t
+            .as_str()
+            .and_then(&kind)
+            .ok_or_else(|| raw.invalid(key, t, expected))?;
+        out.push(k, 1);
+    }
+    Ok(Some(out))
+}
+
+/// Which layers are MLA (`Glm5NextTextAttention`): `layer_types` entries other than
+/// `linear_attention` (`mamba` is its legacy name, `remap_legacy_layer_types`); by default
+/// every fourth (`idx % 4 == 3`).
+fn glm5_mla_layers(raw: &RawConfig<'_>, n: u64) -> Result<Runs<bool>, ConfigError> {
+    let kind = |t: &str| match t {
+        "linear_attention" | "mamba" => Some(false),
+        "full_attention"
+        | "indexed_attention"
+        | "sliding_attention"
+        | "chunked_attention"
+        | "attention"
+        | "deepseek_sparse_attention" => Some(true),
+        _ => None,
+    };
+    let expected = "`linear_attention` or `indexed_attention`";
+    Ok(per_layer(raw, "layer_types", n, expected, kind)?
+        .unwrap_or_else(|| Runs::periodic(n, &[(false, 3), (true, 1)])))
+}
+
+/// Which layers are MoE: `mlp_layer_types` (`sparse`), by default all but the first three.
+fn glm5_sparse_layers(raw: &RawConfig<'_>, n: u64) -> Result<Runs<bool>, ConfigError> {
+    let kind = |t: &str| match t {
+        "sparse" => Some(true),
+        "dense" => Some(false),
+        _ => None,
+    };
+    let expected = "`dense` or `sparse`";
+    Ok(per_layer(raw, "mlp_layer_types", n, expected, kind)?
+        .unwrap_or_else(|| Runs::from_index(n, 3)))
+}
+
+/// A size of the KDA mixer: `linear_attn_config[nested]` (which `__post_init__` lets win),
+/// else `key`, else the class default.
+fn kda_size(
+    r: &mut Reader<'_, '_>,
+    nested: &str,
+    size: Size,
+    name: &'static str,
+) -> Result<u64, ConfigError> {
+    let path = format!("linear_attn_config.{nested}");
+    match r.raw.value("linear_attn_config") {
+        Some(serde_json::Value::Object(m)) if m.contains_key(nested) => {
+            let v = &m[nested];
+            let n = v
+                .as_u64()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| r.raw.invalid(&path, v, "a positive integer"))?;
+            r.raw.source(Sym::Named(name), &path);
+            Ok(n)
+        }
+        _ => r.size(size, Sym::Named(name)),
+    }
+}
+
+/// `Glm5NextTextLinearAttention` (Kimi delta attention, its tensors as Kimi-Linear's) and
+/// its cache: the conv window `3·n·h × kernel` and the float32 recurrent state `n × h × h`.
+fn glm5_kda(r: &mut Reader<'_, '_>, d: u64) -> Result<(Vec<Extra>, RecurrentState), ConfigError> {
+    let heads = kda_size(r, "num_heads", key_or(&["linear_num_heads"], 64), "n_lin")?;
+    let dim = kda_size(r, "head_dim", key_or(&["linear_head_dim"], 128), "h_lin")?;
+    let kernel = kda_size(
+        r,
+        "short_conv_kernel_size",
+        key_or(&["linear_conv_kernel_dim"], 4),
+        "d_conv",
+    )?;
+    let width = r.raw.mul(heads, dim, "linear_num_heads·linear_head_dim")?;
+    let state = RecurrentState {
+        conv: r
+            .raw
+            .mul(r.raw.mul(width, 3, "3·n·h")?, kernel, "3·n·h·kernel")?,
+        recurrent: r.raw.mul(width, dim, "n·h·h")?,
+        recurrent_f32: true,
+        conv_f32: false,
+    };
+    Ok((super::recurrent::kimi_kda(d, heads, dim, kernel), state))
+}
+
+/// `Glm5NextTextIndexer`'s k-pool tensors beside the DSA indexer's: `index_kpool_compress_ape`
+/// `index_kpool × d_idx` and `index_kpool_compress_gate` `d_idx × d`.
+fn kpool(r: &mut Reader<'_, '_>, d: u64, dim: u64) -> Result<[Extra; 2], ConfigError> {
+    let pool = r.size(key_or(&["index_kpool"], 16), Sym::Named("index_kpool"))?;
+    let c = Category::Attention;
+    let part = "indexer";
+    let k = || sym("d_idx", dim);
+    Ok([
+        Extra::table(
+            "self_attn.indexer.index_kpool_compress_ape",
+            part,
+            c,
+            sym("index_kpool", pool),
+            k(),
+        ),
+        Extra::table(
+            "self_attn.indexer.index_kpool_compress_gate",
+            part,
+            c,
+            k(),
+            Expr::sym(Sym::Hidden, d),
+        ),
+    ])
+}
+
+/// `Glm5NextTextModel` (`modeling_glm5_next.py`, `Glm5NextTextConfig`): KDA and MLA layers
+/// (`layer_types`), dense or MoE feed-forwards (`mlp_layer_types`), a DSA indexer with k-pool
+/// compression on each MLA layer `indexer_types` marks `full`, two hyper-connections per
+/// layer; `Glm5NextTextHyperHead` is an unweighted mean (no tensors).
+fn glm5_next_text(
+    raw: &mut RawConfig<'_>,
+    family: &Family,
+    _head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let mut r = Reader {
+        raw,
+        class: family.config_class,
+    };
+    let d = r.size(key_or(&["hidden_size"], 4096), Sym::Hidden)?;
+    let layers = r.size(key_or(&["num_hidden_layers"], 45), Sym::Layers)?;
+    let n = r.raw.bound_layers("num_hidden_layers", layers)?;
+    let vocab = r.size(key_or(&["vocab_size"], 154_880), Sym::Vocab)?;
+    let width = r.size(key_or(&["intermediate_size"], 12_288), Sym::Ffn)?;
+    let hc = r.size(key_or(&["hc_mult"], 4), Sym::Named("hc_mult"))?;
+    let mla = glm5_mla(&mut r, d)?;
+    let (_, moe) = block_moe(&mut r, &GLM5_NEXT_MOE, d, layers)?;
+    let (kda, state) = glm5_kda(&mut r, d)?;
+    let index_heads = r.size(key_or(&["index_n_heads"], 32), Sym::Named("n_idx"))?;
+    let index_dim = r.size(key_or(&["index_head_dim"], 128), Sym::Named("d_idx"))?;
+    let kpool = kpool(&mut r, d, index_dim)?;
+    // `Glm5NextForConditionalGeneration` decides the tie; the text model has no head.
+    let tied = r.switch(Switch::Key("tie_word_embeddings", false))?;
+    let is_mla = glm5_mla_layers(r.raw, n)?;
+    let sparse = glm5_sparse_layers(r.raw, n)?;
+    let full = super::latent::indexer_types(r.raw, n)?;
+    let dense = mlp(d, width, true, false);
+    let norm = Norm::rms_norm(d);
+    let stack = is_mla.zip_layers(&sparse, |&(is_mla, is_sparse)| {
+        let mut extras = if is_mla { Vec::new() } else { kda.clone() };
+        extras.extend(hyper("attn_hc", hc, d));
+        extras.extend(hyper("ffn_hc", hc, d));
+        Layer {
+            attention: if is_mla {
+                Attention::Latent(mla.clone())
+            } else {
+                Attention::Absent
+            },
+            cross_attention: None,
+            ffn: if is_sparse {
+                Ffn::Moe(moe.clone())
+            } else {
+                Ffn::Dense(dense)
+            },
+            norms: vec![norm; 2],
+            sliding_window: None,
+            extras,
+            state: (!is_mla).then_some(state),
+        }
+    });
+    let mut spec = Decoder::new(
+        family.model_type,
+        architecture(r.raw, family.architecture),
+        d,
+        vocab,
+        stack,
+        Some(norm),
+        tied,
+    )
+    .into_spec();
+    let mut indexer = super::latent::indexer(r.raw, &spec, index_heads, index_dim)?;
+    indexer.extend(kpool);
+    // `Glm5NextTextIndexer` caches, per token, its key, its k-pool gate scores (`d_idx`
+    // each) and a validity channel (`torch.cat([k, gate_scores, valid_channel])`, the
+    // cache's `indexer_keys`) beside the latent; a `shared` layer caches the latent alone.
+    let packed = r.raw.mul(index_dim, 2, "2·index_head_dim")?;
+    let packed = r
+        .raw
+        .check(checked::add("2·index_head_dim + 1", packed, 1))?;
+    let indexed = is_mla.zip(&full).map(|&(m, f)| m && f);
+    map_layers_by(&mut spec, &indexed, |layer, on| {
+        let mut l = layer.clone();
+        if *on {
+            l.extras.extend(indexer.iter().cloned());
+            if let Attention::Latent(a) = &mut l.attention {
+                a.indexer_key_dim = Some(packed);
+            }
+        }
+        Ok(l)
+    })?;
+    Ok(spec)
+}
+
 /// The entries of this file.
-pub(crate) const FAMILIES: &[Family] = &[Family {
-    model_type: "deepseek_v4",
-    config_class: "DeepseekV4Config",
-    architecture: "DeepseekV4ForCausalLM",
-    read: Read::Code(deepseek_v4),
-}];
+pub(crate) const FAMILIES: &[Family] = &[
+    Family {
+        model_type: "deepseek_v4",
+        config_class: "DeepseekV4Config",
+        architecture: "DeepseekV4ForCausalLM",
+        read: Read::Code(deepseek_v4),
+    },
+    Family {
+        model_type: "glm5_next_text",
+        config_class: "Glm5NextTextConfig",
+        architecture: "Glm5NextForConditionalGeneration",
+        read: Read::Code(glm5_next_text),
+    },
+];

@@ -376,6 +376,17 @@ fn layer_types_key(
         .map(Some)
 }
 
+/// `KimiLinearDeltaAttention`'s tensors (`Glm5NextTextLinearAttention`, `latent2.rs`, has
+/// the same).
+pub(in crate::hf_config::families) fn kimi_kda(
+    hidden: u64,
+    heads: u64,
+    head_dim: u64,
+    kernel: u64,
+) -> Vec<Extra> {
+    kda(hidden, heads, head_dim, kernel, Variant::Kimi)
+}
+
 /// `BailingHybridDeltaAttention`'s (`KimiLinearDeltaAttention`'s) tensors.
 fn kda(hidden: u64, heads: u64, head_dim: u64, kernel: u64, variant: Variant) -> Vec<Extra> {
     const PART: &str = "Kimi delta attention";

@@ -13,6 +13,8 @@ mod rglru;
 mod rwkv;
 mod xlstm;
 
+pub(super) use kda::kimi_kda;
+
 use llmsize_core::expr::{Expr, Sym};
 use llmsize_core::spec::{Layer, ModelSpec};
 

@@ -25,6 +25,9 @@ struct Glm {
     /// The class defaults: `hidden_size`, `out_hidden_size`, `intermediate_size`,
     /// `attention_bias`.
     defaults: (u64, u64, u64, bool),
+    /// `Glm5NextVisionModel` (an OCR-style tower): the merger's MLP is
+    /// `projection_intermediate_size` wide (this default).
+    projection: Option<u64>,
 }
 
 /// The GLM vision tower under `key`: a biased 3-D patch convolution, `RMSNorm` blocks with
@@ -95,8 +98,10 @@ fn tower(
                 &l,
             );
             gated(p, &format!("{pre}.mlp"), &d, &f, bias, &l);
-            let c = s.size("in_channels", 3)?;
-            mul(out.clone(), lit(c))
+            match g.projection {
+                Some(w) => sym("d_proj", s.size("projection_intermediate_size", w)?),
+                None => mul(out.clone(), lit(s.size("in_channels", 3)?)),
+            }
         };
         p.norm(
             "model.visual.post_layernorm",
@@ -140,6 +145,14 @@ fn tower(
 const GLM4V: Glm = Glm {
     glm4v: true,
     defaults: (1536, 4096, 13696, false),
+    projection: None,
+};
+
+/// `GlmOcrVisionModel`'s defaults.
+const GLM_OCR: Glm = Glm {
+    glm4v: false,
+    defaults: (1024, 1536, 4096, true),
+    projection: None,
 };
 
 /// `Glm4vForConditionalGeneration` and `Glm4vMoeForConditionalGeneration` (the text
@@ -191,10 +204,56 @@ pub(super) fn glm_ocr(
 ) -> Result<ModelSpec, ConfigError> {
     let spec = text(raw, f, "glm_ocr_text", head, Tie::Either(false))?;
     let mut p = vision();
-    let g = Glm {
-        glm4v: false,
-        defaults: (1024, 1536, 4096, true),
-    };
-    tower(raw, "vision_config", "GlmOcrVisionConfig", g, &mut p)?;
+    tower(raw, "vision_config", "GlmOcrVisionConfig", GLM_OCR, &mut p)?;
     Ok(with_parts(spec, p))
+}
+
+/// `Glm5NextForConditionalGeneration` (GLM-5.3-Flash): the GLM-OCR tower with its merger's MLP
+/// `projection_intermediate_size` wide, and the `glm5_next_text` model (`latent2.rs`); the
+/// head tied by the composite's `tie_word_embeddings` alone (`Glm5NextConfig`, default false).
+/// A flat text-only checkpoint (no `text_config`) keeps the text keys at the top, which
+/// `Glm5NextConfig.__post_init__` forwards as the text config.
+pub(super) fn glm5_next(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let spec = if raw.value("text_config").is_some_and(|v| !v.is_null()) {
+        text(raw, f, "glm5_next_text", head, Tie::Top(false))?
+    } else {
+        flat_text(raw, f, head)?
+    };
+    let mut p = vision();
+    let g = Glm {
+        projection: Some(10_240),
+        ..GLM_OCR
+    };
+    tower(raw, "vision_config", "Glm5NextVisionConfig", g, &mut p)?;
+    Ok(with_parts(spec, p))
+}
+
+/// The text model of a flat GLM-5-Next checkpoint: the top-level keys (but the vision
+/// config's and the model type) read as `text_config`.
+fn flat_text(
+    raw: &mut RawConfig<'_>,
+    f: &Family,
+    head: HeadChoice,
+) -> Result<ModelSpec, ConfigError> {
+    let mut sub = raw.map.clone();
+    for k in ["text_config", "vision_config", "model_type"] {
+        sub.remove(k);
+    }
+    let mut map = raw.map.clone();
+    map.insert("text_config".to_owned(), serde_json::Value::Object(sub));
+    let mut inner = raw.sibling(&map);
+    let spec = text(&mut inner, f, "glm5_next_text", head, Tie::Top(false))?;
+    let reason = format!("absent; `{}` reads the top-level keys", f.config_class);
+    raw.assume("text_config", "the top-level keys", &reason);
+    for a in inner.assumptions {
+        raw.assume(&a.field, a.value, &a.reason);
+    }
+    for (symbol, source) in inner.sources {
+        raw.source(symbol, &source);
+    }
+    Ok(spec)
 }

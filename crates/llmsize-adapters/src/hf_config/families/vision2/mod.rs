@@ -234,6 +234,12 @@ pub(crate) const FAMILIES: &[Family] = &[
         glm::glm_ocr
     ),
     code!(
+        "glm5_next",
+        "Glm5NextConfig",
+        "Glm5NextForConditionalGeneration",
+        glm::glm5_next
+    ),
+    code!(
         "cosmos3_omni",
         "Cosmos3OmniConfig",
         "Cosmos3OmniForConditionalGeneration",
