@@ -817,6 +817,8 @@ impl ModelSpec {
                         // head is the sum, which must be positive.
                         positive(
                             "qk_nope_head_dim + qk_rope_head_dim",
+                            // saturates: only tested against 0; the layout's checked sums
+                            // refuse an overflow of the same two values.
                             a.qk_nope_head_dim.saturating_add(a.qk_rope_head_dim),
                         )?;
                         positive("v_head_dim", a.v_head_dim)?;
