@@ -496,20 +496,23 @@ fn did_you_mean(arg: &str, suggestions: &[&str]) -> String {
     let wanted = numbers_of(arg);
     let (same, other): (Vec<&str>, Vec<&str>) =
         suggestions.iter().partition(|s| numbers_of(s) == wanted);
-    let mut out = String::new();
-    if !same.is_empty() {
-        out.push_str(&format!("did you mean: {}? ", same.join(", ")));
-    }
-    if !other.is_empty() {
+    let same_part = if same.is_empty() {
+        String::new()
+    } else {
+        format!("did you mean: {}? ", same.join(", "))
+    };
+    let other_part = if other.is_empty() {
+        String::new()
+    } else {
         let lead = if same.is_empty() {
             "the nearest presets are other models"
         } else {
             "also near, other models"
         };
-        out.push_str(&format!(
+        format!(
             "{lead} (their sizes or version differ): {}; ",
             other.join(", ")
-        ));
-    }
-    out
+        )
+    };
+    same_part + &other_part
 }
