@@ -26,7 +26,7 @@ pub struct StageReport {
     pub stage: &'static str,
     /// The panic message, if it panicked.
     pub panic: Option<String>,
-    /// Wall time.
+    /// The worker thread's CPU time (wall time where the platform gives none).
     pub elapsed: Duration,
     /// Peak bytes allocated above what was in use when it started.
     pub peak_bytes: usize,
@@ -104,9 +104,14 @@ impl Stages {
             *running = stage;
         }
         let base = alloc::reset_peak();
-        let start = Instant::now();
+        // The worker thread's own CPU time, not the wall clock: a stage's cost is what it
+        // spends, and a machine busy with other work (a long run beside builds) must not
+        // make a finding of a fast stage. A stage that never ends is the driver's
+        // `--hang-ms`, which does watch the wall clock.
+        let start = cpu_time::ThreadTime::try_now().ok();
+        let wall = Instant::now();
         let result = panic::catch_unwind(AssertUnwindSafe(f));
-        let elapsed = start.elapsed();
+        let elapsed = start.map_or_else(|| wall.elapsed(), |t| t.elapsed());
         let peak_bytes = alloc::peak().saturating_sub(base);
         let panic = result.is_err().then(take_panic);
         self.reports.push(StageReport {
