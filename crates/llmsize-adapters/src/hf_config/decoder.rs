@@ -612,9 +612,11 @@ pub(crate) fn sliding_windows(
     model_type: &str,
     layers: u64,
 ) -> Result<(Runs<bool>, Option<u64>), ConfigError> {
-    let rule = match model_type {
-        "mixtral" => Windows::All,
-        _ => Windows::None,
+    // The config class names the `sliding_window` default (`GptOssConfig`: 128).
+    let (rule, class) = match model_type {
+        "mixtral" => (Windows::All, "MixtralConfig"),
+        "gpt_oss" => (Windows::None, "GptOssConfig"),
+        _ => (Windows::None, model_type),
     };
-    windows(raw, rule, model_type, layers)
+    windows(raw, rule, class, layers)
 }

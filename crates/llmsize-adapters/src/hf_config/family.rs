@@ -720,6 +720,74 @@ pub(crate) fn index_list(
         .collect()
 }
 
+/// The config classes of transformers 5.24 whose `sliding_window` field defaults to a number
+/// (read off every `configuration_*.py`): a config that leaves the key out still slides by
+/// it, where an explicit `null` is no window. `MistralConfig.sliding_window: int | None = 4096`.
+const SLIDING_WINDOW_DEFAULTS: &[(&str, u64)] = &[
+    ("AfmoeConfig", 1024),
+    ("BeamConfig", 512),
+    ("BltPatcherConfig", 512),
+    ("Cohere2Config", 4096),
+    ("Cohere2MoeConfig", 4096),
+    ("CohereCompassTextConfig", 4096),
+    ("CwmConfig", 8192),
+    ("DeepseekOcr2VisionEncoderConfig", 4096),
+    ("DeepseekV4Config", 128),
+    ("DiffusionGemmaTextConfig", 512),
+    ("DoryConfig", 1024),
+    ("Dots1Config", 4096),
+    ("EmbeddingGemma2TextConfig", 512),
+    ("EsmFold2Config", 128),
+    ("Exaone4Config", 4096),
+    ("ExaoneMoeConfig", 4096),
+    ("FlintConfig", 513),
+    ("Gemma2Config", 4096),
+    ("Gemma3TextConfig", 4096),
+    ("Gemma3nTextConfig", 512),
+    ("Gemma4TextConfig", 512),
+    ("Gemma4UnifiedTextConfig", 1024),
+    ("GptOssConfig", 128),
+    ("GraniteSWAConfig", 128),
+    ("GraniteMoeSWAConfig", 128),
+    ("Kolibri1Config", 513),
+    ("KyutaiSpeechToTextConfig", 375),
+    ("LagunaConfig", 512),
+    ("LaraMiniConfig", 512),
+    ("Lfm3Config", 256),
+    ("MellumConfig", 1024),
+    ("MimiConfig", 250),
+    ("MiMoV2FlashConfig", 129),
+    ("MinistralConfig", 4096),
+    ("MistralConfig", 4096),
+    ("MoshiDepthConfig", 8),
+    ("MoshiConfig", 3000),
+    ("MuseGlimmerTextConfig", 2048),
+    ("MuseGlimmerAssistantConfig", 2048),
+    ("MuseSparkTextConfig", 2048),
+    ("NemotronAsrStreamingEncoderConfig", 71),
+    ("NeoMMEConfig", 256),
+    ("Olmo3Config", 4096),
+    ("OpenAIPrivacyFilterConfig", 128),
+    ("PocketTTSAudioTokenizerConfig", 250),
+    ("Qwen2Config", 4096),
+    ("Qwen2_5OmniTextConfig", 32768),
+    ("Qwen2_5OmniTalkerConfig", 32768),
+    ("Qwen2_5_VLTextConfig", 4096),
+    ("Qwen2MoeConfig", 4096),
+    ("Qwen2VLTextConfig", 4096),
+    ("Qwen3Config", 4096),
+    ("Qwen3MoeConfig", 4096),
+    ("Qwen3OmniMoeCode2WavConfig", 72),
+    ("T5GemmaModuleConfig", 4096),
+    ("T5Gemma2TextConfig", 4096),
+    ("T5Gemma2DecoderConfig", 4096),
+    ("UltrabertConfig", 128),
+    ("UnlimitedOcrTextConfig", 128),
+    ("VaultGemmaConfig", 4096),
+    ("VoxtralRealtimeTextConfig", 4096),
+    ("VoxtralRealtimeEncoderConfig", 750),
+];
+
 /// Which layers slide, as runs, and the window they share (`None`: no layer slides).
 /// `layer_types` wins when present, then a list the family derived
 /// ([`Derived::sliding`](super::raw::Derived)), then the block's rule.
@@ -729,7 +797,18 @@ pub(crate) fn windows(
     class: &str,
     layers: u64,
 ) -> Result<(Runs<bool>, Option<u64>), ConfigError> {
-    let window = raw.uint("sliding_window")?;
+    let default = SLIDING_WINDOW_DEFAULTS
+        .iter()
+        .find(|(c, _)| *c == class)
+        .map(|(_, w)| *w);
+    let window = if raw.has("sliding_window") {
+        raw.uint("sliding_window")?
+    } else {
+        if let Some(w) = default {
+            raw.assume("sliding_window", w, &format!("absent; `{class}` default"));
+        }
+        default
+    };
     if let Some(types) = raw.value("layer_types") {
         let list = types
             .as_array()
