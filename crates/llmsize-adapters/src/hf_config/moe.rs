@@ -75,14 +75,20 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
         _ => None,
     };
     let kv = kv_heads(raw, heads, class, kv_default)?;
-    // Every family here reads `head_dim` from the config when present (attribute or JSON key).
-    let head_dim = raw.head_dim(
-        &["head_dim"],
-        hidden,
-        "hidden_size",
-        heads,
-        "num_attention_heads",
-    )?;
+    // Every family here reads `head_dim` from the config when present (attribute or JSON key);
+    // absent, `GptOssConfig`'s field defaults to 64 (hidden / heads is 45 for gpt-oss), the
+    // others derive it.
+    let head_dim = if model_type == "gpt_oss" {
+        raw.size_or(&["head_dim"], Sym::HeadDim, 64, &default_reason)?
+    } else {
+        raw.head_dim(
+            &["head_dim"],
+            hidden,
+            "hidden_size",
+            heads,
+            "num_attention_heads",
+        )?
+    };
     let experts = required(raw, &["num_local_experts", "num_experts"], Sym::Experts)?;
     let top_k = required(raw, &["num_experts_per_tok"], Sym::TopK)?;
     if top_k > experts {

@@ -64,6 +64,7 @@ pub(crate) fn deepseek_vl_hybrid(
             &mut p,
             "model.high_res_vision_model.vision_encoder",
             true,
+            1024,
         )?;
         Ok((c, s.size("hidden_size", 768)?))
     })?;

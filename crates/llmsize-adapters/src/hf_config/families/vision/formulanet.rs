@@ -91,7 +91,7 @@ pub(crate) fn pp_formulanet(
     })?;
     let mut p = vision();
     with_sub(raw, "vision_config", "PPFormulaNetVisionConfig", |s| {
-        sam_encoder(s, &mut p, "model.encoder", false)?;
+        sam_encoder(s, &mut p, "model.encoder", false, 512)?;
         let c_in = s.size("post_conv_in_channels", 256)?;
         let c_mid = s.size("post_conv_mid_channels", 512)?;
         let c_out = s.size("post_conv_out_channels", 1024)?;

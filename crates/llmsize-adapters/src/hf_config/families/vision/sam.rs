@@ -18,13 +18,16 @@ use llmsize_core::checked::{self, Checked};
 /// The encoder's output width (`output_channels`).
 /// `SamVisionConfig` has no `mlp_dim` default but `int(hidden_size·mlp_ratio)` (`ratio`);
 /// `GotOcr2VisionConfig`'s is 3072.
+/// `image_size` is the vision config class's default (1024 for SAM's; 512 for
+/// `PPFormulaNetVisionConfig`).
 pub(crate) fn sam_encoder(
     s: &mut Sub<'_, '_>,
     p: &mut Parts,
     pre: &str,
     ratio: bool,
+    image_size: u64,
 ) -> Result<u64, ConfigError> {
-    let k = vit_keys_without_ffn(s, (768, 12, 1024, 16))?;
+    let k = vit_keys_without_ffn(s, (768, 12, image_size, 16))?;
     let ffn = if ratio {
         if let Some(n) = s.size_opt("mlp_dim")? {
             n
@@ -171,7 +174,7 @@ pub(crate) fn got_ocr2(
     };
     let mut p = vision();
     let out = with_sub(raw, "vision_config", class, |s| {
-        sam_encoder(s, &mut p, "model.vision_tower", false)
+        sam_encoder(s, &mut p, "model.vision_tower", false, 1024)
     })?;
     let one = lit(1);
     let part = "multimodal projector";

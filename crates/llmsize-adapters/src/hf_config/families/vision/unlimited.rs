@@ -219,7 +219,7 @@ pub(crate) fn unlimited_ocr(
     let mut p = vision();
     let (sam_out, clip_d) = with_sub(raw, "vision_config", "UnlimitedOcrVisionConfig", |v| {
         let sam_out = with_sub(v.r.raw, "sam_config", "UnlimitedOcrSamVisionConfig", |s| {
-            let out = sam_encoder(s, &mut p, "model.vision_tower.sam_encoder", false)?;
+            let out = sam_encoder(s, &mut p, "model.vision_tower.sam_encoder", false, 1024)?;
             let ch = s.list("downsample_channels", &[512, 1024])?;
             let (Some(&c0), Some(&c1)) = (ch.first(), ch.last()) else {
                 return Err(s.r.raw.invalid(
