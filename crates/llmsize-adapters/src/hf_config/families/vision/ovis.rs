@@ -26,9 +26,14 @@ pub(crate) fn ovis2(
     let (top_hidden, top_vocab) = with_top(raw, f.config_class, |s| {
         Ok((s.size("hidden_size", 1536)?, s.size("vocab_size", 151_643)?))
     })?;
-    // An untied head has the top-level shape, which need not be the text model's.
+    // An untied head has the top-level shape, which need not be the text model's — when the
+    // class never tied it (`tie_word_embeddings: false` at the top). Tied by the class (the
+    // top-level key absent: default true) and untied by `text_config`'s false, the head is the
+    // tied table's own copy: its shape, the text model's (as the loaded weight is).
+    let top_untied = raw.flag("tie_word_embeddings")? == Some(false);
     if let OutputHead::Lm { tied, .. } = &mut spec.head
         && !*tied
+        && top_untied
     {
         *tied = true;
         spec.token_embedding
