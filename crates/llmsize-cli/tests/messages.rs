@@ -201,6 +201,35 @@ fn sliding_window_zero_is_refused_where_a_layer_would_use_it() {
     );
 }
 
+/// A config transformers refuses is refused naming the key: Nemotron-H Omni's tower without its
+/// own `video_temporal_patch_size` fails `NemotronHOmniConfig.validate_architecture` (the
+/// tower's default, none, is not the composite's 2).
+#[test]
+fn a_config_transformers_refuses_is_refused_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/coverage/configs/nemotron_h_omni.default.json"
+    );
+    // As text: the config holds Python's `Infinity`, which serde_json does not read. The
+    // tower's key is the one indented under `vision_config`, its last entry.
+    let text = std::fs::read_to_string(path).unwrap();
+    let tower_key = ",\n  \"video_temporal_patch_size\": 2\n";
+    assert_eq!(text.matches(tower_key).count(), 1);
+    let text = text.replace(tower_key, "\n");
+    std::fs::write(dir.path().join("config.json"), text).unwrap();
+    let r = llmsize_in(dir.path().to_str().unwrap(), &["params", "config.json"]);
+    assert_eq!(r.code, 2);
+    assert_eq!(r.stdout, "");
+    assert!(
+        r.stderr.contains(
+            "key `vision_config.video_temporal_patch_size` is null: expected equal to `video_temporal_patch_size` (2)"
+        ),
+        "{}",
+        r.stderr
+    );
+}
+
 #[test]
 fn sliding_window_zero_with_sliding_off_is_what_transformers_writes() {
     // `Qwen2MoeConfig` stores `sliding_window = 0` when `use_sliding_window` is false.

@@ -40,6 +40,16 @@ pub(crate) fn nemotron_h_omni(
         .nested("text_config", text_config)
         .uint("num_nextn_predict_layers")?
         .unwrap_or(0);
+    // `NemotronHOmniConfig.validate_architecture`: the tower's own
+    // `video_temporal_patch_size` (`RadioConfig`: none) must equal the composite's (2).
+    let reason = format!("absent; `{}` default", f.config_class);
+    let top_temporal = raw.size_or(
+        &["video_temporal_patch_size"],
+        llmsize_core::expr::Sym::Named("video_temporal_patch_size"),
+        2,
+        &reason,
+    )?;
+    let mut tower_temporal = None;
     let mut p = vision();
     with_sub(raw, "vision_config", "RadioConfig", |s| {
         let hidden = s.size("hidden_size", 1280)?;
@@ -53,6 +63,7 @@ pub(crate) fn nemotron_h_omni(
         let cls = s.count("num_cls_tokens", 3)?;
         let registers = s.count("num_registers", 7)?;
         let temporal = s.size_opt("video_temporal_patch_size")?;
+        tower_temporal = temporal;
         #[allow(
             clippy::cast_possible_truncation,
             clippy::cast_sign_loss,
@@ -145,6 +156,16 @@ pub(crate) fn nemotron_h_omni(
         );
         Ok(())
     })?;
+    if tower_temporal != Some(top_temporal) {
+        let shown = tower_temporal.map_or(serde_json::Value::Null, serde_json::Value::from);
+        return Err(raw.invalid(
+            "vision_config.video_temporal_patch_size",
+            &shown,
+            &format!(
+                "equal to `video_temporal_patch_size` ({top_temporal}), as transformers requires"
+            ),
+        ));
+    }
     let (d_vis, ratio, inner) = with_top(raw, f.config_class, |s| {
         let d = match s.size_opt("vit_hidden_size")? {
             Some(n) => n,
