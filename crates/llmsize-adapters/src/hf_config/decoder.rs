@@ -606,17 +606,17 @@ pub(crate) fn kv_heads(
 }
 
 /// Which layers attend in a sliding window (no parameters; the KV cache will need it), for
-/// the families read by code: Mixtral's rule is Mistral's.
+/// the families read by code: Mixtral's rule is Mistral's. `class` (the caller's config
+/// class) names the `sliding_window` default (`GptOssConfig`: 128).
 pub(crate) fn sliding_windows(
     raw: &mut RawConfig<'_>,
     model_type: &str,
+    class: &str,
     layers: u64,
 ) -> Result<(Runs<bool>, Option<u64>), ConfigError> {
-    // The config class names the `sliding_window` default (`GptOssConfig`: 128).
-    let (rule, class) = match model_type {
-        "mixtral" => (Windows::All, "MixtralConfig"),
-        "gpt_oss" => (Windows::None, "GptOssConfig"),
-        _ => (Windows::None, model_type),
+    let rule = match model_type {
+        "mixtral" => Windows::All,
+        _ => Windows::None,
     };
     windows(raw, rule, class, layers)
 }

@@ -186,7 +186,7 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
         None
     };
     let n = raw.bound_layers("num_hidden_layers", layers)?;
-    let (slides, window) = sliding_windows(raw, model_type, n)?;
+    let (slides, window) = sliding_windows(raw, model_type, class, n)?;
     let norms = vec![Norm::rms_norm(hidden); 2];
     // Each layer is (sparse?, window): sparse where `(i + 1) % step == 0` and not listed,
     // as runs; one kind per distinct pair.
