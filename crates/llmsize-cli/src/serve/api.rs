@@ -155,7 +155,8 @@ pub(crate) fn question(
         return Err(Refusal {
             status: StatusCode::NOT_FOUND,
             text: format!(
-                "error: no API `/api/{command}`\n\nhint: the API answers params, memory, flops, train, design, presets, gpus\n"
+                "error: no API `/api/{command}`\n\nhint: the API answers {}\n",
+                COMMANDS.join(", ")
             ),
         });
     };
