@@ -54,34 +54,41 @@ fn every_input_crate_denies_unchecked_arithmetic() {
     }
 }
 
-/// Every place that lets the lint through says why, on the attribute itself.
-#[test]
-fn every_exception_states_its_reason() {
-    let mut exceptions = Vec::new();
+/// Each source file of the checked crates, as its path and its lines.
+fn for_each_source(mut visit: impl FnMut(&std::path::Path, &[&str])) {
     for name in CHECKED_CRATES {
         let mut files = Vec::new();
         rust_files(&crates_dir().join(name).join("src"), &mut files);
         for file in files {
             let text = std::fs::read_to_string(&file).unwrap();
             let lines: Vec<&str> = text.lines().collect();
-            for (i, line) in lines.iter().enumerate() {
-                let opens = (line.contains("allow(") || line.contains("expect("))
-                    && !line.trim_start().starts_with("//");
-                // The attribute may span lines: `#[expect(\n clippy::…,\n reason = "…"\n)]`.
-                let window = lines[i..lines.len().min(i + 6)].join("\n");
-                let attribute = window.split(")]").next().unwrap_or_default();
-                if opens && attribute.contains("clippy::arithmetic_side_effects") {
-                    assert!(
-                        attribute.contains("reason ="),
-                        "{}:{}: allowing `arithmetic_side_effects` needs a `reason = \"…\"` that proves the operands bounded",
-                        file.display(),
-                        i + 1
-                    );
-                    exceptions.push(format!("{}:{}", file.display(), i + 1));
-                }
-            }
+            visit(&file, &lines);
         }
     }
+}
+
+/// Every place that lets the lint through says why, on the attribute itself.
+#[test]
+fn every_exception_states_its_reason() {
+    let mut exceptions = Vec::new();
+    for_each_source(|file, lines| {
+        for (i, line) in lines.iter().enumerate() {
+            let opens = (line.contains("allow(") || line.contains("expect("))
+                && !line.trim_start().starts_with("//");
+            // The attribute may span lines: `#[expect(\n clippy::…,\n reason = "…"\n)]`.
+            let window = lines[i..lines.len().min(i + 6)].join("\n");
+            let attribute = window.split(")]").next().unwrap_or_default();
+            if opens && attribute.contains("clippy::arithmetic_side_effects") {
+                assert!(
+                    attribute.contains("reason ="),
+                    "{}:{}: allowing `arithmetic_side_effects` needs a `reason = \"…\"` that proves the operands bounded",
+                    file.display(),
+                    i + 1
+                );
+                exceptions.push(format!("{}:{}", file.display(), i + 1));
+            }
+        }
+    });
     // A handful of small, argued exceptions; a flood means the lint is being worked around.
     assert!(
         exceptions.len() <= 40,
@@ -97,29 +104,23 @@ fn every_exception_states_its_reason() {
 #[test]
 fn saturating_arithmetic_is_argued() {
     let mut bare = Vec::new();
-    for name in CHECKED_CRATES {
-        let mut files = Vec::new();
-        rust_files(&crates_dir().join(name).join("src"), &mut files);
-        for file in files {
-            let text = std::fs::read_to_string(&file).unwrap();
-            let lines: Vec<&str> = text.lines().collect();
-            let mut in_tests = false;
-            for (i, line) in lines.iter().enumerate() {
-                if line.trim() == "#[cfg(test)]" {
-                    in_tests = true;
-                }
-                if in_tests {
-                    continue;
-                }
-                if line.contains("saturating_mul") || line.contains("saturating_add") {
-                    let here = lines[i.saturating_sub(2)..=i].join("\n");
-                    if !here.contains("saturates:") {
-                        bare.push(format!("{}:{}: {}", file.display(), i + 1, line.trim()));
-                    }
+    for_each_source(|file, lines| {
+        let mut in_tests = false;
+        for (i, line) in lines.iter().enumerate() {
+            if line.trim() == "#[cfg(test)]" {
+                in_tests = true;
+            }
+            if in_tests {
+                continue;
+            }
+            if line.contains("saturating_mul") || line.contains("saturating_add") {
+                let here = lines[i.saturating_sub(2)..=i].join("\n");
+                if !here.contains("saturates:") {
+                    bare.push(format!("{}:{}: {}", file.display(), i + 1, line.trim()));
                 }
             }
         }
-    }
+    });
     assert!(
         bare.is_empty(),
         "saturating arithmetic without a `// saturates: <why it never reaches data>` comment:\n{}",
