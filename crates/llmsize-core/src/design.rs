@@ -269,6 +269,7 @@ pub fn design_spec(design: &Design, style: Style) -> Result<ModelSpec, SpecError
         image_tokens: None,
         quantization: None,
         training: None,
+        facts: crate::facts::TypeFacts::NONE,
     })
 }
 

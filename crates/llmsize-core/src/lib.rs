@@ -15,6 +15,7 @@ pub mod count;
 pub mod design;
 pub mod error;
 pub mod expr;
+pub mod facts;
 pub mod flops;
 pub mod formats;
 pub mod ggml;

@@ -69,17 +69,9 @@ impl Quantization {
 #[must_use]
 pub fn module_path(spec: &ModelSpec, t: &Tensor, layer: u64) -> String {
     use TensorKind as K;
+    // The type's own names (gpt-oss's `mlp.router`, DeepSeek's `shared_experts`) are in its
+    // record's module table.
     let leaf = crate::train::lora::hf_module_name(spec, t);
-    let leaf = match (t.kind, spec.model_type.as_str()) {
-        // gpt-oss names its router `mlp.router`; DeepSeek its shared experts `shared_experts`.
-        (K::Router, "gpt_oss") => "router".to_owned(),
-        (K::SharedGate | K::SharedUp | K::SharedDown, t)
-            if t.starts_with("deepseek") || t == "kimi_k2" =>
-        {
-            leaf.replacen("shared_expert.", "shared_experts.", 1)
-        }
-        _ => leaf,
-    };
     match t.kind {
         // An extra part's matrix carries its own path (`model.vision_tower.layers.*.…`, or
         // `mixer.in_proj` within a layer); `*` stands for any index, matched as the first.

@@ -529,29 +529,6 @@ fn llama_device(i: u64, n_layer: u64, ngl: u64, splits: &[f32]) -> Option<usize>
     Some(d.min(splits.len().saturating_sub(1)))
 }
 
-/// llama.cpp architectures with a sliding-window cache (`swa_type` set in `load_hparams`,
-/// `src/llama-model.cpp`). Others run their sliding layers over the whole context: Mistral
-/// and Qwen2 convert to architectures without one, and Phi-3's is disabled ("Phi SWA is
-/// currently disabled").
-fn llama_cpp_has_swa(model_type: &str) -> bool {
-    matches!(
-        model_type.to_ascii_lowercase().replace('-', "_").as_str(),
-        "gemma2"
-            | "gemma3"
-            | "gemma3_text"
-            | "gemma3n"
-            | "gemma3n_text"
-            | "cohere2"
-            | "gpt_oss"
-            | "openai_moe"
-            | "llama4"
-            | "llama4_text"
-            | "exaone4"
-            | "olmo3"
-            | "smallthinker"
-    )
-}
-
 fn pad256(n: u64) -> Result<u64, Overflow> {
     (Checked::new(n).div_ceil(256u64) * 256u64).get("GGML_PAD(n_ctx, 256)")
 }
@@ -879,7 +856,10 @@ fn llama_cpp(
     // The report was asked about `seq_len × batch`; its options say so.
     r.options.seq_len = options.seq_len;
     r.options.batch = options.batch;
-    let swa = llama_cpp_has_swa(&spec.model_type);
+    // llama.cpp architectures without a sliding-window cache run their sliding layers over
+    // the whole context: Mistral and Qwen2 convert to architectures without one, and Phi-3's
+    // is disabled ("Phi SWA is currently disabled").
+    let swa = spec.facts.llama_cpp_swa;
     let has_windows = r.kv.iter().any(|g| g.window.is_some());
     let caches = layer_caches(spec, &base)?;
     let n_layer = u64::try_from(caches.len()).map_err(|_| overflow("layers"))?;

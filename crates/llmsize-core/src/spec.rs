@@ -68,6 +68,9 @@ pub struct ModelSpec {
     /// How the family's code computes a layer, for training activations and LoRA module
     /// names; `None` where the type's training step is not derived.
     pub training: Option<crate::train::TrainingProfile>,
+    /// What the model type's record says beyond shapes (module names, peft's rules, the
+    /// runtimes' rules), so no consumer looks at [`ModelSpec::model_type`].
+    pub facts: crate::facts::TypeFacts,
 }
 
 /// A tensor the typed parts ([`Attention`], [`Ffn`], norms) do not describe, written by the

@@ -103,6 +103,7 @@ impl Decoder {
             image_tokens: None,
             quantization: None,
             training: None,
+            facts: llmsize_core::facts::TypeFacts::NONE,
         }
     }
 }

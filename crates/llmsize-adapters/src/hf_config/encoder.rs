@@ -128,6 +128,7 @@ impl Encoder {
             image_tokens: None,
             quantization: None,
             training: None,
+            facts: llmsize_core::facts::TypeFacts::NONE,
         }
     }
 }

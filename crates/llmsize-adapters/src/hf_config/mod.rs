@@ -7,6 +7,7 @@
 
 mod decoder;
 mod encoder;
+mod facts;
 mod families;
 mod family;
 mod moe;
@@ -337,6 +338,8 @@ fn read_map_tracked(
         family::Read::Block(b) => family::read_block(&mut raw, family, b)?,
         family::Read::Code(f) => f(&mut raw, family, head)?,
     };
+    // The type's record beyond shapes (module names, peft's and the runtimes' rules).
+    spec.facts = facts::of(&spec.model_type);
     // A layer that attends in a window of 0 tokens sees nothing: transformers accepts the
     // number but the mask and cache it builds are empty (llmsize would size a 1-token cache).
     // Where the file turns sliding off (`use_sliding_window: false`, which `Qwen2MoeConfig`
@@ -353,7 +356,7 @@ fn read_map_tracked(
             llmsize_core::spec::Attention::Standard(a) => Some(a.head_dim),
             _ => None,
         });
-        spec.training = training::profile(&model_type, map, head_dim);
+        spec.training = training::profile(&model_type, map, head_dim, &spec.facts);
     }
     if let Some(why) = estimate {
         spec.warnings.push(why.clone());

@@ -71,6 +71,7 @@ fn seq2seq_spec(
         image_tokens: None,
         quantization: None,
         training: None,
+        facts: llmsize_core::facts::TypeFacts::NONE,
     }
 }
 

@@ -37,10 +37,9 @@
 
 use crate::SpecError;
 use crate::checked::{self, Checked};
+use crate::facts::{LLAMA_MODULES, MoeConversion};
 use crate::layout::{Form, Layout, Place, Tensor, TensorKind};
 use crate::spec::{Attention, ModelSpec, OutputHead, StackRole};
-use crate::train::TrainingProfile;
-use crate::train::profile::LLAMA_MODULES;
 use std::collections::BTreeSet;
 use std::ops::Range;
 
@@ -123,100 +122,6 @@ pub struct LoraPlan {
     pub tensors: u64,
 }
 
-/// The module names peft 0.21's `LoraConfig()` targets when `target_modules` is not given
-/// (`TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING`, decoder types), as transformers 5
-/// leaves them: `None` where peft has no default and raises `Please specify target_modules`,
-/// and for Mixtral, whose default (`q_proj`, `v_proj`) peft's transformers-5 conversion
-/// replaces by an empty set before reading it (`NoMatchingPeftModuleError`).
-#[must_use]
-pub fn peft_default_targets(model_type: &str) -> Option<&'static [&'static str]> {
-    const QV: &[&str] = &["q_proj", "v_proj"];
-    Some(match model_type {
-        "gpt2" | "gpt_bigcode" => &["c_attn"],
-        "bloom" | "gpt_neox" | "falcon" | "chatglm" | "RefinedWeb" | "RefinedWebModel" => {
-            &["query_key_value"]
-        }
-        // (peft's `gemma4` entry is a regex on the multimodal model's `language_model` paths.)
-        "opt" | "gptj" | "gpt_neo" | "llama" | "llama4" | "mistral" | "stablelm" | "gemma"
-        | "gemma2" | "gemma3_text" | "gemma4" | "qwen2" | "qwen3" | "bart" => QV,
-        "t5" | "mt5" => &["q", "v"],
-        "mpt" => &["Wqkv"],
-        "btlm" => &["c_proj", "c_attn"],
-        "codegen" => &["qkv_proj"],
-        "phi" => &["q_proj", "v_proj", "fc1", "fc2"],
-        "nemotron_h" => &["q_proj", "k_proj", "v_proj", "o_proj"],
-        "bert" | "roberta" | "xlm-roberta" | "electra" | "layoutlm" => &["query", "value"],
-        "deberta-v2" => &["query_proj", "value_proj"],
-        "deberta" => &["in_proj"],
-        _ => return None,
-    })
-}
-
-/// How peft converts a transformers-5 MoE (`_MOE_TARGET_MODULE_MAPPING`): the v4 names it
-/// turns into parameter targets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Conversion {
-    /// The router's v4 module name (`gate` → the parameter `gate.weight`).
-    router: &'static str,
-    /// The experts' v4 gate and up matrices, fused into `gate_up_proj`.
-    gate_up: [&'static str; 2],
-    /// The experts' v4 down matrix, `down_proj`.
-    down: &'static str,
-}
-
-impl Conversion {
-    fn names(self) -> [&'static str; 4] {
-        [self.router, self.gate_up[0], self.gate_up[1], self.down]
-    }
-}
-
-const MIXTRAL: Conversion = Conversion {
-    router: "gate",
-    gate_up: ["w1", "w3"],
-    down: "w2",
-};
-const QWEN2_MOE: Conversion = Conversion {
-    router: "gate",
-    gate_up: ["gate_proj", "up_proj"],
-    down: "down_proj",
-};
-
-/// The model types whose MoE peft 0.21 converts on transformers 5.24: transformers'
-/// `_MODEL_TO_CONVERSION_PATTERN` entries of the `mixtral` and `qwen2_moe` patterns, plus
-/// `mixtral`, which peft adds (`qwen2_moe` itself is a pattern, not an entry: it is not
-/// converted, so its experts and router are not reached by all-linear).
-fn conversion(model_type: &str) -> Option<Conversion> {
-    match model_type {
-        "mixtral" | "minimax" | "minimax_m2" => Some(MIXTRAL),
-        "afmoe"
-        | "beam"
-        | "cohere2_moe"
-        | "deepseek_v2"
-        | "deepseek_v3"
-        | "deepseek_v32"
-        | "dots1"
-        | "ernie4_5_moe"
-        | "exaone_moe"
-        | "flex_olmo"
-        | "glm4_moe"
-        | "glm4_moe_lite"
-        | "glm4v_moe"
-        | "glm_moe_dsa"
-        | "hunyuan_v1_moe"
-        | "longcat_flash"
-        | "mellum"
-        | "olmoe"
-        | "qwen3_moe"
-        | "qwen3_next"
-        | "qwen3_omni_moe"
-        | "qwen3_omni_moe_text"
-        | "qwen3_omni_moe_thinker"
-        | "sarvam_mla"
-        | "solar_open" => Some(QWEN2_MOE),
-        _ => None,
-    }
-}
-
 /// How peft reaches a module.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Reach {
@@ -290,88 +195,11 @@ fn invalid(field: &str, found: impl Into<String>, expected: impl Into<String>) -
     }
 }
 
-/// Module names of decoder families that have no training profile, where they differ from
-/// llama's (transformers 5.24's `modeling_*.py`); the fused ones (`gate_up_proj`,
-/// `input_linear`) name two kinds alike, which makes them one module.
-fn family_modules(model_type: &str) -> &'static [(TensorKind, &'static str)] {
-    use TensorKind as K;
-    match model_type {
-        "gptj" => &[
-            (K::AttnOutput, "out_proj"),
-            (K::FfnUp, "fc_in"),
-            (K::FfnDown, "fc_out"),
-        ],
-        "codegen" => &[
-            (K::AttnQkv, "qkv_proj"),
-            (K::AttnOutput, "out_proj"),
-            (K::FfnUp, "fc_in"),
-            (K::FfnDown, "fc_out"),
-        ],
-        "gpt_neo" => &[
-            (K::AttnOutput, "out_proj"),
-            (K::FfnUp, "c_fc"),
-            (K::FfnDown, "c_proj"),
-        ],
-        "gpt_bigcode" => &[
-            (K::AttnQkv, "c_attn"),
-            (K::AttnOutput, "c_proj"),
-            (K::FfnUp, "c_fc"),
-            (K::FfnDown, "c_proj"),
-        ],
-        "phi" => &[
-            (K::AttnOutput, "dense"),
-            (K::FfnUp, "fc1"),
-            (K::FfnDown, "fc2"),
-        ],
-        "mpt" => &[(K::AttnQkv, "Wqkv"), (K::AttnOutput, "out_proj")],
-        "persimmon" | "gpt_neox_japanese" => &[
-            (K::AttnQkv, "query_key_value"),
-            (K::AttnOutput, "dense"),
-            (K::FfnUp, "dense_h_to_4h"),
-            (K::FfnDown, "dense_4h_to_h"),
-        ],
-        "glm" | "glm4" => &[(K::FfnGate, "gate_up_proj"), (K::FfnUp, "gate_up_proj")],
-        "phi4_multimodal" => &[
-            (K::AttnQkv, "qkv_proj"),
-            (K::FfnGate, "gate_up_proj"),
-            (K::FfnUp, "gate_up_proj"),
-        ],
-        "minimax_m3_vl_text" => &[
-            (K::SharedGate, "shared_experts.gate_up_proj"),
-            (K::SharedUp, "shared_experts.gate_up_proj"),
-            (K::SharedDown, "shared_experts.down_proj"),
-        ],
-        "granitemoeshared" | "granitemoehybrid" => &[
-            (K::SharedGate, "shared_mlp.input_linear"),
-            (K::SharedUp, "shared_mlp.input_linear"),
-            (K::SharedDown, "shared_mlp.output_linear"),
-        ],
-        "modernbert-decoder" => &[
-            (K::AttnOutput, "Wo"),
-            (K::FfnGate, "Wi"),
-            (K::FfnUp, "Wi"),
-            (K::FfnDown, "Wo"),
-        ],
-        "llama4" | "llama4_text" | "phimoe" => &[(K::Router, "router")],
-        _ => &[],
-    }
-}
-
-/// The MoE routers transformers 5.24 builds as an `nn.Linear` (which all-linear reaches);
-/// every other router is a parameter of its own module (`TopKRouter.weight`).
-fn linear_router(model_type: &str) -> bool {
-    matches!(model_type, "llama4" | "llama4_text" | "phimoe")
-}
-
 /// The name of a tensor's module within its layer as peft (and the Hugging Face quantizers'
 /// module lists) see it: `q_proj`, `experts.gate_up_proj`, `lm_head`.
 #[must_use]
 pub fn hf_module_name(spec: &ModelSpec, t: &Tensor) -> String {
-    let names = spec
-        .training
-        .as_ref()
-        .map_or_else(|| family_modules(&spec.model_type), |p| p.modules);
-    module_name(t, names)
+    module_name(t, spec.facts.modules)
 }
 
 /// peft's name of a tensor's module: the profile's (or the family's), else the layout's own
@@ -423,11 +251,10 @@ fn layer_of(spec: &ModelSpec, place: Place) -> Option<&crate::spec::Layer> {
 fn modules(
     spec: &ModelSpec,
     layout: &Layout,
-    profile: Option<&TrainingProfile>,
-    conv: Option<Conversion>,
+    conv: Option<MoeConversion>,
 ) -> Result<Vec<Module>, SpecError> {
     use TensorKind as K;
-    let names = profile.map_or_else(|| family_modules(&spec.model_type), |p| p.modules);
+    let names = spec.facts.modules;
     let mut out: Vec<Module> = Vec::new();
     for t in &layout.tensors {
         let matrix = t.shape.form == Form::Linear
@@ -451,7 +278,7 @@ fn modules(
             (K::Router, Some(c)) => Reach::Param(vec![c.router]),
             (K::ExpertGate | K::ExpertUp, Some(c)) => Reach::Param(c.gate_up.to_vec()),
             (K::ExpertDown, Some(c)) => Reach::Param(vec![c.down]),
-            (K::Router, None) if linear_router(&spec.model_type) => Reach::Linear,
+            (K::Router, None) if spec.facts.linear_router => Reach::Linear,
             // transformers 5 holds routers (`TopKRouter.weight`) and routed experts (3-D
             // tensors) as parameters, not `nn.Linear`: no module target reaches them.
             (K::Router | K::ExpertGate | K::ExpertUp | K::ExpertDown, None) => continue,
@@ -568,7 +395,7 @@ fn known_names(all: &[Module]) -> String {
 fn select(
     all: &[Module],
     names: &[String],
-    conv: Option<Conversion>,
+    conv: Option<MoeConversion>,
     strict: bool,
 ) -> Result<Vec<bool>, SpecError> {
     // peft's `_convert_peft_config_moe`: a name equal to (or ending with) a v4 name becomes a
@@ -651,7 +478,6 @@ fn select(
 pub fn plan(
     spec: &ModelSpec,
     layout: &Layout,
-    profile: Option<&TrainingProfile>,
     options: &LoraOptions,
 ) -> Result<LoraPlan, SpecError> {
     let r = options.rank;
@@ -660,14 +486,14 @@ pub fn plan(
             field: "--lora-rank".into(),
         });
     }
-    let conv = conversion(&spec.model_type);
-    let all = modules(spec, layout, profile, conv)?;
+    let conv = spec.facts.moe_conversion;
+    let all = modules(spec, layout, conv)?;
     let chosen = match &options.targets {
         LoraTargets::AllLinear => {
             // peft resolves all-linear to every Linear but the head; on a converted MoE it
             // adds the router's and experts' v4 names, and the Linear modules carrying one of
             // those names go with them to the parameter targets.
-            let v4 = conv.map(Conversion::names).unwrap_or_default();
+            let v4 = conv.map(MoeConversion::names).unwrap_or_default();
             let chosen: Vec<bool> = all
                 .iter()
                 .map(|m| match &m.reach {
@@ -686,11 +512,9 @@ pub fn plan(
             chosen
         }
         LoraTargets::Default => {
-            let names = profile
-                .map_or_else(
-                    || peft_default_targets(&spec.model_type),
-                    |p| p.peft_default,
-                )
+            let names = spec
+                .facts
+                .peft_default
                 // peft's transformers-5 MoE conversion empties the default before reading it.
                 .filter(|_| conv.is_none())
                 .ok_or_else(|| {
@@ -836,7 +660,7 @@ mod tests {
     }
 
     fn run(spec: &ModelSpec, o: &LoraOptions) -> Result<LoraPlan, SpecError> {
-        plan(spec, &layout(spec).unwrap(), spec.training.as_ref(), o)
+        plan(spec, &layout(spec).unwrap(), o)
     }
 
     /// LLaMA-7B by design: the shapes of Llama-2-7b-hf (d 4096, 32 layers, F 11008).
@@ -861,6 +685,7 @@ mod tests {
         };
         let mut spec = design_spec(&design, Style::Llama).unwrap();
         spec.model_type = "mixtral".into();
+        spec.facts.moe_conversion = Some(MoeConversion::MIXTRAL);
         let stack = &mut spec.stacks[0];
         let mut layer = stack.layers.kinds()[0].clone();
         let Ffn::Dense(mlp) = layer.ffn else {
@@ -1015,17 +840,5 @@ mod tests {
         let p = run(&spec, &options(4, LoraTargets::AllLinear)).unwrap();
         assert_eq!(p.modules.len(), 7);
         assert_eq!(p.tensors, 14_000_000);
-    }
-
-    #[test]
-    fn peft_defaults() {
-        assert_eq!(peft_default_targets("gpt2"), Some(&["c_attn"][..]));
-        assert_eq!(
-            peft_default_targets("qwen2"),
-            Some(&["q_proj", "v_proj"][..])
-        );
-        // train.json lora_default errors: Phi-3 (no default), Mixtral (conversion).
-        assert_eq!(peft_default_targets("phi3"), None);
-        assert_eq!(peft_default_targets("mixtral"), None);
     }
 }

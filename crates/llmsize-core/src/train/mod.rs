@@ -341,7 +341,7 @@ pub fn train(spec: &ModelSpec, options: &TrainOptions) -> Result<TrainReport, cr
     let lay = layout(spec)?;
     let profile = spec.training.as_ref();
     let lora = match &options.lora {
-        Some(o) => Some(lora::plan(spec, &lay, profile, o)?),
+        Some(o) => Some(lora::plan(spec, &lay, o)?),
         None => None,
     };
     let frozen_base = lora.is_some();

@@ -91,22 +91,4 @@ pub struct TrainingProfile {
     pub peft_default: Option<&'static [&'static str]>,
 }
 
-/// Module names of llama-style families (`q_proj` … `down_proj`, router `gate`).
-pub const LLAMA_MODULES: &[(TensorKind, &str)] = &[
-    (TensorKind::AttnQ, "q_proj"),
-    (TensorKind::AttnK, "k_proj"),
-    (TensorKind::AttnV, "v_proj"),
-    (TensorKind::AttnQkv, "qkv_proj"),
-    (TensorKind::AttnOutput, "o_proj"),
-    (TensorKind::FfnGate, "gate_proj"),
-    (TensorKind::FfnUp, "up_proj"),
-    (TensorKind::FfnDown, "down_proj"),
-    (TensorKind::Router, "gate"),
-    (TensorKind::ExpertGate, "experts.gate_up_proj"),
-    (TensorKind::ExpertUp, "experts.gate_up_proj"),
-    (TensorKind::ExpertDown, "experts.down_proj"),
-    (TensorKind::SharedGate, "shared_expert.gate_proj"),
-    (TensorKind::SharedUp, "shared_expert.up_proj"),
-    (TensorKind::SharedDown, "shared_expert.down_proj"),
-    (TensorKind::SharedExpertGate, "shared_expert_gate"),
-];
+pub use crate::facts::LLAMA_MODULES;

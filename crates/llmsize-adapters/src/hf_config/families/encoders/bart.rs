@@ -257,6 +257,7 @@ pub(super) fn read(
         image_tokens: None,
         quantization: None,
         training: None,
+        facts: llmsize_core::facts::TypeFacts::NONE,
     })
 }
 
@@ -434,5 +435,6 @@ fn encoder_decoder(
         image_tokens: None,
         quantization: None,
         training: None,
+        facts: llmsize_core::facts::TypeFacts::NONE,
     })
 }

@@ -437,6 +437,7 @@ fn build(
         image_tokens: None,
         quantization: None,
         training: None,
+        facts: llmsize_core::facts::TypeFacts::NONE,
     })
 }
 

@@ -60,6 +60,7 @@ impl One {
             image_tokens: None,
             quantization: None,
             training: None,
+            facts: llmsize_core::facts::TypeFacts::NONE,
         }
     }
 }

@@ -1,0 +1,104 @@
+//! What a model type's record says beyond shapes: how its code names its modules, what peft
+//! does with them, and which runtime rules apply to it.
+//!
+//! Core never looks at a `model_type` string: the adapter that reads a type copies these
+//! typed facts from the type's one record (`llmsize-adapters`, `hf_config::facts`) onto the
+//! spec, and LoRA, the quantizers' module paths and the llama.cpp cache read them there. A new
+//! model type therefore changes one record, not a `match` in each consumer.
+
+use crate::layout::TensorKind;
+
+/// The facts of one model type; [`TypeFacts::NONE`] for a type with no record (a model
+/// described by flags), which means llama's module names and no runtime rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TypeFacts {
+    /// The type's module names for its linear layers where they differ from llama's
+    /// ([`LLAMA_MODULES`]), as `modeling_*.py` names them: peft's suffix match and the
+    /// Hugging Face quantizers' module lists see these. The fused ones (`gate_up_proj`) name
+    /// two kinds alike, which makes them one module.
+    pub modules: &'static [(TensorKind, &'static str)],
+    /// The module names peft 0.21's `LoraConfig()` targets when `target_modules` is not given
+    /// (`TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING`); `None` where peft has no
+    /// default and raises `Please specify target_modules`.
+    pub peft_default: Option<&'static [&'static str]>,
+    /// How peft converts the type's transformers-5 MoE into parameter targets; `None` where
+    /// it does not (its routers and experts are then out of reach of module names).
+    pub moe_conversion: Option<MoeConversion>,
+    /// The MoE router is an `nn.Linear` (all-linear reaches it), not a parameter of its own
+    /// module (`TopKRouter.weight`).
+    pub linear_router: bool,
+    /// The llama.cpp architecture the type converts to keeps a sliding-window cache
+    /// (`swa_type` set in `load_hparams`, `src/llama-model.cpp`); otherwise llama.cpp runs its
+    /// sliding layers over the whole context.
+    pub llama_cpp_swa: bool,
+}
+
+impl TypeFacts {
+    /// No record: llama's names, no peft default, no conversion, no runtime rule.
+    pub const NONE: TypeFacts = TypeFacts {
+        modules: &[],
+        peft_default: None,
+        moe_conversion: None,
+        linear_router: false,
+        llama_cpp_swa: false,
+    };
+}
+
+impl Default for TypeFacts {
+    fn default() -> Self {
+        TypeFacts::NONE
+    }
+}
+
+/// How peft converts a transformers-5 MoE (`_MOE_TARGET_MODULE_MAPPING`): the v4 module names
+/// it turns into parameter targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MoeConversion {
+    /// The router's v4 module name (`gate` → the parameter `gate.weight`).
+    pub router: &'static str,
+    /// The experts' v4 gate and up matrices, fused into `gate_up_proj`.
+    pub gate_up: [&'static str; 2],
+    /// The experts' v4 down matrix, `down_proj`.
+    pub down: &'static str,
+}
+
+impl MoeConversion {
+    /// transformers' `mixtral` conversion pattern (`w1`, `w3`, `w2`).
+    pub const MIXTRAL: MoeConversion = MoeConversion {
+        router: "gate",
+        gate_up: ["w1", "w3"],
+        down: "w2",
+    };
+    /// transformers' `qwen2_moe` conversion pattern (`gate_proj`, `up_proj`, `down_proj`).
+    pub const QWEN2_MOE: MoeConversion = MoeConversion {
+        router: "gate",
+        gate_up: ["gate_proj", "up_proj"],
+        down: "down_proj",
+    };
+
+    /// Every v4 name it converts.
+    #[must_use]
+    pub fn names(self) -> [&'static str; 4] {
+        [self.router, self.gate_up[0], self.gate_up[1], self.down]
+    }
+}
+
+/// Module names of llama-style families (`q_proj` … `down_proj`, router `gate`).
+pub const LLAMA_MODULES: &[(TensorKind, &str)] = &[
+    (TensorKind::AttnQ, "q_proj"),
+    (TensorKind::AttnK, "k_proj"),
+    (TensorKind::AttnV, "v_proj"),
+    (TensorKind::AttnQkv, "qkv_proj"),
+    (TensorKind::AttnOutput, "o_proj"),
+    (TensorKind::FfnGate, "gate_proj"),
+    (TensorKind::FfnUp, "up_proj"),
+    (TensorKind::FfnDown, "down_proj"),
+    (TensorKind::Router, "gate"),
+    (TensorKind::ExpertGate, "experts.gate_up_proj"),
+    (TensorKind::ExpertUp, "experts.gate_up_proj"),
+    (TensorKind::ExpertDown, "experts.down_proj"),
+    (TensorKind::SharedGate, "shared_expert.gate_proj"),
+    (TensorKind::SharedUp, "shared_expert.up_proj"),
+    (TensorKind::SharedDown, "shared_expert.down_proj"),
+    (TensorKind::SharedExpertGate, "shared_expert_gate"),
+];
