@@ -827,6 +827,60 @@ fn pipeline(
     )?)
 }
 
+/// llama.cpp's `--tensor-split`: the GPUs' proportions (equal unless given) and the
+/// cumulative f32 splits `llama_device` places layers by.
+fn layer_split(serving: &ServingOptions) -> Result<(Vec<f64>, Vec<f32>), SpecError> {
+    let n_dev = serving.pp;
+    let proportions: Vec<f64> = if serving.tensor_split.is_empty() {
+        vec![1.0; usize::try_from(n_dev).map_err(|_| overflow("GPUs"))?]
+    } else {
+        serving.tensor_split.clone()
+    };
+    if u64::try_from(proportions.len()).ok() != Some(n_dev)
+        || proportions.iter().any(|p| !(p.is_finite() && *p >= 0.0))
+        || proportions.iter().sum::<f64>() <= 0.0
+    {
+        return Err(SpecError::Invalid {
+            field: "--tensor-split".into(),
+            found: format!("{:?}", serving.tensor_split),
+            expected: format!(
+                "{n_dev} non-negative proportions, one per GPU, not all 0 (e.g. 3,1)"
+            ),
+        });
+    }
+    #[expect(clippy::cast_possible_truncation, reason = "llama.cpp's f32 splits")]
+    let splits: Vec<f32> = {
+        let mut acc = 0f32;
+        let cumulative: Vec<f32> = proportions
+            .iter()
+            .map(|p| {
+                acc += *p as f32;
+                acc
+            })
+            .collect();
+        cumulative.iter().map(|c| c / acc).collect()
+    };
+    Ok((proportions, splits))
+}
+
+/// What llama.cpp keeps for the sliding layers: a sliding-window cache of `cells` where its
+/// architecture has one, else the whole context.
+fn swa_note(spec: &ModelSpec, serving: &ServingOptions, swa: bool, cells: u64) -> String {
+    if !swa {
+        format!(
+            "llama.cpp: sliding layers keep the whole n_ctx: `{}` has no sliding-window cache in llama.cpp",
+            spec.model_type
+        )
+    } else if serving.swa_full {
+        "llama.cpp --swa-full: sliding layers keep the whole n_ctx".to_owned()
+    } else {
+        format!(
+            "llama.cpp: sliding layers keep GGML_PAD(min(n_ctx, n_swa·n_seq + n_ubatch), 256) = {} cells (n_ubatch {}, src/llama-kv-cache-iswa.cpp); --swa-full keeps n_ctx",
+            cells, serving.n_ubatch
+        )
+    }
+}
+
 /// llama.cpp's allocation.
 fn llama_cpp(
     spec: &ModelSpec,
@@ -899,36 +953,7 @@ fn llama_cpp(
     }
     r.kv_bytes = checked::sum("KV cache bytes", r.kv.iter().map(|g| g.bytes))?;
 
-    // Devices: equal proportions unless `--tensor-split` gives them.
-    let proportions: Vec<f64> = if serving.tensor_split.is_empty() {
-        vec![1.0; usize::try_from(n_dev).map_err(|_| overflow("GPUs"))?]
-    } else {
-        serving.tensor_split.clone()
-    };
-    if u64::try_from(proportions.len()).ok() != Some(n_dev)
-        || proportions.iter().any(|p| !(p.is_finite() && *p >= 0.0))
-        || proportions.iter().sum::<f64>() <= 0.0
-    {
-        return Err(SpecError::Invalid {
-            field: "--tensor-split".into(),
-            found: format!("{:?}", serving.tensor_split),
-            expected: format!(
-                "{n_dev} non-negative proportions, one per GPU, not all 0 (e.g. 3,1)"
-            ),
-        });
-    }
-    #[expect(clippy::cast_possible_truncation, reason = "llama.cpp's f32 splits")]
-    let splits: Vec<f32> = {
-        let mut acc = 0f32;
-        let cumulative: Vec<f32> = proportions
-            .iter()
-            .map(|p| {
-                acc += *p as f32;
-                acc
-            })
-            .collect();
-        cumulative.iter().map(|c| c / acc).collect()
-    };
+    let (proportions, splits) = layer_split(serving)?;
     // saturates: never, n_layer ≤ MAX_PLACED_LAYERS (`checked_layers`).
     let placeable = n_layer.saturating_add(1);
     let ngl = serving.n_gpu_layers.unwrap_or(placeable).min(placeable);
@@ -1056,20 +1081,7 @@ fn llama_cpp(
         options.kv_dtype.name(),
     ));
     if has_windows {
-        a.push(if !swa {
-            format!(
-                "llama.cpp: sliding layers keep the whole n_ctx: `{}` has no sliding-window cache in llama.cpp",
-                spec.model_type
-            )
-        } else if serving.swa_full {
-            "llama.cpp --swa-full: sliding layers keep the whole n_ctx".to_owned()
-        } else {
-            format!(
-                "llama.cpp: sliding layers keep GGML_PAD(min(n_ctx, n_swa·n_seq + n_ubatch), 256) = {} cells (n_ubatch {}, src/llama-kv-cache-iswa.cpp); --swa-full keeps n_ctx",
-                swa_seen.unwrap_or(n_ctx),
-                serving.n_ubatch
-            )
-        });
+        a.push(swa_note(spec, serving, swa, swa_seen.unwrap_or(n_ctx)));
     }
     a.push(format!(
         "llama.cpp layer split (--split-mode layer) over {dev_count} GPU(s) in proportions {proportions:?}{}: the last {} of {n_layer} layers on the GPUs (--n-gpu-layers {ngl}), the output layer on {}, the token table in system RAM (llama.cpp keeps the input layer on the CPU); each layer's KV cache where its layer is",
