@@ -2750,286 +2750,212 @@ mod tests {
         }
     }
 
-    #[test]
-    fn scaled_configs_of_every_family() {
-        // Measured with the truth's oracle (`train_oracle.train_step`, LoRA through
-        // `lora_oracle.build_lora`; transformers 5.24, peft 0.21.2, CPU, fake tensors) on
-        // configs scaled by its `scale_raw` (hidden 64, 4 heads, 2 KV heads, head 16, MLP 96,
-        // vocabulary 256): paths the full-size truth has no step for — OLMo 2, Qwen3-MoE's
-        // bf16 routing weights, windows shorter than the sequence with GQA (k and v repeated
-        // to H heads, Phi-3's fused qkv among them), Gemma 2's window, the frozen embedding,
-        // batch 2 and fp32 eager peaks.
-        use AttnImpl::{Eager, Sdpa};
-        let olmo2 = M {
-            qk_full: true,
-            style: LayerStyle::Olmo2,
-            ..TINY_LLAMA2
-        };
-        let qwen3_moe = M {
-            ffn: 32,
-            moe: Some((8, 2)),
-            qk_norm: true,
-            routing_in_dtype: true,
-            ..TINY_LLAMA2
-        };
-        let mistral = M {
-            window: Some(32),
-            ..TINY_LLAMA2
-        };
-        let gemma2 = M {
-            layers: 3,
-            window: Some(32),
-            alternate: true,
-            norms: 4,
-            tied: true,
-            style: LayerStyle::Gemma2,
-            ..TINY_LLAMA2
-        };
-        let phi3 = M {
-            window: Some(32),
-            fused: true,
-            style: LayerStyle::Phi3,
-            ..TINY_LLAMA2
-        };
-        let gemma = M {
-            kv: 1,
-            tied: true,
-            style: LayerStyle::Gemma,
-            ..TINY_LLAMA2
-        };
-        let fp32 = |seq, attn, ckpt| Run {
+    // Configs scaled by the truth oracle's `scale_raw` (hidden 64, 4 heads, 2 KV heads, head
+    // 16, MLP 96, vocabulary 256), measured with its oracle (`train_oracle.train_step`, LoRA
+    // through `lora_oracle.build_lora`; transformers 5.24, peft 0.21.2, CPU, fake tensors):
+    // paths the full-size truth has no step for — OLMo 2, Qwen3-MoE's bf16 routing weights,
+    // windows shorter than the sequence with GQA (k and v repeated to H heads, Phi-3's fused
+    // qkv among them), Gemma 2's window, the frozen embedding, batch 2 and fp32 eager peaks.
+    const TINY_OLMO2: M = M {
+        qk_full: true,
+        style: LayerStyle::Olmo2,
+        ..TINY_LLAMA2
+    };
+    const TINY_QWEN3_MOE: M = M {
+        ffn: 32,
+        moe: Some((8, 2)),
+        qk_norm: true,
+        routing_in_dtype: true,
+        ..TINY_LLAMA2
+    };
+    const TINY_MISTRAL: M = M {
+        window: Some(32),
+        ..TINY_LLAMA2
+    };
+    const TINY_GEMMA2: M = M {
+        layers: 3,
+        window: Some(32),
+        alternate: true,
+        norms: 4,
+        tied: true,
+        style: LayerStyle::Gemma2,
+        ..TINY_LLAMA2
+    };
+    const TINY_PHI3: M = M {
+        window: Some(32),
+        fused: true,
+        style: LayerStyle::Phi3,
+        ..TINY_LLAMA2
+    };
+    const TINY_GEMMA: M = M {
+        kv: 1,
+        tied: true,
+        style: LayerStyle::Gemma,
+        ..TINY_LLAMA2
+    };
+
+    fn fp32(seq: u64, attn: AttnImpl, ckpt: bool) -> Run {
+        Run {
             dtype: ParamDtype::Fp32,
             ..at(seq, attn, ckpt)
-        };
-        let b2 = Run {
-            batch: 2,
-            ..at(256, Eager, false)
-        };
-        let all = |m: M| all_linear(m, 16, false);
-        for (name, m, r, lora, want) in [
-            (
-                "olmo2",
-                olmo2,
-                at(64, Sdpa, false),
-                None,
-                (529_168, 627_472),
-            ),
-            (
-                "olmo2",
-                olmo2,
-                at(64, Eager, false),
-                None,
-                (740_112, 838_416),
-            ),
-            ("olmo2", olmo2, at(64, Sdpa, true), None, (132_368, 230_672)),
-            (
-                "olmo2",
-                olmo2,
-                at(64, Eager, true),
-                None,
-                (140_560, 238_864),
-            ),
-            (
-                "olmo2",
-                olmo2,
-                fp32(64, Sdpa, false),
-                None,
-                (717_584, 783_120),
-            ),
-            (
-                "olmo2",
-                olmo2,
-                at(256, Eager, false),
-                None,
-                (5_319_696, 5_712_912),
-            ),
-            (
-                "olmo2",
-                olmo2,
-                at(64, Sdpa, false),
-                Some(all(olmo2)),
-                (635_664, 742_160),
-            ),
-            (
-                "olmo2",
-                olmo2,
-                at(64, Sdpa, true),
-                Some(all(olmo2)),
-                (107_792, 214_288),
-            ),
-            (
-                "olmo2",
-                olmo2,
-                at(64, Sdpa, false),
-                Some(qv(olmo2, 8)),
-                (397_840, 504_336),
-            ),
-            (
-                "olmo2",
-                olmo2,
-                at(64, Eager, false),
-                Some(qv(olmo2, 8)),
-                (584_208, 690_704),
-            ),
-            (
-                "olmo2",
-                olmo2,
-                at(64, Sdpa, false),
-                Some(all_linear(olmo2, 16, true)),
-                (832_272, 938_768),
-            ),
-            (
-                "qwen3_moe",
-                qwen3_moe,
-                at(40, Sdpa, false),
-                None,
-                (318_000, 379_440),
-            ),
-            (
-                "qwen3_moe",
-                qwen3_moe,
-                at(40, Sdpa, true),
-                None,
-                (75_056, 136_496),
-            ),
-            (
-                "qwen3_moe",
-                qwen3_moe,
-                at(40, Eager, true),
-                None,
-                (78_256, 139_696),
-            ),
-            (
-                "qwen3_moe",
-                qwen3_moe,
-                at(40, Sdpa, false),
-                Some(all(qwen3_moe)),
-                (732_560, 799_120),
-            ),
-            (
-                "qwen3_moe",
-                qwen3_moe,
-                at(40, Sdpa, true),
-                Some(all(qwen3_moe)),
-                (64_816, 256_640),
-            ),
-            (
-                "qwen3_moe",
-                qwen3_moe,
-                at(40, Sdpa, false),
-                Some(qv(qwen3_moe, 8)),
-                (250_960, 317_520),
-            ),
-            (
-                "mistral",
-                mistral,
-                at(64, Sdpa, false),
-                None,
-                (417_552, 515_856),
-            ),
-            (
-                "mistral",
-                mistral,
-                at(64, Eager, false),
-                None,
-                (595_728, 694_032),
-            ),
-            (
-                "mistral",
-                mistral,
-                at(64, Sdpa, true),
-                None,
-                (124_176, 222_480),
-            ),
-            (
-                "mistral",
-                mistral,
-                at(64, Eager, true),
-                None,
-                (128_272, 233_984),
-            ),
-            (
-                "mistral",
-                mistral,
-                at(64, Sdpa, false),
-                Some(qv(mistral, 8)),
-                (368_144, 474_640),
-            ),
-            (
-                "gemma2",
-                gemma2,
-                at(64, Eager, false),
-                None,
-                (1_231_888, 1_330_192),
-            ),
-            (
-                "gemma2",
-                gemma2,
-                at(64, Eager, true),
-                None,
-                (185_872, 284_176),
-            ),
-            (
-                "gemma2",
-                gemma2,
-                at(64, Eager, false),
-                Some(all(gemma2)),
-                (1_337_872, 1_444_368),
-            ),
-            ("phi3", phi3, at(64, Sdpa, false), None, (433_936, 532_240)),
-            ("phi3", phi3, at(64, Eager, false), None, (595_728, 694_032)),
-            ("phi3", phi3, at(64, Sdpa, true), None, (124_176, 222_480)),
-            ("phi3", phi3, at(64, Eager, true), None, (128_272, 246_272)),
-            (
-                "phi3",
-                phi3,
-                at(64, Sdpa, false),
-                Some(all(phi3)),
-                (474_640, 581_136),
-            ),
-            ("llama", TINY_LLAMA2, b2, None, (9_467_912, 10_575_872)),
-            (
-                "llama",
-                TINY_LLAMA2,
-                fp32(256, Eager, false),
-                None,
-                (4_693_008, 4_955_152),
-            ),
-            (
-                "llama",
-                TINY_LLAMA2,
-                fp32(256, Eager, true),
-                None,
-                (889_872, 2_852_864),
-            ),
-            (
-                "gemma",
-                gemma,
-                at(256, Eager, false),
-                None,
-                (4_808_976, 5_232_384),
-            ),
-            (
-                "gemma",
-                gemma,
-                at(256, Eager, true),
-                None,
-                (644_368, 2_918_400),
-            ),
-        ] {
+        }
+    }
+
+    /// Each run of the scaled model `m` (`name` in a failure), with its adapters, measures
+    /// `(retained, forward_peak)`.
+    fn scaled(name: &str, m: M, runs: impl IntoIterator<Item = (Run, Option<Lora>, (u128, u128))>) {
+        for (r, lora, want) in runs {
             let a = run(m, &r, lora.as_ref());
             assert_eq!((a.retained, a.forward_peak), want, "{name} {lora:?}");
             check(&a, want.0, want.1);
         }
+    }
+
+    #[test]
+    fn scaled_olmo2() {
+        use AttnImpl::{Eager, Sdpa};
+        let m = TINY_OLMO2;
+        scaled(
+            "olmo2",
+            m,
+            [
+                (at(64, Sdpa, false), None, (529_168, 627_472)),
+                (at(64, Eager, false), None, (740_112, 838_416)),
+                (at(64, Sdpa, true), None, (132_368, 230_672)),
+                (at(64, Eager, true), None, (140_560, 238_864)),
+                (fp32(64, Sdpa, false), None, (717_584, 783_120)),
+                (at(256, Eager, false), None, (5_319_696, 5_712_912)),
+                (
+                    at(64, Sdpa, false),
+                    Some(all_linear(m, 16, false)),
+                    (635_664, 742_160),
+                ),
+                (
+                    at(64, Sdpa, true),
+                    Some(all_linear(m, 16, false)),
+                    (107_792, 214_288),
+                ),
+                (at(64, Sdpa, false), Some(qv(m, 8)), (397_840, 504_336)),
+                (at(64, Eager, false), Some(qv(m, 8)), (584_208, 690_704)),
+                (
+                    at(64, Sdpa, false),
+                    Some(all_linear(m, 16, true)),
+                    (832_272, 938_768),
+                ),
+            ],
+        );
+    }
+
+    #[test]
+    fn scaled_qwen3_moe_routing_weights_in_the_dtype() {
+        use AttnImpl::{Eager, Sdpa};
+        let m = TINY_QWEN3_MOE;
+        scaled(
+            "qwen3_moe",
+            m,
+            [
+                (at(40, Sdpa, false), None, (318_000, 379_440)),
+                (at(40, Sdpa, true), None, (75_056, 136_496)),
+                (at(40, Eager, true), None, (78_256, 139_696)),
+                (
+                    at(40, Sdpa, false),
+                    Some(all_linear(m, 16, false)),
+                    (732_560, 799_120),
+                ),
+                (
+                    at(40, Sdpa, true),
+                    Some(all_linear(m, 16, false)),
+                    (64_816, 256_640),
+                ),
+                (at(40, Sdpa, false), Some(qv(m, 8)), (250_960, 317_520)),
+            ],
+        );
+    }
+
+    #[test]
+    fn scaled_windows_shorter_than_the_sequence() {
+        use AttnImpl::{Eager, Sdpa};
+        let m = TINY_MISTRAL;
+        scaled(
+            "mistral",
+            m,
+            [
+                (at(64, Sdpa, false), None, (417_552, 515_856)),
+                (at(64, Eager, false), None, (595_728, 694_032)),
+                (at(64, Sdpa, true), None, (124_176, 222_480)),
+                (at(64, Eager, true), None, (128_272, 233_984)),
+                (at(64, Sdpa, false), Some(qv(m, 8)), (368_144, 474_640)),
+            ],
+        );
+        let m = TINY_GEMMA2;
+        scaled(
+            "gemma2",
+            m,
+            [
+                (at(64, Eager, false), None, (1_231_888, 1_330_192)),
+                (at(64, Eager, true), None, (185_872, 284_176)),
+                (
+                    at(64, Eager, false),
+                    Some(all_linear(m, 16, false)),
+                    (1_337_872, 1_444_368),
+                ),
+            ],
+        );
+        let m = TINY_PHI3;
+        scaled(
+            "phi3",
+            m,
+            [
+                (at(64, Sdpa, false), None, (433_936, 532_240)),
+                (at(64, Eager, false), None, (595_728, 694_032)),
+                (at(64, Sdpa, true), None, (124_176, 222_480)),
+                (at(64, Eager, true), None, (128_272, 246_272)),
+                (
+                    at(64, Sdpa, false),
+                    Some(all_linear(m, 16, false)),
+                    (474_640, 581_136),
+                ),
+            ],
+        );
+    }
+
+    #[test]
+    fn scaled_batch_2_and_fp32_eager_peaks() {
+        use AttnImpl::Eager;
+        let b2 = Run {
+            batch: 2,
+            ..at(256, Eager, false)
+        };
+        scaled(
+            "llama",
+            TINY_LLAMA2,
+            [
+                (b2, None, (9_467_912, 10_575_872)),
+                (fp32(256, Eager, false), None, (4_693_008, 4_955_152)),
+                (fp32(256, Eager, true), None, (889_872, 2_852_864)),
+            ],
+        );
+        scaled(
+            "gemma",
+            TINY_GEMMA,
+            [
+                (at(256, Eager, false), None, (4_808_976, 5_232_384)),
+                (at(256, Eager, true), None, (644_368, 2_918_400)),
+            ],
+        );
+    }
+
+    #[test]
+    fn scaled_frozen_embedding() {
         // The frozen embedding (`embed_tokens.weight.requires_grad_(False)`, full
         // fine-tuning otherwise): layer 0's first norm keeps no fp32 input copy or rsqrt;
         // Gemma's head is tied, so the final norm's output is not saved either.
         let frozen = [FreezePart::Embeddings];
-        let a = run_frozen(TINY_LLAMA2, &at(64, Sdpa, false), None, &frozen);
+        let a = run_frozen(TINY_LLAMA2, &at(64, AttnImpl::Sdpa, false), None, &frozen);
         check(&a, 368_144, 466_448);
         assert!(a.estimate.is_none());
         check(
-            &run_frozen(gemma, &at(64, Sdpa, false), None, &frozen),
+            &run_frozen(TINY_GEMMA, &at(64, AttnImpl::Sdpa, false), None, &frozen),
             393_744,
             500_240,
         );
