@@ -359,8 +359,56 @@ impl LayerOut {
     }
 }
 
+/// Which of a layer's tensors require grad, named by the `Linear`s that read them: an
+/// adapter saves its dropout's noise only where its input requires grad.
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "one switch per input a Linear reads, each read by its role"
+)]
+#[derive(Debug, Clone, Copy)]
+struct InputGrads {
+    /// The attention block's input (q, k, v read it).
+    qkv: bool,
+    /// The attention output (`o_proj` reads it).
+    o: bool,
+    /// The MLP block's input (gate and up read it).
+    mlp_in: bool,
+    /// `act(gate)·up` (down reads it).
+    down: bool,
+}
+
+impl InputGrads {
+    fn of(self, role: Role) -> bool {
+        match role {
+            Role::Qkv => self.qkv,
+            Role::O => self.o,
+            Role::MlpIn => self.mlp_in,
+            Role::Down => self.down,
+            Role::Other => true,
+        }
+    }
+}
+
+/// Which of q, k and v require grad.
+#[derive(Debug, Clone, Copy)]
+struct Qkv {
+    q: bool,
+    k: bool,
+    v: bool,
+}
+
+impl Qkv {
+    fn any(self) -> bool {
+        self.q || self.k || self.v
+    }
+}
+
 /// The bytes of one layer: `grad_in` says whether its input requires grad, `full` whether its
 /// base weights are trained (full fine-tuning) or frozen (`LoRA`), `ads` its adapters.
+///
+/// The layer is walked in its forward's order — the attention block's input, attention, the
+/// MLP block's input, the MLP, the adapters — each step learning from the one before which
+/// of its tensors require grad.
 fn layer(
     cx: &Cx<'_>,
     sh: &Shape,
@@ -368,364 +416,73 @@ fn layer(
     grad_in: bool,
     ads: &Ads,
 ) -> Result<LayerOut, SpecError> {
-    let Dims { b, s, t, d, e, .. } = cx.dm;
+    let Dims { t, d, e, .. } = cx.dm;
     let tw = full;
-    let ns = cx.norm_style;
     let pre_norm = cx.style != LayerStyle::Olmo2;
     let post_norms = matches!(cx.style, LayerStyle::Gemma2 | LayerStyle::Olmo2);
     let mut out = LayerOut {
         input_saved: if pre_norm { e == 4 && grad_in } else { tw },
         ..LayerOut::default()
     };
-    let mut parts = Vec::new();
 
     // The attention block's input: a pre-norm, or (OLMo 2) the residual stream itself.
     let block_in_grad = if pre_norm { grad_in || tw } else { grad_in };
-    if pre_norm {
-        let mut sum = Sum::default();
-        norm(
-            &mut sum,
-            ns,
-            ("Td", &[t, d]),
-            ("T", &[t]),
-            d,
-            grad_in,
-            tw,
-            tw,
-            e,
-        )?;
-        out.before_scores = sum.value;
-        out.norm_out.add("eTd", &[e, t, d])?;
-        push(
-            &mut parts,
-            "attention_norm",
-            norm_what("the attention block's RMSNorm", ns, grad_in, tw, tw),
-            Place::Replicated,
-            sum,
-        );
-    } else if tw {
-        let mut sum = Sum::default();
-        sum.add("eTd", &[e, t, d])?;
-        out.before_scores = sum.value;
-        push(
-            &mut parts,
+    out.before_scores = block_input(
+        cx,
+        &mut out.parts,
+        pre_norm,
+        ("attention_norm", "the attention block's RMSNorm"),
+        (
             "attention_input",
             "the layer input, which q, k and v read directly (post-norm layer)",
-            Place::Replicated,
-            sum,
-        );
+        ),
+        grad_in,
+        tw,
+    )?;
+    if pre_norm {
+        out.norm_out.add("eTd", &[e, t, d])?;
     }
 
-    let q_g = block_in_grad || tw || ads.q;
-    let k_g = block_in_grad || tw || ads.k;
-    let v_g = block_in_grad || tw || ads.v;
-    let any = q_g || k_g || v_g;
+    let qkv = Qkv {
+        q: block_in_grad || tw || ads.q,
+        k: block_in_grad || tw || ads.k,
+        v: block_in_grad || tw || ads.v,
+    };
     let mut attn_out_g = ads.o || tw;
-
     if let Some(at) = &sh.attention {
-        let AttnShape { h, kv, a, k, .. } = *at;
-        let qk_style = if ns == NormStyle::Olmo {
-            NormStyle::Olmo
-        } else {
-            NormStyle::Llama
-        };
-        // q/k norms (Qwen3 per head, OLMo 2 over the full width): their output goes to RoPE.
-        for (name, dim, width, wsym, heads, g) in [
-            ("q", at.q_norm, a, "A", h, q_g),
-            ("k", at.k_norm, k, "K", kv, k_g),
-        ] {
-            let Some(dim) = dim else { continue };
-            let rows = width.div_ceil(dim.max(1));
-            let (rsym, rf): (String, Vec<u128>) = if rows == 1 {
-                ("T".into(), vec![t])
-            } else if rows == heads {
-                (
-                    format!("T·{}", if name == "q" { "H" } else { "KV" }),
-                    vec![t, rows],
-                )
-            } else {
-                (format!("T·{rows}"), vec![t, rows])
-            };
-            let mut sum = Sum::default();
-            norm(
-                &mut sum,
-                qk_style,
-                (&format!("T{wsym}"), &[t, width]),
-                (&rsym, &rf),
-                dim,
-                g,
-                tw,
-                false,
-                e,
-            )?;
-            out.before_scores =
-                checked::add("saved before the scores", out.before_scores, sum.value)?;
-            push(
-                &mut parts,
-                &format!("{name}_norm"),
-                norm_what(&format!("the {name} norm"), qk_style, g, tw, false),
-                Place::Sharded,
-                sum,
-            );
-        }
-
-        let a2k = (Checked::new(a) + Checked::new(k) * 2u128).get("A + 2K")?;
-        let mask = !cx.eager && at.window.is_some_and(|w| cx.dm.s > w);
-        let repeat = kv < h && (cx.eager || mask || at.hd > 256);
-        let (kvw, kv_sym) = if repeat { (a, "A") } else { (k, "K") };
-        let fused_view = at.fused_qkv && !repeat;
-        let u = [b, h, s, s];
-        out.scores = checked::product("bHs²", u)?;
-        let mut sum = Sum::default();
-        let what;
-        if cx.eager {
-            // q·kᵀ saves q for kᵀ's gradient and kᵀ for q's; the softmax its fp32 output;
-            // probs·v saves the probabilities (cast to the dtype) for v's gradient and v for the
-            // probabilities'; o_proj its (contiguous) input for its weight's gradient.
-            // One KV head at batch 1: `repeat_kv` and the matmul's batch folding stay views,
-            // so k and v are saved at KV heads (as Falcon's multi-query attention).
-            let mqa_view = kv == 1 && kv < h && b == 1;
-            let mut items = Vec::new();
-            if k_g {
-                sum.add("eTA", &[e, t, a])?;
-                items.push("q");
-            }
-            if q_g {
-                if mqa_view {
-                    sum.add("eTK", &[e, t, k])?;
-                    items.push("kᵀ (a broadcast view of the single KV head)");
-                } else {
-                    sum.add("eTA", &[e, t, a])?;
-                    items.push("kᵀ at H heads");
-                }
-            }
-            if q_g || k_g {
-                if cx.style == LayerStyle::Gemma2 {
-                    sum.add("e·bHs²", &[e, b, h, s, s])?;
-                    out.tanh = checked::product("e·bHs²", [e, b, h, s, s])?;
-                    items.push("tanh of the soft-capped scores");
-                }
-                sum.add("4bHs²", &[4, b, h, s, s])?;
-                items.push("fp32 softmax");
-                if at.fused_qkv && b == 1 && kv == h {
-                    sum.add("eT(A+2K)", &[e, t, a2k])?;
-                    items.push("v (a view: the whole fused qkv output)");
-                } else if mqa_view {
-                    sum.add("eTK", &[e, t, k])?;
-                    items.push("v (a broadcast view of the single KV head)");
-                } else {
-                    sum.add("eTA", &[e, t, a])?;
-                    items.push("v at H heads");
-                }
-            }
-            if v_g {
-                if e != 4 {
-                    sum.add("e·bHs²", &[e, b, h, s, s])?;
-                    items.push("its cast to the dtype");
-                } else if !(q_g || k_g) {
-                    sum.add("4bHs²", &[4, b, h, s, s])?;
-                    items.push("the probabilities");
-                }
-            }
-            if tw {
-                sum.add("eTA", &[e, t, a])?;
-                items.push("o_proj input");
-            }
-            what = format!("eager attention: {}", items.join(", "));
-            // At the softmax: q after RoPE, k after RoPE, v (or the fused qkv output), and
-            // k, v repeated to H heads where there are fewer KV heads.
-            let ops = &mut out.operands;
-            ops.add("eTA", &[e, t, a])?;
-            ops.add("eTK", &[e, t, k])?;
-            if at.fused_qkv {
-                ops.add("eT(A+2K)", &[e, t, a2k])?;
-            } else {
-                ops.add("eTK", &[e, t, k])?;
-            }
-            // Beyond batch 1 the matmul folds [b, H] into one dimension: q and k after RoPE,
-            // laid out [b, s, H, hd] (unless sliced from a fused qkv output), are copied.
-            let fold = b > 1 && !at.fused_qkv;
-            if fold {
-                ops.add("eTA", &[e, t, a])?;
-            }
-            if kv == h {
-                if fold {
-                    ops.add("eTA", &[e, t, a])?;
-                }
-            } else if kv == 1 {
-                // One KV head: repeat_kv is a broadcast view, copied by the fold.
-                if b > 1 {
-                    ops.add("eTA", &[e, t, a])?;
-                }
-            } else {
-                ops.add("2eTA", &[2, e, t, a])?;
-            }
-        } else if any {
-            let mut items = vec!["q, k after RoPE"];
-            sum.add("eTA", &[e, t, a])?;
-            sum.add(format!("eT{kv_sym}"), &[e, t, kvw])?;
-            if fused_view {
-                sum.add("eT(A+2K)", &[e, t, a2k])?;
-                items.push("the fused qkv output (v is a view of it)");
-            } else {
-                sum.add(format!("eT{kv_sym}"), &[e, t, kvw])?;
-                items.push("v");
-            }
-            sum.add("eTA", &[e, t, a])?;
-            items.push("the SDPA output");
-            // CUDA: FlashAttention for 16-bit without a mask, else memory-efficient attention,
-            // whose logsumexp is padded to a multiple of 32 in s.
-            let efficient = cx.cuda && (e == 4 || mask || at.hd > 256);
-            if efficient {
-                let s32 = (Checked::new(s).div_ceil(32u128) * 32u128).get("⌈s⌉₃₂")?;
-                sum.add("4bH·⌈s⌉₃₂", &[4, b, h, s32])?;
-            } else {
-                sum.add("4bHs", &[4, b, h, s])?;
-            }
-            items.push("fp32 logsumexp");
-            if cx.cuda {
-                sum.add("16", &[16])?;
-                items.push(if efficient {
-                    "the philox seed and offset (CUDA memory-efficient attention, its logsumexp padded to 32 in s: derived from the documented kernel, not measured)"
-                } else {
-                    "the philox seed and offset (CUDA FlashAttention: derived from the documented kernel, not measured)"
-                });
-            }
-            if at.fused_qkv && tw {
-                // q after RoPE of a slice of the fused output is laid out [b, H, s, hd], and so
-                // is the SDPA output: o_proj's input is a contiguous copy.
-                sum.add("eTA", &[e, t, a])?;
-                items.push("a contiguous o_proj input");
-            }
-            if repeat {
-                items.push("k and v repeated to H heads (no GQA in SDPA here)");
-            }
-            what = format!("SDPA: {}", items.join(", "));
-        } else {
-            what = String::new();
-        }
-        if cx.attention_dropout {
-            // Not derived (no RMSNorm family of the truth has attention dropout): the CPU
-            // keeps a dtype-sized noise tensor and the dropped probabilities; CUDA a bool mask.
-            let noise = if cx.cuda { 1 } else { e };
-            let bytes = checked::add("noise + e", noise, e)?;
-            sum.add("(noise + e)·bHs²", &[bytes, b, h, s, s])?;
-        }
-        push(&mut parts, "attention", what, Place::Sharded, sum);
-        if mask && any {
-            let mut m = Sum::default();
-            m.add("e·b·s²", &[e, b, s, s])?;
-            push(
-                &mut parts,
-                "window_mask",
-                "the sliding-window mask, converted to the dtype by every layer's SDPA (s > window)",
-                Place::Replicated,
-                m,
-            );
-        }
-        attn_out_g = attn_out_g || any;
+        attention(cx, at, tw, qkv, &mut out)?;
+        attn_out_g = attn_out_g || qkv.any();
     }
 
     let mid_g = grad_in || attn_out_g;
     if post_norms {
-        let mut sum = Sum::default();
-        norm(
-            &mut sum,
-            ns,
-            ("Td", &[t, d]),
-            ("T", &[t]),
-            d,
+        stream_norm(
+            cx,
+            &mut out.parts,
+            ("attention_post_norm", "the attention output's RMSNorm"),
+            Place::Replicated,
             attn_out_g,
             tw,
             false,
-            e,
         )?;
-        push(
-            &mut parts,
-            "attention_post_norm",
-            norm_what("the attention output's RMSNorm", ns, attn_out_g, tw, false),
-            Place::Replicated,
-            sum,
-        );
     }
     // The MLP block norm's output is saved by the trained gate/up (or router) weights.
-    let trained_consumer = tw;
-    if pre_norm {
-        let mut sum = Sum::default();
-        norm(
-            &mut sum,
-            ns,
-            ("Td", &[t, d]),
-            ("T", &[t]),
-            d,
-            mid_g,
-            tw,
-            trained_consumer,
-            e,
-        )?;
-        push(
-            &mut parts,
-            "mlp_norm",
-            norm_what("the MLP block's RMSNorm", ns, mid_g, tw, trained_consumer),
-            Place::Replicated,
-            sum,
-        );
-    } else if tw {
-        let mut sum = Sum::default();
-        sum.add("eTd", &[e, t, d])?;
-        push(
-            &mut parts,
+    block_input(
+        cx,
+        &mut out.parts,
+        pre_norm,
+        ("mlp_norm", "the MLP block's RMSNorm"),
+        (
             "mlp_input",
             "the residual stream after attention, which the MLP reads directly (post-norm layer)",
-            Place::Replicated,
-            sum,
-        );
-    }
+        ),
+        mid_g,
+        tw,
+    )?;
     let ffn_in_g = if pre_norm { mid_g || tw } else { mid_g };
 
-    let mut mlp_out_g = false;
-    let mut down_in_g = false;
-    match &sh.ffn {
-        FfnShape::Dense { f, gated } => {
-            let f = *f;
-            let gate_g = ffn_in_g || tw || ads.gate;
-            let up_g = ffn_in_g || tw || ads.up;
-            // Each item is one `[T, F]` tensor in the dtype.
-            let mut items = Vec::new();
-            if *gated {
-                if gate_g {
-                    items.push("gate output");
-                    items.push("up output");
-                }
-                if up_g {
-                    items.push("act(gate)");
-                }
-                down_in_g = gate_g || up_g;
-            } else {
-                if up_g {
-                    items.push("up output");
-                }
-                down_in_g = up_g;
-            }
-            if tw {
-                items.push(if *gated {
-                    "act(gate)·up (down_proj input)"
-                } else {
-                    "act(up) (down_proj input)"
-                });
-            }
-            let count = items.len() as u128;
-            let mut sum = Sum::default();
-            sum.add(format!("{count}eTF"), &[count, e, t, f])?;
-            push(
-                &mut parts,
-                "mlp",
-                format!("MLP: {}", items.join(", ")),
-                Place::Sharded,
-                sum,
-            );
-            mlp_out_g = down_in_g || tw || ads.down;
-        }
+    let (mlp_out_g, down_in_g) = match &sh.ffn {
+        FfnShape::Dense { f, gated } => dense_mlp(cx, (*f, *gated), tw, ffn_in_g, ads, &mut out)?,
         FfnShape::Moe {
             experts,
             k,
@@ -733,220 +490,639 @@ fn layer(
             shared,
             ..
         } => {
-            let (en, k, fm) = (*experts, *k, *fm);
             let active = ffn_in_g
                 || tw
                 || ads.router
                 || ads.expert_gate_up.is_some()
                 || ads.expert_down.is_some();
             if active {
-                let mut router = Sum::default();
-                router.add("4TE", &[4, t, en])?;
-                router.add("4E", &[4, en])?;
-                let mut what_router =
-                    String::from("router: fp32 softmax over the experts, int32 offsets per expert");
-                if ads.router {
-                    router.add("eTd", &[e, t, d])?;
-                    router.add("edE", &[e, d, en])?;
-                    what_router.push_str(
-                        "; LoRA on the router (peft ParamWrapper): its input and the merged weight W + B·A",
-                    );
-                }
-                push(
-                    &mut parts,
-                    "moe_router",
-                    what_router,
-                    Place::Sharded,
-                    router,
-                );
-                let mut routing = Sum::default();
-                routing.add("4T", &[4, t])?;
-                let c = if cx.routing_in_dtype {
-                    checked::add("36 + e", 36, e)?
-                } else {
-                    40
-                };
-                routing.add(format!("{c}Tk"), &[c, t, k])?;
-                push(
-                    &mut parts,
-                    "moe_routing",
-                    if cx.routing_in_dtype {
-                        "routing: top-k renormalisation, int64 top-k indices, token index, sort and inverse permutations; top-k and per-row weights in the dtype"
-                    } else {
-                        "routing: top-k renormalisation, int64 top-k indices, token index, sort and inverse permutations; fp32 top-k and per-row weights"
-                    },
-                    Place::Replicated,
-                    routing,
-                );
-                let mut rows = Sum::default();
-                let mut inner = Sum::default();
-                let mut row_items = Vec::new();
-                let mut inner_items = vec![
-                    "gate_up output (saved by act through its views)",
-                    "act(gate)",
-                ];
-                if tw || ads.expert_gate_up.is_some() {
-                    rows.add("eTkd", &[e, t, k, d])?;
-                    row_items.push("the gathered inputs");
-                }
-                rows.add("eTkd", &[e, t, k, d])?;
-                row_items.push("the down outputs");
-                inner.add("3eTkFm", &[3, e, t, k, fm])?;
-                if tw || ads.expert_down.is_some() {
-                    inner.add("eTkFm", &[e, t, k, fm])?;
-                    inner_items.push("act·up (down's input)");
-                }
-                push(
-                    &mut parts,
-                    "experts",
-                    format!(
-                        "routed experts (grouped_mm), one row per (token, expert): {}",
-                        row_items.join(", ")
-                    ),
-                    Place::Replicated,
-                    rows,
-                );
-                push(
-                    &mut parts,
-                    "experts_inner",
-                    format!(
-                        "routed experts at their inner width Fm: {}",
-                        inner_items.join(", ")
-                    ),
-                    Place::Sharded,
-                    inner,
-                );
-                let mut merged = Sum::default();
-                if let Some(p) = ads.expert_gate_up {
-                    merged.add("2eEdFm", &[2, e, en, d, fm])?;
-                    merged.add("e·P_gate_up", &[e, p])?;
-                }
-                if let Some(p) = ads.expert_down {
-                    merged.add("eEdFm", &[e, en, d, fm])?;
-                    merged.add("e·P_down", &[e, p])?;
-                }
-                push(
-                    &mut parts,
-                    "experts_merged",
-                    "peft ParamWrapper on the 3-D expert tensors: the merged weights W + B·A, rebuilt and saved every forward, and the dtype copies of the LoRA factors",
-                    Place::Sharded,
-                    merged,
-                );
-                if let Some(fs) = shared {
-                    let mut sum = Sum::default();
-                    let c = if tw { 4 } else { 3 };
-                    sum.add(format!("{c}eTF_s"), &[c, e, t, *fs])?;
-                    push(
-                        &mut parts,
-                        "shared_expert",
-                        "the shared expert's MLP (as a dense MLP)",
-                        Place::Sharded,
-                        sum,
-                    );
-                }
-                // At the peak of a checkpointed layer: the experts put their weighted rows back
-                // in order (`weighted_out[inv_perm]`), holding (beyond the layer inputs) the
-                // residual, the router's input and logits, the routing tensors, the gathered
-                // inputs, the down outputs, the weighted rows and their reordered copy.
-                let w = if cx.routing_in_dtype { e } else { 4 };
-                let w36 = (Checked::new(w) * 2u128 + 36u128).get("2w + 36")?;
-                let wp2 = checked::mul("2·max(w, e)", w.max(e), 2)?;
-                let mut pk = Sum::default();
-                pk.add("2eTd", &[2, e, t, d])?;
-                pk.add("eTE", &[e, t, en])?;
-                pk.add(format!("({w36})Tk"), &[w36, t, k])?;
-                pk.add("2eTkd", &[2, e, t, k, d])?;
-                pk.add(format!("{wp2}Tkd"), &[wp2, t, k, d])?;
-                pk.add("8E", &[8, en])?;
-                if let Some(p) = ads.expert_gate_up {
-                    pk.add("2eEdFm", &[2, e, en, d, fm])?;
-                    pk.add("e·P_gate_up", &[e, p])?;
-                }
-                if let Some(p) = ads.expert_down {
-                    pk.add("eEdFm", &[e, en, d, fm])?;
-                    pk.add("e·P_down", &[e, p])?;
-                }
-                out.moe_peak = Some(pk);
+                moe(cx, (*experts, *k, *fm), *shared, tw, ads, &mut out)?;
             }
-            mlp_out_g = active;
-            down_in_g = active;
+            (active, active)
         }
-        FfnShape::Absent => {}
-    }
+        FfnShape::Absent => (false, false),
+    };
 
     if post_norms && !matches!(sh.ffn, FfnShape::Absent) {
+        stream_norm(
+            cx,
+            &mut out.parts,
+            ("mlp_post_norm", "the MLP output's RMSNorm"),
+            Place::Replicated,
+            mlp_out_g,
+            tw,
+            false,
+        )?;
+    }
+
+    if let Some(plan) = cx.lora {
+        let grads = InputGrads {
+            qkv: block_in_grad,
+            o: qkv.any(),
+            mlp_in: ffn_in_g,
+            down: down_in_g,
+        };
+        linear_adapters(cx, plan, &ads.lin, grads, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// An `RMSNorm` over the residual stream (`[T, d]`, one `rsqrt` per token) as one part named
+/// `key` (`name` in its description); returns its bytes.
+fn stream_norm(
+    cx: &Cx<'_>,
+    parts: &mut Vec<Part>,
+    (key, name): (&str, &str),
+    place: Place,
+    grad_in: bool,
+    trained: bool,
+    out_saved: bool,
+) -> Result<u128, SpecError> {
+    let Dims { t, d, e, .. } = cx.dm;
+    let ns = cx.norm_style;
+    let mut sum = Sum::default();
+    norm(
+        &mut sum,
+        ns,
+        ("Td", &[t, d]),
+        ("T", &[t]),
+        d,
+        grad_in,
+        trained,
+        out_saved,
+        e,
+    )?;
+    let value = sum.value;
+    push(
+        parts,
+        key,
+        norm_what(name, ns, grad_in, trained, out_saved),
+        place,
+        sum,
+    );
+    Ok(value)
+}
+
+/// What a block (attention or MLP) saves of its input: its pre-norm (`norm`: key and name),
+/// whose output the trained weights of the block's first `Linear`s read; or, in a
+/// post-norm layer, the residual stream itself where those weights are trained (`stream`:
+/// key and description). Returns the bytes.
+fn block_input(
+    cx: &Cx<'_>,
+    parts: &mut Vec<Part>,
+    pre_norm: bool,
+    norm: (&str, &str),
+    (stream_key, stream_what): (&str, &str),
+    grad_in: bool,
+    tw: bool,
+) -> Result<u128, SpecError> {
+    if pre_norm {
+        return stream_norm(cx, parts, norm, Place::Replicated, grad_in, tw, tw);
+    }
+    if !tw {
+        return Ok(0);
+    }
+    let Dims { t, d, e, .. } = cx.dm;
+    let mut sum = Sum::default();
+    sum.add("eTd", &[e, t, d])?;
+    let value = sum.value;
+    push(parts, stream_key, stream_what, Place::Replicated, sum);
+    Ok(value)
+}
+
+/// The attention of a layer: its q/k norms, the attention op's saved tensors (eager or
+/// SDPA), attention dropout and the sliding-window mask.
+fn attention(
+    cx: &Cx<'_>,
+    at: &AttnShape,
+    tw: bool,
+    g: Qkv,
+    out: &mut LayerOut,
+) -> Result<(), SpecError> {
+    let Dims { b, s, e, .. } = cx.dm;
+    qk_norms(cx, at, tw, g, out)?;
+    let a2k = (Checked::new(at.a) + Checked::new(at.k) * 2u128).get("A + 2K")?;
+    let mask = !cx.eager && at.window.is_some_and(|w| s > w);
+    out.scores = checked::product("bHs²", [b, at.h, s, s])?;
+    let (mut sum, what) = if cx.eager {
+        eager_attention(cx, at, tw, g, a2k, out)?
+    } else if g.any() {
+        sdpa(cx, at, tw, a2k, mask)?
+    } else {
+        (Sum::default(), String::new())
+    };
+    if cx.attention_dropout {
+        // Not derived (no RMSNorm family of the truth has attention dropout): the CPU
+        // keeps a dtype-sized noise tensor and the dropped probabilities; CUDA a bool mask.
+        let noise = if cx.cuda { 1 } else { e };
+        let bytes = checked::add("noise + e", noise, e)?;
+        sum.add("(noise + e)·bHs²", &[bytes, b, at.h, s, s])?;
+    }
+    push(&mut out.parts, "attention", what, Place::Sharded, sum);
+    if mask && g.any() {
+        let mut m = Sum::default();
+        m.add("e·b·s²", &[e, b, s, s])?;
+        push(
+            &mut out.parts,
+            "window_mask",
+            "the sliding-window mask, converted to the dtype by every layer's SDPA (s > window)",
+            Place::Replicated,
+            m,
+        );
+    }
+    Ok(())
+}
+
+/// The q/k norms (Qwen3 per head, `OLMo` 2 over the full width): their output goes to `RoPE`.
+fn qk_norms(
+    cx: &Cx<'_>,
+    at: &AttnShape,
+    tw: bool,
+    g: Qkv,
+    out: &mut LayerOut,
+) -> Result<(), SpecError> {
+    let Dims { t, e, .. } = cx.dm;
+    let AttnShape { h, kv, a, k, .. } = *at;
+    let qk_style = if cx.norm_style == NormStyle::Olmo {
+        NormStyle::Olmo
+    } else {
+        NormStyle::Llama
+    };
+    for (name, dim, width, wsym, heads, grad) in [
+        ("q", at.q_norm, a, "A", h, g.q),
+        ("k", at.k_norm, k, "K", kv, g.k),
+    ] {
+        let Some(dim) = dim else { continue };
+        let rows = width.div_ceil(dim.max(1));
+        let (rsym, rf): (String, Vec<u128>) = if rows == 1 {
+            ("T".into(), vec![t])
+        } else if rows == heads {
+            (
+                format!("T·{}", if name == "q" { "H" } else { "KV" }),
+                vec![t, rows],
+            )
+        } else {
+            (format!("T·{rows}"), vec![t, rows])
+        };
         let mut sum = Sum::default();
         norm(
             &mut sum,
-            ns,
-            ("Td", &[t, d]),
-            ("T", &[t]),
-            d,
-            mlp_out_g,
+            qk_style,
+            (&format!("T{wsym}"), &[t, width]),
+            (&rsym, &rf),
+            dim,
+            grad,
             tw,
             false,
             e,
         )?;
+        out.before_scores = checked::add("saved before the scores", out.before_scores, sum.value)?;
         push(
-            &mut parts,
-            "mlp_post_norm",
-            norm_what("the MLP output's RMSNorm", ns, mlp_out_g, tw, false),
-            Place::Replicated,
+            &mut out.parts,
+            &format!("{name}_norm"),
+            norm_what(&format!("the {name} norm"), qk_style, grad, tw, false),
+            Place::Sharded,
             sum,
         );
     }
+    Ok(())
+}
 
-    // LoRA adapters on Linear modules (peft: `result = base(x); x = x.to(fp32);
-    // result += lora_B(lora_A(dropout(x))) * scaling`).
-    if let Some(plan) = cx.lora {
-        let r = u128::from(plan.rank);
-        for lin in &ads.lin {
-            let x_grad = match lin.role {
-                Role::Qkv => block_in_grad,
-                Role::O => any,
-                Role::MlpIn => ffn_in_g,
-                Role::Down => down_in_g,
-                Role::Other => true,
-            };
-            let mut sum = Sum::default();
-            sum.add("4T·n_in", &[4, t, lin.n_in])?;
-            sum.add("4Tr", &[4, t, r])?;
-            let mut what = format!(
-                "{} adapter: its own fp32 copy of the input (n_in = {}), lora_A's r-wide output",
-                lin.name,
-                n(lin.n_in)
-            );
-            if plan.dropout && x_grad {
-                if cx.cuda {
-                    sum.add("1T·n_in", &[1, t, lin.n_in])?;
-                    what.push_str(
-                        ", the dropout's bool mask (CUDA, derived from the documented difference)",
-                    );
-                } else {
-                    sum.add("4T·n_in", &[4, t, lin.n_in])?;
-                    what.push_str(", the dropout's fp32 noise (CPU)");
-                }
-            }
-            if lin.role == Role::Qkv {
-                out.before_scores =
-                    checked::add("saved before the scores", out.before_scores, sum.value)?;
-            }
-            let place = if lin.n_in == d {
-                Place::Replicated
-            } else {
-                Place::Sharded
-            };
-            push(
-                &mut parts,
-                &format!("adapter.{}", lin.name),
-                what,
-                place,
-                sum,
-            );
+/// What eager attention saves, and its description; sets the layer's `tanh` (Gemma 2) and
+/// the operands alive at its softmax.
+///
+/// q·kᵀ saves q for kᵀ's gradient and kᵀ for q's; the softmax its fp32 output; probs·v saves
+/// the probabilities (cast to the dtype) for v's gradient and v for the probabilities';
+/// `o_proj` its (contiguous) input for its weight's gradient. One KV head at batch 1:
+/// `repeat_kv` and the matmul's batch folding stay views, so k and v are saved at KV heads
+/// (as Falcon's multi-query attention).
+fn eager_attention(
+    cx: &Cx<'_>,
+    at: &AttnShape,
+    tw: bool,
+    g: Qkv,
+    a2k: u128,
+    out: &mut LayerOut,
+) -> Result<(Sum, String), SpecError> {
+    let Dims { b, s, t, e, .. } = cx.dm;
+    let AttnShape { h, kv, a, k, .. } = *at;
+    let mqa_view = kv == 1 && kv < h && b == 1;
+    let mut sum = Sum::default();
+    let mut items = Vec::new();
+    if g.k {
+        sum.add("eTA", &[e, t, a])?;
+        items.push("q");
+    }
+    if g.q {
+        if mqa_view {
+            sum.add("eTK", &[e, t, k])?;
+            items.push("kᵀ (a broadcast view of the single KV head)");
+        } else {
+            sum.add("eTA", &[e, t, a])?;
+            items.push("kᵀ at H heads");
         }
     }
-    out.parts = parts;
-    Ok(out)
+    if g.q || g.k {
+        if cx.style == LayerStyle::Gemma2 {
+            sum.add("e·bHs²", &[e, b, h, s, s])?;
+            out.tanh = checked::product("e·bHs²", [e, b, h, s, s])?;
+            items.push("tanh of the soft-capped scores");
+        }
+        sum.add("4bHs²", &[4, b, h, s, s])?;
+        items.push("fp32 softmax");
+        if at.fused_qkv && b == 1 && kv == h {
+            sum.add("eT(A+2K)", &[e, t, a2k])?;
+            items.push("v (a view: the whole fused qkv output)");
+        } else if mqa_view {
+            sum.add("eTK", &[e, t, k])?;
+            items.push("v (a broadcast view of the single KV head)");
+        } else {
+            sum.add("eTA", &[e, t, a])?;
+            items.push("v at H heads");
+        }
+    }
+    if g.v {
+        if e != 4 {
+            sum.add("e·bHs²", &[e, b, h, s, s])?;
+            items.push("its cast to the dtype");
+        } else if !(g.q || g.k) {
+            sum.add("4bHs²", &[4, b, h, s, s])?;
+            items.push("the probabilities");
+        }
+    }
+    if tw {
+        sum.add("eTA", &[e, t, a])?;
+        items.push("o_proj input");
+    }
+    out.operands = eager_operands(cx, at, a2k)?;
+    Ok((sum, format!("eager attention: {}", items.join(", "))))
+}
+
+/// What eager attention holds at its softmax: q after `RoPE`, k after `RoPE`, v (or the fused
+/// qkv output), and k, v repeated to H heads where there are fewer KV heads.
+fn eager_operands(cx: &Cx<'_>, at: &AttnShape, a2k: u128) -> Result<Sum, Overflow> {
+    let Dims { b, t, e, .. } = cx.dm;
+    let AttnShape { h, kv, a, k, .. } = *at;
+    let mut ops = Sum::default();
+    ops.add("eTA", &[e, t, a])?;
+    ops.add("eTK", &[e, t, k])?;
+    if at.fused_qkv {
+        ops.add("eT(A+2K)", &[e, t, a2k])?;
+    } else {
+        ops.add("eTK", &[e, t, k])?;
+    }
+    // Beyond batch 1 the matmul folds [b, H] into one dimension: q and k after RoPE,
+    // laid out [b, s, H, hd] (unless sliced from a fused qkv output), are copied.
+    let fold = b > 1 && !at.fused_qkv;
+    if fold {
+        ops.add("eTA", &[e, t, a])?;
+    }
+    if kv == h {
+        if fold {
+            ops.add("eTA", &[e, t, a])?;
+        }
+    } else if kv == 1 {
+        // One KV head: repeat_kv is a broadcast view, copied by the fold.
+        if b > 1 {
+            ops.add("eTA", &[e, t, a])?;
+        }
+    } else {
+        ops.add("2eTA", &[2, e, t, a])?;
+    }
+    Ok(ops)
+}
+
+/// What SDPA saves (some of q, k, v requires grad), and its description. `mask`: a sliding
+/// window shorter than the sequence.
+fn sdpa(
+    cx: &Cx<'_>,
+    at: &AttnShape,
+    tw: bool,
+    a2k: u128,
+    mask: bool,
+) -> Result<(Sum, String), SpecError> {
+    let Dims { b, s, t, e, .. } = cx.dm;
+    let AttnShape { h, kv, a, k, .. } = *at;
+    // SDPA (never eager here) repeats k and v to H heads itself where it has no GQA path.
+    let repeat = kv < h && (mask || at.hd > 256);
+    let (kvw, kv_sym) = if repeat { (a, "A") } else { (k, "K") };
+    let fused_view = at.fused_qkv && !repeat;
+    let mut sum = Sum::default();
+    let mut items = vec!["q, k after RoPE"];
+    sum.add("eTA", &[e, t, a])?;
+    sum.add(format!("eT{kv_sym}"), &[e, t, kvw])?;
+    if fused_view {
+        sum.add("eT(A+2K)", &[e, t, a2k])?;
+        items.push("the fused qkv output (v is a view of it)");
+    } else {
+        sum.add(format!("eT{kv_sym}"), &[e, t, kvw])?;
+        items.push("v");
+    }
+    sum.add("eTA", &[e, t, a])?;
+    items.push("the SDPA output");
+    // CUDA: FlashAttention for 16-bit without a mask, else memory-efficient attention,
+    // whose logsumexp is padded to a multiple of 32 in s.
+    let efficient = cx.cuda && (e == 4 || mask || at.hd > 256);
+    if efficient {
+        let s32 = (Checked::new(s).div_ceil(32u128) * 32u128).get("⌈s⌉₃₂")?;
+        sum.add("4bH·⌈s⌉₃₂", &[4, b, h, s32])?;
+    } else {
+        sum.add("4bHs", &[4, b, h, s])?;
+    }
+    items.push("fp32 logsumexp");
+    if cx.cuda {
+        sum.add("16", &[16])?;
+        items.push(if efficient {
+            "the philox seed and offset (CUDA memory-efficient attention, its logsumexp padded to 32 in s: derived from the documented kernel, not measured)"
+        } else {
+            "the philox seed and offset (CUDA FlashAttention: derived from the documented kernel, not measured)"
+        });
+    }
+    if at.fused_qkv && tw {
+        // q after RoPE of a slice of the fused output is laid out [b, H, s, hd], and so
+        // is the SDPA output: o_proj's input is a contiguous copy.
+        sum.add("eTA", &[e, t, a])?;
+        items.push("a contiguous o_proj input");
+    }
+    if repeat {
+        items.push("k and v repeated to H heads (no GQA in SDPA here)");
+    }
+    Ok((sum, format!("SDPA: {}", items.join(", "))))
+}
+
+/// A dense MLP of inner width `f` (gated or not) whose input requires grad as `ffn_in_g`
+/// says; returns whether its output and down's input require grad.
+fn dense_mlp(
+    cx: &Cx<'_>,
+    (f, gated): (u128, bool),
+    tw: bool,
+    ffn_in_g: bool,
+    ads: &Ads,
+    out: &mut LayerOut,
+) -> Result<(bool, bool), SpecError> {
+    let Dims { t, e, .. } = cx.dm;
+    let gate_g = ffn_in_g || tw || ads.gate;
+    let up_g = ffn_in_g || tw || ads.up;
+    // Each item is one `[T, F]` tensor in the dtype.
+    let mut items = Vec::new();
+    let down_in_g = if gated {
+        if gate_g {
+            items.push("gate output");
+            items.push("up output");
+        }
+        if up_g {
+            items.push("act(gate)");
+        }
+        gate_g || up_g
+    } else {
+        if up_g {
+            items.push("up output");
+        }
+        up_g
+    };
+    if tw {
+        items.push(if gated {
+            "act(gate)·up (down_proj input)"
+        } else {
+            "act(up) (down_proj input)"
+        });
+    }
+    let count = items.len() as u128;
+    let mut sum = Sum::default();
+    sum.add(format!("{count}eTF"), &[count, e, t, f])?;
+    push(
+        &mut out.parts,
+        "mlp",
+        format!("MLP: {}", items.join(", ")),
+        Place::Sharded,
+        sum,
+    );
+    Ok((down_in_g || tw || ads.down, down_in_g))
+}
+
+/// An `MoE` block that takes part in backward: `(E, k, Fm)` its experts, `shared` a shared
+/// expert's width. Its router and routing, its routed experts, `LoRA`'s merged expert
+/// weights, a shared expert, and what it holds at its peak.
+fn moe(
+    cx: &Cx<'_>,
+    (en, k, fm): (u128, u128, u128),
+    shared: Option<u128>,
+    tw: bool,
+    ads: &Ads,
+    out: &mut LayerOut,
+) -> Result<(), SpecError> {
+    let Dims { t, e, .. } = cx.dm;
+    moe_routing(cx, en, k, ads, &mut out.parts)?;
+    moe_experts(cx, (en, k, fm), tw, ads, &mut out.parts)?;
+    if let Some(fs) = shared {
+        let mut sum = Sum::default();
+        let c = if tw { 4 } else { 3 };
+        sum.add(format!("{c}eTF_s"), &[c, e, t, fs])?;
+        push(
+            &mut out.parts,
+            "shared_expert",
+            "the shared expert's MLP (as a dense MLP)",
+            Place::Sharded,
+            sum,
+        );
+    }
+    out.moe_peak = Some(moe_combine(cx, (en, k, fm), ads)?);
+    Ok(())
+}
+
+/// The router (over `E` experts, with its `LoRA`) and the routing of each token to `k`.
+fn moe_routing(
+    cx: &Cx<'_>,
+    en: u128,
+    k: u128,
+    ads: &Ads,
+    parts: &mut Vec<Part>,
+) -> Result<(), SpecError> {
+    let Dims { t, d, e, .. } = cx.dm;
+    let mut router = Sum::default();
+    router.add("4TE", &[4, t, en])?;
+    router.add("4E", &[4, en])?;
+    let mut what_router =
+        String::from("router: fp32 softmax over the experts, int32 offsets per expert");
+    if ads.router {
+        router.add("eTd", &[e, t, d])?;
+        router.add("edE", &[e, d, en])?;
+        what_router.push_str(
+            "; LoRA on the router (peft ParamWrapper): its input and the merged weight W + B·A",
+        );
+    }
+    push(parts, "moe_router", what_router, Place::Sharded, router);
+    let mut routing = Sum::default();
+    routing.add("4T", &[4, t])?;
+    let c = if cx.routing_in_dtype {
+        checked::add("36 + e", 36, e)?
+    } else {
+        40
+    };
+    routing.add(format!("{c}Tk"), &[c, t, k])?;
+    push(
+        parts,
+        "moe_routing",
+        if cx.routing_in_dtype {
+            "routing: top-k renormalisation, int64 top-k indices, token index, sort and inverse permutations; top-k and per-row weights in the dtype"
+        } else {
+            "routing: top-k renormalisation, int64 top-k indices, token index, sort and inverse permutations; fp32 top-k and per-row weights"
+        },
+        Place::Replicated,
+        routing,
+    );
+    Ok(())
+}
+
+/// The routed experts' rows (one per token and expert) and inner tensors, and `LoRA`'s
+/// merged expert weights.
+fn moe_experts(
+    cx: &Cx<'_>,
+    (en, k, fm): (u128, u128, u128),
+    tw: bool,
+    ads: &Ads,
+    parts: &mut Vec<Part>,
+) -> Result<(), SpecError> {
+    let Dims { t, d, e, .. } = cx.dm;
+    let mut rows = Sum::default();
+    let mut inner = Sum::default();
+    let mut row_items = Vec::new();
+    let mut inner_items = vec![
+        "gate_up output (saved by act through its views)",
+        "act(gate)",
+    ];
+    if tw || ads.expert_gate_up.is_some() {
+        rows.add("eTkd", &[e, t, k, d])?;
+        row_items.push("the gathered inputs");
+    }
+    rows.add("eTkd", &[e, t, k, d])?;
+    row_items.push("the down outputs");
+    inner.add("3eTkFm", &[3, e, t, k, fm])?;
+    if tw || ads.expert_down.is_some() {
+        inner.add("eTkFm", &[e, t, k, fm])?;
+        inner_items.push("act·up (down's input)");
+    }
+    push(
+        parts,
+        "experts",
+        format!(
+            "routed experts (grouped_mm), one row per (token, expert): {}",
+            row_items.join(", ")
+        ),
+        Place::Replicated,
+        rows,
+    );
+    push(
+        parts,
+        "experts_inner",
+        format!(
+            "routed experts at their inner width Fm: {}",
+            inner_items.join(", ")
+        ),
+        Place::Sharded,
+        inner,
+    );
+    let mut merged = Sum::default();
+    merged_expert_weights(&mut merged, cx.dm, (en, fm), ads)?;
+    push(
+        parts,
+        "experts_merged",
+        "peft ParamWrapper on the 3-D expert tensors: the merged weights W + B·A, rebuilt and saved every forward, and the dtype copies of the LoRA factors",
+        Place::Sharded,
+        merged,
+    );
+    Ok(())
+}
+
+/// peft's `ParamWrapper` on the 3-D expert tensors (`E` experts of inner width `Fm`): the
+/// merged weights `W + B·A`, rebuilt every forward, and the dtype copies of the factors.
+fn merged_expert_weights(
+    sum: &mut Sum,
+    dm: Dims,
+    (en, fm): (u128, u128),
+    ads: &Ads,
+) -> Result<(), Overflow> {
+    let Dims { d, e, .. } = dm;
+    if let Some(p) = ads.expert_gate_up {
+        sum.add("2eEdFm", &[2, e, en, d, fm])?;
+        sum.add("e·P_gate_up", &[e, p])?;
+    }
+    if let Some(p) = ads.expert_down {
+        sum.add("eEdFm", &[e, en, d, fm])?;
+        sum.add("e·P_down", &[e, p])?;
+    }
+    Ok(())
+}
+
+/// At the peak of a checkpointed layer: the experts put their weighted rows back in order
+/// (`weighted_out[inv_perm]`), holding (beyond the layer inputs) the residual, the router's
+/// input and logits, the routing tensors, the gathered inputs, the down outputs, the
+/// weighted rows and their reordered copy.
+fn moe_combine(cx: &Cx<'_>, (en, k, fm): (u128, u128, u128), ads: &Ads) -> Result<Sum, Overflow> {
+    let Dims { t, d, e, .. } = cx.dm;
+    let w = if cx.routing_in_dtype { e } else { 4 };
+    let w36 = (Checked::new(w) * 2u128 + 36u128).get("2w + 36")?;
+    let wp2 = checked::mul("2·max(w, e)", w.max(e), 2)?;
+    let mut pk = Sum::default();
+    pk.add("2eTd", &[2, e, t, d])?;
+    pk.add("eTE", &[e, t, en])?;
+    pk.add(format!("({w36})Tk"), &[w36, t, k])?;
+    pk.add("2eTkd", &[2, e, t, k, d])?;
+    pk.add(format!("{wp2}Tkd"), &[wp2, t, k, d])?;
+    pk.add("8E", &[8, en])?;
+    merged_expert_weights(&mut pk, cx.dm, (en, fm), ads)?;
+    Ok(pk)
+}
+
+/// `LoRA` adapters on `Linear` modules (peft: `result = base(x); x = x.to(fp32);
+/// result += lora_B(lora_A(dropout(x))) * scaling`).
+fn linear_adapters(
+    cx: &Cx<'_>,
+    plan: &Lora,
+    lins: &[Lin],
+    grads: InputGrads,
+    out: &mut LayerOut,
+) -> Result<(), SpecError> {
+    let Dims { t, d, .. } = cx.dm;
+    let r = u128::from(plan.rank);
+    for lin in lins {
+        let mut sum = Sum::default();
+        sum.add("4T·n_in", &[4, t, lin.n_in])?;
+        sum.add("4Tr", &[4, t, r])?;
+        let mut what = format!(
+            "{} adapter: its own fp32 copy of the input (n_in = {}), lora_A's r-wide output",
+            lin.name,
+            n(lin.n_in)
+        );
+        if plan.dropout && grads.of(lin.role) {
+            if cx.cuda {
+                sum.add("1T·n_in", &[1, t, lin.n_in])?;
+                what.push_str(
+                    ", the dropout's bool mask (CUDA, derived from the documented difference)",
+                );
+            } else {
+                sum.add("4T·n_in", &[4, t, lin.n_in])?;
+                what.push_str(", the dropout's fp32 noise (CPU)");
+            }
+        }
+        if lin.role == Role::Qkv {
+            out.before_scores =
+                checked::add("saved before the scores", out.before_scores, sum.value)?;
+        }
+        let place = if lin.n_in == d {
+            Place::Replicated
+        } else {
+            Place::Sharded
+        };
+        push(
+            &mut out.parts,
+            &format!("adapter.{}", lin.name),
+            what,
+            place,
+            sum,
+        );
+    }
+    Ok(())
 }
 
 fn norm_what(
