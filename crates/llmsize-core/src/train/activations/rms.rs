@@ -115,6 +115,14 @@ struct Dims {
     e: u128,
 }
 
+impl Dims {
+    /// Bytes per element of a tensor's fp32 upcast (the logits', the scores'): none where the
+    /// dtype is fp32 already.
+    fn upcast(self) -> u128 {
+        if self.e == 4 { 0 } else { 4 }
+    }
+}
+
 /// How a family's `RMSNorm` computes (what it saves is below, in [`norm`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum NormStyle {
@@ -1454,26 +1462,87 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
 }
 
 /// The activations, with the adapters (if any) as [`Lora`] (`input.lora` is not read).
+///
+/// In phases: the step's sizes and switches ([`context`]), the layers of every stack
+/// ([`walk_stacks`]), what lives outside the layers ([`outside_parts`], [`checkpointed`]),
+/// and the forward's peak ([`loss_peak`], [`eager_peak`], [`experts_combine_peak`]).
 fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, SpecError> {
-    let spec = input.spec;
     let mut why: Vec<String> = Vec::new();
+    let cx = context(input, lora, &mut why)?;
+    let full = lora.is_none();
+    let emb_frozen = frozen_embeddings(input, full, &mut why);
+    let tied = matches!(
+        input.spec.head,
+        crate::spec::OutputHead::Lm { tied: true, .. }
+    );
+    let head_trained = full && !(emb_frozen && tied);
+    caveats(input, lora, cx.dm.e, &mut why);
+
+    let mut walk = walk_stacks(&cx, input, emb_frozen, &mut why)?;
+    let masks = attention_masks(&cx, walk.windows)?;
+    let mut outside_parts = outside_parts(&cx, input, walk.head_dim, head_trained, &mut why)?;
+    if input.checkpointing {
+        checkpointed(&cx, input, &masks, &mut walk, &mut outside_parts)?;
+    }
+    let outside = checked::sum(
+        "activations outside the layers",
+        outside_parts.iter().map(|p| p.sum.value),
+    )?;
+    walk.terms.extend(outside_parts.iter().map(once_term));
+    let retained = checked::sum("activations", [walk.sharded, walk.replicated, outside])?;
+
+    // The forward's peak: the largest of (1) the loss, where the logits, their fp32 upcast and
+    // the fp32 log-probs are alive together, (2) the last layer's eager softmax, (3) the last
+    // MoE layer putting its experts' rows back in order (checkpointed).
+    let mut best = loss_peak(&cx, retained, head_trained)?;
+    if let Some(lo) = &walk.last {
+        let rope = outside_parts
+            .iter()
+            .find(|p| p.key == "rope")
+            .map_or(0, |p| p.sum.value);
+        let alive = alive_at_last_layer(&cx, input, &walk, lo, rope, &masks)?;
+        let eager = eager_peak(&cx, input.checkpointing, lo, &alive)?;
+        let combine = experts_combine_peak(input.checkpointing, lo, &alive)?;
+        for candidate in [eager, combine].into_iter().flatten() {
+            if candidate.0 > best.0 {
+                best = candidate;
+            }
+        }
+    }
+    let (forward_peak, mut peak_terms) = best;
+    peak_terms.retain(|x| x.value > 0);
+    why.sort();
+    why.dedup();
+    Ok(Activations {
+        retained,
+        forward_peak,
+        terms: walk.terms,
+        peak_terms,
+        estimate: (!why.is_empty()).then(|| why.join("; ")),
+        layer_sharded: walk.sharded,
+        layer_replicated: walk.replicated,
+        outside,
+        layers: walk.layers,
+    })
+}
+
+/// The step's sizes and switches, from the input and the family's profile.
+fn context<'a>(
+    input: &ActInput<'_>,
+    lora: Option<&'a Lora>,
+    why: &mut Vec<String>,
+) -> Result<Cx<'a>, SpecError> {
+    let spec = input.spec;
     let style = input.profile.map_or(LayerStyle::Llama, |p| p.style);
-    let profile_window = input.profile.is_none_or(|p| p.sliding_window_applies);
     let u = u128::from;
-    let e = u(input.dtype.bytes());
     let dm = Dims {
         b: u(input.batch),
         s: u(input.seq),
         t: checked::mul("b·s", u(input.batch), u(input.seq))?,
         d: u(spec.hidden_size),
         v: u(spec.vocab_size),
-        e,
+        e: u(input.dtype.bytes()),
     };
-    let Dims { b, s, t, d, v, .. } = dm;
-    let ckpt = input.checkpointing;
-    let cuda = input.device == Device::Cuda;
-    let full = lora.is_none();
-
     let mut eager = input.attn == AttnImpl::Eager;
     if style == LayerStyle::Gemma2 && !eager {
         eager = true;
@@ -1491,8 +1560,21 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
         LayerStyle::Olmo2 => NormStyle::Olmo,
         _ => NormStyle::Llama,
     };
+    Ok(Cx {
+        dm,
+        style,
+        norm_style,
+        eager,
+        cuda: input.device == Device::Cuda,
+        attention_dropout,
+        routing_in_dtype: input.profile.is_some_and(|p| p.routing_weights_in_dtype),
+        lora,
+    })
+}
 
-    // Freezing under full fine-tuning.
+/// Whether full fine-tuning freezes the embeddings; any other `--freeze` is not derived for
+/// activations (counted as full fine-tuning, and said in `why`).
+fn frozen_embeddings(input: &ActInput<'_>, full: bool, why: &mut Vec<String>) -> bool {
     let mut emb_frozen = false;
     if full {
         for f in input.frozen {
@@ -1511,8 +1593,13 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
             }
         }
     }
-    let tied = matches!(spec.head, crate::spec::OutputHead::Lm { tied: true, .. });
-    let head_trained = full && !(emb_frozen && tied);
+    emb_frozen
+}
+
+/// What the arithmetic approximates of the adapters (`e`: the dtype's bytes) and of the
+/// model's stacks and head.
+fn caveats(input: &ActInput<'_>, lora: Option<&Lora>, e: u128, why: &mut Vec<String>) {
+    let spec = input.spec;
     if let Some(plan) = lora {
         if e == 4 {
             why.push("LoRA on an fp32 base is not measured (the adapters' fp32 input copies are the input itself)".into());
@@ -1521,7 +1608,6 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
             why.push("DoRA's magnitude and weight-norm tensors are not counted".into());
         }
     }
-
     // The decoder stack; any other stacks (an encoder, a cross-attending decoder) are counted
     // as decoder layers.
     let plain = matches!(spec.stacks.as_slice(), [only] if only.role == StackRole::Decoder);
@@ -1531,166 +1617,250 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
     if !matches!(spec.head, crate::spec::OutputHead::Lm { .. }) {
         why.push("a model without a language-model head is counted with one".into());
     }
-    let stacks: Vec<&crate::spec::Stack> = spec
-        .stacks
-        .iter()
-        .filter(|st| !st.layers.is_empty())
-        .collect();
-    let cx = Cx {
-        dm,
-        style,
-        norm_style,
-        eager,
-        cuda,
-        attention_dropout,
-        routing_in_dtype: input.profile.is_some_and(|p| p.routing_weights_in_dtype),
-        lora,
-    };
+}
 
-    let mut layers_total: u64 = 0;
-    let mut sharded = 0u128;
-    let mut replicated = 0u128;
-    let mut terms: Vec<Term> = Vec::new();
-    // Saved bytes of every layer (no checkpointing), and of the last layer.
-    let mut layer_bytes = 0u128;
-    let mut last: Option<LayerOut> = None;
-    let mut first_input_saved = false;
-    let mut any_window_bites = false;
-    let mut has_global = false;
-    let mut has_sliding = false;
-    let mut head_dim: Option<u128> = None;
+/// Which attention the layers have, for the masks.
+#[derive(Debug, Clone, Copy, Default)]
+struct Windows {
+    /// Some layer attends globally.
+    global: bool,
+    /// Some layer has a sliding window.
+    sliding: bool,
+    /// Some sliding window is shorter than the sequence.
+    bites: bool,
+}
 
-    for stack in &stacks {
-        let runs = stack.layers.runs();
-        let counts = stack.layers.kind_counts();
-        let all = stack.layers.len();
-        layers_total = checked::add("layers of the stacks", layers_total, all)?;
-        let shapes: Vec<Shape> = counts
-            .iter()
-            .map(|(l, _)| shape(l, profile_window, style, &mut why))
-            .collect::<Result<_, _>>()?;
-        for sh in &shapes {
-            if let Some(a) = &sh.attention {
-                head_dim.get_or_insert(a.hd);
-                match a.window {
-                    Some(w) => {
-                        has_sliding = true;
-                        any_window_bites |= s > w;
-                    }
-                    None => has_global = true,
+/// The layers of every stack, walked once.
+#[derive(Debug, Default)]
+struct Walk {
+    /// Layers of the stacks.
+    layers: u64,
+    /// The layers' bytes at a width tensor parallelism divides.
+    sharded: u128,
+    /// The layers' bytes at the full width.
+    replicated: u128,
+    /// The layers' terms.
+    terms: Vec<Term>,
+    /// Saved bytes of every layer (without checkpointing).
+    bytes: u128,
+    /// The last layer.
+    last: Option<LayerOut>,
+    /// Layer 0's input is itself saved.
+    first_input_saved: bool,
+    windows: Windows,
+    /// The first attention's head width (the rotary width where the profile names none).
+    head_dim: Option<u128>,
+}
+
+impl Walk {
+    /// Notes the attention of a stack's layer kinds.
+    fn note_attention(&mut self, shapes: &[Shape], s: u128) {
+        for a in shapes.iter().filter_map(|sh| sh.attention.as_ref()) {
+            self.head_dim.get_or_insert(a.hd);
+            match a.window {
+                Some(w) => {
+                    self.windows.sliding = true;
+                    self.windows.bites |= s > w;
+                }
+                None => self.windows.global = true,
+            }
+        }
+    }
+
+    /// Adds `count` layers like `lo`, and layer 0 as `lo0` where it differs, to the saved
+    /// bytes and to `entries` (`label`: the layer kind's, where kinds differ).
+    fn save(
+        &mut self,
+        entries: &mut Vec<(u64, Part, String)>,
+        count: u64,
+        (lo, lo0): (&LayerOut, Option<&LayerOut>),
+        label: &str,
+    ) -> Result<(), SpecError> {
+        let per = lo.value()?;
+        self.bytes = (Checked::new(self.bytes) + Checked::new(u128::from(count)) * per)
+            .get("saved bytes of the layers")?;
+        for p in &lo.parts {
+            merge(entries, count, p, label);
+        }
+        if let Some(l0) = lo0 {
+            self.bytes = checked::add("saved bytes of the layers", self.bytes, l0.value()?)?;
+            for p in &l0.parts {
+                if lo.parts.contains(p) {
+                    merge(entries, 1, p, label);
+                } else {
+                    let mut p = p.clone();
+                    p.key = format!("layer0.{}", p.key);
+                    p.what = format!("layer 0 (its input needs no grad): {}", p.what);
+                    merge(entries, 1, &p, "");
                 }
             }
         }
-        let ads: Vec<Ads> = match lora {
-            Some(plan) => adapters_by_kind(plan, stack, &mut why),
-            None => vec![Ads::default(); shapes.len()],
-        };
-        let first_kind = runs.first().map_or(0, |r| r.kind);
-        let last_kind = runs.last().map_or(0, |r| r.kind);
-        // Layer 0's input requires grad under full fine-tuning (unless the embeddings are
-        // frozen); under LoRA nothing before the first adapter does.
-        let first_grad = full && !emb_frozen;
-        let layer0_differs = !ckpt && !first_grad;
-        if lora.is_some()
-            && let Some(a0) = ads.get(first_kind)
-            && !a0.any()
-        {
-            why.push("layer 0 has no adapter: the layers after it are counted as if their input required grad".into());
-        }
-        let kinds_differ = shapes.len() > 1;
-        // (count, part, label) of the stack's layers, merging equal parts of different kinds.
-        let mut entries: Vec<(u64, Part, String)> = Vec::new();
-        for (kind, ((_, count), sh)) in counts.iter().zip(&shapes).enumerate() {
-            let a = ads.get(kind).cloned().unwrap_or_default();
-            let lo = layer(&cx, sh, full, true, &a)?;
-            let mut count = *count;
-            let lo0 = if layer0_differs && kind == first_kind {
-                // The first kind holds layer 0: its count is at least 1.
-                count = count.saturating_sub(1);
-                Some(layer(&cx, sh, full, false, &a)?)
-            } else {
-                None
-            };
-            if kind == first_kind {
-                first_input_saved = lo0.as_ref().map_or(lo.input_saved, |x| x.input_saved);
-            }
-            let label = if kinds_differ {
-                kind_label(&shapes, kind)
-            } else {
-                String::new()
-            };
-            if !ckpt {
-                let per = lo.value()?;
-                layer_bytes = (Checked::new(layer_bytes) + Checked::new(u128::from(count)) * per)
-                    .get("saved bytes of the layers")?;
-                for p in &lo.parts {
-                    merge(&mut entries, count, p, &label);
-                }
-                if let Some(l0) = &lo0 {
-                    layer_bytes =
-                        checked::add("saved bytes of the layers", layer_bytes, l0.value()?)?;
-                    for p in &l0.parts {
-                        if lo.parts.contains(p) {
-                            merge(&mut entries, 1, p, &label);
-                        } else {
-                            let mut p = p.clone();
-                            p.key = format!("layer0.{}", p.key);
-                            p.what = format!("layer 0 (its input needs no grad): {}", p.what);
-                            merge(&mut entries, 1, &p, "");
-                        }
-                    }
-                }
-            }
-            if kind == last_kind {
-                // The last layer is layer 0 only for a one-layer model.
-                last = Some(match lo0 {
-                    Some(l0) if all == 1 => l0,
-                    _ => lo,
-                });
-            }
-        }
-        for (count, part, label) in &entries {
+        Ok(())
+    }
+
+    /// The terms of a stack of `all` layers, from its merged `entries`.
+    fn add_terms(
+        &mut self,
+        entries: &[(u64, Part, String)],
+        all: u64,
+        kinds_differ: bool,
+    ) -> Result<(), SpecError> {
+        for (count, part, label) in entries {
             let t = layer_term(part, *count, all, kinds_differ, label)?;
             match part.place {
-                Place::Sharded => sharded = checked::add("sharded layer bytes", sharded, t.value)?,
-                _ => replicated = checked::add("replicated layer bytes", replicated, t.value)?,
+                Place::Sharded => {
+                    self.sharded = checked::add("sharded layer bytes", self.sharded, t.value)?;
+                }
+                _ => {
+                    self.replicated =
+                        checked::add("replicated layer bytes", self.replicated, t.value)?;
+                }
             }
-            terms.push(t);
+            self.terms.push(t);
+        }
+        Ok(())
+    }
+}
+
+/// The layers of every stack with layers.
+fn walk_stacks(
+    cx: &Cx<'_>,
+    input: &ActInput<'_>,
+    emb_frozen: bool,
+    why: &mut Vec<String>,
+) -> Result<Walk, SpecError> {
+    let mut walk = Walk::default();
+    for stack in input.spec.stacks.iter().filter(|st| !st.layers.is_empty()) {
+        walk_stack(cx, input, stack, emb_frozen, &mut walk, why)?;
+    }
+    Ok(walk)
+}
+
+/// One stack's layers, kind by kind, added to `walk`: one layer of each kind, and layer 0
+/// apart where its input needs no grad.
+fn walk_stack(
+    cx: &Cx<'_>,
+    input: &ActInput<'_>,
+    stack: &crate::spec::Stack,
+    emb_frozen: bool,
+    walk: &mut Walk,
+    why: &mut Vec<String>,
+) -> Result<(), SpecError> {
+    let full = cx.lora.is_none();
+    let ckpt = input.checkpointing;
+    let profile_window = input.profile.is_none_or(|p| p.sliding_window_applies);
+    let runs = stack.layers.runs();
+    let counts = stack.layers.kind_counts();
+    let all = stack.layers.len();
+    walk.layers = checked::add("layers of the stacks", walk.layers, all)?;
+    let shapes: Vec<Shape> = counts
+        .iter()
+        .map(|(l, _)| shape(l, profile_window, cx.style, why))
+        .collect::<Result<_, _>>()?;
+    walk.note_attention(&shapes, cx.dm.s);
+    let ads: Vec<Ads> = match cx.lora {
+        Some(plan) => adapters_by_kind(plan, stack, why),
+        None => vec![Ads::default(); shapes.len()],
+    };
+    let first_kind = runs.first().map_or(0, |r| r.kind);
+    let last_kind = runs.last().map_or(0, |r| r.kind);
+    // Layer 0's input requires grad under full fine-tuning (unless the embeddings are
+    // frozen); under LoRA nothing before the first adapter does.
+    let first_grad = full && !emb_frozen;
+    let layer0_differs = !ckpt && !first_grad;
+    if cx.lora.is_some()
+        && let Some(a0) = ads.get(first_kind)
+        && !a0.any()
+    {
+        why.push("layer 0 has no adapter: the layers after it are counted as if their input required grad".into());
+    }
+    let kinds_differ = shapes.len() > 1;
+    // (count, part, label) of the stack's layers, merging equal parts of different kinds.
+    let mut entries: Vec<(u64, Part, String)> = Vec::new();
+    for (kind, ((_, count), sh)) in counts.iter().zip(&shapes).enumerate() {
+        let a = ads.get(kind).cloned().unwrap_or_default();
+        let lo = layer(cx, sh, full, true, &a)?;
+        let mut count = *count;
+        let lo0 = if layer0_differs && kind == first_kind {
+            // The first kind holds layer 0: its count is at least 1.
+            count = count.saturating_sub(1);
+            Some(layer(cx, sh, full, false, &a)?)
+        } else {
+            None
+        };
+        if kind == first_kind {
+            walk.first_input_saved = lo0.as_ref().map_or(lo.input_saved, |x| x.input_saved);
+        }
+        let label = if kinds_differ {
+            kind_label(&shapes, kind)
+        } else {
+            String::new()
+        };
+        if !ckpt {
+            walk.save(&mut entries, count, (&lo, lo0.as_ref()), &label)?;
+        }
+        if kind == last_kind {
+            // The last layer is layer 0 only for a one-layer model.
+            walk.last = Some(match lo0 {
+                Some(l0) if all == 1 => l0,
+                _ => lo,
+            });
         }
     }
-    let l = u(layers_total);
+    walk.add_terms(&entries, all, kinds_differ)
+}
 
-    // Masks: eager materializes a dtype mask per mask kind (full, sliding); SDPA a bool mask
-    // only where a sliding window is shorter than the sequence.
-    let mask_kinds: u128 = if has_global && has_sliding {
+/// The attention masks and their description: eager materializes a dtype mask per mask kind
+/// (full, sliding); SDPA a bool mask only where a sliding window is shorter than the sequence.
+fn attention_masks(cx: &Cx<'_>, w: Windows) -> Result<(Sum, &'static str), Overflow> {
+    let Dims { b, s, e, .. } = cx.dm;
+    let mask_kinds: u128 = if w.global && w.sliding {
         2
     } else {
-        u128::from(has_global || has_sliding)
+        u128::from(w.global || w.sliding)
     };
     let mut masks = Sum::default();
-    if eager && mask_kinds > 1 {
+    if cx.eager && mask_kinds > 1 {
         masks.add(format!("{mask_kinds}·e·b·s²"), &[mask_kinds, e, b, s, s])?;
-    } else if eager {
+    } else if cx.eager {
         masks.add("e·b·s²", &[e, b, s, s])?;
-    } else if any_window_bites {
+    } else if w.bites {
         masks.add("b·s²", &[b, s, s])?;
     }
-    let masks_what = if eager {
+    let what = if cx.eager {
         "the additive attention mask(s) in the dtype (one per kind: full, sliding)"
     } else {
         "the bool sliding-window mask (s > window)"
     };
+    Ok((masks, what))
+}
 
-    // Outside the layers.
+/// Whether the family rotates q and k (without a profile: assumed).
+fn rotary(input: &ActInput<'_>) -> bool {
+    input.profile.is_none_or(|p| p.rotary_dims.is_some())
+}
+
+/// What lives outside the layers: rotary cos and sin, the final norm, the loss and an
+/// adapter on the output head. `head_dim`: the first attention's (the rotary width where
+/// the profile names none).
+fn outside_parts(
+    cx: &Cx<'_>,
+    input: &ActInput<'_>,
+    head_dim: Option<u128>,
+    head_trained: bool,
+    why: &mut Vec<String>,
+) -> Result<Vec<Part>, SpecError> {
+    let Dims { s, e, .. } = cx.dm;
+    let mut parts: Vec<Part> = Vec::new();
     let rope_dims = input
         .profile
         .and_then(|p| p.rotary_dims)
-        .map(u)
+        .map(u128::from)
         .or(head_dim);
-    let rotary = input.profile.is_none_or(|p| p.rotary_dims.is_some());
-    let mut outside_parts: Vec<Part> = Vec::new();
-    if rotary && let Some(r) = rope_dims {
-        let el = if style == LayerStyle::Olmo2 { 4 } else { e };
+    if rotary(input)
+        && let Some(r) = rope_dims
+    {
+        let el = if cx.style == LayerStyle::Olmo2 { 4 } else { e };
         let mut sum = Sum::default();
         sum.add(
             if el == 4 && e != 4 {
@@ -1701,7 +1871,7 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
             &[2, s, r, el],
         )?;
         push(
-            &mut outside_parts,
+            &mut parts,
             "rope",
             "rotary cos and sin, computed once and shared by every layer",
             Place::Outside,
@@ -1711,314 +1881,341 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
     // Gemma's sqrt(d) normalizer (the scaled embedding's `embed_scale` buffer, in the dtype)
     // is saved by the embedding's multiply, but it exists before the step: the truth's
     // retained bytes and peak never count it (its saved bytes do: `e`), nor does this file.
-    {
-        let mut sum = Sum::default();
-        norm(
-            &mut sum,
-            norm_style,
-            ("Td", &[t, d]),
-            ("T", &[t]),
-            d,
-            true,
-            full,
-            head_trained,
-            e,
-        )?;
-        push(
-            &mut outside_parts,
-            "final_norm",
-            norm_what("the final RMSNorm", norm_style, true, full, head_trained),
-            Place::Outside,
-            sum,
-        );
+    stream_norm(
+        cx,
+        &mut parts,
+        ("final_norm", "the final RMSNorm"),
+        Place::Outside,
+        true,
+        cx.lora.is_none(),
+        head_trained,
+    )?;
+    loss_parts(cx, &mut parts)?;
+    // An adapter on the output head (named in --lora-targets): its fp32 input copy and
+    // lora_A's output, as any adapter's; not measured.
+    if let Some(plan) = cx.lora {
+        head_adapters(cx, plan, &mut parts, why)?;
     }
-    if style == LayerStyle::Gemma2 {
+    Ok(parts)
+}
+
+/// The loss: Gemma 2's soft-capped logits, the log-probs, labels and output, and the loss
+/// the step returns.
+fn loss_parts(cx: &Cx<'_>, parts: &mut Vec<Part>) -> Result<(), SpecError> {
+    let Dims { b, s, t, v, e, .. } = cx.dm;
+    if cx.style == LayerStyle::Gemma2 {
         let mut sum = Sum::default();
         sum.add("eTV", &[e, t, v])?;
         push(
-            &mut outside_parts,
+            parts,
             "logit_softcap",
             "tanh of the soft-capped logits",
             Place::Outside,
             sum,
         );
     }
-    {
-        let mut sum = Sum::default();
-        sum.add("4TV", &[4, t, v])?;
+    let mut sum = Sum::default();
+    sum.add("4TV", &[4, t, v])?;
+    if b == 1 {
+        sum.add("8(s+1)", &[8, checked::add("s + 1", s, 1)?])?;
+    } else {
+        sum.add("8T", &[8, t])?;
+    }
+    sum.add("4", &[4])?;
+    push(
+        parts,
+        "loss",
         if b == 1 {
-            sum.add("8(s+1)", &[8, checked::add("s + 1", s, 1)?])?;
+            "loss: fp32 log-probs of the upcast logits, the padded labels (the shifted view is contiguous, so all s+1), nll output"
         } else {
-            sum.add("8T", &[8, t])?;
-        }
-        sum.add("4", &[4])?;
-        push(
-            &mut outside_parts,
-            "loss",
-            if b == 1 {
-                "loss: fp32 log-probs of the upcast logits, the padded labels (the shifted view is contiguous, so all s+1), nll output"
-            } else {
-                "loss: fp32 log-probs of the upcast logits, the shifted labels, nll output"
-            },
-            Place::Outside,
-            sum,
-        );
-    }
-    {
-        let mut sum = Sum::default();
-        sum.add("4", &[4])?;
-        push(
-            &mut outside_parts,
-            "loss_scalar",
-            "the loss the step returns (fp32 scalar)",
-            Place::Outside,
-            sum,
-        );
-    }
-    // An adapter on the output head (named in --lora-targets): its fp32 input copy and
-    // lora_A's output, as any adapter's; not measured.
-    if let Some(plan) = lora {
-        for m in plan.modules.iter().filter(|m| m.kind == TensorKind::Output) {
-            let mut sum = Sum::default();
-            sum.add("4T·n_in", &[4, t, u(m.n_in)])?;
-            sum.add("4Tr", &[4, t, u(plan.rank)])?;
-            if plan.dropout {
-                let noise = if cuda { 1 } else { 4 };
-                sum.add(format!("{noise}T·n_in"), &[noise, t, u(m.n_in)])?;
-            }
-            push(
-                &mut outside_parts,
-                "adapter.lm_head",
-                format!(
-                    "{} adapter: its own fp32 copy of the input, lora_A's r-wide output",
-                    m.name
-                ),
-                Place::Outside,
-                sum,
-            );
-            why.push("an adapter on the output head is not measured (its fp32 [T, V] output in the peak is not counted)".into());
-        }
-    }
-    if ckpt {
-        let mut ids = Sum::default();
-        if rotary {
-            ids.add("8s", &[8, s])?;
-        }
-        push(
-            &mut outside_parts,
-            "position_ids",
-            "int64 position ids, kept by the checkpoint's recompute closure",
-            Place::Outside,
-            ids,
-        );
-        push(
-            &mut outside_parts,
-            "masks",
-            format!("{masks_what}, kept by the checkpoint's recompute closure"),
-            Place::Outside,
-            masks.clone(),
-        );
-        let mut inputs = Sum::default();
-        inputs.add("L·eTd", &[l, e, t, d])?;
-        replicated = inputs.value;
-        sharded = 0;
-        terms.clear();
-        terms.push(Term::new(
-            "layer_inputs",
-            "one [b, s, d] input per decoder layer, saved by the non-reentrant checkpoint (the layers' own tensors are recomputed in backward)",
-            format!("{} = {}", inputs.sym(), inputs.val()),
-            inputs.value,
-        ));
-    }
-    let outside = checked::sum(
-        "activations outside the layers",
-        outside_parts.iter().map(|p| p.sum.value),
-    )?;
-    terms.extend(outside_parts.iter().map(once_term));
-    let retained = checked::sum("activations", [sharded, replicated, outside])?;
+            "loss: fp32 log-probs of the upcast logits, the shifted labels, nll output"
+        },
+        Place::Outside,
+        sum,
+    );
+    let mut sum = Sum::default();
+    sum.add("4", &[4])?;
+    push(
+        parts,
+        "loss_scalar",
+        "the loss the step returns (fp32 scalar)",
+        Place::Outside,
+        sum,
+    );
+    Ok(())
+}
 
-    // The forward's peak: the largest of (1) the loss, where the logits, their fp32 upcast and
-    // the fp32 log-probs are alive together, (2) the last layer's eager softmax, (3) the last
-    // MoE layer putting its experts' rows back in order (checkpointed).
-    let conv = if e == 4 { 0 } else { 4 };
+/// Adapters on the output head: each one's fp32 input copy, `lora_A`'s output and its
+/// dropout's noise.
+fn head_adapters(
+    cx: &Cx<'_>,
+    plan: &Lora,
+    parts: &mut Vec<Part>,
+    why: &mut Vec<String>,
+) -> Result<(), SpecError> {
+    let t = cx.dm.t;
+    let u = u128::from;
+    for m in plan.modules.iter().filter(|m| m.kind == TensorKind::Output) {
+        let mut sum = Sum::default();
+        sum.add("4T·n_in", &[4, t, u(m.n_in)])?;
+        sum.add("4Tr", &[4, t, u(plan.rank)])?;
+        if plan.dropout {
+            let noise = if cx.cuda { 1 } else { 4 };
+            sum.add(format!("{noise}T·n_in"), &[noise, t, u(m.n_in)])?;
+        }
+        push(
+            parts,
+            "adapter.lm_head",
+            format!(
+                "{} adapter: its own fp32 copy of the input, lora_A's r-wide output",
+                m.name
+            ),
+            Place::Outside,
+            sum,
+        );
+        why.push("an adapter on the output head is not measured (its fp32 [T, V] output in the peak is not counted)".into());
+    }
+    Ok(())
+}
+
+/// Under checkpointing: the recompute closure keeps the position ids and the masks, and the
+/// layers keep only their inputs (their own tensors are recomputed in backward, so their
+/// terms give way to one).
+fn checkpointed(
+    cx: &Cx<'_>,
+    input: &ActInput<'_>,
+    (masks, masks_what): &(Sum, &str),
+    walk: &mut Walk,
+    outside_parts: &mut Vec<Part>,
+) -> Result<(), SpecError> {
+    let Dims { s, t, d, e, .. } = cx.dm;
+    let mut ids = Sum::default();
+    if rotary(input) {
+        ids.add("8s", &[8, s])?;
+    }
+    push(
+        outside_parts,
+        "position_ids",
+        "int64 position ids, kept by the checkpoint's recompute closure",
+        Place::Outside,
+        ids,
+    );
+    push(
+        outside_parts,
+        "masks",
+        format!("{masks_what}, kept by the checkpoint's recompute closure"),
+        Place::Outside,
+        masks.clone(),
+    );
+    let mut inputs = Sum::default();
+    inputs.add("L·eTd", &[u128::from(walk.layers), e, t, d])?;
+    walk.replicated = inputs.value;
+    walk.sharded = 0;
+    walk.terms.clear();
+    walk.terms.push(Term::new(
+        "layer_inputs",
+        "one [b, s, d] input per decoder layer, saved by the non-reentrant checkpoint (the layers' own tensors are recomputed in backward)",
+        format!("{} = {}", inputs.sym(), inputs.val()),
+        inputs.value,
+    ));
+    Ok(())
+}
+
+/// The peak at the loss: everything retained, the logits, their fp32 upcast, batch > 1's
+/// padded labels and a frozen head's final norm output.
+fn loss_peak(
+    cx: &Cx<'_>,
+    retained: u128,
+    head_trained: bool,
+) -> Result<(u128, Vec<Term>), SpecError> {
+    let Dims { b, s, t, d, v, e } = cx.dm;
     let mut loss_peak = vec![Term::new(
         "retained",
         "everything kept for backward",
         n(retained),
         retained,
     )];
-    {
-        let mut logits = Sum::default();
-        logits.add("eTV", &[e, t, v])?;
+    let mut logits = Sum::default();
+    logits.add("eTV", &[e, t, v])?;
+    loss_peak.push(Term::new(
+        "logits",
+        "the logits in the dtype (alive at log_softmax)",
+        format!("{} = {}", logits.sym(), logits.val()),
+        logits.value,
+    ));
+    if cx.dm.upcast() > 0 {
+        let mut up = Sum::default();
+        up.add("4TV", &[4, t, v])?;
         loss_peak.push(Term::new(
-            "logits",
-            "the logits in the dtype (alive at log_softmax)",
-            format!("{} = {}", logits.sym(), logits.val()),
-            logits.value,
+            "logits_fp32",
+            "their fp32 upcast (`logits.float()`)",
+            format!("{} = {}", up.sym(), up.val()),
+            up.value,
         ));
-        if conv > 0 {
-            let mut up = Sum::default();
-            up.add("4TV", &[4, t, v])?;
-            loss_peak.push(Term::new(
-                "logits_fp32",
-                "their fp32 upcast (`logits.float()`)",
-                format!("{} = {}", up.sym(), up.val()),
-                up.value,
-            ));
-        }
-        if b > 1 {
-            let mut lab = Sum::default();
-            lab.add("8b(s+1)", &[8, b, checked::add("s + 1", s, 1)?])?;
-            loss_peak.push(Term::new(
-                "labels_padded",
-                "the padded labels (a transient for batch > 1)",
-                format!("{} = {}", lab.sym(), lab.val()),
-                lab.value,
-            ));
-        }
-        if !head_trained {
-            let mut fo = Sum::default();
-            fo.add("eTd", &[e, t, d])?;
-            loss_peak.push(Term::new(
-                "final_norm_output",
-                "the final norm's output, not saved for a frozen head but alive at the loss",
-                format!("{} = {}", fo.sym(), fo.val()),
-                fo.value,
-            ));
-        }
     }
-    let loss_value = checked::sum("peak at the loss", loss_peak.iter().map(|x| x.value))?;
-    let mut best = (loss_value, loss_peak);
+    if b > 1 {
+        let mut lab = Sum::default();
+        lab.add("8b(s+1)", &[8, b, checked::add("s + 1", s, 1)?])?;
+        loss_peak.push(Term::new(
+            "labels_padded",
+            "the padded labels (a transient for batch > 1)",
+            format!("{} = {}", lab.sym(), lab.val()),
+            lab.value,
+        ));
+    }
+    if !head_trained {
+        let mut fo = Sum::default();
+        fo.add("eTd", &[e, t, d])?;
+        loss_peak.push(Term::new(
+            "final_norm_output",
+            "the final norm's output, not saved for a frozen head but alive at the loss",
+            format!("{} = {}", fo.sym(), fo.val()),
+            fo.value,
+        ));
+    }
+    let value = checked::sum("peak at the loss", loss_peak.iter().map(|x| x.value))?;
+    Ok((value, loss_peak))
+}
 
-    if let Some(lo) = &last {
-        // Alive before the layers: rope, position ids, the masks, Gemma's normalizer.
-        let rope = outside_parts
-            .iter()
-            .find(|p| p.key == "rope")
-            .map_or(0, |p| p.sum.value);
-        let mut base = vec![Term::new("rope", "rotary cos and sin", n(rope), rope)];
-        base.push(Term::new(
-            "position_ids",
-            "int64 position ids",
-            format!("8s = 8·{}", n(s)),
-            if rotary { checked::mul("8s", 8, s)? } else { 0 },
-        ));
-        base.push(Term::new(
-            "masks",
-            masks_what,
-            format!("{} = {}", masks.sym(), masks.val()),
-            masks.value,
-        ));
-        let mut layers_part = Vec::new();
-        if ckpt {
-            layers_part.push(Term::new(
-                "layer_inputs",
-                "every layer's checkpointed input",
-                format!("L·eTd = {}·{}·{}·{}", n(l), e, n(t), n(d)),
-                checked::product("L·eTd", [l, e, t, d])?,
-            ));
+/// What is alive at a peak inside the last layer `lo`, beside that layer's own tensors: the
+/// tensors made before the layers (rope of `rope` bytes, position ids, the masks; Gemma's
+/// normalizer is not counted), and the layers' — checkpointed, every layer's input; else
+/// what the earlier layers saved and the inputs alive as locals.
+fn alive_at_last_layer(
+    cx: &Cx<'_>,
+    input: &ActInput<'_>,
+    walk: &Walk,
+    lo: &LayerOut,
+    rope: u128,
+    (masks, masks_what): &(Sum, &str),
+) -> Result<Vec<Term>, SpecError> {
+    let Dims { s, t, d, e, .. } = cx.dm;
+    let l = u128::from(walk.layers);
+    let mut alive = vec![Term::new("rope", "rotary cos and sin", n(rope), rope)];
+    alive.push(Term::new(
+        "position_ids",
+        "int64 position ids",
+        format!("8s = 8·{}", n(s)),
+        if rotary(input) {
+            checked::mul("8s", 8, s)?
         } else {
-            // Every layer's saved tensors but the last's, the inputs alive as locals.
-            let last_value = lo.value()?;
-            let before = checked::sub(
-                "saved by the layers − the last layer",
-                layer_bytes,
-                last_value,
-            )?;
-            layers_part.push(Term::new(
-                "earlier_layers",
-                "what the earlier layers saved",
-                n(before),
-                before,
-            ));
-            let etd = checked::product("eTd", [e, t, d])?;
-            let alive = [!first_input_saved, l > 1 && !lo.input_saved];
-            let inputs = checked::sum(
-                "eTd of the inputs alive",
-                alive.iter().filter(|&&a| a).map(|_| etd),
-            )?;
-            layers_part.push(Term::new(
-                "inputs",
-                "the embedding output and the last layer's input, alive as locals",
-                n(inputs),
-                inputs,
-            ));
-        }
-        if eager && lo.scores > 0 {
-            let mut terms_eager = base.clone();
-            terms_eager.extend(layers_part.iter().cloned());
-            if ckpt {
-                terms_eager.push(Term::new(
-                    "norm_output",
-                    "the last layer's input norm output",
-                    format!("{} = {}", lo.norm_out.sym(), lo.norm_out.val()),
-                    lo.norm_out.value,
-                ));
-            } else {
-                terms_eager.push(Term::new(
-                    "saved_before_scores",
-                    "what the last layer saved before its scores (norms, adapters)",
-                    n(lo.before_scores),
-                    lo.before_scores,
-                ));
-                terms_eager.push(Term::new(
-                    "tanh",
-                    "tanh of the soft-capped scores",
-                    n(lo.tanh),
-                    lo.tanh,
-                ));
-            }
-            terms_eager.push(Term::new(
-                "operands",
-                "q and k after RoPE, v (k and v repeated to H heads with fewer KV heads)",
-                format!("{} = {}", lo.operands.sym(), lo.operands.val()),
-                lo.operands.value,
-            ));
-            let c = (Checked::new(e) + 4u128 + conv).get("e + 4 + conv")?;
-            terms_eager.push(Term::new(
-                "scores",
-                "the last layer's scores at its softmax: scores (after the mask), their fp32 copy, the fp32 softmax",
-                format!("{c}·bHs² = {c}·{}", n(lo.scores)),
-                checked::mul(&format!("{c}·bHs²"), c, lo.scores)?,
-            ));
-            let value = checked::sum("peak at the softmax", terms_eager.iter().map(|x| x.value))?;
-            if value > best.0 {
-                best = (value, terms_eager);
-            }
-        }
-        if ckpt && let Some(pk) = &lo.moe_peak {
-            let mut terms_moe = base.clone();
-            terms_moe.extend(layers_part.iter().cloned());
-            terms_moe.push(Term::new(
-                "experts_combine",
-                "the last MoE layer putting its experts' rows back in order: the residual and the router input, logits, routing tensors, gathered inputs, down outputs, weighted rows and their reordered copy (and LoRA's merged expert weights)",
-                format!("{} = {}", pk.sym(), pk.val()),
-                pk.value,
-            ));
-            let value = checked::sum(
-                "peak at the experts' combine",
-                terms_moe.iter().map(|x| x.value),
-            )?;
-            if value > best.0 {
-                best = (value, terms_moe);
-            }
-        }
+            0
+        },
+    ));
+    alive.push(Term::new(
+        "masks",
+        *masks_what,
+        format!("{} = {}", masks.sym(), masks.val()),
+        masks.value,
+    ));
+    if input.checkpointing {
+        alive.push(Term::new(
+            "layer_inputs",
+            "every layer's checkpointed input",
+            format!("L·eTd = {}·{}·{}·{}", n(l), e, n(t), n(d)),
+            checked::product("L·eTd", [l, e, t, d])?,
+        ));
+        return Ok(alive);
     }
-    let (forward_peak, mut peak_terms) = best;
-    peak_terms.retain(|x| x.value > 0);
-    why.sort();
-    why.dedup();
-    Ok(Activations {
-        retained,
-        forward_peak,
-        terms,
-        peak_terms,
-        estimate: (!why.is_empty()).then(|| why.join("; ")),
-        layer_sharded: sharded,
-        layer_replicated: replicated,
-        outside,
-        layers: layers_total,
-    })
+    // Every layer's saved tensors but the last's, the inputs alive as locals.
+    let last_value = lo.value()?;
+    let before = checked::sub(
+        "saved by the layers − the last layer",
+        walk.bytes,
+        last_value,
+    )?;
+    alive.push(Term::new(
+        "earlier_layers",
+        "what the earlier layers saved",
+        n(before),
+        before,
+    ));
+    let etd = checked::product("eTd", [e, t, d])?;
+    let alive_inputs = [!walk.first_input_saved, l > 1 && !lo.input_saved];
+    let inputs = checked::sum(
+        "eTd of the inputs alive",
+        alive_inputs.iter().filter(|&&a| a).map(|_| etd),
+    )?;
+    alive.push(Term::new(
+        "inputs",
+        "the embedding output and the last layer's input, alive as locals",
+        n(inputs),
+        inputs,
+    ));
+    Ok(alive)
+}
+
+/// The peak at the last layer's eager softmax (with `alive` beside it), where there is one.
+fn eager_peak(
+    cx: &Cx<'_>,
+    ckpt: bool,
+    lo: &LayerOut,
+    alive: &[Term],
+) -> Result<Option<(u128, Vec<Term>)>, SpecError> {
+    if !(cx.eager && lo.scores > 0) {
+        return Ok(None);
+    }
+    let mut terms_eager = alive.to_vec();
+    if ckpt {
+        terms_eager.push(Term::new(
+            "norm_output",
+            "the last layer's input norm output",
+            format!("{} = {}", lo.norm_out.sym(), lo.norm_out.val()),
+            lo.norm_out.value,
+        ));
+    } else {
+        terms_eager.push(Term::new(
+            "saved_before_scores",
+            "what the last layer saved before its scores (norms, adapters)",
+            n(lo.before_scores),
+            lo.before_scores,
+        ));
+        terms_eager.push(Term::new(
+            "tanh",
+            "tanh of the soft-capped scores",
+            n(lo.tanh),
+            lo.tanh,
+        ));
+    }
+    terms_eager.push(Term::new(
+        "operands",
+        "q and k after RoPE, v (k and v repeated to H heads with fewer KV heads)",
+        format!("{} = {}", lo.operands.sym(), lo.operands.val()),
+        lo.operands.value,
+    ));
+    let c = (Checked::new(cx.dm.e) + 4u128 + cx.dm.upcast()).get("e + 4 + conv")?;
+    terms_eager.push(Term::new(
+        "scores",
+        "the last layer's scores at its softmax: scores (after the mask), their fp32 copy, the fp32 softmax",
+        format!("{c}·bHs² = {c}·{}", n(lo.scores)),
+        checked::mul(&format!("{c}·bHs²"), c, lo.scores)?,
+    ));
+    let value = checked::sum("peak at the softmax", terms_eager.iter().map(|x| x.value))?;
+    Ok(Some((value, terms_eager)))
+}
+
+/// The peak of a checkpointed last `MoE` layer putting its experts' rows back in order (with
+/// `alive` beside it), where there is one.
+fn experts_combine_peak(
+    ckpt: bool,
+    lo: &LayerOut,
+    alive: &[Term],
+) -> Result<Option<(u128, Vec<Term>)>, Overflow> {
+    let Some(pk) = lo.moe_peak.as_ref().filter(|_| ckpt) else {
+        return Ok(None);
+    };
+    let mut terms_moe = alive.to_vec();
+    terms_moe.push(Term::new(
+        "experts_combine",
+        "the last MoE layer putting its experts' rows back in order: the residual and the router input, logits, routing tensors, gathered inputs, down outputs, weighted rows and their reordered copy (and LoRA's merged expert weights)",
+        format!("{} = {}", pk.sym(), pk.val()),
+        pk.value,
+    ));
+    let value = checked::sum(
+        "peak at the experts' combine",
+        terms_moe.iter().map(|x| x.value),
+    )?;
+    Ok(Some((value, terms_moe)))
 }
 
 fn merge(entries: &mut Vec<(u64, Part, String)>, count: u64, part: &Part, label: &str) {
