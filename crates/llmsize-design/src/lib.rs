@@ -482,11 +482,70 @@ pub const MAX_CTX: u64 = llmsize_core::limits::MAX_CONTEXT_SEARCH;
 const MICRO: i128 = 1_000_000;
 
 /// Answer a design question.
+///
+/// In phases: the request's bounds ([`check`]) and its base ([`base_of`]), the objective the
+/// search meets ([`objective`]), the shapes found, measured and ranked ([`measured`]), and,
+/// where none is left, the constraints whose relaxation would give shapes ([`relax`]).
 pub fn design(req: &Request) -> Result<Outcome, DesignError> {
-    let invalid = |flag: &str, problem: String| DesignError::Invalid {
+    check(req)?;
+    let base = base_of(req)?;
+    let forms = form::measure(&base)?;
+    let space = space_of(&Request {
+        base: base.clone(),
+        ..req.clone()
+    })?;
+    let pref = search::Preference {
+        aspect: req
+            .constraints
+            .prefer_aspect
+            .unwrap_or_else(|| match base.origin {
+                base::Origin::Like(_) => base.shape.aspect(),
+                base::Origin::Style(_) => 128.0,
+            }),
+    };
+    // The training step runs on `ctx` tokens.
+    let mut goal = req.goal.clone();
+    if let Goal::TrainMemory { options, .. } = &mut goal {
+        options.seq_len = req.ctx;
+    }
+    let aim = objective(req, &base, &forms, &space, &goal)?;
+    let keep = match req.goal {
+        Goal::Memory { .. } | Goal::TrainMemory { .. } => 4000,
+        _ => req.top,
+    };
+    let found = search::search(&space, &aim.form, &aim.target, pref, keep);
+    let candidates = measured(req, &base, &forms, &goal, &found)?;
+    let (relax, extent) = if candidates.is_empty() {
+        let relax = relax(req, &base, (&forms, &space), &aim, &goal, pref)?;
+        (relax, search::extent(&space, &aim.form))
+    } else {
+        (Vec::new(), None)
+    };
+    Ok(Outcome {
+        base: base.name.clone(),
+        evaluated: found.evaluated,
+        matched: found.matched,
+        candidates,
+        space: describe_space(&space, &base),
+        rank_rule: rank_rule(&goal, pref),
+        optima: aim.optima,
+        target: aim.record,
+        relax,
+        extent,
+        forms,
+    })
+}
+
+fn invalid(flag: &str, problem: String) -> DesignError {
+    DesignError::Invalid {
         flag: flag.to_owned(),
         problem,
-    };
+    }
+}
+
+/// The request's bounds: the tolerance, `--top`, the choices of head width and KV heads,
+/// the context.
+fn check(req: &Request) -> Result<(), DesignError> {
     if !(req.tolerance >= 0.0 && req.tolerance <= 0.5) {
         return Err(invalid(
             "--tolerance",
@@ -520,6 +579,11 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
             format!("{}: from 1 to {MAX_CTX} tokens", req.ctx),
         ));
     }
+    Ok(())
+}
+
+/// The base with the request's experts, top-k and vocabulary.
+fn base_of(req: &Request) -> Result<Base, DesignError> {
     let mut base = req.base.clone();
     base.set_experts(req.constraints.experts, req.constraints.top_k)?;
     if let Some(v) = req.constraints.vocab {
@@ -534,31 +598,40 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
             format!("{}: from 1 to the {} experts", base.top_k, base.experts),
         ));
     }
-    let forms = form::measure(&base)?;
-    let space = space_of(&Request {
-        base: base.clone(),
-        ..req.clone()
-    })?;
-    let pref = search::Preference {
-        aspect: req
-            .constraints
-            .prefer_aspect
-            .unwrap_or_else(|| match base.origin {
-                base::Origin::Like(_) => base.shape.aspect(),
-                base::Origin::Style(_) => 128.0,
-            }),
-    };
+    Ok(base)
+}
+
+/// What the search aims at.
+struct Objective {
+    /// The closed form of the quantity searched (micro-bytes for a memory goal).
+    form: form::Form,
+    target: search::Target,
+    /// For `--compute`: the three rules' optima.
+    optima: Option<[optimal::Optimum; 3]>,
+    /// The parameter target and its quantity, for the record.
+    record: Option<(u64, Quantity)>,
+}
+
+/// The objective of `goal` (its training step on `ctx` tokens).
+fn objective(
+    req: &Request,
+    base: &Base,
+    forms: &Forms,
+    space: &search::Space,
+    goal: &Goal,
+) -> Result<Objective, DesignError> {
     let tol = |v: u64| -> i128 {
         #[expect(clippy::cast_precision_loss, reason = "a tolerance")]
         let t = v as f64 * req.tolerance;
         i128::from(to_u64(t))
     };
-    // The training step runs on `ctx` tokens.
-    let mut goal = req.goal.clone();
-    if let Goal::TrainMemory { options, .. } = &mut goal {
-        options.seq_len = req.ctx;
-    }
-    let (form, target, quantity, optima, target_record) = match &goal {
+    let params = |n: u64, resolution: u64| search::Target {
+        value: i128::from(n),
+        tolerance: tol(n),
+        resolution: i128::from(resolution),
+        maximize: false,
+    };
+    Ok(match goal {
         Goal::Params {
             value,
             resolution,
@@ -573,18 +646,13 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
                     ),
                 ));
             }
-            (
-                *forms.get(*quantity),
-                search::Target {
-                    value: i128::from(*value),
-                    tolerance: tol(*value),
-                    resolution: i128::from(*resolution),
-                    maximize: false,
-                },
-                *quantity,
-                None,
-                Some((*value, *quantity)),
-            )
+            let form = *forms.get(*quantity);
+            Objective {
+                form,
+                target: params(*value, *resolution),
+                optima: None,
+                record: Some((*value, *quantity)),
+            }
         }
         Goal::Compute { flops: c, rule } => {
             if !(c.is_finite() && *c >= 1e12 && *c <= 1e32) {
@@ -598,60 +666,39 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
                 .iter()
                 .find(|o| o.rule == *rule)
                 .map_or(0, |o| to_u64(o.params));
-            (
-                forms.total,
-                search::Target {
-                    value: i128::from(n),
-                    tolerance: tol(n),
-                    resolution: i128::from(three_digits(n)),
-                    maximize: false,
-                },
-                Quantity::Total,
-                Some(optima),
-                Some((n, Quantity::Total)),
-            )
+            Objective {
+                form: forms.total,
+                target: params(n, three_digits(n)),
+                optima: Some(optima),
+                record: Some((n, Quantity::Total)),
+            }
         }
         Goal::Memory {
             bytes,
             format,
             kv_dtype,
         } => {
-            // Bytes ≈ r·total + ctx·2·L·kv_heads·head_dim·(KV bytes per element), in
-            // micro-bytes; r is measured on the base model. An estimate used to prune only:
-            // every candidate is then measured by the core's memory model.
-            let own = read(&base, &base.shape)?;
-            let m = memory(&own, &memory_options(req.ctx, *format, *kv_dtype))
-                .map_err(|e| DesignError::Internal(e.to_string()))?;
-            let r = i128::from(m.weights_bytes) * MICRO / i128::from(m.params.max(1));
-            let per_elem = i128::from(kv_dtype.bytes(1_000_000).unwrap_or(2_000_000));
-            let mut f = scaled(&forms.total, r);
-            // w = kv_heads·head_dim: 2 (K and V) · ctx · bytes per element.
-            if let Some(c4) = f.layer.get_mut(4) {
-                *c4 += 2 * i128::from(req.ctx) * per_elem;
-            }
             let budget = i128::from(*bytes) * MICRO;
-            (
-                f,
-                search::Target {
+            Objective {
+                form: memory_form(req, base, forms, *format, *kv_dtype)?,
+                target: search::Target {
                     value: budget,
                     // Prune at 10% over the budget: the estimate's error is far smaller.
                     tolerance: budget / 10,
                     resolution: (budget / 200).max(1),
                     maximize: true,
                 },
-                Quantity::Total,
-                None,
-                None,
-            )
+                optima: None,
+                record: None,
+            }
         }
         Goal::TrainMemory { bytes, options } => {
-            // Micro-bytes by the fitted bound of `train`; it prunes only: every candidate
-            // is then measured by the core's training step.
-            let f = train::bound(&base, &forms, &space, options)?;
             let budget = i128::from(*bytes) * MICRO;
-            (
-                f,
-                search::Target {
+            Objective {
+                // Micro-bytes by the fitted bound of `train`; it prunes only: every candidate
+                // is then measured by the core's training step.
+                form: train::bound(base, forms, space, options)?,
+                target: search::Target {
                     value: budget,
                     // Prune at 20% over the budget: the bound is the step itself on dense
                     // steps and at most 15% over it on the others tried (LoRA, QLoRA,
@@ -660,27 +707,52 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
                     resolution: (budget / 200).max(1),
                     maximize: true,
                 },
-                Quantity::Total,
-                None,
-                None,
-            )
+                optima: None,
+                record: None,
+            }
         }
-    };
-    let _ = quantity;
-    let keep = match req.goal {
-        Goal::Memory { .. } | Goal::TrainMemory { .. } => 4000,
-        _ => req.top,
-    };
-    let found = search::search(&space, &form, &target, pref, keep);
-    let mut candidates = Vec::new();
-    if let Goal::TrainMemory { bytes, options } = &goal {
+    })
+}
+
+/// The memory form: bytes ≈ `r·total + ctx·2·L·kv_heads·head_dim·(KV bytes per element)`,
+/// in micro-bytes; `r` is measured on the base model. An estimate used to prune only: every
+/// candidate is then measured by the core's memory model.
+fn memory_form(
+    req: &Request,
+    base: &Base,
+    forms: &Forms,
+    format: WeightFormat,
+    kv_dtype: KvDtype,
+) -> Result<form::Form, DesignError> {
+    let own = read(base, &base.shape)?;
+    let m = memory(&own, &memory_options(req.ctx, format, kv_dtype))
+        .map_err(|e| DesignError::Internal(e.to_string()))?;
+    let r = i128::from(m.weights_bytes) * MICRO / i128::from(m.params.max(1));
+    let per_elem = i128::from(kv_dtype.bytes(1_000_000).unwrap_or(2_000_000));
+    let mut f = scaled(&forms.total, r);
+    // w = kv_heads·head_dim: 2 (K and V) · ctx · bytes per element.
+    if let Some(c4) = f.layer.get_mut(4) {
+        *c4 += 2 * i128::from(req.ctx) * per_elem;
+    }
+    Ok(f)
+}
+
+/// The shapes `found`, measured and ranked: the `--top` best.
+fn measured(
+    req: &Request,
+    base: &Base,
+    forms: &Forms,
+    goal: &Goal,
+    found: &search::Found,
+) -> Result<Vec<Candidate>, DesignError> {
+    if let Goal::TrainMemory { bytes, options } = goal {
         // Every shape kept is measured: the bound errs by a few percent either way, more
         // than neighbouring shapes differ, so the first printed is the largest that fits of
         // all kept. The largest total first (the question is the largest model a budget
         // trains), then hardware, then aspect.
         let mut fits = Vec::new();
         for h in &found.hits {
-            if train::step_bytes(&base, &h.shape, options)? <= u128::from(*bytes) {
+            if train::step_bytes(base, &h.shape, options)? <= u128::from(*bytes) {
                 fits.push((forms.total.eval(&h.shape), h));
             }
         }
@@ -689,64 +761,78 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
                 .then(ha.penalty.cmp(&hb.penalty))
                 .then(ha.aspect_gap.total_cmp(&hb.aspect_gap))
         });
-        for (_, h) in fits.into_iter().take(req.top) {
-            candidates.push(candidate(&base, &forms, &h.shape, req.ctx, &goal)?);
-        }
-    } else if let Some(bytes) = budget_of(&goal) {
-        // The largest first (by the estimate), measured exactly until enough fit.
-        let mut hits = found.hits.clone();
-        hits.sort_by_key(|h| std::cmp::Reverse(h.value));
-        let mut fits = Vec::new();
-        for h in hits {
-            let c = candidate(&base, &forms, &h.shape, req.ctx, &goal)?;
-            if c.memory_bytes.is_some_and(|m| m <= bytes) {
-                fits.push((h, c));
-                if fits.len() >= 3 * req.top {
-                    break;
-                }
+        return fits
+            .into_iter()
+            .take(req.top)
+            .map(|(_, h)| candidate(base, forms, &h.shape, req.ctx, goal))
+            .collect();
+    }
+    let Some(bytes) = budget_of(goal) else {
+        return found
+            .hits
+            .iter()
+            .map(|h| candidate(base, forms, &h.shape, req.ctx, goal))
+            .collect();
+    };
+    // The largest first (by the estimate), measured exactly until enough fit.
+    let mut hits = found.hits.clone();
+    hits.sort_by_key(|h| std::cmp::Reverse(h.value));
+    let mut fits = Vec::new();
+    for h in hits {
+        let c = candidate(base, forms, &h.shape, req.ctx, goal)?;
+        if c.memory_bytes.is_some_and(|m| m <= bytes) {
+            fits.push((h, c));
+            if fits.len() >= 3 * req.top {
+                break;
             }
-        }
-        // Rank: the largest total (to 0.5% of the best), then hardware, then aspect.
-        let best = fits.iter().map(|(_, c)| c.total).max().unwrap_or(0);
-        let res = (best / 200).max(1);
-        fits.sort_by(|(ha, a), (hb, b)| {
-            ((best - a.total) / res)
-                .cmp(&((best - b.total) / res))
-                .then(ha.penalty.cmp(&hb.penalty))
-                .then(ha.aspect_gap.total_cmp(&hb.aspect_gap))
-                .then(b.total.cmp(&a.total))
-        });
-        candidates = fits.into_iter().take(req.top).map(|(_, c)| c).collect();
-    } else {
-        for h in &found.hits {
-            candidates.push(candidate(&base, &forms, &h.shape, req.ctx, &goal)?);
         }
     }
-    let (relax, extent) = if candidates.is_empty() {
-        let relax = match &goal {
-            // A training step's bound is only a bound: a relaxation counts when a shape it
-            // gives is measured to fit.
-            Goal::TrainMemory { bytes, options } => {
-                let fits = train::Fits {
-                    base: &base,
-                    options,
-                    bytes: *bytes,
-                };
-                let mut r = relaxations(req, &base, &space, &form, &fits.target(), pref, &|f| {
-                    fits.any(f, options)
-                });
-                r.extend(train::relaxations(&base, &forms, &space, &fits, pref)?);
-                r
-            }
-            _ => relaxations(req, &base, &space, &form, &target, pref, &|f| {
-                !f.hits.is_empty()
-            }),
-        };
-        (relax, search::extent(&space, &form))
-    } else {
-        (Vec::new(), None)
-    };
-    let rank_rule = match &goal {
+    // Rank: the largest total (to 0.5% of the best), then hardware, then aspect.
+    let best = fits.iter().map(|(_, c)| c.total).max().unwrap_or(0);
+    let res = (best / 200).max(1);
+    fits.sort_by(|(ha, a), (hb, b)| {
+        ((best - a.total) / res)
+            .cmp(&((best - b.total) / res))
+            .then(ha.penalty.cmp(&hb.penalty))
+            .then(ha.aspect_gap.total_cmp(&hb.aspect_gap))
+            .then(b.total.cmp(&a.total))
+    });
+    Ok(fits.into_iter().take(req.top).map(|(_, c)| c).collect())
+}
+
+/// The constraints whose relaxation alone gives shapes, where the search left none.
+fn relax(
+    req: &Request,
+    base: &Base,
+    (forms, space): (&Forms, &search::Space),
+    aim: &Objective,
+    goal: &Goal,
+    pref: search::Preference,
+) -> Result<Vec<String>, DesignError> {
+    Ok(match goal {
+        // A training step's bound is only a bound: a relaxation counts when a shape it
+        // gives is measured to fit.
+        Goal::TrainMemory { bytes, options } => {
+            let fits = train::Fits {
+                base,
+                options,
+                bytes: *bytes,
+            };
+            let mut r = relaxations(req, base, space, &aim.form, &fits.target(), pref, &|f| {
+                fits.any(f, options)
+            });
+            r.extend(train::relaxations(base, forms, space, &fits, pref)?);
+            r
+        }
+        _ => relaxations(req, base, space, &aim.form, &aim.target, pref, &|f| {
+            !f.hits.is_empty()
+        }),
+    })
+}
+
+/// How the candidates of `goal` are ranked.
+fn rank_rule(goal: &Goal, pref: search::Preference) -> String {
+    match goal {
         Goal::TrainMemory { .. } => format!(
             "largest total whose training step fits, then hidden and FFN multiples of 128, \
              then aspect d/L nearest {:.0}",
@@ -762,20 +848,7 @@ pub fn design(req: &Request) -> Result<Outcome, DesignError> {
              of 128, then aspect d/L nearest {:.0}",
             pref.aspect
         ),
-    };
-    Ok(Outcome {
-        base: base.name.clone(),
-        evaluated: found.evaluated,
-        matched: found.matched,
-        candidates,
-        space: describe_space(&space, &base),
-        rank_rule,
-        optima,
-        target: target_record,
-        relax,
-        extent,
-        forms,
-    })
+    }
 }
 
 /// Shapes a relaxation's search keeps, for a training step's check.

@@ -124,10 +124,6 @@ pub fn doc(
 
 /// The line items: weights and their storage lines, KV cache and its groups, state,
 /// activations, overhead, per GPU, total.
-#[expect(
-    clippy::too_many_lines,
-    reason = "one row after another, in the order printed"
-)]
 fn items(r: &MemoryReport, explain: bool) -> Table {
     let o = &r.options;
     let mut t = Table::new(

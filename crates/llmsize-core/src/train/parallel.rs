@@ -778,10 +778,81 @@ fn stage_layers(
 }
 
 /// The GPUs' bytes under `input.parallel`, and the most loaded one.
+///
+/// In phases: the groups' bytes on one rank by where they sit ([`Groups::of`]), the layers of
+/// each stage ([`Stages::new`]), each rank's bytes ([`rank`]), and what is estimated or worth
+/// saying ([`estimates`], [`notes`]).
 pub fn per_gpu(input: &ParallelInput<'_>) -> Result<PerGpu, SpecError> {
     let p = input.parallel;
-    let spec = input.spec;
-    validate(p, spec)?;
+    validate(p, input.spec)?;
+    let sp = sequence_split(input)?;
+    let kinds = Kinds::new(input.spec);
+    let groups = Groups::of(input, &kinds)?;
+    let stages = Stages::new(input.spec, &kinds, p)?;
+    let a = input.activations;
+    let step = Step {
+        input: *input,
+        kinds: &kinds,
+        groups: &groups,
+        stages: &stages,
+        s: u128::from(p.shard_degree()),
+        s_e: u128::from(checked::div("shard degree / ep", p.shard_degree(), p.ep)?.max(1)),
+        sp,
+        // The peak includes what is held: never floored.
+        transient: a.forward_peak.saturating_sub(a.retained),
+        kinds_used: kinds
+            .counts
+            .iter()
+            .enumerate()
+            .filter(|&(k, n)| *n > 0 && groups.per_kind.get(k).is_some())
+            .count(),
+    };
+
+    let mut best: Option<Rank> = None;
+    let mut uneven_mix = false;
+    let mut first_last: (u128, u128) = (0, 0);
+    for (stage, list) in (0u64..).zip(&stages.on_rank) {
+        let rank = rank(&step, stage, list)?;
+        uneven_mix |= !rank.proportional;
+        if rank.first {
+            first_last.0 = rank.total;
+        }
+        if rank.last {
+            first_last.1 = rank.total;
+        }
+        if best.as_ref().is_none_or(|b| rank.total > b.total) {
+            best = Some(rank);
+        }
+    }
+    // `--pp` ≥ 1 (validated): there is a rank.
+    let rank = best.ok_or_else(|| SpecError::Zero {
+        field: "--pp".into(),
+    })?;
+
+    let why = estimates(input, &groups, uneven_mix);
+    let notes = notes(p, &rank)?;
+    let (terms, cpu_terms) = terms(&rank, input, step.s, step.s_e, sp, step.transient)?;
+    let bytes = crate::train::sum(&terms, "memory per GPU")?;
+    let cpu_bytes = crate::train::sum(&cpu_terms, "CPU memory per GPU")?;
+    let most_loaded = describe(&rank, p, first_last);
+    Ok(PerGpu {
+        bytes,
+        cpu_bytes,
+        terms,
+        cpu_terms,
+        most_loaded,
+        stage: rank.stage,
+        gpus: p.gpus(),
+        notes,
+        estimate: (!why.is_empty()).then(|| why.join("; ")),
+    })
+}
+
+/// The tokens as context and sequence parallelism split them: `cp` divides the sequence,
+/// and under sequence parallelism `tp` divides each context-parallel rank's tokens. Returns
+/// whether sequence parallelism is on.
+fn sequence_split(input: &ParallelInput<'_>) -> Result<bool, SpecError> {
+    let p = input.parallel;
     if !input.seq.is_multiple_of(p.cp) {
         return Err(invalid(
             "--cp",
@@ -803,295 +874,385 @@ pub fn per_gpu(input: &ParallelInput<'_>) -> Result<PerGpu, SpecError> {
             ),
         ));
     }
-    let mut why: Vec<String> = Vec::new();
-    let mut notes: Vec<String> = Vec::new();
-    let kinds = Kinds::new(spec);
-    let tied = matches!(spec.head, OutputHead::Lm { tied: true, .. }) && p.pp > 1;
+    Ok(sp)
+}
 
-    // Every group's bytes on one rank, by where it sits.
-    let mut per_kind = vec![Pair::default(); kinds.counts.len()];
-    let mut parts: Vec<(At, Pair)> = Vec::new();
-    let (mut stored_total, mut stored_elements) = (0u128, 0u128);
-    let mut tied_copy: Option<Pair> = None;
-    let (mut extras, mut adapters) = (false, false);
-    for (i, h) in input.held.iter().enumerate() {
-        let t = input
-            .layout
-            .tensors
-            .get(i)
-            .filter(|t| !h.adapter && t.kind == h.kind && t.place == h.place);
-        let (one, expert) = local(h, t, p)?;
-        let s = states::model_states(std::slice::from_ref(&one), input.precision, input.optimizer)?;
-        let unit = Part {
-            w: s.weights_bytes,
-            g: s.gradient_bytes,
-            o: checked::sub(
-                "optimizer states − CPU step scalars",
-                s.optimizer_state_bytes,
-                s.step_bytes_cpu,
-            )?,
-            n: if h.trainable {
-                u128::from(one.elements)
-            } else {
-                0
-            },
-            q: if h.stored_bytes.is_some() {
-                u128::from(one.elements)
-            } else {
-                0
-            },
-        }
-        .times(u128::from(h.tensors))?;
-        if let Some(b) = h.stored_bytes {
-            stored_total = checked::add("quantized base bytes", stored_total, b)?;
-            stored_elements = (Checked::new(stored_elements)
-                + Checked::new(u128::from(h.elements)) * u128::from(h.tensors))
-            .get("quantized base elements")?;
-        }
-        extras |= matches!(
-            h.kind,
-            TensorKind::Matrix | TensorKind::Block | TensorKind::Vector
-        );
-        adapters |= h.adapter;
-        let pair = if expert {
-            Pair {
-                expert: unit,
-                ..Pair::default()
-            }
-        } else {
-            Pair {
-                dense: unit,
-                ..Pair::default()
-            }
+/// Every parameter group's bytes on one rank, by where it sits along the pipeline.
+#[derive(Debug, Clone, Default)]
+struct Groups {
+    /// In the layers, by global layer kind.
+    per_kind: Vec<Pair>,
+    /// Outside the layers (the tied embedding's copy on the last stage among them).
+    parts: Vec<(At, Pair)>,
+    /// A quantized base's bytes, given as one total for its elements.
+    stored_total: u128,
+    stored_elements: u128,
+    /// The token embedding's copy on the last stage: a tied head under pipeline parallelism.
+    tied_copy: Option<Pair>,
+    /// Some group is a tensor the layout does not type (a mixer, a vision tower).
+    extras: bool,
+    /// Some group is a `LoRA` adapter.
+    adapters: bool,
+}
+
+impl Groups {
+    fn of(input: &ParallelInput<'_>, kinds: &Kinds) -> Result<Self, SpecError> {
+        let p = input.parallel;
+        let tied = matches!(input.spec.head, OutputHead::Lm { tied: true, .. }) && p.pp > 1;
+        let mut g = Groups {
+            per_kind: vec![Pair::default(); kinds.counts.len()],
+            ..Groups::default()
         };
-        match kinds.at(h) {
-            At::Kind(k) => {
-                if let Some(x) = per_kind.get_mut(k) {
-                    *x = x.plus(pair)?;
-                }
+        for (i, h) in input.held.iter().enumerate() {
+            let t = input
+                .layout
+                .tensors
+                .get(i)
+                .filter(|t| !h.adapter && t.kind == h.kind && t.place == h.place);
+            let (one, expert) = local(h, t, p)?;
+            let unit = unit(input, h, &one)?.times(u128::from(h.tensors))?;
+            if let Some(b) = h.stored_bytes {
+                g.stored_total = checked::add("quantized base bytes", g.stored_total, b)?;
+                g.stored_elements = (Checked::new(g.stored_elements)
+                    + Checked::new(u128::from(h.elements)) * u128::from(h.tensors))
+                .get("quantized base elements")?;
             }
-            at => parts.push((at, pair)),
+            g.extras |= matches!(
+                h.kind,
+                TensorKind::Matrix | TensorKind::Block | TensorKind::Vector
+            );
+            g.adapters |= h.adapter;
+            let pair = if expert {
+                Pair {
+                    expert: unit,
+                    ..Pair::default()
+                }
+            } else {
+                Pair {
+                    dense: unit,
+                    ..Pair::default()
+                }
+            };
+            match kinds.at(h) {
+                At::Kind(k) => {
+                    if let Some(x) = g.per_kind.get_mut(k) {
+                        *x = x.plus(pair)?;
+                    }
+                }
+                at => g.parts.push((at, pair)),
+            }
+            if tied && g.tied_copy.is_none() && h.kind == TensorKind::TokenEmbedding && !h.adapter {
+                g.tied_copy = Some(pair);
+            }
         }
-        if tied && tied_copy.is_none() && h.kind == TensorKind::TokenEmbedding && !h.adapter {
-            tied_copy = Some(pair);
+        if let Some(copy) = g.tied_copy {
+            g.parts.push((At::Last, copy));
         }
+        Ok(g)
     }
-    if let Some(copy) = tied_copy {
-        parts.push((At::Last, copy));
-    }
-    let stored = |q: u128| -> Result<u128, Overflow> {
-        Ok(checked::mul("quantized bytes·elements", stored_total, q)?
-            .checked_div(stored_elements)
-            .unwrap_or(0))
-    };
 
-    // The layers of each stage, from the runs: O(runs + stages).
-    let layers = spec.total_layers()?;
-    let v = p.interleave;
-    let chunk = checked::div(
-        "layers / (pp·interleave)",
-        layers,
-        checked::mul("pp·interleave", p.pp, v)?,
-    )?;
-    let on_rank = stage_layers(spec, &kinds, chunk, p.pp)?;
-    let last_stage = checked::sub("pp − 1", p.pp, 1)?;
-    let rank_of = |at: At| -> Result<u64, Overflow> {
+    /// The quantized base's bytes of `q` of its elements, in proportion.
+    fn stored(&self, q: u128) -> Result<u128, Overflow> {
+        Ok(
+            checked::mul("quantized bytes·elements", self.stored_total, q)?
+                .checked_div(self.stored_elements)
+                .unwrap_or(0),
+        )
+    }
+}
+
+/// One tensor of group `h` as a rank holds it (`one`): its bytes, trained and quantized
+/// elements.
+fn unit(input: &ParallelInput<'_>, h: &Held, one: &Held) -> Result<Part, SpecError> {
+    let s = states::model_states(std::slice::from_ref(one), input.precision, input.optimizer)?;
+    Ok(Part {
+        w: s.weights_bytes,
+        g: s.gradient_bytes,
+        o: checked::sub(
+            "optimizer states − CPU step scalars",
+            s.optimizer_state_bytes,
+            s.step_bytes_cpu,
+        )?,
+        n: if h.trainable {
+            u128::from(one.elements)
+        } else {
+            0
+        },
+        q: if h.stored_bytes.is_some() {
+            u128::from(one.elements)
+        } else {
+            0
+        },
+    })
+}
+
+/// The layers of each pipeline stage, from the runs: O(runs + stages).
+struct Stages {
+    /// Layers of the model.
+    layers: u64,
+    /// Layers of one virtual stage (`c`).
+    chunk: u64,
+    pp: u64,
+    /// The last stage.
+    last: u64,
+    /// The runs of `(global kind, layers)` on each rank.
+    on_rank: Vec<Vec<(usize, u64)>>,
+}
+
+impl Stages {
+    fn new(spec: &ModelSpec, kinds: &Kinds, p: &Parallelism) -> Result<Self, SpecError> {
+        let layers = spec.total_layers()?;
+        let chunk = checked::div(
+            "layers / (pp·interleave)",
+            layers,
+            checked::mul("pp·interleave", p.pp, p.interleave)?,
+        )?;
+        Ok(Stages {
+            layers,
+            chunk,
+            pp: p.pp,
+            on_rank: stage_layers(spec, kinds, chunk, p.pp)?,
+            last: checked::sub("pp − 1", p.pp, 1)?,
+        })
+    }
+
+    /// The rank of a group outside the layers.
+    fn rank_of(&self, at: At) -> Result<u64, Overflow> {
         Ok(match at {
             At::First | At::Kind(_) => 0,
-            At::Last => last_stage,
+            At::Last => self.last,
             // No layers: every index is layer 0's.
             At::Index(i) => {
-                let virtual_stage =
-                    checked::div("layer / c", i.min(layers.saturating_sub(1)), chunk)?;
-                checked::rem("virtual stage mod pp", virtual_stage, p.pp)?
+                let virtual_stage = checked::div(
+                    "layer / c",
+                    i.min(self.layers.saturating_sub(1)),
+                    self.chunk,
+                )?;
+                checked::rem("virtual stage mod pp", virtual_stage, self.pp)?
             }
         })
+    }
+}
+
+/// What every rank's arithmetic shares.
+struct Step<'a> {
+    input: ParallelInput<'a>,
+    kinds: &'a Kinds,
+    groups: &'a Groups,
+    stages: &'a Stages,
+    /// The shard degree of dense states (`S`) and of routed experts' (`S_e`).
+    s: u128,
+    s_e: u128,
+    /// Sequence parallelism is on.
+    sp: bool,
+    /// The forward's peak beyond what is retained (the loss's transient).
+    transient: u128,
+    /// Layer kinds with layers and groups.
+    kinds_used: usize,
+}
+
+/// The bytes of pipeline stage `stage`'s GPU, holding the layer runs `list`.
+fn rank(step: &Step<'_>, stage: u64, list: &[(usize, u64)]) -> Result<Rank, SpecError> {
+    let last_stage = step.stages.last;
+    let mut rank = Rank {
+        stage,
+        first: stage == 0,
+        last: stage == last_stage,
+        tied_copy: step.groups.tied_copy.is_some() && stage == last_stage,
+        ..Rank::default()
     };
+    let units = held_on(step, list, &mut rank)?;
+    model_states_on(step, units, &mut rank)?;
+    activations_on(step, &mut rank)?;
+    rank.total = checked::sum(
+        "bytes on a rank",
+        [
+            rank.weights,
+            rank.grads,
+            rank.optimizer,
+            rank.forward()?.max(rank.step),
+        ],
+    )?;
+    Ok(rank)
+}
 
-    let s = u128::from(p.shard_degree());
-    let s_e = u128::from(checked::div("shard degree / ep", p.shard_degree(), p.ep)?.max(1));
-    let (tp, cp) = (u128::from(p.tp), u128::from(p.cp));
-    let offload = p.offload_optimizer || p.offload_params;
-    let a = input.activations;
-    // The peak includes what is held: never floored.
-    let transient = a.forward_peak.saturating_sub(a.retained);
-    let l = u128::from(layers);
-    let rep_div = if sp { tp } else { 1 };
-
-    let mut best: Option<Rank> = None;
-    let mut uneven_mix = false;
-    let mut first_last: (u128, u128) = (0, 0);
-    let n_kinds_used = kinds
-        .counts
-        .iter()
-        .enumerate()
-        .filter(|&(k, n)| *n > 0 && per_kind.get(k).is_some())
-        .count();
-    for (stage, list) in (0u64..).zip(&on_rank) {
-        let mut rank = Rank {
-            stage,
-            first: stage == 0,
-            last: stage == last_stage,
-            tied_copy: tied_copy.is_some() && stage == last_stage,
-            ..Rank::default()
+/// What the rank holds before `ZeRO`: its layers' share of each kind and the groups outside
+/// the layers on its stage. Sets its layers, `proportional` and `held`; returns the units
+/// `ZeRO`-3 gathers, as (bytes of one, how many): a layer of each kind, the groups outside
+/// the layers as one.
+fn held_on(
+    step: &Step<'_>,
+    list: &[(usize, u64)],
+    rank: &mut Rank,
+) -> Result<Vec<(u128, u64)>, SpecError> {
+    let g = step.groups;
+    let mut held = Pair::default();
+    let mut units: Vec<(u128, u64)> = Vec::new();
+    let mut distinct = 0usize;
+    rank.proportional = true;
+    for &(k, n) in list {
+        let (Some(total), Some(&count)) = (g.per_kind.get(k), step.kinds.counts.get(k)) else {
+            continue;
         };
-        let mut held = Pair::default();
-        let mut units: Vec<(u128, u64)> = Vec::new();
-        let mut distinct = 0usize;
-        rank.proportional = true;
-        for &(k, n) in list {
-            let (Some(total), Some(&count)) = (per_kind.get(k), kinds.counts.get(k)) else {
-                continue;
-            };
-            held = held.plus(total.share(u128::from(n), u128::from(count))?)?;
-            rank.layers = checked::add("layers on a rank", rank.layers, n)?;
-            let all = total.all()?;
-            let one = ((Checked::new(all.w) + stored(all.q)?) / u128::from(count.max(1)))
-                .get("(W + stored bytes) / layers of the kind")?;
-            units.push((one, n));
-            if n.checked_mul(p.pp) != Some(count) {
-                rank.proportional = false;
-            }
-            distinct = checked::add("layer kinds on a rank", distinct, 1)?;
-        }
-        if distinct != n_kinds_used {
+        held = held.plus(total.share(u128::from(n), u128::from(count))?)?;
+        rank.layers = checked::add("layers on a rank", rank.layers, n)?;
+        let all = total.all()?;
+        let one = ((Checked::new(all.w) + g.stored(all.q)?) / u128::from(count.max(1)))
+            .get("(W + stored bytes) / layers of the kind")?;
+        units.push((one, n));
+        if n.checked_mul(step.input.parallel.pp) != Some(count) {
             rank.proportional = false;
         }
-        uneven_mix |= !rank.proportional;
-        let mut root = 0u128;
-        for (at, pair) in &parts {
-            if rank_of(*at)? == stage {
-                held = held.plus(*pair)?;
-                let all = pair.all()?;
-                root = checked::sum("bytes outside the layers", [root, all.w, stored(all.q)?])?;
-            }
-        }
-        if root > 0 {
-            units.push((root, 1));
-        }
-        rank.held = held;
-        let (d, e) = (held.dense, held.expert);
-        rank.stored = (stored(d.q)?, stored(e.q)?);
-        let (wd, we) = (
-            checked::add("W_dense + stored bytes", d.w, rank.stored.0)?,
-            checked::add("W_experts + stored bytes", e.w, rank.stored.1)?,
-        );
-        let sharded = |x: u128, y: u128| {
-            checked::add("⌈dense ÷ S⌉ + ⌈experts ÷ S_e⌉", ceil(x, s), ceil(y, s_e))
-        };
-        // Weights.
-        if p.zero == 3 {
-            let w = sharded(wd, we)?;
-            if p.offload_params {
-                rank.cpu_weights = w;
-            } else {
-                rank.weights = w;
-            }
-            units.sort_by_key(|u| std::cmp::Reverse(u.0));
-            let mut two = units
-                .iter()
-                .flat_map(|&(w, n)| std::iter::repeat_n(w, if n >= 2 { 2 } else { 1 }))
-                .take(2);
-            rank.units = (two.next().unwrap_or(0), two.next().unwrap_or(0));
-            rank.gathered = checked::add("two units in flight", rank.units.0, rank.units.1)?;
-        } else {
-            rank.weights = checked::add("W_dense + W_experts", wd, we)?;
-        }
-        // Gradients.
-        if p.zero >= 2 {
-            if !offload {
-                rank.grads = sharded(d.g, e.g)?;
-            }
-        } else {
-            rank.grads = checked::add("G_dense + G_experts", d.g, e.g)?;
-        }
-        // Optimizer states and master weights.
-        let opt = if p.zero >= 1 {
-            sharded(d.o, e.o)?
-        } else {
-            checked::add("O_dense + O_experts", d.o, e.o)?
-        };
-        if offload {
-            rank.cpu_optimizer = opt;
-            rank.cpu_grads = if input.precision == Precision::Mixed {
-                sharded(
-                    checked::mul("4·N_dense", d.n, 4)?,
-                    checked::mul("4·N_experts", e.n, 4)?,
-                )?
-            } else {
-                sharded(d.g, e.g)?
-            };
-        } else {
-            rank.optimizer = opt;
-        }
-        // The optimizer step's fp32 copy of the gradient partition.
-        if input.precision == Precision::Mixed && p.zero >= 1 && !offload {
-            let elements = sharded(d.n, e.n)?;
-            let elements = if p.zero == 3 {
-                elements.min(ZERO3_SUB_GROUP)
-            } else {
-                elements
-            };
-            rank.step = checked::mul("4·⌈N_trained ÷ S⌉", elements, 4)?;
-        }
-        // Activations of the micro-batches in flight.
-        let m = p.micro_batches;
-        rank.chunks = if v == 1 {
-            checked::sub("pp − stage", p.pp, stage)?.min(m)
-        } else {
-            // saturates: harmless, a bound of `min` (a true m·v above u64::MAX loses to the
-            // other side either way).
-            let bound = m.saturating_mul(v);
-            ((Checked::new(p.pp) - stage - 1u64) * 2u64 + (Checked::new(v) - 1u64) * p.pp + 1u64)
-                .get("2·(pp − stage − 1) + (v − 1)·pp + 1")?
-                .min(bound)
-        };
-        let layer_mb = checked::mul("chunks·c", u128::from(rank.chunks), u128::from(chunk))?;
-        let tp_cp = checked::mul("tp·cp", tp, cp)?;
-        rank.act_layers = checked::add(
-            "activations of the layers in flight",
-            scaled(
-                "A_heads·layers in flight",
-                a.layer_sharded,
-                layer_mb,
-                checked::mul("L·tp·cp", l, tp_cp)?,
-            )?,
-            scaled(
-                "A_width·layers in flight",
-                a.layer_replicated,
-                layer_mb,
-                (Checked::new(l) * rep_div * cp).get("L·(tp under SP)·cp")?,
-            )?,
-        )?;
-        if rank.last {
-            rank.act_outside = ceil(a.outside, tp_cp);
-            rank.act_transient = ceil(transient, tp_cp);
-        }
-        rank.total = checked::sum(
-            "bytes on a rank",
-            [
-                rank.weights,
-                rank.grads,
-                rank.optimizer,
-                rank.forward()?.max(rank.step),
-            ],
-        )?;
-        if rank.first {
-            first_last.0 = rank.total;
-        }
-        if rank.last {
-            first_last.1 = rank.total;
-        }
-        if best.as_ref().is_none_or(|b| rank.total > b.total) {
-            best = Some(rank);
+        distinct = checked::add("layer kinds on a rank", distinct, 1)?;
+    }
+    if distinct != step.kinds_used {
+        rank.proportional = false;
+    }
+    let mut root = 0u128;
+    for (at, pair) in &g.parts {
+        if step.stages.rank_of(*at)? == rank.stage {
+            held = held.plus(*pair)?;
+            let all = pair.all()?;
+            root = checked::sum("bytes outside the layers", [root, all.w, g.stored(all.q)?])?;
         }
     }
-    // `--pp` ≥ 1 (validated): there is a rank.
-    let rank = best.ok_or_else(|| SpecError::Zero {
-        field: "--pp".into(),
-    })?;
+    if root > 0 {
+        units.push((root, 1));
+    }
+    rank.held = held;
+    Ok(units)
+}
 
-    // Estimates and notes.
+/// The rank's weights, gradients, optimizer states and the optimizer step's fp32 gradient
+/// copy under `ZeRO` and offload; `units` are what `ZeRO`-3 gathers (see [`held_on`]).
+fn model_states_on(
+    step: &Step<'_>,
+    mut units: Vec<(u128, u64)>,
+    rank: &mut Rank,
+) -> Result<(), SpecError> {
+    let p = step.input.parallel;
+    let (s, s_e) = (step.s, step.s_e);
+    let offload = p.offload_optimizer || p.offload_params;
+    let (d, e) = (rank.held.dense, rank.held.expert);
+    rank.stored = (step.groups.stored(d.q)?, step.groups.stored(e.q)?);
+    let (wd, we) = (
+        checked::add("W_dense + stored bytes", d.w, rank.stored.0)?,
+        checked::add("W_experts + stored bytes", e.w, rank.stored.1)?,
+    );
+    let sharded =
+        |x: u128, y: u128| checked::add("⌈dense ÷ S⌉ + ⌈experts ÷ S_e⌉", ceil(x, s), ceil(y, s_e));
+    // Weights.
+    if p.zero == 3 {
+        let w = sharded(wd, we)?;
+        if p.offload_params {
+            rank.cpu_weights = w;
+        } else {
+            rank.weights = w;
+        }
+        units.sort_by_key(|u| std::cmp::Reverse(u.0));
+        let mut two = units
+            .iter()
+            .flat_map(|&(w, n)| std::iter::repeat_n(w, if n >= 2 { 2 } else { 1 }))
+            .take(2);
+        rank.units = (two.next().unwrap_or(0), two.next().unwrap_or(0));
+        rank.gathered = checked::add("two units in flight", rank.units.0, rank.units.1)?;
+    } else {
+        rank.weights = checked::add("W_dense + W_experts", wd, we)?;
+    }
+    // Gradients.
+    if p.zero >= 2 {
+        if !offload {
+            rank.grads = sharded(d.g, e.g)?;
+        }
+    } else {
+        rank.grads = checked::add("G_dense + G_experts", d.g, e.g)?;
+    }
+    // Optimizer states and master weights.
+    let opt = if p.zero >= 1 {
+        sharded(d.o, e.o)?
+    } else {
+        checked::add("O_dense + O_experts", d.o, e.o)?
+    };
+    let mixed = step.input.precision == Precision::Mixed;
+    if offload {
+        rank.cpu_optimizer = opt;
+        rank.cpu_grads = if mixed {
+            sharded(
+                checked::mul("4·N_dense", d.n, 4)?,
+                checked::mul("4·N_experts", e.n, 4)?,
+            )?
+        } else {
+            sharded(d.g, e.g)?
+        };
+    } else {
+        rank.optimizer = opt;
+    }
+    // The optimizer step's fp32 copy of the gradient partition.
+    if mixed && p.zero >= 1 && !offload {
+        let elements = sharded(d.n, e.n)?;
+        let elements = if p.zero == 3 {
+            elements.min(ZERO3_SUB_GROUP)
+        } else {
+            elements
+        };
+        rank.step = checked::mul("4·⌈N_trained ÷ S⌉", elements, 4)?;
+    }
+    Ok(())
+}
+
+/// The activations of the micro-batches in flight on the rank, and on the last stage what
+/// lives outside the layers and the loss's transient.
+fn activations_on(step: &Step<'_>, rank: &mut Rank) -> Result<(), SpecError> {
+    let p = step.input.parallel;
+    let a = step.input.activations;
+    let (m, v) = (p.micro_batches, p.interleave);
+    rank.chunks = if v == 1 {
+        checked::sub("pp − stage", p.pp, rank.stage)?.min(m)
+    } else {
+        // saturates: harmless, a bound of `min` (a true m·v above u64::MAX loses to the
+        // other side either way).
+        let bound = m.saturating_mul(v);
+        ((Checked::new(p.pp) - rank.stage - 1u64) * 2u64 + (Checked::new(v) - 1u64) * p.pp + 1u64)
+            .get("2·(pp − stage − 1) + (v − 1)·pp + 1")?
+            .min(bound)
+    };
+    let (tp, cp) = (u128::from(p.tp), u128::from(p.cp));
+    let l = u128::from(step.stages.layers);
+    let rep_div = if step.sp { tp } else { 1 };
+    let layer_mb = checked::mul(
+        "chunks·c",
+        u128::from(rank.chunks),
+        u128::from(step.stages.chunk),
+    )?;
+    let tp_cp = checked::mul("tp·cp", tp, cp)?;
+    rank.act_layers = checked::add(
+        "activations of the layers in flight",
+        scaled(
+            "A_heads·layers in flight",
+            a.layer_sharded,
+            layer_mb,
+            checked::mul("L·tp·cp", l, tp_cp)?,
+        )?,
+        scaled(
+            "A_width·layers in flight",
+            a.layer_replicated,
+            layer_mb,
+            (Checked::new(l) * rep_div * cp).get("L·(tp under SP)·cp")?,
+        )?,
+    )?;
+    if rank.last {
+        rank.act_outside = ceil(a.outside, tp_cp);
+        rank.act_transient = ceil(step.transient, tp_cp);
+    }
+    Ok(())
+}
+
+/// Why the placement is an estimate (`uneven_mix`: the stages hold different mixes of
+/// layer kinds).
+fn estimates(input: &ParallelInput<'_>, groups: &Groups, uneven_mix: bool) -> Vec<String> {
+    let p = input.parallel;
+    let spec = input.spec;
+    let mut why: Vec<String> = Vec::new();
     if p.pp > 1 && uneven_mix {
         why.push(
             "the stages hold different mixes of layer kinds, and the activations are spread over the stages in proportion to their layers (the split gives totals only)".into(),
@@ -1112,10 +1273,10 @@ pub fn per_gpu(input: &ParallelInput<'_>) -> Result<PerGpu, SpecError> {
                 p.tp
             ));
         }
-        if extras {
+        if groups.extras {
             why.push("tensors the layout does not type (mixers, vision towers) are kept whole on every tensor-parallel rank".into());
         }
-        if adapters {
+        if groups.adapters {
             why.push("LoRA adapters are kept whole on every tensor-parallel rank (Megatron-style LoRA splits one of A and B)".into());
         }
     }
@@ -1125,12 +1286,18 @@ pub fn per_gpu(input: &ParallelInput<'_>) -> Result<PerGpu, SpecError> {
             p.cp
         ));
     }
-    if stored_elements > 0 && (p.tp > 1 || p.pp > 1 || p.zero == 3) {
+    if groups.stored_elements > 0 && (p.tp > 1 || p.pp > 1 || p.zero == 3) {
         why.push("the quantized base's bytes are spread over the ranks in proportion to their parameters".into());
     }
     if spec.stacks.len() > 1 && p.pp > 1 {
         why.push("an encoder-decoder's stacks are split as one sequence of layers".into());
     }
+    why
+}
+
+/// Facts about the setup worth saying, for the most loaded `rank`.
+fn notes(p: &Parallelism, rank: &Rank) -> Result<Vec<String>, Overflow> {
+    let mut notes: Vec<String> = Vec::new();
     if p.zero >= 1 && p.shard_degree() == 1 {
         notes.push(format!(
             "ZeRO-{} over one data-parallel rank shards nothing",
@@ -1153,22 +1320,7 @@ pub fn per_gpu(input: &ParallelInput<'_>) -> Result<PerGpu, SpecError> {
             thousands_u128(rank.step)
         ));
     }
-
-    let (terms, cpu_terms) = terms(&rank, input, s, s_e, sp, transient)?;
-    let bytes = crate::train::sum(&terms, "memory per GPU")?;
-    let cpu_bytes = crate::train::sum(&cpu_terms, "CPU memory per GPU")?;
-    let most_loaded = describe(&rank, p, first_last);
-    Ok(PerGpu {
-        bytes,
-        cpu_bytes,
-        terms,
-        cpu_terms,
-        most_loaded,
-        stage: rank.stage,
-        gpus: p.gpus(),
-        notes,
-        estimate: (!why.is_empty()).then(|| why.join("; ")),
-    })
+    Ok(notes)
 }
 
 /// `DeepSpeed` ZeRO-3's default `sub_group_size`: the step's fp32 gradient copy is made one

@@ -115,6 +115,14 @@ struct Dims {
     e: u128,
 }
 
+impl Dims {
+    /// Bytes per element of a tensor's fp32 upcast (the logits', the scores'): none where the
+    /// dtype is fp32 already.
+    fn upcast(self) -> u128 {
+        if self.e == 4 { 0 } else { 4 }
+    }
+}
+
 /// How a family's `RMSNorm` computes (what it saves is below, in [`norm`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum NormStyle {
@@ -359,8 +367,56 @@ impl LayerOut {
     }
 }
 
+/// Which of a layer's tensors require grad, named by the `Linear`s that read them: an
+/// adapter saves its dropout's noise only where its input requires grad.
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "one switch per input a Linear reads, each read by its role"
+)]
+#[derive(Debug, Clone, Copy)]
+struct InputGrads {
+    /// The attention block's input (q, k, v read it).
+    qkv: bool,
+    /// The attention output (`o_proj` reads it).
+    o: bool,
+    /// The MLP block's input (gate and up read it).
+    mlp_in: bool,
+    /// `act(gate)·up` (down reads it).
+    down: bool,
+}
+
+impl InputGrads {
+    fn of(self, role: Role) -> bool {
+        match role {
+            Role::Qkv => self.qkv,
+            Role::O => self.o,
+            Role::MlpIn => self.mlp_in,
+            Role::Down => self.down,
+            Role::Other => true,
+        }
+    }
+}
+
+/// Which of q, k and v require grad.
+#[derive(Debug, Clone, Copy)]
+struct Qkv {
+    q: bool,
+    k: bool,
+    v: bool,
+}
+
+impl Qkv {
+    fn any(self) -> bool {
+        self.q || self.k || self.v
+    }
+}
+
 /// The bytes of one layer: `grad_in` says whether its input requires grad, `full` whether its
 /// base weights are trained (full fine-tuning) or frozen (`LoRA`), `ads` its adapters.
+///
+/// The layer is walked in its forward's order — the attention block's input, attention, the
+/// MLP block's input, the MLP, the adapters — each step learning from the one before which
+/// of its tensors require grad.
 fn layer(
     cx: &Cx<'_>,
     sh: &Shape,
@@ -368,364 +424,73 @@ fn layer(
     grad_in: bool,
     ads: &Ads,
 ) -> Result<LayerOut, SpecError> {
-    let Dims { b, s, t, d, e, .. } = cx.dm;
+    let Dims { t, d, e, .. } = cx.dm;
     let tw = full;
-    let ns = cx.norm_style;
     let pre_norm = cx.style != LayerStyle::Olmo2;
     let post_norms = matches!(cx.style, LayerStyle::Gemma2 | LayerStyle::Olmo2);
     let mut out = LayerOut {
         input_saved: if pre_norm { e == 4 && grad_in } else { tw },
         ..LayerOut::default()
     };
-    let mut parts = Vec::new();
 
     // The attention block's input: a pre-norm, or (OLMo 2) the residual stream itself.
     let block_in_grad = if pre_norm { grad_in || tw } else { grad_in };
-    if pre_norm {
-        let mut sum = Sum::default();
-        norm(
-            &mut sum,
-            ns,
-            ("Td", &[t, d]),
-            ("T", &[t]),
-            d,
-            grad_in,
-            tw,
-            tw,
-            e,
-        )?;
-        out.before_scores = sum.value;
-        out.norm_out.add("eTd", &[e, t, d])?;
-        push(
-            &mut parts,
-            "attention_norm",
-            norm_what("the attention block's RMSNorm", ns, grad_in, tw, tw),
-            Place::Replicated,
-            sum,
-        );
-    } else if tw {
-        let mut sum = Sum::default();
-        sum.add("eTd", &[e, t, d])?;
-        out.before_scores = sum.value;
-        push(
-            &mut parts,
+    out.before_scores = block_input(
+        cx,
+        &mut out.parts,
+        pre_norm,
+        ("attention_norm", "the attention block's RMSNorm"),
+        (
             "attention_input",
             "the layer input, which q, k and v read directly (post-norm layer)",
-            Place::Replicated,
-            sum,
-        );
+        ),
+        grad_in,
+        tw,
+    )?;
+    if pre_norm {
+        out.norm_out.add("eTd", &[e, t, d])?;
     }
 
-    let q_g = block_in_grad || tw || ads.q;
-    let k_g = block_in_grad || tw || ads.k;
-    let v_g = block_in_grad || tw || ads.v;
-    let any = q_g || k_g || v_g;
+    let qkv = Qkv {
+        q: block_in_grad || tw || ads.q,
+        k: block_in_grad || tw || ads.k,
+        v: block_in_grad || tw || ads.v,
+    };
     let mut attn_out_g = ads.o || tw;
-
     if let Some(at) = &sh.attention {
-        let AttnShape { h, kv, a, k, .. } = *at;
-        let qk_style = if ns == NormStyle::Olmo {
-            NormStyle::Olmo
-        } else {
-            NormStyle::Llama
-        };
-        // q/k norms (Qwen3 per head, OLMo 2 over the full width): their output goes to RoPE.
-        for (name, dim, width, wsym, heads, g) in [
-            ("q", at.q_norm, a, "A", h, q_g),
-            ("k", at.k_norm, k, "K", kv, k_g),
-        ] {
-            let Some(dim) = dim else { continue };
-            let rows = width.div_ceil(dim.max(1));
-            let (rsym, rf): (String, Vec<u128>) = if rows == 1 {
-                ("T".into(), vec![t])
-            } else if rows == heads {
-                (
-                    format!("T·{}", if name == "q" { "H" } else { "KV" }),
-                    vec![t, rows],
-                )
-            } else {
-                (format!("T·{rows}"), vec![t, rows])
-            };
-            let mut sum = Sum::default();
-            norm(
-                &mut sum,
-                qk_style,
-                (&format!("T{wsym}"), &[t, width]),
-                (&rsym, &rf),
-                dim,
-                g,
-                tw,
-                false,
-                e,
-            )?;
-            out.before_scores =
-                checked::add("saved before the scores", out.before_scores, sum.value)?;
-            push(
-                &mut parts,
-                &format!("{name}_norm"),
-                norm_what(&format!("the {name} norm"), qk_style, g, tw, false),
-                Place::Sharded,
-                sum,
-            );
-        }
-
-        let a2k = (Checked::new(a) + Checked::new(k) * 2u128).get("A + 2K")?;
-        let mask = !cx.eager && at.window.is_some_and(|w| cx.dm.s > w);
-        let repeat = kv < h && (cx.eager || mask || at.hd > 256);
-        let (kvw, kv_sym) = if repeat { (a, "A") } else { (k, "K") };
-        let fused_view = at.fused_qkv && !repeat;
-        let u = [b, h, s, s];
-        out.scores = checked::product("bHs²", u)?;
-        let mut sum = Sum::default();
-        let what;
-        if cx.eager {
-            // q·kᵀ saves q for kᵀ's gradient and kᵀ for q's; the softmax its fp32 output;
-            // probs·v saves the probabilities (cast to the dtype) for v's gradient and v for the
-            // probabilities'; o_proj its (contiguous) input for its weight's gradient.
-            // One KV head at batch 1: `repeat_kv` and the matmul's batch folding stay views,
-            // so k and v are saved at KV heads (as Falcon's multi-query attention).
-            let mqa_view = kv == 1 && kv < h && b == 1;
-            let mut items = Vec::new();
-            if k_g {
-                sum.add("eTA", &[e, t, a])?;
-                items.push("q");
-            }
-            if q_g {
-                if mqa_view {
-                    sum.add("eTK", &[e, t, k])?;
-                    items.push("kᵀ (a broadcast view of the single KV head)");
-                } else {
-                    sum.add("eTA", &[e, t, a])?;
-                    items.push("kᵀ at H heads");
-                }
-            }
-            if q_g || k_g {
-                if cx.style == LayerStyle::Gemma2 {
-                    sum.add("e·bHs²", &[e, b, h, s, s])?;
-                    out.tanh = checked::product("e·bHs²", [e, b, h, s, s])?;
-                    items.push("tanh of the soft-capped scores");
-                }
-                sum.add("4bHs²", &[4, b, h, s, s])?;
-                items.push("fp32 softmax");
-                if at.fused_qkv && b == 1 && kv == h {
-                    sum.add("eT(A+2K)", &[e, t, a2k])?;
-                    items.push("v (a view: the whole fused qkv output)");
-                } else if mqa_view {
-                    sum.add("eTK", &[e, t, k])?;
-                    items.push("v (a broadcast view of the single KV head)");
-                } else {
-                    sum.add("eTA", &[e, t, a])?;
-                    items.push("v at H heads");
-                }
-            }
-            if v_g {
-                if e != 4 {
-                    sum.add("e·bHs²", &[e, b, h, s, s])?;
-                    items.push("its cast to the dtype");
-                } else if !(q_g || k_g) {
-                    sum.add("4bHs²", &[4, b, h, s, s])?;
-                    items.push("the probabilities");
-                }
-            }
-            if tw {
-                sum.add("eTA", &[e, t, a])?;
-                items.push("o_proj input");
-            }
-            what = format!("eager attention: {}", items.join(", "));
-            // At the softmax: q after RoPE, k after RoPE, v (or the fused qkv output), and
-            // k, v repeated to H heads where there are fewer KV heads.
-            let ops = &mut out.operands;
-            ops.add("eTA", &[e, t, a])?;
-            ops.add("eTK", &[e, t, k])?;
-            if at.fused_qkv {
-                ops.add("eT(A+2K)", &[e, t, a2k])?;
-            } else {
-                ops.add("eTK", &[e, t, k])?;
-            }
-            // Beyond batch 1 the matmul folds [b, H] into one dimension: q and k after RoPE,
-            // laid out [b, s, H, hd] (unless sliced from a fused qkv output), are copied.
-            let fold = b > 1 && !at.fused_qkv;
-            if fold {
-                ops.add("eTA", &[e, t, a])?;
-            }
-            if kv == h {
-                if fold {
-                    ops.add("eTA", &[e, t, a])?;
-                }
-            } else if kv == 1 {
-                // One KV head: repeat_kv is a broadcast view, copied by the fold.
-                if b > 1 {
-                    ops.add("eTA", &[e, t, a])?;
-                }
-            } else {
-                ops.add("2eTA", &[2, e, t, a])?;
-            }
-        } else if any {
-            let mut items = vec!["q, k after RoPE"];
-            sum.add("eTA", &[e, t, a])?;
-            sum.add(format!("eT{kv_sym}"), &[e, t, kvw])?;
-            if fused_view {
-                sum.add("eT(A+2K)", &[e, t, a2k])?;
-                items.push("the fused qkv output (v is a view of it)");
-            } else {
-                sum.add(format!("eT{kv_sym}"), &[e, t, kvw])?;
-                items.push("v");
-            }
-            sum.add("eTA", &[e, t, a])?;
-            items.push("the SDPA output");
-            // CUDA: FlashAttention for 16-bit without a mask, else memory-efficient attention,
-            // whose logsumexp is padded to a multiple of 32 in s.
-            let efficient = cx.cuda && (e == 4 || mask || at.hd > 256);
-            if efficient {
-                let s32 = (Checked::new(s).div_ceil(32u128) * 32u128).get("⌈s⌉₃₂")?;
-                sum.add("4bH·⌈s⌉₃₂", &[4, b, h, s32])?;
-            } else {
-                sum.add("4bHs", &[4, b, h, s])?;
-            }
-            items.push("fp32 logsumexp");
-            if cx.cuda {
-                sum.add("16", &[16])?;
-                items.push(if efficient {
-                    "the philox seed and offset (CUDA memory-efficient attention, its logsumexp padded to 32 in s: derived from the documented kernel, not measured)"
-                } else {
-                    "the philox seed and offset (CUDA FlashAttention: derived from the documented kernel, not measured)"
-                });
-            }
-            if at.fused_qkv && tw {
-                // q after RoPE of a slice of the fused output is laid out [b, H, s, hd], and so
-                // is the SDPA output: o_proj's input is a contiguous copy.
-                sum.add("eTA", &[e, t, a])?;
-                items.push("a contiguous o_proj input");
-            }
-            if repeat {
-                items.push("k and v repeated to H heads (no GQA in SDPA here)");
-            }
-            what = format!("SDPA: {}", items.join(", "));
-        } else {
-            what = String::new();
-        }
-        if cx.attention_dropout {
-            // Not derived (no RMSNorm family of the truth has attention dropout): the CPU
-            // keeps a dtype-sized noise tensor and the dropped probabilities; CUDA a bool mask.
-            let noise = if cx.cuda { 1 } else { e };
-            let bytes = checked::add("noise + e", noise, e)?;
-            sum.add("(noise + e)·bHs²", &[bytes, b, h, s, s])?;
-        }
-        push(&mut parts, "attention", what, Place::Sharded, sum);
-        if mask && any {
-            let mut m = Sum::default();
-            m.add("e·b·s²", &[e, b, s, s])?;
-            push(
-                &mut parts,
-                "window_mask",
-                "the sliding-window mask, converted to the dtype by every layer's SDPA (s > window)",
-                Place::Replicated,
-                m,
-            );
-        }
-        attn_out_g = attn_out_g || any;
+        attention(cx, at, tw, qkv, &mut out)?;
+        attn_out_g = attn_out_g || qkv.any();
     }
 
     let mid_g = grad_in || attn_out_g;
     if post_norms {
-        let mut sum = Sum::default();
-        norm(
-            &mut sum,
-            ns,
-            ("Td", &[t, d]),
-            ("T", &[t]),
-            d,
+        stream_norm(
+            cx,
+            &mut out.parts,
+            ("attention_post_norm", "the attention output's RMSNorm"),
+            Place::Replicated,
             attn_out_g,
             tw,
             false,
-            e,
         )?;
-        push(
-            &mut parts,
-            "attention_post_norm",
-            norm_what("the attention output's RMSNorm", ns, attn_out_g, tw, false),
-            Place::Replicated,
-            sum,
-        );
     }
     // The MLP block norm's output is saved by the trained gate/up (or router) weights.
-    let trained_consumer = tw;
-    if pre_norm {
-        let mut sum = Sum::default();
-        norm(
-            &mut sum,
-            ns,
-            ("Td", &[t, d]),
-            ("T", &[t]),
-            d,
-            mid_g,
-            tw,
-            trained_consumer,
-            e,
-        )?;
-        push(
-            &mut parts,
-            "mlp_norm",
-            norm_what("the MLP block's RMSNorm", ns, mid_g, tw, trained_consumer),
-            Place::Replicated,
-            sum,
-        );
-    } else if tw {
-        let mut sum = Sum::default();
-        sum.add("eTd", &[e, t, d])?;
-        push(
-            &mut parts,
+    block_input(
+        cx,
+        &mut out.parts,
+        pre_norm,
+        ("mlp_norm", "the MLP block's RMSNorm"),
+        (
             "mlp_input",
             "the residual stream after attention, which the MLP reads directly (post-norm layer)",
-            Place::Replicated,
-            sum,
-        );
-    }
+        ),
+        mid_g,
+        tw,
+    )?;
     let ffn_in_g = if pre_norm { mid_g || tw } else { mid_g };
 
-    let mut mlp_out_g = false;
-    let mut down_in_g = false;
-    match &sh.ffn {
-        FfnShape::Dense { f, gated } => {
-            let f = *f;
-            let gate_g = ffn_in_g || tw || ads.gate;
-            let up_g = ffn_in_g || tw || ads.up;
-            // Each item is one `[T, F]` tensor in the dtype.
-            let mut items = Vec::new();
-            if *gated {
-                if gate_g {
-                    items.push("gate output");
-                    items.push("up output");
-                }
-                if up_g {
-                    items.push("act(gate)");
-                }
-                down_in_g = gate_g || up_g;
-            } else {
-                if up_g {
-                    items.push("up output");
-                }
-                down_in_g = up_g;
-            }
-            if tw {
-                items.push(if *gated {
-                    "act(gate)·up (down_proj input)"
-                } else {
-                    "act(up) (down_proj input)"
-                });
-            }
-            let count = items.len() as u128;
-            let mut sum = Sum::default();
-            sum.add(format!("{count}eTF"), &[count, e, t, f])?;
-            push(
-                &mut parts,
-                "mlp",
-                format!("MLP: {}", items.join(", ")),
-                Place::Sharded,
-                sum,
-            );
-            mlp_out_g = down_in_g || tw || ads.down;
-        }
+    let (mlp_out_g, down_in_g) = match &sh.ffn {
+        FfnShape::Dense { f, gated } => dense_mlp(cx, (*f, *gated), tw, ffn_in_g, ads, &mut out)?,
         FfnShape::Moe {
             experts,
             k,
@@ -733,220 +498,639 @@ fn layer(
             shared,
             ..
         } => {
-            let (en, k, fm) = (*experts, *k, *fm);
             let active = ffn_in_g
                 || tw
                 || ads.router
                 || ads.expert_gate_up.is_some()
                 || ads.expert_down.is_some();
             if active {
-                let mut router = Sum::default();
-                router.add("4TE", &[4, t, en])?;
-                router.add("4E", &[4, en])?;
-                let mut what_router =
-                    String::from("router: fp32 softmax over the experts, int32 offsets per expert");
-                if ads.router {
-                    router.add("eTd", &[e, t, d])?;
-                    router.add("edE", &[e, d, en])?;
-                    what_router.push_str(
-                        "; LoRA on the router (peft ParamWrapper): its input and the merged weight W + B·A",
-                    );
-                }
-                push(
-                    &mut parts,
-                    "moe_router",
-                    what_router,
-                    Place::Sharded,
-                    router,
-                );
-                let mut routing = Sum::default();
-                routing.add("4T", &[4, t])?;
-                let c = if cx.routing_in_dtype {
-                    checked::add("36 + e", 36, e)?
-                } else {
-                    40
-                };
-                routing.add(format!("{c}Tk"), &[c, t, k])?;
-                push(
-                    &mut parts,
-                    "moe_routing",
-                    if cx.routing_in_dtype {
-                        "routing: top-k renormalisation, int64 top-k indices, token index, sort and inverse permutations; top-k and per-row weights in the dtype"
-                    } else {
-                        "routing: top-k renormalisation, int64 top-k indices, token index, sort and inverse permutations; fp32 top-k and per-row weights"
-                    },
-                    Place::Replicated,
-                    routing,
-                );
-                let mut rows = Sum::default();
-                let mut inner = Sum::default();
-                let mut row_items = Vec::new();
-                let mut inner_items = vec![
-                    "gate_up output (saved by act through its views)",
-                    "act(gate)",
-                ];
-                if tw || ads.expert_gate_up.is_some() {
-                    rows.add("eTkd", &[e, t, k, d])?;
-                    row_items.push("the gathered inputs");
-                }
-                rows.add("eTkd", &[e, t, k, d])?;
-                row_items.push("the down outputs");
-                inner.add("3eTkFm", &[3, e, t, k, fm])?;
-                if tw || ads.expert_down.is_some() {
-                    inner.add("eTkFm", &[e, t, k, fm])?;
-                    inner_items.push("act·up (down's input)");
-                }
-                push(
-                    &mut parts,
-                    "experts",
-                    format!(
-                        "routed experts (grouped_mm), one row per (token, expert): {}",
-                        row_items.join(", ")
-                    ),
-                    Place::Replicated,
-                    rows,
-                );
-                push(
-                    &mut parts,
-                    "experts_inner",
-                    format!(
-                        "routed experts at their inner width Fm: {}",
-                        inner_items.join(", ")
-                    ),
-                    Place::Sharded,
-                    inner,
-                );
-                let mut merged = Sum::default();
-                if let Some(p) = ads.expert_gate_up {
-                    merged.add("2eEdFm", &[2, e, en, d, fm])?;
-                    merged.add("e·P_gate_up", &[e, p])?;
-                }
-                if let Some(p) = ads.expert_down {
-                    merged.add("eEdFm", &[e, en, d, fm])?;
-                    merged.add("e·P_down", &[e, p])?;
-                }
-                push(
-                    &mut parts,
-                    "experts_merged",
-                    "peft ParamWrapper on the 3-D expert tensors: the merged weights W + B·A, rebuilt and saved every forward, and the dtype copies of the LoRA factors",
-                    Place::Sharded,
-                    merged,
-                );
-                if let Some(fs) = shared {
-                    let mut sum = Sum::default();
-                    let c = if tw { 4 } else { 3 };
-                    sum.add(format!("{c}eTF_s"), &[c, e, t, *fs])?;
-                    push(
-                        &mut parts,
-                        "shared_expert",
-                        "the shared expert's MLP (as a dense MLP)",
-                        Place::Sharded,
-                        sum,
-                    );
-                }
-                // At the peak of a checkpointed layer: the experts put their weighted rows back
-                // in order (`weighted_out[inv_perm]`), holding (beyond the layer inputs) the
-                // residual, the router's input and logits, the routing tensors, the gathered
-                // inputs, the down outputs, the weighted rows and their reordered copy.
-                let w = if cx.routing_in_dtype { e } else { 4 };
-                let w36 = (Checked::new(w) * 2u128 + 36u128).get("2w + 36")?;
-                let wp2 = checked::mul("2·max(w, e)", w.max(e), 2)?;
-                let mut pk = Sum::default();
-                pk.add("2eTd", &[2, e, t, d])?;
-                pk.add("eTE", &[e, t, en])?;
-                pk.add(format!("({w36})Tk"), &[w36, t, k])?;
-                pk.add("2eTkd", &[2, e, t, k, d])?;
-                pk.add(format!("{wp2}Tkd"), &[wp2, t, k, d])?;
-                pk.add("8E", &[8, en])?;
-                if let Some(p) = ads.expert_gate_up {
-                    pk.add("2eEdFm", &[2, e, en, d, fm])?;
-                    pk.add("e·P_gate_up", &[e, p])?;
-                }
-                if let Some(p) = ads.expert_down {
-                    pk.add("eEdFm", &[e, en, d, fm])?;
-                    pk.add("e·P_down", &[e, p])?;
-                }
-                out.moe_peak = Some(pk);
+                moe(cx, (*experts, *k, *fm), *shared, tw, ads, &mut out)?;
             }
-            mlp_out_g = active;
-            down_in_g = active;
+            (active, active)
         }
-        FfnShape::Absent => {}
-    }
+        FfnShape::Absent => (false, false),
+    };
 
     if post_norms && !matches!(sh.ffn, FfnShape::Absent) {
+        stream_norm(
+            cx,
+            &mut out.parts,
+            ("mlp_post_norm", "the MLP output's RMSNorm"),
+            Place::Replicated,
+            mlp_out_g,
+            tw,
+            false,
+        )?;
+    }
+
+    if let Some(plan) = cx.lora {
+        let grads = InputGrads {
+            qkv: block_in_grad,
+            o: qkv.any(),
+            mlp_in: ffn_in_g,
+            down: down_in_g,
+        };
+        linear_adapters(cx, plan, &ads.lin, grads, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// An `RMSNorm` over the residual stream (`[T, d]`, one `rsqrt` per token) as one part named
+/// `key` (`name` in its description); returns its bytes.
+fn stream_norm(
+    cx: &Cx<'_>,
+    parts: &mut Vec<Part>,
+    (key, name): (&str, &str),
+    place: Place,
+    grad_in: bool,
+    trained: bool,
+    out_saved: bool,
+) -> Result<u128, SpecError> {
+    let Dims { t, d, e, .. } = cx.dm;
+    let ns = cx.norm_style;
+    let mut sum = Sum::default();
+    norm(
+        &mut sum,
+        ns,
+        ("Td", &[t, d]),
+        ("T", &[t]),
+        d,
+        grad_in,
+        trained,
+        out_saved,
+        e,
+    )?;
+    let value = sum.value;
+    push(
+        parts,
+        key,
+        norm_what(name, ns, grad_in, trained, out_saved),
+        place,
+        sum,
+    );
+    Ok(value)
+}
+
+/// What a block (attention or MLP) saves of its input: its pre-norm (`norm`: key and name),
+/// whose output the trained weights of the block's first `Linear`s read; or, in a
+/// post-norm layer, the residual stream itself where those weights are trained (`stream`:
+/// key and description). Returns the bytes.
+fn block_input(
+    cx: &Cx<'_>,
+    parts: &mut Vec<Part>,
+    pre_norm: bool,
+    norm: (&str, &str),
+    (stream_key, stream_what): (&str, &str),
+    grad_in: bool,
+    tw: bool,
+) -> Result<u128, SpecError> {
+    if pre_norm {
+        return stream_norm(cx, parts, norm, Place::Replicated, grad_in, tw, tw);
+    }
+    if !tw {
+        return Ok(0);
+    }
+    let Dims { t, d, e, .. } = cx.dm;
+    let mut sum = Sum::default();
+    sum.add("eTd", &[e, t, d])?;
+    let value = sum.value;
+    push(parts, stream_key, stream_what, Place::Replicated, sum);
+    Ok(value)
+}
+
+/// The attention of a layer: its q/k norms, the attention op's saved tensors (eager or
+/// SDPA), attention dropout and the sliding-window mask.
+fn attention(
+    cx: &Cx<'_>,
+    at: &AttnShape,
+    tw: bool,
+    g: Qkv,
+    out: &mut LayerOut,
+) -> Result<(), SpecError> {
+    let Dims { b, s, e, .. } = cx.dm;
+    qk_norms(cx, at, tw, g, out)?;
+    let a2k = (Checked::new(at.a) + Checked::new(at.k) * 2u128).get("A + 2K")?;
+    let mask = !cx.eager && at.window.is_some_and(|w| s > w);
+    out.scores = checked::product("bHs²", [b, at.h, s, s])?;
+    let (mut sum, what) = if cx.eager {
+        eager_attention(cx, at, tw, g, a2k, out)?
+    } else if g.any() {
+        sdpa(cx, at, tw, a2k, mask)?
+    } else {
+        (Sum::default(), String::new())
+    };
+    if cx.attention_dropout {
+        // Not derived (no RMSNorm family of the truth has attention dropout): the CPU
+        // keeps a dtype-sized noise tensor and the dropped probabilities; CUDA a bool mask.
+        let noise = if cx.cuda { 1 } else { e };
+        let bytes = checked::add("noise + e", noise, e)?;
+        sum.add("(noise + e)·bHs²", &[bytes, b, at.h, s, s])?;
+    }
+    push(&mut out.parts, "attention", what, Place::Sharded, sum);
+    if mask && g.any() {
+        let mut m = Sum::default();
+        m.add("e·b·s²", &[e, b, s, s])?;
+        push(
+            &mut out.parts,
+            "window_mask",
+            "the sliding-window mask, converted to the dtype by every layer's SDPA (s > window)",
+            Place::Replicated,
+            m,
+        );
+    }
+    Ok(())
+}
+
+/// The q/k norms (Qwen3 per head, `OLMo` 2 over the full width): their output goes to `RoPE`.
+fn qk_norms(
+    cx: &Cx<'_>,
+    at: &AttnShape,
+    tw: bool,
+    g: Qkv,
+    out: &mut LayerOut,
+) -> Result<(), SpecError> {
+    let Dims { t, e, .. } = cx.dm;
+    let AttnShape { h, kv, a, k, .. } = *at;
+    let qk_style = if cx.norm_style == NormStyle::Olmo {
+        NormStyle::Olmo
+    } else {
+        NormStyle::Llama
+    };
+    for (name, dim, width, wsym, heads, grad) in [
+        ("q", at.q_norm, a, "A", h, g.q),
+        ("k", at.k_norm, k, "K", kv, g.k),
+    ] {
+        let Some(dim) = dim else { continue };
+        let rows = width.div_ceil(dim.max(1));
+        let (rsym, rf): (String, Vec<u128>) = if rows == 1 {
+            ("T".into(), vec![t])
+        } else if rows == heads {
+            (
+                format!("T·{}", if name == "q" { "H" } else { "KV" }),
+                vec![t, rows],
+            )
+        } else {
+            (format!("T·{rows}"), vec![t, rows])
+        };
         let mut sum = Sum::default();
         norm(
             &mut sum,
-            ns,
-            ("Td", &[t, d]),
-            ("T", &[t]),
-            d,
-            mlp_out_g,
+            qk_style,
+            (&format!("T{wsym}"), &[t, width]),
+            (&rsym, &rf),
+            dim,
+            grad,
             tw,
             false,
             e,
         )?;
+        out.before_scores = checked::add("saved before the scores", out.before_scores, sum.value)?;
         push(
-            &mut parts,
-            "mlp_post_norm",
-            norm_what("the MLP output's RMSNorm", ns, mlp_out_g, tw, false),
-            Place::Replicated,
+            &mut out.parts,
+            &format!("{name}_norm"),
+            norm_what(&format!("the {name} norm"), qk_style, grad, tw, false),
+            Place::Sharded,
             sum,
         );
     }
+    Ok(())
+}
 
-    // LoRA adapters on Linear modules (peft: `result = base(x); x = x.to(fp32);
-    // result += lora_B(lora_A(dropout(x))) * scaling`).
-    if let Some(plan) = cx.lora {
-        let r = u128::from(plan.rank);
-        for lin in &ads.lin {
-            let x_grad = match lin.role {
-                Role::Qkv => block_in_grad,
-                Role::O => any,
-                Role::MlpIn => ffn_in_g,
-                Role::Down => down_in_g,
-                Role::Other => true,
-            };
-            let mut sum = Sum::default();
-            sum.add("4T·n_in", &[4, t, lin.n_in])?;
-            sum.add("4Tr", &[4, t, r])?;
-            let mut what = format!(
-                "{} adapter: its own fp32 copy of the input (n_in = {}), lora_A's r-wide output",
-                lin.name,
-                n(lin.n_in)
-            );
-            if plan.dropout && x_grad {
-                if cx.cuda {
-                    sum.add("1T·n_in", &[1, t, lin.n_in])?;
-                    what.push_str(
-                        ", the dropout's bool mask (CUDA, derived from the documented difference)",
-                    );
-                } else {
-                    sum.add("4T·n_in", &[4, t, lin.n_in])?;
-                    what.push_str(", the dropout's fp32 noise (CPU)");
-                }
-            }
-            if lin.role == Role::Qkv {
-                out.before_scores =
-                    checked::add("saved before the scores", out.before_scores, sum.value)?;
-            }
-            let place = if lin.n_in == d {
-                Place::Replicated
-            } else {
-                Place::Sharded
-            };
-            push(
-                &mut parts,
-                &format!("adapter.{}", lin.name),
-                what,
-                place,
-                sum,
-            );
+/// What eager attention saves, and its description; sets the layer's `tanh` (Gemma 2) and
+/// the operands alive at its softmax.
+///
+/// q·kᵀ saves q for kᵀ's gradient and kᵀ for q's; the softmax its fp32 output; probs·v saves
+/// the probabilities (cast to the dtype) for v's gradient and v for the probabilities';
+/// `o_proj` its (contiguous) input for its weight's gradient. One KV head at batch 1:
+/// `repeat_kv` and the matmul's batch folding stay views, so k and v are saved at KV heads
+/// (as Falcon's multi-query attention).
+fn eager_attention(
+    cx: &Cx<'_>,
+    at: &AttnShape,
+    tw: bool,
+    g: Qkv,
+    a2k: u128,
+    out: &mut LayerOut,
+) -> Result<(Sum, String), SpecError> {
+    let Dims { b, s, t, e, .. } = cx.dm;
+    let AttnShape { h, kv, a, k, .. } = *at;
+    let mqa_view = kv == 1 && kv < h && b == 1;
+    let mut sum = Sum::default();
+    let mut items = Vec::new();
+    if g.k {
+        sum.add("eTA", &[e, t, a])?;
+        items.push("q");
+    }
+    if g.q {
+        if mqa_view {
+            sum.add("eTK", &[e, t, k])?;
+            items.push("kᵀ (a broadcast view of the single KV head)");
+        } else {
+            sum.add("eTA", &[e, t, a])?;
+            items.push("kᵀ at H heads");
         }
     }
-    out.parts = parts;
-    Ok(out)
+    if g.q || g.k {
+        if cx.style == LayerStyle::Gemma2 {
+            sum.add("e·bHs²", &[e, b, h, s, s])?;
+            out.tanh = checked::product("e·bHs²", [e, b, h, s, s])?;
+            items.push("tanh of the soft-capped scores");
+        }
+        sum.add("4bHs²", &[4, b, h, s, s])?;
+        items.push("fp32 softmax");
+        if at.fused_qkv && b == 1 && kv == h {
+            sum.add("eT(A+2K)", &[e, t, a2k])?;
+            items.push("v (a view: the whole fused qkv output)");
+        } else if mqa_view {
+            sum.add("eTK", &[e, t, k])?;
+            items.push("v (a broadcast view of the single KV head)");
+        } else {
+            sum.add("eTA", &[e, t, a])?;
+            items.push("v at H heads");
+        }
+    }
+    if g.v {
+        if e != 4 {
+            sum.add("e·bHs²", &[e, b, h, s, s])?;
+            items.push("its cast to the dtype");
+        } else if !(g.q || g.k) {
+            sum.add("4bHs²", &[4, b, h, s, s])?;
+            items.push("the probabilities");
+        }
+    }
+    if tw {
+        sum.add("eTA", &[e, t, a])?;
+        items.push("o_proj input");
+    }
+    out.operands = eager_operands(cx, at, a2k)?;
+    Ok((sum, format!("eager attention: {}", items.join(", "))))
+}
+
+/// What eager attention holds at its softmax: q after `RoPE`, k after `RoPE`, v (or the fused
+/// qkv output), and k, v repeated to H heads where there are fewer KV heads.
+fn eager_operands(cx: &Cx<'_>, at: &AttnShape, a2k: u128) -> Result<Sum, Overflow> {
+    let Dims { b, t, e, .. } = cx.dm;
+    let AttnShape { h, kv, a, k, .. } = *at;
+    let mut ops = Sum::default();
+    ops.add("eTA", &[e, t, a])?;
+    ops.add("eTK", &[e, t, k])?;
+    if at.fused_qkv {
+        ops.add("eT(A+2K)", &[e, t, a2k])?;
+    } else {
+        ops.add("eTK", &[e, t, k])?;
+    }
+    // Beyond batch 1 the matmul folds [b, H] into one dimension: q and k after RoPE,
+    // laid out [b, s, H, hd] (unless sliced from a fused qkv output), are copied.
+    let fold = b > 1 && !at.fused_qkv;
+    if fold {
+        ops.add("eTA", &[e, t, a])?;
+    }
+    if kv == h {
+        if fold {
+            ops.add("eTA", &[e, t, a])?;
+        }
+    } else if kv == 1 {
+        // One KV head: repeat_kv is a broadcast view, copied by the fold.
+        if b > 1 {
+            ops.add("eTA", &[e, t, a])?;
+        }
+    } else {
+        ops.add("2eTA", &[2, e, t, a])?;
+    }
+    Ok(ops)
+}
+
+/// What SDPA saves (some of q, k, v requires grad), and its description. `mask`: a sliding
+/// window shorter than the sequence.
+fn sdpa(
+    cx: &Cx<'_>,
+    at: &AttnShape,
+    tw: bool,
+    a2k: u128,
+    mask: bool,
+) -> Result<(Sum, String), SpecError> {
+    let Dims { b, s, t, e, .. } = cx.dm;
+    let AttnShape { h, kv, a, k, .. } = *at;
+    // SDPA (never eager here) repeats k and v to H heads itself where it has no GQA path.
+    let repeat = kv < h && (mask || at.hd > 256);
+    let (kvw, kv_sym) = if repeat { (a, "A") } else { (k, "K") };
+    let fused_view = at.fused_qkv && !repeat;
+    let mut sum = Sum::default();
+    let mut items = vec!["q, k after RoPE"];
+    sum.add("eTA", &[e, t, a])?;
+    sum.add(format!("eT{kv_sym}"), &[e, t, kvw])?;
+    if fused_view {
+        sum.add("eT(A+2K)", &[e, t, a2k])?;
+        items.push("the fused qkv output (v is a view of it)");
+    } else {
+        sum.add(format!("eT{kv_sym}"), &[e, t, kvw])?;
+        items.push("v");
+    }
+    sum.add("eTA", &[e, t, a])?;
+    items.push("the SDPA output");
+    // CUDA: FlashAttention for 16-bit without a mask, else memory-efficient attention,
+    // whose logsumexp is padded to a multiple of 32 in s.
+    let efficient = cx.cuda && (e == 4 || mask || at.hd > 256);
+    if efficient {
+        let s32 = (Checked::new(s).div_ceil(32u128) * 32u128).get("⌈s⌉₃₂")?;
+        sum.add("4bH·⌈s⌉₃₂", &[4, b, h, s32])?;
+    } else {
+        sum.add("4bHs", &[4, b, h, s])?;
+    }
+    items.push("fp32 logsumexp");
+    if cx.cuda {
+        sum.add("16", &[16])?;
+        items.push(if efficient {
+            "the philox seed and offset (CUDA memory-efficient attention, its logsumexp padded to 32 in s: derived from the documented kernel, not measured)"
+        } else {
+            "the philox seed and offset (CUDA FlashAttention: derived from the documented kernel, not measured)"
+        });
+    }
+    if at.fused_qkv && tw {
+        // q after RoPE of a slice of the fused output is laid out [b, H, s, hd], and so
+        // is the SDPA output: o_proj's input is a contiguous copy.
+        sum.add("eTA", &[e, t, a])?;
+        items.push("a contiguous o_proj input");
+    }
+    if repeat {
+        items.push("k and v repeated to H heads (no GQA in SDPA here)");
+    }
+    Ok((sum, format!("SDPA: {}", items.join(", "))))
+}
+
+/// A dense MLP of inner width `f` (gated or not) whose input requires grad as `ffn_in_g`
+/// says; returns whether its output and down's input require grad.
+fn dense_mlp(
+    cx: &Cx<'_>,
+    (f, gated): (u128, bool),
+    tw: bool,
+    ffn_in_g: bool,
+    ads: &Ads,
+    out: &mut LayerOut,
+) -> Result<(bool, bool), SpecError> {
+    let Dims { t, e, .. } = cx.dm;
+    let gate_g = ffn_in_g || tw || ads.gate;
+    let up_g = ffn_in_g || tw || ads.up;
+    // Each item is one `[T, F]` tensor in the dtype.
+    let mut items = Vec::new();
+    let down_in_g = if gated {
+        if gate_g {
+            items.push("gate output");
+            items.push("up output");
+        }
+        if up_g {
+            items.push("act(gate)");
+        }
+        gate_g || up_g
+    } else {
+        if up_g {
+            items.push("up output");
+        }
+        up_g
+    };
+    if tw {
+        items.push(if gated {
+            "act(gate)·up (down_proj input)"
+        } else {
+            "act(up) (down_proj input)"
+        });
+    }
+    let count = items.len() as u128;
+    let mut sum = Sum::default();
+    sum.add(format!("{count}eTF"), &[count, e, t, f])?;
+    push(
+        &mut out.parts,
+        "mlp",
+        format!("MLP: {}", items.join(", ")),
+        Place::Sharded,
+        sum,
+    );
+    Ok((down_in_g || tw || ads.down, down_in_g))
+}
+
+/// An `MoE` block that takes part in backward: `(E, k, Fm)` its experts, `shared` a shared
+/// expert's width. Its router and routing, its routed experts, `LoRA`'s merged expert
+/// weights, a shared expert, and what it holds at its peak.
+fn moe(
+    cx: &Cx<'_>,
+    (en, k, fm): (u128, u128, u128),
+    shared: Option<u128>,
+    tw: bool,
+    ads: &Ads,
+    out: &mut LayerOut,
+) -> Result<(), SpecError> {
+    let Dims { t, e, .. } = cx.dm;
+    moe_routing(cx, en, k, ads, &mut out.parts)?;
+    moe_experts(cx, (en, k, fm), tw, ads, &mut out.parts)?;
+    if let Some(fs) = shared {
+        let mut sum = Sum::default();
+        let c = if tw { 4 } else { 3 };
+        sum.add(format!("{c}eTF_s"), &[c, e, t, fs])?;
+        push(
+            &mut out.parts,
+            "shared_expert",
+            "the shared expert's MLP (as a dense MLP)",
+            Place::Sharded,
+            sum,
+        );
+    }
+    out.moe_peak = Some(moe_combine(cx, (en, k, fm), ads)?);
+    Ok(())
+}
+
+/// The router (over `E` experts, with its `LoRA`) and the routing of each token to `k`.
+fn moe_routing(
+    cx: &Cx<'_>,
+    en: u128,
+    k: u128,
+    ads: &Ads,
+    parts: &mut Vec<Part>,
+) -> Result<(), SpecError> {
+    let Dims { t, d, e, .. } = cx.dm;
+    let mut router = Sum::default();
+    router.add("4TE", &[4, t, en])?;
+    router.add("4E", &[4, en])?;
+    let mut what_router =
+        String::from("router: fp32 softmax over the experts, int32 offsets per expert");
+    if ads.router {
+        router.add("eTd", &[e, t, d])?;
+        router.add("edE", &[e, d, en])?;
+        what_router.push_str(
+            "; LoRA on the router (peft ParamWrapper): its input and the merged weight W + B·A",
+        );
+    }
+    push(parts, "moe_router", what_router, Place::Sharded, router);
+    let mut routing = Sum::default();
+    routing.add("4T", &[4, t])?;
+    let c = if cx.routing_in_dtype {
+        checked::add("36 + e", 36, e)?
+    } else {
+        40
+    };
+    routing.add(format!("{c}Tk"), &[c, t, k])?;
+    push(
+        parts,
+        "moe_routing",
+        if cx.routing_in_dtype {
+            "routing: top-k renormalisation, int64 top-k indices, token index, sort and inverse permutations; top-k and per-row weights in the dtype"
+        } else {
+            "routing: top-k renormalisation, int64 top-k indices, token index, sort and inverse permutations; fp32 top-k and per-row weights"
+        },
+        Place::Replicated,
+        routing,
+    );
+    Ok(())
+}
+
+/// The routed experts' rows (one per token and expert) and inner tensors, and `LoRA`'s
+/// merged expert weights.
+fn moe_experts(
+    cx: &Cx<'_>,
+    (en, k, fm): (u128, u128, u128),
+    tw: bool,
+    ads: &Ads,
+    parts: &mut Vec<Part>,
+) -> Result<(), SpecError> {
+    let Dims { t, d, e, .. } = cx.dm;
+    let mut rows = Sum::default();
+    let mut inner = Sum::default();
+    let mut row_items = Vec::new();
+    let mut inner_items = vec![
+        "gate_up output (saved by act through its views)",
+        "act(gate)",
+    ];
+    if tw || ads.expert_gate_up.is_some() {
+        rows.add("eTkd", &[e, t, k, d])?;
+        row_items.push("the gathered inputs");
+    }
+    rows.add("eTkd", &[e, t, k, d])?;
+    row_items.push("the down outputs");
+    inner.add("3eTkFm", &[3, e, t, k, fm])?;
+    if tw || ads.expert_down.is_some() {
+        inner.add("eTkFm", &[e, t, k, fm])?;
+        inner_items.push("act·up (down's input)");
+    }
+    push(
+        parts,
+        "experts",
+        format!(
+            "routed experts (grouped_mm), one row per (token, expert): {}",
+            row_items.join(", ")
+        ),
+        Place::Replicated,
+        rows,
+    );
+    push(
+        parts,
+        "experts_inner",
+        format!(
+            "routed experts at their inner width Fm: {}",
+            inner_items.join(", ")
+        ),
+        Place::Sharded,
+        inner,
+    );
+    let mut merged = Sum::default();
+    merged_expert_weights(&mut merged, cx.dm, (en, fm), ads)?;
+    push(
+        parts,
+        "experts_merged",
+        "peft ParamWrapper on the 3-D expert tensors: the merged weights W + B·A, rebuilt and saved every forward, and the dtype copies of the LoRA factors",
+        Place::Sharded,
+        merged,
+    );
+    Ok(())
+}
+
+/// peft's `ParamWrapper` on the 3-D expert tensors (`E` experts of inner width `Fm`): the
+/// merged weights `W + B·A`, rebuilt every forward, and the dtype copies of the factors.
+fn merged_expert_weights(
+    sum: &mut Sum,
+    dm: Dims,
+    (en, fm): (u128, u128),
+    ads: &Ads,
+) -> Result<(), Overflow> {
+    let Dims { d, e, .. } = dm;
+    if let Some(p) = ads.expert_gate_up {
+        sum.add("2eEdFm", &[2, e, en, d, fm])?;
+        sum.add("e·P_gate_up", &[e, p])?;
+    }
+    if let Some(p) = ads.expert_down {
+        sum.add("eEdFm", &[e, en, d, fm])?;
+        sum.add("e·P_down", &[e, p])?;
+    }
+    Ok(())
+}
+
+/// At the peak of a checkpointed layer: the experts put their weighted rows back in order
+/// (`weighted_out[inv_perm]`), holding (beyond the layer inputs) the residual, the router's
+/// input and logits, the routing tensors, the gathered inputs, the down outputs, the
+/// weighted rows and their reordered copy.
+fn moe_combine(cx: &Cx<'_>, (en, k, fm): (u128, u128, u128), ads: &Ads) -> Result<Sum, Overflow> {
+    let Dims { t, d, e, .. } = cx.dm;
+    let w = if cx.routing_in_dtype { e } else { 4 };
+    let w36 = (Checked::new(w) * 2u128 + 36u128).get("2w + 36")?;
+    let wp2 = checked::mul("2·max(w, e)", w.max(e), 2)?;
+    let mut pk = Sum::default();
+    pk.add("2eTd", &[2, e, t, d])?;
+    pk.add("eTE", &[e, t, en])?;
+    pk.add(format!("({w36})Tk"), &[w36, t, k])?;
+    pk.add("2eTkd", &[2, e, t, k, d])?;
+    pk.add(format!("{wp2}Tkd"), &[wp2, t, k, d])?;
+    pk.add("8E", &[8, en])?;
+    merged_expert_weights(&mut pk, cx.dm, (en, fm), ads)?;
+    Ok(pk)
+}
+
+/// `LoRA` adapters on `Linear` modules (peft: `result = base(x); x = x.to(fp32);
+/// result += lora_B(lora_A(dropout(x))) * scaling`).
+fn linear_adapters(
+    cx: &Cx<'_>,
+    plan: &Lora,
+    lins: &[Lin],
+    grads: InputGrads,
+    out: &mut LayerOut,
+) -> Result<(), SpecError> {
+    let Dims { t, d, .. } = cx.dm;
+    let r = u128::from(plan.rank);
+    for lin in lins {
+        let mut sum = Sum::default();
+        sum.add("4T·n_in", &[4, t, lin.n_in])?;
+        sum.add("4Tr", &[4, t, r])?;
+        let mut what = format!(
+            "{} adapter: its own fp32 copy of the input (n_in = {}), lora_A's r-wide output",
+            lin.name,
+            n(lin.n_in)
+        );
+        if plan.dropout && grads.of(lin.role) {
+            if cx.cuda {
+                sum.add("1T·n_in", &[1, t, lin.n_in])?;
+                what.push_str(
+                    ", the dropout's bool mask (CUDA, derived from the documented difference)",
+                );
+            } else {
+                sum.add("4T·n_in", &[4, t, lin.n_in])?;
+                what.push_str(", the dropout's fp32 noise (CPU)");
+            }
+        }
+        if lin.role == Role::Qkv {
+            out.before_scores =
+                checked::add("saved before the scores", out.before_scores, sum.value)?;
+        }
+        let place = if lin.n_in == d {
+            Place::Replicated
+        } else {
+            Place::Sharded
+        };
+        push(
+            &mut out.parts,
+            &format!("adapter.{}", lin.name),
+            what,
+            place,
+            sum,
+        );
+    }
+    Ok(())
 }
 
 fn norm_what(
@@ -1278,26 +1462,87 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
 }
 
 /// The activations, with the adapters (if any) as [`Lora`] (`input.lora` is not read).
+///
+/// In phases: the step's sizes and switches ([`context`]), the layers of every stack
+/// ([`walk_stacks`]), what lives outside the layers ([`outside_parts`], [`checkpointed`]),
+/// and the forward's peak ([`loss_peak`], [`eager_peak`], [`experts_combine_peak`]).
 fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, SpecError> {
-    let spec = input.spec;
     let mut why: Vec<String> = Vec::new();
+    let cx = context(input, lora, &mut why)?;
+    let full = lora.is_none();
+    let emb_frozen = frozen_embeddings(input, full, &mut why);
+    let tied = matches!(
+        input.spec.head,
+        crate::spec::OutputHead::Lm { tied: true, .. }
+    );
+    let head_trained = full && !(emb_frozen && tied);
+    caveats(input, lora, cx.dm.e, &mut why);
+
+    let mut walk = walk_stacks(&cx, input, emb_frozen, &mut why)?;
+    let masks = attention_masks(&cx, walk.windows)?;
+    let mut outside_parts = outside_parts(&cx, input, walk.head_dim, head_trained, &mut why)?;
+    if input.checkpointing {
+        checkpointed(&cx, input, &masks, &mut walk, &mut outside_parts)?;
+    }
+    let outside = checked::sum(
+        "activations outside the layers",
+        outside_parts.iter().map(|p| p.sum.value),
+    )?;
+    walk.terms.extend(outside_parts.iter().map(once_term));
+    let retained = checked::sum("activations", [walk.sharded, walk.replicated, outside])?;
+
+    // The forward's peak: the largest of (1) the loss, where the logits, their fp32 upcast and
+    // the fp32 log-probs are alive together, (2) the last layer's eager softmax, (3) the last
+    // MoE layer putting its experts' rows back in order (checkpointed).
+    let mut best = loss_peak(&cx, retained, head_trained)?;
+    if let Some(lo) = &walk.last {
+        let rope = outside_parts
+            .iter()
+            .find(|p| p.key == "rope")
+            .map_or(0, |p| p.sum.value);
+        let alive = alive_at_last_layer(&cx, input, &walk, lo, rope, &masks)?;
+        let eager = eager_peak(&cx, input.checkpointing, lo, &alive)?;
+        let combine = experts_combine_peak(input.checkpointing, lo, &alive)?;
+        for candidate in [eager, combine].into_iter().flatten() {
+            if candidate.0 > best.0 {
+                best = candidate;
+            }
+        }
+    }
+    let (forward_peak, mut peak_terms) = best;
+    peak_terms.retain(|x| x.value > 0);
+    why.sort();
+    why.dedup();
+    Ok(Activations {
+        retained,
+        forward_peak,
+        terms: walk.terms,
+        peak_terms,
+        estimate: (!why.is_empty()).then(|| why.join("; ")),
+        layer_sharded: walk.sharded,
+        layer_replicated: walk.replicated,
+        outside,
+        layers: walk.layers,
+    })
+}
+
+/// The step's sizes and switches, from the input and the family's profile.
+fn context<'a>(
+    input: &ActInput<'_>,
+    lora: Option<&'a Lora>,
+    why: &mut Vec<String>,
+) -> Result<Cx<'a>, SpecError> {
+    let spec = input.spec;
     let style = input.profile.map_or(LayerStyle::Llama, |p| p.style);
-    let profile_window = input.profile.is_none_or(|p| p.sliding_window_applies);
     let u = u128::from;
-    let e = u(input.dtype.bytes());
     let dm = Dims {
         b: u(input.batch),
         s: u(input.seq),
         t: checked::mul("b·s", u(input.batch), u(input.seq))?,
         d: u(spec.hidden_size),
         v: u(spec.vocab_size),
-        e,
+        e: u(input.dtype.bytes()),
     };
-    let Dims { b, s, t, d, v, .. } = dm;
-    let ckpt = input.checkpointing;
-    let cuda = input.device == Device::Cuda;
-    let full = lora.is_none();
-
     let mut eager = input.attn == AttnImpl::Eager;
     if style == LayerStyle::Gemma2 && !eager {
         eager = true;
@@ -1315,8 +1560,21 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
         LayerStyle::Olmo2 => NormStyle::Olmo,
         _ => NormStyle::Llama,
     };
+    Ok(Cx {
+        dm,
+        style,
+        norm_style,
+        eager,
+        cuda: input.device == Device::Cuda,
+        attention_dropout,
+        routing_in_dtype: input.profile.is_some_and(|p| p.routing_weights_in_dtype),
+        lora,
+    })
+}
 
-    // Freezing under full fine-tuning.
+/// Whether full fine-tuning freezes the embeddings; any other `--freeze` is not derived for
+/// activations (counted as full fine-tuning, and said in `why`).
+fn frozen_embeddings(input: &ActInput<'_>, full: bool, why: &mut Vec<String>) -> bool {
     let mut emb_frozen = false;
     if full {
         for f in input.frozen {
@@ -1335,8 +1593,13 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
             }
         }
     }
-    let tied = matches!(spec.head, crate::spec::OutputHead::Lm { tied: true, .. });
-    let head_trained = full && !(emb_frozen && tied);
+    emb_frozen
+}
+
+/// What the arithmetic approximates of the adapters (`e`: the dtype's bytes) and of the
+/// model's stacks and head.
+fn caveats(input: &ActInput<'_>, lora: Option<&Lora>, e: u128, why: &mut Vec<String>) {
+    let spec = input.spec;
     if let Some(plan) = lora {
         if e == 4 {
             why.push("LoRA on an fp32 base is not measured (the adapters' fp32 input copies are the input itself)".into());
@@ -1345,7 +1608,6 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
             why.push("DoRA's magnitude and weight-norm tensors are not counted".into());
         }
     }
-
     // The decoder stack; any other stacks (an encoder, a cross-attending decoder) are counted
     // as decoder layers.
     let plain = matches!(spec.stacks.as_slice(), [only] if only.role == StackRole::Decoder);
@@ -1355,166 +1617,250 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
     if !matches!(spec.head, crate::spec::OutputHead::Lm { .. }) {
         why.push("a model without a language-model head is counted with one".into());
     }
-    let stacks: Vec<&crate::spec::Stack> = spec
-        .stacks
-        .iter()
-        .filter(|st| !st.layers.is_empty())
-        .collect();
-    let cx = Cx {
-        dm,
-        style,
-        norm_style,
-        eager,
-        cuda,
-        attention_dropout,
-        routing_in_dtype: input.profile.is_some_and(|p| p.routing_weights_in_dtype),
-        lora,
-    };
+}
 
-    let mut layers_total: u64 = 0;
-    let mut sharded = 0u128;
-    let mut replicated = 0u128;
-    let mut terms: Vec<Term> = Vec::new();
-    // Saved bytes of every layer (no checkpointing), and of the last layer.
-    let mut layer_bytes = 0u128;
-    let mut last: Option<LayerOut> = None;
-    let mut first_input_saved = false;
-    let mut any_window_bites = false;
-    let mut has_global = false;
-    let mut has_sliding = false;
-    let mut head_dim: Option<u128> = None;
+/// Which attention the layers have, for the masks.
+#[derive(Debug, Clone, Copy, Default)]
+struct Windows {
+    /// Some layer attends globally.
+    global: bool,
+    /// Some layer has a sliding window.
+    sliding: bool,
+    /// Some sliding window is shorter than the sequence.
+    bites: bool,
+}
 
-    for stack in &stacks {
-        let runs = stack.layers.runs();
-        let counts = stack.layers.kind_counts();
-        let all = stack.layers.len();
-        layers_total = checked::add("layers of the stacks", layers_total, all)?;
-        let shapes: Vec<Shape> = counts
-            .iter()
-            .map(|(l, _)| shape(l, profile_window, style, &mut why))
-            .collect::<Result<_, _>>()?;
-        for sh in &shapes {
-            if let Some(a) = &sh.attention {
-                head_dim.get_or_insert(a.hd);
-                match a.window {
-                    Some(w) => {
-                        has_sliding = true;
-                        any_window_bites |= s > w;
-                    }
-                    None => has_global = true,
+/// The layers of every stack, walked once.
+#[derive(Debug, Default)]
+struct Walk {
+    /// Layers of the stacks.
+    layers: u64,
+    /// The layers' bytes at a width tensor parallelism divides.
+    sharded: u128,
+    /// The layers' bytes at the full width.
+    replicated: u128,
+    /// The layers' terms.
+    terms: Vec<Term>,
+    /// Saved bytes of every layer (without checkpointing).
+    bytes: u128,
+    /// The last layer.
+    last: Option<LayerOut>,
+    /// Layer 0's input is itself saved.
+    first_input_saved: bool,
+    windows: Windows,
+    /// The first attention's head width (the rotary width where the profile names none).
+    head_dim: Option<u128>,
+}
+
+impl Walk {
+    /// Notes the attention of a stack's layer kinds.
+    fn note_attention(&mut self, shapes: &[Shape], s: u128) {
+        for a in shapes.iter().filter_map(|sh| sh.attention.as_ref()) {
+            self.head_dim.get_or_insert(a.hd);
+            match a.window {
+                Some(w) => {
+                    self.windows.sliding = true;
+                    self.windows.bites |= s > w;
+                }
+                None => self.windows.global = true,
+            }
+        }
+    }
+
+    /// Adds `count` layers like `lo`, and layer 0 as `lo0` where it differs, to the saved
+    /// bytes and to `entries` (`label`: the layer kind's, where kinds differ).
+    fn save(
+        &mut self,
+        entries: &mut Vec<(u64, Part, String)>,
+        count: u64,
+        (lo, lo0): (&LayerOut, Option<&LayerOut>),
+        label: &str,
+    ) -> Result<(), SpecError> {
+        let per = lo.value()?;
+        self.bytes = (Checked::new(self.bytes) + Checked::new(u128::from(count)) * per)
+            .get("saved bytes of the layers")?;
+        for p in &lo.parts {
+            merge(entries, count, p, label);
+        }
+        if let Some(l0) = lo0 {
+            self.bytes = checked::add("saved bytes of the layers", self.bytes, l0.value()?)?;
+            for p in &l0.parts {
+                if lo.parts.contains(p) {
+                    merge(entries, 1, p, label);
+                } else {
+                    let mut p = p.clone();
+                    p.key = format!("layer0.{}", p.key);
+                    p.what = format!("layer 0 (its input needs no grad): {}", p.what);
+                    merge(entries, 1, &p, "");
                 }
             }
         }
-        let ads: Vec<Ads> = match lora {
-            Some(plan) => adapters_by_kind(plan, stack, &mut why),
-            None => vec![Ads::default(); shapes.len()],
-        };
-        let first_kind = runs.first().map_or(0, |r| r.kind);
-        let last_kind = runs.last().map_or(0, |r| r.kind);
-        // Layer 0's input requires grad under full fine-tuning (unless the embeddings are
-        // frozen); under LoRA nothing before the first adapter does.
-        let first_grad = full && !emb_frozen;
-        let layer0_differs = !ckpt && !first_grad;
-        if lora.is_some()
-            && let Some(a0) = ads.get(first_kind)
-            && !a0.any()
-        {
-            why.push("layer 0 has no adapter: the layers after it are counted as if their input required grad".into());
-        }
-        let kinds_differ = shapes.len() > 1;
-        // (count, part, label) of the stack's layers, merging equal parts of different kinds.
-        let mut entries: Vec<(u64, Part, String)> = Vec::new();
-        for (kind, ((_, count), sh)) in counts.iter().zip(&shapes).enumerate() {
-            let a = ads.get(kind).cloned().unwrap_or_default();
-            let lo = layer(&cx, sh, full, true, &a)?;
-            let mut count = *count;
-            let lo0 = if layer0_differs && kind == first_kind {
-                // The first kind holds layer 0: its count is at least 1.
-                count = count.saturating_sub(1);
-                Some(layer(&cx, sh, full, false, &a)?)
-            } else {
-                None
-            };
-            if kind == first_kind {
-                first_input_saved = lo0.as_ref().map_or(lo.input_saved, |x| x.input_saved);
-            }
-            let label = if kinds_differ {
-                kind_label(&shapes, kind)
-            } else {
-                String::new()
-            };
-            if !ckpt {
-                let per = lo.value()?;
-                layer_bytes = (Checked::new(layer_bytes) + Checked::new(u128::from(count)) * per)
-                    .get("saved bytes of the layers")?;
-                for p in &lo.parts {
-                    merge(&mut entries, count, p, &label);
-                }
-                if let Some(l0) = &lo0 {
-                    layer_bytes =
-                        checked::add("saved bytes of the layers", layer_bytes, l0.value()?)?;
-                    for p in &l0.parts {
-                        if lo.parts.contains(p) {
-                            merge(&mut entries, 1, p, &label);
-                        } else {
-                            let mut p = p.clone();
-                            p.key = format!("layer0.{}", p.key);
-                            p.what = format!("layer 0 (its input needs no grad): {}", p.what);
-                            merge(&mut entries, 1, &p, "");
-                        }
-                    }
-                }
-            }
-            if kind == last_kind {
-                // The last layer is layer 0 only for a one-layer model.
-                last = Some(match lo0 {
-                    Some(l0) if all == 1 => l0,
-                    _ => lo,
-                });
-            }
-        }
-        for (count, part, label) in &entries {
+        Ok(())
+    }
+
+    /// The terms of a stack of `all` layers, from its merged `entries`.
+    fn add_terms(
+        &mut self,
+        entries: &[(u64, Part, String)],
+        all: u64,
+        kinds_differ: bool,
+    ) -> Result<(), SpecError> {
+        for (count, part, label) in entries {
             let t = layer_term(part, *count, all, kinds_differ, label)?;
             match part.place {
-                Place::Sharded => sharded = checked::add("sharded layer bytes", sharded, t.value)?,
-                _ => replicated = checked::add("replicated layer bytes", replicated, t.value)?,
+                Place::Sharded => {
+                    self.sharded = checked::add("sharded layer bytes", self.sharded, t.value)?;
+                }
+                _ => {
+                    self.replicated =
+                        checked::add("replicated layer bytes", self.replicated, t.value)?;
+                }
             }
-            terms.push(t);
+            self.terms.push(t);
+        }
+        Ok(())
+    }
+}
+
+/// The layers of every stack with layers.
+fn walk_stacks(
+    cx: &Cx<'_>,
+    input: &ActInput<'_>,
+    emb_frozen: bool,
+    why: &mut Vec<String>,
+) -> Result<Walk, SpecError> {
+    let mut walk = Walk::default();
+    for stack in input.spec.stacks.iter().filter(|st| !st.layers.is_empty()) {
+        walk_stack(cx, input, stack, emb_frozen, &mut walk, why)?;
+    }
+    Ok(walk)
+}
+
+/// One stack's layers, kind by kind, added to `walk`: one layer of each kind, and layer 0
+/// apart where its input needs no grad.
+fn walk_stack(
+    cx: &Cx<'_>,
+    input: &ActInput<'_>,
+    stack: &crate::spec::Stack,
+    emb_frozen: bool,
+    walk: &mut Walk,
+    why: &mut Vec<String>,
+) -> Result<(), SpecError> {
+    let full = cx.lora.is_none();
+    let ckpt = input.checkpointing;
+    let profile_window = input.profile.is_none_or(|p| p.sliding_window_applies);
+    let runs = stack.layers.runs();
+    let counts = stack.layers.kind_counts();
+    let all = stack.layers.len();
+    walk.layers = checked::add("layers of the stacks", walk.layers, all)?;
+    let shapes: Vec<Shape> = counts
+        .iter()
+        .map(|(l, _)| shape(l, profile_window, cx.style, why))
+        .collect::<Result<_, _>>()?;
+    walk.note_attention(&shapes, cx.dm.s);
+    let ads: Vec<Ads> = match cx.lora {
+        Some(plan) => adapters_by_kind(plan, stack, why),
+        None => vec![Ads::default(); shapes.len()],
+    };
+    let first_kind = runs.first().map_or(0, |r| r.kind);
+    let last_kind = runs.last().map_or(0, |r| r.kind);
+    // Layer 0's input requires grad under full fine-tuning (unless the embeddings are
+    // frozen); under LoRA nothing before the first adapter does.
+    let first_grad = full && !emb_frozen;
+    let layer0_differs = !ckpt && !first_grad;
+    if cx.lora.is_some()
+        && let Some(a0) = ads.get(first_kind)
+        && !a0.any()
+    {
+        why.push("layer 0 has no adapter: the layers after it are counted as if their input required grad".into());
+    }
+    let kinds_differ = shapes.len() > 1;
+    // (count, part, label) of the stack's layers, merging equal parts of different kinds.
+    let mut entries: Vec<(u64, Part, String)> = Vec::new();
+    for (kind, ((_, count), sh)) in counts.iter().zip(&shapes).enumerate() {
+        let a = ads.get(kind).cloned().unwrap_or_default();
+        let lo = layer(cx, sh, full, true, &a)?;
+        let mut count = *count;
+        let lo0 = if layer0_differs && kind == first_kind {
+            // The first kind holds layer 0: its count is at least 1.
+            count = count.saturating_sub(1);
+            Some(layer(cx, sh, full, false, &a)?)
+        } else {
+            None
+        };
+        if kind == first_kind {
+            walk.first_input_saved = lo0.as_ref().map_or(lo.input_saved, |x| x.input_saved);
+        }
+        let label = if kinds_differ {
+            kind_label(&shapes, kind)
+        } else {
+            String::new()
+        };
+        if !ckpt {
+            walk.save(&mut entries, count, (&lo, lo0.as_ref()), &label)?;
+        }
+        if kind == last_kind {
+            // The last layer is layer 0 only for a one-layer model.
+            walk.last = Some(match lo0 {
+                Some(l0) if all == 1 => l0,
+                _ => lo,
+            });
         }
     }
-    let l = u(layers_total);
+    walk.add_terms(&entries, all, kinds_differ)
+}
 
-    // Masks: eager materializes a dtype mask per mask kind (full, sliding); SDPA a bool mask
-    // only where a sliding window is shorter than the sequence.
-    let mask_kinds: u128 = if has_global && has_sliding {
+/// The attention masks and their description: eager materializes a dtype mask per mask kind
+/// (full, sliding); SDPA a bool mask only where a sliding window is shorter than the sequence.
+fn attention_masks(cx: &Cx<'_>, w: Windows) -> Result<(Sum, &'static str), Overflow> {
+    let Dims { b, s, e, .. } = cx.dm;
+    let mask_kinds: u128 = if w.global && w.sliding {
         2
     } else {
-        u128::from(has_global || has_sliding)
+        u128::from(w.global || w.sliding)
     };
     let mut masks = Sum::default();
-    if eager && mask_kinds > 1 {
+    if cx.eager && mask_kinds > 1 {
         masks.add(format!("{mask_kinds}·e·b·s²"), &[mask_kinds, e, b, s, s])?;
-    } else if eager {
+    } else if cx.eager {
         masks.add("e·b·s²", &[e, b, s, s])?;
-    } else if any_window_bites {
+    } else if w.bites {
         masks.add("b·s²", &[b, s, s])?;
     }
-    let masks_what = if eager {
+    let what = if cx.eager {
         "the additive attention mask(s) in the dtype (one per kind: full, sliding)"
     } else {
         "the bool sliding-window mask (s > window)"
     };
+    Ok((masks, what))
+}
 
-    // Outside the layers.
+/// Whether the family rotates q and k (without a profile: assumed).
+fn rotary(input: &ActInput<'_>) -> bool {
+    input.profile.is_none_or(|p| p.rotary_dims.is_some())
+}
+
+/// What lives outside the layers: rotary cos and sin, the final norm, the loss and an
+/// adapter on the output head. `head_dim`: the first attention's (the rotary width where
+/// the profile names none).
+fn outside_parts(
+    cx: &Cx<'_>,
+    input: &ActInput<'_>,
+    head_dim: Option<u128>,
+    head_trained: bool,
+    why: &mut Vec<String>,
+) -> Result<Vec<Part>, SpecError> {
+    let Dims { s, e, .. } = cx.dm;
+    let mut parts: Vec<Part> = Vec::new();
     let rope_dims = input
         .profile
         .and_then(|p| p.rotary_dims)
-        .map(u)
+        .map(u128::from)
         .or(head_dim);
-    let rotary = input.profile.is_none_or(|p| p.rotary_dims.is_some());
-    let mut outside_parts: Vec<Part> = Vec::new();
-    if rotary && let Some(r) = rope_dims {
-        let el = if style == LayerStyle::Olmo2 { 4 } else { e };
+    if rotary(input)
+        && let Some(r) = rope_dims
+    {
+        let el = if cx.style == LayerStyle::Olmo2 { 4 } else { e };
         let mut sum = Sum::default();
         sum.add(
             if el == 4 && e != 4 {
@@ -1525,7 +1871,7 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
             &[2, s, r, el],
         )?;
         push(
-            &mut outside_parts,
+            &mut parts,
             "rope",
             "rotary cos and sin, computed once and shared by every layer",
             Place::Outside,
@@ -1535,314 +1881,341 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
     // Gemma's sqrt(d) normalizer (the scaled embedding's `embed_scale` buffer, in the dtype)
     // is saved by the embedding's multiply, but it exists before the step: the truth's
     // retained bytes and peak never count it (its saved bytes do: `e`), nor does this file.
-    {
-        let mut sum = Sum::default();
-        norm(
-            &mut sum,
-            norm_style,
-            ("Td", &[t, d]),
-            ("T", &[t]),
-            d,
-            true,
-            full,
-            head_trained,
-            e,
-        )?;
-        push(
-            &mut outside_parts,
-            "final_norm",
-            norm_what("the final RMSNorm", norm_style, true, full, head_trained),
-            Place::Outside,
-            sum,
-        );
+    stream_norm(
+        cx,
+        &mut parts,
+        ("final_norm", "the final RMSNorm"),
+        Place::Outside,
+        true,
+        cx.lora.is_none(),
+        head_trained,
+    )?;
+    loss_parts(cx, &mut parts)?;
+    // An adapter on the output head (named in --lora-targets): its fp32 input copy and
+    // lora_A's output, as any adapter's; not measured.
+    if let Some(plan) = cx.lora {
+        head_adapters(cx, plan, &mut parts, why)?;
     }
-    if style == LayerStyle::Gemma2 {
+    Ok(parts)
+}
+
+/// The loss: Gemma 2's soft-capped logits, the log-probs, labels and output, and the loss
+/// the step returns.
+fn loss_parts(cx: &Cx<'_>, parts: &mut Vec<Part>) -> Result<(), SpecError> {
+    let Dims { b, s, t, v, e, .. } = cx.dm;
+    if cx.style == LayerStyle::Gemma2 {
         let mut sum = Sum::default();
         sum.add("eTV", &[e, t, v])?;
         push(
-            &mut outside_parts,
+            parts,
             "logit_softcap",
             "tanh of the soft-capped logits",
             Place::Outside,
             sum,
         );
     }
-    {
-        let mut sum = Sum::default();
-        sum.add("4TV", &[4, t, v])?;
+    let mut sum = Sum::default();
+    sum.add("4TV", &[4, t, v])?;
+    if b == 1 {
+        sum.add("8(s+1)", &[8, checked::add("s + 1", s, 1)?])?;
+    } else {
+        sum.add("8T", &[8, t])?;
+    }
+    sum.add("4", &[4])?;
+    push(
+        parts,
+        "loss",
         if b == 1 {
-            sum.add("8(s+1)", &[8, checked::add("s + 1", s, 1)?])?;
+            "loss: fp32 log-probs of the upcast logits, the padded labels (the shifted view is contiguous, so all s+1), nll output"
         } else {
-            sum.add("8T", &[8, t])?;
-        }
-        sum.add("4", &[4])?;
-        push(
-            &mut outside_parts,
-            "loss",
-            if b == 1 {
-                "loss: fp32 log-probs of the upcast logits, the padded labels (the shifted view is contiguous, so all s+1), nll output"
-            } else {
-                "loss: fp32 log-probs of the upcast logits, the shifted labels, nll output"
-            },
-            Place::Outside,
-            sum,
-        );
-    }
-    {
-        let mut sum = Sum::default();
-        sum.add("4", &[4])?;
-        push(
-            &mut outside_parts,
-            "loss_scalar",
-            "the loss the step returns (fp32 scalar)",
-            Place::Outside,
-            sum,
-        );
-    }
-    // An adapter on the output head (named in --lora-targets): its fp32 input copy and
-    // lora_A's output, as any adapter's; not measured.
-    if let Some(plan) = lora {
-        for m in plan.modules.iter().filter(|m| m.kind == TensorKind::Output) {
-            let mut sum = Sum::default();
-            sum.add("4T·n_in", &[4, t, u(m.n_in)])?;
-            sum.add("4Tr", &[4, t, u(plan.rank)])?;
-            if plan.dropout {
-                let noise = if cuda { 1 } else { 4 };
-                sum.add(format!("{noise}T·n_in"), &[noise, t, u(m.n_in)])?;
-            }
-            push(
-                &mut outside_parts,
-                "adapter.lm_head",
-                format!(
-                    "{} adapter: its own fp32 copy of the input, lora_A's r-wide output",
-                    m.name
-                ),
-                Place::Outside,
-                sum,
-            );
-            why.push("an adapter on the output head is not measured (its fp32 [T, V] output in the peak is not counted)".into());
-        }
-    }
-    if ckpt {
-        let mut ids = Sum::default();
-        if rotary {
-            ids.add("8s", &[8, s])?;
-        }
-        push(
-            &mut outside_parts,
-            "position_ids",
-            "int64 position ids, kept by the checkpoint's recompute closure",
-            Place::Outside,
-            ids,
-        );
-        push(
-            &mut outside_parts,
-            "masks",
-            format!("{masks_what}, kept by the checkpoint's recompute closure"),
-            Place::Outside,
-            masks.clone(),
-        );
-        let mut inputs = Sum::default();
-        inputs.add("L·eTd", &[l, e, t, d])?;
-        replicated = inputs.value;
-        sharded = 0;
-        terms.clear();
-        terms.push(Term::new(
-            "layer_inputs",
-            "one [b, s, d] input per decoder layer, saved by the non-reentrant checkpoint (the layers' own tensors are recomputed in backward)",
-            format!("{} = {}", inputs.sym(), inputs.val()),
-            inputs.value,
-        ));
-    }
-    let outside = checked::sum(
-        "activations outside the layers",
-        outside_parts.iter().map(|p| p.sum.value),
-    )?;
-    terms.extend(outside_parts.iter().map(once_term));
-    let retained = checked::sum("activations", [sharded, replicated, outside])?;
+            "loss: fp32 log-probs of the upcast logits, the shifted labels, nll output"
+        },
+        Place::Outside,
+        sum,
+    );
+    let mut sum = Sum::default();
+    sum.add("4", &[4])?;
+    push(
+        parts,
+        "loss_scalar",
+        "the loss the step returns (fp32 scalar)",
+        Place::Outside,
+        sum,
+    );
+    Ok(())
+}
 
-    // The forward's peak: the largest of (1) the loss, where the logits, their fp32 upcast and
-    // the fp32 log-probs are alive together, (2) the last layer's eager softmax, (3) the last
-    // MoE layer putting its experts' rows back in order (checkpointed).
-    let conv = if e == 4 { 0 } else { 4 };
+/// Adapters on the output head: each one's fp32 input copy, `lora_A`'s output and its
+/// dropout's noise.
+fn head_adapters(
+    cx: &Cx<'_>,
+    plan: &Lora,
+    parts: &mut Vec<Part>,
+    why: &mut Vec<String>,
+) -> Result<(), SpecError> {
+    let t = cx.dm.t;
+    let u = u128::from;
+    for m in plan.modules.iter().filter(|m| m.kind == TensorKind::Output) {
+        let mut sum = Sum::default();
+        sum.add("4T·n_in", &[4, t, u(m.n_in)])?;
+        sum.add("4Tr", &[4, t, u(plan.rank)])?;
+        if plan.dropout {
+            let noise = if cx.cuda { 1 } else { 4 };
+            sum.add(format!("{noise}T·n_in"), &[noise, t, u(m.n_in)])?;
+        }
+        push(
+            parts,
+            "adapter.lm_head",
+            format!(
+                "{} adapter: its own fp32 copy of the input, lora_A's r-wide output",
+                m.name
+            ),
+            Place::Outside,
+            sum,
+        );
+        why.push("an adapter on the output head is not measured (its fp32 [T, V] output in the peak is not counted)".into());
+    }
+    Ok(())
+}
+
+/// Under checkpointing: the recompute closure keeps the position ids and the masks, and the
+/// layers keep only their inputs (their own tensors are recomputed in backward, so their
+/// terms give way to one).
+fn checkpointed(
+    cx: &Cx<'_>,
+    input: &ActInput<'_>,
+    (masks, masks_what): &(Sum, &str),
+    walk: &mut Walk,
+    outside_parts: &mut Vec<Part>,
+) -> Result<(), SpecError> {
+    let Dims { s, t, d, e, .. } = cx.dm;
+    let mut ids = Sum::default();
+    if rotary(input) {
+        ids.add("8s", &[8, s])?;
+    }
+    push(
+        outside_parts,
+        "position_ids",
+        "int64 position ids, kept by the checkpoint's recompute closure",
+        Place::Outside,
+        ids,
+    );
+    push(
+        outside_parts,
+        "masks",
+        format!("{masks_what}, kept by the checkpoint's recompute closure"),
+        Place::Outside,
+        masks.clone(),
+    );
+    let mut inputs = Sum::default();
+    inputs.add("L·eTd", &[u128::from(walk.layers), e, t, d])?;
+    walk.replicated = inputs.value;
+    walk.sharded = 0;
+    walk.terms.clear();
+    walk.terms.push(Term::new(
+        "layer_inputs",
+        "one [b, s, d] input per decoder layer, saved by the non-reentrant checkpoint (the layers' own tensors are recomputed in backward)",
+        format!("{} = {}", inputs.sym(), inputs.val()),
+        inputs.value,
+    ));
+    Ok(())
+}
+
+/// The peak at the loss: everything retained, the logits, their fp32 upcast, batch > 1's
+/// padded labels and a frozen head's final norm output.
+fn loss_peak(
+    cx: &Cx<'_>,
+    retained: u128,
+    head_trained: bool,
+) -> Result<(u128, Vec<Term>), SpecError> {
+    let Dims { b, s, t, d, v, e } = cx.dm;
     let mut loss_peak = vec![Term::new(
         "retained",
         "everything kept for backward",
         n(retained),
         retained,
     )];
-    {
-        let mut logits = Sum::default();
-        logits.add("eTV", &[e, t, v])?;
+    let mut logits = Sum::default();
+    logits.add("eTV", &[e, t, v])?;
+    loss_peak.push(Term::new(
+        "logits",
+        "the logits in the dtype (alive at log_softmax)",
+        format!("{} = {}", logits.sym(), logits.val()),
+        logits.value,
+    ));
+    if cx.dm.upcast() > 0 {
+        let mut up = Sum::default();
+        up.add("4TV", &[4, t, v])?;
         loss_peak.push(Term::new(
-            "logits",
-            "the logits in the dtype (alive at log_softmax)",
-            format!("{} = {}", logits.sym(), logits.val()),
-            logits.value,
+            "logits_fp32",
+            "their fp32 upcast (`logits.float()`)",
+            format!("{} = {}", up.sym(), up.val()),
+            up.value,
         ));
-        if conv > 0 {
-            let mut up = Sum::default();
-            up.add("4TV", &[4, t, v])?;
-            loss_peak.push(Term::new(
-                "logits_fp32",
-                "their fp32 upcast (`logits.float()`)",
-                format!("{} = {}", up.sym(), up.val()),
-                up.value,
-            ));
-        }
-        if b > 1 {
-            let mut lab = Sum::default();
-            lab.add("8b(s+1)", &[8, b, checked::add("s + 1", s, 1)?])?;
-            loss_peak.push(Term::new(
-                "labels_padded",
-                "the padded labels (a transient for batch > 1)",
-                format!("{} = {}", lab.sym(), lab.val()),
-                lab.value,
-            ));
-        }
-        if !head_trained {
-            let mut fo = Sum::default();
-            fo.add("eTd", &[e, t, d])?;
-            loss_peak.push(Term::new(
-                "final_norm_output",
-                "the final norm's output, not saved for a frozen head but alive at the loss",
-                format!("{} = {}", fo.sym(), fo.val()),
-                fo.value,
-            ));
-        }
     }
-    let loss_value = checked::sum("peak at the loss", loss_peak.iter().map(|x| x.value))?;
-    let mut best = (loss_value, loss_peak);
+    if b > 1 {
+        let mut lab = Sum::default();
+        lab.add("8b(s+1)", &[8, b, checked::add("s + 1", s, 1)?])?;
+        loss_peak.push(Term::new(
+            "labels_padded",
+            "the padded labels (a transient for batch > 1)",
+            format!("{} = {}", lab.sym(), lab.val()),
+            lab.value,
+        ));
+    }
+    if !head_trained {
+        let mut fo = Sum::default();
+        fo.add("eTd", &[e, t, d])?;
+        loss_peak.push(Term::new(
+            "final_norm_output",
+            "the final norm's output, not saved for a frozen head but alive at the loss",
+            format!("{} = {}", fo.sym(), fo.val()),
+            fo.value,
+        ));
+    }
+    let value = checked::sum("peak at the loss", loss_peak.iter().map(|x| x.value))?;
+    Ok((value, loss_peak))
+}
 
-    if let Some(lo) = &last {
-        // Alive before the layers: rope, position ids, the masks, Gemma's normalizer.
-        let rope = outside_parts
-            .iter()
-            .find(|p| p.key == "rope")
-            .map_or(0, |p| p.sum.value);
-        let mut base = vec![Term::new("rope", "rotary cos and sin", n(rope), rope)];
-        base.push(Term::new(
-            "position_ids",
-            "int64 position ids",
-            format!("8s = 8·{}", n(s)),
-            if rotary { checked::mul("8s", 8, s)? } else { 0 },
-        ));
-        base.push(Term::new(
-            "masks",
-            masks_what,
-            format!("{} = {}", masks.sym(), masks.val()),
-            masks.value,
-        ));
-        let mut layers_part = Vec::new();
-        if ckpt {
-            layers_part.push(Term::new(
-                "layer_inputs",
-                "every layer's checkpointed input",
-                format!("L·eTd = {}·{}·{}·{}", n(l), e, n(t), n(d)),
-                checked::product("L·eTd", [l, e, t, d])?,
-            ));
+/// What is alive at a peak inside the last layer `lo`, beside that layer's own tensors: the
+/// tensors made before the layers (rope of `rope` bytes, position ids, the masks; Gemma's
+/// normalizer is not counted), and the layers' — checkpointed, every layer's input; else
+/// what the earlier layers saved and the inputs alive as locals.
+fn alive_at_last_layer(
+    cx: &Cx<'_>,
+    input: &ActInput<'_>,
+    walk: &Walk,
+    lo: &LayerOut,
+    rope: u128,
+    (masks, masks_what): &(Sum, &str),
+) -> Result<Vec<Term>, SpecError> {
+    let Dims { s, t, d, e, .. } = cx.dm;
+    let l = u128::from(walk.layers);
+    let mut alive = vec![Term::new("rope", "rotary cos and sin", n(rope), rope)];
+    alive.push(Term::new(
+        "position_ids",
+        "int64 position ids",
+        format!("8s = 8·{}", n(s)),
+        if rotary(input) {
+            checked::mul("8s", 8, s)?
         } else {
-            // Every layer's saved tensors but the last's, the inputs alive as locals.
-            let last_value = lo.value()?;
-            let before = checked::sub(
-                "saved by the layers − the last layer",
-                layer_bytes,
-                last_value,
-            )?;
-            layers_part.push(Term::new(
-                "earlier_layers",
-                "what the earlier layers saved",
-                n(before),
-                before,
-            ));
-            let etd = checked::product("eTd", [e, t, d])?;
-            let alive = [!first_input_saved, l > 1 && !lo.input_saved];
-            let inputs = checked::sum(
-                "eTd of the inputs alive",
-                alive.iter().filter(|&&a| a).map(|_| etd),
-            )?;
-            layers_part.push(Term::new(
-                "inputs",
-                "the embedding output and the last layer's input, alive as locals",
-                n(inputs),
-                inputs,
-            ));
-        }
-        if eager && lo.scores > 0 {
-            let mut terms_eager = base.clone();
-            terms_eager.extend(layers_part.iter().cloned());
-            if ckpt {
-                terms_eager.push(Term::new(
-                    "norm_output",
-                    "the last layer's input norm output",
-                    format!("{} = {}", lo.norm_out.sym(), lo.norm_out.val()),
-                    lo.norm_out.value,
-                ));
-            } else {
-                terms_eager.push(Term::new(
-                    "saved_before_scores",
-                    "what the last layer saved before its scores (norms, adapters)",
-                    n(lo.before_scores),
-                    lo.before_scores,
-                ));
-                terms_eager.push(Term::new(
-                    "tanh",
-                    "tanh of the soft-capped scores",
-                    n(lo.tanh),
-                    lo.tanh,
-                ));
-            }
-            terms_eager.push(Term::new(
-                "operands",
-                "q and k after RoPE, v (k and v repeated to H heads with fewer KV heads)",
-                format!("{} = {}", lo.operands.sym(), lo.operands.val()),
-                lo.operands.value,
-            ));
-            let c = (Checked::new(e) + 4u128 + conv).get("e + 4 + conv")?;
-            terms_eager.push(Term::new(
-                "scores",
-                "the last layer's scores at its softmax: scores (after the mask), their fp32 copy, the fp32 softmax",
-                format!("{c}·bHs² = {c}·{}", n(lo.scores)),
-                checked::mul(&format!("{c}·bHs²"), c, lo.scores)?,
-            ));
-            let value = checked::sum("peak at the softmax", terms_eager.iter().map(|x| x.value))?;
-            if value > best.0 {
-                best = (value, terms_eager);
-            }
-        }
-        if ckpt && let Some(pk) = &lo.moe_peak {
-            let mut terms_moe = base.clone();
-            terms_moe.extend(layers_part.iter().cloned());
-            terms_moe.push(Term::new(
-                "experts_combine",
-                "the last MoE layer putting its experts' rows back in order: the residual and the router input, logits, routing tensors, gathered inputs, down outputs, weighted rows and their reordered copy (and LoRA's merged expert weights)",
-                format!("{} = {}", pk.sym(), pk.val()),
-                pk.value,
-            ));
-            let value = checked::sum(
-                "peak at the experts' combine",
-                terms_moe.iter().map(|x| x.value),
-            )?;
-            if value > best.0 {
-                best = (value, terms_moe);
-            }
-        }
+            0
+        },
+    ));
+    alive.push(Term::new(
+        "masks",
+        *masks_what,
+        format!("{} = {}", masks.sym(), masks.val()),
+        masks.value,
+    ));
+    if input.checkpointing {
+        alive.push(Term::new(
+            "layer_inputs",
+            "every layer's checkpointed input",
+            format!("L·eTd = {}·{}·{}·{}", n(l), e, n(t), n(d)),
+            checked::product("L·eTd", [l, e, t, d])?,
+        ));
+        return Ok(alive);
     }
-    let (forward_peak, mut peak_terms) = best;
-    peak_terms.retain(|x| x.value > 0);
-    why.sort();
-    why.dedup();
-    Ok(Activations {
-        retained,
-        forward_peak,
-        terms,
-        peak_terms,
-        estimate: (!why.is_empty()).then(|| why.join("; ")),
-        layer_sharded: sharded,
-        layer_replicated: replicated,
-        outside,
-        layers: layers_total,
-    })
+    // Every layer's saved tensors but the last's, the inputs alive as locals.
+    let last_value = lo.value()?;
+    let before = checked::sub(
+        "saved by the layers − the last layer",
+        walk.bytes,
+        last_value,
+    )?;
+    alive.push(Term::new(
+        "earlier_layers",
+        "what the earlier layers saved",
+        n(before),
+        before,
+    ));
+    let etd = checked::product("eTd", [e, t, d])?;
+    let alive_inputs = [!walk.first_input_saved, l > 1 && !lo.input_saved];
+    let inputs = checked::sum(
+        "eTd of the inputs alive",
+        alive_inputs.iter().filter(|&&a| a).map(|_| etd),
+    )?;
+    alive.push(Term::new(
+        "inputs",
+        "the embedding output and the last layer's input, alive as locals",
+        n(inputs),
+        inputs,
+    ));
+    Ok(alive)
+}
+
+/// The peak at the last layer's eager softmax (with `alive` beside it), where there is one.
+fn eager_peak(
+    cx: &Cx<'_>,
+    ckpt: bool,
+    lo: &LayerOut,
+    alive: &[Term],
+) -> Result<Option<(u128, Vec<Term>)>, SpecError> {
+    if !(cx.eager && lo.scores > 0) {
+        return Ok(None);
+    }
+    let mut terms_eager = alive.to_vec();
+    if ckpt {
+        terms_eager.push(Term::new(
+            "norm_output",
+            "the last layer's input norm output",
+            format!("{} = {}", lo.norm_out.sym(), lo.norm_out.val()),
+            lo.norm_out.value,
+        ));
+    } else {
+        terms_eager.push(Term::new(
+            "saved_before_scores",
+            "what the last layer saved before its scores (norms, adapters)",
+            n(lo.before_scores),
+            lo.before_scores,
+        ));
+        terms_eager.push(Term::new(
+            "tanh",
+            "tanh of the soft-capped scores",
+            n(lo.tanh),
+            lo.tanh,
+        ));
+    }
+    terms_eager.push(Term::new(
+        "operands",
+        "q and k after RoPE, v (k and v repeated to H heads with fewer KV heads)",
+        format!("{} = {}", lo.operands.sym(), lo.operands.val()),
+        lo.operands.value,
+    ));
+    let c = (Checked::new(cx.dm.e) + 4u128 + cx.dm.upcast()).get("e + 4 + conv")?;
+    terms_eager.push(Term::new(
+        "scores",
+        "the last layer's scores at its softmax: scores (after the mask), their fp32 copy, the fp32 softmax",
+        format!("{c}·bHs² = {c}·{}", n(lo.scores)),
+        checked::mul(&format!("{c}·bHs²"), c, lo.scores)?,
+    ));
+    let value = checked::sum("peak at the softmax", terms_eager.iter().map(|x| x.value))?;
+    Ok(Some((value, terms_eager)))
+}
+
+/// The peak of a checkpointed last `MoE` layer putting its experts' rows back in order (with
+/// `alive` beside it), where there is one.
+fn experts_combine_peak(
+    ckpt: bool,
+    lo: &LayerOut,
+    alive: &[Term],
+) -> Result<Option<(u128, Vec<Term>)>, Overflow> {
+    let Some(pk) = lo.moe_peak.as_ref().filter(|_| ckpt) else {
+        return Ok(None);
+    };
+    let mut terms_moe = alive.to_vec();
+    terms_moe.push(Term::new(
+        "experts_combine",
+        "the last MoE layer putting its experts' rows back in order: the residual and the router input, logits, routing tensors, gathered inputs, down outputs, weighted rows and their reordered copy (and LoRA's merged expert weights)",
+        format!("{} = {}", pk.sym(), pk.val()),
+        pk.value,
+    ));
+    let value = checked::sum(
+        "peak at the experts' combine",
+        terms_moe.iter().map(|x| x.value),
+    )?;
+    Ok(Some((value, terms_moe)))
 }
 
 fn merge(entries: &mut Vec<(u64, Part, String)>, count: u64, part: &Part, label: &str) {
@@ -2750,286 +3123,212 @@ mod tests {
         }
     }
 
-    #[test]
-    fn scaled_configs_of_every_family() {
-        // Measured with the truth's oracle (`train_oracle.train_step`, LoRA through
-        // `lora_oracle.build_lora`; transformers 5.24, peft 0.21.2, CPU, fake tensors) on
-        // configs scaled by its `scale_raw` (hidden 64, 4 heads, 2 KV heads, head 16, MLP 96,
-        // vocabulary 256): paths the full-size truth has no step for — OLMo 2, Qwen3-MoE's
-        // bf16 routing weights, windows shorter than the sequence with GQA (k and v repeated
-        // to H heads, Phi-3's fused qkv among them), Gemma 2's window, the frozen embedding,
-        // batch 2 and fp32 eager peaks.
-        use AttnImpl::{Eager, Sdpa};
-        let olmo2 = M {
-            qk_full: true,
-            style: LayerStyle::Olmo2,
-            ..TINY_LLAMA2
-        };
-        let qwen3_moe = M {
-            ffn: 32,
-            moe: Some((8, 2)),
-            qk_norm: true,
-            routing_in_dtype: true,
-            ..TINY_LLAMA2
-        };
-        let mistral = M {
-            window: Some(32),
-            ..TINY_LLAMA2
-        };
-        let gemma2 = M {
-            layers: 3,
-            window: Some(32),
-            alternate: true,
-            norms: 4,
-            tied: true,
-            style: LayerStyle::Gemma2,
-            ..TINY_LLAMA2
-        };
-        let phi3 = M {
-            window: Some(32),
-            fused: true,
-            style: LayerStyle::Phi3,
-            ..TINY_LLAMA2
-        };
-        let gemma = M {
-            kv: 1,
-            tied: true,
-            style: LayerStyle::Gemma,
-            ..TINY_LLAMA2
-        };
-        let fp32 = |seq, attn, ckpt| Run {
+    // Configs scaled by the truth oracle's `scale_raw` (hidden 64, 4 heads, 2 KV heads, head
+    // 16, MLP 96, vocabulary 256), measured with its oracle (`train_oracle.train_step`, LoRA
+    // through `lora_oracle.build_lora`; transformers 5.24, peft 0.21.2, CPU, fake tensors):
+    // paths the full-size truth has no step for — OLMo 2, Qwen3-MoE's bf16 routing weights,
+    // windows shorter than the sequence with GQA (k and v repeated to H heads, Phi-3's fused
+    // qkv among them), Gemma 2's window, the frozen embedding, batch 2 and fp32 eager peaks.
+    const TINY_OLMO2: M = M {
+        qk_full: true,
+        style: LayerStyle::Olmo2,
+        ..TINY_LLAMA2
+    };
+    const TINY_QWEN3_MOE: M = M {
+        ffn: 32,
+        moe: Some((8, 2)),
+        qk_norm: true,
+        routing_in_dtype: true,
+        ..TINY_LLAMA2
+    };
+    const TINY_MISTRAL: M = M {
+        window: Some(32),
+        ..TINY_LLAMA2
+    };
+    const TINY_GEMMA2: M = M {
+        layers: 3,
+        window: Some(32),
+        alternate: true,
+        norms: 4,
+        tied: true,
+        style: LayerStyle::Gemma2,
+        ..TINY_LLAMA2
+    };
+    const TINY_PHI3: M = M {
+        window: Some(32),
+        fused: true,
+        style: LayerStyle::Phi3,
+        ..TINY_LLAMA2
+    };
+    const TINY_GEMMA: M = M {
+        kv: 1,
+        tied: true,
+        style: LayerStyle::Gemma,
+        ..TINY_LLAMA2
+    };
+
+    fn fp32(seq: u64, attn: AttnImpl, ckpt: bool) -> Run {
+        Run {
             dtype: ParamDtype::Fp32,
             ..at(seq, attn, ckpt)
-        };
-        let b2 = Run {
-            batch: 2,
-            ..at(256, Eager, false)
-        };
-        let all = |m: M| all_linear(m, 16, false);
-        for (name, m, r, lora, want) in [
-            (
-                "olmo2",
-                olmo2,
-                at(64, Sdpa, false),
-                None,
-                (529_168, 627_472),
-            ),
-            (
-                "olmo2",
-                olmo2,
-                at(64, Eager, false),
-                None,
-                (740_112, 838_416),
-            ),
-            ("olmo2", olmo2, at(64, Sdpa, true), None, (132_368, 230_672)),
-            (
-                "olmo2",
-                olmo2,
-                at(64, Eager, true),
-                None,
-                (140_560, 238_864),
-            ),
-            (
-                "olmo2",
-                olmo2,
-                fp32(64, Sdpa, false),
-                None,
-                (717_584, 783_120),
-            ),
-            (
-                "olmo2",
-                olmo2,
-                at(256, Eager, false),
-                None,
-                (5_319_696, 5_712_912),
-            ),
-            (
-                "olmo2",
-                olmo2,
-                at(64, Sdpa, false),
-                Some(all(olmo2)),
-                (635_664, 742_160),
-            ),
-            (
-                "olmo2",
-                olmo2,
-                at(64, Sdpa, true),
-                Some(all(olmo2)),
-                (107_792, 214_288),
-            ),
-            (
-                "olmo2",
-                olmo2,
-                at(64, Sdpa, false),
-                Some(qv(olmo2, 8)),
-                (397_840, 504_336),
-            ),
-            (
-                "olmo2",
-                olmo2,
-                at(64, Eager, false),
-                Some(qv(olmo2, 8)),
-                (584_208, 690_704),
-            ),
-            (
-                "olmo2",
-                olmo2,
-                at(64, Sdpa, false),
-                Some(all_linear(olmo2, 16, true)),
-                (832_272, 938_768),
-            ),
-            (
-                "qwen3_moe",
-                qwen3_moe,
-                at(40, Sdpa, false),
-                None,
-                (318_000, 379_440),
-            ),
-            (
-                "qwen3_moe",
-                qwen3_moe,
-                at(40, Sdpa, true),
-                None,
-                (75_056, 136_496),
-            ),
-            (
-                "qwen3_moe",
-                qwen3_moe,
-                at(40, Eager, true),
-                None,
-                (78_256, 139_696),
-            ),
-            (
-                "qwen3_moe",
-                qwen3_moe,
-                at(40, Sdpa, false),
-                Some(all(qwen3_moe)),
-                (732_560, 799_120),
-            ),
-            (
-                "qwen3_moe",
-                qwen3_moe,
-                at(40, Sdpa, true),
-                Some(all(qwen3_moe)),
-                (64_816, 256_640),
-            ),
-            (
-                "qwen3_moe",
-                qwen3_moe,
-                at(40, Sdpa, false),
-                Some(qv(qwen3_moe, 8)),
-                (250_960, 317_520),
-            ),
-            (
-                "mistral",
-                mistral,
-                at(64, Sdpa, false),
-                None,
-                (417_552, 515_856),
-            ),
-            (
-                "mistral",
-                mistral,
-                at(64, Eager, false),
-                None,
-                (595_728, 694_032),
-            ),
-            (
-                "mistral",
-                mistral,
-                at(64, Sdpa, true),
-                None,
-                (124_176, 222_480),
-            ),
-            (
-                "mistral",
-                mistral,
-                at(64, Eager, true),
-                None,
-                (128_272, 233_984),
-            ),
-            (
-                "mistral",
-                mistral,
-                at(64, Sdpa, false),
-                Some(qv(mistral, 8)),
-                (368_144, 474_640),
-            ),
-            (
-                "gemma2",
-                gemma2,
-                at(64, Eager, false),
-                None,
-                (1_231_888, 1_330_192),
-            ),
-            (
-                "gemma2",
-                gemma2,
-                at(64, Eager, true),
-                None,
-                (185_872, 284_176),
-            ),
-            (
-                "gemma2",
-                gemma2,
-                at(64, Eager, false),
-                Some(all(gemma2)),
-                (1_337_872, 1_444_368),
-            ),
-            ("phi3", phi3, at(64, Sdpa, false), None, (433_936, 532_240)),
-            ("phi3", phi3, at(64, Eager, false), None, (595_728, 694_032)),
-            ("phi3", phi3, at(64, Sdpa, true), None, (124_176, 222_480)),
-            ("phi3", phi3, at(64, Eager, true), None, (128_272, 246_272)),
-            (
-                "phi3",
-                phi3,
-                at(64, Sdpa, false),
-                Some(all(phi3)),
-                (474_640, 581_136),
-            ),
-            ("llama", TINY_LLAMA2, b2, None, (9_467_912, 10_575_872)),
-            (
-                "llama",
-                TINY_LLAMA2,
-                fp32(256, Eager, false),
-                None,
-                (4_693_008, 4_955_152),
-            ),
-            (
-                "llama",
-                TINY_LLAMA2,
-                fp32(256, Eager, true),
-                None,
-                (889_872, 2_852_864),
-            ),
-            (
-                "gemma",
-                gemma,
-                at(256, Eager, false),
-                None,
-                (4_808_976, 5_232_384),
-            ),
-            (
-                "gemma",
-                gemma,
-                at(256, Eager, true),
-                None,
-                (644_368, 2_918_400),
-            ),
-        ] {
+        }
+    }
+
+    /// Each run of the scaled model `m` (`name` in a failure), with its adapters, measures
+    /// `(retained, forward_peak)`.
+    fn scaled(name: &str, m: M, runs: impl IntoIterator<Item = (Run, Option<Lora>, (u128, u128))>) {
+        for (r, lora, want) in runs {
             let a = run(m, &r, lora.as_ref());
             assert_eq!((a.retained, a.forward_peak), want, "{name} {lora:?}");
             check(&a, want.0, want.1);
         }
+    }
+
+    #[test]
+    fn scaled_olmo2() {
+        use AttnImpl::{Eager, Sdpa};
+        let m = TINY_OLMO2;
+        scaled(
+            "olmo2",
+            m,
+            [
+                (at(64, Sdpa, false), None, (529_168, 627_472)),
+                (at(64, Eager, false), None, (740_112, 838_416)),
+                (at(64, Sdpa, true), None, (132_368, 230_672)),
+                (at(64, Eager, true), None, (140_560, 238_864)),
+                (fp32(64, Sdpa, false), None, (717_584, 783_120)),
+                (at(256, Eager, false), None, (5_319_696, 5_712_912)),
+                (
+                    at(64, Sdpa, false),
+                    Some(all_linear(m, 16, false)),
+                    (635_664, 742_160),
+                ),
+                (
+                    at(64, Sdpa, true),
+                    Some(all_linear(m, 16, false)),
+                    (107_792, 214_288),
+                ),
+                (at(64, Sdpa, false), Some(qv(m, 8)), (397_840, 504_336)),
+                (at(64, Eager, false), Some(qv(m, 8)), (584_208, 690_704)),
+                (
+                    at(64, Sdpa, false),
+                    Some(all_linear(m, 16, true)),
+                    (832_272, 938_768),
+                ),
+            ],
+        );
+    }
+
+    #[test]
+    fn scaled_qwen3_moe_routing_weights_in_the_dtype() {
+        use AttnImpl::{Eager, Sdpa};
+        let m = TINY_QWEN3_MOE;
+        scaled(
+            "qwen3_moe",
+            m,
+            [
+                (at(40, Sdpa, false), None, (318_000, 379_440)),
+                (at(40, Sdpa, true), None, (75_056, 136_496)),
+                (at(40, Eager, true), None, (78_256, 139_696)),
+                (
+                    at(40, Sdpa, false),
+                    Some(all_linear(m, 16, false)),
+                    (732_560, 799_120),
+                ),
+                (
+                    at(40, Sdpa, true),
+                    Some(all_linear(m, 16, false)),
+                    (64_816, 256_640),
+                ),
+                (at(40, Sdpa, false), Some(qv(m, 8)), (250_960, 317_520)),
+            ],
+        );
+    }
+
+    #[test]
+    fn scaled_windows_shorter_than_the_sequence() {
+        use AttnImpl::{Eager, Sdpa};
+        let m = TINY_MISTRAL;
+        scaled(
+            "mistral",
+            m,
+            [
+                (at(64, Sdpa, false), None, (417_552, 515_856)),
+                (at(64, Eager, false), None, (595_728, 694_032)),
+                (at(64, Sdpa, true), None, (124_176, 222_480)),
+                (at(64, Eager, true), None, (128_272, 233_984)),
+                (at(64, Sdpa, false), Some(qv(m, 8)), (368_144, 474_640)),
+            ],
+        );
+        let m = TINY_GEMMA2;
+        scaled(
+            "gemma2",
+            m,
+            [
+                (at(64, Eager, false), None, (1_231_888, 1_330_192)),
+                (at(64, Eager, true), None, (185_872, 284_176)),
+                (
+                    at(64, Eager, false),
+                    Some(all_linear(m, 16, false)),
+                    (1_337_872, 1_444_368),
+                ),
+            ],
+        );
+        let m = TINY_PHI3;
+        scaled(
+            "phi3",
+            m,
+            [
+                (at(64, Sdpa, false), None, (433_936, 532_240)),
+                (at(64, Eager, false), None, (595_728, 694_032)),
+                (at(64, Sdpa, true), None, (124_176, 222_480)),
+                (at(64, Eager, true), None, (128_272, 246_272)),
+                (
+                    at(64, Sdpa, false),
+                    Some(all_linear(m, 16, false)),
+                    (474_640, 581_136),
+                ),
+            ],
+        );
+    }
+
+    #[test]
+    fn scaled_batch_2_and_fp32_eager_peaks() {
+        use AttnImpl::Eager;
+        let b2 = Run {
+            batch: 2,
+            ..at(256, Eager, false)
+        };
+        scaled(
+            "llama",
+            TINY_LLAMA2,
+            [
+                (b2, None, (9_467_912, 10_575_872)),
+                (fp32(256, Eager, false), None, (4_693_008, 4_955_152)),
+                (fp32(256, Eager, true), None, (889_872, 2_852_864)),
+            ],
+        );
+        scaled(
+            "gemma",
+            TINY_GEMMA,
+            [
+                (at(256, Eager, false), None, (4_808_976, 5_232_384)),
+                (at(256, Eager, true), None, (644_368, 2_918_400)),
+            ],
+        );
+    }
+
+    #[test]
+    fn scaled_frozen_embedding() {
         // The frozen embedding (`embed_tokens.weight.requires_grad_(False)`, full
         // fine-tuning otherwise): layer 0's first norm keeps no fp32 input copy or rsqrt;
         // Gemma's head is tied, so the final norm's output is not saved either.
         let frozen = [FreezePart::Embeddings];
-        let a = run_frozen(TINY_LLAMA2, &at(64, Sdpa, false), None, &frozen);
+        let a = run_frozen(TINY_LLAMA2, &at(64, AttnImpl::Sdpa, false), None, &frozen);
         check(&a, 368_144, 466_448);
         assert!(a.estimate.is_none());
         check(
-            &run_frozen(gemma, &at(64, Sdpa, false), None, &frozen),
+            &run_frozen(TINY_GEMMA, &at(64, AttnImpl::Sdpa, false), None, &frozen),
             393_744,
             500_240,
         );
