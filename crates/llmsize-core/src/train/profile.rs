@@ -83,11 +83,12 @@ pub struct TrainingProfile {
     pub routing_weights_in_dtype: bool,
     /// The sliding window is applied (`use_sliding_window` is not false).
     pub sliding_window_applies: bool,
-    /// peft's module names for this family's linear layers.
+    /// The module names the activation walk sees: the type's own
+    /// ([`crate::facts::TypeFacts::modules`], copied by the adapter), or llama's where a
+    /// type's layers are counted as llama's (an estimate, `activations::mod`).
     pub modules: &'static [(TensorKind, &'static str)],
-    /// The module names peft 0.21's `LoraConfig()` targets by default for this
-    /// `model_type` (`TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING`); `None` where
-    /// peft has no default and raises.
+    /// peft's default targets as the walk sees them: the type's own
+    /// ([`crate::facts::TypeFacts::peft_default`]), or none for a layer counted as llama's.
     pub peft_default: Option<&'static [&'static str]>,
 }
 
