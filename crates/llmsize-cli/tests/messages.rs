@@ -172,6 +172,11 @@ fn the_added_presets_answer_by_name() {
         // The Hub's safetensors totals of the Gemma 3 releases, vision tower included.
         ("gemma-3-27b-it", 27_432_406_640),
         ("google/gemma-3-12b-pt", 12_187_325_040),
+        ("mistralai/Mistral-7B-v0.3", 7_248_023_552),
+        ("DeepSeek-R1-Distill-Qwen-1.5B", 1_777_088_000),
+        ("Qwen3-Coder-480B-A35B-Instruct", 480_154_875_392),
+        ("meta-llama/Llama-4-Scout-17B-16E", 108_641_793_536),
+        ("Llama-4-Maverick-17B-128E-Instruct", 401_583_781_376),
     ] {
         assert_eq!(total(&["params", name, "--json"]), want, "{name}");
     }
