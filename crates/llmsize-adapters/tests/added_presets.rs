@@ -130,4 +130,19 @@ fn published_counts_agree() {
     assert_eq!(counted("phi-4").total, 14_659_507_200);
     assert_eq!(counted("gemma-3-27b-pt").total, 27_432_406_640);
     assert_eq!(counted("gemma-3-12b-pt").total, 12_187_325_040);
+    // Qwen3-Coder-480B-A35B: 480B total, 35B activated.
+    let coder = counted("Qwen3-Coder-480B-A35B-Instruct");
+    assert!(near(coder.total, 480.0, b));
+    assert!(near(coder.active.unwrap().per_token, 35.0, b));
+    // Llama 4 Scout: 109B total; Scout and Maverick: 17B active (without the embedding table).
+    let scout = counted("Llama-4-Scout-17B-16E");
+    assert!(near(scout.total, 109.0, b), "{}", scout.total);
+    for llama4 in [scout, counted("Llama-4-Maverick-17B-128E-Instruct")] {
+        let a = llama4.active.unwrap().per_token_excl_token_embedding;
+        assert!(near(a, 17.0, b), "{a}");
+    }
+    // Mistral-7B-v0.3 is v0.1 with 768 more vocabulary rows in the embedding and the head:
+    // 7,241,732,096 + 2 × 768 × 4,096.
+    assert_eq!(counted("Mistral-7B-v0.1").total, 7_241_732_096);
+    assert_eq!(counted("Mistral-7B-v0.3").total, 7_248_023_552);
 }

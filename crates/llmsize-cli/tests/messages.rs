@@ -41,20 +41,22 @@ fn a_name_inside_a_preset_id_is_suggested_first() {
     assert_eq!(
         r.stderr,
         "error: `llama-3-8b` is neither a file, a directory nor a built-in preset\n\n\
-         hint: did you mean: Meta-Llama-3-8B? also near, other models (their sizes or version differ): Llama-3.1-8B, llama-13b; `llmsize presets` lists them all\n"
+         hint: did you mean: Meta-Llama-3-8B? also near, other models: Llama-3.1-8B (3.1, not 3), llama-13b (13b, not 3-8b); `llmsize presets` lists them all\n"
     );
 }
 
-/// A newer release of a preset is not offered as that preset: `Mistral-7B-v0.1` differs from
-/// v0.3 in vocabulary (32,000 vs 32,768) and sliding window, so it is named another model.
+/// A release that is not a preset is never offered as a neighbouring one: `Mistral-7B-v0.1`
+/// and `-v0.3` differ from v0.2 in vocabulary or window, so each is named another model with
+/// how its name's numbers differ.
 #[test]
 fn another_version_is_never_offered_as_the_same_model() {
-    let r = llmsize(&["params", "Mistral-7B-v0.3"]);
+    let r = llmsize(&["params", "Mistral-7B-v0.2"]);
     assert_eq!(r.code, 2);
     assert!(!r.stderr.contains("did you mean"), "{}", r.stderr);
     assert!(
         r.stderr.contains(
-            "the nearest presets are other models (their sizes or version differ): Mistral-7B-v0.1"
+            "the nearest presets are other models: Mistral-7B-v0.1 (v0.1, not v0.2), \
+             Mistral-7B-v0.3 (v0.3, not v0.2), "
         ),
         "{}",
         r.stderr
@@ -68,7 +70,7 @@ fn a_repo_id_not_cached_gets_suggestions_and_the_online_hint() {
     assert_eq!(
         r.stderr,
         "error: `meta-llama/Llama-3-8B` is neither a built-in preset nor in the local Hugging Face cache\n\n\
-         hint: did you mean: Meta-Llama-3-8B? also near, other models (their sizes or version differ): Llama-3.1-8B, llama-13b; pass `--online` to read it from the Hub (HF_ENDPOINT, HF_TOKEN); `llmsize presets` lists the presets\n"
+         hint: did you mean: Meta-Llama-3-8B? also near, other models: Llama-3.1-8B (3.1, not 3), llama-13b (13b, not 3-8B); pass `--online` to read it from the Hub (HF_ENDPOINT, HF_TOKEN); `llmsize presets` lists the presets\n"
     );
 }
 
@@ -172,6 +174,11 @@ fn the_added_presets_answer_by_name() {
         // The Hub's safetensors totals of the Gemma 3 releases, vision tower included.
         ("gemma-3-27b-it", 27_432_406_640),
         ("google/gemma-3-12b-pt", 12_187_325_040),
+        ("mistralai/Mistral-7B-v0.3", 7_248_023_552),
+        ("DeepSeek-R1-Distill-Qwen-1.5B", 1_777_088_000),
+        ("Qwen3-Coder-480B-A35B-Instruct", 480_154_875_392),
+        ("meta-llama/Llama-4-Scout-17B-16E", 108_641_793_536),
+        ("Llama-4-Maverick-17B-128E-Instruct", 401_583_781_376),
     ] {
         assert_eq!(total(&["params", name, "--json"]), want, "{name}");
     }

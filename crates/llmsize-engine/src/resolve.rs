@@ -489,9 +489,41 @@ fn numbers_of(name: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The parts of a name, without its `org/` prefix, that carry a number (`7B` and `v0.3` of
+/// `mistralai/Mistral-7B-v0.3`).
+fn numbered_parts(name: &str) -> Vec<&str> {
+    let base = name.trim().rsplit('/').next().unwrap_or(name);
+    base.split(['-', '_'])
+        .filter(|part| part.bytes().any(|b| b.is_ascii_digit()))
+        .collect()
+}
+
+/// The parts of `these` that `those` lacks, in any case.
+fn parts_not_in<'a>(these: &[&'a str], those: &[&str]) -> Vec<&'a str> {
+    these
+        .iter()
+        .copied()
+        .filter(|p| !those.iter().any(|o| o.eq_ignore_ascii_case(p)))
+        .collect()
+}
+
+/// How a suggested preset's name differs from the name typed in its sizes and versions, in
+/// the words of the two names (`v0.1, not v0.3`; `70b, not 7`): all that is known of a model
+/// that is not a preset is its name.
+fn how_numbers_differ(arg: &str, preset: &str) -> String {
+    let (typed, theirs) = (numbered_parts(arg), numbered_parts(preset));
+    let (only_theirs, only_typed) = (parts_not_in(&theirs, &typed), parts_not_in(&typed, &theirs));
+    match (only_theirs.is_empty(), only_typed.is_empty()) {
+        (false, false) => format!("{}, not {}", only_theirs.join("-"), only_typed.join("-")),
+        (false, true) => format!("{}; no size or version typed", only_theirs.join("-")),
+        (true, false) => format!("without {}", only_typed.join("-")),
+        (true, true) => "its sizes or version differ".to_owned(),
+    }
+}
+
 /// "Did you mean", where a suggestion whose sizes or version differ from the name typed is
-/// said to be another model (`Mistral-7B-v0.1` for `Mistral-7B-v0.3`: another vocabulary
-/// and window), never offered as the same one spelled otherwise.
+/// said to be another model, with how its name's numbers differ (`Mistral-7B-v0.1 (v0.1, not
+/// v0.3)`: another vocabulary and window), never offered as the same one spelled otherwise.
 fn did_you_mean(arg: &str, suggestions: &[&str]) -> String {
     let wanted = numbers_of(arg);
     let (same, other): (Vec<&str>, Vec<&str>) =
@@ -504,15 +536,63 @@ fn did_you_mean(arg: &str, suggestions: &[&str]) -> String {
     let other_part = if other.is_empty() {
         String::new()
     } else {
-        let lead = if same.is_empty() {
-            "the nearest presets are other models"
-        } else {
-            "also near, other models"
+        let lead = match (same.is_empty(), other.len()) {
+            (true, 1) => "the nearest preset is another model",
+            (true, _) => "the nearest presets are other models",
+            (false, 1) => "also near, another model",
+            (false, _) => "also near, other models",
         };
-        format!(
-            "{lead} (their sizes or version differ): {}; ",
-            other.join(", ")
-        )
+        let named: Vec<String> = other
+            .iter()
+            .map(|s| format!("{s} ({})", how_numbers_differ(arg, s)))
+            .collect();
+        format!("{lead}: {}; ", named.join(", "))
     };
     same_part + &other_part
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn another_model_is_named_with_how_its_numbers_differ() {
+        assert_eq!(
+            how_numbers_differ("Mistral-7B-v0.2", "Mistral-7B-v0.1"),
+            "v0.1, not v0.2"
+        );
+        assert_eq!(
+            how_numbers_differ("llama-2-7", "Llama-2-70b-hf"),
+            "70b, not 7"
+        );
+        assert_eq!(how_numbers_differ("llama-2-7", "llama-7b"), "7b, not 2-7");
+        assert_eq!(
+            how_numbers_differ("mistral", "Mistral-7B-v0.1"),
+            "7B-v0.1; no size or version typed"
+        );
+        assert_eq!(how_numbers_differ("gpt2-32k", "gpt2"), "without 32k");
+        // The org prefix is no part of the name's numbers.
+        assert_eq!(
+            how_numbers_differ("org2/Qwen3-9B", "Qwen3-8B"),
+            "8B, not 9B"
+        );
+    }
+
+    #[test]
+    fn did_you_mean_offers_only_the_same_numbers_as_the_same_model() {
+        assert_eq!(
+            did_you_mean("Mistral-7B-v0.2", &["Mistral-7B-v0.1", "Mistral-7B-v0.3"]),
+            "the nearest presets are other models: Mistral-7B-v0.1 (v0.1, not v0.2), \
+             Mistral-7B-v0.3 (v0.3, not v0.2); "
+        );
+        assert_eq!(
+            did_you_mean("gpt-2", &["gpt2", "gpt2-xl"]),
+            "did you mean: gpt2, gpt2-xl? "
+        );
+        assert_eq!(
+            did_you_mean("llama-2-7", &["Llama-2-7b-hf", "Llama-2-70b-hf"]),
+            "did you mean: Llama-2-7b-hf? also near, another model: Llama-2-70b-hf (70b, not 7); "
+        );
+        assert_eq!(did_you_mean("qwerty", &[]), "");
+    }
 }

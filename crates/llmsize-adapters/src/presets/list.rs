@@ -570,4 +570,34 @@ pub static PRESETS: &[Preset] = &[
         family: "decoder",
         config: include_str!("../../presets/configs/gemma-3-12b-pt.json"),
     },
+    Preset {
+        id: "Mistral-7B-v0.3",
+        hf_repo: Some("mistralai/Mistral-7B-v0.3"),
+        family: "decoder",
+        config: include_str!("../../presets/configs/Mistral-7B-v0.3.json"),
+    },
+    Preset {
+        id: "DeepSeek-R1-Distill-Qwen-1.5B",
+        hf_repo: Some("deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B"),
+        family: "decoder",
+        config: include_str!("../../presets/configs/DeepSeek-R1-Distill-Qwen-1.5B.json"),
+    },
+    Preset {
+        id: "Qwen3-Coder-480B-A35B-Instruct",
+        hf_repo: Some("Qwen/Qwen3-Coder-480B-A35B-Instruct"),
+        family: "moe",
+        config: include_str!("../../presets/configs/Qwen3-Coder-480B-A35B-Instruct.json"),
+    },
+    Preset {
+        id: "Llama-4-Scout-17B-16E",
+        hf_repo: Some("meta-llama/Llama-4-Scout-17B-16E"),
+        family: "moe",
+        config: include_str!("../../presets/configs/Llama-4-Scout-17B-16E.json"),
+    },
+    Preset {
+        id: "Llama-4-Maverick-17B-128E-Instruct",
+        hf_repo: Some("meta-llama/Llama-4-Maverick-17B-128E-Instruct"),
+        family: "moe",
+        config: include_str!("../../presets/configs/Llama-4-Maverick-17B-128E-Instruct.json"),
+    },
 ];
