@@ -48,6 +48,10 @@ pub enum Category {
     /// Residual-stream machinery that is neither attention nor FFN: hyper-connections,
     /// Gemma-3n's altup/laurel and per-layer inputs, learned residual scales and gates.
     LayerExtras,
+    /// Parameters of none of the other categories: a vision-language-action model's action
+    /// and state projections (PI0's `action_in_proj`, `state_proj`, `action_time_mlp_*`,
+    /// `action_out_proj`), which the ground truth's categorizer leaves in its `other`.
+    Other,
     /// Not a parameter, though checkpoints carry it: `position_ids`, rotary `inv_freq`,
     /// GPT-2's causal-mask `attn.bias`, DeepSeek's `e_score_correction_bias`, BART's
     /// `final_logits_bias`, FP8 `weight_scale_inv`, llama.cpp's `rope_freqs`.
@@ -57,9 +61,9 @@ pub enum Category {
 }
 
 impl Category {
-    /// The 17 parameter categories, in the ground truth's (and the JSON contract's) order:
-    /// the 13 of `shared/truth/README.md`, then the 4 the coverage truth adds.
-    pub const PARAMETERS: [Category; 17] = [
+    /// The 18 parameter categories, in the ground truth's (and the JSON contract's) order:
+    /// the 13 of `shared/truth/README.md`, then the 4 the coverage truth adds, then `other`.
+    pub const PARAMETERS: [Category; 18] = [
         Category::TokenEmbedding,
         Category::PositionEmbedding,
         Category::TokenTypeEmbedding,
@@ -77,6 +81,7 @@ impl Category {
         Category::Vision,
         Category::Audio,
         Category::LayerExtras,
+        Category::Other,
     ];
 
     /// The category's name as in the ground truth, e.g. `moe_shared_experts`.
@@ -100,6 +105,7 @@ impl Category {
             Category::Vision => "vision",
             Category::Audio => "audio",
             Category::LayerExtras => "layer_extras",
+            Category::Other => "other",
             Category::Buffer => "buffer",
             Category::Unknown => "unknown",
         }
@@ -115,7 +121,7 @@ impl Category {
     }
 
     /// The parameter categories (the name counting uses).
-    pub const ALL: [Category; 17] = Category::PARAMETERS;
+    pub const ALL: [Category; 18] = Category::PARAMETERS;
 
     /// Parameters of a non-text modality (vision or audio towers and their projectors),
     /// which a text token never multiplies by.

@@ -105,7 +105,7 @@ fn category_names_round_trip() {
         assert_eq!(Category::from_name(c.as_str()), Some(c));
         assert_eq!(c.to_string(), c.as_str());
     }
-    assert_eq!(Category::PARAMETERS.len(), 17);
+    assert_eq!(Category::PARAMETERS.len(), 18);
     assert!(Category::PARAMETERS.iter().all(|c| c.is_parameter()));
     assert!(!Buffer.is_parameter() && !Unknown.is_parameter());
     assert_eq!(Category::from_name("other"), None);

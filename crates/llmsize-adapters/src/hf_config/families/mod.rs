@@ -5,6 +5,7 @@
 //! a reader of its own for what is really new. Dispatch, `llmsize presets`, error messages and
 //! the README's list all come from [`REGISTRY`].
 
+mod action;
 mod classic;
 mod dense;
 mod encoders;
@@ -41,6 +42,7 @@ pub(crate) const REGISTRY: &[(&str, &[Family])] = &[
         "vision-language models with native-resolution towers",
         vision2::FAMILIES,
     ),
+    ("vision-language-action models", action::FAMILIES),
 ];
 
 /// Every entry with its group, in registry order.
