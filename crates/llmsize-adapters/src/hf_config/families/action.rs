@@ -78,12 +78,37 @@ fn pi0(raw: &mut RawConfig<'_>, f: &Family, _head: HeadChoice) -> Result<ModelSp
     let mut p = Parts::new(Category::Other);
     let part = "action and state projections";
     let one = lit(1);
-    p.linear("embed_action_time.action_in_proj", part, (a.clone(), d.clone()), true, &one);
-    p.linear("embed_action_time.state_proj", part, (s, d.clone()), true, &one);
-    p.linear("embed_action_time.action_time_mlp_in", part, (two_d, d.clone()), true, &one);
-    p.linear("embed_action_time.action_time_mlp_out", part, (d.clone(), d.clone()), true, &one);
+    p.linear(
+        "embed_action_time.action_in_proj",
+        part,
+        (a.clone(), d.clone()),
+        true,
+        &one,
+    );
+    p.linear(
+        "embed_action_time.state_proj",
+        part,
+        (s, d.clone()),
+        true,
+        &one,
+    );
+    p.linear(
+        "embed_action_time.action_time_mlp_in",
+        part,
+        (two_d, d.clone()),
+        true,
+        &one,
+    );
+    p.linear(
+        "embed_action_time.action_time_mlp_out",
+        part,
+        (d.clone(), d.clone()),
+        true,
+        &one,
+    );
     p.linear("action_out_proj", part, (d, a), true, &one);
-    spec.extras.extend(p.out.into_iter().map(off_the_token_path));
+    spec.extras
+        .extend(p.out.into_iter().map(off_the_token_path));
     spec.model_type = f.model_type.to_owned();
     spec.architecture = f.architecture.to_owned();
     Ok(spec)
