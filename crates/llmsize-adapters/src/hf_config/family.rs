@@ -233,6 +233,16 @@ pub(crate) const LLAMA_MLP: MlpRule = MlpRule {
     down_bias: Switch::Key("mlp_bias", false),
 };
 
+/// Llama's gated MLP for a class without `mlp_bias`: no biases, `width` wide.
+pub(crate) const fn unbiased_mlp(width: Size) -> MlpRule {
+    MlpRule {
+        width,
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    }
+}
+
 /// The shared expert(s) of an MoE layer.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Shared {

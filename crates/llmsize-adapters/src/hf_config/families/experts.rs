@@ -26,7 +26,7 @@ use crate::error::ConfigError;
 use crate::hf_config::family::{
     AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule, MoeRule, NO,
     NormRule, PLAIN_ATTENTION, QkNorm, Shared, Sparsity, StandardRule, Switch, Windows, YES,
-    key_or, read_block,
+    key_or, read_block, unbiased_mlp,
 };
 use crate::hf_config::family::{map_layers_by, try_map_kinds};
 use crate::hf_config::raw::RawConfig;
@@ -408,12 +408,7 @@ fn ernie_tweak(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), Conf
 const LLAMA4_TEXT: Block = Block {
     kv_default: Some(8),
     head_dim: HeadDim::KeyOr(128),
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size_mlp"], 16384),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size_mlp"], 16384)),
     moe: Some(MoeRule {
         experts: key_or(&["num_local_experts"], 16),
         top_k: key_or(&["num_experts_per_tok"], 1),
@@ -853,12 +848,7 @@ const MIMO_V2_FLASH: Block = Block {
         o_bias: NO,
         ..PLAIN_ATTENTION
     }),
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 16384),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 16384)),
     moe: Some(MoeRule {
         experts: key_or(&["n_routed_experts", "num_local_experts"], 256),
         top_k: key_or(&["num_experts_per_tok"], 8),
@@ -968,12 +958,7 @@ const LAGUNA: Block = Block {
         qk_norm: QkNorm::PerHead,
         ..LLAMA_ATTENTION
     }),
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 8192),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 8192)),
     moe: Some(MoeRule {
         experts: key_or(&["num_experts"], 256),
         top_k: key_or(&["num_experts_per_tok"], 8),
@@ -1074,12 +1059,7 @@ const AFMOE: Block = Block {
         qk_norm: QkNorm::PerHead,
         ..LLAMA_ATTENTION
     }),
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 6144),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 6144)),
     moe: Some(MoeRule {
         experts: key_or(&["num_experts"], 64),
         top_k: key_or(&["num_experts_per_tok"], 6),
@@ -1163,12 +1143,7 @@ const BEAM: Block = Block {
         qk_norm: QkNorm::PerHead,
         ..LLAMA_ATTENTION
     }),
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 20480),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 20480)),
     moe: Some(MoeRule {
         experts: key_or(&["num_experts"], 256),
         top_k: key_or(&["num_experts_per_tok"], 8),
@@ -1246,12 +1221,7 @@ const AXK1: Block = Block {
         q_lora_default: Some(1536),
         bias: Switch::Key("attention_bias", false),
     },
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 18432),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 18432)),
     moe: Some(MoeRule {
         experts: key_or(&["n_routed_experts", "num_local_experts"], 192),
         top_k: key_or(&["num_experts_per_tok"], 8),
@@ -1310,12 +1280,7 @@ const FLINT: Block = Block {
         sinks: YES,
         ..LLAMA_ATTENTION
     }),
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 6144),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 6144)),
     moe: Some(MoeRule {
         experts: key_or(&["num_experts"], 256),
         top_k: key_or(&["num_experts_per_tok"], 6),
@@ -1370,12 +1335,7 @@ const MINIMAX_M3_TEXT: Block = Block {
         qk_norm: QkNorm::PerHead,
         ..PLAIN_ATTENTION
     }),
-    mlp: MlpRule {
-        width: key_or(&["dense_intermediate_size"], 12288),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["dense_intermediate_size"], 12288)),
     moe: Some(MoeRule {
         experts: key_or(&["num_local_experts", "num_experts"], 128),
         top_k: key_or(&["num_experts_per_tok"], 4),
@@ -1581,12 +1541,7 @@ const INKLING_TEXT: Block = Block {
         qk_norm: QkNorm::PerHead,
         ..PLAIN_ATTENTION
     }),
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 24576),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 24576)),
     moe: Some(MoeRule {
         experts: key_or(&["n_routed_experts"], 256),
         top_k: key_or(&["num_experts_per_tok"], 6),
@@ -3014,12 +2969,7 @@ const AXK2: Block = Block {
         q_lora_default: Some(384),
         bias: Switch::Key("attention_bias", false),
     },
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 5120),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 5120)),
     moe: Some(MoeRule {
         experts: key_or(&["n_routed_experts", "num_local_experts"], 128),
         top_k: key_or(&["num_experts_per_tok"], 8),
@@ -3163,12 +3113,7 @@ const HY_V4: Block = Block {
         q_lora_default: Some(1536),
         bias: Switch::Key("attention_bias", false),
     },
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 6912),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 6912)),
     moe: Some(MoeRule {
         experts: key_or(&["n_routed_experts", "num_local_experts"], 256),
         top_k: key_or(&["num_experts_per_tok"], 8),
@@ -3189,12 +3134,7 @@ const HY_V4_VL_TEXT: Block = Block {
         q_lora_default: Some(2048),
         bias: Switch::Key("attention_bias", false),
     },
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 18432),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 18432)),
     moe: Some(MoeRule {
         experts: key_or(&["n_routed_experts", "num_local_experts"], 256),
         top_k: key_or(&["num_experts_per_tok"], 8),
