@@ -1332,6 +1332,145 @@ fn times(a: Expr, b: Expr) -> Expr {
     Expr::product(vec![a, b])
 }
 
+/// ZAYA's sliding layers: `layer_types` (`hybrid`/`hybrid_sliding`, one per layer), by
+/// default `["hybrid"] * num_hidden_layers`.
+fn zaya_sliding(raw: &RawConfig<'_>, n: u64) -> Result<Runs<bool>, ConfigError> {
+    Ok(match raw.value("layer_types") {
+        None => Runs::uniform(false, n),
+        Some(v) => {
+            let list = v
+                .as_array()
+                .filter(|l| l.len() as u64 == n)
+                .ok_or_else(|| {
+                    raw.invalid(
+                        "layer_types",
+                        v,
+                        &format!("a list of {n} `hybrid`/`hybrid_sliding`"),
+                    )
+                })?;
+            let mut sliding = Runs::default();
+            for t in list {
+                match t.as_str() {
+                    Some("hybrid") => sliding.push(false, 1),
+                    Some("hybrid_sliding") => sliding.push(true, 1),
+                    _ => {
+                        return Err(raw.invalid(
+                            "layer_types",
+                            v,
+                            "`hybrid` or `hybrid_sliding` entries",
+                        ));
+                    }
+                }
+            }
+            sliding
+        }
+    })
+}
+
+/// ZAYA's CCA convolutions over `channels = (n_h + n_kv)·d_h` (`conv_qk_depthwise`, kernel
+/// `cca_time0`; `conv_qk_grouped`, `d_h` inputs per channel, kernel `cca_time1`; both with
+/// bias) and `qk_norm.temp` (`n_kv`).
+fn cca_extras(channels: u64, head_dim: u64, kv: u64, (t0, t1): (u64, u64)) -> Vec<Extra> {
+    let c_x = || Expr::sym(Sym::Named("cca_channels"), channels);
+    let h_x = || Expr::sym(Sym::HeadDim, head_dim);
+    vec![
+        Extra::linear(
+            "self_attn.qkv_proj.conv_qk_depthwise.weight",
+            "cca convolution",
+            Category::Attention,
+            Expr::sym(Sym::Named("cca_time0"), t0),
+            c_x(),
+        ),
+        Extra::vector(
+            "self_attn.qkv_proj.conv_qk_depthwise.bias",
+            "cca convolution",
+            Category::Attention,
+            c_x(),
+        ),
+        Extra::linear(
+            "self_attn.qkv_proj.conv_qk_grouped.weight",
+            "cca convolution",
+            Category::Attention,
+            times(h_x(), Expr::sym(Sym::Named("cca_time1"), t1)),
+            c_x(),
+        ),
+        Extra::vector(
+            "self_attn.qkv_proj.conv_qk_grouped.bias",
+            "cca convolution",
+            Category::Attention,
+            c_x(),
+        ),
+        Extra::vector(
+            "self_attn.qk_norm.temp",
+            "cca convolution",
+            Category::Attention,
+            Expr::sym(Sym::KvHeads, kv),
+        ),
+    ]
+}
+
+/// ZAYA's router network: `down_proj` `d → r` with bias, `router_mlp` (`RMSNorm(r)`,
+/// `fc1`/`fc2` `r → r` with bias, `out_proj` `r → E + 1`).
+fn zaya_router(d: u64, rh: u64, experts: u64) -> Vec<Extra> {
+    let d_x = || Expr::sym(Sym::Hidden, d);
+    let r_x = || Expr::sym(Sym::Named("router_hidden_size"), rh);
+    let mut router = vec![
+        Extra::linear(
+            "mlp.gate.down_proj.weight",
+            "router network",
+            Category::MoeRouter,
+            d_x(),
+            r_x(),
+        ),
+        Extra::vector(
+            "mlp.gate.down_proj.bias",
+            "router network",
+            Category::MoeRouter,
+            r_x(),
+        ),
+        Extra::vector(
+            "mlp.gate.router_mlp.norm.weight",
+            "router norm",
+            Category::Norm,
+            r_x(),
+        ),
+    ];
+    for fc in ["fc1", "fc2"] {
+        let (w, b) = if fc == "fc1" {
+            (
+                "mlp.gate.router_mlp.fc1.weight",
+                "mlp.gate.router_mlp.fc1.bias",
+            )
+        } else {
+            (
+                "mlp.gate.router_mlp.fc2.weight",
+                "mlp.gate.router_mlp.fc2.bias",
+            )
+        };
+        router.push(Extra::linear(
+            w,
+            "router network",
+            Category::MoeRouter,
+            r_x(),
+            r_x(),
+        ));
+        router.push(Extra::vector(
+            b,
+            "router network",
+            Category::MoeRouter,
+            r_x(),
+        ));
+    }
+    router.push(Extra::linear(
+        "mlp.gate.router_mlp.out_proj.weight",
+        "router network",
+        Category::MoeRouter,
+        r_x(),
+        Expr::sum(vec![Expr::sym(Sym::Experts, experts), Expr::Lit(1)]),
+    ));
+    router
+}
+
 /// ZAYA (`modular_zaya.py`, transformers 5.24). Every layer: `input_layernorm` and
 /// `post_attention_layernorm` (RMS, `d`); `ZayaAttention` = `ZayaCCAProjection` (`q_proj`
 /// `d → n_h·d_h`, `k_proj` `d → n_kv·d_h`, `v_proj_current`/`v_proj_delayed`
@@ -1401,37 +1540,7 @@ fn zaya(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigErr
         .ok_or_else(|| raw.invalid("head_dim", &head_dim.into(), "a smaller size"))?;
     let window = raw.size_opt("sliding_window")?;
     let n = layers;
-    // `layer_types` defaults to `["hybrid"] * num_hidden_layers`.
-    let sliding: Runs<bool> = match raw.value("layer_types") {
-        None => Runs::uniform(false, n),
-        Some(v) => {
-            let list = v
-                .as_array()
-                .filter(|l| l.len() as u64 == n)
-                .ok_or_else(|| {
-                    raw.invalid(
-                        "layer_types",
-                        v,
-                        &format!("a list of {n} `hybrid`/`hybrid_sliding`"),
-                    )
-                })?;
-            let mut sliding = Runs::default();
-            for t in list {
-                match t.as_str() {
-                    Some("hybrid") => sliding.push(false, 1),
-                    Some("hybrid_sliding") => sliding.push(true, 1),
-                    _ => {
-                        return Err(raw.invalid(
-                            "layer_types",
-                            v,
-                            "`hybrid` or `hybrid_sliding` entries",
-                        ));
-                    }
-                }
-            }
-            sliding
-        }
-    };
+    let sliding = zaya_sliding(raw, n)?;
     if sliding.any(|s| *s) && window.is_none() {
         return Err(raw.missing(
             "sliding_window",
@@ -1441,96 +1550,6 @@ fn zaya(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigErr
 
     let d_x = || Expr::sym(Sym::Hidden, d);
     let r_x = || Expr::sym(Sym::Named("router_hidden_size"), rh);
-    let c_x = || Expr::sym(Sym::Named("cca_channels"), channels);
-    let h_x = || Expr::sym(Sym::HeadDim, head_dim);
-    let attention_extras = vec![
-        Extra::linear(
-            "self_attn.qkv_proj.conv_qk_depthwise.weight",
-            "cca convolution",
-            Category::Attention,
-            Expr::sym(Sym::Named("cca_time0"), t0),
-            c_x(),
-        ),
-        Extra::vector(
-            "self_attn.qkv_proj.conv_qk_depthwise.bias",
-            "cca convolution",
-            Category::Attention,
-            c_x(),
-        ),
-        Extra::linear(
-            "self_attn.qkv_proj.conv_qk_grouped.weight",
-            "cca convolution",
-            Category::Attention,
-            times(h_x(), Expr::sym(Sym::Named("cca_time1"), t1)),
-            c_x(),
-        ),
-        Extra::vector(
-            "self_attn.qkv_proj.conv_qk_grouped.bias",
-            "cca convolution",
-            Category::Attention,
-            c_x(),
-        ),
-        Extra::vector(
-            "self_attn.qk_norm.temp",
-            "cca convolution",
-            Category::Attention,
-            Expr::sym(Sym::KvHeads, kv),
-        ),
-    ];
-    let mut router = vec![
-        Extra::linear(
-            "mlp.gate.down_proj.weight",
-            "router network",
-            Category::MoeRouter,
-            d_x(),
-            r_x(),
-        ),
-        Extra::vector(
-            "mlp.gate.down_proj.bias",
-            "router network",
-            Category::MoeRouter,
-            r_x(),
-        ),
-        Extra::vector(
-            "mlp.gate.router_mlp.norm.weight",
-            "router norm",
-            Category::Norm,
-            r_x(),
-        ),
-    ];
-    for fc in ["fc1", "fc2"] {
-        let (w, b) = if fc == "fc1" {
-            (
-                "mlp.gate.router_mlp.fc1.weight",
-                "mlp.gate.router_mlp.fc1.bias",
-            )
-        } else {
-            (
-                "mlp.gate.router_mlp.fc2.weight",
-                "mlp.gate.router_mlp.fc2.bias",
-            )
-        };
-        router.push(Extra::linear(
-            w,
-            "router network",
-            Category::MoeRouter,
-            r_x(),
-            r_x(),
-        ));
-        router.push(Extra::vector(
-            b,
-            "router network",
-            Category::MoeRouter,
-            r_x(),
-        ));
-    }
-    router.push(Extra::linear(
-        "mlp.gate.router_mlp.out_proj.weight",
-        "router network",
-        Category::MoeRouter,
-        r_x(),
-        Expr::sum(vec![Expr::sym(Sym::Experts, experts), Expr::Lit(1)]),
-    ));
     let scalings = ["post_attention_residual_scale", "post_mlp_residual_scale"]
         .into_iter()
         .flat_map(|m| {
@@ -1549,8 +1568,8 @@ fn zaya(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigErr
                 d_x(),
             )
         });
-    let mut extras = attention_extras;
-    extras.extend(router);
+    let mut extras = cca_extras(channels, head_dim, kv, (t0, t1));
+    extras.extend(zaya_router(d, rh, experts));
     extras.extend(scalings);
 
     let mut base = layer(
