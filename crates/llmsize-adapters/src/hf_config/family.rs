@@ -39,6 +39,38 @@ pub(crate) enum Read {
     Code(ReadFn),
 }
 
+impl Family {
+    /// A table entry read by the generic block with `block`'s switches.
+    pub(crate) const fn block(
+        model_type: &'static str,
+        config_class: &'static str,
+        architecture: &'static str,
+        block: &'static Block,
+    ) -> Self {
+        Self {
+            model_type,
+            config_class,
+            architecture,
+            read: Read::Block(block),
+        }
+    }
+
+    /// A table entry read by code of its own.
+    pub(crate) const fn code(
+        model_type: &'static str,
+        config_class: &'static str,
+        architecture: &'static str,
+        read: ReadFn,
+    ) -> Self {
+        Self {
+            model_type,
+            config_class,
+            architecture,
+            read: Read::Code(read),
+        }
+    }
+}
+
 /// A family's own reader: the config, the family entry, the head asked for.
 pub(crate) type ReadFn =
     fn(&mut RawConfig<'_>, &Family, super::HeadChoice) -> Result<ModelSpec, ConfigError>;
@@ -200,6 +232,16 @@ pub(crate) const LLAMA_MLP: MlpRule = MlpRule {
     up_bias: Switch::Key("mlp_bias", false),
     down_bias: Switch::Key("mlp_bias", false),
 };
+
+/// Llama's gated MLP for a class without `mlp_bias`: no biases, `width` wide.
+pub(crate) const fn unbiased_mlp(width: Size) -> MlpRule {
+    MlpRule {
+        width,
+        up_bias: NO,
+        down_bias: NO,
+        ..LLAMA_MLP
+    }
+}
 
 /// The shared expert(s) of an MoE layer.
 #[derive(Debug, Clone, Copy)]

@@ -258,49 +258,7 @@ pub(crate) fn read(
                 "transformers' MXFP4 quantizer converts the experts (`GptOssExperts`) alone".into(),
             ],
         },
-        "fp8" => {
-            let scales = match keys.get("weight_block_size") {
-                None => Fp8Scales::Tensor,
-                Some(v) => {
-                    let pair = v.as_array().and_then(|a| match a.as_slice() {
-                        [r, c] => Some((r.as_u64()?, c.as_u64()?)),
-                        _ => None,
-                    });
-                    match pair
-                        .and_then(|(r, c)| Some((u32::try_from(r).ok()?, u32::try_from(c).ok()?)))
-                    {
-                        Some((rows, cols)) if rows > 0 && cols > 0 => {
-                            Fp8Scales::Block { rows, cols }
-                        }
-                        _ => {
-                            return Err(keys.invalid(
-                                "weight_block_size",
-                                v,
-                                "two positive integers, e.g. [128, 128]",
-                            ));
-                        }
-                    }
-                }
-            };
-            let mut notes = Vec::new();
-            if let Some(fmt) = keys.str("fmt")?
-                && !fmt.eq_ignore_ascii_case("e4m3")
-            {
-                notes.push(format!("`fmt: {fmt}` is stored in 1 byte like E4M3"));
-            }
-            let input_scale = keys.str("activation_scheme")? == Some("static");
-            Read {
-                scheme: Some(Scheme::Fp8 {
-                    scales,
-                    scale_bytes: 4,
-                    input_scale,
-                }),
-                kinds: block,
-                skipped: keys.list("modules_to_not_convert")?,
-                matching: Matching::Transformers,
-                notes,
-            }
-        }
+        "fp8" => fp8(&keys)?,
         "fbgemm_fp8" => Read {
             scheme: Some(Scheme::Fp8 {
                 scales: Fp8Scales::Channel,
@@ -312,127 +270,11 @@ pub(crate) fn read(
             matching: Matching::Transformers,
             notes: Vec::new(),
         },
-        "gptq" => {
-            let bits = keys.bits("bits", 4, &[2, 3, 4, 8])?;
-            let group = keys.group("group_size", 128)?;
-            let mut notes = Vec::new();
-            if let Some(fmt) = keys.str("checkpoint_format")?
-                && fmt != "gptq"
-            {
-                notes.push(format!(
-                    "`checkpoint_format: {fmt}` sized as the gptq layout"
-                ));
-            }
-            // `desc_act` and `sym` change no byte: g_idx and qzeros are stored either way.
-            let _ = (keys.bool("desc_act", false)?, keys.bool("sym", true)?);
-            let mut skipped = keys.list("modules_to_not_convert")?;
-            if keys.bool("lm_head", false)? {
-                notes.push("`lm_head: true`: the output head is quantized too".into());
-            }
-            skipped.extend(keys.list("modules_to_not_quantize")?);
-            Read {
-                scheme: Some(Scheme::Int {
-                    bits,
-                    group,
-                    packing: IntPacking::Gptq,
-                }),
-                kinds: if keys.bool("lm_head", false)? {
-                    block.with(TensorKind::Output)
-                } else {
-                    block
-                },
-                skipped,
-                matching: Matching::Transformers,
-                notes,
-            }
-        }
-        "awq" => {
-            let bits = keys.bits("bits", 4, &[4])?;
-            let group = keys.group("group_size", 128)?;
-            let zero = keys.bool("zero_point", true)?;
-            let mut notes = Vec::new();
-            let version = keys.str("version")?.unwrap_or("gemm").to_ascii_lowercase();
-            if version != "gemm" {
-                notes.push(format!(
-                    "AWQ `version: {version}` sized as the GEMM layout (same weights, scales and zeros; its padding is not modelled)"
-                ));
-            }
-            Read {
-                scheme: Some(Scheme::Int {
-                    bits,
-                    group,
-                    packing: IntPacking::Awq { zero },
-                }),
-                kinds: block,
-                skipped: keys.list("modules_to_not_convert")?,
-                matching: Matching::Transformers,
-                notes,
-            }
-        }
-        "bitsandbytes" | "bitsandbytes_4bit" | "bitsandbytes_8bit" => {
-            let four = keys.bool("load_in_4bit", false)? || keys.bool("_load_in_4bit", false)?;
-            let eight = keys.bool("load_in_8bit", false)? || keys.bool("_load_in_8bit", false)?;
-            let scheme = if four || method.ends_with("4bit") {
-                let fp4 = match keys.str("bnb_4bit_quant_type")? {
-                    None | Some("fp4") => true,
-                    Some("nf4") => false,
-                    Some(other) => {
-                        return Err(keys.invalid(
-                            "bnb_4bit_quant_type",
-                            &Value::String(other.to_owned()),
-                            "`nf4` or `fp4`",
-                        ));
-                    }
-                };
-                Some(Scheme::Bnb4 {
-                    double_quant: keys.bool("bnb_4bit_use_double_quant", false)?,
-                    fp4,
-                })
-            } else if eight || method.ends_with("8bit") {
-                Some(Scheme::Bnb8)
-            } else {
-                None
-            };
-            let mut skipped = keys.list("llm_int8_skip_modules")?;
-            if skipped.is_empty() {
-                // transformers' `get_keys_to_not_convert`: the output head stays as stored.
-                skipped.push("lm_head".into());
-            }
-            Read {
-                scheme,
-                kinds: block,
-                skipped,
-                matching: Matching::Transformers,
-                notes: Vec::new(),
-            }
-        }
+        "gptq" => gptq(&keys)?,
+        "awq" => awq(&keys)?,
+        "bitsandbytes" | "bitsandbytes_4bit" | "bitsandbytes_8bit" => bitsandbytes(&keys, &method)?,
         "compressed-tensors" | "compressed_tensors" => compressed_tensors(&keys)?,
-        "modelopt" => {
-            let algo = keys
-                .str("quant_algo")?
-                .unwrap_or_default()
-                .to_ascii_uppercase();
-            let scheme = match algo.as_str() {
-                "NVFP4" => Some(Scheme::Nvfp4),
-                "FP8" => Some(Scheme::Fp8 {
-                    scales: Fp8Scales::Tensor,
-                    scale_bytes: 4,
-                    input_scale: true,
-                }),
-                _ => None,
-            };
-            // Newer ModelOpt configs write the list as `ignore`, older ones (and
-            // `hf_quant_config.json`) as `exclude_modules`.
-            let mut skipped = keys.list("exclude_modules")?;
-            skipped.extend(keys.list("ignore")?);
-            Read {
-                scheme,
-                kinds: block.with(TensorKind::Output),
-                skipped,
-                matching: Matching::Glob,
-                notes: Vec::new(),
-            }
-        }
+        "modelopt" => modelopt(&keys)?,
         _ => Read {
             scheme: None,
             kinds: block,
@@ -479,6 +321,177 @@ fn mtp_layers(map: &Map<String, Value>, spec: &ModelSpec, file: &str) -> Result<
     } else {
         Ok(0)
     }
+}
+
+/// `fp8`: per-tensor scales, or `weight_block_size` blocks; static input scales with
+/// `activation_scheme: static`.
+fn fp8(keys: &Keys<'_>) -> Result<Read, ConfigError> {
+    let scales = match keys.get("weight_block_size") {
+        None => Fp8Scales::Tensor,
+        Some(v) => {
+            let pair = v.as_array().and_then(|a| match a.as_slice() {
+                [r, c] => Some((r.as_u64()?, c.as_u64()?)),
+                _ => None,
+            });
+            match pair.and_then(|(r, c)| Some((u32::try_from(r).ok()?, u32::try_from(c).ok()?))) {
+                Some((rows, cols)) if rows > 0 && cols > 0 => Fp8Scales::Block { rows, cols },
+                _ => {
+                    return Err(keys.invalid(
+                        "weight_block_size",
+                        v,
+                        "two positive integers, e.g. [128, 128]",
+                    ));
+                }
+            }
+        }
+    };
+    let mut notes = Vec::new();
+    if let Some(fmt) = keys.str("fmt")?
+        && !fmt.eq_ignore_ascii_case("e4m3")
+    {
+        notes.push(format!("`fmt: {fmt}` is stored in 1 byte like E4M3"));
+    }
+    let input_scale = keys.str("activation_scheme")? == Some("static");
+    Ok(Read {
+        scheme: Some(Scheme::Fp8 {
+            scales,
+            scale_bytes: 4,
+            input_scale,
+        }),
+        kinds: KindSet::block_matrices(),
+        skipped: keys.list("modules_to_not_convert")?,
+        matching: Matching::Transformers,
+        notes,
+    })
+}
+
+/// `gptq`: `bits` in `group_size` groups, the head too with `lm_head`.
+fn gptq(keys: &Keys<'_>) -> Result<Read, ConfigError> {
+    let bits = keys.bits("bits", 4, &[2, 3, 4, 8])?;
+    let group = keys.group("group_size", 128)?;
+    let mut notes = Vec::new();
+    if let Some(fmt) = keys.str("checkpoint_format")?
+        && fmt != "gptq"
+    {
+        notes.push(format!(
+            "`checkpoint_format: {fmt}` sized as the gptq layout"
+        ));
+    }
+    // `desc_act` and `sym` change no byte: g_idx and qzeros are stored either way.
+    let _ = (keys.bool("desc_act", false)?, keys.bool("sym", true)?);
+    let mut skipped = keys.list("modules_to_not_convert")?;
+    if keys.bool("lm_head", false)? {
+        notes.push("`lm_head: true`: the output head is quantized too".into());
+    }
+    skipped.extend(keys.list("modules_to_not_quantize")?);
+    Ok(Read {
+        scheme: Some(Scheme::Int {
+            bits,
+            group,
+            packing: IntPacking::Gptq,
+        }),
+        kinds: if keys.bool("lm_head", false)? {
+            KindSet::block_matrices().with(TensorKind::Output)
+        } else {
+            KindSet::block_matrices()
+        },
+        skipped,
+        matching: Matching::Transformers,
+        notes,
+    })
+}
+
+/// `awq`: 4 bits in `group_size` groups, zeros with `zero_point`.
+fn awq(keys: &Keys<'_>) -> Result<Read, ConfigError> {
+    let bits = keys.bits("bits", 4, &[4])?;
+    let group = keys.group("group_size", 128)?;
+    let zero = keys.bool("zero_point", true)?;
+    let mut notes = Vec::new();
+    let version = keys.str("version")?.unwrap_or("gemm").to_ascii_lowercase();
+    if version != "gemm" {
+        notes.push(format!(
+            "AWQ `version: {version}` sized as the GEMM layout (same weights, scales and zeros; its padding is not modelled)"
+        ));
+    }
+    Ok(Read {
+        scheme: Some(Scheme::Int {
+            bits,
+            group,
+            packing: IntPacking::Awq { zero },
+        }),
+        kinds: KindSet::block_matrices(),
+        skipped: keys.list("modules_to_not_convert")?,
+        matching: Matching::Transformers,
+        notes,
+    })
+}
+
+/// bitsandbytes: 4-bit (`nf4`/`fp4`, double quantization) or 8-bit, from the flags or the
+/// method's name; the output head skipped unless `llm_int8_skip_modules` says otherwise.
+fn bitsandbytes(keys: &Keys<'_>, method: &str) -> Result<Read, ConfigError> {
+    let four = keys.bool("load_in_4bit", false)? || keys.bool("_load_in_4bit", false)?;
+    let eight = keys.bool("load_in_8bit", false)? || keys.bool("_load_in_8bit", false)?;
+    let scheme = if four || method.ends_with("4bit") {
+        let fp4 = match keys.str("bnb_4bit_quant_type")? {
+            None | Some("fp4") => true,
+            Some("nf4") => false,
+            Some(other) => {
+                return Err(keys.invalid(
+                    "bnb_4bit_quant_type",
+                    &Value::String(other.to_owned()),
+                    "`nf4` or `fp4`",
+                ));
+            }
+        };
+        Some(Scheme::Bnb4 {
+            double_quant: keys.bool("bnb_4bit_use_double_quant", false)?,
+            fp4,
+        })
+    } else if eight || method.ends_with("8bit") {
+        Some(Scheme::Bnb8)
+    } else {
+        None
+    };
+    let mut skipped = keys.list("llm_int8_skip_modules")?;
+    if skipped.is_empty() {
+        // transformers' `get_keys_to_not_convert`: the output head stays as stored.
+        skipped.push("lm_head".into());
+    }
+    Ok(Read {
+        scheme,
+        kinds: KindSet::block_matrices(),
+        skipped,
+        matching: Matching::Transformers,
+        notes: Vec::new(),
+    })
+}
+
+/// NVIDIA `ModelOpt`: `NVFP4` or `FP8` (`quant_algo`), the head included, skip lists as globs.
+fn modelopt(keys: &Keys<'_>) -> Result<Read, ConfigError> {
+    let algo = keys
+        .str("quant_algo")?
+        .unwrap_or_default()
+        .to_ascii_uppercase();
+    let scheme = match algo.as_str() {
+        "NVFP4" => Some(Scheme::Nvfp4),
+        "FP8" => Some(Scheme::Fp8 {
+            scales: Fp8Scales::Tensor,
+            scale_bytes: 4,
+            input_scale: true,
+        }),
+        _ => None,
+    };
+    // Newer ModelOpt configs write the list as `ignore`, older ones (and
+    // `hf_quant_config.json`) as `exclude_modules`.
+    let mut skipped = keys.list("exclude_modules")?;
+    skipped.extend(keys.list("ignore")?);
+    Ok(Read {
+        scheme,
+        kinds: KindSet::block_matrices().with(TensorKind::Output),
+        skipped,
+        matching: Matching::Glob,
+        notes: Vec::new(),
+    })
 }
 
 /// compressed-tensors: the `weights` of the group that targets `Linear`, and the `format`.

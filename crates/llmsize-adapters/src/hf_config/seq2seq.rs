@@ -33,11 +33,13 @@ fn base_class(arch: &str, lm: bool, lm_class: &str, base: &str) -> String {
     }
 }
 
+/// An encoder-decoder's spec: a shared token table (`extra_token_tables` more once untied),
+/// the two stacks and the head.
 #[expect(
     clippy::too_many_arguments,
     reason = "one call per family, each argument named"
 )]
-fn seq2seq_spec(
+pub(crate) fn seq2seq_spec(
     model_type: &str,
     architecture: String,
     hidden: u64,
@@ -73,6 +75,81 @@ fn seq2seq_spec(
         training: None,
         facts: llmsize_core::facts::TypeFacts::NONE,
     }
+}
+
+/// The LM head when asked for (tied or not, no biases), else none.
+pub(crate) fn lm_or_none(lm: bool, tied: bool) -> OutputHead {
+    if lm {
+        OutputHead::Lm {
+            tied,
+            biases: 0,
+            transform: None,
+        }
+    } else {
+        OutputHead::None
+    }
+}
+
+/// One stack's sizes in a BART-shaped encoder-decoder.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BartSide {
+    /// Attention heads.
+    pub heads: u64,
+    /// Each head's width.
+    pub head_dim: u64,
+    /// The MLP's inner width.
+    pub ffn: u64,
+    /// Layers.
+    pub layers: usize,
+}
+
+/// What a BART-shaped model puts around both stacks' layers.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BartEnds {
+    /// The position table (the same in both stacks).
+    pub position: Option<PositionEmbedding>,
+    /// A `LayerNorm` on the embeddings (`layernorm_embedding`).
+    pub embedding_norm: bool,
+    /// A `LayerNorm` after the last layer (`layer_norm`).
+    pub final_norm: bool,
+}
+
+/// The encoder and decoder stacks of a BART-shaped model (`modeling_bart.py`): biased
+/// attention and MLP, `LayerNorm`s; encoder layers with self-attention and the MLP (two
+/// norms), decoder layers with cross-attention too (three).
+pub(crate) fn bart_stacks(hidden: u64, [enc, dec]: [BartSide; 2], ends: BartEnds) -> [Stack; 2] {
+    let norm = Norm::layer_norm(hidden);
+    let enc_layer = Layer {
+        attention: Attention::Standard(mha(hidden, enc.heads, enc.heads, enc.head_dim, true)),
+        cross_attention: None,
+        ffn: Ffn::Dense(mlp(hidden, enc.ffn, false, true)),
+        norms: vec![norm; 2],
+        sliding_window: None,
+        extras: Vec::new(),
+        state: None,
+    };
+    let dec_attention = Attention::Standard(mha(hidden, dec.heads, dec.heads, dec.head_dim, true));
+    let dec_layer = Layer {
+        attention: dec_attention.clone(),
+        cross_attention: Some(dec_attention),
+        ffn: Ffn::Dense(mlp(hidden, dec.ffn, false, true)),
+        norms: vec![norm; 3],
+        sliding_window: None,
+        extras: Vec::new(),
+        state: None,
+    };
+    let stack = |role, layer: Layer, n: usize| Stack {
+        role,
+        position: ends.position,
+        token_type: None,
+        embedding_norm: ends.embedding_norm.then_some(norm),
+        layers: Layers::repeat(layer, n as u64),
+        final_norm: ends.final_norm.then_some(norm),
+    };
+    [
+        stack(StackRole::Encoder, enc_layer, enc.layers),
+        stack(StackRole::CrossDecoder, dec_layer, dec.layers),
+    ]
 }
 
 /// T5 (`modeling_t5.py`): shared table; q/k/v/o without biases over `num_heads·d_kv`; the
@@ -164,15 +241,7 @@ pub(crate) fn t5(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpec,
         0,
         stack(StackRole::Encoder, enc_layer, enc_n),
         stack(StackRole::CrossDecoder, dec_layer, dec_n),
-        if lm {
-            OutputHead::Lm {
-                tied,
-                biases: 0,
-                transform: None,
-            }
-        } else {
-            OutputHead::None
-        },
+        lm_or_none(lm, tied),
     ))
 }
 
@@ -199,7 +268,6 @@ pub(crate) fn bart(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpe
     let arch = architecture(raw, "BartForConditionalGeneration");
     let lm = lm_head(&arch, head);
     let architecture = base_class(&arch, lm, "BartForConditionalGeneration", "BartModel");
-    let norm = Norm::layer_norm(hidden);
     let rows = positions.checked_add(2).ok_or_else(|| {
         raw.invalid(
             "max_position_embeddings",
@@ -211,51 +279,32 @@ pub(crate) fn bart(raw: &mut RawConfig<'_>, head: HeadChoice) -> Result<ModelSpe
         table: Table { rows, dim: hidden },
         offset: 2,
     });
-    let enc_layer = Layer {
-        attention: Attention::Standard(mha(hidden, enc_heads, enc_heads, enc_head_dim, true)),
-        cross_attention: None,
-        ffn: Ffn::Dense(mlp(hidden, enc_ffn, false, true)),
-        norms: vec![norm; 2],
-        sliding_window: None,
-        extras: Vec::new(),
-        state: None,
+    let enc = BartSide {
+        heads: enc_heads,
+        head_dim: enc_head_dim,
+        ffn: enc_ffn,
+        layers: raw.layer_count("encoder_layers", enc_layers)?,
     };
-    let dec_attention = Attention::Standard(mha(hidden, dec_heads, dec_heads, dec_head_dim, true));
-    let dec_layer = Layer {
-        attention: dec_attention.clone(),
-        cross_attention: Some(dec_attention),
-        ffn: Ffn::Dense(mlp(hidden, dec_ffn, false, true)),
-        norms: vec![norm; 3],
-        sliding_window: None,
-        extras: Vec::new(),
-        state: None,
+    let dec = BartSide {
+        heads: dec_heads,
+        head_dim: dec_head_dim,
+        ffn: dec_ffn,
+        layers: raw.layer_count("decoder_layers", dec_layers)?,
     };
-    let enc_n = raw.layer_count("encoder_layers", enc_layers)?;
-    let dec_n = raw.layer_count("decoder_layers", dec_layers)?;
-    let stack = |role, layer: Layer, n: usize| Stack {
-        role,
+    let ends = BartEnds {
         position,
-        token_type: None,
-        embedding_norm: Some(norm),
-        layers: Layers::repeat(layer, n as u64),
-        final_norm: None,
+        embedding_norm: true,
+        final_norm: false,
     };
+    let [encoder, decoder] = bart_stacks(hidden, [enc, dec], ends);
     Ok(seq2seq_spec(
         "bart",
         architecture,
         hidden,
         vocab,
         if tied { 0 } else { 2 },
-        stack(StackRole::Encoder, enc_layer, enc_n),
-        stack(StackRole::CrossDecoder, dec_layer, dec_n),
-        if lm {
-            OutputHead::Lm {
-                tied,
-                biases: 0,
-                transform: None,
-            }
-        } else {
-            OutputHead::None
-        },
+        encoder,
+        decoder,
+        lm_or_none(lm, tied),
     ))
 }

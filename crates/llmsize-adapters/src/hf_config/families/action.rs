@@ -18,16 +18,16 @@ use llmsize_core::spec::{Extra, ModelSpec, OutputHead};
 use super::vision::parts::{Parts, lit, sym};
 use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
-use crate::hf_config::family::{Family, Read, read_sub_config};
+use crate::hf_config::family::{Family, read_sub_config};
 use crate::hf_config::raw::RawConfig;
 
 /// The entries of this file.
-pub(crate) const FAMILIES: &[Family] = &[Family {
-    model_type: "pi0",
-    config_class: "PI0Config",
-    architecture: "PI0ForConditionalGeneration",
-    read: Read::Code(pi0),
-}];
+pub(crate) const FAMILIES: &[Family] = &[Family::code(
+    "pi0",
+    "PI0Config",
+    "PI0ForConditionalGeneration",
+    pi0,
+)];
 
 /// What the action chunk's path holds, by a text token's count: nothing.
 fn off_the_token_path(mut e: Extra) -> Extra {

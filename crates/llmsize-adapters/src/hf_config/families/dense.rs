@@ -20,8 +20,8 @@ use crate::hf_config::architecture;
 use crate::hf_config::decoder::{Decoder, layer, mha, mlp};
 use crate::hf_config::family::{
     ALL_SPARSE, AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule,
-    MoeRule, NO, NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Read, Reader, Shared, StandardRule,
-    Switch, Windows, YES, key_or,
+    MoeRule, NO, NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Reader, Shared, StandardRule, Switch,
+    Windows, YES, key_or,
 };
 use crate::hf_config::family::{map_kinds, map_layers_by, try_map_kinds};
 use crate::hf_config::raw::RawConfig;
@@ -1220,210 +1220,107 @@ fn dory(
 
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
-    Family {
-        model_type: "zaya",
-        config_class: "ZayaConfig",
-        architecture: "ZayaForCausalLM",
-        read: Read::Code(|r, f, _| zaya(r, f)),
-    },
-    Family {
-        model_type: "cohere",
-        config_class: "CohereConfig",
-        architecture: "CohereForCausalLM",
-        read: Read::Block(&COHERE),
-    },
-    Family {
-        model_type: "cohere2",
-        config_class: "Cohere2Config",
-        architecture: "Cohere2ForCausalLM",
-        read: Read::Block(&COHERE2),
-    },
-    Family {
-        model_type: "glm",
-        config_class: "GlmConfig",
-        architecture: "GlmForCausalLM",
-        read: Read::Block(&GLM),
-    },
-    Family {
-        model_type: "glm4",
-        config_class: "Glm4Config",
-        architecture: "Glm4ForCausalLM",
-        read: Read::Block(&GLM4),
-    },
-    Family {
-        model_type: "granite",
-        config_class: "GraniteConfig",
-        architecture: "GraniteForCausalLM",
-        read: Read::Block(&GRANITE),
-    },
-    Family {
-        model_type: "granite_swa",
-        config_class: "GraniteSWAConfig",
-        architecture: "GraniteSWAForCausalLM",
-        read: Read::Block(&GRANITE_SWA),
-    },
-    Family {
-        model_type: "exaone4",
-        config_class: "Exaone4Config",
-        architecture: "Exaone4ForCausalLM",
-        read: Read::Block(&EXAONE4),
-    },
-    Family {
-        model_type: "olmo3",
-        config_class: "Olmo3Config",
-        architecture: "Olmo3ForCausalLM",
-        read: Read::Block(&OLMO3),
-    },
-    Family {
-        model_type: "smollm3",
-        config_class: "SmolLM3Config",
-        architecture: "SmolLM3ForCausalLM",
-        read: Read::Block(&SMOLLM3),
-    },
-    Family {
-        model_type: "ministral3",
-        config_class: "Ministral3Config",
-        architecture: "Ministral3ForCausalLM",
-        read: Read::Block(&MINISTRAL3),
-    },
-    Family {
-        model_type: "ministral",
-        config_class: "MinistralConfig",
-        architecture: "MinistralForCausalLM",
-        read: Read::Code(read_ministral),
-    },
-    Family {
-        model_type: "nemotron",
-        config_class: "NemotronConfig",
-        architecture: "NemotronForCausalLM",
-        read: Read::Block(&NEMOTRON),
-    },
-    Family {
-        model_type: "hunyuan_v1_dense",
-        config_class: "HunYuanDenseV1Config",
-        architecture: "HunYuanDenseV1ForCausalLM",
-        read: Read::Block(&HUNYUAN_V1_DENSE),
-    },
-    Family {
-        model_type: "seed_oss",
-        config_class: "SeedOssConfig",
-        architecture: "SeedOssForCausalLM",
-        read: Read::Block(&SEED_OSS),
-    },
-    Family {
-        model_type: "helium",
-        config_class: "HeliumConfig",
-        architecture: "HeliumForCausalLM",
-        read: Read::Block(&HELIUM),
-    },
-    Family {
-        model_type: "arcee",
-        config_class: "ArceeConfig",
-        architecture: "ArceeForCausalLM",
-        read: Read::Block(&ARCEE),
-    },
-    Family {
-        model_type: "apertus",
-        config_class: "ApertusConfig",
-        architecture: "ApertusForCausalLM",
-        read: Read::Block(&APERTUS),
-    },
-    Family {
-        model_type: "ernie4_5",
-        config_class: "Ernie4_5Config",
-        architecture: "Ernie4_5ForCausalLM",
-        read: Read::Block(&ERNIE4_5),
-    },
-    Family {
-        model_type: "internlm3",
-        config_class: "InternLM3Config",
-        architecture: "LlamaForCausalLM",
-        read: Read::Block(&INTERNLM3),
-    },
-    Family {
-        model_type: "exaone",
-        config_class: "ExaoneConfig",
-        architecture: "LlamaForCausalLM",
-        read: Read::Block(&EXAONE),
-    },
-    Family {
-        model_type: "iquestcoder",
-        config_class: "IQuestCoderConfig",
-        architecture: "LlamaForCausalLM",
-        read: Read::Block(&IQUESTCODER),
-    },
-    Family {
-        model_type: "cwm",
-        config_class: "CwmConfig",
-        architecture: "CwmForCausalLM",
-        read: Read::Block(&CWM),
-    },
-    Family {
-        model_type: "vaultgemma",
-        config_class: "VaultGemmaConfig",
-        architecture: "VaultGemmaForCausalLM",
-        read: Read::Block(&VAULTGEMMA),
-    },
-    Family {
-        model_type: "hyperclovax",
-        config_class: "HyperCLOVAXConfig",
-        architecture: "HyperCLOVAXForCausalLM",
-        read: Read::Block(&HYPERCLOVAX),
-    },
-    Family {
-        model_type: "jais2",
-        config_class: "Jais2Config",
-        architecture: "Jais2ForCausalLM",
-        read: Read::Block(&JAIS2),
-    },
-    Family {
-        model_type: "bitnet",
-        config_class: "BitNetConfig",
-        architecture: "BitNetForCausalLM",
-        read: Read::Block(&BITNET),
-    },
-    Family {
-        model_type: "apertus1p5_text",
-        config_class: "Apertus1p5TextConfig",
-        architecture: "Apertus1p5TextForCausalLM",
-        read: Read::Block(&APERTUS1P5_TEXT),
-    },
-    Family {
-        model_type: "diffllama",
-        config_class: "DiffLlamaConfig",
-        architecture: "DiffLlamaForCausalLM",
-        read: Read::Block(&DIFFLLAMA),
-    },
-    Family {
-        model_type: "nanochat",
-        config_class: "NanoChatConfig",
-        architecture: "NanoChatForCausalLM",
-        read: Read::Block(&NANOCHAT),
-    },
-    Family {
-        model_type: "doge",
-        config_class: "DogeConfig",
-        architecture: "DogeForCausalLM",
-        read: Read::Block(&DOGE),
-    },
-    Family {
-        model_type: "mellum",
-        config_class: "MellumConfig",
-        architecture: "MellumForCausalLM",
-        read: Read::Block(&MELLUM),
-    },
-    Family {
-        model_type: "hrm_text",
-        config_class: "HrmTextConfig",
-        architecture: "HrmTextForCausalLM",
-        read: Read::Block(&HRM_TEXT),
-    },
-    Family {
-        model_type: "dory",
-        config_class: "DoryConfig",
-        architecture: "DoryForCausalLM",
-        read: Read::Code(dory),
-    },
+    Family::code("zaya", "ZayaConfig", "ZayaForCausalLM", |r, f, _| {
+        zaya(r, f)
+    }),
+    Family::block("cohere", "CohereConfig", "CohereForCausalLM", &COHERE),
+    Family::block("cohere2", "Cohere2Config", "Cohere2ForCausalLM", &COHERE2),
+    Family::block("glm", "GlmConfig", "GlmForCausalLM", &GLM),
+    Family::block("glm4", "Glm4Config", "Glm4ForCausalLM", &GLM4),
+    Family::block("granite", "GraniteConfig", "GraniteForCausalLM", &GRANITE),
+    Family::block(
+        "granite_swa",
+        "GraniteSWAConfig",
+        "GraniteSWAForCausalLM",
+        &GRANITE_SWA,
+    ),
+    Family::block("exaone4", "Exaone4Config", "Exaone4ForCausalLM", &EXAONE4),
+    Family::block("olmo3", "Olmo3Config", "Olmo3ForCausalLM", &OLMO3),
+    Family::block("smollm3", "SmolLM3Config", "SmolLM3ForCausalLM", &SMOLLM3),
+    Family::block(
+        "ministral3",
+        "Ministral3Config",
+        "Ministral3ForCausalLM",
+        &MINISTRAL3,
+    ),
+    Family::code(
+        "ministral",
+        "MinistralConfig",
+        "MinistralForCausalLM",
+        read_ministral,
+    ),
+    Family::block(
+        "nemotron",
+        "NemotronConfig",
+        "NemotronForCausalLM",
+        &NEMOTRON,
+    ),
+    Family::block(
+        "hunyuan_v1_dense",
+        "HunYuanDenseV1Config",
+        "HunYuanDenseV1ForCausalLM",
+        &HUNYUAN_V1_DENSE,
+    ),
+    Family::block("seed_oss", "SeedOssConfig", "SeedOssForCausalLM", &SEED_OSS),
+    Family::block("helium", "HeliumConfig", "HeliumForCausalLM", &HELIUM),
+    Family::block("arcee", "ArceeConfig", "ArceeForCausalLM", &ARCEE),
+    Family::block("apertus", "ApertusConfig", "ApertusForCausalLM", &APERTUS),
+    Family::block(
+        "ernie4_5",
+        "Ernie4_5Config",
+        "Ernie4_5ForCausalLM",
+        &ERNIE4_5,
+    ),
+    Family::block(
+        "internlm3",
+        "InternLM3Config",
+        "LlamaForCausalLM",
+        &INTERNLM3,
+    ),
+    Family::block("exaone", "ExaoneConfig", "LlamaForCausalLM", &EXAONE),
+    Family::block(
+        "iquestcoder",
+        "IQuestCoderConfig",
+        "LlamaForCausalLM",
+        &IQUESTCODER,
+    ),
+    Family::block("cwm", "CwmConfig", "CwmForCausalLM", &CWM),
+    Family::block(
+        "vaultgemma",
+        "VaultGemmaConfig",
+        "VaultGemmaForCausalLM",
+        &VAULTGEMMA,
+    ),
+    Family::block(
+        "hyperclovax",
+        "HyperCLOVAXConfig",
+        "HyperCLOVAXForCausalLM",
+        &HYPERCLOVAX,
+    ),
+    Family::block("jais2", "Jais2Config", "Jais2ForCausalLM", &JAIS2),
+    Family::block("bitnet", "BitNetConfig", "BitNetForCausalLM", &BITNET),
+    Family::block(
+        "apertus1p5_text",
+        "Apertus1p5TextConfig",
+        "Apertus1p5TextForCausalLM",
+        &APERTUS1P5_TEXT,
+    ),
+    Family::block(
+        "diffllama",
+        "DiffLlamaConfig",
+        "DiffLlamaForCausalLM",
+        &DIFFLLAMA,
+    ),
+    Family::block(
+        "nanochat",
+        "NanoChatConfig",
+        "NanoChatForCausalLM",
+        &NANOCHAT,
+    ),
+    Family::block("doge", "DogeConfig", "DogeForCausalLM", &DOGE),
+    Family::block("mellum", "MellumConfig", "MellumForCausalLM", &MELLUM),
+    Family::block("hrm_text", "HrmTextConfig", "HrmTextForCausalLM", &HRM_TEXT),
+    Family::code("dory", "DoryConfig", "DoryForCausalLM", dory),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -1433,6 +1330,145 @@ pub(crate) const FAMILIES: &[Family] = &[
 /// `v · k` as a formula.
 fn times(a: Expr, b: Expr) -> Expr {
     Expr::product(vec![a, b])
+}
+
+/// ZAYA's sliding layers: `layer_types` (`hybrid`/`hybrid_sliding`, one per layer), by
+/// default `["hybrid"] * num_hidden_layers`.
+fn zaya_sliding(raw: &RawConfig<'_>, n: u64) -> Result<Runs<bool>, ConfigError> {
+    Ok(match raw.value("layer_types") {
+        None => Runs::uniform(false, n),
+        Some(v) => {
+            let list = v
+                .as_array()
+                .filter(|l| l.len() as u64 == n)
+                .ok_or_else(|| {
+                    raw.invalid(
+                        "layer_types",
+                        v,
+                        &format!("a list of {n} `hybrid`/`hybrid_sliding`"),
+                    )
+                })?;
+            let mut sliding = Runs::default();
+            for t in list {
+                match t.as_str() {
+                    Some("hybrid") => sliding.push(false, 1),
+                    Some("hybrid_sliding") => sliding.push(true, 1),
+                    _ => {
+                        return Err(raw.invalid(
+                            "layer_types",
+                            v,
+                            "`hybrid` or `hybrid_sliding` entries",
+                        ));
+                    }
+                }
+            }
+            sliding
+        }
+    })
+}
+
+/// ZAYA's CCA convolutions over `channels = (n_h + n_kv)·d_h` (`conv_qk_depthwise`, kernel
+/// `cca_time0`; `conv_qk_grouped`, `d_h` inputs per channel, kernel `cca_time1`; both with
+/// bias) and `qk_norm.temp` (`n_kv`).
+fn cca_extras(channels: u64, head_dim: u64, kv: u64, (t0, t1): (u64, u64)) -> Vec<Extra> {
+    let c_x = || Expr::sym(Sym::Named("cca_channels"), channels);
+    let h_x = || Expr::sym(Sym::HeadDim, head_dim);
+    vec![
+        Extra::linear(
+            "self_attn.qkv_proj.conv_qk_depthwise.weight",
+            "cca convolution",
+            Category::Attention,
+            Expr::sym(Sym::Named("cca_time0"), t0),
+            c_x(),
+        ),
+        Extra::vector(
+            "self_attn.qkv_proj.conv_qk_depthwise.bias",
+            "cca convolution",
+            Category::Attention,
+            c_x(),
+        ),
+        Extra::linear(
+            "self_attn.qkv_proj.conv_qk_grouped.weight",
+            "cca convolution",
+            Category::Attention,
+            times(h_x(), Expr::sym(Sym::Named("cca_time1"), t1)),
+            c_x(),
+        ),
+        Extra::vector(
+            "self_attn.qkv_proj.conv_qk_grouped.bias",
+            "cca convolution",
+            Category::Attention,
+            c_x(),
+        ),
+        Extra::vector(
+            "self_attn.qk_norm.temp",
+            "cca convolution",
+            Category::Attention,
+            Expr::sym(Sym::KvHeads, kv),
+        ),
+    ]
+}
+
+/// ZAYA's router network: `down_proj` `d → r` with bias, `router_mlp` (`RMSNorm(r)`,
+/// `fc1`/`fc2` `r → r` with bias, `out_proj` `r → E + 1`).
+fn zaya_router(d: u64, rh: u64, experts: u64) -> Vec<Extra> {
+    let d_x = || Expr::sym(Sym::Hidden, d);
+    let r_x = || Expr::sym(Sym::Named("router_hidden_size"), rh);
+    let mut router = vec![
+        Extra::linear(
+            "mlp.gate.down_proj.weight",
+            "router network",
+            Category::MoeRouter,
+            d_x(),
+            r_x(),
+        ),
+        Extra::vector(
+            "mlp.gate.down_proj.bias",
+            "router network",
+            Category::MoeRouter,
+            r_x(),
+        ),
+        Extra::vector(
+            "mlp.gate.router_mlp.norm.weight",
+            "router norm",
+            Category::Norm,
+            r_x(),
+        ),
+    ];
+    for fc in ["fc1", "fc2"] {
+        let (w, b) = if fc == "fc1" {
+            (
+                "mlp.gate.router_mlp.fc1.weight",
+                "mlp.gate.router_mlp.fc1.bias",
+            )
+        } else {
+            (
+                "mlp.gate.router_mlp.fc2.weight",
+                "mlp.gate.router_mlp.fc2.bias",
+            )
+        };
+        router.push(Extra::linear(
+            w,
+            "router network",
+            Category::MoeRouter,
+            r_x(),
+            r_x(),
+        ));
+        router.push(Extra::vector(
+            b,
+            "router network",
+            Category::MoeRouter,
+            r_x(),
+        ));
+    }
+    router.push(Extra::linear(
+        "mlp.gate.router_mlp.out_proj.weight",
+        "router network",
+        Category::MoeRouter,
+        r_x(),
+        Expr::sum(vec![Expr::sym(Sym::Experts, experts), Expr::Lit(1)]),
+    ));
+    router
 }
 
 /// ZAYA (`modular_zaya.py`, transformers 5.24). Every layer: `input_layernorm` and
@@ -1504,37 +1540,7 @@ fn zaya(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigErr
         .ok_or_else(|| raw.invalid("head_dim", &head_dim.into(), "a smaller size"))?;
     let window = raw.size_opt("sliding_window")?;
     let n = layers;
-    // `layer_types` defaults to `["hybrid"] * num_hidden_layers`.
-    let sliding: Runs<bool> = match raw.value("layer_types") {
-        None => Runs::uniform(false, n),
-        Some(v) => {
-            let list = v
-                .as_array()
-                .filter(|l| l.len() as u64 == n)
-                .ok_or_else(|| {
-                    raw.invalid(
-                        "layer_types",
-                        v,
-                        &format!("a list of {n} `hybrid`/`hybrid_sliding`"),
-                    )
-                })?;
-            let mut sliding = Runs::default();
-            for t in list {
-                match t.as_str() {
-                    Some("hybrid") => sliding.push(false, 1),
-                    Some("hybrid_sliding") => sliding.push(true, 1),
-                    _ => {
-                        return Err(raw.invalid(
-                            "layer_types",
-                            v,
-                            "`hybrid` or `hybrid_sliding` entries",
-                        ));
-                    }
-                }
-            }
-            sliding
-        }
-    };
+    let sliding = zaya_sliding(raw, n)?;
     if sliding.any(|s| *s) && window.is_none() {
         return Err(raw.missing(
             "sliding_window",
@@ -1544,96 +1550,6 @@ fn zaya(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigErr
 
     let d_x = || Expr::sym(Sym::Hidden, d);
     let r_x = || Expr::sym(Sym::Named("router_hidden_size"), rh);
-    let c_x = || Expr::sym(Sym::Named("cca_channels"), channels);
-    let h_x = || Expr::sym(Sym::HeadDim, head_dim);
-    let attention_extras = vec![
-        Extra::linear(
-            "self_attn.qkv_proj.conv_qk_depthwise.weight",
-            "cca convolution",
-            Category::Attention,
-            Expr::sym(Sym::Named("cca_time0"), t0),
-            c_x(),
-        ),
-        Extra::vector(
-            "self_attn.qkv_proj.conv_qk_depthwise.bias",
-            "cca convolution",
-            Category::Attention,
-            c_x(),
-        ),
-        Extra::linear(
-            "self_attn.qkv_proj.conv_qk_grouped.weight",
-            "cca convolution",
-            Category::Attention,
-            times(h_x(), Expr::sym(Sym::Named("cca_time1"), t1)),
-            c_x(),
-        ),
-        Extra::vector(
-            "self_attn.qkv_proj.conv_qk_grouped.bias",
-            "cca convolution",
-            Category::Attention,
-            c_x(),
-        ),
-        Extra::vector(
-            "self_attn.qk_norm.temp",
-            "cca convolution",
-            Category::Attention,
-            Expr::sym(Sym::KvHeads, kv),
-        ),
-    ];
-    let mut router = vec![
-        Extra::linear(
-            "mlp.gate.down_proj.weight",
-            "router network",
-            Category::MoeRouter,
-            d_x(),
-            r_x(),
-        ),
-        Extra::vector(
-            "mlp.gate.down_proj.bias",
-            "router network",
-            Category::MoeRouter,
-            r_x(),
-        ),
-        Extra::vector(
-            "mlp.gate.router_mlp.norm.weight",
-            "router norm",
-            Category::Norm,
-            r_x(),
-        ),
-    ];
-    for fc in ["fc1", "fc2"] {
-        let (w, b) = if fc == "fc1" {
-            (
-                "mlp.gate.router_mlp.fc1.weight",
-                "mlp.gate.router_mlp.fc1.bias",
-            )
-        } else {
-            (
-                "mlp.gate.router_mlp.fc2.weight",
-                "mlp.gate.router_mlp.fc2.bias",
-            )
-        };
-        router.push(Extra::linear(
-            w,
-            "router network",
-            Category::MoeRouter,
-            r_x(),
-            r_x(),
-        ));
-        router.push(Extra::vector(
-            b,
-            "router network",
-            Category::MoeRouter,
-            r_x(),
-        ));
-    }
-    router.push(Extra::linear(
-        "mlp.gate.router_mlp.out_proj.weight",
-        "router network",
-        Category::MoeRouter,
-        r_x(),
-        Expr::sum(vec![Expr::sym(Sym::Experts, experts), Expr::Lit(1)]),
-    ));
     let scalings = ["post_attention_residual_scale", "post_mlp_residual_scale"]
         .into_iter()
         .flat_map(|m| {
@@ -1652,8 +1568,8 @@ fn zaya(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigErr
                 d_x(),
             )
         });
-    let mut extras = attention_extras;
-    extras.extend(router);
+    let mut extras = cca_extras(channels, head_dim, kv, (t0, t1));
+    extras.extend(zaya_router(d, rh, experts));
     extras.extend(scalings);
 
     let mut base = layer(

@@ -25,8 +25,8 @@ use serde_json::{Map, Value};
 use crate::error::ConfigError;
 use crate::hf_config::family::{
     AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule, MoeRule, NO,
-    NormRule, PLAIN_ATTENTION, QkNorm, Read, Shared, Sparsity, StandardRule, Switch, Windows, YES,
-    key_or, read_block,
+    NormRule, PLAIN_ATTENTION, QkNorm, Shared, Sparsity, StandardRule, Switch, Windows, YES,
+    key_or, read_block, unbiased_mlp,
 };
 use crate::hf_config::family::{map_layers_by, try_map_kinds};
 use crate::hf_config::raw::RawConfig;
@@ -408,12 +408,7 @@ fn ernie_tweak(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), Conf
 const LLAMA4_TEXT: Block = Block {
     kv_default: Some(8),
     head_dim: HeadDim::KeyOr(128),
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size_mlp"], 16384),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size_mlp"], 16384)),
     moe: Some(MoeRule {
         experts: key_or(&["num_local_experts"], 16),
         top_k: key_or(&["num_experts_per_tok"], 1),
@@ -853,12 +848,7 @@ const MIMO_V2_FLASH: Block = Block {
         o_bias: NO,
         ..PLAIN_ATTENTION
     }),
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 16384),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 16384)),
     moe: Some(MoeRule {
         experts: key_or(&["n_routed_experts", "num_local_experts"], 256),
         top_k: key_or(&["num_experts_per_tok"], 8),
@@ -968,12 +958,7 @@ const LAGUNA: Block = Block {
         qk_norm: QkNorm::PerHead,
         ..LLAMA_ATTENTION
     }),
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 8192),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 8192)),
     moe: Some(MoeRule {
         experts: key_or(&["num_experts"], 256),
         top_k: key_or(&["num_experts_per_tok"], 8),
@@ -1074,12 +1059,7 @@ const AFMOE: Block = Block {
         qk_norm: QkNorm::PerHead,
         ..LLAMA_ATTENTION
     }),
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 6144),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 6144)),
     moe: Some(MoeRule {
         experts: key_or(&["num_experts"], 64),
         top_k: key_or(&["num_experts_per_tok"], 6),
@@ -1163,12 +1143,7 @@ const BEAM: Block = Block {
         qk_norm: QkNorm::PerHead,
         ..LLAMA_ATTENTION
     }),
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 20480),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 20480)),
     moe: Some(MoeRule {
         experts: key_or(&["num_experts"], 256),
         top_k: key_or(&["num_experts_per_tok"], 8),
@@ -1246,12 +1221,7 @@ const AXK1: Block = Block {
         q_lora_default: Some(1536),
         bias: Switch::Key("attention_bias", false),
     },
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 18432),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 18432)),
     moe: Some(MoeRule {
         experts: key_or(&["n_routed_experts", "num_local_experts"], 192),
         top_k: key_or(&["num_experts_per_tok"], 8),
@@ -1310,12 +1280,7 @@ const FLINT: Block = Block {
         sinks: YES,
         ..LLAMA_ATTENTION
     }),
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 6144),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 6144)),
     moe: Some(MoeRule {
         experts: key_or(&["num_experts"], 256),
         top_k: key_or(&["num_experts_per_tok"], 6),
@@ -1370,12 +1335,7 @@ const MINIMAX_M3_TEXT: Block = Block {
         qk_norm: QkNorm::PerHead,
         ..PLAIN_ATTENTION
     }),
-    mlp: MlpRule {
-        width: key_or(&["dense_intermediate_size"], 12288),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["dense_intermediate_size"], 12288)),
     moe: Some(MoeRule {
         experts: key_or(&["num_local_experts", "num_experts"], 128),
         top_k: key_or(&["num_experts_per_tok"], 4),
@@ -1581,12 +1541,7 @@ const INKLING_TEXT: Block = Block {
         qk_norm: QkNorm::PerHead,
         ..PLAIN_ATTENTION
     }),
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 24576),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 24576)),
     moe: Some(MoeRule {
         experts: key_or(&["n_routed_experts"], 256),
         top_k: key_or(&["num_experts_per_tok"], 6),
@@ -3014,12 +2969,7 @@ const AXK2: Block = Block {
         q_lora_default: Some(384),
         bias: Switch::Key("attention_bias", false),
     },
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 5120),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 5120)),
     moe: Some(MoeRule {
         experts: key_or(&["n_routed_experts", "num_local_experts"], 128),
         top_k: key_or(&["num_experts_per_tok"], 8),
@@ -3163,12 +3113,7 @@ const HY_V4: Block = Block {
         q_lora_default: Some(1536),
         bias: Switch::Key("attention_bias", false),
     },
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 6912),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 6912)),
     moe: Some(MoeRule {
         experts: key_or(&["n_routed_experts", "num_local_experts"], 256),
         top_k: key_or(&["num_experts_per_tok"], 8),
@@ -3189,12 +3134,7 @@ const HY_V4_VL_TEXT: Block = Block {
         q_lora_default: Some(2048),
         bias: Switch::Key("attention_bias", false),
     },
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 18432),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 18432)),
     moe: Some(MoeRule {
         experts: key_or(&["n_routed_experts", "num_local_experts"], 256),
         top_k: key_or(&["num_experts_per_tok"], 8),
@@ -3596,219 +3536,175 @@ fn loop_end_past_layers(
 
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
-    Family {
-        model_type: "hunyuan_v1_moe",
-        config_class: "HunYuanMoEV1Config",
-        architecture: "HunYuanMoEV1ForCausalLM",
-        read: Read::Code(super::experts2::read_hunyuan_v1_moe),
-    },
-    Family {
-        model_type: "dots1",
-        config_class: "Dots1Config",
-        architecture: "Dots1ForCausalLM",
-        read: Read::Code(super::experts2::read_dots1),
-    },
-    Family {
-        model_type: "dbrx",
-        config_class: "DbrxConfig",
-        architecture: "DbrxForCausalLM",
-        read: Read::Code(super::experts2::read_dbrx),
-    },
-    Family {
-        model_type: "inkling2_loop_text",
-        config_class: "Inkling2LoopTextConfig",
-        architecture: "Inkling2LoopForCausalLM",
-        read: Read::Code(read_inkling2_loop_text),
-    },
-    Family {
-        model_type: "hy_v4",
-        config_class: "HYV4Config",
-        architecture: "HYV4ForCausalLM",
-        read: Read::Code(|r, f, _| read_hy_v4(r, f, &HY_V4_CLASS)),
-    },
-    Family {
-        model_type: "hy_v4_vl_text",
-        config_class: "HYV4VLTextConfig",
-        architecture: "HYV4VLForConditionalGeneration",
-        read: Read::Code(|r, f, _| read_hy_v4(r, f, &HY_V4_VL_TEXT_CLASS)),
-    },
-    Family {
-        model_type: "axk2",
-        config_class: "AXK2Config",
-        architecture: "AXK2ForCausalLM",
-        read: Read::Code(read_axk2),
-    },
-    Family {
-        model_type: "dots3_note_text",
-        config_class: "Dots3NoteTextConfig",
-        architecture: "Dots3NoteForCausalLM",
-        read: Read::Code(read_dots3_note_text),
-    },
-    Family {
-        model_type: "jetmoe",
-        config_class: "JetMoeConfig",
-        architecture: "JetMoeForCausalLM",
-        read: Read::Code(read_jetmoe),
-    },
-    Family {
-        model_type: "glm4_moe",
-        config_class: "Glm4MoeConfig",
-        architecture: "Glm4MoeForCausalLM",
-        // `head_dim` = `hidden_size // num_attention_heads` (4096 // 96 = 42 by default).
-        read: Read::Block(&GLM4_MOE_FLOORED),
-    },
-    Family {
-        model_type: "sarvam_moe",
-        config_class: "SarvamMoEConfig",
-        architecture: "Glm4MoeForCausalLM",
-        read: Read::Code(|r, f, _| {
+    Family::code(
+        "hunyuan_v1_moe",
+        "HunYuanMoEV1Config",
+        "HunYuanMoEV1ForCausalLM",
+        super::experts2::read_hunyuan_v1_moe,
+    ),
+    Family::code(
+        "dots1",
+        "Dots1Config",
+        "Dots1ForCausalLM",
+        super::experts2::read_dots1,
+    ),
+    Family::code(
+        "dbrx",
+        "DbrxConfig",
+        "DbrxForCausalLM",
+        super::experts2::read_dbrx,
+    ),
+    Family::code(
+        "inkling2_loop_text",
+        "Inkling2LoopTextConfig",
+        "Inkling2LoopForCausalLM",
+        read_inkling2_loop_text,
+    ),
+    Family::code("hy_v4", "HYV4Config", "HYV4ForCausalLM", |r, f, _| {
+        read_hy_v4(r, f, &HY_V4_CLASS)
+    }),
+    Family::code(
+        "hy_v4_vl_text",
+        "HYV4VLTextConfig",
+        "HYV4VLForConditionalGeneration",
+        |r, f, _| read_hy_v4(r, f, &HY_V4_VL_TEXT_CLASS),
+    ),
+    Family::code("axk2", "AXK2Config", "AXK2ForCausalLM", read_axk2),
+    Family::code(
+        "dots3_note_text",
+        "Dots3NoteTextConfig",
+        "Dots3NoteForCausalLM",
+        read_dots3_note_text,
+    ),
+    Family::code("jetmoe", "JetMoeConfig", "JetMoeForCausalLM", read_jetmoe),
+    // `head_dim` = `hidden_size // num_attention_heads` (4096 // 96 = 42 by default).
+    Family::block(
+        "glm4_moe",
+        "Glm4MoeConfig",
+        "Glm4MoeForCausalLM",
+        &GLM4_MOE_FLOORED,
+    ),
+    Family::code(
+        "sarvam_moe",
+        "SarvamMoEConfig",
+        "Glm4MoeForCausalLM",
+        |r, f, _| {
             read_patched(r, f, &SARVAM_MOE, |r, m| {
                 sarvam_patch(r, m);
                 Ok(())
             })
-        }),
-    },
-    Family {
-        model_type: "solar_open",
-        config_class: "SolarOpenConfig",
-        architecture: "SolarOpenForCausalLM",
-        read: Read::Block(&SOLAR_OPEN),
-    },
-    Family {
-        model_type: "minimax_m2",
-        config_class: "MiniMaxM2Config",
-        architecture: "MiniMaxM2ForCausalLM",
-        read: Read::Block(&MINIMAX_M2),
-    },
-    Family {
-        model_type: "ernie4_5_moe",
-        config_class: "Ernie4_5_MoeConfig",
-        architecture: "Ernie4_5_MoeForCausalLM",
-        read: Read::Block(&ERNIE4_5_MOE),
-    },
-    Family {
-        model_type: "llama4_text",
-        config_class: "Llama4TextConfig",
-        architecture: "Llama4ForCausalLM",
-        read: Read::Code(|r, f, _| read_patched(r, f, &LLAMA4_TEXT, llama4_patch)),
-    },
-    Family {
-        model_type: "phimoe",
-        config_class: "PhimoeConfig",
-        architecture: "PhimoeForCausalLM",
-        read: Read::Block(&PHIMOE),
-    },
-    Family {
-        model_type: "granitemoeshared",
-        config_class: "GraniteMoeSharedConfig",
-        architecture: "GraniteMoeSharedForCausalLM",
-        read: Read::Block(&GRANITEMOESHARED),
-    },
-    Family {
-        model_type: "exaone_moe",
-        config_class: "ExaoneMoeConfig",
-        architecture: "ExaoneMoeForCausalLM",
-        read: Read::Code(|r, f, _| read_patched(r, f, &EXAONE_MOE, mlp_layer_types)),
-    },
-    Family {
-        model_type: "flex_olmo",
-        config_class: "FlexOlmoConfig",
-        architecture: "FlexOlmoForCausalLM",
-        read: Read::Block(&FLEX_OLMO),
-    },
-    Family {
-        model_type: "aria_text",
-        config_class: "AriaTextConfig",
-        architecture: "AriaTextForCausalLM",
-        read: Read::Block(&ARIA_TEXT_FLOORED),
-    },
-    Family {
-        model_type: "cohere2_moe",
-        config_class: "Cohere2MoeConfig",
-        architecture: "Cohere2MoeForCausalLM",
-        read: Read::Code(|r, f, _| read_patched(r, f, &COHERE2_MOE, cohere2_moe_patch)),
-    },
-    Family {
-        model_type: "hy_v3",
-        config_class: "HYV3Config",
-        architecture: "HYV3ForCausalLM",
-        read: Read::Code(|r, f, _| read_patched(r, f, &HY_V3, dense_first_layer)),
-    },
-    Family {
-        model_type: "mimo_v2_flash",
-        config_class: "MiMoV2FlashConfig",
-        architecture: "MiMoV2FlashForCausalLM",
-        read: Read::Code(read_mimo),
-    },
-    Family {
-        model_type: "laguna",
-        config_class: "LagunaConfig",
-        architecture: "LagunaForCausalLM",
-        read: Read::Code(read_laguna),
-    },
-    Family {
-        model_type: "afmoe",
-        config_class: "AfmoeConfig",
-        architecture: "AfmoeForCausalLM",
-        read: Read::Code(|r, f, _| read_patched(r, f, &AFMOE, afmoe_patch)),
-    },
-    Family {
-        model_type: "granitemoe_swa",
-        config_class: "GraniteMoeSWAConfig",
-        architecture: "GraniteMoeSWAForCausalLM",
-        read: Read::Code(|r, f, _| read_patched(r, f, &GRANITEMOE_SWA, granite_swa_patch)),
-    },
-    Family {
-        model_type: "kolibri1",
-        config_class: "Kolibri1Config",
-        architecture: "Kolibri1ForCausalLM",
-        read: Read::Code(|r, f, _| {
+        },
+    ),
+    Family::block(
+        "solar_open",
+        "SolarOpenConfig",
+        "SolarOpenForCausalLM",
+        &SOLAR_OPEN,
+    ),
+    Family::block(
+        "minimax_m2",
+        "MiniMaxM2Config",
+        "MiniMaxM2ForCausalLM",
+        &MINIMAX_M2,
+    ),
+    Family::block(
+        "ernie4_5_moe",
+        "Ernie4_5_MoeConfig",
+        "Ernie4_5_MoeForCausalLM",
+        &ERNIE4_5_MOE,
+    ),
+    Family::code(
+        "llama4_text",
+        "Llama4TextConfig",
+        "Llama4ForCausalLM",
+        |r, f, _| read_patched(r, f, &LLAMA4_TEXT, llama4_patch),
+    ),
+    Family::block("phimoe", "PhimoeConfig", "PhimoeForCausalLM", &PHIMOE),
+    Family::block(
+        "granitemoeshared",
+        "GraniteMoeSharedConfig",
+        "GraniteMoeSharedForCausalLM",
+        &GRANITEMOESHARED,
+    ),
+    Family::code(
+        "exaone_moe",
+        "ExaoneMoeConfig",
+        "ExaoneMoeForCausalLM",
+        |r, f, _| read_patched(r, f, &EXAONE_MOE, mlp_layer_types),
+    ),
+    Family::block(
+        "flex_olmo",
+        "FlexOlmoConfig",
+        "FlexOlmoForCausalLM",
+        &FLEX_OLMO,
+    ),
+    Family::block(
+        "aria_text",
+        "AriaTextConfig",
+        "AriaTextForCausalLM",
+        &ARIA_TEXT_FLOORED,
+    ),
+    Family::code(
+        "cohere2_moe",
+        "Cohere2MoeConfig",
+        "Cohere2MoeForCausalLM",
+        |r, f, _| read_patched(r, f, &COHERE2_MOE, cohere2_moe_patch),
+    ),
+    Family::code("hy_v3", "HYV3Config", "HYV3ForCausalLM", |r, f, _| {
+        read_patched(r, f, &HY_V3, dense_first_layer)
+    }),
+    Family::code(
+        "mimo_v2_flash",
+        "MiMoV2FlashConfig",
+        "MiMoV2FlashForCausalLM",
+        read_mimo,
+    ),
+    Family::code("laguna", "LagunaConfig", "LagunaForCausalLM", read_laguna),
+    Family::code("afmoe", "AfmoeConfig", "AfmoeForCausalLM", |r, f, _| {
+        read_patched(r, f, &AFMOE, afmoe_patch)
+    }),
+    Family::code(
+        "granitemoe_swa",
+        "GraniteMoeSWAConfig",
+        "GraniteMoeSWAForCausalLM",
+        |r, f, _| read_patched(r, f, &GRANITEMOE_SWA, granite_swa_patch),
+    ),
+    Family::code(
+        "kolibri1",
+        "Kolibri1Config",
+        "Kolibri1ForCausalLM",
+        |r, f, _| {
             read_patched(r, f, &KOLIBRI1, |r, m| {
                 let _ = m;
                 layer_types_or(r, |n| all_but_every(n, 5))
             })
-        }),
-    },
-    Family {
-        model_type: "axk1",
-        config_class: "AXK1Config",
-        architecture: "AXK1ForCausalLM",
-        read: Read::Code(|r, f, _| read_patched(r, f, &AXK1, axk1_patch)),
-    },
-    Family {
-        model_type: "beam",
-        config_class: "BeamConfig",
-        architecture: "BeamForCausalLM",
-        read: Read::Code(|r, f, _| read_patched(r, f, &BEAM, beam_patch)),
-    },
-    Family {
-        model_type: "flint",
-        config_class: "FlintConfig",
-        architecture: "FlintForCausalLM",
-        read: Read::Code(|r, f, _| read_patched(r, f, &FLINT, flint_patch)),
-    },
-    Family {
-        model_type: "minimax_m3_vl_text",
-        config_class: "MiniMaxM3VLTextConfig",
-        architecture: "MiniMaxM3VLForCausalLM",
-        read: Read::Code(read_minimax_m3_text),
-    },
-    Family {
-        model_type: "inkling_text",
-        config_class: "InklingTextConfig",
-        architecture: "InklingForCausalLM",
-        read: Read::Code(read_inkling_text),
-    },
-    Family {
-        model_type: "inkling_text",
-        config_class: "InklingTextConfig",
-        architecture: "InklingForCausalLM",
-        read: Read::Code(read_inkling_text),
-    },
-    Family {
-        model_type: "inkling2_text",
-        config_class: "Inkling2TextConfig",
-        architecture: "Inkling2ForCausalLM",
-        read: Read::Code(read_inkling2_text),
-    },
+        },
+    ),
+    Family::code("axk1", "AXK1Config", "AXK1ForCausalLM", |r, f, _| {
+        read_patched(r, f, &AXK1, axk1_patch)
+    }),
+    Family::code("beam", "BeamConfig", "BeamForCausalLM", |r, f, _| {
+        read_patched(r, f, &BEAM, beam_patch)
+    }),
+    Family::code("flint", "FlintConfig", "FlintForCausalLM", |r, f, _| {
+        read_patched(r, f, &FLINT, flint_patch)
+    }),
+    Family::code(
+        "minimax_m3_vl_text",
+        "MiniMaxM3VLTextConfig",
+        "MiniMaxM3VLForCausalLM",
+        read_minimax_m3_text,
+    ),
+    Family::code(
+        "inkling_text",
+        "InklingTextConfig",
+        "InklingForCausalLM",
+        read_inkling_text,
+    ),
+    Family::code(
+        "inkling2_text",
+        "Inkling2TextConfig",
+        "Inkling2ForCausalLM",
+        read_inkling2_text,
+    ),
 ];

@@ -22,8 +22,8 @@ use llmsize_core::spec::{
 use crate::error::ConfigError;
 use crate::hf_config::decoder::{Decoder, mlp};
 use crate::hf_config::family::{
-    AttentionRule, Block, Family, LLAMA, LLAMA_MLP, MlpRule, MoeRule, NO, Read, Reader, Shared,
-    Size, Sparsity, Switch, key_or, read_block,
+    AttentionRule, Block, Family, LLAMA, LLAMA_MLP, MlpRule, MoeRule, NO, Reader, Shared, Size,
+    Sparsity, Switch, key_or, read_block,
 };
 use crate::hf_config::family::{map_kinds, map_layers_by};
 use crate::hf_config::raw::RawConfig;
@@ -870,29 +870,29 @@ fn longcat_flash(
 
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
-    Family {
-        model_type: "deepseek_v2",
-        config_class: "DeepseekV2Config",
-        architecture: "DeepseekV2ForCausalLM",
-        read: Read::Code(|r, f, _| mla_block(r, f, &DEEPSEEK_V2, &V3_MLA)),
-    },
-    Family {
-        model_type: "deepseek_v3",
-        config_class: "DeepseekV3Config",
-        architecture: "DeepseekV3ForCausalLM",
-        read: Read::Code(|r, f, _| mla_block(r, f, &DEEPSEEK_V3, &V3_MLA)),
-    },
-    Family {
-        model_type: "sarvam_mla",
-        config_class: "SarvamMLAConfig",
-        architecture: "DeepseekV3ForCausalLM",
-        read: Read::Code(|r, f, _| mla_block(r, f, &SARVAM_MLA, &V3_MLA)),
-    },
-    Family {
-        model_type: "mistral4",
-        config_class: "Mistral4Config",
-        architecture: "Mistral4ForCausalLM",
-        read: Read::Code(|r, f, _| {
+    Family::code(
+        "deepseek_v2",
+        "DeepseekV2Config",
+        "DeepseekV2ForCausalLM",
+        |r, f, _| mla_block(r, f, &DEEPSEEK_V2, &V3_MLA),
+    ),
+    Family::code(
+        "deepseek_v3",
+        "DeepseekV3Config",
+        "DeepseekV3ForCausalLM",
+        |r, f, _| mla_block(r, f, &DEEPSEEK_V3, &V3_MLA),
+    ),
+    Family::code(
+        "sarvam_mla",
+        "SarvamMLAConfig",
+        "DeepseekV3ForCausalLM",
+        |r, f, _| mla_block(r, f, &SARVAM_MLA, &V3_MLA),
+    ),
+    Family::code(
+        "mistral4",
+        "Mistral4Config",
+        "Mistral4ForCausalLM",
+        |r, f, _| {
             mla_block(
                 r,
                 f,
@@ -903,13 +903,13 @@ pub(crate) const FAMILIES: &[Family] = &[
                     ..V3_MLA
                 },
             )
-        }),
-    },
-    Family {
-        model_type: "glm4_moe_lite",
-        config_class: "Glm4MoeLiteConfig",
-        architecture: "Glm4MoeLiteForCausalLM",
-        read: Read::Code(|r, f, _| {
+        },
+    ),
+    Family::code(
+        "glm4_moe_lite",
+        "Glm4MoeLiteConfig",
+        "Glm4MoeLiteForCausalLM",
+        |r, f, _| {
             mla_block(
                 r,
                 f,
@@ -920,13 +920,13 @@ pub(crate) const FAMILIES: &[Family] = &[
                     ..V3_MLA
                 },
             )
-        }),
-    },
-    Family {
-        model_type: "minicpm3",
-        config_class: "MiniCPM3Config",
-        architecture: "MiniCPM3ForCausalLM",
-        read: Read::Code(|r, f, _| {
+        },
+    ),
+    Family::code(
+        "minicpm3",
+        "MiniCPM3Config",
+        "MiniCPM3ForCausalLM",
+        |r, f, _| {
             mla_block(
                 r,
                 f,
@@ -940,31 +940,28 @@ pub(crate) const FAMILIES: &[Family] = &[
                     heads: 40,
                 },
             )
-        }),
-    },
-    Family {
-        model_type: "youtu",
-        config_class: "YoutuConfig",
-        architecture: "YoutuForCausalLM",
-        read: Read::Code(|r, f, _| mla_block(r, f, &YOUTU, &V3_MLA)),
-    },
-    Family {
-        model_type: "longcat_flash",
-        config_class: "LongcatFlashConfig",
-        architecture: "LongcatFlashForCausalLM",
-        read: Read::Code(longcat_flash),
-    },
-    Family {
-        model_type: "deepseek_v32",
-        config_class: "DeepseekV32Config",
-        architecture: "DeepseekV32ForCausalLM",
-        read: Read::Code(|r, f, _| mla_block(r, f, &DEEPSEEK_V32, &V3_MLA)),
-    },
-    Family {
-        model_type: "glm_moe_dsa",
-        config_class: "GlmMoeDsaConfig",
-        architecture: "GlmMoeDsaForCausalLM",
-        read: Read::Code(|r, f, _| {
+        },
+    ),
+    Family::code("youtu", "YoutuConfig", "YoutuForCausalLM", |r, f, _| {
+        mla_block(r, f, &YOUTU, &V3_MLA)
+    }),
+    Family::code(
+        "longcat_flash",
+        "LongcatFlashConfig",
+        "LongcatFlashForCausalLM",
+        longcat_flash,
+    ),
+    Family::code(
+        "deepseek_v32",
+        "DeepseekV32Config",
+        "DeepseekV32ForCausalLM",
+        |r, f, _| mla_block(r, f, &DEEPSEEK_V32, &V3_MLA),
+    ),
+    Family::code(
+        "glm_moe_dsa",
+        "GlmMoeDsaConfig",
+        "GlmMoeDsaForCausalLM",
+        |r, f, _| {
             mla_block(
                 r,
                 f,
@@ -975,6 +972,6 @@ pub(crate) const FAMILIES: &[Family] = &[
                     ..V3_MLA
                 },
             )
-        }),
-    },
+        },
+    ),
 ];

@@ -17,8 +17,7 @@ use llmsize_core::spec::{
 use crate::error::ConfigError;
 use crate::hf_config::decoder::{Decoder, mha, mlp};
 use crate::hf_config::family::{
-    ALL_SPARSE, Family, MoeRule, NO, Read, Reader, Shared, Size, Switch, block_moe, key_or,
-    map_layers_by,
+    ALL_SPARSE, Family, MoeRule, NO, Reader, Shared, Size, Switch, block_moe, key_or, map_layers_by,
 };
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::runs::Runs;
@@ -680,16 +679,16 @@ fn glm5_next_text(
 
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
-    Family {
-        model_type: "deepseek_v4",
-        config_class: "DeepseekV4Config",
-        architecture: "DeepseekV4ForCausalLM",
-        read: Read::Code(deepseek_v4),
-    },
-    Family {
-        model_type: "glm5_next_text",
-        config_class: "Glm5NextTextConfig",
-        architecture: "Glm5NextForConditionalGeneration",
-        read: Read::Code(glm5_next_text),
-    },
+    Family::code(
+        "deepseek_v4",
+        "DeepseekV4Config",
+        "DeepseekV4ForCausalLM",
+        deepseek_v4,
+    ),
+    Family::code(
+        "glm5_next_text",
+        "Glm5NextTextConfig",
+        "Glm5NextForConditionalGeneration",
+        glm5_next_text,
+    ),
 ];

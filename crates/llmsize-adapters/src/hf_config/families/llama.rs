@@ -6,7 +6,7 @@ use llmsize_core::spec::NormKind;
 
 use crate::hf_config::family::{
     AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule, NO,
-    NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Read, StandardRule, Switch, Windows, YES, key_or,
+    NormRule, PLAIN_ATTENTION, QkNorm, RMS2, StandardRule, Switch, Windows, YES, key_or,
 };
 
 /// Mistral: no attention or MLP biases, 8 KV heads, every layer slides when
@@ -128,64 +128,24 @@ const OLMO2: Block = Block {
 
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
-    Family {
-        model_type: "llama",
-        config_class: "LlamaConfig",
-        architecture: "LlamaForCausalLM",
-        read: Read::Block(&LLAMA),
-    },
-    Family {
-        model_type: "mistral",
-        config_class: "MistralConfig",
-        architecture: "MistralForCausalLM",
-        read: Read::Block(&MISTRAL),
-    },
-    Family {
-        model_type: "qwen2",
-        config_class: "Qwen2Config",
-        architecture: "Qwen2ForCausalLM",
-        read: Read::Block(&QWEN2),
-    },
-    Family {
-        model_type: "qwen3",
-        config_class: "Qwen3Config",
-        architecture: "Qwen3ForCausalLM",
-        read: Read::Block(&QWEN3),
-    },
-    Family {
-        model_type: "gemma",
-        config_class: "GemmaConfig",
-        architecture: "GemmaForCausalLM",
-        read: Read::Block(&GEMMA),
-    },
-    Family {
-        model_type: "gemma2",
-        config_class: "Gemma2Config",
-        architecture: "Gemma2ForCausalLM",
-        read: Read::Block(&GEMMA2),
-    },
-    Family {
-        model_type: "gemma3_text",
-        config_class: "Gemma3TextConfig",
-        architecture: "Gemma3ForCausalLM",
-        read: Read::Block(&GEMMA3_TEXT),
-    },
-    Family {
-        model_type: "phi3",
-        config_class: "Phi3Config",
-        architecture: "Phi3ForCausalLM",
-        read: Read::Block(&PHI3),
-    },
-    Family {
-        model_type: "starcoder2",
-        config_class: "Starcoder2Config",
-        architecture: "Starcoder2ForCausalLM",
-        read: Read::Block(&STARCODER2),
-    },
-    Family {
-        model_type: "olmo2",
-        config_class: "Olmo2Config",
-        architecture: "Olmo2ForCausalLM",
-        read: Read::Block(&OLMO2),
-    },
+    Family::block("llama", "LlamaConfig", "LlamaForCausalLM", &LLAMA),
+    Family::block("mistral", "MistralConfig", "MistralForCausalLM", &MISTRAL),
+    Family::block("qwen2", "Qwen2Config", "Qwen2ForCausalLM", &QWEN2),
+    Family::block("qwen3", "Qwen3Config", "Qwen3ForCausalLM", &QWEN3),
+    Family::block("gemma", "GemmaConfig", "GemmaForCausalLM", &GEMMA),
+    Family::block("gemma2", "Gemma2Config", "Gemma2ForCausalLM", &GEMMA2),
+    Family::block(
+        "gemma3_text",
+        "Gemma3TextConfig",
+        "Gemma3ForCausalLM",
+        &GEMMA3_TEXT,
+    ),
+    Family::block("phi3", "Phi3Config", "Phi3ForCausalLM", &PHI3),
+    Family::block(
+        "starcoder2",
+        "Starcoder2Config",
+        "Starcoder2ForCausalLM",
+        &STARCODER2,
+    ),
+    Family::block("olmo2", "Olmo2Config", "Olmo2ForCausalLM", &OLMO2),
 ];

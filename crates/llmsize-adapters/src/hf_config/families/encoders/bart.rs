@@ -370,71 +370,32 @@ fn encoder_decoder(
             })
         }
     };
-    let norm = Norm::layer_norm(hidden);
-    let enc_layer = Layer {
-        attention: Attention::Standard(mha(hidden, enc_heads, enc_heads, enc_head_dim, true)),
-        cross_attention: None,
-        ffn: Ffn::Dense(mlp(hidden, enc_ffn, false, true)),
-        norms: vec![norm; 2],
-        sliding_window: None,
-        extras: Vec::new(),
-        state: None,
+    let enc = seq2seq::BartSide {
+        heads: enc_heads,
+        head_dim: enc_head_dim,
+        ffn: enc_ffn,
+        layers: raw.layer_count("encoder_layers", enc_layers)?,
     };
-    let dec_attention = Attention::Standard(mha(hidden, dec_heads, dec_heads, dec_head_dim, true));
-    let dec_layer = Layer {
-        attention: dec_attention.clone(),
-        cross_attention: Some(dec_attention),
-        ffn: Ffn::Dense(mlp(hidden, dec_ffn, false, true)),
-        norms: vec![norm; 3],
-        sliding_window: None,
-        extras: Vec::new(),
-        state: None,
+    let dec = seq2seq::BartSide {
+        heads: dec_heads,
+        head_dim: dec_head_dim,
+        ffn: dec_ffn,
+        layers: raw.layer_count("decoder_layers", dec_layers)?,
     };
-    let enc_n = raw.layer_count("encoder_layers", enc_layers)?;
-    let dec_n = raw.layer_count("decoder_layers", dec_layers)?;
-    let stack = |role, layer: Layer, n: usize| Stack {
-        role,
+    let ends = seq2seq::BartEnds {
         position,
-        token_type: None,
-        embedding_norm: embedding_norm.then_some(norm),
-        layers: Layers::repeat(layer, n as u64),
-        final_norm: d.final_norm.then_some(norm),
+        embedding_norm,
+        final_norm: d.final_norm,
     };
-    Ok(ModelSpec {
-        name: String::new(),
-        model_type: family.model_type.to_owned(),
+    let [encoder, decoder] = seq2seq::bart_stacks(hidden, [enc, dec], ends);
+    Ok(seq2seq::seq2seq_spec(
+        family.model_type,
         architecture,
-        hidden_size: hidden,
-        vocab_size: vocab,
-        context_length: None,
-        token_embedding: Some(Table {
-            rows: vocab,
-            dim: hidden,
-        }),
-        extra_token_tables: if tied { 0 } else { 2 },
-        embedding_projections: Vec::new(),
-        stacks: vec![
-            stack(StackRole::Encoder, enc_layer, enc_n),
-            stack(StackRole::CrossDecoder, dec_layer, dec_n),
-        ],
-        head: if lm {
-            OutputHead::Lm {
-                tied,
-                biases: 0,
-                transform: None,
-            }
-        } else {
-            OutputHead::None
-        },
-        pooler: None,
-        assumptions: Vec::new(),
-        warnings: Vec::new(),
-        symbol_sources: BTreeMap::new(),
-        extras: Vec::new(),
-        estimate: None,
-        image_tokens: None,
-        quantization: None,
-        training: None,
-        facts: llmsize_core::facts::TypeFacts::NONE,
-    })
+        hidden,
+        vocab,
+        if tied { 0 } else { 2 },
+        encoder,
+        decoder,
+        seq2seq::lm_or_none(lm, tied),
+    ))
 }

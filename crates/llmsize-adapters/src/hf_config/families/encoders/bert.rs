@@ -221,10 +221,6 @@ pub(super) fn read(
     build(raw, family, b, built, architecture)
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "one reading of the config, in the modeling file's order"
-)]
 fn build(
     raw: &mut RawConfig<'_>,
     family: &Family,

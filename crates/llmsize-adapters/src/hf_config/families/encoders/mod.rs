@@ -457,28 +457,18 @@ pub(crate) const FAMILIES: &[Family] = &[
             ..BART
         }
     ),
-    Family {
-        model_type: "xlm",
-        config_class: "XLMConfig",
-        architecture: "XLMWithLMHeadModel",
-        read: Read::Code(misc::xlm),
-    },
-    Family {
-        model_type: "xlnet",
-        config_class: "XLNetConfig",
-        architecture: "XLNetLMHeadModel",
-        read: Read::Code(misc::xlnet),
-    },
-    Family {
-        model_type: "prophetnet",
-        config_class: "ProphetNetConfig",
-        architecture: "ProphetNetForCausalLM",
-        read: Read::Code(misc::prophetnet),
-    },
-    Family {
-        model_type: "moss_transcribe_diarize",
-        config_class: "MossTranscribeDiarizeConfig",
-        architecture: "MossTranscribeDiarizeForConditionalGeneration",
-        read: Read::Code(misc::moss_transcribe_diarize),
-    },
+    Family::code("xlm", "XLMConfig", "XLMWithLMHeadModel", misc::xlm),
+    Family::code("xlnet", "XLNetConfig", "XLNetLMHeadModel", misc::xlnet),
+    Family::code(
+        "prophetnet",
+        "ProphetNetConfig",
+        "ProphetNetForCausalLM",
+        misc::prophetnet,
+    ),
+    Family::code(
+        "moss_transcribe_diarize",
+        "MossTranscribeDiarizeConfig",
+        "MossTranscribeDiarizeForConditionalGeneration",
+        misc::moss_transcribe_diarize,
+    ),
 ];

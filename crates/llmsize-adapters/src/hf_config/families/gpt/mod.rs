@@ -20,127 +20,111 @@ use crate::hf_config::decoder::{self, Decoder, layer, mha, mlp};
 use crate::hf_config::family::map_kinds;
 use crate::hf_config::family::{
     AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule, NO,
-    NormRule, Read, Reader, StandardRule, Switch, YES, key_or,
+    NormRule, Reader, StandardRule, Switch, YES, key_or,
 };
 use crate::hf_config::raw::RawConfig;
 use llmsize_core::checked;
 
-macro_rules! code {
-    ($t:literal, $class:literal, $arch:literal, $f:expr) => {
-        Family {
-            model_type: $t,
-            config_class: $class,
-            architecture: $arch,
-            read: Read::Code($f),
-        }
-    };
-}
-
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
-    code!("gpt-sw3", "GPT2Config", "GPT2LMHeadModel", |r, f, _| {
+    Family::code("gpt-sw3", "GPT2Config", "GPT2LMHeadModel", |r, f, _| {
         gpt_sw3(r, f)
     }),
-    code!(
+    Family::code(
         "gpt_bigcode",
         "GPTBigCodeConfig",
         "GPTBigCodeForCausalLM",
-        |r, f, _| gpt_bigcode(r, f)
+        |r, f, _| gpt_bigcode(r, f),
     ),
-    code!("gpt_neo", "GPTNeoConfig", "GPTNeoForCausalLM", |r, f, _| {
+    Family::code("gpt_neo", "GPTNeoConfig", "GPTNeoForCausalLM", |r, f, _| {
         gpt_neo(r, f)
     }),
-    code!(
+    Family::code(
         "codegen",
         "CodeGenConfig",
         "CodeGenForCausalLM",
-        |r, f, _| { codegen(r, f) }
+        |r, f, _| codegen(r, f),
     ),
-    code!(
+    Family::code(
         "openai-gpt",
         "OpenAIGPTConfig",
         "OpenAIGPTLMHeadModel",
-        |r, f, _| openai_gpt(r, f)
+        |r, f, _| openai_gpt(r, f),
     ),
-    code!("ctrl", "CTRLConfig", "CTRLLMHeadModel", |r, f, _| ctrl(
-        r, f
-    )),
-    code!("xglm", "XGLMConfig", "XGLMForCausalLM", |r, f, _| xglm(
-        r, f
-    )),
-    code!("biogpt", "BioGptConfig", "BioGptForCausalLM", |r, f, _| {
+    Family::code("ctrl", "CTRLConfig", "CTRLLMHeadModel", |r, f, _| {
+        ctrl(r, f)
+    }),
+    Family::code("xglm", "XGLMConfig", "XGLMForCausalLM", |r, f, _| {
+        xglm(r, f)
+    }),
+    Family::code("biogpt", "BioGptConfig", "BioGptForCausalLM", |r, f, _| {
         biogpt(r, f)
     }),
-    code!(
+    Family::code(
         "gpt_neox_japanese",
         "GPTNeoXJapaneseConfig",
         "GPTNeoXJapaneseForCausalLM",
-        |r, f, _| gpt_neox_japanese(r, f)
+        |r, f, _| gpt_neox_japanese(r, f),
     ),
-    code!(
+    Family::code(
         "persimmon",
         "PersimmonConfig",
         "PersimmonForCausalLM",
-        |r, f, _| persimmon(r, f)
+        |r, f, _| persimmon(r, f),
     ),
-    code!("mpt", "MptConfig", "MptForCausalLM", |r, f, _| mpt(r, f)),
-    code!("cpmant", "CpmAntConfig", "CpmAntForCausalLM", |r, f, _| {
+    Family::code("mpt", "MptConfig", "MptForCausalLM", |r, f, _| mpt(r, f)),
+    Family::code("cpmant", "CpmAntConfig", "CpmAntForCausalLM", |r, f, _| {
         cpmant(r, f)
     }),
-    code!(
+    Family::code(
         "gemma3n_text",
         "Gemma3nTextConfig",
         "Gemma3nForCausalLM",
-        |r, f, _| gemma::text(r, f, gemma::Kind::Gemma3n)
+        |r, f, _| gemma::text(r, f, gemma::Kind::Gemma3n),
     ),
-    code!(
+    Family::code(
         "gemma4_text",
         "Gemma4TextConfig",
         "Gemma4ForCausalLM",
-        |r, f, _| gemma::text(r, f, gemma::Kind::Gemma4)
+        |r, f, _| gemma::text(r, f, gemma::Kind::Gemma4),
     ),
-    code!(
+    Family::code(
         "gemma4_unified_text",
         "Gemma4UnifiedTextConfig",
         "Gemma4UnifiedForCausalLM",
-        |r, f, _| gemma::text(r, f, gemma::Kind::Gemma4Unified)
+        |r, f, _| gemma::text(r, f, gemma::Kind::Gemma4Unified),
     ),
-    code!(
+    Family::code(
         "gemma4_assistant",
         "Gemma4AssistantConfig",
         "Gemma4AssistantForCausalLM",
-        |r, f, _| gemma::assistant(r, f, gemma::Kind::Gemma4, 1536)
+        |r, f, _| gemma::assistant(r, f, gemma::Kind::Gemma4, 1536),
     ),
-    code!(
+    Family::code(
         "gemma4_unified_assistant",
         "Gemma4UnifiedAssistantConfig",
         "Gemma4UnifiedAssistantForCausalLM",
-        |r, f, _| gemma::assistant(r, f, gemma::Kind::Gemma4Unified, 3840)
+        |r, f, _| gemma::assistant(r, f, gemma::Kind::Gemma4Unified, 3840),
     ),
-    code!("blt", "BltConfig", "BltForCausalLM", |r, f, _| blt::blt(
-        r, f
-    )),
-    code!("moshi", "MoshiConfig", "MoshiForCausalLM", |r, f, _| {
+    Family::code("blt", "BltConfig", "BltForCausalLM", |r, f, _| {
+        blt::blt(r, f)
+    }),
+    Family::code("moshi", "MoshiConfig", "MoshiForCausalLM", |r, f, _| {
         moshi(r, f)
     }),
-    code!(
+    Family::code(
         "modernbert-decoder",
         "ModernBertDecoderConfig",
         "ModernBertDecoderForCausalLM",
-        |r, f, _| modernbert_decoder(r, f)
+        |r, f, _| modernbert_decoder(r, f),
     ),
-    Family {
-        model_type: "stablelm",
-        config_class: "StableLmConfig",
-        architecture: "StableLmForCausalLM",
-        read: Read::Block(&STABLELM),
-    },
-    Family {
-        model_type: "olmo",
-        config_class: "OlmoConfig",
-        architecture: "OlmoForCausalLM",
-        read: Read::Block(&OLMO),
-    },
+    Family::block(
+        "stablelm",
+        "StableLmConfig",
+        "StableLmForCausalLM",
+        &STABLELM,
+    ),
+    Family::block("olmo", "OlmoConfig", "OlmoForCausalLM", &OLMO),
 ];
 
 /// A plain MLP without biases (`gate_proj`/`up_proj`/`down_proj` with `bias=False`).

@@ -26,9 +26,9 @@ use super::{layer_types, named, relayer};
 use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
 use crate::hf_config::family::{
-    ALL_SPARSE, AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule,
-    MoeRule, NO, NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Read, Shared, Sparsity, StandardRule,
-    key_or, read_block,
+    ALL_SPARSE, AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_ATTENTION, MlpRule, MoeRule,
+    NO, NormRule, PLAIN_ATTENTION, QkNorm, RMS2, Read, Shared, Sparsity, StandardRule, key_or,
+    read_block, unbiased_mlp,
 };
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::runs::Runs;
@@ -45,12 +45,7 @@ const LFM2_BLOCK: Block = Block {
         qk_norm: QkNorm::PerHead,
         ..PLAIN_ATTENTION
     }),
-    mlp: MlpRule {
-        width: key_or(&["block_ff_dim", "intermediate_size"], 12_288),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["block_ff_dim", "intermediate_size"], 12_288)),
     norm: RMS2,
     tie: true,
     ..LLAMA
@@ -68,12 +63,7 @@ const LFM3_BLOCK: Block = Block {
         qk_norm: QkNorm::PerHead,
         ..LLAMA_ATTENTION
     }),
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 7680),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 7680)),
     norm: NormRule {
         per_layer: 2,
         ..RMS2

@@ -17,8 +17,8 @@ use super::{layer_types, relayer};
 use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
 use crate::hf_config::family::{
-    ALL_SPARSE, AttentionRule, Block, Family, HeadDim, LLAMA, LLAMA_MLP, MlpRule, MoeRule, NO,
-    PLAIN_ATTENTION, Read, Shared, key_or, read_block,
+    ALL_SPARSE, AttentionRule, Block, Family, HeadDim, LLAMA, MoeRule, NO, PLAIN_ATTENTION, Read,
+    Shared, key_or, read_block, unbiased_mlp,
 };
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::runs::Runs;
@@ -32,12 +32,7 @@ const MINIMAX_BLOCK: Block = Block {
     kv_default: Some(8),
     head_dim: HeadDim::KeyOrSplit,
     attention: AttentionRule::Standard(PLAIN_ATTENTION),
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 14_336),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 14_336)),
     moe: Some(MoeRule {
         experts: key_or(&["num_local_experts", "num_experts"], 8),
         top_k: key_or(&["num_experts_per_tok"], 2),

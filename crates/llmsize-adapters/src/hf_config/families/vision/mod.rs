@@ -59,7 +59,7 @@ use llmsize_core::Category;
 use llmsize_core::spec::{ModelSpec, OutputHead};
 
 use crate::error::ConfigError;
-use crate::hf_config::family::{Family, Read, read_sub_config};
+use crate::hf_config::family::{Family, read_sub_config};
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::{HeadChoice, architecture};
 use parts::{Parts, sub_type};
@@ -174,356 +174,345 @@ pub(crate) fn vision() -> Parts {
     Parts::new(Category::Vision)
 }
 
-macro_rules! code {
-    ($t:literal, $class:literal, $arch:literal, $f:expr) => {
-        Family {
-            model_type: $t,
-            config_class: $class,
-            architecture: $arch,
-            read: Read::Code($f),
-        }
-    };
-}
-
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
-    code!(
+    Family::code(
         "llava",
         "LlavaConfig",
         "LlavaForConditionalGeneration",
-        llava::llava
+        llava::llava,
     ),
-    code!(
+    Family::code(
         "llava_next",
         "LlavaNextConfig",
         "LlavaNextForConditionalGeneration",
-        llava::llava_next
+        llava::llava_next,
     ),
-    code!(
+    Family::code(
         "llava_next_video",
         "LlavaNextVideoConfig",
         "LlavaNextVideoForConditionalGeneration",
-        llava::llava_next
+        llava::llava_next,
     ),
-    code!(
+    Family::code(
         "llava_onevision",
         "LlavaOnevisionConfig",
         "LlavaOnevisionForConditionalGeneration",
-        llava::llava_onevision
+        llava::llava_onevision,
     ),
-    code!(
+    Family::code(
         "vipllava",
         "VipLlavaConfig",
         "VipLlavaForConditionalGeneration",
-        llava::vipllava
+        llava::vipllava,
     ),
-    code!(
+    Family::code(
         "video_llava",
         "VideoLlavaConfig",
         "VideoLlavaForConditionalGeneration",
-        llava::video_llava
+        llava::video_llava,
     ),
-    code!(
+    Family::code(
         "paligemma",
         "PaliGemmaConfig",
         "PaliGemmaForConditionalGeneration",
-        gemma::paligemma
+        gemma::paligemma,
     ),
-    code!(
+    Family::code(
         "gemma3",
         "Gemma3Config",
         "Gemma3ForConditionalGeneration",
-        gemma::gemma3
+        gemma::gemma3,
     ),
-    code!(
+    Family::code(
         "shieldgemma2",
         "ShieldGemma2Config",
         "Gemma3ForConditionalGeneration",
-        gemma::gemma3
+        gemma::gemma3,
     ),
-    code!(
+    Family::code(
         "mistral3",
         "Mistral3Config",
         "Mistral3ForConditionalGeneration",
-        pixtral::mistral3
+        pixtral::mistral3,
     ),
-    code!(
+    Family::code(
         "lighton_ocr",
         "LightOnOcrConfig",
         "LightOnOcrForConditionalGeneration",
-        pixtral::lighton_ocr
+        pixtral::lighton_ocr,
     ),
-    code!(
+    Family::code(
         "internvl",
         "InternVLConfig",
         "InternVLForConditionalGeneration",
-        intern::internvl
+        intern::internvl,
     ),
-    code!(
+    Family::code(
         "qianfan_ocr",
         "QianfanOCRConfig",
         "QianfanOCRForConditionalGeneration",
-        intern::internvl
+        intern::internvl,
     ),
-    code!(
+    Family::code(
         "idefics2",
         "Idefics2Config",
         "Idefics2ForConditionalGeneration",
-        idefics::idefics2
+        idefics::idefics2,
     ),
-    code!(
+    Family::code(
         "idefics3",
         "Idefics3Config",
         "Idefics3ForConditionalGeneration",
-        idefics::idefics3
+        idefics::idefics3,
     ),
-    code!(
+    Family::code(
         "smolvlm",
         "SmolVLMConfig",
         "SmolVLMForConditionalGeneration",
-        idefics::idefics3
+        idefics::idefics3,
     ),
-    code!(
+    Family::code(
         "got_ocr2",
         "GotOcr2Config",
         "GotOcr2ForConditionalGeneration",
-        sam::got_ocr2
+        sam::got_ocr2,
     ),
-    code!(
+    Family::code(
         "pp_chart2table",
         "PPChart2TableConfig",
         "GotOcr2ForConditionalGeneration",
-        sam::got_ocr2
+        sam::got_ocr2,
     ),
-    code!(
+    Family::code(
         "deepseek_vl",
         "DeepseekVLConfig",
         "DeepseekVLForConditionalGeneration",
-        deepseek::deepseek_vl
+        deepseek::deepseek_vl,
     ),
-    code!(
+    Family::code(
         "deepseek_vl_hybrid",
         "DeepseekVLHybridConfig",
         "DeepseekVLHybridForConditionalGeneration",
-        deepseek::deepseek_vl_hybrid
+        deepseek::deepseek_vl_hybrid,
     ),
-    code!(
+    Family::code(
         "blip-2",
         "Blip2Config",
         "Blip2ForConditionalGeneration",
-        blip::blip2
+        blip::blip2,
     ),
-    code!(
+    Family::code(
         "instructblip",
         "InstructBlipConfig",
         "InstructBlipForConditionalGeneration",
-        blip::blip2
+        blip::blip2,
     ),
-    code!(
+    Family::code(
         "instructblipvideo",
         "InstructBlipVideoConfig",
         "InstructBlipVideoForConditionalGeneration",
-        blip::blip2
+        blip::blip2,
     ),
-    code!(
+    Family::code(
         "ovis2",
         "Ovis2Config",
         "Ovis2ForConditionalGeneration",
-        ovis::ovis2
+        ovis::ovis2,
     ),
-    code!(
+    Family::code(
         "cohere2_vision",
         "Cohere2VisionConfig",
         "Cohere2VisionForConditionalGeneration",
-        shuffle::cohere2_vision
+        shuffle::cohere2_vision,
     ),
-    code!(
+    Family::code(
         "lfm2_vl",
         "Lfm2VlConfig",
         "Lfm2VlForConditionalGeneration",
-        shuffle::lfm2_vl
+        shuffle::lfm2_vl,
     ),
-    code!("fuyu", "FuyuConfig", "FuyuForCausalLM", shuffle::fuyu),
-    code!(
+    Family::code("fuyu", "FuyuConfig", "FuyuForCausalLM", shuffle::fuyu),
+    Family::code(
         "janus",
         "JanusConfig",
         "JanusForConditionalGeneration",
-        vq::janus
+        vq::janus,
     ),
-    code!(
+    Family::code(
         "llama4",
         "Llama4Config",
         "Llama4ForConditionalGeneration",
-        llama4::llama4
+        llama4::llama4,
     ),
-    code!(
+    Family::code(
         "mllama",
         "MllamaConfig",
         "MllamaForConditionalGeneration",
-        mllama::mllama
+        mllama::mllama,
     ),
-    code!("emu3", "Emu3Config", "Emu3ForCausalLM", emu3::emu3),
-    code!("git", "GitConfig", "GitForCausalLM", git::git),
-    code!(
+    Family::code("emu3", "Emu3Config", "Emu3ForCausalLM", emu3::emu3),
+    Family::code("git", "GitConfig", "GitForCausalLM", git::git),
+    Family::code(
         "blip",
         "BlipConfig",
         "BlipForConditionalGeneration",
-        blip::blip
+        blip::blip,
     ),
-    code!(
+    Family::code(
         "vision-encoder-decoder",
         "VisionEncoderDecoderConfig",
         "VisionEncoderDecoderModel",
-        ved::vision_encoder_decoder
+        ved::vision_encoder_decoder,
     ),
-    code!(
+    Family::code(
         "kosmos-2",
         "Kosmos2Config",
         "Kosmos2ForConditionalGeneration",
-        kosmos::kosmos2
+        kosmos::kosmos2,
     ),
-    code!(
+    Family::code(
         "minicpmv4_6",
         "MiniCPMV4_6Config",
         "MiniCPMV4_6ForConditionalGeneration",
-        minicpm::minicpm
+        minicpm::minicpm,
     ),
-    code!(
+    Family::code(
         "minicpmv4_7",
         "MiniCPMV4_7Config",
         "MiniCPMV4_7ForConditionalGeneration",
-        minicpm::minicpm
+        minicpm::minicpm,
     ),
-    code!(
+    Family::code(
         "minicpm_ocr",
         "MiniCPMOcrConfig",
         "MiniCPMOcrForConditionalGeneration",
-        minicpm::minicpm
+        minicpm::minicpm,
     ),
-    code!(
+    Family::code(
         "lfm3_vl",
         "Lfm3VlConfig",
         "Lfm3VlForConditionalGeneration",
-        lfm3::lfm3_vl
+        lfm3::lfm3_vl,
     ),
-    code!(
+    Family::code(
         "pix2struct",
         "Pix2StructConfig",
         "Pix2StructForConditionalGeneration",
-        pix2struct::pix2struct
+        pix2struct::pix2struct,
     ),
-    code!(
+    Family::code(
         "idefics",
         "IdeficsConfig",
         "IdeficsForVisionText2Text",
-        idefics1::idefics
+        idefics1::idefics,
     ),
-    code!(
+    Family::code(
         "pp_formulanet",
         "PPFormulaNetConfig",
         "PPFormulaNetForConditionalGeneration",
-        formulanet::pp_formulanet
+        formulanet::pp_formulanet,
     ),
-    code!(
+    Family::code(
         "kosmos-2.5",
         "Kosmos2_5Config",
         "Kosmos2_5ForConditionalGeneration",
-        kosmos::kosmos2_5
+        kosmos::kosmos2_5,
     ),
-    code!(
+    Family::code(
         "molmo2",
         "Molmo2Config",
         "Molmo2ForConditionalGeneration",
-        molmo::molmo2
+        molmo::molmo2,
     ),
-    code!(
+    Family::code(
         "granite_docling",
         "GraniteDoclingConfig",
         "GraniteDoclingForConditionalGeneration",
-        granite::granite_docling
+        granite::granite_docling,
     ),
-    code!(
+    Family::code(
         "florence2",
         "Florence2Config",
         "Florence2ForConditionalGeneration",
-        florence::florence2
+        florence::florence2,
     ),
-    code!(
+    Family::code(
         "gemma4",
         "Gemma4Config",
         "Gemma4ForConditionalGeneration",
-        gemma4::gemma4
+        gemma4::gemma4,
     ),
-    code!(
+    Family::code(
         "gemma4_unified",
         "Gemma4UnifiedConfig",
         "Gemma4UnifiedForConditionalGeneration",
-        gemma4::gemma4
+        gemma4::gemma4,
     ),
-    code!(
+    Family::code(
         "nemotron_h_omni",
         "NemotronH_Omni_Reasoning_V3_Config",
         "NemotronH_Omni_Reasoning_V3",
-        radio::nemotron_h_omni
+        radio::nemotron_h_omni,
     ),
-    code!(
+    Family::code(
         "aya_vision",
         "AyaVisionConfig",
         "AyaVisionForConditionalGeneration",
-        shuffle::aya_vision
+        shuffle::aya_vision,
     ),
-    code!(
+    Family::code(
         "aria",
         "AriaConfig",
         "AriaForConditionalGeneration",
-        aria::aria
+        aria::aria,
     ),
-    code!(
+    Family::code(
         "mistral_large4",
         "MistralLarge4Config",
         "MistralLarge4ForConditionalGeneration",
-        large4::mistral_large4
+        large4::mistral_large4,
     ),
-    code!(
+    Family::code(
         "mistral_large4_text",
         "MistralLarge4TextConfig",
         "MistralLarge4TextModel",
-        large4::mistral_large4_text
+        large4::mistral_large4_text,
     ),
-    code!(
+    Family::code(
         "phi4_multimodal",
         "Phi4MultimodalConfig",
         "Phi4MultimodalForCausalLM",
-        phi4::phi4_multimodal
+        phi4::phi4_multimodal,
     ),
-    code!(
+    Family::code(
         "apertus1p5",
         "Apertus1p5Config",
         "Apertus1p5ForConditionalGeneration",
-        apertus::apertus1p5
+        apertus::apertus1p5,
     ),
-    code!(
+    Family::code(
         "t5gemma2",
         "T5Gemma2Config",
         "T5Gemma2ForConditionalGeneration",
-        t5gemma2::t5gemma2
+        t5gemma2::t5gemma2,
     ),
-    code!(
+    Family::code(
         "udop",
         "UdopConfig",
         "UdopForConditionalGeneration",
-        udop::udop
+        udop::udop,
     ),
-    code!(
+    Family::code(
         "evolla",
         "EvollaConfig",
         "EvollaForProteinText2Text",
-        evolla::evolla
+        evolla::evolla,
     ),
-    code!(
+    Family::code(
         "unlimited_ocr",
         "UnlimitedOcrConfig",
         "UnlimitedOcrForConditionalGeneration",
-        unlimited::unlimited_ocr
+        unlimited::unlimited_ocr,
     ),
 ];

@@ -14,8 +14,8 @@ use super::with_parts;
 use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
 use crate::hf_config::family::{
-    AttentionRule, Block, Family, LLAMA, LLAMA_MLP, MlpRule, NO, PLAIN_ATTENTION, StandardRule,
-    Windows, key_or, read_block,
+    AttentionRule, Block, Family, LLAMA, PLAIN_ATTENTION, StandardRule, Windows, key_or,
+    read_block, unbiased_mlp,
 };
 use crate::hf_config::raw::RawConfig;
 use llmsize_core::checked;
@@ -31,12 +31,7 @@ const PHI4_MM: Block = Block {
         fused: true,
         ..PLAIN_ATTENTION
     }),
-    mlp: MlpRule {
-        width: key_or(&["intermediate_size"], 8192),
-        up_bias: NO,
-        down_bias: NO,
-        ..LLAMA_MLP
-    },
+    mlp: unbiased_mlp(key_or(&["intermediate_size"], 8192)),
     windows: Windows::All,
     ..LLAMA
 };

@@ -37,7 +37,7 @@ use serde_json::{Map, Value};
 use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
 use crate::hf_config::families::vision::{Tie, text};
-use crate::hf_config::family::{Family, Read, Reader};
+use crate::hf_config::family::{Family, Reader};
 use crate::hf_config::raw::RawConfig;
 use parts::{Parts, Sub};
 
@@ -142,289 +142,278 @@ fn with_parts(mut spec: ModelSpec, p: Parts) -> ModelSpec {
     spec
 }
 
-macro_rules! code {
-    ($t:literal, $class:literal, $arch:literal, $f:expr) => {
-        Family {
-            model_type: $t,
-            config_class: $class,
-            architecture: $arch,
-            read: Read::Code($f),
-        }
-    };
-}
-
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
-    code!(
+    Family::code(
         "hy_v4_vl",
         "HYV4VLConfig",
         "HYV4VLForConditionalGeneration",
-        hy::hy_v4_vl
+        hy::hy_v4_vl,
     ),
-    code!(
+    Family::code(
         "dots3_note",
         "Dots3NoteConfig",
         "Dots3NoteForConditionalGeneration",
-        dots3::dots3_note
+        dots3::dots3_note,
     ),
-    code!(
+    Family::code(
         "qwen2_vl",
         "Qwen2VLConfig",
         "Qwen2VLForConditionalGeneration",
-        qwen::qwen2_vl
+        qwen::qwen2_vl,
     ),
-    code!(
+    Family::code(
         "qwen2_5_vl",
         "Qwen2_5_VLConfig",
         "Qwen2_5_VLForConditionalGeneration",
-        qwen::qwen2_5_vl
+        qwen::qwen2_5_vl,
     ),
-    code!(
+    Family::code(
         "qwen3_vl",
         "Qwen3VLConfig",
         "Qwen3VLForConditionalGeneration",
-        qwen::qwen3_vl
+        qwen::qwen3_vl,
     ),
-    code!(
+    Family::code(
         "qwen3_vl_moe",
         "Qwen3VLMoeConfig",
         "Qwen3VLMoeForConditionalGeneration",
-        qwen::qwen3_vl
+        qwen::qwen3_vl,
     ),
-    code!(
+    Family::code(
         "qwen3_5",
         "Qwen3_5Config",
         "Qwen3_5ForConditionalGeneration",
-        qwen::qwen3_5
+        qwen::qwen3_5,
     ),
-    code!(
+    Family::code(
         "qwen3_5_moe",
         "Qwen3_5MoeConfig",
         "Qwen3_5MoeForConditionalGeneration",
-        qwen::qwen3_5
+        qwen::qwen3_5,
     ),
-    code!(
+    Family::code(
         "glm4v",
         "Glm4vConfig",
         "Glm4vForConditionalGeneration",
-        glm::glm4v
+        glm::glm4v,
     ),
-    code!(
+    Family::code(
         "glm4v_moe",
         "Glm4vMoeConfig",
         "Glm4vMoeForConditionalGeneration",
-        glm::glm4v
+        glm::glm4v,
     ),
-    code!(
+    Family::code(
         "glm46v",
         "Glm46VConfig",
         "Glm46VForConditionalGeneration",
-        glm::glm46v
+        glm::glm46v,
     ),
-    code!(
+    Family::code(
         "glmga",
         "Glm46VConfig",
         "Glm46VForConditionalGeneration",
-        glm::glm46v
+        glm::glm46v,
     ),
-    code!(
+    Family::code(
         "glm_ocr",
         "GlmOcrConfig",
         "GlmOcrForConditionalGeneration",
-        glm::glm_ocr
+        glm::glm_ocr,
     ),
-    code!(
+    Family::code(
         "glm5_next",
         "Glm5NextConfig",
         "Glm5NextForConditionalGeneration",
-        glm::glm5_next
+        glm::glm5_next,
     ),
-    code!(
+    Family::code(
         "cosmos3_omni",
         "Cosmos3OmniConfig",
         "Cosmos3OmniForConditionalGeneration",
-        qwen::cosmos3_omni
+        qwen::cosmos3_omni,
     ),
-    code!(
+    Family::code(
         "hyperclovax_vision_v2",
         "HyperCLOVAXVisionV2Config",
         "HyperCLOVAXVisionV2ForConditionalGeneration",
-        qwen::hyperclovax_vision_v2
+        qwen::hyperclovax_vision_v2,
     ),
-    code!(
+    Family::code(
         "exaone4_5",
         "Exaone4_5_Config",
         "Exaone4_5_ForConditionalGeneration",
-        qwen::exaone4_5
+        qwen::exaone4_5,
     ),
-    code!(
+    Family::code(
         "video_llama_3",
         "VideoLlama3Config",
         "VideoLlama3ForConditionalGeneration",
-        navit::video_llama_3
+        navit::video_llama_3,
     ),
-    code!(
+    Family::code(
         "paddleocr_vl",
         "PaddleOCRVLConfig",
         "PaddleOCRVLForConditionalGeneration",
-        navit::paddleocr_vl
+        navit::paddleocr_vl,
     ),
-    code!(
+    Family::code(
         "qwen2_5_omni_thinker",
         "Qwen2_5OmniThinkerConfig",
         "Qwen2_5OmniThinkerForConditionalGeneration",
-        omni::qwen2_5_omni_thinker
+        omni::qwen2_5_omni_thinker,
     ),
-    code!(
+    Family::code(
         "qwen3_omni_moe_thinker",
         "Qwen3OmniMoeThinkerConfig",
         "Qwen3OmniMoeThinkerForConditionalGeneration",
-        omni::qwen3_omni_moe_thinker
+        omni::qwen3_omni_moe_thinker,
     ),
-    Family {
-        model_type: "qwen2_5_omni_text",
-        config_class: "Qwen2_5OmniTextConfig",
-        architecture: "Qwen2_5OmniThinkerForConditionalGeneration",
-        read: Read::Block(&text::QWEN2_5_OMNI_TEXT),
-    },
-    Family {
-        model_type: "qwen3_omni_moe_text",
-        config_class: "Qwen3OmniMoeTextConfig",
-        architecture: "Qwen3OmniMoeThinkerForConditionalGeneration",
-        read: Read::Block(&text::QWEN3_OMNI_MOE_TEXT),
-    },
-    code!(
+    Family::block(
+        "qwen2_5_omni_text",
+        "Qwen2_5OmniTextConfig",
+        "Qwen2_5OmniThinkerForConditionalGeneration",
+        &text::QWEN2_5_OMNI_TEXT,
+    ),
+    Family::block(
+        "qwen3_omni_moe_text",
+        "Qwen3OmniMoeTextConfig",
+        "Qwen3OmniMoeThinkerForConditionalGeneration",
+        &text::QWEN3_OMNI_MOE_TEXT,
+    ),
+    Family::code(
         "kimi_k25",
         "Kimi_K25Config",
         "Kimi_K25ForConditionalGeneration",
-        navit::kimi_k25
+        navit::kimi_k25,
     ),
-    code!(
+    Family::code(
         "minimax_m3_vl",
         "MiniMaxM3VLConfig",
         "MiniMaxM3SparseForConditionalGeneration",
-        navit::minimax_m3_vl
+        navit::minimax_m3_vl,
     ),
-    code!(
+    Family::code(
         "cosmos3_edge",
         "Cosmos3EdgeConfig",
         "Cosmos3EdgeForConditionalGeneration",
-        navit::cosmos3_edge
+        navit::cosmos3_edge,
     ),
-    Family {
-        model_type: "cosmos3_edge_text",
-        config_class: "Cosmos3EdgeTextConfig",
-        architecture: "Cosmos3EdgeForConditionalGeneration",
-        read: Read::Block(&text::COSMOS3_EDGE_TEXT),
-    },
-    code!(
+    Family::block(
+        "cosmos3_edge_text",
+        "Cosmos3EdgeTextConfig",
+        "Cosmos3EdgeForConditionalGeneration",
+        &text::COSMOS3_EDGE_TEXT,
+    ),
+    Family::code(
         "ernie4_5_vl_moe",
         "Ernie4_5_VLMoeConfig",
         "Ernie4_5_VLMoeForConditionalGeneration",
-        ernie::ernie4_5_vl_moe
+        ernie::ernie4_5_vl_moe,
     ),
-    Family {
-        model_type: "ernie4_5_vl_moe_text",
-        config_class: "Ernie4_5_VLMoeTextConfig",
-        architecture: "Ernie4_5_VLMoeForConditionalGeneration",
-        read: Read::Code(ernie::ernie4_5_vl_moe_text),
-    },
-    code!(
+    Family::code(
+        "ernie4_5_vl_moe_text",
+        "Ernie4_5_VLMoeTextConfig",
+        "Ernie4_5_VLMoeForConditionalGeneration",
+        ernie::ernie4_5_vl_moe_text,
+    ),
+    Family::code(
         "inkling2",
         "Inkling2Config",
         "Inkling2ForConditionalGeneration",
-        inkling::inkling2
+        inkling::inkling2,
     ),
-    code!(
+    Family::code(
         "inkling2_loop",
         "Inkling2LoopConfig",
         "Inkling2LoopForConditionalGeneration",
-        inkling::inkling2_loop
+        inkling::inkling2_loop,
     ),
-    code!(
+    Family::code(
         "inkling_mm_model",
         "InklingConfig",
         "InklingForConditionalGeneration",
-        inkling::inkling_mm_model
+        inkling::inkling_mm_model,
     ),
-    code!(
+    Family::code(
         "muse_glimmer",
         "MuseGlimmerConfig",
         "MuseGlimmerForConditionalGeneration",
-        muse::muse_glimmer
+        muse::muse_glimmer,
     ),
-    Family {
-        model_type: "muse_glimmer_text",
-        config_class: "MuseGlimmerTextConfig",
-        architecture: "MuseGlimmerForConditionalGeneration",
-        read: Read::Code(muse::muse_glimmer_text),
-    },
-    code!(
+    Family::code(
+        "muse_glimmer_text",
+        "MuseGlimmerTextConfig",
+        "MuseGlimmerForConditionalGeneration",
+        muse::muse_glimmer_text,
+    ),
+    Family::code(
         "step3p7",
         "Step3p7Config",
         "Step3p7ForConditionalGeneration",
-        step::step3p7
+        step::step3p7,
     ),
-    code!(
+    Family::code(
         "muse_spark",
         "MuseSparkConfig",
         "MuseSparkForConditionalGeneration",
-        muse::muse_spark
+        muse::muse_spark,
     ),
-    Family {
-        model_type: "muse_spark_text",
-        config_class: "MuseSparkTextConfig",
-        architecture: "MuseSparkForConditionalGeneration",
-        read: Read::Code(muse::muse_spark_text),
-    },
-    Family {
-        model_type: "paddleocr_vl_text",
-        config_class: "PaddleOCRTextConfig",
-        architecture: "PaddleOCRVLForConditionalGeneration",
-        read: Read::Block(&text::PADDLEOCR_VL_TEXT),
-    },
-    Family {
-        model_type: "qwen2_vl_text",
-        config_class: "Qwen2VLTextConfig",
-        architecture: "Qwen2VLForConditionalGeneration",
-        read: Read::Block(&text::QWEN2_VL_TEXT),
-    },
-    Family {
-        model_type: "qwen2_5_vl_text",
-        config_class: "Qwen2_5_VLTextConfig",
-        architecture: "Qwen2_5_VLForConditionalGeneration",
-        read: Read::Block(&text::QWEN2_VL_TEXT),
-    },
-    Family {
-        model_type: "qwen3_vl_text",
-        config_class: "Qwen3VLTextConfig",
-        architecture: "Qwen3VLForConditionalGeneration",
-        read: Read::Block(&text::QWEN3_VL_TEXT),
-    },
-    Family {
-        model_type: "qwen3_vl_moe_text",
-        config_class: "Qwen3VLMoeTextConfig",
-        architecture: "Qwen3VLMoeForConditionalGeneration",
-        read: Read::Block(&text::QWEN3_VL_MOE_TEXT),
-    },
-    Family {
-        model_type: "glm4v_text",
-        config_class: "Glm4vTextConfig",
-        architecture: "Glm4vForConditionalGeneration",
-        read: Read::Block(&text::GLM4V_TEXT),
-    },
-    Family {
-        model_type: "glm4v_moe_text",
-        config_class: "Glm4vMoeTextConfig",
-        architecture: "Glm4vMoeForConditionalGeneration",
-        read: Read::Block(&text::GLM4V_MOE_TEXT),
-    },
-    Family {
-        model_type: "glm_ocr_text",
-        config_class: "GlmOcrTextConfig",
-        architecture: "GlmOcrForConditionalGeneration",
-        read: Read::Block(&text::GLM_OCR_TEXT),
-    },
+    Family::code(
+        "muse_spark_text",
+        "MuseSparkTextConfig",
+        "MuseSparkForConditionalGeneration",
+        muse::muse_spark_text,
+    ),
+    Family::block(
+        "paddleocr_vl_text",
+        "PaddleOCRTextConfig",
+        "PaddleOCRVLForConditionalGeneration",
+        &text::PADDLEOCR_VL_TEXT,
+    ),
+    Family::block(
+        "qwen2_vl_text",
+        "Qwen2VLTextConfig",
+        "Qwen2VLForConditionalGeneration",
+        &text::QWEN2_VL_TEXT,
+    ),
+    Family::block(
+        "qwen2_5_vl_text",
+        "Qwen2_5_VLTextConfig",
+        "Qwen2_5_VLForConditionalGeneration",
+        &text::QWEN2_VL_TEXT,
+    ),
+    Family::block(
+        "qwen3_vl_text",
+        "Qwen3VLTextConfig",
+        "Qwen3VLForConditionalGeneration",
+        &text::QWEN3_VL_TEXT,
+    ),
+    Family::block(
+        "qwen3_vl_moe_text",
+        "Qwen3VLMoeTextConfig",
+        "Qwen3VLMoeForConditionalGeneration",
+        &text::QWEN3_VL_MOE_TEXT,
+    ),
+    Family::block(
+        "glm4v_text",
+        "Glm4vTextConfig",
+        "Glm4vForConditionalGeneration",
+        &text::GLM4V_TEXT,
+    ),
+    Family::block(
+        "glm4v_moe_text",
+        "Glm4vMoeTextConfig",
+        "Glm4vMoeForConditionalGeneration",
+        &text::GLM4V_MOE_TEXT,
+    ),
+    Family::block(
+        "glm_ocr_text",
+        "GlmOcrTextConfig",
+        "GlmOcrForConditionalGeneration",
+        &text::GLM_OCR_TEXT,
+    ),
 ];
 
 /// The layers of a `ViT` with per-channel layer scales (Inkling 2's and Step's towers):

@@ -6,6 +6,7 @@ use llmsize_core::Category;
 use llmsize_core::spec::{Extra, ModelSpec};
 use serde_json::Value;
 
+use super::navit::{MOONVIT_NAMES, encoder_layers};
 use super::parts::{lit, mul, sym, with_sub, with_top};
 use super::{vision, with_parts};
 use crate::error::ConfigError;
@@ -168,32 +169,7 @@ fn tower_and_adapter(
             &one,
         );
         p.norm(format!("{pre}.ln_pre"), "vision norms", &d, true, &one);
-        let lp = format!("{pre}.layers");
-        p.norm(format!("{lp}.norm1"), "vision norms", &d, true, &l);
-        p.norm(format!("{lp}.norm2"), "vision norms", &d, true, &l);
-        for name in ["q_proj", "k_proj", "v_proj", "proj"] {
-            p.linear(
-                format!("{lp}.attn.{name}"),
-                "vision attention",
-                (d.clone(), d.clone()),
-                true,
-                &l,
-            );
-        }
-        p.linear(
-            format!("{lp}.mlp.fc1"),
-            "vision mlp",
-            (d.clone(), ff.clone()),
-            true,
-            &l,
-        );
-        p.linear(
-            format!("{lp}.mlp.fc2"),
-            "vision mlp",
-            (ff, d.clone()),
-            true,
-            &l,
-        );
+        encoder_layers(p, (&format!("{pre}.layers"), &MOONVIT_NAMES), &d, &ff, &l);
         p.norm(format!("{pre}.ln_post"), "vision norms", &d, true, &one);
         Ok(())
     })?;

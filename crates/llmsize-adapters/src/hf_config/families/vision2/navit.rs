@@ -15,14 +15,44 @@ use crate::hf_config::family::Family;
 use crate::hf_config::raw::RawConfig;
 use llmsize_core::{Overflow, checked};
 
+/// What a tower's encoder layers name their tensors: the two norms, the attention module
+/// and its output projection (`q_proj`, `k_proj`, `v_proj` and the MLP's `fc1`, `fc2` are
+/// named alike everywhere).
+pub(super) struct LayerNames {
+    pub norms: [&'static str; 2],
+    pub attention: &'static str,
+    pub out: &'static str,
+}
+
+/// The names of `SigLIP`'s layers (`layer_norm1`, `self_attn.out_proj`).
+pub(super) const SIGLIP_NAMES: LayerNames = LayerNames {
+    norms: ["layer_norm1", "layer_norm2"],
+    attention: "self_attn",
+    out: "out_proj",
+};
+
+/// `MoonViT`'s names (`norm1`, `attn.proj`).
+pub(super) const MOONVIT_NAMES: LayerNames = LayerNames {
+    norms: ["norm1", "norm2"],
+    attention: "attn",
+    out: "proj",
+};
+
 /// `L` encoder layers of width `d` and MLP width `f`: two biased `LayerNorm`s, biased
-/// `q_proj`, `k_proj`, `v_proj`, `out_proj`, biased `fc1`, `fc2`.
-pub(super) fn encoder_layers(p: &mut Parts, pre: &str, d: &Expr, f: &Expr, l: &Expr) {
-    p.norm(format!("{pre}.layer_norm1"), "vision norms", d, true, l);
-    p.norm(format!("{pre}.layer_norm2"), "vision norms", d, true, l);
-    for name in ["q_proj", "k_proj", "v_proj", "out_proj"] {
+/// `q_proj`, `k_proj`, `v_proj`, output projection, biased `fc1`, `fc2`.
+pub(super) fn encoder_layers(
+    p: &mut Parts,
+    (pre, names): (&str, &LayerNames),
+    d: &Expr,
+    f: &Expr,
+    l: &Expr,
+) {
+    for n in names.norms {
+        p.norm(format!("{pre}.{n}"), "vision norms", d, true, l);
+    }
+    for name in ["q_proj", "k_proj", "v_proj", names.out] {
         p.linear(
-            format!("{pre}.self_attn.{name}"),
+            format!("{pre}.{}.{name}", names.attention),
             "vision attention",
             (d.clone(), d.clone()),
             true,
@@ -77,7 +107,7 @@ fn tower(p: &mut Parts, pre: &str, k: &Sizes, positions: Option<u64>) -> Result<
     }
     encoder_layers(
         p,
-        &format!("{pre}.encoder.layers"),
+        (&format!("{pre}.encoder.layers"), &SIGLIP_NAMES),
         &d,
         &sym("d_ff_vis", k.f),
         &sym("L_vis", k.l),
@@ -239,30 +269,11 @@ pub(super) fn kimi_k25(
     );
     let l = sym("L_vis", k.l);
     let ff = sym("d_ff_vis", k.f);
-    let lp = format!("{pre}.layers");
-    p.norm(format!("{lp}.norm1"), "vision norms", &d, true, &l);
-    p.norm(format!("{lp}.norm2"), "vision norms", &d, true, &l);
-    for name in ["q_proj", "k_proj", "v_proj", "proj"] {
-        p.linear(
-            format!("{lp}.attn.{name}"),
-            "vision attention",
-            (d.clone(), d.clone()),
-            true,
-            &l,
-        );
-    }
-    p.linear(
-        format!("{lp}.mlp.fc1"),
-        "vision mlp",
-        (d.clone(), ff.clone()),
-        true,
-        &l,
-    );
-    p.linear(
-        format!("{lp}.mlp.fc2"),
-        "vision mlp",
-        (ff, d.clone()),
-        true,
+    encoder_layers(
+        &mut p,
+        (&format!("{pre}.layers"), &MOONVIT_NAMES),
+        &d,
+        &ff,
         &l,
     );
     p.norm(
@@ -349,7 +360,7 @@ pub(super) fn minimax_m3_vl(
     );
     encoder_layers(
         &mut p,
-        &format!("{pre}.layers"),
+        (&format!("{pre}.layers"), &SIGLIP_NAMES),
         &dv,
         &sym("d_ff_vis", k.f),
         &sym("L_vis", k.l),
