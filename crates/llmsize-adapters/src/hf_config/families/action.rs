@@ -109,7 +109,7 @@ fn pi0(raw: &mut RawConfig<'_>, f: &Family, _head: HeadChoice) -> Result<ModelSp
     p.linear("action_out_proj", part, (d, a), true, &one);
     spec.extras
         .extend(p.out.into_iter().map(off_the_token_path));
-    spec.model_type = f.model_type.to_owned();
-    spec.architecture = f.architecture.to_owned();
+    f.model_type.clone_into(&mut spec.model_type);
+    f.architecture.clone_into(&mut spec.architecture);
     Ok(spec)
 }
