@@ -600,4 +600,10 @@ pub static PRESETS: &[Preset] = &[
         family: "moe",
         config: include_str!("../../presets/configs/Llama-4-Maverick-17B-128E-Instruct.json"),
     },
+    Preset {
+        id: "DeepSeek-R1-Distill-Qwen-7B",
+        hf_repo: Some("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B"),
+        family: "decoder",
+        config: include_str!("../../presets/configs/DeepSeek-R1-Distill-Qwen-7B.json"),
+    },
 ];
