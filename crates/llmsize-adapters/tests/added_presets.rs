@@ -145,4 +145,8 @@ fn published_counts_agree() {
     // 7,241,732,096 + 2 × 768 × 4,096.
     assert_eq!(counted("Mistral-7B-v0.1").total, 7_241_732_096);
     assert_eq!(counted("Mistral-7B-v0.3").total, 7_248_023_552);
+    // DeepSeek-R1-Distill-Qwen-7B has Qwen2.5-7B's shapes (its card: fine-tuned from
+    // Qwen2.5-Math-7B), so the same 7,615,616,512 as that truth preset; the card says 7B.
+    assert_eq!(counted("Qwen2.5-7B").total, 7_615_616_512);
+    assert_eq!(counted("DeepSeek-R1-Distill-Qwen-7B").total, 7_615_616_512);
 }

@@ -142,4 +142,5 @@ pub static PRESETS: &[Preset] = presets! {
     moe: "Qwen"/"Qwen3-Coder-480B-A35B-Instruct",
     moe: "meta-llama"/"Llama-4-Scout-17B-16E",
     moe: "meta-llama"/"Llama-4-Maverick-17B-128E-Instruct",
+    decoder: "deepseek-ai"/"DeepSeek-R1-Distill-Qwen-7B",
 };
