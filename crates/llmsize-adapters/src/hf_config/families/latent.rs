@@ -882,6 +882,16 @@ pub(crate) const FAMILIES: &[Family] = &[
         "DeepseekV3ForCausalLM",
         |r, f, _| mla_block(r, f, &DEEPSEEK_V3, &V3_MLA),
     ),
+    // Kimi K2's `config.json` says `kimi_k2`, a type transformers 5.24 does not have: its
+    // repository's remote code is DeepSeek-V3's (`DeepseekV3Config`, `DeepseekV3ForCausalLM`),
+    // and Moonshot's deployment guide says the type only lets engines tell the two apart
+    // ("change `model_type` to `deepseek_v3`" where an engine does not know it).
+    Family::code(
+        "kimi_k2",
+        "DeepseekV3Config",
+        "DeepseekV3ForCausalLM",
+        |r, f, _| mla_block(r, f, &DEEPSEEK_V3, &V3_MLA),
+    ),
     Family::code(
         "sarvam_mla",
         "SarvamMLAConfig",
