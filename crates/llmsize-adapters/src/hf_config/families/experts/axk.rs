@@ -7,7 +7,9 @@ use llmsize_core::expr::{Expr, Sym};
 use llmsize_core::spec::{Extra, Ffn, ModelSpec};
 use serde_json::{Map, Value};
 
-use super::{LISTED_DENSE, dsa_indexer_extras, mlp_layer_types, read_patched};
+use super::{
+    LISTED_DENSE, derive_on_copy, dsa_indexer_extras, mlp_layer_types, read_patched, write_defaults,
+};
 use crate::error::ConfigError;
 use crate::hf_config::family::{
     AttentionRule, Block, Family, LLAMA, MoeRule, NO, Shared, Switch, key_or, try_map_kinds,
@@ -15,6 +17,9 @@ use crate::hf_config::family::{
 };
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::runs::Runs;
+
+// ---------------------------------------------------------------------------------------------
+// A.X-K1: DeepSeek-V3 with a norm after each MoE block.
 
 /// A.X-K1 (`modeling_axk1.py`): DeepSeek-V3's latent attention (`q_a_proj`,
 /// `kv_a_proj_with_mqa` and `o_proj` biased by `attention_bias`) and MoE (`n_routed_experts`
@@ -74,6 +79,9 @@ fn post_moe_norm(_: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), Conf
     })
 }
 
+// ---------------------------------------------------------------------------------------------
+// A.X-K2: DeepSeek-V3.2's MLA with a fused query/gate projection and gated norms.
+
 /// A.X-K2 (`modeling_axk2.py`): DeepSeek's MLA without `q_b_proj`: `q_gate_proj` maps the
 /// normed and the raw query latents (`2·q_lora_rank`) to each head's query and an output
 /// gate (`n_h·(qk_head_dim + v_head_dim)`), held here as the MLA's `q_b_proj` (the normed
@@ -114,8 +122,7 @@ fn axk2_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(
             "a positive rank (A.X-K2 requires `q_lora_rank`)",
         ));
     }
-    let reason = "absent; `AXK2Config` default";
-    for (k, d) in [
+    let sizes = [
         ("hidden_size", 2048),
         ("num_hidden_layers", 48),
         ("num_attention_heads", 32),
@@ -124,18 +131,10 @@ fn axk2_patch(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Result<(
         ("qk_rope_head_dim", 32),
         ("v_head_dim", 64),
         ("qk_nope_head_dim", 64),
-    ] {
-        if !raw.has(k) {
-            raw.assume(k, d, reason);
-            map.insert(k.to_owned(), Value::from(d));
-        }
-    }
+    ];
+    write_defaults(raw, map, &sizes, "absent; `AXK2Config` default");
     // `mlp_layer_types` from `first_k_dense_replace` and `moe_layer_freq`, as A.X-K1's.
-    let snapshot = map.clone();
-    let mut inner = raw.sibling(&snapshot);
-    axk1_patch(&mut inner, map)?;
-    raw.derived = inner.derived;
-    Ok(())
+    derive_on_copy(raw, map, axk1_patch)
 }
 
 /// A.X-K2: the block, then the query/gate projection, the indexer and the gated norms.

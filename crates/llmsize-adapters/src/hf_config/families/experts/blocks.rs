@@ -9,7 +9,7 @@ use llmsize_core::spec::{ModelSpec, NormKind, OutputHead};
 use serde_json::{Map, Value};
 
 use super::glm::GLM4_MOE;
-use super::{all_but_every, layer_types_or, map_moe, mlp_layer_types};
+use super::{all_but_every, layer_types_or, mlp_layer_types, shared_biases};
 use crate::error::ConfigError;
 use crate::hf_config::family::{
     AttentionRule, Block, HeadDim, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule, MoeRule, NO,
@@ -18,6 +18,9 @@ use crate::hf_config::family::{
 };
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::runs::Runs;
+
+// ---------------------------------------------------------------------------------------------
+// Phi-3.5-MoE, EXAONE-MoE, FlexOlmo.
 
 /// Phi-MoE (`modeling_phimoe.py`): `LayerNorm`s with biases, q/k/v/o biased by
 /// `attention_bias`, 16 experts of `intermediate_size` behind a bias-free router, every layer
@@ -108,6 +111,9 @@ pub(super) const FLEX_OLMO: Block = Block {
     ..LLAMA
 };
 
+// ---------------------------------------------------------------------------------------------
+// Aria (text), Cohere2-MoE.
+
 /// Aria's text model (`modeling_aria.py`): Llama's attention, every layer a mixture of
 /// `moe_num_experts` experts of `intermediate_size` (bias-free router) plus
 /// `moe_num_shared_experts` of that width as one shared MLP biased by `mlp_bias`; `head_dim`
@@ -139,12 +145,7 @@ pub(super) const ARIA_TEXT_FLOORED: Block = Block {
 /// Aria's shared experts carry biases with `mlp_bias`.
 fn aria_tweak(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
     if raw.flag_or("mlp_bias", false, "absent; `AriaTextConfig` default")? {
-        map_moe(spec, |m| {
-            if let Some(s) = &mut m.shared {
-                s.up_bias = true;
-                s.down_bias = true;
-            }
-        });
+        shared_biases(spec);
     }
     Ok(())
 }
@@ -224,6 +225,9 @@ pub(super) fn cohere2_moe_patch(
         mlp_layer_types(raw, map)
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Kolibri-1, Flint.
 
 /// Kolibri-1 (`modeling_kolibri1.py`): no biases, per-head q/k norms, four norms per layer;
 /// every layer `num_experts` experts of `moe_intermediate_size` (bias-free router; its

@@ -18,6 +18,9 @@ use crate::hf_config::family::{
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::runs::{Runs, zip_runs};
 
+// ---------------------------------------------------------------------------------------------
+// dots.llm1.
+
 /// dots.llm1 (`modeling_dots1.py`): q/k/v/o biased by `attention_bias`, per-head q/k
 /// `RMSNorm`s, `head_dim` `hidden_size // num_attention_heads` (the class has no such field);
 /// from layer `first_k_dense_replace` on, `Dots1MoE`: a router `d → E` (its
@@ -95,6 +98,9 @@ fn dots1_windows(raw: &mut RawConfig<'_>, map: &mut Map<String, Value>) -> Resul
     Ok(())
 }
 
+// ---------------------------------------------------------------------------------------------
+// dots.llm3 (dots3-note): MLA with per-layer shapes, a gated output and a DSA indexer.
+
 /// One override map per layer (`None`: the global config).
 pub(crate) type Overrides<'a> = Vec<Option<&'a Map<String, Value>>>;
 
@@ -104,40 +110,25 @@ pub(crate) fn per_layer_overrides<'a>(
     raw: &RawConfig<'a>,
     n: usize,
 ) -> Result<Option<Overrides<'a>>, ConfigError> {
-    let Some(v) = raw.value("per_layer_config") else {
+    let Some(named) = per_layer_entries(raw, n as u64)? else {
         return Ok(None);
     };
-    let map = match v {
-        Value::Null => return Ok(None),
-        Value::Object(m) => m,
-        _ => return Err(raw.invalid("per_layer_config", v, "a map from layer index to overrides")),
-    };
     let mut out = vec![None; n];
-    for (k, o) in map {
-        let i = k.parse::<usize>().ok().filter(|i| *i < n).ok_or_else(|| {
-            raw.invalid(
-                "per_layer_config",
-                &Value::from(k.as_str()),
-                &format!("layer indices below {n}"),
-            )
-        })?;
-        let o = o.as_object().ok_or_else(|| {
-            raw.invalid(&format!("per_layer_config.{k}"), o, "a map of overrides")
-        })?;
-        if let Some(slot) = out.get_mut(i) {
+    for (i, o) in named {
+        // `i < n`, a `usize`: it converts.
+        if let Some(slot) = usize::try_from(i).ok().and_then(|i| out.get_mut(i)) {
             *slot = Some(o);
         }
     }
     Ok(Some(out))
 }
 
-/// The layers `per_layer_config` names (number, overrides), and each layer's entry among them.
-type PerLayer<'a> = (Vec<(u64, &'a Map<String, Value>)>, Runs<Option<usize>>);
+/// The layers `per_layer_config` names: each one's number and overrides.
+type Named<'a> = Vec<(u64, &'a Map<String, Value>)>;
 
-/// `per_layer_config` as runs over the layers: the index of a named layer's overrides (with
-/// the layer's number, for messages), `None` for a layer it does not name; the work is in the
-/// number of entries the config lists, never in the layer count.
-fn per_layer_runs<'a>(raw: &RawConfig<'a>, n: u64) -> Result<Option<PerLayer<'a>>, ConfigError> {
+/// `per_layer_config`'s entries (the layer's number below `n`, its overrides) in the
+/// config's order, a layer named twice (`4` and `04`) as often; `None` when absent or null.
+fn per_layer_entries<'a>(raw: &RawConfig<'a>, n: u64) -> Result<Option<Named<'a>>, ConfigError> {
     let Some(v) = raw.value("per_layer_config") else {
         return Ok(None);
     };
@@ -146,7 +137,7 @@ fn per_layer_runs<'a>(raw: &RawConfig<'a>, n: u64) -> Result<Option<PerLayer<'a>
         Value::Object(m) => m,
         _ => return Err(raw.invalid("per_layer_config", v, "a map from layer index to overrides")),
     };
-    let mut named: Vec<(u64, &'a Map<String, Value>)> = Vec::with_capacity(map.len());
+    let mut named: Named<'a> = Vec::with_capacity(map.len());
     for (k, o) in map {
         let i = k.parse::<u64>().ok().filter(|i| *i < n).ok_or_else(|| {
             raw.invalid(
@@ -160,9 +151,22 @@ fn per_layer_runs<'a>(raw: &RawConfig<'a>, n: u64) -> Result<Option<PerLayer<'a>
         })?;
         named.push((i, o));
     }
+    Ok(Some(named))
+}
+
+/// The layers `per_layer_config` names (number, overrides), and each layer's entry among them.
+type PerLayer<'a> = (Named<'a>, Runs<Option<usize>>);
+
+/// `per_layer_config` as runs over the layers: the index of a named layer's overrides (with
+/// the layer's number, for messages), `None` for a layer it does not name; the work is in the
+/// number of entries the config lists, never in the layer count.
+fn per_layer_runs<'a>(raw: &RawConfig<'a>, n: u64) -> Result<Option<PerLayer<'a>>, ConfigError> {
+    let Some(mut named) = per_layer_entries(raw, n)? else {
+        return Ok(None);
+    };
     // In layer order; a layer named twice (`4` and `04`) takes the later, as the list did.
     named.sort_by_key(|(i, _)| *i);
-    let mut kept: Vec<(u64, &'a Map<String, Value>)> = Vec::with_capacity(named.len());
+    let mut kept: Named<'a> = Vec::with_capacity(named.len());
     for (i, o) in named {
         match kept.last_mut() {
             Some((j, m)) if *j == i => *m = o,

@@ -3,7 +3,7 @@
 use llmsize_core::expr::Sym;
 use llmsize_core::spec::{Ffn, ModelSpec, OutputHead};
 
-use super::map_moe;
+use super::shared_biases;
 use crate::error::ConfigError;
 use crate::hf_config::family::{
     AttentionRule, Block, LLAMA, LLAMA_ATTENTION, LLAMA_MLP, MlpRule, MoeRule, NO, Shared,
@@ -86,12 +86,7 @@ fn ernie_tweak(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), Conf
         })?;
     }
     if bias {
-        map_moe(spec, |m| {
-            if let Some(s) = &mut m.shared {
-                s.up_bias = true;
-                s.down_bias = true;
-            }
-        });
+        shared_biases(spec);
         if let OutputHead::Lm { biases, .. } = &mut spec.head {
             *biases = 1;
         }

@@ -14,6 +14,9 @@ use crate::hf_config::family::{
 };
 use crate::hf_config::raw::RawConfig;
 
+// ---------------------------------------------------------------------------------------------
+// AFMoE.
+
 /// `AFMoE` (`modeling_afmoe.py`): per-head q/k norms, a sigmoid output gate `gate_proj`
 /// (`d → n_h·d_h`), q/k/v/o biased by `attention_bias`, four norms per layer; the first
 /// `num_dense_layers` layers dense, the others `num_experts` experts of

@@ -8,7 +8,10 @@ use llmsize_core::expr::{Expr, Sym};
 use llmsize_core::spec::{Extra, Ffn, Layer, ModelSpec};
 use serde_json::{Map, Value};
 
-use super::{LISTED_DENSE, dense_first_layer, dsa_indexer_extras, map_moe, read_patched};
+use super::{
+    LISTED_DENSE, dense_first_layer, derive_on_copy, dsa_indexer_extras, read_patched,
+    shared_biases, write_defaults,
+};
 use crate::error::ConfigError;
 use crate::hf_config::HeadChoice;
 use crate::hf_config::family::{
@@ -18,6 +21,9 @@ use crate::hf_config::family::{
 };
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::runs::Runs;
+
+// ---------------------------------------------------------------------------------------------
+// Hunyuan MoE.
 
 /// Hunyuan MoE (`modeling_hunyuan_v1_moe.py`): Hunyuan dense's attention and norms; every
 /// layer's `HunYuanMoEV1Moe` is a bias-free router `wg` (`d → E`), `num_experts` gated experts
@@ -77,6 +83,9 @@ pub(super) fn read_hunyuan_v1_moe(
     Ok(spec)
 }
 
+// ---------------------------------------------------------------------------------------------
+// HY-V3.
+
 /// HY-V3 (`modeling_hy_v3.py`): q/k/v/o biased by `attention_bias`, per-head q/k norms, MLPs
 /// biased by `mlp_bias`; MoE layers (`mlp_layer_types`, else all but the first) have
 /// `num_experts` experts of `moe_intermediate_size`, a bias-free router (its
@@ -110,15 +119,13 @@ pub(super) const HY_V3: Block = Block {
 /// The shared experts carry biases with `mlp_bias`.
 fn shared_mlp_bias(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigError> {
     if raw.flag("mlp_bias")? == Some(true) {
-        map_moe(spec, |m| {
-            if let Some(s) = &mut m.shared {
-                s.up_bias = true;
-                s.down_bias = true;
-            }
-        });
+        shared_biases(spec);
     }
     Ok(())
 }
+
+// ---------------------------------------------------------------------------------------------
+// HY-V4: DeepSeek-V3.2's MLA with shared top-k, output gates, sinks and hyper-connections.
 
 /// HY-V4 (`modeling_hy_v4.py`): DeepSeek's MLA (`q_lora_rank` 1536) with a sigmoid output
 /// gate `gate_proj` (`d → n_h·v_head_dim`) and a learned sink per head; the DSA indexer only
@@ -207,7 +214,7 @@ fn hy_v4_patch(
     }
     let reason = format!("absent; `{}` default", c.class);
     let [hidden, layers, heads, _] = c.sizes;
-    for (k, d) in [
+    let sizes = [
         ("hidden_size", hidden),
         ("num_hidden_layers", layers),
         ("num_attention_heads", heads),
@@ -216,17 +223,9 @@ fn hy_v4_patch(
         ("qk_rope_head_dim", 64),
         ("v_head_dim", 256),
         ("qk_nope_head_dim", 192),
-    ] {
-        if !raw.has(k) {
-            raw.assume(k, d, &reason);
-            map.insert(k.to_owned(), Value::from(d));
-        }
-    }
-    let snapshot = map.clone();
-    let mut inner = raw.sibling(&snapshot);
-    dense_first_layer(&mut inner, map)?;
-    raw.derived = inner.derived;
-    Ok(())
+    ];
+    write_defaults(raw, map, &sizes, &reason);
+    derive_on_copy(raw, map, dense_first_layer)
 }
 
 /// HY-V4's text model: the block, then gates, sinks, indexers and hyper-connections.

@@ -9,7 +9,7 @@ use llmsize_core::spec::{Extra, Ffn, Layer, ModelSpec, OutputHead};
 use serde_json::{Map, Value};
 
 use super::glm::GLM4_MOE;
-use super::{LISTED_DENSE, all_but_every, dense_types_or_first, read_patched, standard};
+use super::{LISTED_DENSE, all_but_every, dense_types_or_first, fold_back, read_patched, standard};
 use crate::error::ConfigError;
 use crate::hf_config::family::{
     AttentionRule, Block, Family, HeadDim, LLAMA, MoeRule, NO, PLAIN_ATTENTION, QkNorm, Shared,
@@ -17,6 +17,9 @@ use crate::hf_config::family::{
 };
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::runs::Runs;
+
+// ---------------------------------------------------------------------------------------------
+// Inkling (text).
 
 /// Inkling's text model (`modeling_inkling.py`): per-head q/k norms, no biases; sliding layers
 /// (`hybrid_sliding`: `layer_types`, else `local_layer_ids`, else all but every 6th) use the
@@ -160,13 +163,7 @@ fn inkling_layers(
         2,
         &reason,
     )?;
-    if !swa_heads.is_multiple_of(swa_kv) {
-        return Err(raw.invalid(
-            "swa_num_key_value_heads",
-            &swa_kv.into(),
-            &format!("a divisor of `swa_num_attention_heads` ({swa_heads})"),
-        ));
-    }
+    check_swa_kv(raw, swa_heads, swa_kv)?;
     let d = spec.hidden_size;
     let mut overflow = false;
     try_map_kinds(spec, |layer| {
@@ -253,20 +250,8 @@ fn inkling_layers(
                     Expr::Lit(1),
                 ));
             }
-            // Conv states: k and v (`n_kv·d_h` channels each) and the two on the stream (`d`).
-            let channels = kv
-                .checked_mul(hd)
-                .and_then(|c| c.checked_mul(2))
-                .and_then(|c| c.checked_add(d.checked_mul(2)?));
-            match channels.and_then(|c| c.checked_mul(kernel)) {
-                Some(conv) => {
-                    l.state = Some(llmsize_core::spec::RecurrentState {
-                        conv,
-                        recurrent: 0,
-                        recurrent_f32: false,
-                        conv_f32: true,
-                    });
-                }
+            match conv_state(kv, hd, d, kernel) {
+                Some(s) => l.state = Some(s),
                 None => overflow = true,
             }
             l.extras.extend(extras);
@@ -280,13 +265,48 @@ fn inkling_layers(
             "sizes whose conv states fit in 64 bits",
         ));
     }
+    norm_table_untie_head(spec);
+    Ok(())
+}
+
+/// The `swa_*` heads share their KV heads evenly (`swa_num_key_value_heads` divides
+/// `swa_num_attention_heads`).
+fn check_swa_kv(raw: &RawConfig<'_>, swa_heads: u64, swa_kv: u64) -> Result<(), ConfigError> {
+    if swa_heads.is_multiple_of(swa_kv) {
+        return Ok(());
+    }
+    Err(raw.invalid(
+        "swa_num_key_value_heads",
+        &swa_kv.into(),
+        &format!("a divisor of `swa_num_attention_heads` ({swa_heads})"),
+    ))
+}
+
+/// A layer's float32 conv states: k and v (`n_kv·d_h` channels each) and the two
+/// convolutions on the stream (`d` each), `kernel` taps per channel; `None` past 64 bits.
+fn conv_state(kv: u64, hd: u64, d: u64, kernel: u64) -> Option<llmsize_core::spec::RecurrentState> {
+    let channels = kv
+        .checked_mul(hd)
+        .and_then(|c| c.checked_mul(2))
+        .and_then(|c| c.checked_add(d.checked_mul(2)?));
+    let conv = channels.and_then(|c| c.checked_mul(kernel))?;
+    Some(llmsize_core::spec::RecurrentState {
+        conv,
+        recurrent: 0,
+        recurrent_f32: false,
+        conv_f32: true,
+    })
+}
+
+/// An `RMSNorm` after the token table, and an `lm_head` of its own (never tied).
+fn norm_table_untie_head(spec: &mut ModelSpec) {
+    let d = spec.hidden_size;
     if let Some(stack) = spec.stacks.first_mut() {
         stack.embedding_norm = Some(llmsize_core::spec::Norm::rms_norm(d));
     }
     if let OutputHead::Lm { tied, .. } = &mut spec.head {
         *tied = false;
     }
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -375,13 +395,7 @@ pub(super) fn read_inkling2_text(
         200_058,
         reason,
     )?;
-    if !swa_heads.is_multiple_of(swa_kv) {
-        return Err(raw.invalid(
-            "swa_num_key_value_heads",
-            &swa_kv.into(),
-            &format!("a divisor of `swa_num_attention_heads` ({swa_heads})"),
-        ));
-    }
+    check_swa_kv(raw, swa_heads, swa_kv)?;
     let d = spec.hidden_size;
     let k = || Expr::sym(Sym::Named("conv_kernel_size"), kernel);
     let hidden = || Expr::sym(Sym::Hidden, d);
@@ -505,19 +519,8 @@ pub(super) fn read_inkling2_text(
             l.norms.push(llmsize_core::spec::Norm::rms_norm(d));
             l.norms.push(llmsize_core::spec::Norm::rms_norm(d));
         }
-        let channels = kv
-            .checked_mul(hd)
-            .and_then(|c| c.checked_mul(2))
-            .and_then(|c| c.checked_add(d.checked_mul(2)?));
-        match channels.and_then(|c| c.checked_mul(kernel)) {
-            Some(conv) => {
-                l.state = Some(llmsize_core::spec::RecurrentState {
-                    conv,
-                    recurrent: 0,
-                    recurrent_f32: false,
-                    conv_f32: true,
-                });
-            }
+        match conv_state(kv, hd, d, kernel) {
+            Some(s) => l.state = Some(s),
             None => overflow = true,
         }
         l.extras.extend(extras);
@@ -537,9 +540,7 @@ pub(super) fn read_inkling2_text(
             "sizes whose conv states fit in 64 bits",
         ));
     }
-    if let Some(stack) = spec.stacks.first_mut() {
-        stack.embedding_norm = Some(llmsize_core::spec::Norm::rms_norm(d));
-    }
+    norm_table_untie_head(&mut spec);
     spec.extras.push(Extra::vector(
         "model.final_input.query",
         "attention",
@@ -549,11 +550,11 @@ pub(super) fn read_inkling2_text(
     // The table keeps `vocab_size` rows; the head (and the logits) `unpadded_vocab_size`.
     spec.vocab_size = unpadded;
     raw.source(Sym::Vocab, "unpadded_vocab_size");
-    if let OutputHead::Lm { tied, .. } = &mut spec.head {
-        *tied = false;
-    }
     Ok(spec)
 }
+
+// ---------------------------------------------------------------------------------------------
+// Inkling 2 Loop (text).
 
 /// Inkling 2 Loop's text model (`modeling_inkling2_loop.py`): Inkling 2's layers with the
 /// `Inkling2LoopTextConfig` defaults, where layers `loop_layer_index_start` to
@@ -600,13 +601,7 @@ pub(super) fn read_inkling2_loop_text(
     }
     let mut inner = raw.sibling(&map);
     let mut spec = read_inkling2_text(&mut inner, family, head)?;
-    for a in inner.assumptions {
-        raw.assume(&a.field, a.value, &a.reason);
-    }
-    for (symbol, source) in inner.sources {
-        raw.source(symbol, &source);
-    }
-    raw.read.borrow_mut().extend(inner.read.into_inner());
+    fold_back(raw, inner);
     // The loop keys: `loop_config` wins over the flat ones.
     let loop_config = raw.value("loop_config").and_then(Value::as_object);
     let loop_key =

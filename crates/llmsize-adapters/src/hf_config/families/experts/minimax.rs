@@ -17,6 +17,9 @@ use crate::hf_config::family::{
 use crate::hf_config::raw::RawConfig;
 use crate::hf_config::runs::Runs;
 
+// ---------------------------------------------------------------------------------------------
+// MiniMax-M2.
+
 /// MiniMax-M2 (`modeling_minimax_m2.py`): no biases, q/k norms over the full projection
 /// widths, every layer MoE with experts of `intermediate_size`; `e_score_correction_bias` is
 /// a buffer.
@@ -40,6 +43,9 @@ pub(super) const MINIMAX_M2: Block = Block {
     }),
     ..LLAMA
 };
+
+// ---------------------------------------------------------------------------------------------
+// MiniMax-M3 (text).
 
 /// MiniMax-M3's text model (`modeling_minimax_m3_vl.py`): no biases, per-head q/k norms;
 /// MoE layers (`mlp_layer_types`, else `moe_layer_freq`, else all) have `num_local_experts`

@@ -93,6 +93,13 @@ pub(super) fn read_patched(
     let mut inner = raw.sibling(&map);
     inner.derived = std::mem::take(&mut raw.derived);
     let spec = read_block(&mut inner, family, block)?;
+    fold_back(raw, inner);
+    Ok(spec)
+}
+
+/// Keep what a reader of a patched copy (`inner`, a [`RawConfig::sibling`]) noted: its
+/// assumptions, the sources of its symbols and the keys it read.
+fn fold_back(raw: &mut RawConfig<'_>, inner: RawConfig<'_>) {
     for a in inner.assumptions {
         raw.assume(&a.field, a.value, &a.reason);
     }
@@ -100,7 +107,45 @@ pub(super) fn read_patched(
         raw.source(symbol, &source);
     }
     raw.read.borrow_mut().extend(inner.read.into_inner());
-    Ok(spec)
+}
+
+/// Biases on every shared expert's projections (a family's `mlp_bias` or `use_bias`).
+fn shared_biases(spec: &mut ModelSpec) {
+    map_moe(spec, |m| {
+        if let Some(s) = &mut m.shared {
+            s.up_bias = true;
+            s.down_bias = true;
+        }
+    });
+}
+
+/// The class defaults of `sizes`, written into the copy `map` where the config has none.
+fn write_defaults(
+    raw: &mut RawConfig<'_>,
+    map: &mut Map<String, Value>,
+    sizes: &[(&str, u64)],
+    reason: &str,
+) {
+    for &(k, d) in sizes {
+        if !raw.has(k) {
+            raw.assume(k, d, reason);
+            map.insert(k.to_owned(), Value::from(d));
+        }
+    }
+}
+
+/// Run `derive` on the copy `map` as the defaults made it so far (a derivation that reads
+/// the sizes just written in), keeping the per-layer lists it derives.
+fn derive_on_copy(
+    raw: &mut RawConfig<'_>,
+    map: &mut Map<String, Value>,
+    derive: impl FnOnce(&mut RawConfig<'_>, &mut Map<String, Value>) -> Result<(), ConfigError>,
+) -> Result<(), ConfigError> {
+    let snapshot = map.clone();
+    let mut inner = raw.sibling(&snapshot);
+    derive(&mut inner, map)?;
+    raw.derived = inner.derived;
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -198,6 +243,9 @@ fn truthy(f: &Value) -> bool {
         || f.as_f64().is_some_and(|x| x != 0.0)
 }
 
+// ---------------------------------------------------------------------------------------------
+// Tensors several families add.
+
 /// A DeepSeek Sparse Attention indexer on MLA (`…Indexer`: `wq_b` `q_lora_rank →
 /// index_n_heads·index_head_dim`, `wk` `d → index_head_dim`, `k_norm` a `LayerNorm` of
 /// `index_head_dim` with bias, `weights_proj` `d → index_n_heads`), all attention.
@@ -242,7 +290,8 @@ fn dsa_indexer_extras(d: u64, q_lora: u64, heads: u64, dim: u64) -> Vec<Extra> {
     ]
 }
 
-/// The entries of this file.
+/// The entries of this folder, in registry order (a lookup takes the first entry of a type,
+/// and the README lists them so).
 pub(crate) const FAMILIES: &[Family] = &[
     Family::code(
         "hunyuan_v1_moe",
