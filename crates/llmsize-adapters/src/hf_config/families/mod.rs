@@ -10,7 +10,6 @@ mod classic;
 mod dense;
 mod encoders;
 mod experts;
-mod experts2;
 mod gpt;
 mod latent;
 mod latent2;
