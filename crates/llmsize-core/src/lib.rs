@@ -23,6 +23,7 @@ pub mod gpu;
 pub mod layout;
 pub mod limits;
 pub mod memory;
+pub mod profile;
 pub mod quant;
 pub mod render;
 pub mod report;

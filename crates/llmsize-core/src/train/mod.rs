@@ -6,7 +6,7 @@
 //!   by precision policy and optimizer, each from the library's own source;
 //! - **activations** ([`activations`]): what autograd keeps for backward after the forward
 //!   (the ground truth's `retained_bytes`) and the forward's peak, per family
-//!   ([`profile::LayerStyle`]), with and without gradient checkpointing and LoRA;
+//!   ([`crate::profile::LayerStyle`]), with and without gradient checkpointing and LoRA;
 //! - **compute** ([`step_flops`]): forward + backward (+ the checkpoint recompute) in the
 //!   counting convention of torch's `FlopCounterMode`;
 //! - **placement** ([`parallel`]): the same per GPU under DDP, ZeRO/FSDP, tensor, pipeline,
@@ -19,11 +19,10 @@ pub mod activations;
 pub mod fit;
 pub mod lora;
 pub mod parallel;
-pub mod profile;
 pub mod states;
 pub mod step_flops;
 
-pub use profile::{LayerStyle, TrainingProfile};
+pub use crate::profile::{LayerStyle, TrainingProfile};
 
 /// The element type parameters are held in (`model.to(dtype)`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -1178,10 +1178,10 @@ mod tests {
 
     use super::*;
     use crate::design::{Design, Style, design_spec};
+    use crate::facts::LLAMA_MODULES;
     use crate::flops::AttentionConvention;
     use crate::flops::flops;
     use crate::spec::{Layers, Mlp, Moe};
-    use crate::train::profile::LLAMA_MODULES;
 
     fn profile(
         style: LayerStyle,

@@ -84,8 +84,8 @@ pub fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError> {
 
 /// A model type whose layer code is not derived: counted as the nearest derived family.
 fn estimate(input: &ActInput<'_>) -> Result<Activations, SpecError> {
+    use crate::facts::LLAMA_MODULES;
     use crate::spec::NormKind;
-    use crate::train::profile::LLAMA_MODULES;
     use crate::train::{LayerStyle, TrainingProfile};
     let rms = input
         .spec

@@ -2273,9 +2273,9 @@ mod tests {
 
     use super::*;
     use crate::design::{Design, Style, design_spec};
+    use crate::facts::LLAMA_MODULES;
     use crate::spec::{Layers, Mlp, ModelSpec, Moe, Norm, OutputHead, StandardAttention};
     use crate::train::activations::activations as dispatch;
-    use crate::train::profile::LLAMA_MODULES;
     use crate::train::{ParamDtype, TrainingProfile};
 
     #[allow(clippy::struct_excessive_bools, reason = "a model's switches")]
