@@ -30,7 +30,6 @@ pub mod report;
 pub mod runtime;
 pub mod spec;
 pub mod speed;
-pub mod train;
 pub mod units;
 
 pub use count::{Category, ParamCount, count};

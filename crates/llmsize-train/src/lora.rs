@@ -35,11 +35,11 @@
 //! train fewer adapters), and a rank above a projection's smaller side (the adapter would
 //! hold more parameters than the matrix and adapt nothing a full update could not).
 
-use crate::SpecError;
-use crate::checked::{self, Checked};
-use crate::facts::{MoeConversion, module_name};
-use crate::layout::{Form, Layout, Place, TensorKind};
-use crate::spec::{Attention, ModelSpec, OutputHead, StackRole};
+use llmsize_core::SpecError;
+use llmsize_core::checked::{self, Checked};
+use llmsize_core::facts::{MoeConversion, module_name};
+use llmsize_core::layout::{Form, Layout, Place, TensorKind};
+use llmsize_core::spec::{Attention, ModelSpec, OutputHead, StackRole};
 use std::collections::BTreeSet;
 use std::ops::Range;
 
@@ -196,7 +196,7 @@ fn invalid(field: &str, found: impl Into<String>, expected: impl Into<String>) -
 }
 
 /// The spec's layer of a layout place.
-fn layer_of(spec: &ModelSpec, place: Place) -> Option<&crate::spec::Layer> {
+fn layer_of(spec: &ModelSpec, place: Place) -> Option<&llmsize_core::spec::Layer> {
     match place {
         Place::Layer { stack, kind } => spec.stacks.get(stack)?.layers.kinds().get(kind),
         _ => None,
@@ -598,9 +598,9 @@ pub fn plan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::{Design, Style, design_spec};
-    use crate::layout::layout;
-    use crate::spec::{Ffn, Layers, Mlp, Moe};
+    use llmsize_core::design::{Design, Style, design_spec};
+    use llmsize_core::layout::layout;
+    use llmsize_core::spec::{Ffn, Layers, Mlp, Moe};
 
     fn options(rank: u64, targets: LoraTargets) -> LoraOptions {
         LoraOptions {
