@@ -6,7 +6,8 @@
 //! spec, and LoRA, the quantizers' module paths and the llama.cpp cache read them there. A new
 //! model type therefore changes one record, not a `match` in each consumer.
 
-use crate::layout::TensorKind;
+use crate::layout::{Tensor, TensorKind};
+use crate::spec::ModelSpec;
 
 /// The facts of one model type; [`TypeFacts::NONE`] for a type with no record (a model
 /// described by flags), which means llama's module names and no runtime rule.
@@ -102,3 +103,50 @@ pub const LLAMA_MODULES: &[(TensorKind, &str)] = &[
     (TensorKind::SharedDown, "shared_expert.down_proj"),
     (TensorKind::SharedExpertGate, "shared_expert_gate"),
 ];
+
+/// The name of a tensor's module within its layer as peft (and the Hugging Face quantizers'
+/// module lists) see it: `q_proj`, `experts.gate_up_proj`, `lm_head`.
+#[must_use]
+pub fn hf_module_name(spec: &ModelSpec, t: &Tensor) -> String {
+    module_name(t, spec.facts.modules)
+}
+
+/// peft's name of a tensor's module under the module table `names`: the profile's (or the
+/// family's), else the layout's own part name for attention and embedding projections
+/// (`q_proj`, `kv_a_proj_with_mqa`, `project_out`), else llama's. Written here, beside the
+/// tables it reads, because both LoRA's targets and the quantizers' module paths
+/// ([`crate::quant::module_path`]) name modules this one way.
+#[must_use]
+pub fn module_name(t: &Tensor, names: &[(TensorKind, &'static str)]) -> String {
+    use TensorKind as K;
+    match t.kind {
+        // OPT's `project_in` and `project_out` share a kind.
+        K::EmbeddingProjection => return t.name.local.to_string(),
+        // An extra part's matrix by the last component of its path, as peft's suffix match
+        // sees it (`model.vision_tower.*.self_attn.q_proj.weight (…)` → `q_proj`).
+        K::Matrix => {
+            let path = t.name.local.split(" (").next().unwrap_or_default();
+            let path = path.trim_end_matches(".weight");
+            return path.rsplit('.').next().unwrap_or(path).to_string();
+        }
+        K::Output => return "lm_head".into(),
+        K::HeadTransform => return "transform.dense".into(),
+        K::Pooler => return "pooler.dense".into(),
+        _ => {}
+    }
+    let from = |table: &[(TensorKind, &'static str)]| {
+        table.iter().find(|(k, _)| *k == t.kind).map(|(_, n)| *n)
+    };
+    let named = from(names);
+    let attention = t.kind.is_attention_projection();
+    let name = match named {
+        Some(n) => n.to_string(),
+        None if attention => t.part.to_string(),
+        None => from(LLAMA_MODULES).map_or_else(|| t.part.to_string(), str::to_string),
+    };
+    if t.name.cross {
+        format!("cross_attn.{name}")
+    } else {
+        name
+    }
+}

@@ -217,8 +217,10 @@ fn attention_widths(
     Ok(out)
 }
 
-/// Pairs (query, key) a forward over `s` tokens scores in one layer.
-pub(crate) fn pairs(
+/// Pairs (query, key) a forward over `s` tokens scores in one layer: within `window` when
+/// the layer slides, the whole `s²` for a cross-attention or the full convention. Public
+/// because the training step's backward (`llmsize-train`) scores the same pairs.
+pub fn pairs(
     s: u128,
     window: Option<u64>,
     convention: AttentionConvention,

@@ -23,13 +23,13 @@ pub mod gpu;
 pub mod layout;
 pub mod limits;
 pub mod memory;
+pub mod profile;
 pub mod quant;
 pub mod render;
 pub mod report;
 pub mod runtime;
 pub mod spec;
 pub mod speed;
-pub mod train;
 pub mod units;
 
 pub use count::{Category, ParamCount, count};

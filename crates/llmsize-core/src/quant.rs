@@ -64,14 +64,14 @@ impl Quantization {
 /// (`model.layers.3.self_attn.q_proj`, `model.layers.3.mlp.experts.gate_up_proj`,
 /// `model.embed_tokens`, `lm_head`), as transformers' quantizers and compressed-tensors match
 /// their module lists against it. The name within the layer is peft's
-/// ([`crate::train::lora::hf_module_name`]); the parents are those of the llama-style
+/// ([`crate::facts::hf_module_name`]); the parents are those of the llama-style
 /// decoders the quantized releases use.
 #[must_use]
 pub fn module_path(spec: &ModelSpec, t: &Tensor, layer: u64) -> String {
     use TensorKind as K;
     // The type's own names (gpt-oss's `mlp.router`, DeepSeek's `shared_experts`) are in its
     // record's module table.
-    let leaf = crate::train::lora::hf_module_name(spec, t);
+    let leaf = crate::facts::hf_module_name(spec, t);
     match t.kind {
         // An extra part's matrix carries its own path (`model.vision_tower.layers.*.…`, or
         // `mixer.in_proj` within a layer); `*` stands for any index, matched as the first.

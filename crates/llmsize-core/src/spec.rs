@@ -67,7 +67,7 @@ pub struct ModelSpec {
     pub quantization: Option<crate::quant::Quantization>,
     /// How the family's code computes a layer, for training activations and LoRA module
     /// names; `None` where the type's training step is not derived.
-    pub training: Option<crate::train::TrainingProfile>,
+    pub training: Option<crate::profile::TrainingProfile>,
     /// What the model type's record says beyond shapes (module names, peft's rules, the
     /// runtimes' rules), so no consumer looks at [`ModelSpec::model_type`].
     pub facts: crate::facts::TypeFacts,

@@ -1,8 +1,9 @@
 //! Core holds no `model_type` string: what a model type means beyond its shapes is in its
 //! record (`llmsize-adapters`, `hf_config/facts.rs`), copied onto the spec as
 //! `ModelSpec::facts`. Core may carry the name and print it, never decide by it. This test
-//! reads core's own sources (outside their `#[cfg(test)]` modules) and names every line that
-//! compares, matches or dispatches on a `model_type`.
+//! reads core's own sources and the training planner's (`llmsize-train`, outside their
+//! `#[cfg(test)]` modules) and names every line that compares, matches or dispatches on a
+//! `model_type`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -44,6 +45,15 @@ fn core_never_decides_by_a_model_type_name() {
         files.len() > 20,
         "core's sources found under {}",
         root.display()
+    );
+    // The training planner, split out of core, reads the same facts off the same spec.
+    let train = Path::new(env!("CARGO_MANIFEST_DIR")).join("../llmsize-train/src");
+    let core_files = files.len();
+    sources(&train, &mut files).unwrap();
+    assert!(
+        files.len() > core_files + 5,
+        "the training planner's sources found under {}",
+        train.display()
     );
     let mut found = Vec::new();
     for file in &files {

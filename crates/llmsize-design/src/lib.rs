@@ -26,7 +26,7 @@ use llmsize_core::flops::{AttentionConvention, flops};
 use llmsize_core::formats::{KvDtype, WeightFormat};
 use llmsize_core::limits::{MAX_CHOICES, MAX_TOP};
 use llmsize_core::memory::{CachePolicy, MemoryOptions, MlaCache, memory};
-use llmsize_core::train::TrainOptions;
+use llmsize_train::TrainOptions;
 use serde_json::{Map, Value};
 
 pub use base::{Base, DesignStyle, Shape};
@@ -696,7 +696,7 @@ fn objective(
             let budget = i128::from(*bytes) * MICRO;
             Objective {
                 // Micro-bytes by the fitted bound of `train`; it prunes only: every candidate
-                // is then measured by the core's training step.
+                // is then measured by the training planner's step.
                 form: train::bound(base, forms, space, options)?,
                 target: search::Target {
                     value: budget,

@@ -1,6 +1,6 @@
 //! `--train-memory`: the largest shapes whose one training step fits a GPU.
 //!
-//! Every figure printed is the core's training step (`llmsize_core::train::train`, the
+//! Every figure printed is the training planner's step (`llmsize_train::train`, the
 //! computation behind `llmsize train`), run on the candidate's config as the reader reads it:
 //! no second formula. The search itself needs a cheap bound to prune millions of shapes; it
 //! is a closed form of the sizes in micro-bytes, *fitted* on the training step of a few probe
@@ -18,8 +18,8 @@
 //! and γ, δ (what one depth leaves).
 //! The bound only prunes: each shape kept is then measured exactly.
 
-use llmsize_core::train::states::{Optimizer, Precision};
-use llmsize_core::train::{ParamDtype, TrainOptions, train};
+use llmsize_train::states::{Optimizer, Precision};
+use llmsize_train::{ParamDtype, TrainOptions, train};
 
 use crate::base::{Base, Shape};
 use crate::error::DesignError;
@@ -248,7 +248,7 @@ pub fn relaxations(
     fits: &Fits<'_>,
     pref: crate::search::Preference,
 ) -> Result<Vec<String>, DesignError> {
-    use llmsize_core::train::lora::{LoraOptions, LoraTargets};
+    use llmsize_train::lora::{LoraOptions, LoraTargets};
     let options = fits.options;
     let lora = LoraOptions {
         rank: 16,

@@ -14,12 +14,12 @@
 use llmsize_adapters::hf_config::parse_json;
 use llmsize_adapters::presets;
 use llmsize_core::formats::WeightFormat;
-use llmsize_core::train::TrainOptions;
-use llmsize_core::train::lora::{LoraOptions, LoraTargets};
-use llmsize_core::train::parallel::Parallelism;
-use llmsize_core::train::states::Precision;
 use llmsize_design::search::Space;
 use llmsize_design::{Base, FfnRule, KvChoice, Shape, form, train};
+use llmsize_train::TrainOptions;
+use llmsize_train::lora::{LoraOptions, LoraTargets};
+use llmsize_train::parallel::Parallelism;
+use llmsize_train::states::Precision;
 
 fn like(name: &str) -> Base {
     let p = presets::find(name).expect("preset");

@@ -6,9 +6,9 @@
 use llmsize_adapters::hf_config::parse_json;
 use llmsize_adapters::presets;
 use llmsize_core::checked::Checked;
-use llmsize_core::train::TrainOptions;
-use llmsize_core::train::parallel::Parallelism;
 use llmsize_design::{Base, Constraints, DesignError, DesignStyle, Goal, Quantity};
+use llmsize_train::TrainOptions;
+use llmsize_train::parallel::Parallelism;
 use serde::Serialize;
 use serde_json::{Map, Value};
 

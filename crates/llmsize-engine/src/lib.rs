@@ -64,7 +64,7 @@ pub use llmsize_core::design::Style;
 pub use llmsize_core::flops::AttentionConvention;
 pub use llmsize_core::memory::{CachePolicy, MlaCache};
 pub use llmsize_core::runtime::Runtime;
-pub use llmsize_core::train::parallel::Parallelism;
+pub use llmsize_train::parallel::Parallelism;
 
 /// The engine: the environment it resolves Hub repo ids in, and the commands.
 ///

@@ -4,11 +4,11 @@ use llmsize_adapters::ReadOptions;
 use llmsize_core::checked::Checked;
 use llmsize_core::flops::AttentionConvention;
 use llmsize_core::gpu::Gpu;
-use llmsize_core::train::fit::{Suggestion, TimeCost, largest_fitting, suggestions, time_cost};
-use llmsize_core::train::lora::{LoraOptions, LoraTargets};
-use llmsize_core::train::parallel::Parallelism;
-use llmsize_core::train::states::{Optimizer, Precision};
-use llmsize_core::train::{
+use llmsize_train::fit::{Suggestion, TimeCost, largest_fitting, suggestions, time_cost};
+use llmsize_train::lora::{LoraOptions, LoraTargets};
+use llmsize_train::parallel::Parallelism;
+use llmsize_train::states::{Optimizer, Precision};
+use llmsize_train::{
     AttnImpl, Device, FreezePart, ParamDtype, Term, TrainOptions, TrainReport, train,
 };
 use serde::Serialize;

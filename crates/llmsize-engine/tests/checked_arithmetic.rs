@@ -16,8 +16,9 @@
 use std::path::{Path, PathBuf};
 
 /// The crates every input flows through, and their library roots.
-const CHECKED_CRATES: [&str; 4] = [
+const CHECKED_CRATES: [&str; 5] = [
     "llmsize-core",
+    "llmsize-train",
     "llmsize-weights",
     "llmsize-adapters",
     "llmsize-engine",

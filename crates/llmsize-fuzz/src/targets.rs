@@ -219,7 +219,8 @@ pub fn exercise_config(map: Map<String, Value>) -> Vec<StageReport> {
     stages.reports
 }
 
-/// The core's top-level entry points, as the CLI calls them by default.
+/// The core's top-level entry points (and the training planner's, on the same spec), as the
+/// CLI calls them by default.
 fn core(stages: &mut Stages, spec: &ModelSpec) {
     stages.run("core::count::count", || {
         let _ = llmsize_core::count::count(spec);
@@ -241,28 +242,28 @@ fn core(stages: &mut Stages, spec: &ModelSpec) {
     stages.run("core::flops::flops", || {
         let _ = flops(spec, 2048, 1, AttentionConvention::Causal);
     });
-    stages.run("core::train::train", || {
+    stages.run("train::train", || {
         // Full fine-tuning, then LoRA with checkpointing on a 2 × 2 × 2 layout: every part
         // of the step (states, activations, LoRA resolution, step FLOPs, placement).
-        let _ = llmsize_core::train::train(spec, &llmsize_core::train::TrainOptions::default());
-        let lora = llmsize_core::train::TrainOptions {
+        let _ = llmsize_train::train(spec, &llmsize_train::TrainOptions::default());
+        let lora = llmsize_train::TrainOptions {
             checkpointing: true,
-            lora: Some(llmsize_core::train::lora::LoraOptions {
+            lora: Some(llmsize_train::lora::LoraOptions {
                 rank: 16,
-                targets: llmsize_core::train::lora::LoraTargets::AllLinear,
+                targets: llmsize_train::lora::LoraTargets::AllLinear,
                 dropout: 0.0,
                 dora: false,
             }),
-            parallel: llmsize_core::train::parallel::Parallelism {
+            parallel: llmsize_train::parallel::Parallelism {
                 dp: 2,
                 tp: 2,
                 pp: 2,
                 micro_batches: 2,
                 zero: 3,
-                ..llmsize_core::train::parallel::Parallelism::default()
+                ..llmsize_train::parallel::Parallelism::default()
             },
-            ..llmsize_core::train::TrainOptions::default()
+            ..llmsize_train::TrainOptions::default()
         };
-        let _ = llmsize_core::train::train(spec, &lora);
+        let _ = llmsize_train::train(spec, &lora);
     });
 }

@@ -199,7 +199,7 @@ fn a_saved_config_replays_through_the_numeric_stages() {
             "core::count::count",
             "core::memory::memory",
             "core::flops::flops",
-            "core::train::train",
+            "train::train",
         ]
     );
     assert!(text.lines().all(|l| l.ends_with("ok")), "{text}");

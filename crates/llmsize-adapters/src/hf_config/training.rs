@@ -4,7 +4,7 @@
 //! defaults (transformers 5.24).
 
 use llmsize_core::facts::TypeFacts;
-use llmsize_core::train::{LayerStyle, TrainingProfile};
+use llmsize_core::profile::{LayerStyle, TrainingProfile};
 use serde_json::{Map, Value};
 
 fn num(map: &Map<String, Value>, key: &str, default: f64) -> f64 {

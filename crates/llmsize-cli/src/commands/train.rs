@@ -1,7 +1,7 @@
 //! `llmsize train`: one training step's memory per GPU and its compute.
 
-use llmsize_core::render;
 use llmsize_engine::{Parallelism, TrainRequest};
+use llmsize_train::render;
 
 use super::{Env, Rendered, doc_text, hub};
 use crate::Failure;
@@ -74,7 +74,7 @@ pub(crate) fn run(args: &TrainArgs, env: &Env) -> Result<Rendered, Failure> {
     } else if format == Format::Mermaid {
         return Err(super::no_picture("train", format));
     } else {
-        let doc = render::train::doc(&render::train::View {
+        let doc = render::doc(&render::View {
             name: &outcome.name,
             report: &outcome.report,
             gpu: outcome.gpu,

@@ -8,7 +8,6 @@ pub mod explain;
 pub mod flops;
 pub mod memory;
 pub mod table;
-pub mod train;
 
 /// Lay out rows in columns; `right` marks right-aligned columns. Trailing spaces are trimmed.
 /// Shared by every table renderer (also the adapters' `inspect` and `audit`).

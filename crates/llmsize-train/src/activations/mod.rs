@@ -6,10 +6,11 @@
 //! that requires grad, so full fine-tuning, frozen parts and every LoRA target list are one
 //! walk.
 
-use crate::SpecError;
-use crate::spec::ModelSpec;
-use crate::train::lora::LoraPlan;
-use crate::train::{AttnImpl, Device, FreezePart, ParamDtype, Term, TrainingProfile};
+use crate::lora::LoraPlan;
+use crate::{AttnImpl, Device, FreezePart, ParamDtype, Term};
+use llmsize_core::SpecError;
+use llmsize_core::profile::TrainingProfile;
+use llmsize_core::spec::ModelSpec;
 
 /// The question.
 #[derive(Debug, Clone, Copy)]
@@ -68,11 +69,11 @@ mod rms;
 
 /// The activations of one step.
 ///
-/// Families whose layer code is derived ([`crate::train::LayerStyle`]) are exact; any other
+/// Families whose layer code is derived ([`llmsize_core::profile::LayerStyle`]) are exact; any other
 /// model type is counted with the nearest derived layer code (an RMSNorm model as llama, a
 /// `LayerNorm` model as GPT-NeoX) and marked as an estimate.
 pub fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError> {
-    use crate::train::LayerStyle as S;
+    use llmsize_core::profile::LayerStyle as S;
     match input.profile.map(|p| p.style) {
         Some(S::Llama | S::Phi3 | S::Gemma | S::Gemma2 | S::Olmo2) => rms::activations(input),
         Some(S::Gpt2 | S::GptNeox | S::Opt | S::Bloom | S::Falcon | S::Starcoder2) => {
@@ -84,9 +85,9 @@ pub fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError> {
 
 /// A model type whose layer code is not derived: counted as the nearest derived family.
 fn estimate(input: &ActInput<'_>) -> Result<Activations, SpecError> {
-    use crate::spec::NormKind;
-    use crate::train::profile::LLAMA_MODULES;
-    use crate::train::{LayerStyle, TrainingProfile};
+    use llmsize_core::facts::LLAMA_MODULES;
+    use llmsize_core::profile::{LayerStyle, TrainingProfile};
+    use llmsize_core::spec::NormKind;
     let rms = input
         .spec
         .layer_kinds()
@@ -97,7 +98,7 @@ fn estimate(input: &ActInput<'_>) -> Result<Activations, SpecError> {
         LayerStyle::GptNeox
     };
     let head_dim = input.spec.layer_kinds().find_map(|l| match &l.attention {
-        crate::spec::Attention::Standard(a) => Some(a.head_dim),
+        llmsize_core::spec::Attention::Standard(a) => Some(a.head_dim),
         _ => None,
     });
     let profile = TrainingProfile {

@@ -7,10 +7,10 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use llmsize_adapters::presets::find;
 use llmsize_adapters::{ReadOptions, read_config};
-use llmsize_core::train::fit::largest_fitting;
-use llmsize_core::train::lora::{LoraOptions, LoraTargets};
-use llmsize_core::train::parallel::Parallelism;
-use llmsize_core::train::{TrainOptions, train};
+use llmsize_train::fit::largest_fitting;
+use llmsize_train::lora::{LoraOptions, LoraTargets};
+use llmsize_train::parallel::Parallelism;
+use llmsize_train::{TrainOptions, train};
 
 fn spec(id: &str) -> llmsize_core::ModelSpec {
     let p = find(id).expect("preset exists");

@@ -22,12 +22,13 @@ use std::fmt::Write as _;
 use std::ops::{Add, Mul};
 
 use super::{ActInput, Activations};
-use crate::checked::{self, Checked};
-use crate::layout::TensorKind;
-use crate::spec::{Attention, Ffn, Layer, StackRole};
-use crate::train::{AttnImpl, Device, FreezePart, LayerStyle, Term, TrainingProfile, sum};
-use crate::units::thousands_u128;
-use crate::{Overflow, SpecError};
+use crate::{AttnImpl, Device, FreezePart, Term, sum};
+use llmsize_core::checked::{self, Checked};
+use llmsize_core::layout::TensorKind;
+use llmsize_core::profile::{LayerStyle, TrainingProfile};
+use llmsize_core::spec::{Attention, Ffn, Layer, StackRole};
+use llmsize_core::units::thousands_u128;
+use llmsize_core::{Overflow, SpecError};
 
 // ------------------------------------------------------------------------------------ formulas
 
@@ -1562,7 +1563,10 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
             lora_dropout: plan.dropout,
         }
     } else {
-        let tied = matches!(spec.head, crate::spec::OutputHead::Lm { tied: true, .. });
+        let tied = matches!(
+            spec.head,
+            llmsize_core::spec::OutputHead::Lm { tied: true, .. }
+        );
         let embeddings = !frozen(FreezePart::Embeddings);
         Trains {
             attention: !frozen(FreezePart::Attention),
@@ -1905,10 +1909,10 @@ mod tests {
     //! (`scale_raw`: hidden 64, 3 layers, 4 heads, vocab 256; cited as "small").
 
     use super::*;
-    use crate::design::{Design, Style, design_spec};
-    use crate::spec::{ModelSpec, Norm, OutputHead};
-    use crate::train::ParamDtype;
-    use crate::train::lora::{Adapted, LoraPlan};
+    use crate::ParamDtype;
+    use crate::lora::{Adapted, LoraPlan};
+    use llmsize_core::design::{Design, Style, design_spec};
+    use llmsize_core::spec::{ModelSpec, Norm, OutputHead};
 
     struct Model {
         d: u64,
@@ -1939,7 +1943,7 @@ mod tests {
         let mut layer = spec.stacks[0].layers.kinds()[0].clone();
         layer.norms = vec![Norm::layer_norm(m.d); m.norms];
         layer.sliding_window = m.window;
-        spec.stacks[0].layers = crate::spec::Layers::repeat(layer, m.layers);
+        spec.stacks[0].layers = llmsize_core::spec::Layers::repeat(layer, m.layers);
         spec.head = OutputHead::Lm {
             tied: m.tied,
             biases: 0,
@@ -2501,12 +2505,12 @@ mod tests {
         // A million layers: the work is per kind.
         let (mut s, p) = gpt2();
         let layer = s.stacks[0].layers.kinds()[0].clone();
-        s.stacks[0].layers = crate::spec::Layers::repeat(layer.clone(), 1_000_000);
+        s.stacks[0].layers = llmsize_core::spec::Layers::repeat(layer.clone(), 1_000_000);
         let a = act(&s, &p, &run(512, AttnImpl::Sdpa), None);
         assert!(a.retained > 0 && a.estimate.is_none());
         // Latent attention, experts, no attention: counted, and said to be estimates.
         let mut latent = layer.clone();
-        latent.attention = Attention::Latent(crate::spec::LatentAttention {
+        latent.attention = Attention::Latent(llmsize_core::spec::LatentAttention {
             hidden: 768,
             num_heads: 12,
             q_lora_rank: None,
@@ -2516,12 +2520,12 @@ mod tests {
             v_head_dim: 64,
             bias: false,
             indexer_key_dim: None,
-            category: crate::Category::Attention,
+            category: llmsize_core::Category::Attention,
         });
         let mut absent = layer.clone();
         absent.attention = Attention::Absent;
         absent.ffn = Ffn::Absent;
-        s.stacks[0].layers = crate::spec::Layers::from_pattern([0, 1, 2, 0], |k| match k {
+        s.stacks[0].layers = llmsize_core::spec::Layers::from_pattern([0, 1, 2, 0], |k| match k {
             0 => layer.clone(),
             1 => latent.clone(),
             _ => absent.clone(),

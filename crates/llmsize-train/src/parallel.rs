@@ -72,15 +72,15 @@
 
 use std::fmt::Write as _;
 
-use crate::checked::{self, Checked};
-use crate::layout::{Layout, Place, Tensor, TensorKind};
-use crate::limits::MAX_GPUS;
-use crate::spec::{Attention, Ffn, ModelSpec, OutputHead};
-use crate::train::Term;
-use crate::train::activations::Activations;
-use crate::train::states::{self, Held, Optimizer, Precision};
-use crate::units::{thousands, thousands_u128};
-use crate::{Overflow, SpecError};
+use crate::Term;
+use crate::activations::Activations;
+use crate::states::{self, Held, Optimizer, Precision};
+use llmsize_core::checked::{self, Checked};
+use llmsize_core::layout::{Layout, Place, Tensor, TensorKind};
+use llmsize_core::limits::MAX_GPUS;
+use llmsize_core::spec::{Attention, Ffn, ModelSpec, OutputHead};
+use llmsize_core::units::{thousands, thousands_u128};
+use llmsize_core::{Overflow, SpecError};
 
 /// How the step is spread over GPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -389,7 +389,7 @@ pub fn validate(parallel: &Parallelism, spec: &ModelSpec) -> Result<(), SpecErro
                 Attention::Absent => {}
             }
         }
-        let width = |m: &crate::spec::Mlp, what: &str| {
+        let width = |m: &llmsize_core::spec::Mlp, what: &str| {
             if m.intermediate.is_multiple_of(p.tp) {
                 Ok(())
             } else {
@@ -832,8 +832,8 @@ pub fn per_gpu(input: &ParallelInput<'_>) -> Result<PerGpu, SpecError> {
     let why = estimates(input, &groups, uneven_mix);
     let notes = notes(p, &rank)?;
     let (terms, cpu_terms) = terms(&rank, input, step.s, step.s_e, sp, step.transient)?;
-    let bytes = crate::train::sum(&terms, "memory per GPU")?;
-    let cpu_bytes = crate::train::sum(&cpu_terms, "CPU memory per GPU")?;
+    let bytes = crate::sum(&terms, "memory per GPU")?;
+    let cpu_bytes = crate::sum(&cpu_terms, "CPU memory per GPU")?;
     let most_loaded = describe(&rank, p, first_last);
     Ok(PerGpu {
         bytes,

@@ -36,14 +36,15 @@
 use std::fmt::Write as _;
 use std::ops::Range;
 
-use crate::checked::{self, Checked};
-use crate::flops::FlopsReport;
-use crate::layout::{Layout, Place, Tensor, TensorKind, layout};
-use crate::spec::{Attention, Ffn, Layer, ModelSpec, OutputHead, StackRole};
-use crate::train::lora::{Adapted, LoraPlan};
-use crate::train::{AttnImpl, Device, FreezePart, LayerStyle, Term, TrainingProfile};
-use crate::units::thousands_u128;
-use crate::{Overflow, SpecError};
+use crate::lora::{Adapted, LoraPlan};
+use crate::{AttnImpl, Device, FreezePart, Term};
+use llmsize_core::checked::{self, Checked};
+use llmsize_core::flops::FlopsReport;
+use llmsize_core::layout::{Layout, Place, Tensor, TensorKind, layout};
+use llmsize_core::profile::{LayerStyle, TrainingProfile};
+use llmsize_core::spec::{Attention, Ffn, Layer, ModelSpec, OutputHead, StackRole};
+use llmsize_core::units::thousands_u128;
+use llmsize_core::{Overflow, SpecError};
 
 /// What the step computes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,7 +70,7 @@ pub struct StepInput<'a> {
     pub spec: &'a ModelSpec,
     /// Its training profile.
     pub profile: Option<&'a TrainingProfile>,
-    /// The forward FLOPs (`crate::flops::flops` at the step's batch, sequence and convention).
+    /// The forward FLOPs (`llmsize_core::flops::flops` at the step's batch, sequence and convention).
     pub forward: &'a FlopsReport,
     /// Attention implementation.
     pub attn: AttnImpl,
@@ -453,7 +454,9 @@ impl<'a> Counter<'a> {
                 continue;
             };
             let covered = overlap(
-                st.layers.runs_of(kind_index).map(crate::spec::Run::range),
+                st.layers
+                    .runs_of(kind_index)
+                    .map(llmsize_core::spec::Run::range),
                 &m.layer_runs,
             );
             if covered == 0 {
@@ -534,7 +537,7 @@ impl<'a> Counter<'a> {
                 for (a, cross) in attentions {
                     let Some((qk, v)) = widths(a) else { continue };
                     let window = if cross { None } else { layer.sliding_window };
-                    let p = crate::flops::pairs(s, window, convention, cross)?;
+                    let p = llmsize_core::flops::pairs(s, window, convention, cross)?;
                     scores = checked::add(
                         "scores FLOPs",
                         scores,
@@ -1177,11 +1180,11 @@ mod tests {
     )]
 
     use super::*;
-    use crate::design::{Design, Style, design_spec};
-    use crate::flops::AttentionConvention;
-    use crate::flops::flops;
-    use crate::spec::{Layers, Mlp, Moe};
-    use crate::train::profile::LLAMA_MODULES;
+    use llmsize_core::design::{Design, Style, design_spec};
+    use llmsize_core::facts::LLAMA_MODULES;
+    use llmsize_core::flops::AttentionConvention;
+    use llmsize_core::flops::flops;
+    use llmsize_core::spec::{Layers, Mlp, Moe};
 
     fn profile(
         style: LayerStyle,
@@ -1903,8 +1906,8 @@ mod tests {
         let mut spec = small(Style::Llama, 128);
         let mut layer = spec.stacks[0].layers.kinds()[0].clone();
         if let Attention::Standard(a) = &mut layer.attention {
-            a.q_norm = Some(crate::spec::Norm::rms_norm(64));
-            a.k_norm = Some(crate::spec::Norm::rms_norm(32));
+            a.q_norm = Some(llmsize_core::spec::Norm::rms_norm(64));
+            a.k_norm = Some(llmsize_core::spec::Norm::rms_norm(32));
         }
         spec.stacks[0].layers = Layers::repeat(layer, 2);
         spec.training = Some(profile(LayerStyle::Olmo2, false, false));

@@ -1,12 +1,18 @@
-//! One training step: what it holds in memory and what it computes, exactly as the Hugging
-//! Face code and torch's optimizers do it.
+//! llmsize-train: the training planner. One training step of a [`llmsize_core::ModelSpec`]:
+//! what it holds in memory and what it computes, exactly as the Hugging Face code and torch's
+//! optimizers do it, and the `llmsize train` report ([`render`]).
+//!
+//! It is its own crate because it is its own job: core describes a model and counts it; this
+//! crate plans a step on top of that description and depends on core, never the reverse (the
+//! spec carries the family's [`llmsize_core::profile::TrainingProfile`], core's data). Like
+//! core it performs no I/O.
 //!
 //! The figures split the way a training run does:
 //! - **model states** ([`states`]): weights, gradients, optimizer states and master weights,
 //!   by precision policy and optimizer, each from the library's own source;
 //! - **activations** ([`activations`]): what autograd keeps for backward after the forward
 //!   (the ground truth's `retained_bytes`) and the forward's peak, per family
-//!   ([`profile::LayerStyle`]), with and without gradient checkpointing and LoRA;
+//!   ([`llmsize_core::profile::LayerStyle`]), with and without gradient checkpointing and LoRA;
 //! - **compute** ([`step_flops`]): forward + backward (+ the checkpoint recompute) in the
 //!   counting convention of torch's `FlopCounterMode`;
 //! - **placement** ([`parallel`]): the same per GPU under DDP, ZeRO/FSDP, tensor, pipeline,
@@ -15,15 +21,17 @@
 //! Every figure is a [`Term`]: a key, what it is, the formula with its values, and bytes or
 //! FLOPs, so the table, `--explain` and JSON come from one list.
 
+#![deny(missing_docs)]
+// Every `+`, `-`, `*`, `/` on an integer goes through `checked` (or carries a local proof).
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
+
 pub mod activations;
 pub mod fit;
 pub mod lora;
 pub mod parallel;
-pub mod profile;
+pub mod render;
 pub mod states;
 pub mod step_flops;
-
-pub use profile::{LayerStyle, TrainingProfile};
 
 /// The element type parameters are held in (`model.to(dtype)`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -173,16 +181,16 @@ impl Term {
 }
 
 /// The sum of terms' values, checked: `what` names the sum in the error.
-pub(crate) fn sum(terms: &[Term], what: &str) -> Result<u128, crate::Overflow> {
-    crate::checked::sum(what, terms.iter().map(|t| t.value))
+pub(crate) fn sum(terms: &[Term], what: &str) -> Result<u128, llmsize_core::Overflow> {
+    llmsize_core::checked::sum(what, terms.iter().map(|t| t.value))
 }
 
-use crate::checked;
-use crate::flops::AttentionConvention;
-use crate::formats::WeightFormat;
-use crate::layout::{Place, TensorKind, layout};
-use crate::spec::ModelSpec;
 use activations::{ActInput, Activations};
+use llmsize_core::checked;
+use llmsize_core::flops::AttentionConvention;
+use llmsize_core::formats::WeightFormat;
+use llmsize_core::layout::{Place, TensorKind, layout};
+use llmsize_core::spec::ModelSpec;
 use lora::{LoraOptions, LoraPlan};
 use parallel::{Parallelism, PerGpu};
 use states::{Held, ModelStates, Optimizer, Precision};
@@ -262,8 +270,8 @@ pub struct TrainReport {
     pub estimate: Option<String>,
 }
 
-fn bad(field: &str, found: &str, expected: &str) -> crate::SpecError {
-    crate::SpecError::Invalid {
+fn bad(field: &str, found: &str, expected: &str) -> llmsize_core::SpecError {
+    llmsize_core::SpecError::Invalid {
         field: field.into(),
         found: found.into(),
         expected: expected.into(),
@@ -299,17 +307,17 @@ fn frozen_by(kind: TensorKind, place: Place, freeze: &[FreezePart]) -> bool {
 
 /// A training step walks each stack's runs in layer order (pipeline stages, LoRA's layer
 /// ranges, the first layer's saved input), several times when it looks for what would fit: a
-/// stack may change its layer kind at most [`crate::limits::MAX_RUNS`] times, so the step
+/// stack may change its layer kind at most [`llmsize_core::limits::MAX_RUNS`] times, so the step
 /// stays within its second whatever the config's layer count and window pattern.
-fn check_runs(spec: &ModelSpec) -> Result<(), crate::SpecError> {
+fn check_runs(spec: &ModelSpec) -> Result<(), llmsize_core::SpecError> {
     for stack in &spec.stacks {
         let runs = stack.layers.runs().len();
-        if runs > crate::limits::MAX_RUNS {
-            let n = |v: usize| crate::units::thousands(u64::try_from(v).unwrap_or(u64::MAX));
-            return Err(crate::SpecError::TooManyRuns {
-                layers: crate::units::thousands(stack.layers.len()),
+        if runs > llmsize_core::limits::MAX_RUNS {
+            let n = |v: usize| llmsize_core::units::thousands(u64::try_from(v).unwrap_or(u64::MAX));
+            return Err(llmsize_core::SpecError::TooManyRuns {
+                layers: llmsize_core::units::thousands(stack.layers.len()),
                 runs: n(runs),
-                max: n(crate::limits::MAX_RUNS),
+                max: n(llmsize_core::limits::MAX_RUNS),
             });
         }
     }
@@ -317,17 +325,20 @@ fn check_runs(spec: &ModelSpec) -> Result<(), crate::SpecError> {
 }
 
 /// One training step of `spec` under `options`.
-pub fn train(spec: &ModelSpec, options: &TrainOptions) -> Result<TrainReport, crate::SpecError> {
+pub fn train(
+    spec: &ModelSpec,
+    options: &TrainOptions,
+) -> Result<TrainReport, llmsize_core::SpecError> {
     spec.validate()?;
     check_runs(spec)?;
     parallel::validate(&options.parallel, spec)?;
     if options.seq_len == 0 {
-        return Err(crate::SpecError::Zero {
+        return Err(llmsize_core::SpecError::Zero {
             field: "--seq-len".into(),
         });
     }
     if options.batch == 0 {
-        return Err(crate::SpecError::Zero {
+        return Err(llmsize_core::SpecError::Zero {
             field: "--batch".into(),
         });
     }
@@ -350,7 +361,7 @@ pub fn train(spec: &ModelSpec, options: &TrainOptions) -> Result<TrainReport, cr
     // saturates: harmless, a capacity hint.
     let mut held = Vec::with_capacity(lay.tensors.len().saturating_add(8));
     let quantized = match options.base_format {
-        Some(f) => Some(crate::memory::weight_lines(spec, f)?),
+        Some(f) => Some(llmsize_core::memory::weight_lines(spec, f)?),
         None => None,
     };
     for t in &lay.tensors {
@@ -453,7 +464,7 @@ pub fn train(spec: &ModelSpec, options: &TrainOptions) -> Result<TrainReport, cr
         ));
     }
 
-    let fwd = crate::flops::flops(spec, options.seq_len, options.batch, options.convention)?;
+    let fwd = llmsize_core::flops::flops(spec, options.seq_len, options.batch, options.convention)?;
     let flops = step_flops::step_flops_in(
         &StepInput {
             spec,
@@ -527,7 +538,7 @@ pub fn train(spec: &ModelSpec, options: &TrainOptions) -> Result<TrainReport, cr
         activations: act,
         flops,
         per_gpu,
-        params: crate::count::count(spec)?.total,
+        params: llmsize_core::count::count(spec)?.total,
         tokens: checked::mul("batch·seq_len", options.batch, options.seq_len)?,
         estimate: (!why.is_empty()).then(|| why.join("; ")),
     })

@@ -35,11 +35,11 @@
 //! train fewer adapters), and a rank above a projection's smaller side (the adapter would
 //! hold more parameters than the matrix and adapt nothing a full update could not).
 
-use crate::SpecError;
-use crate::checked::{self, Checked};
-use crate::facts::{LLAMA_MODULES, MoeConversion};
-use crate::layout::{Form, Layout, Place, Tensor, TensorKind};
-use crate::spec::{Attention, ModelSpec, OutputHead, StackRole};
+use llmsize_core::SpecError;
+use llmsize_core::checked::{self, Checked};
+use llmsize_core::facts::{MoeConversion, module_name};
+use llmsize_core::layout::{Form, Layout, Place, TensorKind};
+use llmsize_core::spec::{Attention, ModelSpec, OutputHead, StackRole};
 use std::collections::BTreeSet;
 use std::ops::Range;
 
@@ -195,52 +195,8 @@ fn invalid(field: &str, found: impl Into<String>, expected: impl Into<String>) -
     }
 }
 
-/// The name of a tensor's module within its layer as peft (and the Hugging Face quantizers'
-/// module lists) see it: `q_proj`, `experts.gate_up_proj`, `lm_head`.
-#[must_use]
-pub fn hf_module_name(spec: &ModelSpec, t: &Tensor) -> String {
-    module_name(t, spec.facts.modules)
-}
-
-/// peft's name of a tensor's module: the profile's (or the family's), else the layout's own
-/// part name for attention and embedding projections (`q_proj`, `kv_a_proj_with_mqa`,
-/// `project_out`), else llama's.
-fn module_name(t: &Tensor, names: &[(TensorKind, &'static str)]) -> String {
-    use TensorKind as K;
-    match t.kind {
-        // OPT's `project_in` and `project_out` share a kind.
-        K::EmbeddingProjection => return t.name.local.to_string(),
-        // An extra part's matrix by the last component of its path, as peft's suffix match
-        // sees it (`model.vision_tower.*.self_attn.q_proj.weight (…)` → `q_proj`).
-        K::Matrix => {
-            let path = t.name.local.split(" (").next().unwrap_or_default();
-            let path = path.trim_end_matches(".weight");
-            return path.rsplit('.').next().unwrap_or(path).to_string();
-        }
-        K::Output => return "lm_head".into(),
-        K::HeadTransform => return "transform.dense".into(),
-        K::Pooler => return "pooler.dense".into(),
-        _ => {}
-    }
-    let from = |table: &[(TensorKind, &'static str)]| {
-        table.iter().find(|(k, _)| *k == t.kind).map(|(_, n)| *n)
-    };
-    let named = from(names);
-    let attention = t.kind.is_attention_projection();
-    let name = match named {
-        Some(n) => n.to_string(),
-        None if attention => t.part.to_string(),
-        None => from(LLAMA_MODULES).map_or_else(|| t.part.to_string(), str::to_string),
-    };
-    if t.name.cross {
-        format!("cross_attn.{name}")
-    } else {
-        name
-    }
-}
-
 /// The spec's layer of a layout place.
-fn layer_of(spec: &ModelSpec, place: Place) -> Option<&crate::spec::Layer> {
+fn layer_of(spec: &ModelSpec, place: Place) -> Option<&llmsize_core::spec::Layer> {
     match place {
         Place::Layer { stack, kind } => spec.stacks.get(stack)?.layers.kinds().get(kind),
         _ => None,
@@ -642,9 +598,9 @@ pub fn plan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::{Design, Style, design_spec};
-    use crate::layout::layout;
-    use crate::spec::{Ffn, Layers, Mlp, Moe};
+    use llmsize_core::design::{Design, Style, design_spec};
+    use llmsize_core::layout::layout;
+    use llmsize_core::spec::{Ffn, Layers, Mlp, Moe};
 
     fn options(rank: u64, targets: LoraTargets) -> LoraOptions {
         LoraOptions {

@@ -4,9 +4,9 @@
 //!
 //! The ground truth (`../shared/truth/train/README.md`) measured what autograd saves in each
 //! family's `modeling_*.py` and derived one closed form per family; this file writes those
-//! forms as the tensors they are, with the shapes read from the [`ModelSpec`](crate::ModelSpec)
+//! forms as the tensors they are, with the shapes read from the [`ModelSpec`](llmsize_core::ModelSpec)
 //! and the switches (layer code, rotary width, routing-weight dtype, sliding window) from the
-//! [`TrainingProfile`](crate::train::TrainingProfile).
+//! [`TrainingProfile`](llmsize_core::profile::TrainingProfile).
 //!
 //! One rule of autograd decides every term: an op saves a tensor only for a gradient that is
 //! needed. Full fine-tuning needs them all; a frozen base (`LoRA`) drops what only a frozen
@@ -20,13 +20,14 @@
 //! checked.
 
 use super::{ActInput, Activations};
-use crate::checked::{self, Checked};
-use crate::layout::TensorKind;
-use crate::spec::{Attention, Ffn, Layer, StackRole};
-use crate::train::lora::LoraPlan;
-use crate::train::{AttnImpl, Device, FreezePart, LayerStyle, Term};
-use crate::units::thousands_u128;
-use crate::{Overflow, SpecError};
+use crate::lora::LoraPlan;
+use crate::{AttnImpl, Device, FreezePart, Term};
+use llmsize_core::checked::{self, Checked};
+use llmsize_core::layout::TensorKind;
+use llmsize_core::profile::LayerStyle;
+use llmsize_core::spec::{Attention, Ffn, Layer, StackRole};
+use llmsize_core::units::thousands_u128;
+use llmsize_core::{Overflow, SpecError};
 use std::ops::Range;
 
 fn n(x: u128) -> String {
@@ -1175,7 +1176,7 @@ fn shape(
                     "a shared attention block's layers are counted as ordinary attention".into(),
                 );
             }
-            let q_dim = |nm: &Option<crate::spec::Norm>| nm.as_ref().map(|x| u(x.dim));
+            let q_dim = |nm: &Option<llmsize_core::spec::Norm>| nm.as_ref().map(|x| u(x.dim));
             Some(AttnShape {
                 h: u(a.num_heads),
                 kv: u(a.num_kv_heads),
@@ -1273,7 +1274,11 @@ fn shape(
 }
 
 /// The adapters of `plan` on each layer kind of the stack.
-fn adapters_by_kind(plan: &Lora, stack: &crate::spec::Stack, why: &mut Vec<String>) -> Vec<Ads> {
+fn adapters_by_kind(
+    plan: &Lora,
+    stack: &llmsize_core::spec::Stack,
+    why: &mut Vec<String>,
+) -> Vec<Ads> {
     let kinds = stack.layers.kinds().len();
     let counts = stack.layers.kind_counts();
     let mut out = vec![Ads::default(); kinds];
@@ -1473,7 +1478,7 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
     let emb_frozen = frozen_embeddings(input, full, &mut why);
     let tied = matches!(
         input.spec.head,
-        crate::spec::OutputHead::Lm { tied: true, .. }
+        llmsize_core::spec::OutputHead::Lm { tied: true, .. }
     );
     let head_trained = full && !(emb_frozen && tied);
     caveats(input, lora, cx.dm.e, &mut why);
@@ -1614,7 +1619,7 @@ fn caveats(input: &ActInput<'_>, lora: Option<&Lora>, e: u128, why: &mut Vec<Str
     if !plain {
         why.push("only a decoder-only stack is derived; every stack's layers are counted as decoder layers".into());
     }
-    if !matches!(spec.head, crate::spec::OutputHead::Lm { .. }) {
+    if !matches!(spec.head, llmsize_core::spec::OutputHead::Lm { .. }) {
         why.push("a model without a language-model head is counted with one".into());
     }
 }
@@ -1741,7 +1746,7 @@ fn walk_stacks(
 fn walk_stack(
     cx: &Cx<'_>,
     input: &ActInput<'_>,
-    stack: &crate::spec::Stack,
+    stack: &llmsize_core::spec::Stack,
     emb_frozen: bool,
     walk: &mut Walk,
     why: &mut Vec<String>,
@@ -2272,11 +2277,12 @@ mod tests {
     )]
 
     use super::*;
-    use crate::design::{Design, Style, design_spec};
-    use crate::spec::{Layers, Mlp, ModelSpec, Moe, Norm, OutputHead, StandardAttention};
-    use crate::train::activations::activations as dispatch;
-    use crate::train::profile::LLAMA_MODULES;
-    use crate::train::{ParamDtype, TrainingProfile};
+    use crate::ParamDtype;
+    use crate::activations::activations as dispatch;
+    use llmsize_core::design::{Design, Style, design_spec};
+    use llmsize_core::facts::LLAMA_MODULES;
+    use llmsize_core::profile::TrainingProfile;
+    use llmsize_core::spec::{Layers, Mlp, ModelSpec, Moe, Norm, OutputHead, StandardAttention};
 
     #[allow(clippy::struct_excessive_bools, reason = "a model's switches")]
     #[derive(Clone, Copy)]
@@ -3075,7 +3081,7 @@ mod tests {
 
     #[test]
     fn layers_not_derived_are_estimates_not_panics() {
-        use crate::spec::LatentAttention;
+        use llmsize_core::spec::LatentAttention;
         let mut spec = spec(LLAMA2);
         let mut mamba = spec.stacks[0].layers.kinds()[0].clone();
         mamba.attention = Attention::Absent;
@@ -3091,7 +3097,7 @@ mod tests {
             v_head_dim: 128,
             bias: false,
             indexer_key_dim: None,
-            category: crate::category::Category::Attention,
+            category: llmsize_core::category::Category::Attention,
         });
         spec.stacks[0].layers = Layers::from_pattern(0..6u64, |i| match i % 3 {
             0 => mamba.clone(),

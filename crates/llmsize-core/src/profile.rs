@@ -5,8 +5,10 @@
 //! a `gelu_new` written in Python that saves five tensors, a fused `qkv` output that a view
 //! keeps whole), where dropout is active, how many rotary dimensions a head has. The adapter
 //! that reads a model type fills in a [`TrainingProfile`] from its `config.json`; the
-//! activation, LoRA and FLOP arithmetic reads the shapes from the [`crate::ModelSpec`] and
-//! these switches from the profile, so a new model of a known family needs no code.
+//! training planner's activation, LoRA and FLOP arithmetic (`llmsize-train`) reads the shapes
+//! from the [`crate::ModelSpec`] and these switches from the profile, so a new model of a
+//! known family needs no code. The profile is data a spec carries, so it lives here, beside
+//! the spec, and the planner depends on core, never the reverse.
 
 use crate::layout::TensorKind;
 
@@ -85,11 +87,9 @@ pub struct TrainingProfile {
     pub sliding_window_applies: bool,
     /// The module names the activation walk sees: the type's own
     /// ([`crate::facts::TypeFacts::modules`], copied by the adapter), or llama's where a
-    /// type's layers are counted as llama's (an estimate, `activations::mod`).
+    /// type's layers are counted as llama's (an estimate, `llmsize-train`'s `activations`).
     pub modules: &'static [(TensorKind, &'static str)],
     /// peft's default targets as the walk sees them: the type's own
     /// ([`crate::facts::TypeFacts::peft_default`]), or none for a layer counted as llama's.
     pub peft_default: Option<&'static [&'static str]>,
 }
-
-pub use crate::facts::LLAMA_MODULES;

@@ -4,15 +4,15 @@
 //! Every answer re-runs [`super::train`] on changed options, so a suggestion's total is the
 //! same exact arithmetic as the report's, never a rule of thumb.
 
-use crate::SpecError;
-use crate::checked::{self, Checked};
-use crate::error::NotFinite;
-use crate::gpu::Gpu;
-use crate::spec::ModelSpec;
-use crate::train::lora::{LoraOptions, LoraTargets};
-use crate::train::states::Optimizer;
-use crate::train::{TrainOptions, TrainReport, train};
-use crate::units::{float_text, thousands};
+use crate::lora::{LoraOptions, LoraTargets};
+use crate::states::Optimizer;
+use crate::{TrainOptions, TrainReport, train};
+use llmsize_core::SpecError;
+use llmsize_core::checked::{self, Checked};
+use llmsize_core::error::NotFinite;
+use llmsize_core::gpu::Gpu;
+use llmsize_core::spec::ModelSpec;
+use llmsize_core::units::{float_text, thousands};
 
 /// One change and what it gives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,7 +98,8 @@ fn candidates(options: &TrainOptions) -> Vec<(String, String, TrainOptions)> {
             "QLoRA: the frozen base in NF4 with double quantization, adapters in fp32",
             &|o| {
                 o.checkpointing = true;
-                o.base_format = Some(crate::formats::WeightFormat::Nf4 { double_quant: true });
+                o.base_format =
+                    Some(llmsize_core::formats::WeightFormat::Nf4 { double_quant: true });
                 if o.lora.is_none() {
                     o.lora = Some(LoraOptions {
                         rank: 16,
@@ -287,8 +288,8 @@ pub fn time_cost(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::{Design, Style, design_spec};
-    use crate::gpu::find;
+    use llmsize_core::design::{Design, Style, design_spec};
+    use llmsize_core::gpu::find;
 
     /// LLaMA-7B by design (d 4096, 32 layers, V 32000), one step of the default options
     /// (2048 tokens, batch 1, bf16), on H100s.

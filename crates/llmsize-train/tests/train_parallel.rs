@@ -34,10 +34,10 @@ use llmsize_core::SpecError;
 use llmsize_core::design::{Design, Style, design_spec};
 use llmsize_core::layout::{Layout, Place, layout};
 use llmsize_core::spec::{Attention, Ffn, Layers, Mlp, ModelSpec, Moe};
-use llmsize_core::train::ParamDtype;
-use llmsize_core::train::activations::Activations;
-use llmsize_core::train::parallel::{ParallelInput, Parallelism, PerGpu, per_gpu, validate};
-use llmsize_core::train::states::{Held, Optimizer, Precision, model_states};
+use llmsize_train::ParamDtype;
+use llmsize_train::activations::Activations;
+use llmsize_train::parallel::{ParallelInput, Parallelism, PerGpu, per_gpu, validate};
+use llmsize_train::states::{Held, Optimizer, Precision, model_states};
 
 /// Llama-2-7B: d 4096, 32 layers, 32 heads (MHA), `SwiGLU` 11008, V 32000, untied:
 /// 6,738,415,616 parameters (the ground truth's count).
@@ -249,7 +249,7 @@ fn zero(stage: u8, dp: u64) -> Parallelism {
     }
 }
 
-fn sum(terms: &[llmsize_core::train::Term]) -> u128 {
+fn sum(terms: &[llmsize_train::Term]) -> u128 {
     terms.iter().map(|t| t.value).sum()
 }
 

@@ -22,10 +22,10 @@
 //!   `2 + 2 + 12 = 16` bytes per parameter with Adam; Megatron-LM's fp32 main gradients
 //!   (`--accumulate-allreduce-grads-in-fp32`, the default for bf16) make it `2 + 4 + 12 = 18`.
 
-use crate::SpecError;
-use crate::checked::{self, Checked};
-use crate::train::{ParamDtype, Term, sum};
-use crate::units::thousands_u128;
+use crate::{ParamDtype, Term, sum};
+use llmsize_core::SpecError;
+use llmsize_core::checked::{self, Checked};
+use llmsize_core::units::thousands_u128;
 
 /// How parameters, gradients and optimizer states are typed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -146,9 +146,9 @@ pub struct Held {
     /// Bytes of the stored tensors when quantized (a `QLoRA` base), overriding `dtype`.
     pub stored_bytes: Option<u128>,
     /// What the tensor is (an adapter: the kind of the module it adapts).
-    pub kind: crate::layout::TensorKind,
+    pub kind: llmsize_core::layout::TensorKind,
     /// Where it sits (an adapter: its module's layer).
-    pub place: crate::layout::Place,
+    pub place: llmsize_core::layout::Place,
     /// A LoRA adapter (not a base tensor).
     pub adapter: bool,
     /// Stored in the same parameter tensor as the group before it (Phi-3's `gate_up_proj`,
@@ -380,8 +380,8 @@ mod tests {
                 trainable: true,
                 dtype,
                 stored_bytes: None,
-                kind: crate::layout::TensorKind::Matrix,
-                place: crate::layout::Place::Output,
+                kind: llmsize_core::layout::TensorKind::Matrix,
+                place: llmsize_core::layout::Place::Output,
                 adapter: false,
                 part_of_previous: false,
             },
@@ -393,8 +393,8 @@ mod tests {
                 trainable: true,
                 dtype,
                 stored_bytes: None,
-                kind: crate::layout::TensorKind::Matrix,
-                place: crate::layout::Place::Output,
+                kind: llmsize_core::layout::TensorKind::Matrix,
+                place: llmsize_core::layout::Place::Output,
                 adapter: false,
                 part_of_previous: false,
             },
@@ -459,8 +459,8 @@ mod tests {
             trainable: true,
             dtype: ParamDtype::Bf16,
             stored_bytes: None,
-            kind: crate::layout::TensorKind::Matrix,
-            place: crate::layout::Place::Output,
+            kind: llmsize_core::layout::TensorKind::Matrix,
+            place: llmsize_core::layout::Place::Output,
             adapter: false,
             part_of_previous: false,
         };

@@ -4,13 +4,13 @@
 
 use std::fmt::Write as _;
 
-use super::doc::{Cell, Column, Doc, Raw, Table, Tone};
-use crate::checked::Checked;
-use crate::gpu::Gpu;
-use crate::train::fit::{Suggestion, TimeCost};
-use crate::train::parallel::Parallelism;
-use crate::train::{Term, TrainReport};
-use crate::units::{
+use crate::fit::{Suggestion, TimeCost};
+use crate::parallel::Parallelism;
+use crate::{Term, TrainReport};
+use llmsize_core::checked::Checked;
+use llmsize_core::gpu::Gpu;
+use llmsize_core::render::doc::{Cell, Column, Doc, Raw, Table, Tone};
+use llmsize_core::units::{
     human_bytes, human_count, human_flops, human_seconds, thousands, thousands_u128, whole_f64,
 };
 
@@ -366,7 +366,7 @@ fn compute(doc: &mut Doc, r: &TrainReport, explain: bool) {
     let compared = six.and_then(|six| {
         let six = u64::try_from(six / 1_000_000).ok()?;
         let exact = u64::try_from(f.train_step / 1_000_000).ok()?;
-        Some(crate::units::relative(six, exact.max(1)))
+        Some(llmsize_core::units::relative(six, exact.max(1)))
     });
     doc.line(format!(
         "  the article's 6·P·tokens = 6·{}·{} = {} ({})",
