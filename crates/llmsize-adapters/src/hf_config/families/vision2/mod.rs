@@ -11,7 +11,8 @@
 //! `VideoLLaMA` 3, PaddleOCR-VL, Kimi-K2.5, MiniMax-M3-VL, Cosmos3-Edge), `ernie.rs`
 //! (ERNIE 4.5-VL-MoE), `muse.rs` (Muse-Glimmer), `step.rs` (Step-3.7), `inkling.rs`
 //! (Inkling, Inkling 2, Inkling 2 Loop), `dots3.rs` (dots.llm3: an expert-pyramid tower and an
-//! audio encoder), `hy.rs` (HY-V4-VL), `text.rs` (the composites' text types as blocks).
+//! audio encoder), `hy.rs` (HY-V4-VL), `hunyuan_vl.rs`
+//! (Hunyuan VL / `HunyuanOCR`), `text.rs` (the composites' text types as blocks).
 
 // The tower vocabulary of the vision family (`families/vision/parts.rs`).
 use super::vision::parts;
@@ -19,6 +20,7 @@ use super::vision::parts;
 mod dots3;
 mod ernie;
 mod glm;
+mod hunyuan_vl;
 mod hy;
 mod inkling;
 mod muse;
@@ -144,6 +146,18 @@ fn with_parts(mut spec: ModelSpec, p: Parts) -> ModelSpec {
 
 /// The entries of this file.
 pub(crate) const FAMILIES: &[Family] = &[
+    Family::code(
+        "hunyuan_vl",
+        "HunYuanVLConfig",
+        "HunYuanVLForConditionalGeneration",
+        hunyuan_vl::hunyuan_vl,
+    ),
+    Family::block(
+        "hunyuan_vl_text",
+        "HunYuanVLTextConfig",
+        "HunYuanVLForConditionalGeneration",
+        &super::dense::HUNYUAN_V1_DENSE,
+    ),
     Family::code(
         "hy_v4_vl",
         "HYV4VLConfig",
