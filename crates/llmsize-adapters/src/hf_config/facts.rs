@@ -178,6 +178,8 @@ pub(crate) fn of(model_type: &str) -> TypeFacts {
         "gpt2" => peft(GPT2_MODULES, &["c_attn"]),
         "gpt_neox" | "bloom" | "falcon" => peft(NEOX_MODULES, QKV_FUSED),
         "opt" => peft(OPT_MODULES, QV),
+        // MusicGen's decoders use OPT's names (`out_proj`, `fc1`, `fc2`); peft has no default.
+        "musicgen_decoder" | "musicgen_melody_decoder" => named(OPT_MODULES),
         "starcoder2" => named(STARCODER2_MODULES),
         // Decoders with names of their own.
         "gpt_bigcode" => peft(BIGCODE_MODULES, &["c_attn"]),

@@ -14,6 +14,7 @@ mod gpt;
 mod latent;
 mod latent2;
 mod llama;
+mod music;
 mod recurrent;
 mod ssm;
 mod vision;
@@ -42,6 +43,7 @@ pub(crate) const REGISTRY: &[(&str, &[Family])] = &[
         vision2::FAMILIES,
     ),
     ("vision-language-action models", action::FAMILIES),
+    ("music-generation decoders", music::FAMILIES),
 ];
 
 /// Every entry with its group, in registry order.
