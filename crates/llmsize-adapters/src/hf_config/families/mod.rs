@@ -15,6 +15,7 @@ mod latent;
 mod latent2;
 mod llama;
 mod recurrent;
+mod reformer;
 mod ssm;
 mod vision;
 mod vision2;
@@ -42,6 +43,10 @@ pub(crate) const REGISTRY: &[(&str, &[Family])] = &[
         vision2::FAMILIES,
     ),
     ("vision-language-action models", action::FAMILIES),
+    (
+        "reversible layers with LSH and local attention",
+        reformer::FAMILIES,
+    ),
 ];
 
 /// Every entry with its group, in registry order.
