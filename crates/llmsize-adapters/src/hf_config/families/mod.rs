@@ -16,6 +16,7 @@ mod latent2;
 mod llama;
 mod music;
 mod recurrent;
+mod reformer;
 mod ssm;
 mod vision;
 mod vision2;
@@ -44,6 +45,10 @@ pub(crate) const REGISTRY: &[(&str, &[Family])] = &[
     ),
     ("vision-language-action models", action::FAMILIES),
     ("music-generation decoders", music::FAMILIES),
+    (
+        "reversible layers with LSH and local attention",
+        reformer::FAMILIES,
+    ),
 ];
 
 /// Every entry with its group, in registry order.
