@@ -350,3 +350,26 @@ fn a_gguf_window_of_0_is_llama_cpp_s_no_window() {
     assert_eq!(kv("none.gguf"), 2_048 * 4_096);
     assert_eq!(kv("w2047.gguf"), 2_048 * 2_046);
 }
+
+/// A type whose running llmsize does not model (Reformer's cache of past hidden states and hash
+/// buckets, its LSH attention) has exact parameters (enwik8's 149,182,980, the oracle's count in
+/// `tests/fixtures/coverage/extra/h7.json`) and refuses memory, FLOPs and training, naming what
+/// is left out, instead of answering a figure without it.
+#[test]
+fn what_a_type_does_not_model_is_refused_not_left_out() {
+    let config = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/coverage/extra/configs/reformer.enwik8.json"
+    );
+    assert_eq!(total(&["params", config, "--json"]), 149_182_980);
+    for command in ["memory", "flops", "train"] {
+        let r = llmsize(&[command, config]);
+        assert_eq!(r.code, 2, "{command}: {}", r.stdout);
+        assert!(r.stdout.is_empty(), "{command}: {}", r.stdout);
+        assert!(
+            r.stderr.contains("`past_buckets_states`") && r.stderr.contains("not answered"),
+            "{command}: {}",
+            r.stderr
+        );
+    }
+}

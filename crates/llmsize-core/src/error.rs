@@ -138,6 +138,16 @@ pub enum SpecError {
         /// The bound.
         max: String,
     },
+    /// The model type runs with something llmsize does not model, so this figure is refused.
+    #[error(
+        "`{model_type}`: {what}; its parameters are counted exactly, but memory and FLOPs would leave this out, so they are not answered"
+    )]
+    NotModelled {
+        /// The model type.
+        model_type: String,
+        /// What is not modelled.
+        what: String,
+    },
     /// A count overflowed.
     #[error(transparent)]
     Overflow(#[from] Overflow),

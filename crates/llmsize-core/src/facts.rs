@@ -32,6 +32,10 @@ pub struct TypeFacts {
     /// (`swa_type` set in `load_hparams`, `src/llama-model.cpp`); otherwise llama.cpp runs its
     /// sliding layers over the whole context.
     pub llama_cpp_swa: bool,
+    /// What of the type's running llmsize does not model (Reformer's cache of past hidden
+    /// states and hash buckets, its LSH attention): memory and FLOPs refuse the type naming
+    /// it, rather than answer a figure that leaves it out. Its parameters are still exact.
+    pub unmodelled: Option<&'static str>,
 }
 
 impl TypeFacts {
@@ -42,7 +46,20 @@ impl TypeFacts {
         moe_conversion: None,
         linear_router: false,
         llama_cpp_swa: false,
+        unmodelled: None,
     };
+}
+
+/// `Ok` where memory and FLOPs are modelled for the spec's type; else the refusal that names
+/// what is not.
+pub fn modelled(spec: &crate::ModelSpec) -> Result<(), crate::SpecError> {
+    match spec.facts.unmodelled {
+        None => Ok(()),
+        Some(what) => Err(crate::SpecError::NotModelled {
+            model_type: spec.model_type.clone(),
+            what: what.to_owned(),
+        }),
+    }
 }
 
 impl Default for TypeFacts {

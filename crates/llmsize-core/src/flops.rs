@@ -252,6 +252,7 @@ pub fn flops(
     convention: AttentionConvention,
 ) -> Result<FlopsReport, SpecError> {
     spec.validate()?;
+    crate::facts::modelled(spec)?;
     if seq_len == 0 {
         return Err(SpecError::Zero {
             field: "--seq-len".into(),

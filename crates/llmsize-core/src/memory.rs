@@ -523,6 +523,7 @@ pub fn memory_with(
     options: &MemoryOptions,
     from_files: Option<&[StorageLine]>,
 ) -> Result<MemoryReport, SpecError> {
+    crate::facts::modelled(spec)?;
     let (weights, geometry) = context_free(spec, options, from_files)?;
     memory_of(spec, options, &weights, &geometry, from_files.is_some())
 }

@@ -237,6 +237,15 @@ pub(crate) fn of(model_type: &str) -> TypeFacts {
         | "sarvam_mla"
         | "solar_open" => converted(&[], MoeConversion::QWEN2_MOE),
         "deepseek_v4" | "deepseek_vl" | "deepseek_vl_hybrid" | "kimi_k2" => named(DEEPSEEK_MODULES),
+        // Reformer's cache (`past_buckets_states`) and LSH attention are not modelled.
+        "reformer" => TypeFacts {
+            unmodelled: Some(
+                "its cache (`past_buckets_states`: each layer's past hidden states, d per \
+                 token, and on LSH layers their int64 hash buckets, n_h·num_hashes per token) \
+                 and its LSH and local attention's scores are not modelled",
+            ),
+            ..TypeFacts::NONE
+        },
         // llama.cpp's sliding-window cache.
         "gemma3" | "gemma3n" | "gemma3n_text" | "cohere2" | "exaone4" | "olmo3"
         | "smallthinker" => swa(TypeFacts::NONE),

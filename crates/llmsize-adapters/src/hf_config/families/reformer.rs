@@ -39,9 +39,6 @@ pub(crate) const FAMILIES: &[Family] = &[Family::code(
 /// Why a value was filled in.
 const REASON: &str = "absent; `ReformerConfig` default";
 
-/// What every output says of the cache llmsize leaves out.
-const NO_CACHE: &str = "reformer: its cache (`past_buckets_states`: each layer's past hidden states, d per token, and on LSH layers their int64 hash buckets, n_h·num_hashes per token) is not modelled: the memory figures count no cache for it (the KV line is 0 and no state is added), and FLOPs count the projections but not LSH or local attention's scores";
-
 /// The two attention kinds `attn_layers` names.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -126,7 +123,6 @@ fn reformer(
         extras.push(Extra::vector("lm_head.bias", part, Category::LmHead, v()));
     }
     spec.extras = extras;
-    spec.warnings.push(NO_CACHE.to_owned());
     Ok(spec)
 }
 
