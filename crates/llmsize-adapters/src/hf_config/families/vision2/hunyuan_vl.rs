@@ -105,32 +105,8 @@ fn tower(s: &mut Sub<'_, '_>, p: &mut Parts, text: u64) -> Result<(), ConfigErro
         Some(h) => h,
         None => s.check(checked::div("hidden_size / num_attention_heads", d, heads))?,
     };
-    let edge = s.check(checked::div(
-        "max_image_size / patch_size",
-        max_image,
-        patch,
-    ))?;
-    let rows = s.mul(edge, edge, "the position grid")?;
-    let rows = s.check(checked::add("the position grid + 1", rows, 1))?;
-    let one = lit(1);
+    super::hy::patch_embedding(s, p, (channels, patch, max_image), d)?;
     let dv = || sym("d_vis", d);
-    p.conv(
-        "vision_tower.embeddings.patch_embedding",
-        "vision patch embedding",
-        (
-            sym("num_channels", channels),
-            mul(sym("p", patch), sym("p", patch)),
-            dv(),
-        ),
-        true,
-        &one,
-    );
-    p.table(
-        "vision_tower.embeddings.position_embedding.weight",
-        "vision patch embedding",
-        (sym("positions_vis", rows), dv()),
-        &one,
-    );
     blocks(
         p,
         dv(),

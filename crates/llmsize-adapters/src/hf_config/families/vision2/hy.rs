@@ -39,40 +39,9 @@ fn hy_v4_vl_tower(s: &mut Sub<'_, '_>, p: &mut Parts) -> Result<(), ConfigError>
             &format!("at most `hidden_size` ({d})"),
         ));
     }
-    let edge = s.check(checked::div(
-        "max_image_size / patch_size",
-        max_image,
-        patch,
-    ))?;
-    let rows = edge
-        .checked_mul(edge)
-        .and_then(|x| x.checked_add(1))
-        .ok_or_else(|| {
-            s.r.raw.invalid(
-                "max_image_size",
-                &max_image.into(),
-                "a size whose position grid fits",
-            )
-        })?;
+    patch_embedding(s, p, (channels, patch, max_image), d)?;
     let one = lit(1);
     let dv = || sym("d_vis", d);
-    p.conv(
-        "vision_tower.embeddings.patch_embedding",
-        "vision patch embedding",
-        (
-            sym("num_channels", channels),
-            mul(sym("p", patch), sym("p", patch)),
-            dv(),
-        ),
-        true,
-        &one,
-    );
-    p.table(
-        "vision_tower.embeddings.position_embedding.weight",
-        "vision patch embedding",
-        (sym("positions_vis", rows), dv()),
-        &one,
-    );
     let all = sym("L_vis", n);
     let width = mul(sym("heads_vis", heads), sym("d_head_vis", hd));
     p.norm(
@@ -163,4 +132,50 @@ pub(super) fn hy_v4_vl(
         hy_v4_vl_tower(s, &mut p)
     })?;
     Ok(with_parts(spec, p))
+}
+
+/// The `HunYuan` towers' patch embedding: a biased convolution `c·p² → d` and a learned
+/// position table of `(max_image_size / p)² + 1` rows (HY-V4-VL and `HunYuanVLVisionTransformer`
+/// alike).
+pub(super) fn patch_embedding(
+    s: &mut Sub<'_, '_>,
+    p: &mut Parts,
+    (channels, patch, max_image): (u64, u64, u64),
+    d: u64,
+) -> Result<(), ConfigError> {
+    let edge = s.check(checked::div(
+        "max_image_size / patch_size",
+        max_image,
+        patch,
+    ))?;
+    let rows = edge
+        .checked_mul(edge)
+        .and_then(|x| x.checked_add(1))
+        .ok_or_else(|| {
+            s.r.raw.invalid(
+                "max_image_size",
+                &max_image.into(),
+                "a size whose position grid fits",
+            )
+        })?;
+    let one = lit(1);
+    let dv = || sym("d_vis", d);
+    p.conv(
+        "vision_tower.embeddings.patch_embedding",
+        "vision patch embedding",
+        (
+            sym("num_channels", channels),
+            mul(sym("p", patch), sym("p", patch)),
+            dv(),
+        ),
+        true,
+        &one,
+    );
+    p.table(
+        "vision_tower.embeddings.position_embedding.weight",
+        "vision patch embedding",
+        (sym("positions_vis", rows), dv()),
+        &one,
+    );
+    Ok(())
 }
