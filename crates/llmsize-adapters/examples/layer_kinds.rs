@@ -11,6 +11,7 @@ use std::hash::{Hash, Hasher};
 
 use llmsize_adapters::hf_config::{ReadOptions, read_config};
 
+#[allow(clippy::print_stdout, reason = "a tool whose output is its stdout")]
 fn main() {
     for file in std::env::args().skip(1) {
         let line = match std::fs::read_to_string(&file) {
