@@ -83,6 +83,10 @@ pub struct TrainingProfile {
     pub rotary_dims: Option<u64>,
     /// The MoE router's top-k weights are kept in the model's dtype (Qwen3-MoE), not fp32.
     pub routing_weights_in_dtype: bool,
+    /// The top-k routing weights are renormalised to sum to 1 (Mixtral always;
+    /// `norm_topk_prob` of Qwen3-MoE, default false): the division saves the weights and
+    /// their sum for backward.
+    pub topk_renormalized: bool,
     /// The sliding window is applied (`use_sliding_window` is not false).
     pub sliding_window_applies: bool,
     /// The module names the activation walk sees: the type's own

@@ -38,6 +38,9 @@ pub fn step_bytes(base: &Base, shape: &Shape, options: &TrainOptions) -> Result<
         shape: form::describe(shape),
         message: e.to_string(),
     })?;
+    // The model states plus the forward's peak: linear in the depth, so the fitted bound
+    // holds; `llmsize train`'s verdict compares the step's peak, which is within a few % of it
+    // (the larger of the forward's and the backward's transients).
     Ok(report.per_gpu.bytes)
 }
 

@@ -155,7 +155,7 @@ impl TrainOutcome {
     #[must_use]
     pub fn fits(&self) -> bool {
         self.gpu
-            .is_none_or(|(g, _)| self.report.per_gpu.bytes <= u128::from(g.memory_bytes))
+            .is_none_or(|(g, _)| self.report.step_peak <= u128::from(g.memory_bytes))
     }
 
     /// The wire form.
@@ -228,7 +228,16 @@ pub struct TrainJson {
     pub activation_bytes: u128,
     /// The forward's peak of live activations and temporaries.
     pub activation_peak_bytes: u128,
-    /// The most loaded GPU's peak.
+    /// The backward's peak: the activations held for it, the gradients made so far and
+    /// those in flight (the truth's `backward_peak_bytes`).
+    pub backward_peak_bytes: u128,
+    /// `null` when the backward's peak is derived op by op; else why it is an estimate.
+    pub backward_peak_estimate: Option<String>,
+    /// The whole step's peak, weights and optimizer states included: what "fits" compares.
+    pub step_peak_bytes: u128,
+    /// `null` when the step's peak is exact; else why not.
+    pub step_peak_estimate: Option<String>,
+    /// The most loaded GPU's model states plus the forward's peak.
     pub per_gpu_bytes: u128,
     /// Which GPU is the most loaded, and why.
     pub most_loaded: String,
@@ -278,6 +287,10 @@ pub struct TrainJson {
     pub activations: Vec<TermJson>,
     /// Forward-peak terms.
     pub activation_peak: Vec<TermJson>,
+    /// Backward-peak terms.
+    pub backward_peak: Vec<TermJson>,
+    /// Step-peak terms.
+    pub step_peak: Vec<TermJson>,
     /// FLOP terms.
     pub flops: Vec<TermJson>,
     /// Per-GPU terms.
@@ -305,6 +318,10 @@ impl TrainJson {
             master_weight_bytes: r.states.master_weight_bytes,
             activation_bytes: r.activations.retained,
             activation_peak_bytes: r.activations.forward_peak,
+            backward_peak_bytes: r.backward.bytes,
+            backward_peak_estimate: r.backward.estimate.clone(),
+            step_peak_bytes: r.step_peak,
+            step_peak_estimate: r.step_peak_estimate(),
             per_gpu_bytes: r.per_gpu.bytes,
             most_loaded: r.per_gpu.most_loaded.clone(),
             stage: r.per_gpu.stage,
@@ -336,6 +353,8 @@ impl TrainJson {
             states: terms(&r.states.terms),
             activations: terms(&r.activations.terms),
             activation_peak: terms(&r.activations.peak_terms),
+            backward_peak: terms(&r.backward.terms),
+            step_peak: terms(&r.step_terms),
             flops: terms(&r.flops.terms),
             per_gpu: terms(&r.per_gpu.terms),
             per_gpu_cpu: terms(&r.per_gpu.cpu_terms),
@@ -601,7 +620,7 @@ pub(crate) fn run(req: &TrainRequest, env: &HubEnv) -> Result<TrainOutcome, Erro
     let mut suggested = Vec::new();
     let (mut max_batch, mut max_seq) = (None, None);
     if let Some(cap) = capacity {
-        if report.per_gpu.bytes > cap {
+        if report.step_peak > cap {
             suggested = suggestions(&spec, &opts, cap).map_err(Error::spec(&spec.name))?;
         }
         if req.max_batch {

@@ -134,8 +134,8 @@ pub fn suggestions(
         out.push(Suggestion {
             flags,
             why,
-            per_gpu_bytes: r.per_gpu.bytes,
-            fits: r.per_gpu.bytes <= capacity,
+            per_gpu_bytes: r.step_peak,
+            fits: r.step_peak <= capacity,
         });
     }
     out.sort_by_key(|s| !s.fits);
@@ -155,7 +155,7 @@ pub fn largest_fitting(
         let mut o = options.clone();
         set(&mut o, v);
         match train(spec, &o) {
-            Ok(r) => Ok(r.per_gpu.bytes <= capacity),
+            Ok(r) => Ok(r.step_peak <= capacity),
             // Too large to count is too large to fit.
             Err(SpecError::TooLarge { .. } | SpecError::Overflow(_)) => Ok(false),
             Err(e) => Err(e),

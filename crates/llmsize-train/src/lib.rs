@@ -26,6 +26,7 @@
 #![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 
 pub mod activations;
+pub mod backward;
 pub mod fit;
 pub mod lora;
 pub mod parallel;
@@ -258,6 +259,13 @@ pub struct TrainReport {
     pub lora: Option<LoraPlan>,
     /// Activations.
     pub activations: Activations,
+    /// The backward's peak (retained activations, gradients, gradients in flight).
+    pub backward: backward::BackwardPeak,
+    /// The whole step's peak on the most loaded GPU: weights and optimizer states, plus the
+    /// largest of the forward's peak, the backward's and the gradients at the optimizer step.
+    pub step_peak: u128,
+    /// Its terms.
+    pub step_terms: Vec<Term>,
     /// Compute.
     pub flops: StepFlops,
     /// The most loaded GPU.
@@ -268,6 +276,25 @@ pub struct TrainReport {
     pub tokens: u64,
     /// `None` when every figure is exact; else why not.
     pub estimate: Option<String>,
+}
+
+impl TrainReport {
+    /// Why the step's peak is an estimate (`None`: exact): any estimate among the figures it
+    /// is the largest of makes it one.
+    #[must_use]
+    pub fn step_peak_estimate(&self) -> Option<String> {
+        let parts: Vec<&str> = [
+            self.estimate.as_deref(),
+            self.backward.estimate.as_deref(),
+            (self.per_gpu.gpus > 1).then_some(
+                "the backward's excess over the forward's peak is counted unsplit on the most loaded GPU",
+            ),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
 }
 
 fn bad(field: &str, found: &str, expected: &str) -> llmsize_core::SpecError {
@@ -495,6 +522,22 @@ pub fn train(
         seq: options.seq_len,
     })?;
 
+    let bwd = backward::backward_peak(
+        spec,
+        &backward::Options {
+            batch: options.batch,
+            seq: options.seq_len,
+            e: u128::from(options.dtype.bytes()),
+            attn: options.attn,
+            checkpointing: options.checkpointing,
+            trains_less: frozen_base || !options.freeze.is_empty(),
+            pure: options.precision == Precision::Pure,
+        },
+        act.retained,
+        states.gradient_bytes,
+    )?;
+    let (step_peak, step_terms) = step_peak(&states, &act, &bwd, &per_gpu, &options.parallel)?;
+
     let mut why = Vec::new();
     if let Some(e) = &spec.estimate {
         why.push(e.clone());
@@ -535,6 +578,9 @@ pub fn train(
         setup,
         states,
         lora,
+        backward: bwd,
+        step_peak,
+        step_terms,
         activations: act,
         flops,
         per_gpu,
@@ -542,4 +588,74 @@ pub fn train(
         tokens: checked::mul("batch·seq_len", options.batch, options.seq_len)?,
         estimate: (!why.is_empty()).then(|| why.join("; ")),
     })
+}
+
+/// The step's peak: weights and optimizer states are held throughout; on top, the forward's
+/// peak (no gradients yet: `zero_grad(set_to_none=True)`), the backward's (which holds every
+/// gradient by its end) or the gradients during the optimizer step, whichever is largest. A
+/// job split over GPUs takes the most loaded GPU's figure and adds the backward's excess
+/// over the forward's peak, unsplit.
+fn step_peak(
+    states: &ModelStates,
+    act: &Activations,
+    bwd: &backward::BackwardPeak,
+    per_gpu: &PerGpu,
+    parallel: &Parallelism,
+) -> Result<(u128, Vec<Term>), llmsize_core::Overflow> {
+    let t = llmsize_core::units::thousands_u128;
+    if per_gpu.gpus > 1 || parallel.offload_optimizer || parallel.offload_params {
+        let excess = bwd.bytes.saturating_sub(checked::add(
+            "G + forward peak",
+            states.gradient_bytes,
+            act.forward_peak,
+        )?);
+        let terms = vec![
+            Term::new("per_gpu", "the most loaded GPU", "per GPU", per_gpu.bytes),
+            Term::new(
+                "backward_excess",
+                "the backward's peak beyond gradients + the forward's peak, unsplit (an upper bound)",
+                format!(
+                    "max(0, backward − G − forward) = max(0, {} − {} − {})",
+                    t(bwd.bytes),
+                    t(states.gradient_bytes),
+                    t(act.forward_peak)
+                ),
+                excess,
+            ),
+        ];
+        return Ok((sum(&terms, "step peak")?, terms));
+    }
+    let optimizer = states
+        .optimizer_state_bytes
+        .saturating_sub(states.step_bytes_cpu);
+    let phases = [
+        ("forward", act.forward_peak),
+        ("backward", bwd.bytes),
+        ("optimizer step", states.gradient_bytes),
+    ];
+    let (phase, top) = phases
+        .iter()
+        .copied()
+        .fold(("forward", 0), |m, p| if p.1 > m.1 { p } else { m });
+    let terms = vec![
+        Term::new("step_weights", "weights", "W", states.weights_bytes),
+        Term::new(
+            "step_optimizer",
+            "optimizer states on the GPU (torch's `step` scalars stay on the CPU)",
+            "O",
+            optimizer,
+        ),
+        Term::new(
+            "step_phase",
+            format!("the largest phase: the {phase}"),
+            format!(
+                "max(forward peak, backward peak, G) = max({}, {}, {})",
+                t(act.forward_peak),
+                t(bwd.bytes),
+                t(states.gradient_bytes)
+            ),
+            top,
+        ),
+    ];
+    Ok((sum(&terms, "step peak")?, terms))
 }

@@ -237,6 +237,7 @@ pub fn doc(v: &View<'_>) -> Doc {
             Some(Formula::WithValue),
         ));
     }
+    backward(&mut doc, r, explain);
     per_gpu(&mut doc, v);
     suggestions(&mut doc, v);
     compute(&mut doc, r, explain);
@@ -248,6 +249,29 @@ pub fn doc(v: &View<'_>) -> Doc {
         article_notes(&mut doc, r);
     }
     doc
+}
+
+/// The backward's peak: one line, its terms with `--explain`, and its status.
+fn backward(doc: &mut Doc, r: &TrainReport, explain: bool) {
+    let b = &r.backward;
+    let label = match &b.estimate {
+        None => String::new(),
+        Some(why) => format!(" (estimate: {why})"),
+    };
+    doc.line(format!(
+        "backward peak = {} (held + gradients made so far + gradients in flight){label}",
+        gib(b.bytes)
+    ));
+    if explain {
+        doc.blank().table(terms_table(
+            "backward_peak",
+            "backward peak",
+            &b.terms,
+            ("backward peak", b.bytes),
+            "bytes",
+            Some(Formula::WithValue),
+        ));
+    }
 }
 
 /// The most loaded GPU's bytes by term, in CPU memory too when offloaded, and the verdict
@@ -279,17 +303,35 @@ fn per_gpu(doc: &mut Doc, v: &View<'_>) {
     for n in &g.notes {
         doc.line(format!("note: {n}"));
     }
+    let why = r.step_peak_estimate();
+    doc.blank().table(terms_table(
+        "step_peak",
+        if why.is_some() {
+            "step peak (estimate)"
+        } else {
+            "step peak"
+        },
+        &r.step_terms,
+        ("step peak", r.step_peak),
+        "bytes",
+        formula,
+    ));
+    doc.line(match &why {
+        None => "the step's peak is what a GPU must hold; \"fits\" compares it".to_string(),
+        Some(why) => format!("the step's peak is what \"fits\" compares; an estimate: {why}"),
+    });
     if let Some((gpu, _)) = v.gpu {
         let cap = u128::from(gpu.memory_bytes);
+        let peak = r.step_peak;
         // Each difference is taken on the side of the comparison that makes it positive.
-        let (verdict, tone) = if g.bytes <= cap {
+        let (verdict, tone) = if peak <= cap {
             (
-                format!("fits, {} free", gib(cap.abs_diff(g.bytes))),
+                format!("fits, {} free", gib(cap.abs_diff(peak))),
                 Tone::Good,
             )
         } else {
             (
-                format!("does NOT fit, {} short", gib(g.bytes.abs_diff(cap))),
+                format!("does NOT fit, {} short", gib(peak.abs_diff(cap))),
                 Tone::Bad,
             )
         };

@@ -1198,6 +1198,7 @@ mod tests {
             embedding_dropout: hidden_dropout,
             rotary_dims: None,
             routing_weights_in_dtype: false,
+            topk_renormalized: true,
             sliding_window_applies: true,
             modules: LLAMA_MODULES,
             peft_default: None,

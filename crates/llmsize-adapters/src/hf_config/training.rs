@@ -27,6 +27,7 @@ pub(crate) fn profile(
         embedding_dropout: false,
         rotary_dims: rope,
         routing_weights_in_dtype: false,
+        topk_renormalized: true,
         sliding_window_applies: map.get("use_sliding_window").and_then(Value::as_bool)
             != Some(false),
         modules: facts.modules,
@@ -36,6 +37,7 @@ pub(crate) fn profile(
         "llama" | "mistral" | "qwen2" | "qwen3" | "mixtral" => base(LayerStyle::Llama),
         "qwen3_moe" => TrainingProfile {
             routing_weights_in_dtype: true,
+            topk_renormalized: map.get("norm_topk_prob").and_then(Value::as_bool) == Some(true),
             ..base(LayerStyle::Llama)
         },
         // Phi-3's residual dropouts (`resid_pdrop`) decide whether a checkpointed layer is

@@ -108,6 +108,7 @@ fn estimate(input: &ActInput<'_>) -> Result<Activations, SpecError> {
         embedding_dropout: false,
         rotary_dims: head_dim,
         routing_weights_in_dtype: false,
+        topk_renormalized: true,
         sliding_window_applies: true,
         modules: LLAMA_MODULES,
         peft_default: None,

@@ -336,6 +336,8 @@ struct Cx<'a> {
     cuda: bool,
     attention_dropout: bool,
     routing_in_dtype: bool,
+    /// The top-k weights are divided by their sum (see `TrainingProfile::topk_renormalized`).
+    topk_renorm: bool,
     lora: Option<&'a Lora>,
 }
 
@@ -962,11 +964,17 @@ fn moe_routing(
     }
     push(parts, "moe_router", what_router, Place::Sharded, router);
     let mut routing = Sum::default();
-    routing.add("4T", &[4, t])?;
-    let c = if cx.routing_in_dtype {
-        checked::add("36 + e", 36, e)?
+    // The renormalisation (`w / w.sum(-1)`) saves the fp32 sum and the fp32 weights.
+    let renorm: u128 = if cx.topk_renorm {
+        routing.add("4T", &[4, t])?;
+        4
     } else {
-        40
+        0
+    };
+    let c = if cx.routing_in_dtype {
+        checked::add("32 + renorm + e", checked::add("32 + renorm", 32, renorm)?, e)?
+    } else {
+        checked::add("36 + renorm", 36, renorm)?
     };
     routing.add(format!("{c}Tk"), &[c, t, k])?;
     push(
@@ -1573,6 +1581,7 @@ fn context<'a>(
         cuda: input.device == Device::Cuda,
         attention_dropout,
         routing_in_dtype: input.profile.is_some_and(|p| p.routing_weights_in_dtype),
+        topk_renorm: input.profile.is_none_or(|p| p.topk_renormalized),
         lora,
     })
 }
@@ -2495,6 +2504,7 @@ mod tests {
             embedding_dropout: false,
             rotary_dims: Some(m.hd),
             routing_weights_in_dtype: m.routing_in_dtype,
+            topk_renormalized: true,
             sliding_window_applies: true,
             modules: LLAMA_MODULES,
             peft_default: None,

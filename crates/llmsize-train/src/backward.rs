@@ -1,0 +1,641 @@
+//! The backward pass as autograd's engine runs it, buffer by buffer: its peak.
+//!
+//! The truth's `backward_peak_bytes` is the largest sum of live storages during
+//! `loss.backward()`: what the forward left for backward (held to the end: the oracle's
+//! saved-tensor hook keeps every saved tensor, so it is the `retained` figure throughout) plus
+//! everything backward creates — each parameter's gradient as it is made, and the gradients
+//! flowing between ops, freed when their last consumer has run. On one device the engine runs
+//! the graph's nodes in reverse creation order (`torch/csrc/autograd/engine.cpp`, the ready
+//! queue ordered by `sequence_nr`), so the backward of a layer is a fixed list of allocations
+//! and frees: each op's derivative (`tools/autograd/derivatives.yaml`) allocates its input
+//! gradients, in the order its formula computes them, and the engine drops its output
+//! gradient when it returns; a tensor used twice receives two gradients, summed out of place
+//! (`InputBuffer::accumulate`). Each rule below is that list for one op, checked allocation by
+//! allocation against the oracle's trace (`tools/train-truth/trace.py`).
+//!
+//! A run of equal layers adds the same gradients per layer, so its peak is at its last layer
+//! to run: one layer is simulated and the run extrapolated — the work grows with the layer
+//! kinds, not `num_hidden_layers`.
+
+use crate::{AttnImpl, Term};
+use llmsize_core::checked;
+use llmsize_core::profile::LayerStyle;
+use llmsize_core::spec::{Attention, Ffn, ModelSpec, NormKind, OutputHead};
+use llmsize_core::{Overflow, SpecError};
+
+/// The backward's peak.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackwardPeak {
+    /// Bytes live at the peak, the retained activations included (the truth's
+    /// `backward_peak_bytes`).
+    pub bytes: u128,
+    /// What it is made of.
+    pub terms: Vec<Term>,
+    /// `None` when derived op by op; else why it is an estimate.
+    pub estimate: Option<String>,
+}
+
+/// One buffer of the tape.
+#[derive(Debug, Clone, Copy)]
+struct Buf(usize);
+
+/// Live buffers during backward, with the peak and where it happened.
+#[derive(Debug, Default)]
+struct Tape {
+    sizes: Vec<u128>,
+    live: u128,
+    /// Parameter gradients made so far (never freed; part of `live`).
+    grads: u128,
+    peak: u128,
+    peak_grads: u128,
+    peak_at: String,
+    /// Where the ops now running belong (`layer 3's attention`).
+    at: String,
+}
+
+impl Tape {
+    fn alloc(&mut self, bytes: u128) -> Result<Buf, Overflow> {
+        self.live = checked::add("backward live bytes", self.live, bytes)?;
+        let id = Buf(self.sizes.len());
+        self.sizes.push(bytes);
+        if self.live > self.peak {
+            self.peak = self.live;
+            self.peak_grads = self.grads;
+            self.peak_at.clone_from(&self.at);
+        }
+        Ok(id)
+    }
+
+    fn free(&mut self, b: Buf) {
+        if let Some(s) = self.sizes.get_mut(b.0) {
+            self.live = self.live.saturating_sub(*s);
+            *s = 0;
+        }
+    }
+
+    /// A parameter's gradient: kept to the end of the step.
+    fn grad(&mut self, bytes: u128) -> Result<Buf, Overflow> {
+        self.grads = checked::add("gradients", self.grads, bytes)?;
+        self.alloc(bytes)
+    }
+
+    /// `a + b` into a new buffer, both freed (a tensor's second gradient).
+    fn accumulate(&mut self, a: Buf, b: Buf, bytes: u128) -> Result<Buf, Overflow> {
+        let s = self.alloc(bytes)?;
+        self.free(a);
+        self.free(b);
+        Ok(s)
+    }
+}
+
+/// Shapes of one llama-style layer's backward, in bytes.
+#[derive(Debug, Clone, Copy)]
+struct Dims {
+    /// Tokens of the step (`b·s`).
+    t: u128,
+    /// Element bytes of the activations.
+    e: u128,
+    d: u128,
+    q: u128,
+    kv: u128,
+    ff: u128,
+    /// `b·h·s·s` elements of eager attention's score matrix.
+    scores: u128,
+    /// Heads equal key/value heads: `repeat_kv` is the identity.
+    mha: bool,
+    bias_qkv: bool,
+    sdpa: bool,
+}
+
+impl Dims {
+    fn x(&self, width: u128) -> Result<u128, Overflow> {
+        checked::mul(
+            "tokens·width·bytes",
+            checked::mul("tokens·width", self.t, width)?,
+            self.e,
+        )
+    }
+}
+
+/// `nn.Linear` (`mm`, or `addmm` with a bias): the gradient `g` of its output in, the
+/// gradient of its input out; `g` is left to the caller (it may feed another op too).
+/// `mm`'s formula computes the weight's gradient first, `addmm`'s the input's, then the
+/// weight's and the bias's (`sum` over tokens).
+fn linear(tape: &mut Tape, dm: &Dims, k: u128, n: u128, bias: bool) -> Result<Buf, Overflow> {
+    let w = checked::mul("n·k·bytes", checked::mul("n·k", n, k)?, dm.e)?;
+    if bias {
+        let x = tape.alloc(dm.x(k)?)?;
+        tape.grad(w)?;
+        tape.grad(checked::mul("n·bytes", n, dm.e)?)?;
+        Ok(x)
+    } else {
+        tape.grad(w)?;
+        tape.alloc(dm.x(k)?)
+    }
+}
+
+/// `LlamaRMSNorm` (`modeling_llama.py`): `weight * (x.float() * rsqrt(mean(x²) + eps)).to(dtype)`;
+/// frees `g`, returns the input's gradient.
+fn rms_norm(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
+    let up = dm.e != 4;
+    let f = checked::mul("tokens·d·4", checked::mul("tokens·d", dm.t, dm.d)?, 4)?;
+    let row = checked::mul("tokens·4", dm.t, 4)?;
+    // weight * h: g·w for h, g·h summed over tokens for the weight.
+    let a = tape.alloc(dm.x(dm.d)?)?;
+    let b = tape.alloc(dm.x(dm.d)?)?;
+    tape.grad(checked::mul("d·bytes", dm.d, dm.e)?)?;
+    tape.free(b);
+    tape.free(g);
+    let c = if up {
+        let c = tape.alloc(f)?;
+        tape.free(a);
+        c
+    } else {
+        a
+    };
+    // x * rsqrt(var): the x branch, and the rsqrt branch summed over the row.
+    let c1 = tape.alloc(f)?;
+    let c2 = tape.alloc(f)?;
+    let s1 = tape.alloc(row)?;
+    tape.free(c2);
+    tape.free(c);
+    // rsqrt's derivative (pow, two muls), then mean's (expand and divide).
+    let p = tape.alloc(row)?;
+    let m1 = tape.alloc(row)?;
+    let m2 = tape.alloc(row)?;
+    tape.free(p);
+    tape.free(m1);
+    tape.free(s1);
+    let dmean = tape.alloc(f)?;
+    tape.free(m2);
+    // pow(x, 2): 2·x·g in three ops.
+    let p2 = tape.alloc(f)?;
+    let mm = tape.alloc(f)?;
+    let r = tape.alloc(f)?;
+    tape.free(p2);
+    tape.free(mm);
+    tape.free(dmean);
+    let acc = tape.accumulate(c1, r, f)?;
+    if up {
+        let out = tape.alloc(dm.x(dm.d)?)?;
+        tape.free(acc);
+        Ok(out)
+    } else {
+        Ok(acc)
+    }
+}
+
+/// `apply_rotary_pos_emb` on one of q or k (`x·cos + rotate_half(x)·sin`, `rotate_half`
+/// = `cat(-x2, x1)`): frees `g`, returns the gradient of the unrotated tensor.
+fn rope(tape: &mut Tape, bytes: u128, g: Buf) -> Result<Buf, Overflow> {
+    let m1 = tape.alloc(bytes)?;
+    let neg = tape.alloc(bytes / 2)?;
+    let sb2 = tape.alloc(bytes)?;
+    tape.free(neg);
+    let sb1 = tape.alloc(bytes)?;
+    tape.free(m1);
+    let acc = tape.accumulate(sb2, sb1, bytes)?;
+    let mc = tape.alloc(bytes)?;
+    tape.free(g);
+    tape.accumulate(acc, mc, bytes)
+}
+
+/// Eager attention (`eager_attention_forward`): `softmax(q·kᵀ·scale + mask, fp32).to(dtype) · v`;
+/// frees `x` (the gradient of its output); returns q's, k's and v's gradients.
+fn eager_core(tape: &mut Tape, dm: &Dims, x: Buf) -> Result<(Buf, Buf, Buf), Overflow> {
+    let qb = dm.x(dm.q)?;
+    let kb = dm.x(dm.kv)?;
+    let sb = checked::mul("scores·bytes", dm.scores, dm.e)?;
+    let s4 = checked::mul("scores·4", dm.scores, 4)?;
+    // bmm(attn, v): v's gradient (mat2) first, then the scores'.
+    let gv = tape.alloc(qb)?;
+    let ga = tape.alloc(sb)?;
+    tape.free(x);
+    let up = dm.e != 4;
+    let g32 = if up {
+        let g = tape.alloc(s4)?;
+        tape.free(ga);
+        g
+    } else {
+        ga
+    };
+    let gs = tape.alloc(s4)?;
+    tape.free(g32);
+    let gsb = if up {
+        let g = tape.alloc(sb)?;
+        tape.free(gs);
+        g
+    } else {
+        gs
+    };
+    let gm = tape.alloc(sb)?;
+    tape.free(gsb);
+    // bmm(q, kᵀ): kᵀ's gradient first.
+    let gk = tape.alloc(qb)?;
+    let gq = tape.alloc(qb)?;
+    tape.free(gm);
+    if dm.mha {
+        return Ok((gq, gk, gv));
+    }
+    // repeat_kv's expand: summed over each group, v's first.
+    let v = tape.alloc(kb)?;
+    tape.free(gv);
+    let k = tape.alloc(kb)?;
+    tape.free(gk);
+    Ok((gq, k, v))
+}
+
+/// A llama attention block (q/k/v/o projections, rotary, SDPA or eager): `g` is the
+/// gradient of its output (the residual stream's, shared: not freed); returns the gradient
+/// of its input.
+fn attention(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
+    tape.at.push_str("attention");
+    let _ = g;
+    let x = linear(tape, dm, dm.q, dm.d, false)?;
+    let (gq, gk, gv) = if dm.sdpa {
+        let gq = tape.alloc(dm.x(dm.q)?)?;
+        let gk = tape.alloc(dm.x(dm.kv)?)?;
+        let gv = tape.alloc(dm.x(dm.kv)?)?;
+        tape.free(x);
+        (gq, gk, gv)
+    } else {
+        eager_core(tape, dm, x)?
+    };
+    let rk = rope(tape, dm.x(dm.kv)?, gk)?;
+    let rq = rope(tape, dm.x(dm.q)?, gq)?;
+    // The projections' `view(...).transpose(1, 2)`: a gradient that is not contiguous in
+    // the projection's layout is copied first (SDPA's v gradient already is).
+    let v_in = if dm.sdpa {
+        gv
+    } else {
+        contiguous(tape, dm.x(dm.kv)?, gv)?
+    };
+    let xv = linear(tape, dm, dm.d, dm.kv, dm.bias_qkv)?;
+    tape.free(v_in);
+    let k_in = contiguous(tape, dm.x(dm.kv)?, rk)?;
+    let xk = linear(tape, dm, dm.d, dm.kv, dm.bias_qkv)?;
+    tape.free(k_in);
+    let acc = tape.accumulate(xv, xk, dm.x(dm.d)?)?;
+    let q_in = contiguous(tape, dm.x(dm.q)?, rq)?;
+    let xq = linear(tape, dm, dm.d, dm.q, dm.bias_qkv)?;
+    tape.free(q_in);
+    tape.accumulate(acc, xq, dm.x(dm.d)?)
+}
+
+/// `.contiguous()` of a gradient (a `clone`): frees `g`.
+fn contiguous(tape: &mut Tape, bytes: u128, g: Buf) -> Result<Buf, Overflow> {
+    let c = tape.alloc(bytes)?;
+    tape.free(g);
+    Ok(c)
+}
+
+/// `LlamaMLP`: `down(act(gate(x)) * up(x))`; `g` shared (not freed); returns the input's
+/// gradient.
+fn mlp(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
+    tape.at.push_str("MLP");
+    let _ = g;
+    let xd = linear(tape, dm, dm.ff, dm.d, false)?;
+    let ga = tape.alloc(dm.x(dm.ff)?)?;
+    let gu = tape.alloc(dm.x(dm.ff)?)?;
+    tape.free(xd);
+    let xu = linear(tape, dm, dm.d, dm.ff, false)?;
+    tape.free(gu);
+    let gs = tape.alloc(dm.x(dm.ff)?)?;
+    tape.free(ga);
+    let xg = linear(tape, dm, dm.d, dm.ff, false)?;
+    tape.free(gs);
+    tape.accumulate(xu, xg, dm.x(dm.d)?)
+}
+
+/// One pre-norm decoder layer: `h = x + attn(norm1(x)); y = h + mlp(norm2(h))`; frees `g`,
+/// returns the gradient of the layer's input.
+fn layer(tape: &mut Tape, dm: &Dims, g: Buf, name: &str) -> Result<Buf, Overflow> {
+    tape.at = format!("{name}'s ");
+    let m = mlp(tape, dm, g)?;
+    let n2 = rms_norm(tape, dm, m)?;
+    let h = tape.accumulate(g, n2, dm.x(dm.d)?)?;
+    tape.at = format!("{name}'s ");
+    let a = attention(tape, dm, h)?;
+    let n1 = rms_norm(tape, dm, a)?;
+    tape.accumulate(h, n1, dm.x(dm.d)?)
+}
+
+/// Why a model's backward is not derived here (`None`: it is).
+fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
+    let style = spec.training.as_ref().map(|p| (p.style, p));
+    let Some((LayerStyle::Llama, p)) = style else {
+        return Some(format!(
+            "the backward of `{}` layers is not derived op by op",
+            spec.model_type
+        ));
+    };
+    if o.trains_less {
+        return Some("the backward of LoRA or frozen parts is not derived op by op".into());
+    }
+    if !o.pure {
+        return Some(
+            "the backward under mixed precision or autocast is not derived op by op".into(),
+        );
+    }
+    if o.checkpointing {
+        return Some(
+            "with checkpointing, the recomputed layers' tensors stay held (the truth measures it within a few %)"
+                .into(),
+        );
+    }
+    if p.attention_dropout || p.hidden_dropout || p.embedding_dropout {
+        return Some("dropout's masks in backward are not derived".into());
+    }
+    let simple = spec.stacks.len() == 1
+        && spec.stacks.iter().all(|s| {
+            s.position.is_none()
+                && s.token_type.is_none()
+                && s.embedding_norm.is_none()
+                && s.final_norm.is_some_and(|n| n.kind == NormKind::RmsNorm)
+        })
+        && spec.embedding_projections.is_empty()
+        && matches!(
+            spec.head,
+            OutputHead::Lm {
+                biases: 0,
+                transform: None,
+                ..
+            }
+        )
+        && spec.layer_kinds().all(|l| {
+            let attn = match &l.attention {
+                Attention::Standard(a) => {
+                    a.q_norm.is_none()
+                        && a.k_norm.is_none()
+                        && !a.sinks
+                        && !a.fused_qkv
+                        && !a.o_bias
+                        && a.q_bias == a.k_bias
+                        && a.k_bias == a.v_bias
+                        && p.rotary_dims.is_none_or(|r| r == a.head_dim)
+                        && l.sliding_window.is_none_or(|w| w >= o.seq)
+                }
+                _ => false,
+            };
+            let ffn = matches!(l.ffn, Ffn::Dense(m) if m.gated && !m.up_bias && !m.down_bias);
+            attn && ffn
+                && l.cross_attention.is_none()
+                && l.extras.is_empty()
+                && l.state.is_none()
+                && l.norms.len() == 2
+                && l.norms.iter().all(|n| n.kind == NormKind::RmsNorm)
+        });
+    (!simple).then(|| {
+        format!(
+            "the backward of this `{}` layer layout is not derived op by op",
+            spec.model_type
+        )
+    })
+}
+
+/// The question.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Options {
+    pub batch: u64,
+    pub seq: u64,
+    pub e: u128,
+    pub attn: AttnImpl,
+    pub checkpointing: bool,
+    /// LoRA, or frozen parts: some gradients are not made.
+    pub trains_less: bool,
+    /// Weights, activations and gradients in one dtype (`--precision pure`).
+    pub pure: bool,
+}
+
+/// The peak of `loss.backward()` of `spec`, given what the forward retained and the bytes of
+/// every gradient (for the estimate).
+pub(crate) fn backward_peak(
+    spec: &ModelSpec,
+    o: &Options,
+    retained: u128,
+    gradients: u128,
+) -> Result<BackwardPeak, SpecError> {
+    if let Some(why) = unsupported(spec, o) {
+        return estimate(spec, o, retained, gradients, why);
+    }
+    let mut tape = Tape::default();
+    walk(&mut tape, spec, o)?;
+    let transient = tape.peak.saturating_sub(tape.peak_grads);
+    let bytes = checked::add("backward peak", retained, tape.peak)?;
+    Ok(BackwardPeak {
+        bytes,
+        terms: vec![
+            Term::new(
+                "backward_retained",
+                "what the forward left for backward (held through the backward)",
+                "retained",
+                retained,
+            ),
+            Term::new(
+                "backward_gradients_so_far",
+                format!(
+                    "parameter gradients made before the peak ({})",
+                    tape.peak_at
+                ),
+                "Σ gradients of the ops already run",
+                tape.peak_grads,
+            ),
+            Term::new(
+                "backward_transient",
+                format!("gradients in flight at the peak ({})", tape.peak_at),
+                "op by op (autograd's derivatives)",
+                transient,
+            ),
+        ],
+        estimate: None,
+    })
+}
+
+/// The loss, the head, the final norm, the layers from the last, the embedding.
+fn walk(tape: &mut Tape, spec: &ModelSpec, o: &Options) -> Result<(), SpecError> {
+    let t = u128::from(checked::mul("batch·seq", o.batch, o.seq)?);
+    let d = u128::from(spec.hidden_size);
+    let v = u128::from(spec.vocab_size);
+    let tied = matches!(spec.head, OutputHead::Lm { tied: true, .. });
+    let e = o.e;
+    let x = |w: u128| -> Result<u128, Overflow> {
+        checked::mul("t·w·e", checked::mul("t·w", t, w)?, e)
+    };
+    tape.at = "the loss".into();
+    // `ones_like(loss)`, then cross-entropy over fp32 logits: nll_loss's and log_softmax's
+    // gradients (fp32), cast back to the logits' dtype.
+    tape.alloc(4)?;
+    let tv4 = checked::mul("t·V·4", checked::mul("t·V", t, v)?, 4)?;
+    let a = tape.alloc(tv4)?;
+    let b = tape.alloc(tv4)?;
+    tape.free(a);
+    let c = if e == 4 {
+        b
+    } else {
+        let c = tape.alloc(x(v)?)?;
+        tape.free(b);
+        c
+    };
+    tape.at = "the output head".into();
+    let head_grad = tape.grad(checked::mul("V·d·e", checked::mul("V·d", v, d)?, e)?)?;
+    let mut g = tape.alloc(x(d)?)?;
+    tape.free(c);
+    let dm0 = Dims {
+        t,
+        e,
+        d,
+        q: 0,
+        kv: 0,
+        ff: 0,
+        scores: 0,
+        mha: true,
+        bias_qkv: false,
+        sdpa: true,
+    };
+    tape.at = "the final norm".into();
+    g = rms_norm(tape, &dm0, g)?;
+    let stack = spec.stacks.first();
+    let runs: Vec<_> = stack.map(|s| s.layers.runs().to_vec()).unwrap_or_default();
+    for run in runs.iter().rev() {
+        let Some(kind) = stack.and_then(|s| s.layers.kinds().get(run.kind)) else {
+            continue;
+        };
+        let dm = layer_dims(kind, &dm0, o)?;
+        g = run_of_layers(tape, &dm, g, run.start, run.count)?;
+    }
+    tape.at = "the token embedding".into();
+    let vd = checked::mul("V·d·e", checked::mul("V·d", v, d)?, e)?;
+    if tied {
+        // The head's gradient is the embedding's: `AccumulateGrad` sums the two out of place.
+        let dense = tape.alloc(vd)?;
+        tape.free(g);
+        tape.accumulate(head_grad, dense, vd)?;
+    } else {
+        tape.grad(vd)?;
+        tape.free(g);
+    }
+    Ok(())
+}
+
+fn layer_dims(
+    kind: &llmsize_core::spec::Layer,
+    dm0: &Dims,
+    o: &Options,
+) -> Result<Dims, SpecError> {
+    let (Attention::Standard(a), Ffn::Dense(m)) = (&kind.attention, &kind.ffn) else {
+        return Err(SpecError::Invalid {
+            field: "layers".into(),
+            found: "a layer without attention and a dense MLP".into(),
+            expected: "the llama layout this walk was chosen for".into(),
+        });
+    };
+    let h = u128::from(a.num_heads);
+    let b = u128::from(o.batch);
+    let s = u128::from(o.seq);
+    Ok(Dims {
+        q: checked::mul("heads·head_dim", h, u128::from(a.head_dim))?,
+        kv: checked::mul(
+            "kv_heads·head_dim",
+            u128::from(a.num_kv_heads),
+            u128::from(a.head_dim),
+        )?,
+        ff: u128::from(m.intermediate),
+        scores: checked::mul(
+            "b·h·s·s",
+            checked::mul("b·h", b, h)?,
+            checked::mul("s·s", s, s)?,
+        )?,
+        mha: a.num_kv_heads == a.num_heads,
+        bias_qkv: a.q_bias,
+        sdpa: o.attn == AttnImpl::Sdpa,
+        ..*dm0
+    })
+}
+
+/// `count` equal layers from `start`, run from the last: one layer simulated, the rest each
+/// add the same gradients, so the run's peak is at its last layer to run (`start`).
+fn run_of_layers(
+    tape: &mut Tape,
+    dm: &Dims,
+    g: Buf,
+    start: u64,
+    count: u64,
+) -> Result<Buf, SpecError> {
+    let before = (
+        tape.peak,
+        tape.peak_grads,
+        std::mem::take(&mut tape.peak_at),
+    );
+    let grads_before = tape.grads;
+    tape.peak = 0;
+    let name = if count == 1 {
+        format!("layer {start}")
+    } else {
+        format!("layer {start}, the last of {count} like it to run")
+    };
+    let out = layer(tape, dm, g, &name)?;
+    // The layers of the run that run before the last add the same gradients each.
+    let more = checked::mul(
+        "gradients·layers",
+        tape.grads.saturating_sub(grads_before),
+        u128::from(count.saturating_sub(1)),
+    )?;
+    let local = checked::add("backward peak", tape.peak, more)?;
+    if local > before.0 {
+        tape.peak = local;
+        tape.peak_grads = checked::add("gradients", tape.peak_grads, more)?;
+    } else {
+        (tape.peak, tape.peak_grads, tape.peak_at) = before;
+    }
+    tape.grads = checked::add("gradients", tape.grads, more)?;
+    tape.live = checked::add("backward live bytes", tape.live, more)?;
+    Ok(out)
+}
+
+/// A type whose backward is not derived: what the forward held, every gradient, and the
+/// larger of the loss's fp32 gradients and one residual-stream gradient.
+fn estimate(
+    spec: &ModelSpec,
+    o: &Options,
+    retained: u128,
+    gradients: u128,
+    why: String,
+) -> Result<BackwardPeak, SpecError> {
+    let t = u128::from(checked::mul("batch·seq", o.batch, o.seq)?);
+    let loss = checked::mul(
+        "t·V·8",
+        checked::mul("t·V", t, u128::from(spec.vocab_size))?,
+        8,
+    )?;
+    let stream = checked::mul(
+        "t·d·e",
+        checked::mul("t·d", t, u128::from(spec.hidden_size))?,
+        o.e,
+    )?;
+    let transient = loss.max(stream);
+    let bytes = checked::sum("backward peak", [retained, gradients, transient, 4])?;
+    Ok(BackwardPeak {
+        bytes,
+        terms: vec![
+            Term::new(
+                "backward_retained",
+                "what the forward left for backward",
+                "retained",
+                retained,
+            ),
+            Term::new(
+                "backward_gradients_so_far",
+                "every parameter gradient",
+                "Σ gradients",
+                gradients,
+            ),
+            Term::new(
+                "backward_transient",
+                "the larger of the loss's fp32 gradients and one residual-stream gradient (an estimate)",
+                format!("max(8·b·s·V, b·s·d·e) = max({loss}, {stream})"),
+                transient,
+            ),
+        ],
+        estimate: Some(why),
+    })
+}
