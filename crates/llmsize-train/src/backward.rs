@@ -104,6 +104,12 @@ struct Dims {
     /// Heads equal key/value heads: `repeat_kv` is the identity.
     mha: bool,
     bias_qkv: bool,
+    /// The layer code: Phi-3 fuses `qkv_proj` (sliced into q, k, v) and `gate_up_proj`
+    /// (chunked) and rotates `q[..., :rotary_dim]` concatenated with the rest; Gemma's norms
+    /// are `(x.float() · rsqrt(…)) · (1 + weight.float())`, cast back at the end.
+    style: LayerStyle,
+    /// Qwen3's per-head `q_norm`/`k_norm` (RMSNorm over `head_dim`, before the rotary).
+    qk_norm: Option<u128>,
     sdpa: bool,
 }
 
@@ -134,16 +140,18 @@ fn linear(tape: &mut Tape, dm: &Dims, k: u128, n: u128, bias: bool) -> Result<Bu
     }
 }
 
-/// `LlamaRMSNorm` (`modeling_llama.py`): `weight * (x.float() * rsqrt(mean(x²) + eps)).to(dtype)`;
-/// frees `g`, returns the input's gradient.
-fn rms_norm(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
-    let up = dm.e != 4;
-    let f = checked::mul("tokens·d·4", checked::mul("tokens·d", dm.t, dm.d)?, 4)?;
-    let row = checked::mul("tokens·4", dm.t, 4)?;
-    // weight * h: g·w for h, g·h summed over tokens for the weight.
-    let a = tape.alloc(dm.x(dm.d)?)?;
-    let b = tape.alloc(dm.x(dm.d)?)?;
-    tape.grad(checked::mul("d·bytes", dm.d, dm.e)?)?;
+/// `LlamaRMSNorm` (`modeling_llama.py`): `weight * (x.float() * rsqrt(mean(x²) + eps)).to(dtype)`
+/// over `rows` rows of `dim`; frees `g`, returns the input's gradient.
+fn rms_norm(tape: &mut Tape, e: u128, (rows, dim): (u128, u128), g: Buf) -> Result<Buf, Overflow> {
+    let up = e != 4;
+    let elems = checked::mul("rows·dim", rows, dim)?;
+    let f = checked::mul("rows·dim·4", elems, 4)?;
+    let x = checked::mul("rows·dim·e", elems, e)?;
+    let row = checked::mul("rows·4", rows, 4)?;
+    // weight * h: g·w for h, g·h summed over the rows for the weight.
+    let a = tape.alloc(x)?;
+    let b = tape.alloc(x)?;
+    tape.grad(checked::mul("dim·e", dim, e)?)?;
     tape.free(b);
     tape.free(g);
     let c = if up {
@@ -159,7 +167,67 @@ fn rms_norm(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
     let s1 = tape.alloc(row)?;
     tape.free(c2);
     tape.free(c);
-    // rsqrt's derivative (pow, two muls), then mean's (expand and divide).
+    rsqrt_tail(tape, (f, row), c1, s1, up.then_some(x))
+}
+
+/// `GemmaRMSNorm` (`modeling_gemma.py`): `(x.float() · rsqrt(mean(x²) + eps)) · (1 +
+/// weight.float())`, then `type_as(x)`: the weight's gradient is summed in fp32 and cast;
+/// frees `g`, returns the input's gradient.
+fn gemma_rms_norm(
+    tape: &mut Tape,
+    e: u128,
+    (rows, dim): (u128, u128),
+    g: Buf,
+) -> Result<Buf, Overflow> {
+    let up = e != 4;
+    let elems = checked::mul("rows·dim", rows, dim)?;
+    let f = checked::mul("rows·dim·4", elems, 4)?;
+    let row = checked::mul("rows·4", rows, 4)?;
+    let g32 = if up {
+        let c = tape.alloc(f)?;
+        tape.free(g);
+        c
+    } else {
+        g
+    };
+    let a = tape.alloc(f)?;
+    let b = tape.alloc(f)?;
+    let wsum = checked::mul("dim·4", dim, 4)?;
+    if up {
+        let s = tape.alloc(wsum)?;
+        tape.free(b);
+        tape.free(g32);
+        tape.grad(checked::mul("dim·e", dim, e)?)?;
+        tape.free(s);
+    } else {
+        tape.grad(wsum)?;
+        tape.free(b);
+        tape.free(g32);
+    }
+    let c1 = tape.alloc(f)?;
+    let c2 = tape.alloc(f)?;
+    let s1 = tape.alloc(row)?;
+    tape.free(c2);
+    tape.free(a);
+    rsqrt_tail(
+        tape,
+        (f, row),
+        c1,
+        s1,
+        up.then_some(checked::mul("rows·dim·e", elems, e)?),
+    )
+}
+
+/// The rest of an RMSNorm's backward once `x · rsqrt(var)` is done: `c1` (x's branch) and
+/// `s1` (the row sums for rsqrt) in, rsqrt's, mean's and `pow`'s derivatives, the two
+/// branches summed, cast back to `cast` bytes where the norm upcast its input.
+fn rsqrt_tail(
+    tape: &mut Tape,
+    (f, row): (u128, u128),
+    c1: Buf,
+    s1: Buf,
+    cast: Option<u128>,
+) -> Result<Buf, Overflow> {
     let p = tape.alloc(row)?;
     let m1 = tape.alloc(row)?;
     let m2 = tape.alloc(row)?;
@@ -168,7 +236,6 @@ fn rms_norm(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
     tape.free(s1);
     let dmean = tape.alloc(f)?;
     tape.free(m2);
-    // pow(x, 2): 2·x·g in three ops.
     let p2 = tape.alloc(f)?;
     let mm = tape.alloc(f)?;
     let r = tape.alloc(f)?;
@@ -176,12 +243,22 @@ fn rms_norm(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
     tape.free(mm);
     tape.free(dmean);
     let acc = tape.accumulate(c1, r, f)?;
-    if up {
-        let out = tape.alloc(dm.x(dm.d)?)?;
-        tape.free(acc);
-        Ok(out)
+    match cast {
+        Some(x) => {
+            let out = tape.alloc(x)?;
+            tape.free(acc);
+            Ok(out)
+        }
+        None => Ok(acc),
+    }
+}
+
+/// The hidden-state norm of a layer: `T` rows of `d`.
+fn norm(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
+    if dm.style == LayerStyle::Gemma {
+        gemma_rms_norm(tape, dm.e, (dm.t, dm.d), g)
     } else {
-        Ok(acc)
+        rms_norm(tape, dm.e, (dm.t, dm.d), g)
     }
 }
 
@@ -261,6 +338,9 @@ fn attention(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
     } else {
         eager_core(tape, dm, x)?
     };
+    if dm.style == LayerStyle::Phi3 {
+        return phi3_qkv(tape, dm, (gq, gk, gv));
+    }
     let rk = rope(tape, dm.x(dm.kv)?, gk)?;
     let rq = rope(tape, dm.x(dm.q)?, gq)?;
     // The projections' `view(...).transpose(1, 2)`: a gradient that is not contiguous in
@@ -272,14 +352,82 @@ fn attention(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
     };
     let xv = linear(tape, dm, dm.d, dm.kv, dm.bias_qkv)?;
     tape.free(v_in);
-    let k_in = contiguous(tape, dm.x(dm.kv)?, rk)?;
+    let k_in = head_norm(tape, dm, dm.kv, rk)?;
     let xk = linear(tape, dm, dm.d, dm.kv, dm.bias_qkv)?;
     tape.free(k_in);
     let acc = tape.accumulate(xv, xk, dm.x(dm.d)?)?;
-    let q_in = contiguous(tape, dm.x(dm.q)?, rq)?;
+    let q_in = head_norm(tape, dm, dm.q, rq)?;
     let xq = linear(tape, dm, dm.d, dm.q, dm.bias_qkv)?;
     tape.free(q_in);
     tape.accumulate(acc, xq, dm.x(dm.d)?)
+}
+
+/// q's or k's gradient on its way to the projection: through the per-head norm where there is
+/// one, then made contiguous in the projection's `[b, s, heads·head_dim]` layout; frees `g`.
+fn head_norm(tape: &mut Tape, dm: &Dims, width: u128, g: Buf) -> Result<Buf, Overflow> {
+    let g = match dm.qk_norm {
+        Some(hd) => {
+            let heads = width.checked_div(hd).unwrap_or(0);
+            rms_norm(
+                tape,
+                dm.e,
+                (checked::mul("tokens·heads", dm.t, heads)?, hd),
+                g,
+            )?
+        }
+        None => g,
+    };
+    contiguous(tape, dm.x(width)?, g)
+}
+
+/// Phi-3 (`modeling_phi3.py`): `cat([rotary(x[..., :r]), x[..., r:]])` on q and k (`r` the
+/// full head here), then q, k and v sliced from one `qkv_proj` output; frees the three
+/// gradients, returns the input's.
+fn phi3_qkv(tape: &mut Tape, dm: &Dims, (gq, gk, gv): (Buf, Buf, Buf)) -> Result<Buf, Overflow> {
+    let (qb, kb) = (dm.x(dm.q)?, dm.x(dm.kv)?);
+    let rk = phi3_rope(tape, kb)?;
+    let rq = phi3_rope(tape, qb)?;
+    // `x[..., :r]`'s gradient, summed with the concatenation's gradient of the rest.
+    let sk = tape.alloc(kb)?;
+    tape.free(rk);
+    let k = tape.accumulate(sk, gk, kb)?;
+    let sq = tape.alloc(qb)?;
+    tape.free(rq);
+    let q = tape.accumulate(sq, gq, qb)?;
+    let k = contiguous(tape, kb, k)?;
+    let q = contiguous(tape, qb, q)?;
+    // Each slice of the fused output gets a full-width gradient; v's, k's, q's, summed.
+    let qkv = dm.x(checked::add(
+        "q + 2·kv",
+        dm.q,
+        checked::mul("2·kv", dm.kv, 2)?,
+    )?)?;
+    let sv = tape.alloc(qkv)?;
+    tape.free(gv);
+    let sk = tape.alloc(qkv)?;
+    tape.free(k);
+    let acc = tape.accumulate(sv, sk, qkv)?;
+    let sq = tape.alloc(qkv)?;
+    tape.free(q);
+    let acc = tape.accumulate(acc, sq, qkv)?;
+    let n = checked::add("q + 2·kv", dm.q, checked::mul("2·kv", dm.kv, 2)?)?;
+    let x = linear(tape, dm, dm.d, n, false)?;
+    tape.free(acc);
+    Ok(x)
+}
+
+/// Phi-3's rotary on a view of the incoming gradient (which stays alive until the
+/// concatenation's other part is done): returns the rotated part's gradient.
+fn phi3_rope(tape: &mut Tape, bytes: u128) -> Result<Buf, Overflow> {
+    let m1 = tape.alloc(bytes)?;
+    let neg = tape.alloc(bytes / 2)?;
+    let sb2 = tape.alloc(bytes)?;
+    tape.free(neg);
+    let sb1 = tape.alloc(bytes)?;
+    tape.free(m1);
+    let acc = tape.accumulate(sb2, sb1, bytes)?;
+    let mc = tape.alloc(bytes)?;
+    tape.accumulate(acc, mc, bytes)
 }
 
 /// `.contiguous()` of a gradient (a `clone`): frees `g`.
@@ -298,6 +446,19 @@ fn mlp(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
     let ga = tape.alloc(dm.x(dm.ff)?)?;
     let gu = tape.alloc(dm.x(dm.ff)?)?;
     tape.free(xd);
+    if dm.style == LayerStyle::Phi3 {
+        // `gate, up = gate_up_proj(x).chunk(2)`: the activation's gradient, then both
+        // halves concatenated for the one projection.
+        let gs = tape.alloc(dm.x(dm.ff)?)?;
+        tape.free(ga);
+        let two = checked::mul("2·ff", dm.ff, 2)?;
+        let cat = tape.alloc(dm.x(two)?)?;
+        tape.free(gs);
+        tape.free(gu);
+        let x = linear(tape, dm, dm.d, two, false)?;
+        tape.free(cat);
+        return Ok(x);
+    }
     let xu = linear(tape, dm, dm.d, dm.ff, false)?;
     tape.free(gu);
     let gs = tape.alloc(dm.x(dm.ff)?)?;
@@ -312,18 +473,18 @@ fn mlp(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
 fn layer(tape: &mut Tape, dm: &Dims, g: Buf, name: &str) -> Result<Buf, Overflow> {
     tape.at = format!("{name}'s ");
     let m = mlp(tape, dm, g)?;
-    let n2 = rms_norm(tape, dm, m)?;
+    let n2 = norm(tape, dm, m)?;
     let h = tape.accumulate(g, n2, dm.x(dm.d)?)?;
     tape.at = format!("{name}'s ");
     let a = attention(tape, dm, h)?;
-    let n1 = rms_norm(tape, dm, a)?;
+    let n1 = norm(tape, dm, a)?;
     tape.accumulate(h, n1, dm.x(dm.d)?)
 }
 
 /// Why a model's backward is not derived here (`None`: it is).
 fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
     let style = spec.training.as_ref().map(|p| (p.style, p));
-    let Some((LayerStyle::Llama, p)) = style else {
+    let Some((LayerStyle::Llama | LayerStyle::Gemma | LayerStyle::Phi3, p)) = style else {
         return Some(format!(
             "the backward of `{}` layers is not derived op by op",
             spec.model_type
@@ -335,6 +496,11 @@ fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
     if !o.pure {
         return Some(
             "the backward under mixed precision or autocast is not derived op by op".into(),
+        );
+    }
+    if o.device == crate::Device::Cuda && o.attn == AttnImpl::Sdpa {
+        return Some(
+            "derived from the CPU kernels; CUDA's SDPA backward allocates its own workspace".into(),
         );
     }
     if o.checkpointing {
@@ -365,10 +531,14 @@ fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
         && spec.layer_kinds().all(|l| {
             let attn = match &l.attention {
                 Attention::Standard(a) => {
-                    a.q_norm.is_none()
-                        && a.k_norm.is_none()
+                    let per_head = |n: Option<llmsize_core::spec::Norm>| {
+                        n.is_none_or(|n| n.kind == NormKind::RmsNorm && n.dim == a.head_dim)
+                    };
+                    per_head(a.q_norm)
+                        && per_head(a.k_norm)
+                        && a.q_norm.is_some() == a.k_norm.is_some()
                         && !a.sinks
-                        && !a.fused_qkv
+                        && a.fused_qkv == (o.style == LayerStyle::Phi3)
                         && !a.o_bias
                         && a.q_bias == a.k_bias
                         && a.k_bias == a.v_bias
@@ -405,6 +575,10 @@ pub(crate) struct Options {
     pub trains_less: bool,
     /// Weights, activations and gradients in one dtype (`--precision pure`).
     pub pure: bool,
+    /// The type's layer code (from its training profile).
+    pub style: LayerStyle,
+    /// The kernels: the rules are torch's CPU ones.
+    pub device: crate::Device,
 }
 
 /// The peak of `loss.backward()` of `spec`, given what the forward retained and the bytes of
@@ -490,10 +664,12 @@ fn walk(tape: &mut Tape, spec: &ModelSpec, o: &Options) -> Result<(), SpecError>
         scores: 0,
         mha: true,
         bias_qkv: false,
+        style: o.style,
+        qk_norm: None,
         sdpa: true,
     };
     tape.at = "the final norm".into();
-    g = rms_norm(tape, &dm0, g)?;
+    g = norm(tape, &dm0, g)?;
     let stack = spec.stacks.first();
     let runs: Vec<_> = stack.map(|s| s.layers.runs().to_vec()).unwrap_or_default();
     for run in runs.iter().rev() {
@@ -504,6 +680,12 @@ fn walk(tape: &mut Tape, spec: &ModelSpec, o: &Options) -> Result<(), SpecError>
         g = run_of_layers(tape, &dm, g, run.start, run.count)?;
     }
     tape.at = "the token embedding".into();
+    if o.style == LayerStyle::Gemma {
+        // `hidden * normalizer` (√d in the dtype): its gradient, then the embedding's.
+        let scaled = tape.alloc(x(d)?)?;
+        tape.free(g);
+        g = scaled;
+    }
     let vd = checked::mul("V·d·e", checked::mul("V·d", v, d)?, e)?;
     if tied {
         // The head's gradient is the embedding's: `AccumulateGrad` sums the two out of place.
@@ -547,6 +729,7 @@ fn layer_dims(
         )?,
         mha: a.num_kv_heads == a.num_heads,
         bias_qkv: a.q_bias,
+        qk_norm: a.q_norm.map(|_| u128::from(a.head_dim)),
         sdpa: o.attn == AttnImpl::Sdpa,
         ..*dm0
     })

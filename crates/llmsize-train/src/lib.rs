@@ -532,6 +532,8 @@ pub fn train(
             checkpointing: options.checkpointing,
             trains_less: frozen_base || !options.freeze.is_empty(),
             pure: options.precision == Precision::Pure,
+            style: profile.map_or(llmsize_core::profile::LayerStyle::Llama, |p| p.style),
+            device: options.device,
         },
         act.retained,
         states.gradient_bytes,

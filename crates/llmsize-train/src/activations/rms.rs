@@ -972,7 +972,11 @@ fn moe_routing(
         0
     };
     let c = if cx.routing_in_dtype {
-        checked::add("32 + renorm + e", checked::add("32 + renorm", 32, renorm)?, e)?
+        checked::add(
+            "32 + renorm + e",
+            checked::add("32 + renorm", 32, renorm)?,
+            e,
+        )?
     } else {
         checked::add("36 + renorm", 36, renorm)?
     };
