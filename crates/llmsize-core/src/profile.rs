@@ -62,6 +62,22 @@ impl LayerStyle {
     }
 }
 
+/// How a MoE router turns its logits into each token's top-k weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Routing {
+    /// A `softmax` over every expert (fp32, saved), then the top k (Mixtral, Qwen3-MoE,
+    /// OLMoE).
+    #[default]
+    SoftmaxThenTopK,
+    /// The top k of the logits, then a `softmax` over those k (Granite-MoE, Aria): no softmax
+    /// over every expert; the k-way softmax's output is saved, in fp32 or (Aria's bf16
+    /// logits) in the dtype.
+    TopKThenSoftmax {
+        /// The router's logits stay in the model's dtype.
+        logits_in_dtype: bool,
+    },
+}
+
 /// What the training arithmetic needs beyond shapes.
 #[allow(
     clippy::struct_excessive_bools,
@@ -87,6 +103,12 @@ pub struct TrainingProfile {
     /// `norm_topk_prob` of Qwen3-MoE, default false): the division saves the weights and
     /// their sum for backward.
     pub topk_renormalized: bool,
+    /// The order of the router's softmax and top-k.
+    pub routing: Routing,
+    /// The token embedding's output is multiplied by a Python scalar before layer 0
+    /// (Granite's `embedding_multiplier`): with a frozen embedding under checkpointing, the
+    /// output becomes a leaf that the multiply's backward holds.
+    pub scaled_embedding_output: bool,
     /// The sliding window is applied (`use_sliding_window` is not false).
     pub sliding_window_applies: bool,
     /// The module names the activation walk sees: the type's own

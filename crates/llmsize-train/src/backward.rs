@@ -498,11 +498,6 @@ fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
             "the backward under mixed precision or autocast is not derived op by op".into(),
         );
     }
-    if o.device == crate::Device::Cuda && o.attn == AttnImpl::Sdpa {
-        return Some(
-            "derived from the CPU kernels; CUDA's SDPA backward allocates its own workspace".into(),
-        );
-    }
     if o.checkpointing {
         return Some(
             "with checkpointing, the recomputed layers' tensors stay held (the truth measures it within a few %)"
@@ -621,7 +616,12 @@ pub(crate) fn backward_peak(
                 transient,
             ),
         ],
-        estimate: None,
+        // The walk is torch's CPU kernels'; on CUDA, SDPA's backward kernels (flash, memory-
+        // efficient) allocate their own workspace, which no op-level rule sees.
+        estimate: (o.device == crate::Device::Cuda && o.attn == AttnImpl::Sdpa).then(|| {
+            "derived from the CPU kernels; CUDA's SDPA backward allocates its own workspace"
+                .to_string()
+        }),
     })
 }
 

@@ -1199,6 +1199,8 @@ mod tests {
             rotary_dims: None,
             routing_weights_in_dtype: false,
             topk_renormalized: true,
+            routing: llmsize_core::profile::Routing::SoftmaxThenTopK,
+            scaled_embedding_output: false,
             sliding_window_applies: true,
             modules: LLAMA_MODULES,
             peft_default: None,

@@ -4,11 +4,51 @@
 //! defaults (transformers 5.24).
 
 use llmsize_core::facts::TypeFacts;
-use llmsize_core::profile::{LayerStyle, TrainingProfile};
+use llmsize_core::profile::{LayerStyle, Routing, TrainingProfile};
 use serde_json::{Map, Value};
 
 fn num(map: &Map<String, Value>, key: &str, default: f64) -> f64 {
     map.get(key).and_then(Value::as_f64).unwrap_or(default)
+}
+
+/// The MLP's activation saves its input, as `SiLU`'s and `GELU`'s derivatives do (`hidden_act`, or
+/// Exaone's `activation_function`; the class default when absent): `ReLU` saves its output,
+/// which is the next op's saved input too, so one tensor fewer is kept.
+fn act_saves_input(map: &Map<String, Value>) -> bool {
+    let act = map
+        .get("hidden_act")
+        .or_else(|| map.get("activation_function"))
+        .and_then(Value::as_str);
+    act.is_none_or(|a| matches!(a, "silu" | "swish" | "gelu" | "gelu_pytorch_tanh" | "relu2"))
+}
+
+/// Distinct entries of `layer_types` (0 without the list).
+fn layer_type_count(map: &Map<String, Value>) -> usize {
+    let mut kinds: Vec<&str> = map
+        .get("layer_types")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    kinds.sort_unstable();
+    kinds.dedup();
+    kinds.len()
+}
+
+/// Some `SmolLM3` layer uses the rotary (`no_rope_layers` holds a 1, or the interval leaves one).
+fn smollm3_has_rope(map: &Map<String, Value>) -> bool {
+    match map.get("no_rope_layers").and_then(Value::as_array) {
+        Some(list) => list.iter().any(|v| v.as_u64() == Some(1)),
+        None => map.get("no_rope_layer_interval").and_then(Value::as_u64) != Some(1),
+    }
+}
+
+/// Every LFM2 layer is attention (`layer_types` all `full_attention`; the config class makes
+/// every layer attention when neither it nor `full_attn_idxs` is given).
+fn lfm2_all_attention(map: &Map<String, Value>) -> bool {
+    match map.get("layer_types").and_then(Value::as_array) {
+        Some(list) => list.iter().all(|v| v.as_str() == Some("full_attention")),
+        None => !map.contains_key("full_attn_idxs"),
+    }
 }
 
 /// The profile of `model_type`, or `None` where its training step is not derived.
@@ -28,13 +68,74 @@ pub(crate) fn profile(
         rotary_dims: rope,
         routing_weights_in_dtype: false,
         topk_renormalized: true,
+        routing: Routing::SoftmaxThenTopK,
+        scaled_embedding_output: false,
         sliding_window_applies: map.get("use_sliding_window").and_then(Value::as_bool)
             != Some(false),
         modules: facts.modules,
         peft_default: facts.peft_default,
     };
-    Some(match model_type {
-        "llama" | "mistral" | "qwen2" | "qwen3" | "mixtral" => base(LayerStyle::Llama),
+    let profile = Some(match model_type {
+        // transformers maps exaone, internlm3 and iquestcoder to `LlamaForCausalLM`
+        // (`auto/modeling_auto.py`); Arcee's layers are llama's with an ungated MLP (relu²,
+        // which saves what a gated MLP's two inputs would).
+        "llama" | "mistral" | "qwen2" | "qwen3" | "mixtral" | "exaone" | "internlm3"
+        | "iquestcoder" | "arcee" => base(LayerStyle::Llama),
+        // CWM: llama's layers with per-layer sliding windows.
+        "cwm" => TrainingProfile {
+            sliding_window_applies: true,
+            ..base(LayerStyle::Llama)
+        },
+        // SmolLM3's NoPE layers skip the rotary; with none left the cos/sin are not kept.
+        "smollm3" if smollm3_has_rope(map) => TrainingProfile {
+            sliding_window_applies: true,
+            ..base(LayerStyle::Llama)
+        },
+        // LFM2's attention layers are llama's with Qwen3's per-head norms (attention dropout
+        // hard-coded to 0); its short-conv layers are not derived.
+        "lfm2" if lfm2_all_attention(map) => TrainingProfile {
+            attention_dropout: false,
+            ..base(LayerStyle::Llama)
+        },
+        // OLMoE and Mellum (`modeling_olmoe.py` `OlmoeTopKRouter`): the top-k weights are cast
+        // to the logits' dtype; renormalised only with `norm_topk_prob` (OLMoE's default
+        // false, Mellum's true). OLMoE's `clip_qkv` clamps in place (a saved clone each): not
+        // derived. Mellum computes one rotary per layer type: one type only.
+        "olmoe" if map.get("clip_qkv").is_none_or(Value::is_null) => TrainingProfile {
+            routing_weights_in_dtype: true,
+            topk_renormalized: map.get("norm_topk_prob").and_then(Value::as_bool) == Some(true),
+            ..base(LayerStyle::Llama)
+        },
+        "mellum" if layer_type_count(map) <= 1 => TrainingProfile {
+            routing_weights_in_dtype: true,
+            topk_renormalized: map.get("norm_topk_prob").and_then(Value::as_bool) != Some(false),
+            ..base(LayerStyle::Llama)
+        },
+        // Granite (`modeling_granite.py`): llama's layers with scalar multipliers (embedding,
+        // residual, attention, logits), which save nothing; the embedding's one matters
+        // under checkpointing with a frozen embedding.
+        "granite" => TrainingProfile {
+            scaled_embedding_output: true,
+            ..base(LayerStyle::Llama)
+        },
+        // Granite-MoE (`GraniteMoeTopKGating`): top-k on the fp32 logits, then a softmax over
+        // the k, cast to the dtype.
+        "granitemoe" | "granitemoeshared" => TrainingProfile {
+            routing_weights_in_dtype: true,
+            routing: Routing::TopKThenSoftmax {
+                logits_in_dtype: false,
+            },
+            scaled_embedding_output: true,
+            ..base(LayerStyle::Llama)
+        },
+        // Aria (`AriaTextMoELayer`): top-k on the bf16 logits, then a softmax over the k.
+        "aria_text" => TrainingProfile {
+            routing_weights_in_dtype: true,
+            routing: Routing::TopKThenSoftmax {
+                logits_in_dtype: true,
+            },
+            ..base(LayerStyle::Llama)
+        },
         "qwen3_moe" => TrainingProfile {
             routing_weights_in_dtype: true,
             topk_renormalized: map.get("norm_topk_prob").and_then(Value::as_bool) == Some(true),
@@ -94,5 +195,6 @@ pub(crate) fn profile(
             ..base(LayerStyle::Starcoder2)
         },
         _ => return None,
-    })
+    });
+    profile.filter(|p| p.style != LayerStyle::Llama || act_saves_input(map))
 }

@@ -109,6 +109,8 @@ fn estimate(input: &ActInput<'_>) -> Result<Activations, SpecError> {
         rotary_dims: head_dim,
         routing_weights_in_dtype: false,
         topk_renormalized: true,
+        routing: llmsize_core::profile::Routing::SoftmaxThenTopK,
+        scaled_embedding_output: false,
         sliding_window_applies: true,
         modules: LLAMA_MODULES,
         peft_default: None,

@@ -338,6 +338,7 @@ struct Cx<'a> {
     routing_in_dtype: bool,
     /// The top-k weights are divided by their sum (see `TrainingProfile::topk_renormalized`).
     topk_renorm: bool,
+    routing: llmsize_core::profile::Routing,
     lora: Option<&'a Lora>,
 }
 
@@ -949,12 +950,16 @@ fn moe_routing(
     ads: &Ads,
     parts: &mut Vec<Part>,
 ) -> Result<(), SpecError> {
+    use llmsize_core::profile::Routing;
     let Dims { t, d, e, .. } = cx.dm;
     let mut router = Sum::default();
-    router.add("4TE", &[4, t, en])?;
+    let mut what_router = if cx.routing == Routing::SoftmaxThenTopK {
+        router.add("4TE", &[4, t, en])?;
+        String::from("router: fp32 softmax over the experts, int32 offsets per expert")
+    } else {
+        String::from("router: int32 offsets per expert (the softmax is over the top k)")
+    };
     router.add("4E", &[4, en])?;
-    let mut what_router =
-        String::from("router: fp32 softmax over the experts, int32 offsets per expert");
     if ads.router {
         router.add("eTd", &[e, t, d])?;
         router.add("edE", &[e, d, en])?;
@@ -964,31 +969,41 @@ fn moe_routing(
     }
     push(parts, "moe_router", what_router, Place::Sharded, router);
     let mut routing = Sum::default();
-    // The renormalisation (`w / w.sum(-1)`) saves the fp32 sum and the fp32 weights.
-    let renorm: u128 = if cx.topk_renorm {
-        routing.add("4T", &[4, t])?;
-        4
+    let mut what = vec!["routing: int64 top-k indices, token index, sort and inverse permutations"];
+    // 32 bytes per routed row of int64 indices; then what the weights' path saves.
+    let mut c: u128 = 32;
+    match cx.routing {
+        // The renormalisation (`w / w.sum(-1)`) saves the fp32 sum and the fp32 weights.
+        Routing::SoftmaxThenTopK if cx.topk_renorm => {
+            routing.add("4T", &[4, t])?;
+            c = checked::add("c + 4", c, 4)?;
+            what.push("the top-k renormalisation (fp32)");
+        }
+        Routing::SoftmaxThenTopK => {}
+        Routing::TopKThenSoftmax { logits_in_dtype } => {
+            c = checked::add("c + softmax bytes", c, if logits_in_dtype { e } else { 4 })?;
+            what.push(if logits_in_dtype {
+                "the softmax over the top k (in the dtype)"
+            } else {
+                "the softmax over the top k (fp32)"
+            });
+        }
+    }
+    c = checked::add(
+        "c + weight bytes",
+        c,
+        if cx.routing_in_dtype { e } else { 4 },
+    )?;
+    what.push(if cx.routing_in_dtype {
+        "per-row weights in the dtype"
     } else {
-        0
-    };
-    let c = if cx.routing_in_dtype {
-        checked::add(
-            "32 + renorm + e",
-            checked::add("32 + renorm", 32, renorm)?,
-            e,
-        )?
-    } else {
-        checked::add("36 + renorm", 36, renorm)?
-    };
+        "fp32 per-row weights"
+    });
     routing.add(format!("{c}Tk"), &[c, t, k])?;
     push(
         parts,
         "moe_routing",
-        if cx.routing_in_dtype {
-            "routing: top-k renormalisation, int64 top-k indices, token index, sort and inverse permutations; top-k and per-row weights in the dtype"
-        } else {
-            "routing: top-k renormalisation, int64 top-k indices, token index, sort and inverse permutations; fp32 top-k and per-row weights"
-        },
+        what.join("; "),
         Place::Replicated,
         routing,
     );
@@ -1500,6 +1515,28 @@ fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, Spe
     let mut outside_parts = outside_parts(&cx, input, walk.head_dim, head_trained, &mut why)?;
     if input.checkpointing {
         checkpointed(&cx, input, &masks, &mut walk, &mut outside_parts)?;
+        // The embedding is frozen under LoRA too (unless an adapter trains it).
+        let frozen = emb_frozen
+            || lora.is_some_and(|l| {
+                !l.modules
+                    .iter()
+                    .any(|m| m.kind == TensorKind::TokenEmbedding)
+            });
+        if frozen && input.profile.is_some_and(|p| p.scaled_embedding_output) {
+            // `enable_input_require_grads` makes the frozen embedding's output a
+            // grad-requiring leaf; the scaling's `MulBackward0` holds it through its
+            // `AccumulateGrad`, beside layer 0's (scaled) input.
+            let Dims { t, d, e, .. } = cx.dm;
+            let mut leaf = Sum::default();
+            leaf.add("eTd", &[e, t, d])?;
+            push(
+                &mut outside_parts,
+                "ckpt_embedding_leaf",
+                "the token embedding output, a grad-requiring leaf (enable_input_require_grads) held by the scaling's backward",
+                Place::Outside,
+                leaf,
+            );
+        }
     }
     let outside = checked::sum(
         "activations outside the layers",
@@ -1586,6 +1623,7 @@ fn context<'a>(
         attention_dropout,
         routing_in_dtype: input.profile.is_some_and(|p| p.routing_weights_in_dtype),
         topk_renorm: input.profile.is_none_or(|p| p.topk_renormalized),
+        routing: input.profile.map(|p| p.routing).unwrap_or_default(),
         lora,
     })
 }
@@ -2509,6 +2547,8 @@ mod tests {
             rotary_dims: Some(m.hd),
             routing_weights_in_dtype: m.routing_in_dtype,
             topk_renormalized: true,
+            routing: llmsize_core::profile::Routing::SoftmaxThenTopK,
+            scaled_embedding_output: false,
             sliding_window_applies: true,
             modules: LLAMA_MODULES,
             peft_default: None,
