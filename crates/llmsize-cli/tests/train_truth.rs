@@ -212,8 +212,12 @@ fn every_measured_step_of_the_ground_truth() {
 #[test]
 fn every_measured_step_of_the_held_out_models() {
     // 14 models of the same families, never looked at while deriving the rules' shapes.
-    let (cases, _) = check(DIR, "holdout.json");
-    assert!(cases >= 180, "{cases} cases");
+    // Backward peaks derived for Llama-3-8B, TinyLlama, Qwen2-0.5B, Qwen3-1.7B, Gemma-2B: 22.
+    let (cases, backward) = check(DIR, "holdout.json");
+    assert!(
+        cases >= 180 && backward >= 22,
+        "{cases} cases, {backward} backward peaks"
+    );
 }
 
 #[test]
