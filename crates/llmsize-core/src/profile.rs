@@ -109,6 +109,9 @@ pub struct TrainingProfile {
     /// (Granite's `embedding_multiplier`): with a frozen embedding under checkpointing, the
     /// output becomes a leaf that the multiply's backward holds.
     pub scaled_embedding_output: bool,
+    /// The backward's op rules (`llmsize-train`'s `backward`) were traced on this type's code:
+    /// its backward peak is derived, not estimated.
+    pub backward_traced: bool,
     /// The sliding window is applied (`use_sliding_window` is not false).
     pub sliding_window_applies: bool,
     /// The module names the activation walk sees: the type's own

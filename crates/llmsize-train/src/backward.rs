@@ -490,6 +490,12 @@ fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
             spec.model_type
         ));
     };
+    if !p.backward_traced {
+        return Some(format!(
+            "the backward of `{}`'s code is not traced op by op",
+            spec.model_type
+        ));
+    }
     if o.trains_less {
         return Some("the backward of LoRA or frozen parts is not derived op by op".into());
     }

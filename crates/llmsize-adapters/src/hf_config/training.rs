@@ -70,6 +70,7 @@ pub(crate) fn profile(
         topk_renormalized: true,
         routing: Routing::SoftmaxThenTopK,
         scaled_embedding_output: false,
+        backward_traced: false,
         sliding_window_applies: map.get("use_sliding_window").and_then(Value::as_bool)
             != Some(false),
         modules: facts.modules,
@@ -79,11 +80,19 @@ pub(crate) fn profile(
         // transformers maps exaone, internlm3 and iquestcoder to `LlamaForCausalLM`
         // (`auto/modeling_auto.py`); Arcee's layers are llama's with an ungated MLP (relu²,
         // which saves what a gated MLP's two inputs would).
-        "llama" | "mistral" | "qwen2" | "qwen3" | "mixtral" | "exaone" | "internlm3"
-        | "iquestcoder" | "arcee" => base(LayerStyle::Llama),
+        // The backward's op rules were traced on llama's, Qwen2's (q/k/v biases) and Qwen3's
+        // (per-head norms) code, which Mistral's and the `LlamaForCausalLM` types' are.
+        "llama" | "mistral" | "qwen2" | "qwen3" | "exaone" | "internlm3" | "iquestcoder" => {
+            TrainingProfile {
+                backward_traced: true,
+                ..base(LayerStyle::Llama)
+            }
+        }
+        "mixtral" | "arcee" => base(LayerStyle::Llama),
         // CWM: llama's layers with per-layer sliding windows.
         "cwm" => TrainingProfile {
             sliding_window_applies: true,
+            backward_traced: true,
             ..base(LayerStyle::Llama)
         },
         // SmolLM3's NoPE layers skip the rotary; with none left the cos/sin are not kept.
@@ -95,6 +104,7 @@ pub(crate) fn profile(
         // hard-coded to 0); its short-conv layers are not derived.
         "lfm2" if lfm2_all_attention(map) => TrainingProfile {
             attention_dropout: false,
+            backward_traced: true,
             ..base(LayerStyle::Llama)
         },
         // OLMoE and Mellum (`modeling_olmoe.py` `OlmoeTopKRouter`): the top-k weights are cast
@@ -145,9 +155,13 @@ pub(crate) fn profile(
         // re-run whole (a dropout mask is its last saved tensor).
         "phi3" => TrainingProfile {
             hidden_dropout: on("resid_pdrop", 0.0),
+            backward_traced: true,
             ..base(LayerStyle::Phi3)
         },
-        "gemma" => base(LayerStyle::Gemma),
+        "gemma" => TrainingProfile {
+            backward_traced: true,
+            ..base(LayerStyle::Gemma)
+        },
         "gemma2" => base(LayerStyle::Gemma2),
         "olmo2" => base(LayerStyle::Olmo2),
         "gpt2" => TrainingProfile {

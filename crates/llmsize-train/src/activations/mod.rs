@@ -111,6 +111,7 @@ fn estimate(input: &ActInput<'_>) -> Result<Activations, SpecError> {
         topk_renormalized: true,
         routing: llmsize_core::profile::Routing::SoftmaxThenTopK,
         scaled_embedding_output: false,
+        backward_traced: false,
         sliding_window_applies: true,
         modules: LLAMA_MODULES,
         peft_default: None,
