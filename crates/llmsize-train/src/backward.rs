@@ -108,6 +108,9 @@ struct Dims {
     /// (chunked) and rotates `q[..., :rotary_dim]` concatenated with the rest; Gemma's norms
     /// are `(x.float() · rsqrt(…)) · (1 + weight.float())`, cast back at the end.
     style: LayerStyle,
+    /// LoRA of this rank on every linear of the layers (peft's all-linear), on a frozen base:
+    /// no base gradients, the adapters' in fp32.
+    lora: Option<u128>,
     /// Qwen3's per-head `q_norm`/`k_norm` (RMSNorm over `head_dim`, before the rotary).
     qk_norm: Option<u128>,
     sdpa: bool,
@@ -140,19 +143,72 @@ fn linear(tape: &mut Tape, dm: &Dims, k: u128, n: u128, bias: bool) -> Result<Bu
     }
 }
 
+/// A projection as the step trains it: the full layer's gradients, or, under LoRA, peft's
+/// `lora.Linear` (`result = base(x) + lora_B(lora_A(x.float())) · scaling`, cast back): the
+/// fp32 adapters' gradients and, where `x` requires grad, the two paths' input gradients
+/// summed. `g` is freed here under LoRA when given (not shared), by the caller otherwise.
+fn project(
+    tape: &mut Tape,
+    dm: &Dims,
+    (k, n, bias): (u128, u128, bool),
+    g: Option<Buf>,
+    x_rg: bool,
+) -> Result<Option<Buf>, Overflow> {
+    let Some(r) = dm.lora else {
+        return linear(tape, dm, k, n, bias).map(Some);
+    };
+    let f = |w: u128| checked::mul("t·w·4", checked::mul("t·w", dm.t, w)?, 4);
+    // `.to(dtype)` of the fp32 sum, the sum's bf16 branch (the base output, where it needs a
+    // gradient), `· scaling`.
+    let a = tape.alloc(f(n)?)?;
+    if let Some(g) = g {
+        tape.free(g);
+    }
+    let base = if x_rg {
+        Some(tape.alloc(dm.x(n)?)?)
+    } else {
+        None
+    };
+    let c = tape.alloc(f(n)?)?;
+    tape.free(a);
+    // lora_B then lora_A (fp32 `mm`s: the weight's gradient first).
+    tape.grad(checked::mul("n·r·4", checked::mul("n·r", n, r)?, 4)?)?;
+    let ga = tape.alloc(f(r)?)?;
+    tape.free(c);
+    tape.grad(checked::mul("r·k·4", checked::mul("r·k", r, k)?, 4)?)?;
+    let Some(base) = base else {
+        tape.free(ga);
+        return Ok(None);
+    };
+    let gx = tape.alloc(f(k)?)?;
+    tape.free(ga);
+    let gxb = tape.alloc(dm.x(k)?)?;
+    tape.free(gx);
+    let xb = tape.alloc(dm.x(k)?)?;
+    tape.free(base);
+    tape.accumulate(gxb, xb, dm.x(k)?).map(Some)
+}
+
 /// `LlamaRMSNorm` (`modeling_llama.py`): `weight * (x.float() * rsqrt(mean(x²) + eps)).to(dtype)`
 /// over `rows` rows of `dim`; frees `g`, returns the input's gradient.
-fn rms_norm(tape: &mut Tape, e: u128, (rows, dim): (u128, u128), g: Buf) -> Result<Buf, Overflow> {
+fn rms_norm(
+    tape: &mut Tape,
+    (e, train): (u128, bool),
+    (rows, dim): (u128, u128),
+    g: Buf,
+) -> Result<Buf, Overflow> {
     let up = e != 4;
     let elems = checked::mul("rows·dim", rows, dim)?;
     let f = checked::mul("rows·dim·4", elems, 4)?;
     let x = checked::mul("rows·dim·e", elems, e)?;
     let row = checked::mul("rows·4", rows, 4)?;
-    // weight * h: g·w for h, g·h summed over the rows for the weight.
+    // weight * h: g·w for h, g·h summed over the rows for the weight (when trained).
     let a = tape.alloc(x)?;
-    let b = tape.alloc(x)?;
-    tape.grad(checked::mul("dim·e", dim, e)?)?;
-    tape.free(b);
+    if train {
+        let b = tape.alloc(x)?;
+        tape.grad(checked::mul("dim·e", dim, e)?)?;
+        tape.free(b);
+    }
     tape.free(g);
     let c = if up {
         let c = tape.alloc(f)?;
@@ -258,7 +314,7 @@ fn norm(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
     if dm.style == LayerStyle::Gemma {
         gemma_rms_norm(tape, dm.e, (dm.t, dm.d), g)
     } else {
-        rms_norm(tape, dm.e, (dm.t, dm.d), g)
+        rms_norm(tape, (dm.e, dm.lora.is_none()), (dm.t, dm.d), g)
     }
 }
 
@@ -323,12 +379,14 @@ fn eager_core(tape: &mut Tape, dm: &Dims, x: Buf) -> Result<(Buf, Buf, Buf), Ove
 }
 
 /// A llama attention block (q/k/v/o projections, rotary, SDPA or eager): `g` is the
-/// gradient of its output (the residual stream's, shared: not freed); returns the gradient
-/// of its input.
-fn attention(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
+/// gradient of its output, shared with the residual stream where the block's input needs a
+/// gradient (`x_rg`), else this block's alone (freed here); returns the gradient of its
+/// input, if it needs one.
+fn attention(tape: &mut Tape, dm: &Dims, g: Buf, x_rg: bool) -> Result<Option<Buf>, Overflow> {
     tape.at.push_str("attention");
-    let _ = g;
-    let x = linear(tape, dm, dm.q, dm.d, false)?;
+    let own = (!x_rg).then_some(g);
+    let x = project(tape, dm, (dm.q, dm.d, false), own, true)?;
+    let x = or_empty(tape, x)?;
     let (gq, gk, gv) = if dm.sdpa {
         let gq = tape.alloc(dm.x(dm.q)?)?;
         let gk = tape.alloc(dm.x(dm.kv)?)?;
@@ -339,7 +397,7 @@ fn attention(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
         eager_core(tape, dm, x)?
     };
     if dm.style == LayerStyle::Phi3 {
-        return phi3_qkv(tape, dm, (gq, gk, gv));
+        return phi3_qkv(tape, dm, (gq, gk, gv)).map(Some);
     }
     let rk = rope(tape, dm.x(dm.kv)?, gk)?;
     let rq = rope(tape, dm.x(dm.q)?, gq)?;
@@ -350,16 +408,33 @@ fn attention(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
     } else {
         contiguous(tape, dm.x(dm.kv)?, gv)?
     };
-    let xv = linear(tape, dm, dm.d, dm.kv, dm.bias_qkv)?;
+    let kv = (dm.d, dm.kv, dm.bias_qkv);
+    let xv = project(tape, dm, kv, Some(v_in), x_rg)?;
     tape.free(v_in);
     let k_in = head_norm(tape, dm, dm.kv, rk)?;
-    let xk = linear(tape, dm, dm.d, dm.kv, dm.bias_qkv)?;
+    let xk = project(tape, dm, kv, Some(k_in), x_rg)?;
     tape.free(k_in);
-    let acc = tape.accumulate(xv, xk, dm.x(dm.d)?)?;
-    let q_in = head_norm(tape, dm, dm.q, rq)?;
-    let xq = linear(tape, dm, dm.d, dm.q, dm.bias_qkv)?;
-    tape.free(q_in);
-    tape.accumulate(acc, xq, dm.x(dm.d)?)
+    let q_in = head_norm_after(tape, dm, rq, (xv, xk))?;
+    let xq = project(tape, dm, (dm.d, dm.q, dm.bias_qkv), Some(q_in.0), x_rg)?;
+    tape.free(q_in.0);
+    match (q_in.1, xq) {
+        (Some(acc), Some(xq)) => tape.accumulate(acc, xq, dm.x(dm.d)?).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// v's and k's input gradients summed (where there are), then q's way to its projection.
+fn head_norm_after(
+    tape: &mut Tape,
+    dm: &Dims,
+    rq: Buf,
+    (xv, xk): (Option<Buf>, Option<Buf>),
+) -> Result<(Buf, Option<Buf>), Overflow> {
+    let acc = match (xv, xk) {
+        (Some(v), Some(k)) => Some(tape.accumulate(v, k, dm.x(dm.d)?)?),
+        _ => None,
+    };
+    Ok((head_norm(tape, dm, dm.q, rq)?, acc))
 }
 
 /// q's or k's gradient on its way to the projection: through the per-head norm where there is
@@ -370,7 +445,7 @@ fn head_norm(tape: &mut Tape, dm: &Dims, width: u128, g: Buf) -> Result<Buf, Ove
             let heads = width.checked_div(hd).unwrap_or(0);
             rms_norm(
                 tape,
-                dm.e,
+                (dm.e, dm.lora.is_none()),
                 (checked::mul("tokens·heads", dm.t, heads)?, hd),
                 g,
             )?
@@ -437,12 +512,22 @@ fn contiguous(tape: &mut Tape, bytes: u128, g: Buf) -> Result<Buf, Overflow> {
     Ok(c)
 }
 
+/// A projection's input gradient where its input needs one (always, for the callers): an
+/// empty buffer otherwise, never reached.
+fn or_empty(tape: &mut Tape, x: Option<Buf>) -> Result<Buf, Overflow> {
+    match x {
+        Some(x) => Ok(x),
+        None => tape.alloc(0),
+    }
+}
+
 /// `LlamaMLP`: `down(act(gate(x)) * up(x))`; `g` shared (not freed); returns the input's
 /// gradient.
 fn mlp(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
     tape.at.push_str("MLP");
     let _ = g;
-    let xd = linear(tape, dm, dm.ff, dm.d, false)?;
+    let xd = project(tape, dm, (dm.ff, dm.d, false), None, true)?;
+    let xd = or_empty(tape, xd)?;
     let ga = tape.alloc(dm.x(dm.ff)?)?;
     let gu = tape.alloc(dm.x(dm.ff)?)?;
     tape.free(xd);
@@ -455,30 +540,41 @@ fn mlp(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
         let cat = tape.alloc(dm.x(two)?)?;
         tape.free(gs);
         tape.free(gu);
-        let x = linear(tape, dm, dm.d, two, false)?;
+        let x = project(tape, dm, (dm.d, two, false), Some(cat), true)?;
+        let x = or_empty(tape, x)?;
         tape.free(cat);
         return Ok(x);
     }
-    let xu = linear(tape, dm, dm.d, dm.ff, false)?;
+    let xu = project(tape, dm, (dm.d, dm.ff, false), Some(gu), true)?;
+    let xu = or_empty(tape, xu)?;
     tape.free(gu);
     let gs = tape.alloc(dm.x(dm.ff)?)?;
     tape.free(ga);
-    let xg = linear(tape, dm, dm.d, dm.ff, false)?;
+    let xg = project(tape, dm, (dm.d, dm.ff, false), Some(gs), true)?;
+    let xg = or_empty(tape, xg)?;
     tape.free(gs);
     tape.accumulate(xu, xg, dm.x(dm.d)?)
 }
 
 /// One pre-norm decoder layer: `h = x + attn(norm1(x)); y = h + mlp(norm2(h))`; frees `g`,
-/// returns the gradient of the layer's input.
-fn layer(tape: &mut Tape, dm: &Dims, g: Buf, name: &str) -> Result<Buf, Overflow> {
+/// returns the gradient of the layer's input where it needs one (`x_rg`: not layer 0's
+/// under LoRA, whose input is the frozen embedding's output).
+fn layer(
+    tape: &mut Tape,
+    dm: &Dims,
+    g: Buf,
+    (name, x_rg): (&str, bool),
+) -> Result<Option<Buf>, Overflow> {
     tape.at = format!("{name}'s ");
     let m = mlp(tape, dm, g)?;
     let n2 = norm(tape, dm, m)?;
     let h = tape.accumulate(g, n2, dm.x(dm.d)?)?;
     tape.at = format!("{name}'s ");
-    let a = attention(tape, dm, h)?;
+    let Some(a) = attention(tape, dm, h, x_rg)? else {
+        return Ok(None);
+    };
     let n1 = norm(tape, dm, a)?;
-    tape.accumulate(h, n1, dm.x(dm.d)?)
+    tape.accumulate(h, n1, dm.x(dm.d)?).map(Some)
 }
 
 /// Why a model's backward is not derived here (`None`: it is).
@@ -497,7 +593,13 @@ fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
         ));
     }
     if o.trains_less {
-        return Some("the backward of LoRA or frozen parts is not derived op by op".into());
+        return Some(
+            "the backward of frozen parts, or of LoRA other than every linear of the layers, is not derived op by op"
+                .into(),
+        );
+    }
+    if o.lora.is_some() && (o.e == 4 || o.style != LayerStyle::Llama) {
+        return Some("the backward of LoRA is derived for 16-bit llama-layout bases only".into());
     }
     if !o.pure {
         return Some(
@@ -572,8 +674,12 @@ pub(crate) struct Options {
     pub e: u128,
     pub attn: AttnImpl,
     pub checkpointing: bool,
-    /// LoRA, or frozen parts: some gradients are not made.
+    /// Frozen parts, or LoRA other than what [`Options::lora`] describes: some gradients
+    /// are not made.
     pub trains_less: bool,
+    /// LoRA of this rank on every linear of the decoder layers (and nothing else), without
+    /// dropout or DoRA.
+    pub lora: Option<u128>,
     /// Weights, activations and gradients in one dtype (`--precision pure`).
     pub pure: bool,
     /// The type's layer code (from its training profile).
@@ -657,7 +763,9 @@ fn walk(tape: &mut Tape, spec: &ModelSpec, o: &Options) -> Result<(), SpecError>
         c
     };
     tape.at = "the output head".into();
-    let head_grad = tape.grad(checked::mul("V·d·e", checked::mul("V·d", v, d)?, e)?)?;
+    let full = o.lora.is_none();
+    let vd = checked::mul("V·d·e", checked::mul("V·d", v, d)?, e)?;
+    let head_grad = if full { Some(tape.grad(vd)?) } else { None };
     let mut g = tape.alloc(x(d)?)?;
     tape.free(c);
     let dm0 = Dims {
@@ -671,6 +779,7 @@ fn walk(tape: &mut Tape, spec: &ModelSpec, o: &Options) -> Result<(), SpecError>
         mha: true,
         bias_qkv: false,
         style: o.style,
+        lora: o.lora,
         qk_norm: None,
         sdpa: true,
     };
@@ -683,8 +792,26 @@ fn walk(tape: &mut Tape, spec: &ModelSpec, o: &Options) -> Result<(), SpecError>
             continue;
         };
         let dm = layer_dims(kind, &dm0, o)?;
-        g = run_of_layers(tape, &dm, g, run.start, run.count)?;
+        // Under LoRA layer 0's input (the frozen embedding's output) needs no gradient.
+        let first = u64::from(!(full || run.start > 0));
+        if run.count > first {
+            let (start, count) = (
+                run.start.saturating_add(first),
+                run.count.saturating_sub(first),
+            );
+            match run_of_layers(tape, &dm, g, (start, count), true)? {
+                Some(next) => g = next,
+                None => return Ok(()),
+            }
+        }
+        if first == 1 {
+            run_of_layers(tape, &dm, g, (0, 1), false)?;
+            return Ok(());
+        }
     }
+    let Some(head_grad) = head_grad else {
+        return Ok(());
+    };
     tape.at = "the token embedding".into();
     if o.style == LayerStyle::Gemma {
         // `hidden * normalizer` (√d in the dtype): its gradient, then the embedding's.
@@ -692,7 +819,6 @@ fn walk(tape: &mut Tape, spec: &ModelSpec, o: &Options) -> Result<(), SpecError>
         tape.free(g);
         g = scaled;
     }
-    let vd = checked::mul("V·d·e", checked::mul("V·d", v, d)?, e)?;
     if tied {
         // The head's gradient is the embedding's: `AccumulateGrad` sums the two out of place.
         let dense = tape.alloc(vd)?;
@@ -747,9 +873,9 @@ fn run_of_layers(
     tape: &mut Tape,
     dm: &Dims,
     g: Buf,
-    start: u64,
-    count: u64,
-) -> Result<Buf, SpecError> {
+    (start, count): (u64, u64),
+    x_rg: bool,
+) -> Result<Option<Buf>, SpecError> {
     let before = (
         tape.peak,
         tape.peak_grads,
@@ -762,7 +888,7 @@ fn run_of_layers(
     } else {
         format!("layer {start}, the last of {count} like it to run")
     };
-    let out = layer(tape, dm, g, &name)?;
+    let out = layer(tape, dm, g, (&name, x_rg))?;
     // The layers of the run that run before the last add the same gradients each.
     let more = checked::mul(
         "gradients·layers",

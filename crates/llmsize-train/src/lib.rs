@@ -522,6 +522,9 @@ pub fn train(
         seq: options.seq_len,
     })?;
 
+    let lora_all = lora
+        .as_ref()
+        .and_then(|p| every_layer_linear(p, spec, options.base_format.is_some()));
     let bwd = backward::backward_peak(
         spec,
         &backward::Options {
@@ -530,7 +533,8 @@ pub fn train(
             e: u128::from(options.dtype.bytes()),
             attn: options.attn,
             checkpointing: options.checkpointing,
-            trains_less: frozen_base || !options.freeze.is_empty(),
+            trains_less: (frozen_base && lora_all.is_none()) || !options.freeze.is_empty(),
+            lora: lora_all,
             pure: options.precision == Precision::Pure,
             style: profile.map_or(llmsize_core::profile::LayerStyle::Llama, |p| p.style),
             device: options.device,
@@ -660,4 +664,32 @@ fn step_peak(
         ),
     ];
     Ok((sum(&terms, "step peak")?, terms))
+}
+
+/// The rank of a LoRA plan that adapts every linear of a llama-layout model's layers (q, k,
+/// v, o, gate, up, down, in every layer) and nothing else, without dropout, DoRA or a
+/// quantized base: the plan the backward's rules were traced on.
+fn every_layer_linear(plan: &LoraPlan, spec: &ModelSpec, quantized: bool) -> Option<u128> {
+    use TensorKind as K;
+    let layers = spec.stacks.iter().map(|s| s.layers.len()).sum::<u64>();
+    let want = [
+        K::AttnQ,
+        K::AttnK,
+        K::AttnV,
+        K::AttnOutput,
+        K::FfnGate,
+        K::FfnUp,
+        K::FfnDown,
+    ];
+    let plain = plan.modules.iter().all(|m| {
+        want.contains(&m.kind)
+            && m.layers == layers
+            && m.copies == 1
+            && !m.param_wrapper
+            && m.rank == plan.rank
+    });
+    let all = want
+        .iter()
+        .all(|k| plan.modules.iter().any(|m| m.kind == *k));
+    (plain && all && !plan.dropout && !plan.dora && !quantized).then_some(u128::from(plan.rank))
 }
