@@ -204,11 +204,12 @@ fn check(dir: &str, file: &str) -> (usize, usize) {
 
 #[test]
 fn every_measured_step_of_the_ground_truth() {
-    // 9 models: 79 full fine-tuning runs, 34 step-FLOP cases, 72 LoRA steps; the backward of
-    // the llama-layout ones (Llama-2, Mistral, Qwen2.5) is derived op by op: 16 runs.
+    // 9 models: 79 full fine-tuning runs, 34 step-FLOP cases, 72 LoRA steps; the backward is
+    // derived op by op for Llama-2, Mistral, Qwen2.5 and Phi-3: 18 runs, and 12 LoRA steps
+    // (all-linear and q/v).
     let (cases, backward) = check(DIR, "train.json");
     assert!(
-        cases >= 180 && backward >= 16,
+        cases >= 180 && backward >= 30,
         "{cases} cases, {backward} backward peaks"
     );
 }
@@ -227,10 +228,10 @@ fn every_measured_step_of_the_held_out_models() {
 #[test]
 fn every_causal_lm_type_is_exact_or_says_it_is_not() {
     // 151 types' shrunk class-default configs: every figure llmsize calls exact equals the
-    // oracle's (74 full fine-tuning runs today, and 9 backward peaks).
+    // oracle's (134 full fine-tuning runs today, and 41 backward peaks, 8 of them LoRA).
     let (cases, backward) = check(REST, "train.json");
     assert!(
-        cases >= 1000 && backward >= 9,
+        cases >= 1000 && backward >= 41,
         "{cases} cases, {backward} backward peaks"
     );
 }

@@ -35,6 +35,28 @@ pub struct BackwardPeak {
     pub estimate: Option<String>,
 }
 
+/// LoRA on a frozen base: its rank and the projections it adapts in every decoder layer, in
+/// the order q, k, v, o, gate, up, down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Adapters {
+    /// The rank.
+    pub rank: u128,
+    /// q, k, v, o, gate, up, down.
+    pub on: [bool; 7],
+}
+
+/// The projections of a layer, indexing [`Adapters::on`].
+#[derive(Debug, Clone, Copy)]
+enum Proj {
+    Q = 0,
+    K = 1,
+    V = 2,
+    O = 3,
+    Gate = 4,
+    Up = 5,
+    Down = 6,
+}
+
 /// One buffer of the tape.
 #[derive(Debug, Clone, Copy)]
 struct Buf(usize);
@@ -110,7 +132,7 @@ struct Dims {
     style: LayerStyle,
     /// LoRA of this rank on every linear of the layers (peft's all-linear), on a frozen base:
     /// no base gradients, the adapters' in fp32.
-    lora: Option<u128>,
+    lora: Option<Adapters>,
     /// Qwen3's per-head `q_norm`/`k_norm` (RMSNorm over `head_dim`, before the rotary).
     qk_norm: Option<u128>,
     sdpa: bool,
@@ -150,13 +172,22 @@ fn linear(tape: &mut Tape, dm: &Dims, k: u128, n: u128, bias: bool) -> Result<Bu
 fn project(
     tape: &mut Tape,
     dm: &Dims,
-    (k, n, bias): (u128, u128, bool),
+    (k, n, bias, which): (u128, u128, bool, Proj),
     g: Option<Buf>,
     x_rg: bool,
 ) -> Result<Option<Buf>, Overflow> {
-    let Some(r) = dm.lora else {
+    let Some(ads) = dm.lora else {
         return linear(tape, dm, k, n, bias).map(Some);
     };
+    if !ads.on.get(which as usize).copied().unwrap_or(false) {
+        // A frozen projection: its input's gradient only, where it needs one.
+        return if x_rg {
+            tape.alloc(dm.x(k)?).map(Some)
+        } else {
+            Ok(None)
+        };
+    }
+    let r = ads.rank;
     let f = |w: u128| checked::mul("t·w·4", checked::mul("t·w", dm.t, w)?, 4);
     // `.to(dtype)` of the fp32 sum, the sum's bf16 branch (the base output, where it needs a
     // gradient), `· scaling`.
@@ -385,12 +416,23 @@ fn eager_core(tape: &mut Tape, dm: &Dims, x: Buf) -> Result<(Buf, Buf, Buf), Ove
 fn attention(tape: &mut Tape, dm: &Dims, g: Buf, x_rg: bool) -> Result<Option<Buf>, Overflow> {
     tape.at.push_str("attention");
     let own = (!x_rg).then_some(g);
-    let x = project(tape, dm, (dm.q, dm.d, false), own, true)?;
+    let x = project(tape, dm, (dm.q, dm.d, false, Proj::O), own, true)?;
+    if !x_rg {
+        tape.free(g);
+    }
     let x = or_empty(tape, x)?;
+    // Which of q, k, v need a gradient: all where the input does, else the adapted ones.
+    let rg = |p: Proj| x_rg || dm.lora.is_some_and(|a| a.on.get(p as usize) == Some(&true));
     let (gq, gk, gv) = if dm.sdpa {
         let gq = tape.alloc(dm.x(dm.q)?)?;
         let gk = tape.alloc(dm.x(dm.kv)?)?;
         let gv = tape.alloc(dm.x(dm.kv)?)?;
+        // The kernel returns all three; the engine drops those no input needs.
+        for (p, b) in [(Proj::Q, gq), (Proj::K, gk), (Proj::V, gv)] {
+            if !rg(p) {
+                tape.free(b);
+            }
+        }
         tape.free(x);
         (gq, gk, gv)
     } else {
@@ -399,42 +441,63 @@ fn attention(tape: &mut Tape, dm: &Dims, g: Buf, x_rg: bool) -> Result<Option<Bu
     if dm.style == LayerStyle::Phi3 {
         return phi3_qkv(tape, dm, (gq, gk, gv)).map(Some);
     }
-    let rk = rope(tape, dm.x(dm.kv)?, gk)?;
-    let rq = rope(tape, dm.x(dm.q)?, gq)?;
+    let rk = if rg(Proj::K) {
+        Some(rope(tape, dm.x(dm.kv)?, gk)?)
+    } else {
+        None
+    };
+    let rq = if rg(Proj::Q) {
+        Some(rope(tape, dm.x(dm.q)?, gq)?)
+    } else {
+        None
+    };
     // The projections' `view(...).transpose(1, 2)`: a gradient that is not contiguous in
     // the projection's layout is copied first (SDPA's v gradient already is).
-    let v_in = if dm.sdpa {
-        gv
-    } else {
-        contiguous(tape, dm.x(dm.kv)?, gv)?
-    };
     let kv = (dm.d, dm.kv, dm.bias_qkv);
-    let xv = project(tape, dm, kv, Some(v_in), x_rg)?;
-    tape.free(v_in);
-    let k_in = head_norm(tape, dm, dm.kv, rk)?;
-    let xk = project(tape, dm, kv, Some(k_in), x_rg)?;
-    tape.free(k_in);
-    let q_in = head_norm_after(tape, dm, rq, (xv, xk))?;
-    let xq = project(tape, dm, (dm.d, dm.q, dm.bias_qkv), Some(q_in.0), x_rg)?;
-    tape.free(q_in.0);
-    match (q_in.1, xq) {
-        (Some(acc), Some(xq)) => tape.accumulate(acc, xq, dm.x(dm.d)?).map(Some),
-        _ => Ok(None),
-    }
-}
-
-/// v's and k's input gradients summed (where there are), then q's way to its projection.
-fn head_norm_after(
-    tape: &mut Tape,
-    dm: &Dims,
-    rq: Buf,
-    (xv, xk): (Option<Buf>, Option<Buf>),
-) -> Result<(Buf, Option<Buf>), Overflow> {
+    let xv = if rg(Proj::V) {
+        let v_in = if dm.sdpa {
+            gv
+        } else {
+            contiguous(tape, dm.x(dm.kv)?, gv)?
+        };
+        let xv = project(tape, dm, (kv.0, kv.1, kv.2, Proj::V), Some(v_in), x_rg)?;
+        tape.free(v_in);
+        xv
+    } else {
+        None
+    };
+    let xk = match rk {
+        Some(rk) => {
+            let k_in = head_norm(tape, dm, dm.kv, rk)?;
+            let xk = project(tape, dm, (kv.0, kv.1, kv.2, Proj::K), Some(k_in), x_rg)?;
+            tape.free(k_in);
+            xk
+        }
+        None => None,
+    };
     let acc = match (xv, xk) {
         (Some(v), Some(k)) => Some(tape.accumulate(v, k, dm.x(dm.d)?)?),
-        _ => None,
+        (v, k) => v.or(k),
     };
-    Ok((head_norm(tape, dm, dm.q, rq)?, acc))
+    let xq = match rq {
+        Some(rq) => {
+            let q_in = head_norm(tape, dm, dm.q, rq)?;
+            let xq = project(
+                tape,
+                dm,
+                (dm.d, dm.q, dm.bias_qkv, Proj::Q),
+                Some(q_in),
+                x_rg,
+            )?;
+            tape.free(q_in);
+            xq
+        }
+        None => None,
+    };
+    match (acc, xq) {
+        (Some(acc), Some(xq)) => tape.accumulate(acc, xq, dm.x(dm.d)?).map(Some),
+        (a, q) => Ok(a.or(q)),
+    }
 }
 
 /// q's or k's gradient on its way to the projection: through the per-head norm where there is
@@ -526,7 +589,7 @@ fn or_empty(tape: &mut Tape, x: Option<Buf>) -> Result<Buf, Overflow> {
 fn mlp(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
     tape.at.push_str("MLP");
     let _ = g;
-    let xd = project(tape, dm, (dm.ff, dm.d, false), None, true)?;
+    let xd = project(tape, dm, (dm.ff, dm.d, false, Proj::Down), None, true)?;
     let xd = or_empty(tape, xd)?;
     let ga = tape.alloc(dm.x(dm.ff)?)?;
     let gu = tape.alloc(dm.x(dm.ff)?)?;
@@ -540,17 +603,17 @@ fn mlp(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
         let cat = tape.alloc(dm.x(two)?)?;
         tape.free(gs);
         tape.free(gu);
-        let x = project(tape, dm, (dm.d, two, false), Some(cat), true)?;
+        let x = project(tape, dm, (dm.d, two, false, Proj::Gate), Some(cat), true)?;
         let x = or_empty(tape, x)?;
         tape.free(cat);
         return Ok(x);
     }
-    let xu = project(tape, dm, (dm.d, dm.ff, false), Some(gu), true)?;
+    let xu = project(tape, dm, (dm.d, dm.ff, false, Proj::Up), Some(gu), true)?;
     let xu = or_empty(tape, xu)?;
     tape.free(gu);
     let gs = tape.alloc(dm.x(dm.ff)?)?;
     tape.free(ga);
-    let xg = project(tape, dm, (dm.d, dm.ff, false), Some(gs), true)?;
+    let xg = project(tape, dm, (dm.d, dm.ff, false, Proj::Gate), Some(gs), true)?;
     let xg = or_empty(tape, xg)?;
     tape.free(gs);
     tape.accumulate(xu, xg, dm.x(dm.d)?)
@@ -679,7 +742,7 @@ pub(crate) struct Options {
     pub trains_less: bool,
     /// LoRA of this rank on every linear of the decoder layers (and nothing else), without
     /// dropout or DoRA.
-    pub lora: Option<u128>,
+    pub lora: Option<Adapters>,
     /// Weights, activations and gradients in one dtype (`--precision pure`).
     pub pure: bool,
     /// The type's layer code (from its training profile).

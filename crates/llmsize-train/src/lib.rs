@@ -524,7 +524,7 @@ pub fn train(
 
     let lora_all = lora
         .as_ref()
-        .and_then(|p| every_layer_linear(p, spec, options.base_format.is_some()));
+        .and_then(|p| layer_adapters(p, spec, options.base_format.is_some()));
     let bwd = backward::backward_peak(
         spec,
         &backward::Options {
@@ -666,13 +666,18 @@ fn step_peak(
     Ok((sum(&terms, "step peak")?, terms))
 }
 
-/// The rank of a LoRA plan that adapts every linear of a llama-layout model's layers (q, k,
-/// v, o, gate, up, down, in every layer) and nothing else, without dropout, DoRA or a
-/// quantized base: the plan the backward's rules were traced on.
-fn every_layer_linear(plan: &LoraPlan, spec: &ModelSpec, quantized: bool) -> Option<u128> {
+/// A LoRA plan the backward's rules cover: plain adapters on some of a llama-layout model's
+/// projections (q, k, v, o, gate, up, down), each in every layer, one of the attention's
+/// among them (so layer 0's attention output needs a gradient), without dropout, DoRA or a
+/// quantized base.
+fn layer_adapters(
+    plan: &LoraPlan,
+    spec: &ModelSpec,
+    quantized: bool,
+) -> Option<backward::Adapters> {
     use TensorKind as K;
     let layers = spec.stacks.iter().map(|s| s.layers.len()).sum::<u64>();
-    let want = [
+    let kinds = [
         K::AttnQ,
         K::AttnK,
         K::AttnV,
@@ -682,14 +687,16 @@ fn every_layer_linear(plan: &LoraPlan, spec: &ModelSpec, quantized: bool) -> Opt
         K::FfnDown,
     ];
     let plain = plan.modules.iter().all(|m| {
-        want.contains(&m.kind)
+        kinds.contains(&m.kind)
             && m.layers == layers
             && m.copies == 1
             && !m.param_wrapper
             && m.rank == plan.rank
     });
-    let all = want
-        .iter()
-        .all(|k| plan.modules.iter().any(|m| m.kind == *k));
-    (plain && all && !plan.dropout && !plan.dora && !quantized).then_some(u128::from(plan.rank))
+    let on = kinds.map(|k| plan.modules.iter().any(|m| m.kind == k));
+    let attention = on.iter().take(4).any(|&a| a);
+    (plain && attention && !plan.dropout && !plan.dora && !quantized).then(|| backward::Adapters {
+        rank: u128::from(plan.rank),
+        on,
+    })
 }
