@@ -109,6 +109,8 @@ pub struct TrainingProfile {
     /// (Granite's `embedding_multiplier`): with a frozen embedding under checkpointing, the
     /// output becomes a leaf that the multiply's backward holds.
     pub scaled_embedding_output: bool,
+    /// GPT-NeoX's `use_parallel_residual` (default true): `x + attn(ln1(x)) + mlp(ln2(x))`.
+    pub parallel_residual: bool,
     /// The backward's op rules (`llmsize-train`'s `backward`) were traced on this type's code:
     /// its backward peak is derived, not estimated.
     pub backward_traced: bool,

@@ -130,6 +130,9 @@ struct Dims {
     /// (chunked) and rotates `q[..., :rotary_dim]` concatenated with the rest; Gemma's norms
     /// are `(x.float() · rsqrt(…)) · (1 + weight.float())`, cast back at the end.
     style: LayerStyle,
+    /// Per head: its width, and how many of its dimensions the rotary turns (GPT-NeoX).
+    head_dim: u128,
+    rot: u128,
     /// LoRA of this rank on every linear of the layers (peft's all-linear), on a frozen base:
     /// no base gradients, the adapters' in fp32.
     lora: Option<Adapters>,
@@ -342,6 +345,9 @@ fn rsqrt_tail(
 
 /// The hidden-state norm of a layer: `T` rows of `d`.
 fn norm(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
+    if dm.style == LayerStyle::GptNeox {
+        return layer_norm(tape, dm, g);
+    }
     if dm.style == LayerStyle::Gemma {
         gemma_rms_norm(tape, dm.e, (dm.t, dm.d), g)
     } else {
@@ -640,10 +646,117 @@ fn layer(
     tape.accumulate(h, n1, dm.x(dm.d)?).map(Some)
 }
 
+/// `nn.LayerNorm` (`native_layer_norm_backward`: the input's gradient and the weight's and
+/// bias's, in one op); frees `g`.
+fn layer_norm(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
+    let x = tape.alloc(dm.x(dm.d)?)?;
+    let w = checked::mul("d·e", dm.d, dm.e)?;
+    tape.grad(w)?;
+    tape.grad(w)?;
+    tape.free(g);
+    Ok(x)
+}
+
+/// A GPT-NeoX layer (`modeling_gpt_neox.py`, parallel residual): `x + attn(ln1(x)) +
+/// mlp(ln2(x))`, biased projections, fused `query_key_value`, rotary on the first `rot`
+/// dimensions of each head; frees `g`, returns the input's gradient.
+fn neox_layer(tape: &mut Tape, dm: &Dims, g: Buf, name: &str) -> Result<Buf, Overflow> {
+    tape.at = format!("{name}'s MLP");
+    // The MLP: dense_4h_to_h (addmm: the input's gradient first), GELU, dense_h_to_4h.
+    let xd = linear(tape, dm, dm.ff, dm.d, true)?;
+    let gg = tape.alloc(dm.x(dm.ff)?)?;
+    tape.free(xd);
+    let xu = linear(tape, dm, dm.d, dm.ff, true)?;
+    tape.free(gg);
+    let n2 = norm(tape, dm, xu)?;
+    // x's gradient so far: the residual's (still the attention's too) plus the MLP path's.
+    let acc = tape.alloc(dm.x(dm.d)?)?;
+    tape.free(n2);
+    tape.at = format!("{name}'s attention");
+    let xo = linear(tape, dm, dm.q, dm.d, true)?;
+    tape.free(g);
+    let (gq, gk, gv) = if dm.sdpa {
+        let gq = tape.alloc(dm.x(dm.q)?)?;
+        let gk = tape.alloc(dm.x(dm.kv)?)?;
+        let gv = tape.alloc(dm.x(dm.kv)?)?;
+        tape.free(xo);
+        (gq, gk, gv)
+    } else {
+        eager_core(tape, dm, xo)?
+    };
+    let rot = |w: u128| -> Result<u128, Overflow> {
+        let heads = w.checked_div(dm.head_dim).unwrap_or(0);
+        dm.x(checked::mul("heads·rot", heads, dm.rot)?)
+    };
+    let rk = phi3_rope(tape, rot(dm.kv)?)?;
+    let rq = phi3_rope(tape, rot(dm.q)?)?;
+    let k = neox_unslice(tape, dm.x(dm.kv)?, gk, rk)?;
+    let q = neox_unslice(tape, dm.x(dm.q)?, gq, rq)?;
+    // `chunk(3)` of the fused output, transposed back: one `cat`, one `clone`.
+    let three = checked::add("q + 2·kv", dm.q, checked::mul("2·kv", dm.kv, 2)?)?;
+    let cat = tape.alloc(dm.x(three)?)?;
+    tape.free(q);
+    tape.free(k);
+    tape.free(gv);
+    let c = contiguous(tape, dm.x(three)?, cat)?;
+    let xq = linear(tape, dm, dm.d, three, true)?;
+    tape.free(c);
+    let n1 = norm(tape, dm, xq)?;
+    tape.accumulate(acc, n1, dm.x(dm.d)?)
+}
+
+/// q's or k's gradient from its rotated part's (`rot`, whose own buffer stays until here)
+/// and the pass-through part's (a view of `g`): each sliced back to the full width, summed.
+fn neox_unslice(tape: &mut Tape, bytes: u128, g: Buf, rot: Buf) -> Result<Buf, Overflow> {
+    let pass = tape.alloc(bytes)?;
+    tape.free(g);
+    let r = tape.alloc(bytes)?;
+    tape.free(rot);
+    tape.accumulate(pass, r, bytes)
+}
+
+/// GPT-NeoX's layout as [`neox_layer`] reads it.
+fn neox_layout(spec: &ModelSpec, p: &llmsize_core::profile::TrainingProfile, o: &Options) -> bool {
+    let ln = |n: &llmsize_core::spec::Norm| n.kind == NormKind::LayerNorm && n.bias;
+    p.parallel_residual
+        && spec.stacks.len() == 1
+        && spec.stacks.iter().all(|s| {
+            s.position.is_none()
+                && s.token_type.is_none()
+                && s.embedding_norm.is_none()
+                && s.final_norm.as_ref().is_some_and(ln)
+        })
+        && spec.embedding_projections.is_empty()
+        && matches!(
+            spec.head,
+            OutputHead::Lm {
+                biases: 0,
+                transform: None,
+                tied: false,
+            }
+        )
+        && spec.layer_kinds().all(|l| {
+            let attn = matches!(&l.attention, Attention::Standard(a)
+                if a.fused_qkv && a.q_bias && a.o_bias && a.q_norm.is_none() && !a.sinks
+                    && a.num_kv_heads == a.num_heads
+                    && p.rotary_dims.is_some_and(|r| r > 0 && r < a.head_dim && r % 2 == 0)
+                    && l.sliding_window.is_none_or(|w| w >= o.seq));
+            let ffn = matches!(l.ffn, Ffn::Dense(m) if !m.gated && m.up_bias && m.down_bias);
+            attn && ffn
+                && l.cross_attention.is_none()
+                && l.extras.is_empty()
+                && l.state.is_none()
+                && l.norms.len() == 2
+                && l.norms.iter().all(ln)
+        })
+}
+
 /// Why a model's backward is not derived here (`None`: it is).
 fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
     let style = spec.training.as_ref().map(|p| (p.style, p));
-    let Some((LayerStyle::Llama | LayerStyle::Gemma | LayerStyle::Phi3, p)) = style else {
+    let Some((LayerStyle::Llama | LayerStyle::Gemma | LayerStyle::Phi3 | LayerStyle::GptNeox, p)) =
+        style
+    else {
         return Some(format!(
             "the backward of `{}` layers is not derived op by op",
             spec.model_type
@@ -677,6 +790,14 @@ fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
     }
     if p.attention_dropout || p.hidden_dropout || p.embedding_dropout {
         return Some("dropout's masks in backward are not derived".into());
+    }
+    if o.style == LayerStyle::GptNeox {
+        return (!neox_layout(spec, p, o)).then(|| {
+            format!(
+                "the backward of this `{}` layer layout is not derived op by op",
+                spec.model_type
+            )
+        });
     }
     let simple = spec.stacks.len() == 1
         && spec.stacks.iter().all(|s| {
@@ -749,6 +870,8 @@ pub(crate) struct Options {
     pub style: LayerStyle,
     /// The kernels: the rules are torch's CPU ones.
     pub device: crate::Device,
+    /// Rotary dimensions per head (the profile's).
+    pub rotary: Option<u64>,
 }
 
 /// The peak of `loss.backward()` of `spec`, given what the forward retained and the bytes of
@@ -842,6 +965,8 @@ fn walk(tape: &mut Tape, spec: &ModelSpec, o: &Options) -> Result<(), SpecError>
         mha: true,
         bias_qkv: false,
         style: o.style,
+        head_dim: 0,
+        rot: 0,
         lora: o.lora,
         qk_norm: None,
         sdpa: true,
@@ -924,6 +1049,8 @@ fn layer_dims(
         )?,
         mha: a.num_kv_heads == a.num_heads,
         bias_qkv: a.q_bias,
+        head_dim: u128::from(a.head_dim),
+        rot: u128::from(o.rotary.unwrap_or(a.head_dim)),
         qk_norm: a.q_norm.map(|_| u128::from(a.head_dim)),
         sdpa: o.attn == AttnImpl::Sdpa,
         ..*dm0
@@ -951,7 +1078,11 @@ fn run_of_layers(
     } else {
         format!("layer {start}, the last of {count} like it to run")
     };
-    let out = layer(tape, dm, g, (&name, x_rg))?;
+    let out = if dm.style == LayerStyle::GptNeox {
+        neox_layer(tape, dm, g, &name).map(Some)?
+    } else {
+        layer(tape, dm, g, (&name, x_rg))?
+    };
     // The layers of the run that run before the last add the same gradients each.
     let more = checked::mul(
         "gradients·layers",

@@ -538,6 +538,7 @@ pub fn train(
             pure: options.precision == Precision::Pure,
             style: profile.map_or(llmsize_core::profile::LayerStyle::Llama, |p| p.style),
             device: options.device,
+            rotary: profile.and_then(|p| p.rotary_dims),
         },
         act.retained,
         states.gradient_bytes,

@@ -1202,6 +1202,7 @@ mod tests {
             routing: llmsize_core::profile::Routing::SoftmaxThenTopK,
             scaled_embedding_output: false,
             backward_traced: false,
+            parallel_residual: false,
             sliding_window_applies: true,
             modules: LLAMA_MODULES,
             peft_default: None,

@@ -71,6 +71,7 @@ pub(crate) fn profile(
         routing: Routing::SoftmaxThenTopK,
         scaled_embedding_output: false,
         backward_traced: false,
+        parallel_residual: false,
         sliding_window_applies: map.get("use_sliding_window").and_then(Value::as_bool)
             != Some(false),
         modules: facts.modules,
@@ -186,6 +187,9 @@ pub(crate) fn profile(
             TrainingProfile {
                 hidden_dropout: on("hidden_dropout", 0.0),
                 rotary_dims: r,
+                parallel_residual: map.get("use_parallel_residual").and_then(Value::as_bool)
+                    != Some(false),
+                backward_traced: true,
                 ..base(LayerStyle::GptNeox)
             }
         }
