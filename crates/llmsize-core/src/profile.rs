@@ -78,6 +78,21 @@ pub enum Routing {
     },
 }
 
+/// Where a family's rotary cos/sin tables live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum RopeTables {
+    /// Computed once in the dtype (fp32 for `OLMo` 2) and shared by every layer.
+    #[default]
+    Shared,
+    /// `apply_rotary_pos_emb` interleaves them (`cos[..., :r/2].repeat_interleave(2)`, GLM,
+    /// ERNIE 4.5): every layer whose q or k needs a gradient saves its own copies; the
+    /// model's tables are kept only by a checkpoint's recompute closure.
+    Interleaved {
+        /// The tables are fp32 (ERNIE 4.5 keeps them "in full precision").
+        fp32: bool,
+    },
+}
+
 /// What the training arithmetic needs beyond shapes.
 #[allow(
     clippy::struct_excessive_bools,
@@ -109,6 +124,18 @@ pub struct TrainingProfile {
     /// (Granite's `embedding_multiplier`): with a frozen embedding under checkpointing, the
     /// output becomes a leaf that the multiply's backward holds.
     pub scaled_embedding_output: bool,
+    /// Where the rotary tables live.
+    pub rope_tables: RopeTables,
+    /// q is multiplied by a position-dependent scale (`get_llama_4_attn_scale`, Ministral 3):
+    /// the multiply saves the `[1, 1, s, 1]` scale in the dtype.
+    pub q_position_scale: bool,
+    /// `apply_rotary_pos_emb` ends with `cat([q_embed, q_pass])` (GLM-4-MoE, MiniMax-M2):
+    /// q comes out laid out `[b, H, s, hd]`, so SDPA's output reaches `o_proj` through a
+    /// contiguous copy.
+    pub rope_concatenated: bool,
+    /// The MoE router reads `hidden.float()` with an fp32 weight (Hunyuan-V3, GLM-4-MoE): a
+    /// trained router saves that fp32 copy of its input.
+    pub router_fp32: bool,
     /// GPT-NeoX's `use_parallel_residual` (default true): `x + attn(ln1(x)) + mlp(ln2(x))`.
     pub parallel_residual: bool,
     /// The backward's op rules (`llmsize-train`'s `backward`) were traced on this type's code:

@@ -4,7 +4,7 @@
 //! defaults (transformers 5.24).
 
 use llmsize_core::facts::TypeFacts;
-use llmsize_core::profile::{LayerStyle, Routing, TrainingProfile};
+use llmsize_core::profile::{LayerStyle, RopeTables, Routing, TrainingProfile};
 use serde_json::{Map, Value};
 
 fn num(map: &Map<String, Value>, key: &str, default: f64) -> f64 {
@@ -20,6 +20,38 @@ fn act_saves_input(map: &Map<String, Value>) -> bool {
         .or_else(|| map.get("activation_function"))
         .and_then(Value::as_str);
     act.is_none_or(|a| matches!(a, "silu" | "swish" | "gelu" | "gelu_pytorch_tanh" | "relu2"))
+}
+
+/// The rotary dimensions of a head of `head_dim`: `partial_rotary_factor` (in
+/// `rope_parameters` or at the top level; `default` when absent) of it, rounded down.
+fn rotary_part(map: &Map<String, Value>, head_dim: u64, default: f64) -> u64 {
+    let factor = map
+        .get("rope_parameters")
+        .and_then(|r| r.get("partial_rotary_factor"))
+        .or_else(|| map.get("partial_rotary_factor"))
+        .and_then(Value::as_f64)
+        .unwrap_or(default);
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "a head's width times a factor in (0, 1]: small and positive"
+    )]
+    let r = (head_dim as f64 * factor) as u64;
+    r
+}
+
+/// The rotary turns every dimension of a head (no `partial_rotary_factor` below 1, no
+/// `rotary_dim` of its own).
+fn full_rotary(map: &Map<String, Value>) -> bool {
+    let factor = map
+        .get("rope_parameters")
+        .and_then(|r| r.get("partial_rotary_factor"))
+        .or_else(|| map.get("partial_rotary_factor"))
+        .and_then(Value::as_f64);
+    let dim = map.get("rotary_dim").and_then(Value::as_u64);
+    let head = map.get("head_dim").and_then(Value::as_u64);
+    factor.is_none_or(|f| (f - 1.0).abs() < f64::EPSILON) && dim.is_none_or(|r| Some(r) == head)
 }
 
 /// Distinct entries of `layer_types` (0 without the list).
@@ -72,6 +104,10 @@ pub(crate) fn profile(
         scaled_embedding_output: false,
         backward_traced: false,
         parallel_residual: false,
+        rope_tables: RopeTables::Shared,
+        q_position_scale: false,
+        rope_concatenated: false,
+        router_fp32: false,
         sliding_window_applies: map.get("use_sliding_window").and_then(Value::as_bool)
             != Some(false),
         modules: facts.modules,
@@ -139,6 +175,32 @@ pub(crate) fn profile(
             scaled_embedding_output: true,
             ..base(LayerStyle::Llama)
         },
+        // MiniMax-M2: its rotary ends in `cat([q_embed, q_pass])`; full rotary only.
+        "minimax_m2" if full_rotary(map) => TrainingProfile {
+            rope_concatenated: true,
+            ..base(LayerStyle::Llama)
+        },
+        // GLM (`modeling_glm.py`): interleaved rotary copies per layer, on the first
+        // `partial_rotary_factor` (0.5) of each head, ending in a `cat`.
+        "glm" => TrainingProfile {
+            rope_tables: RopeTables::Interleaved { fp32: false },
+            rope_concatenated: true,
+            rotary_dims: head_dim.map(|hd| rotary_part(map, hd, 0.5)),
+            ..base(LayerStyle::Llama)
+        },
+        // ERNIE 4.5: fp32 rotary tables, interleaved per layer.
+        "ernie4_5" => TrainingProfile {
+            rope_tables: RopeTables::Interleaved { fp32: true },
+            ..base(LayerStyle::Llama)
+        },
+        // Ministral 3: q scaled by `get_llama_4_attn_scale` in every layer.
+        "ministral3" => TrainingProfile {
+            q_position_scale: true,
+            ..base(LayerStyle::Llama)
+        },
+        // Jais 2: StarCoder 2's layer (LayerNorms with biases, separate q/k/v, an ungated
+        // biased MLP: relu² saves what GELU's input does).
+        "jais2" => base(LayerStyle::Starcoder2),
         // Aria (`AriaTextMoELayer`): top-k on the bf16 logits, then a softmax over the k.
         "aria_text" => TrainingProfile {
             routing_weights_in_dtype: true,

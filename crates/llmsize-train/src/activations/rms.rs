@@ -339,6 +339,15 @@ struct Cx<'a> {
     /// The top-k weights are divided by their sum (see `TrainingProfile::topk_renormalized`).
     topk_renorm: bool,
     routing: llmsize_core::profile::Routing,
+    /// See `TrainingProfile::rope_concatenated`.
+    rope_cat: bool,
+    /// The rotary width and, where each layer keeps its own interleaved copies of the
+    /// tables, their element bytes.
+    rope_copies: Option<(u128, u128)>,
+    /// See `TrainingProfile::q_position_scale`.
+    q_scale: bool,
+    /// See `TrainingProfile::router_fp32`.
+    router_fp32: bool,
     lora: Option<&'a Lora>,
 }
 
@@ -631,6 +640,30 @@ fn attention(
         sum.add("(noise + e)·bHs²", &[bytes, b, at.h, s, s])?;
     }
     push(&mut out.parts, "attention", what, Place::Sharded, sum);
+    if let Some((r, el)) = cx.rope_copies
+        && (g.q || g.k)
+    {
+        let mut copies = Sum::default();
+        copies.add("2·s·r·el", &[2, s, r, el])?;
+        push(
+            &mut out.parts,
+            "rope_copies",
+            "this layer's interleaved copies of the rotary cos and sin (`repeat_interleave`)",
+            Place::Replicated,
+            copies,
+        );
+    }
+    if cx.q_scale && g.q {
+        let mut scale = Sum::default();
+        scale.add("e·s", &[e, s])?;
+        push(
+            &mut out.parts,
+            "q_position_scale",
+            "the position-dependent scale q is multiplied by, [1, 1, s, 1] in the dtype",
+            Place::Replicated,
+            scale,
+        );
+    }
     if mask && g.any() {
         let mut m = Sum::default();
         m.add("e·b·s²", &[e, b, s, s])?;
@@ -850,9 +883,10 @@ fn sdpa(
             "the philox seed and offset (CUDA FlashAttention: derived from the documented kernel, not measured)"
         });
     }
-    if at.fused_qkv && tw {
-        // q after RoPE of a slice of the fused output is laid out [b, H, s, hd], and so
-        // is the SDPA output: o_proj's input is a contiguous copy.
+    if (at.fused_qkv || cx.rope_cat) && tw {
+        // q after RoPE of a slice of the fused output (or after a rotary that ends in a
+        // `cat`) is laid out [b, H, s, hd], and so is the SDPA output: o_proj's input is a
+        // contiguous copy.
         sum.add("eTA", &[e, t, a])?;
         items.push("a contiguous o_proj input");
     }
@@ -924,7 +958,7 @@ fn moe(
     out: &mut LayerOut,
 ) -> Result<(), SpecError> {
     let Dims { t, e, .. } = cx.dm;
-    moe_routing(cx, en, k, ads, &mut out.parts)?;
+    moe_routing(cx, (en, k, tw), ads, &mut out.parts)?;
     moe_experts(cx, (en, k, fm), tw, ads, &mut out.parts)?;
     if let Some(fs) = shared {
         let mut sum = Sum::default();
@@ -945,8 +979,7 @@ fn moe(
 /// The router (over `E` experts, with its `LoRA`) and the routing of each token to `k`.
 fn moe_routing(
     cx: &Cx<'_>,
-    en: u128,
-    k: u128,
+    (en, k, tw): (u128, u128, bool),
     ads: &Ads,
     parts: &mut Vec<Part>,
 ) -> Result<(), SpecError> {
@@ -960,9 +993,18 @@ fn moe_routing(
         String::from("router: int32 offsets per expert (the softmax is over the top k)")
     };
     router.add("4E", &[4, en])?;
+    if cx.router_fp32 && tw && !ads.router {
+        router.add("4Td", &[4, t, d])?;
+        what_router.push_str(
+            "; the fp32 copy of its input (`hidden.float()`, for the fp32 weight's gradient)",
+        );
+    }
     if ads.router {
-        router.add("eTd", &[e, t, d])?;
-        router.add("edE", &[e, d, en])?;
+        // peft's ParamWrapper: the router's input and its merged weight, fp32 where the
+        // router reads `hidden.float()`.
+        let w = if cx.router_fp32 { 4 } else { e };
+        router.add(if cx.router_fp32 { "4Td" } else { "eTd" }, &[w, t, d])?;
+        router.add(if cx.router_fp32 { "4dE" } else { "edE" }, &[w, d, en])?;
         what_router.push_str(
             "; LoRA on the router (peft ParamWrapper): its input and the merged weight W + B·A",
         );
@@ -1624,6 +1666,15 @@ fn context<'a>(
         routing_in_dtype: input.profile.is_some_and(|p| p.routing_weights_in_dtype),
         topk_renorm: input.profile.is_none_or(|p| p.topk_renormalized),
         routing: input.profile.map(|p| p.routing).unwrap_or_default(),
+        rope_cat: input.profile.is_some_and(|p| p.rope_concatenated),
+        rope_copies: input.profile.and_then(|p| match p.rope_tables {
+            llmsize_core::profile::RopeTables::Interleaved { fp32 } => p
+                .rotary_dims
+                .map(|r| (u128::from(r), if fp32 { 4 } else { dm.e })),
+            llmsize_core::profile::RopeTables::Shared => None,
+        }),
+        q_scale: input.profile.is_some_and(|p| p.q_position_scale),
+        router_fp32: input.profile.is_some_and(|p| p.router_fp32),
         lora,
     })
 }
@@ -1913,10 +1964,18 @@ fn outside_parts(
         .and_then(|p| p.rotary_dims)
         .map(u128::from)
         .or(head_dim);
+    // Interleaved tables are copied in every layer; the model's own are kept only by a
+    // checkpoint's recompute closure.
+    let interleaved = cx.rope_copies.map(|(_, el)| el);
     if rotary(input)
         && let Some(r) = rope_dims
+        && (interleaved.is_none() || input.checkpointing)
     {
-        let el = if cx.style == LayerStyle::Olmo2 { 4 } else { e };
+        let el = match interleaved {
+            Some(el) => el,
+            None if cx.style == LayerStyle::Olmo2 => 4,
+            None => e,
+        };
         let mut sum = Sum::default();
         sum.add(
             if el == 4 && e != 4 {
@@ -2551,6 +2610,10 @@ mod tests {
             scaled_embedding_output: false,
             backward_traced: false,
             parallel_residual: false,
+            rope_tables: llmsize_core::profile::RopeTables::Shared,
+            q_position_scale: false,
+            rope_concatenated: false,
+            router_fp32: false,
             sliding_window_applies: true,
             modules: LLAMA_MODULES,
             peft_default: None,
