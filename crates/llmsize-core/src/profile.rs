@@ -126,6 +126,9 @@ pub struct TrainingProfile {
     pub scaled_embedding_output: bool,
     /// Where the rotary tables live.
     pub rope_tables: RopeTables,
+    /// Shared tables computed per layer type (`OLMo` 3: one rotary per entry kind of
+    /// `layer_types`), 1 for most families.
+    pub rotary_tables: u64,
     /// q is multiplied by a position-dependent scale (`get_llama_4_attn_scale`, Ministral 3):
     /// the multiply saves the `[1, 1, s, 1]` scale in the dtype.
     pub q_position_scale: bool,

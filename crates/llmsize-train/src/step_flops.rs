@@ -1205,6 +1205,7 @@ mod tests {
             parallel_residual: false,
             rope_tables: llmsize_core::profile::RopeTables::Shared,
             q_position_scale: false,
+            rotary_tables: 1,
             rope_concatenated: false,
             router_fp32: false,
             sliding_window_applies: true,

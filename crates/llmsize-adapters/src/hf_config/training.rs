@@ -106,6 +106,7 @@ pub(crate) fn profile(
         parallel_residual: false,
         rope_tables: RopeTables::Shared,
         q_position_scale: false,
+        rotary_tables: 1,
         rope_concatenated: false,
         router_fp32: false,
         sliding_window_applies: map.get("use_sliding_window").and_then(Value::as_bool)
@@ -227,6 +228,18 @@ pub(crate) fn profile(
         },
         "gemma2" => base(LayerStyle::Gemma2),
         "olmo2" => base(LayerStyle::Olmo2),
+        // OLMo 3: OLMo 2's layers, one fp32 rotary per kind of `layer_types`.
+        "olmo3" => TrainingProfile {
+            rotary_tables: u64::try_from(layer_type_count(map).max(1)).unwrap_or(1),
+            ..base(LayerStyle::Olmo2)
+        },
+        // FlexOlmo: OLMo 2's layers with OLMoE's routing (weights cast to the dtype,
+        // renormalised only with `norm_topk_prob`, default false).
+        "flex_olmo" => TrainingProfile {
+            routing_weights_in_dtype: true,
+            topk_renormalized: map.get("norm_topk_prob").and_then(Value::as_bool) == Some(true),
+            ..base(LayerStyle::Olmo2)
+        },
         "gpt2" => TrainingProfile {
             attention_dropout: on("attn_pdrop", 0.1),
             hidden_dropout: on("resid_pdrop", 0.1),

@@ -115,6 +115,7 @@ fn estimate(input: &ActInput<'_>) -> Result<Activations, SpecError> {
         parallel_residual: false,
         rope_tables: llmsize_core::profile::RopeTables::Shared,
         q_position_scale: false,
+        rotary_tables: 1,
         rope_concatenated: false,
         router_fp32: false,
         sliding_window_applies: true,

@@ -1140,13 +1140,37 @@ fn moe_combine(cx: &Cx<'_>, (en, k, fm): (u128, u128, u128), ads: &Ads) -> Resul
     let Dims { t, d, e, .. } = cx.dm;
     let w = if cx.routing_in_dtype { e } else { 4 };
     let w36 = (Checked::new(w) * 2u128 + 36u128).get("2w + 36")?;
+    let w28 = (Checked::new(w) * 2u128 + 28u128).get("2w + 28")?;
     let wp2 = checked::mul("2·max(w, e)", w.max(e), 2)?;
     let mut pk = Sum::default();
-    pk.add("2eTd", &[2, e, t, d])?;
+    // The residual stream: the layer's input and the attention block's output (one with
+    // OLMo 2's post-norms, whose attention output is normed in place of the stream).
+    if cx.style == LayerStyle::Olmo2 {
+        pk.add("eTd", &[e, t, d])?;
+    } else {
+        pk.add("2eTd", &[2, e, t, d])?;
+    }
     pk.add("eTE", &[e, t, en])?;
-    pk.add(format!("({w36})Tk"), &[w36, t, k])?;
     pk.add("2eTkd", &[2, e, t, k, d])?;
-    pk.add(format!("{wp2}Tkd"), &[wp2, t, k, d])?;
+    // At the combine (the experts' outputs weighted and put back in order) or, with experts
+    // wider than the model, at the down projection's grouped matmul.
+    let combine = checked::add(
+        "combine",
+        checked::product("2·max(w, e)·Tkd", [wp2, t, k, d])?,
+        checked::product("(2w + 36)Tk", [w36, t, k])?,
+    )?;
+    let down = checked::add(
+        "down",
+        checked::product("eTkFm", [e, t, k, fm])?,
+        checked::product("(2w + 28)Tk", [w28, t, k])?,
+    )?;
+    if down > combine {
+        pk.add("eTkF_m", &[e, t, k, fm])?;
+        pk.add(format!("({w28})Tk"), &[w28, t, k])?;
+    } else {
+        pk.add(format!("({w36})Tk"), &[w36, t, k])?;
+        pk.add(format!("{wp2}Tkd"), &[wp2, t, k, d])?;
+    }
     pk.add("8E", &[8, en])?;
     merged_expert_weights(&mut pk, cx.dm, (en, fm), ads)?;
     Ok(pk)
@@ -1231,12 +1255,7 @@ fn norm_what(
 }
 
 /// The shapes of a layer kind; `why` collects what is approximated.
-fn shape(
-    layer: &Layer,
-    profile_window: bool,
-    style: LayerStyle,
-    why: &mut Vec<String>,
-) -> Result<Shape, Overflow> {
+fn shape(layer: &Layer, profile_window: bool, why: &mut Vec<String>) -> Result<Shape, Overflow> {
     let u = u128::from;
     let attention = match &layer.attention {
         Attention::Standard(a) | Attention::CacheOnly(a) => {
@@ -1336,9 +1355,6 @@ fn shape(
         }
         Ffn::Absent => FfnShape::Absent,
     };
-    if style == LayerStyle::Olmo2 && matches!(ffn, FfnShape::Moe { .. }) {
-        why.push("MoE layers with OLMo 2 post-norms are not measured".into());
-    }
     Ok(Shape { attention, ffn })
 }
 
@@ -1862,7 +1878,7 @@ fn walk_stack(
     walk.layers = checked::add("layers of the stacks", walk.layers, all)?;
     let shapes: Vec<Shape> = counts
         .iter()
-        .map(|(l, _)| shape(l, profile_window, cx.style, why))
+        .map(|(l, _)| shape(l, profile_window, why))
         .collect::<Result<_, _>>()?;
     walk.note_attention(&shapes, cx.dm.s);
     let ads: Vec<Ads> = match cx.lora {
@@ -1976,15 +1992,18 @@ fn outside_parts(
             None if cx.style == LayerStyle::Olmo2 => 4,
             None => e,
         };
+        let tables = u128::from(input.profile.map_or(1, |p| p.rotary_tables.max(1)));
         let mut sum = Sum::default();
-        sum.add(
-            if el == 4 && e != 4 {
-                "2·s·r·4"
-            } else {
-                "2·s·r·e"
-            },
-            &[2, s, r, el],
-        )?;
+        let sym = if el == 4 && e != 4 {
+            "2·s·r·4"
+        } else {
+            "2·s·r·e"
+        };
+        if tables > 1 {
+            sum.add(format!("{tables}·{sym}"), &[tables, 2, s, r, el])?;
+        } else {
+            sum.add(sym, &[2, s, r, el])?;
+        }
         push(
             &mut parts,
             "rope",
@@ -2612,6 +2631,7 @@ mod tests {
             parallel_residual: false,
             rope_tables: llmsize_core::profile::RopeTables::Shared,
             q_position_scale: false,
+            rotary_tables: 1,
             rope_concatenated: false,
             router_fp32: false,
             sliding_window_applies: true,
