@@ -76,6 +76,15 @@ pub enum Routing {
         /// The router's logits stay in the model's dtype.
         logits_in_dtype: bool,
     },
+    /// DeepSeek-V3's router (GLM-4-MoE, Solar Open, EXAONE-MoE): sigmoid scores, the experts
+    /// chosen within the best `topk_group` of `n_group` groups (each group scored by its top
+    /// two): int64 group indices and a bool mask over the experts are saved.
+    Grouped {
+        /// `n_group`.
+        groups: u64,
+        /// `topk_group`.
+        top_groups: u64,
+    },
 }
 
 /// Where a family's rotary cos/sin tables live.

@@ -413,7 +413,13 @@ pub fn train(
             matrix: (!t.is_vector()).then_some((t.rows, t.cols)),
             hidden_matrix,
             trainable,
-            dtype: options.dtype,
+            // A router whose weight the code creates in fp32 (TrainingProfile::router_fp32)
+            // stays fp32 under `model.to(dtype)`'s dtype argument at construction.
+            dtype: if t.kind == TensorKind::Router && profile.is_some_and(|p| p.router_fp32) {
+                ParamDtype::Fp32
+            } else {
+                options.dtype
+            },
             stored_bytes: None,
             kind: t.kind,
             place: t.place,

@@ -41,6 +41,12 @@ fn rotary_part(map: &Map<String, Value>, head_dim: u64, default: f64) -> u64 {
     r
 }
 
+/// A rotary width rounded up to even (`2·⌈r/2⌉`: the tables are built over `r/2`
+/// frequencies, rounded up).
+fn even_rotary(r: u64) -> u64 {
+    r.div_ceil(2).saturating_mul(2)
+}
+
 /// The rotary turns every dimension of a head (no `partial_rotary_factor` below 1, no
 /// `rotary_dim` of its own).
 fn full_rotary(map: &Map<String, Value>) -> bool {
@@ -202,6 +208,34 @@ pub(crate) fn profile(
         // Jais 2: StarCoder 2's layer (LayerNorms with biases, separate q/k/v, an ungated
         // biased MLP: relu² saves what GELU's input does).
         "jais2" => base(LayerStyle::Starcoder2),
+        // Hunyuan-V3 (`modeling_hy_v3.py`): an fp32 router over `hidden.float()`, sigmoid
+        // scores with a bias for the choice, always renormalised.
+        "hy_v3" => TrainingProfile {
+            router_fp32: true,
+            ..base(LayerStyle::Llama)
+        },
+        // DeepSeek-V3's router in GLM-4-MoE's code (`Glm4MoeTopkRouter`: an fp32 weight over
+        // `hidden.float()`), Solar Open's and EXAONE-MoE's; GLM-4-MoE's rotary (partial,
+        // 0.5 by default, ending in a `cat`), which SARVAM-MoE runs too.
+        "glm4_moe" | "sarvam_moe" | "solar_open" | "exaone_moe" => {
+            let glm = matches!(model_type, "glm4_moe" | "sarvam_moe");
+            TrainingProfile {
+                router_fp32: true,
+                routing: Routing::Grouped {
+                    groups: map.get("n_group").and_then(Value::as_u64).unwrap_or(1),
+                    top_groups: map.get("topk_group").and_then(Value::as_u64).unwrap_or(1),
+                },
+                topk_renormalized: map.get("norm_topk_prob").and_then(Value::as_bool)
+                    != Some(false),
+                rope_concatenated: glm,
+                rotary_dims: if glm {
+                    head_dim.map(|hd| even_rotary(rotary_part(map, hd, 0.5)))
+                } else {
+                    rope
+                },
+                ..base(LayerStyle::Llama)
+            }
+        }
         // Aria (`AriaTextMoELayer`): top-k on the bf16 logits, then a softmax over the k.
         "aria_text" => TrainingProfile {
             routing_weights_in_dtype: true,
@@ -210,7 +244,9 @@ pub(crate) fn profile(
             },
             ..base(LayerStyle::Llama)
         },
-        "qwen3_moe" => TrainingProfile {
+        // Qwen2-MoE has Qwen3-MoE's routing (weights in the dtype, `norm_topk_prob` default
+        // false), with a sigmoid-gated shared expert (the layout's).
+        "qwen2_moe" | "qwen3_moe" => TrainingProfile {
             routing_weights_in_dtype: true,
             topk_renormalized: map.get("norm_topk_prob").and_then(Value::as_bool) == Some(true),
             ..base(LayerStyle::Llama)

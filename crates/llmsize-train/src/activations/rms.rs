@@ -190,6 +190,8 @@ enum FfnShape {
         fm: u128,
         gated: bool,
         shared: Option<u128>,
+        /// A sigmoid gate on the shared expert (Qwen2-MoE).
+        shared_gate: bool,
     },
     Absent,
 }
@@ -509,6 +511,7 @@ fn layer(
             k,
             fm,
             shared,
+            shared_gate,
             ..
         } => {
             let active = ffn_in_g
@@ -517,7 +520,14 @@ fn layer(
                 || ads.expert_gate_up.is_some()
                 || ads.expert_down.is_some();
             if active {
-                moe(cx, (*experts, *k, *fm), *shared, tw, ads, &mut out)?;
+                moe(
+                    cx,
+                    (*experts, *k, *fm),
+                    (*shared, *shared_gate),
+                    tw,
+                    ads,
+                    &mut out,
+                )?;
             }
             (active, active)
         }
@@ -952,18 +962,24 @@ fn dense_mlp(
 fn moe(
     cx: &Cx<'_>,
     (en, k, fm): (u128, u128, u128),
-    shared: Option<u128>,
+    (shared, shared_gate): (Option<u128>, bool),
     tw: bool,
     ads: &Ads,
     out: &mut LayerOut,
 ) -> Result<(), SpecError> {
-    let Dims { t, e, .. } = cx.dm;
+    let Dims { t, d, e, .. } = cx.dm;
     moe_routing(cx, (en, k, tw), ads, &mut out.parts)?;
     moe_experts(cx, (en, k, fm), tw, ads, &mut out.parts)?;
     if let Some(fs) = shared {
         let mut sum = Sum::default();
         let c = if tw { 4 } else { 3 };
         sum.add(format!("{c}eTF_s"), &[c, e, t, fs])?;
+        if shared_gate {
+            // Qwen2-MoE's `sigmoid(shared_expert_gate(x)) * shared_expert(x)`: the multiply
+            // saves the shared expert's output and the sigmoid's.
+            sum.add("eTd", &[e, t, d])?;
+            sum.add("eT", &[e, t])?;
+        }
         push(
             &mut out.parts,
             "shared_expert",
@@ -986,9 +1002,12 @@ fn moe_routing(
     use llmsize_core::profile::Routing;
     let Dims { t, d, e, .. } = cx.dm;
     let mut router = Sum::default();
-    let mut what_router = if cx.routing == Routing::SoftmaxThenTopK {
+    let mut what_router = if matches!(
+        cx.routing,
+        Routing::SoftmaxThenTopK | Routing::Grouped { .. }
+    ) {
         router.add("4TE", &[4, t, en])?;
-        String::from("router: fp32 softmax over the experts, int32 offsets per expert")
+        String::from("router: fp32 softmax (or sigmoid) over the experts, int32 offsets per expert")
     } else {
         String::from("router: int32 offsets per expert (the softmax is over the top k)")
     };
@@ -1022,6 +1041,19 @@ fn moe_routing(
             what.push("the top-k renormalisation (fp32)");
         }
         Routing::SoftmaxThenTopK => {}
+        Routing::Grouped { groups, top_groups } => {
+            if cx.topk_renorm {
+                routing.add("4T", &[4, t])?;
+                c = checked::add("c + 4", c, 4)?;
+                what.push("the top-k renormalisation (fp32)");
+            }
+            routing.add("16T·n_group", &[16, t, u128::from(groups)])?;
+            routing.add("8T·topk_group", &[8, t, u128::from(top_groups)])?;
+            routing.add("TE", &[t, en])?;
+            what.push(
+                "the groups' int64 top-2 and top-group indices, the bool mask over the experts",
+            );
+        }
         Routing::TopKThenSoftmax { logits_in_dtype } => {
             c = checked::add("c + softmax bytes", c, if logits_in_dtype { e } else { 4 })?;
             what.push(if logits_in_dtype {
@@ -1150,7 +1182,12 @@ fn moe_combine(cx: &Cx<'_>, (en, k, fm): (u128, u128, u128), ads: &Ads) -> Resul
     } else {
         pk.add("2eTd", &[2, e, t, d])?;
     }
-    pk.add("eTE", &[e, t, en])?;
+    // The router's logits: fp32 where the router reads `hidden.float()`.
+    if cx.router_fp32 {
+        pk.add("4TE", &[4, t, en])?;
+    } else {
+        pk.add("eTE", &[e, t, en])?;
+    }
     pk.add("2eTkd", &[2, e, t, k, d])?;
     // At the combine (the experts' outputs weighted and put back in order) or, with experts
     // wider than the model, at the down projection's grouped matmul.
@@ -1336,8 +1373,12 @@ fn shape(layer: &Layer, profile_window: bool, why: &mut Vec<String>) -> Result<S
             gated: m.gated,
         },
         Ffn::Moe(m) => {
-            if m.shared.is_some() {
-                why.push("a shared expert is counted as a dense MLP beside the routed experts (not measured)".into());
+            if m.shared.is_some()
+                && !m
+                    .shared
+                    .is_some_and(|s| s.gated && !s.up_bias && !s.down_bias)
+            {
+                why.push("an ungated or biased shared expert is counted as a gated MLP beside the routed experts (not measured)".into());
             }
             if !m.router {
                 why.push("a router network is counted as a single router matrix".into());
@@ -1351,6 +1392,7 @@ fn shape(layer: &Layer, profile_window: bool, why: &mut Vec<String>) -> Result<S
                 fm: u(m.expert.intermediate),
                 gated: m.expert.gated,
                 shared: m.shared.map(|x| u(x.intermediate)),
+                shared_gate: m.shared_gate,
             }
         }
         Ffn::Absent => FfnShape::Absent,
