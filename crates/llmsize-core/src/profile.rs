@@ -138,6 +138,10 @@ pub struct TrainingProfile {
     /// Shared tables computed per layer type (`OLMo` 3: one rotary per entry kind of
     /// `layer_types`), 1 for most families.
     pub rotary_tables: u64,
+    /// The RMSNorm multiplies in fp32 by its fp32 weight, then casts (`(w.float() ·
+    /// x_normed).to(dtype)`, Helium): saved as Gemma's norm (fp32 normalised, the weight's
+    /// fp32 copy).
+    pub norm_fp32_weight: bool,
     /// q is multiplied by a position-dependent scale (`get_llama_4_attn_scale`, Ministral 3):
     /// the multiply saves the `[1, 1, s, 1]` scale in the dtype.
     pub q_position_scale: bool,

@@ -1204,6 +1204,7 @@ mod tests {
             backward_traced: false,
             parallel_residual: false,
             rope_tables: llmsize_core::profile::RopeTables::Shared,
+            norm_fp32_weight: false,
             q_position_scale: false,
             rotary_tables: 1,
             rope_concatenated: false,

@@ -111,6 +111,7 @@ pub(crate) fn profile(
         backward_traced: false,
         parallel_residual: false,
         rope_tables: RopeTables::Shared,
+        norm_fp32_weight: false,
         q_position_scale: false,
         rotary_tables: 1,
         rope_concatenated: false,
@@ -193,6 +194,13 @@ pub(crate) fn profile(
             rope_tables: RopeTables::Interleaved { fp32: false },
             rope_concatenated: true,
             rotary_dims: head_dim.map(|hd| rotary_part(map, hd, 0.5)),
+            ..base(LayerStyle::Llama)
+        },
+        // Helium (`modeling_helium.py`): interleaved rotary copies per layer; RMSNorms that
+        // multiply by their fp32 weight in fp32.
+        "helium" => TrainingProfile {
+            rope_tables: RopeTables::Interleaved { fp32: false },
+            norm_fp32_weight: true,
             ..base(LayerStyle::Llama)
         },
         // ERNIE 4.5: fp32 rotary tables, interleaved per layer.

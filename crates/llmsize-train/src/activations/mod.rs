@@ -114,6 +114,7 @@ fn estimate(input: &ActInput<'_>) -> Result<Activations, SpecError> {
         backward_traced: false,
         parallel_residual: false,
         rope_tables: llmsize_core::profile::RopeTables::Shared,
+        norm_fp32_weight: false,
         q_position_scale: false,
         rotary_tables: 1,
         rope_concatenated: false,

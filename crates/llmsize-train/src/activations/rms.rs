@@ -1709,8 +1709,10 @@ fn context<'a>(
     if attention_dropout {
         why.push("attention dropout in an RMSNorm family is not measured: its noise and dropped probabilities are approximated".into());
     }
+    let fp32_weight = input.profile.is_some_and(|p| p.norm_fp32_weight);
     let norm_style = match style {
         LayerStyle::Gemma | LayerStyle::Gemma2 => NormStyle::Gemma,
+        _ if fp32_weight => NormStyle::Gemma,
         LayerStyle::Olmo2 => NormStyle::Olmo,
         _ => NormStyle::Llama,
     };
@@ -2672,6 +2674,7 @@ mod tests {
             backward_traced: false,
             parallel_residual: false,
             rope_tables: llmsize_core::profile::RopeTables::Shared,
+            norm_fp32_weight: false,
             q_position_scale: false,
             rotary_tables: 1,
             rope_concatenated: false,
