@@ -983,6 +983,7 @@ fn walk(tape: &mut Tape, spec: &ModelSpec, o: &Options) -> Result<(), SpecError>
         // Under LoRA layer 0's input (the frozen embedding's output) needs no gradient.
         let first = u64::from(!(full || run.start > 0));
         if run.count > first {
+            // saturates: never, `first` is 1 only for a run starting at layer 0.
             let (start, count) = (
                 run.start.saturating_add(first),
                 run.count.saturating_sub(first),

@@ -176,6 +176,9 @@ pub(crate) fn of(model_type: &str) -> TypeFacts {
         "qwen3_moe" => converted(LLAMA_MODULES, MoeConversion::QWEN2_MOE),
         "phi3" => named(PHI3_MODULES),
         "gpt2" => peft(GPT2_MODULES, &["c_attn"]),
+        // GPT-SW3 runs `GPT2LMHeadModel` (its config differs in `model_type` only); peft
+        // 0.21 has no default targets for it.
+        "gpt-sw3" => named(GPT2_MODULES),
         "gpt_neox" | "bloom" | "falcon" => peft(NEOX_MODULES, QKV_FUSED),
         "opt" => peft(OPT_MODULES, QV),
         // MusicGen's decoders use OPT's names (`out_proj`, `fc1`, `fc2`); peft has no default.

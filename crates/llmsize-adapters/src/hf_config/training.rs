@@ -44,6 +44,7 @@ fn rotary_part(map: &Map<String, Value>, head_dim: u64, default: f64) -> u64 {
 /// A rotary width rounded up to even (`2·⌈r/2⌉`: the tables are built over `r/2`
 /// frequencies, rounded up).
 fn even_rotary(r: u64) -> u64 {
+    // saturates: never, a head's rotary width is far below u64::MAX / 2.
     r.div_ceil(2).saturating_mul(2)
 }
 
@@ -284,7 +285,7 @@ pub(crate) fn profile(
             topk_renormalized: map.get("norm_topk_prob").and_then(Value::as_bool) == Some(true),
             ..base(LayerStyle::Olmo2)
         },
-        "gpt2" => TrainingProfile {
+        "gpt2" | "gpt-sw3" => TrainingProfile {
             attention_dropout: on("attn_pdrop", 0.1),
             hidden_dropout: on("resid_pdrop", 0.1),
             embedding_dropout: on("embd_pdrop", 0.1),
