@@ -1149,3 +1149,75 @@ fn estimate(
         estimate: Some(why),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Llama-2-7B's layer at 512 tokens, bf16, as the walk sees it.
+    fn llama_dims(sdpa: bool, lora: Option<Adapters>) -> Dims {
+        Dims {
+            t: 512,
+            e: 2,
+            d: 4096,
+            q: 4096,
+            kv: 4096,
+            ff: 11008,
+            scores: 32 * 512 * 512,
+            mha: true,
+            bias_qkv: false,
+            style: LayerStyle::Llama,
+            head_dim: 128,
+            rot: 128,
+            lora,
+            qk_norm: None,
+            sdpa,
+        }
+    }
+
+    /// The run of `count` equal layers simulated once and extrapolated gives the peak,
+    /// the gradients and the live bytes that simulating every layer gives.
+    fn extrapolation_matches(dm: &Dims, count: u64) {
+        let mut one = Tape::default();
+        let g = one.alloc(dm.x(dm.d).unwrap()).unwrap();
+        run_of_layers(&mut one, dm, g, (0, count), true).unwrap();
+        let mut each = Tape::default();
+        let mut g = each.alloc(dm.x(dm.d).unwrap()).unwrap();
+        for layer in (0..count).rev() {
+            g = run_of_layers(&mut each, dm, g, (layer, 1), true)
+                .unwrap()
+                .unwrap();
+        }
+        assert_eq!(
+            (one.peak, one.grads, one.live),
+            (each.peak, each.grads, each.live)
+        );
+    }
+
+    #[test]
+    fn a_run_is_one_layer_extrapolated() {
+        for sdpa in [true, false] {
+            extrapolation_matches(&llama_dims(sdpa, None), 32);
+            let ads = Adapters {
+                rank: 16,
+                on: [true; 7],
+            };
+            extrapolation_matches(&llama_dims(sdpa, Some(ads)), 7);
+        }
+    }
+
+    #[test]
+    fn a_layer_keeps_its_gradients_and_hands_one_stream_gradient_on() {
+        // Full fine-tuning: after one layer the live bytes are the gradient flowing on (one
+        // [T, d] tensor, as the one that came in) plus the layer's weight gradients:
+        // 2·(4·d² + 3·d·ff + 2·d) bytes (q, k, v, o; gate, up, down; two norms).
+        let dm = llama_dims(true, None);
+        let mut tape = Tape::default();
+        let g = tape.alloc(dm.x(dm.d).unwrap()).unwrap();
+        let before = tape.live;
+        run_of_layers(&mut tape, &dm, g, (0, 1), true).unwrap();
+        let (d, ff) = (4096u128, 11008u128);
+        assert_eq!(tape.grads, 2 * (4 * d * d + 3 * d * ff + 2 * d));
+        assert_eq!(tape.live, before + tape.grads);
+    }
+}
