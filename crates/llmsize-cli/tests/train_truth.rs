@@ -217,11 +217,11 @@ fn every_measured_step_of_the_ground_truth() {
 #[test]
 fn every_measured_step_of_the_held_out_models() {
     // 14 models of the same families, never looked at while deriving the rules' shapes.
-    // Backward peaks derived for Llama-3-8B, TinyLlama, Qwen2-0.5B, Qwen3-1.7B, Gemma-2B and
-    // Pythia-160m: 26.
+    // Backward peaks derived for Llama-3-8B, TinyLlama, Qwen2-0.5B, Qwen3-1.7B, Gemma-2B,
+    // Pythia-160m and OLMo-2-1B: 30.
     let (cases, backward) = check(DIR, "holdout.json");
     assert!(
-        cases >= 180 && backward >= 26,
+        cases >= 180 && backward >= 30,
         "{cases} cases, {backward} backward peaks"
     );
 }
@@ -229,10 +229,10 @@ fn every_measured_step_of_the_held_out_models() {
 #[test]
 fn every_causal_lm_type_is_exact_or_says_it_is_not() {
     // 151 types' shrunk class-default configs: every figure llmsize calls exact equals the
-    // oracle's (134 full fine-tuning runs today, and 44 backward peaks, 8 of them LoRA).
+    // oracle's (over 180 full fine-tuning runs today, and 47 backward peaks, 8 of them LoRA).
     let (cases, backward) = check(REST, "train.json");
     assert!(
-        cases >= 1000 && backward >= 44,
+        cases >= 1000 && backward >= 47,
         "{cases} cases, {backward} backward peaks"
     );
 }

@@ -348,6 +348,9 @@ fn norm(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
     if dm.style == LayerStyle::GptNeox {
         return layer_norm(tape, dm, g);
     }
+    if dm.style == LayerStyle::Olmo2 {
+        return olmo_rms_norm(tape, dm.e, (dm.t, dm.d), (g, true));
+    }
     if dm.style == LayerStyle::Gemma {
         gemma_rms_norm(tape, dm.e, (dm.t, dm.d), g)
     } else {
@@ -646,6 +649,163 @@ fn layer(
     tape.accumulate(h, n1, dm.x(dm.d)?).map(Some)
 }
 
+/// `Olmo2RMSNorm` (`modeling_olmo2.py`): `(weight · (x.float() · rsqrt(…))).to(dtype)`: the
+/// cast's fp32 gradient first, the weight's summed in fp32 and cast; `g` freed only when this
+/// norm is its last reader (`own`), not where the residual stream shares it.
+fn olmo_rms_norm(
+    tape: &mut Tape,
+    e: u128,
+    (rows, dim): (u128, u128),
+    (g, own): (Buf, bool),
+) -> Result<Buf, Overflow> {
+    let elems = checked::mul("rows·dim", rows, dim)?;
+    let f = checked::mul("rows·dim·4", elems, 4)?;
+    let row = checked::mul("rows·4", rows, 4)?;
+    let g32 = tape.alloc(f)?;
+    if own {
+        tape.free(g);
+    }
+    let a = tape.alloc(f)?;
+    let b = tape.alloc(f)?;
+    let s = tape.alloc(checked::mul("dim·4", dim, 4)?)?;
+    tape.free(b);
+    tape.grad(checked::mul("dim·e", dim, e)?)?;
+    tape.free(s);
+    tape.free(g32);
+    let c1 = tape.alloc(f)?;
+    let c2 = tape.alloc(f)?;
+    let s1 = tape.alloc(row)?;
+    tape.free(c2);
+    tape.free(a);
+    rsqrt_tail(
+        tape,
+        (f, row),
+        c1,
+        s1,
+        Some(checked::mul("rows·dim·e", elems, e)?),
+    )
+}
+
+/// `OLMo` 2's rotary (`apply_rotary_pos_emb` on q and k cast to fp32 by the caller, against fp32
+/// tables, `rotate_half` in the dtype): `g32` the fp32 gradient (freed), `bytes` the tensor's
+/// in the dtype; returns the unrotated tensor's gradient in the dtype.
+fn olmo_rope(tape: &mut Tape, bytes: u128, g32: Buf) -> Result<Buf, Overflow> {
+    let wide = checked::mul("2·bytes", bytes, 2)?;
+    let m1 = tape.alloc(wide)?;
+    let mb = tape.alloc(bytes)?;
+    tape.free(m1);
+    let neg = tape.alloc(bytes / 2)?;
+    let sb2 = tape.alloc(bytes)?;
+    tape.free(neg);
+    let sb1 = tape.alloc(bytes)?;
+    tape.free(mb);
+    let acc = tape.accumulate(sb2, sb1, bytes)?;
+    let mc = tape.alloc(wide)?;
+    let mcb = tape.alloc(bytes)?;
+    tape.free(mc);
+    tape.free(g32);
+    tape.accumulate(acc, mcb, bytes)
+}
+
+/// An `OLMo` 2 layer (`modeling_olmo2.py`, post-norms): `h = x + norm_a(attn(x)); y = h +
+/// norm_f(mlp(h))`, q and k normed over their full width before the rotary; frees `g`,
+/// returns the input's gradient.
+fn olmo_layer(tape: &mut Tape, dm: &Dims, g: Buf, name: &str) -> Result<Buf, Overflow> {
+    tape.at = format!("{name}'s MLP");
+    let n = olmo_rms_norm(tape, dm.e, (dm.t, dm.d), (g, false))?;
+    let xd = linear(tape, dm, dm.ff, dm.d, false)?;
+    tape.free(n);
+    let ga = tape.alloc(dm.x(dm.ff)?)?;
+    let gu = tape.alloc(dm.x(dm.ff)?)?;
+    tape.free(xd);
+    let xu = linear(tape, dm, dm.d, dm.ff, false)?;
+    tape.free(gu);
+    // h's gradient: the residual's, then each of the MLP's inputs' (h itself) in turn.
+    let h = tape.accumulate(g, xu, dm.x(dm.d)?)?;
+    let gs = tape.alloc(dm.x(dm.ff)?)?;
+    tape.free(ga);
+    let xg = linear(tape, dm, dm.d, dm.ff, false)?;
+    tape.free(gs);
+    let h = tape.accumulate(h, xg, dm.x(dm.d)?)?;
+    tape.at = format!("{name}'s attention");
+    let n = olmo_rms_norm(tape, dm.e, (dm.t, dm.d), (h, false))?;
+    let xo = linear(tape, dm, dm.q, dm.d, false)?;
+    tape.free(n);
+    let (gq, gk, gv) = if dm.sdpa {
+        let gq = tape.alloc(dm.x(dm.q)?)?;
+        let gk = tape.alloc(dm.x(dm.kv)?)?;
+        let gv = tape.alloc(dm.x(dm.kv)?)?;
+        tape.free(xo);
+        (gq, gk, gv)
+    } else {
+        eager_core(tape, dm, xo)?
+    };
+    let f = |w: u128| checked::mul("t·w·4", checked::mul("t·w", dm.t, w)?, 4);
+    let k32 = tape.alloc(f(dm.kv)?)?;
+    tape.free(gk);
+    let q32 = tape.alloc(f(dm.q)?)?;
+    tape.free(gq);
+    let rk = olmo_rope(tape, dm.x(dm.kv)?, k32)?;
+    let rq = olmo_rope(tape, dm.x(dm.q)?, q32)?;
+    let ck = contiguous(tape, dm.x(dm.kv)?, rk)?;
+    let cq = contiguous(tape, dm.x(dm.q)?, rq)?;
+    // The layer's input gradient gathers the residual's and v's, k's, q's inputs'.
+    let v_in = if dm.sdpa {
+        gv
+    } else {
+        contiguous(tape, dm.x(dm.kv)?, gv)?
+    };
+    let xv = linear(tape, dm, dm.d, dm.kv, false)?;
+    tape.free(v_in);
+    let x = tape.accumulate(h, xv, dm.x(dm.d)?)?;
+    let nk = olmo_rms_norm(tape, dm.e, (dm.t, dm.kv), (ck, true))?;
+    let xk = linear(tape, dm, dm.d, dm.kv, false)?;
+    tape.free(nk);
+    let x = tape.accumulate(x, xk, dm.x(dm.d)?)?;
+    let nq = olmo_rms_norm(tape, dm.e, (dm.t, dm.q), (cq, true))?;
+    let xq = linear(tape, dm, dm.d, dm.q, false)?;
+    tape.free(nq);
+    tape.accumulate(x, xq, dm.x(dm.d)?)
+}
+
+/// `OLMo` 2's layout as [`olmo_layer`] reads it.
+fn olmo_layout(spec: &ModelSpec, p: &llmsize_core::profile::TrainingProfile, o: &Options) -> bool {
+    let rms = |n: &llmsize_core::spec::Norm| n.kind == NormKind::RmsNorm;
+    o.e == 2
+        && spec.stacks.len() == 1
+        && spec.stacks.iter().all(|s| {
+            s.position.is_none()
+                && s.token_type.is_none()
+                && s.embedding_norm.is_none()
+                && s.final_norm.as_ref().is_some_and(rms)
+        })
+        && spec.embedding_projections.is_empty()
+        && matches!(
+            spec.head,
+            OutputHead::Lm {
+                biases: 0,
+                transform: None,
+                tied: false,
+            }
+        )
+        && spec.layer_kinds().all(|l| {
+            let attn = matches!(&l.attention, Attention::Standard(a)
+                if !a.fused_qkv && !a.q_bias && !a.o_bias && !a.sinks
+                    && a.q_norm.is_some_and(|n| rms(&n) && Some(n.dim) == a.num_heads.checked_mul(a.head_dim))
+                    && a.k_norm.is_some_and(|n| rms(&n) && Some(n.dim) == a.num_kv_heads.checked_mul(a.head_dim))
+                    && p.rotary_dims.is_none_or(|r| r == a.head_dim)
+                    && p.rotary_tables <= 1
+                    && l.sliding_window.is_none_or(|w| w >= o.seq));
+            let ffn = matches!(l.ffn, Ffn::Dense(m) if m.gated && !m.up_bias && !m.down_bias);
+            attn && ffn
+                && l.cross_attention.is_none()
+                && l.extras.is_empty()
+                && l.state.is_none()
+                && l.norms.len() == 2
+                && l.norms.iter().all(rms)
+        })
+}
+
 /// `nn.LayerNorm` (`native_layer_norm_backward`: the input's gradient and the weight's and
 /// bias's, in one op); frees `g`.
 fn layer_norm(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
@@ -754,8 +914,14 @@ fn neox_layout(spec: &ModelSpec, p: &llmsize_core::profile::TrainingProfile, o: 
 /// Why a model's backward is not derived here (`None`: it is).
 fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
     let style = spec.training.as_ref().map(|p| (p.style, p));
-    let Some((LayerStyle::Llama | LayerStyle::Gemma | LayerStyle::Phi3 | LayerStyle::GptNeox, p)) =
-        style
+    let Some((
+        LayerStyle::Llama
+        | LayerStyle::Gemma
+        | LayerStyle::Phi3
+        | LayerStyle::GptNeox
+        | LayerStyle::Olmo2,
+        p,
+    )) = style
     else {
         return Some(format!(
             "the backward of `{}` layers is not derived op by op",
@@ -790,6 +956,14 @@ fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
     }
     if p.attention_dropout || p.hidden_dropout || p.embedding_dropout {
         return Some("dropout's masks in backward are not derived".into());
+    }
+    if o.style == LayerStyle::Olmo2 {
+        return (o.lora.is_some() || !olmo_layout(spec, p, o)).then(|| {
+            format!(
+                "the backward of this `{}` layer layout is not derived op by op",
+                spec.model_type
+            )
+        });
     }
     if o.style == LayerStyle::GptNeox {
         return (!neox_layout(spec, p, o)).then(|| {
@@ -1081,6 +1255,8 @@ fn run_of_layers(
     };
     let out = if dm.style == LayerStyle::GptNeox {
         neox_layer(tape, dm, g, &name).map(Some)?
+    } else if dm.style == LayerStyle::Olmo2 {
+        olmo_layer(tape, dm, g, &name).map(Some)?
     } else {
         layer(tape, dm, g, (&name, x_rg))?
     };

@@ -272,7 +272,10 @@ pub(crate) fn profile(
             ..base(LayerStyle::Gemma)
         },
         "gemma2" => base(LayerStyle::Gemma2),
-        "olmo2" => base(LayerStyle::Olmo2),
+        "olmo2" => TrainingProfile {
+            backward_traced: true,
+            ..base(LayerStyle::Olmo2)
+        },
         // OLMo 3: OLMo 2's layers, one fp32 rotary per kind of `layer_types`.
         "olmo3" => TrainingProfile {
             rotary_tables: u64::try_from(layer_type_count(map).max(1)).unwrap_or(1),
