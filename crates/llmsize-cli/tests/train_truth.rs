@@ -205,11 +205,11 @@ fn check(dir: &str, file: &str) -> (usize, usize) {
 #[test]
 fn every_measured_step_of_the_ground_truth() {
     // 9 models: 79 full fine-tuning runs, 34 step-FLOP cases, 72 LoRA steps; the backward is
-    // derived op by op for Llama-2, Mistral, Qwen2.5, Phi-3 and Pythia: 22 runs, and 12 LoRA
-    // steps (all-linear and q/v).
+    // derived op by op for Llama-2, Mistral, Qwen2.5, Phi-3, Pythia and Gemma-2 (eager): 26
+    // runs, and 12 LoRA steps (all-linear and q/v).
     let (cases, backward) = check(DIR, "train.json");
     assert!(
-        cases >= 180 && backward >= 34,
+        cases >= 180 && backward >= 38,
         "{cases} cases, {backward} backward peaks"
     );
 }
@@ -218,10 +218,10 @@ fn every_measured_step_of_the_ground_truth() {
 fn every_measured_step_of_the_held_out_models() {
     // 14 models of the same families, never looked at while deriving the rules' shapes.
     // Backward peaks derived for Llama-3-8B, TinyLlama, Qwen2-0.5B, Qwen3-1.7B, Gemma-2B,
-    // Pythia-160m and OLMo-2-1B: 30.
+    // Pythia-160m, OLMo-2-1B and Gemma-2-2B: 32.
     let (cases, backward) = check(DIR, "holdout.json");
     assert!(
-        cases >= 180 && backward >= 30,
+        cases >= 180 && backward >= 32,
         "{cases} cases, {backward} backward peaks"
     );
 }
@@ -229,10 +229,10 @@ fn every_measured_step_of_the_held_out_models() {
 #[test]
 fn every_causal_lm_type_is_exact_or_says_it_is_not() {
     // 151 types' shrunk class-default configs: every figure llmsize calls exact equals the
-    // oracle's (over 180 full fine-tuning runs today, and 47 backward peaks, 8 of them LoRA).
+    // oracle's (over 180 full fine-tuning runs today, and 48 backward peaks, 8 of them LoRA).
     let (cases, backward) = check(REST, "train.json");
     assert!(
-        cases >= 1000 && backward >= 47,
+        cases >= 1000 && backward >= 48,
         "{cases} cases, {backward} backward peaks"
     );
 }

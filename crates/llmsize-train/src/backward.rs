@@ -267,7 +267,7 @@ fn gemma_rms_norm(
     tape: &mut Tape,
     e: u128,
     (rows, dim): (u128, u128),
-    g: Buf,
+    (g, own): (Buf, bool),
 ) -> Result<Buf, Overflow> {
     let up = e != 4;
     let elems = checked::mul("rows·dim", rows, dim)?;
@@ -275,7 +275,9 @@ fn gemma_rms_norm(
     let row = checked::mul("rows·4", rows, 4)?;
     let g32 = if up {
         let c = tape.alloc(f)?;
-        tape.free(g);
+        if own {
+            tape.free(g);
+        }
         c
     } else {
         g
@@ -351,8 +353,8 @@ fn norm(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
     if dm.style == LayerStyle::Olmo2 {
         return olmo_rms_norm(tape, dm.e, (dm.t, dm.d), (g, true));
     }
-    if dm.style == LayerStyle::Gemma {
-        gemma_rms_norm(tape, dm.e, (dm.t, dm.d), g)
+    if matches!(dm.style, LayerStyle::Gemma | LayerStyle::Gemma2) {
+        gemma_rms_norm(tape, dm.e, (dm.t, dm.d), (g, true))
     } else {
         rms_norm(tape, (dm.e, dm.lora.is_none()), (dm.t, dm.d), g)
     }
@@ -401,6 +403,16 @@ fn eager_core(tape: &mut Tape, dm: &Dims, x: Buf) -> Result<(Buf, Buf, Buf), Ove
     } else {
         gs
     };
+    // Gemma 2's soft-capping of the scores (`/ cap`, `tanh`, `· cap`): three gradients in
+    // turn, before the scaling's.
+    let mut gsb = gsb;
+    if dm.style == LayerStyle::Gemma2 {
+        for _ in 0..3 {
+            let next = tape.alloc(sb)?;
+            tape.free(gsb);
+            gsb = next;
+        }
+    }
     let gm = tape.alloc(sb)?;
     tape.free(gsb);
     // bmm(q, kᵀ): kᵀ's gradient first.
@@ -422,11 +434,23 @@ fn eager_core(tape: &mut Tape, dm: &Dims, x: Buf) -> Result<(Buf, Buf, Buf), Ove
 /// gradient of its output, shared with the residual stream where the block's input needs a
 /// gradient (`x_rg`), else this block's alone (freed here); returns the gradient of its
 /// input, if it needs one.
-fn attention(tape: &mut Tape, dm: &Dims, g: Buf, x_rg: bool) -> Result<Option<Buf>, Overflow> {
+fn attention(
+    tape: &mut Tape,
+    dm: &Dims,
+    g: Buf,
+    x_rg: bool,
+    own: bool,
+) -> Result<Option<Buf>, Overflow> {
     tape.at.push_str("attention");
-    let own = (!x_rg).then_some(g);
-    let x = project(tape, dm, (dm.q, dm.d, false, Proj::O), own, true)?;
-    if !x_rg {
+    let own = own || !x_rg;
+    let x = project(
+        tape,
+        dm,
+        (dm.q, dm.d, false, Proj::O),
+        own.then_some(g),
+        true,
+    )?;
+    if own {
         tape.free(g);
     }
     let x = or_empty(tape, x)?;
@@ -595,10 +619,12 @@ fn or_empty(tape: &mut Tape, x: Option<Buf>) -> Result<Buf, Overflow> {
 
 /// `LlamaMLP`: `down(act(gate(x)) * up(x))`; `g` shared (not freed); returns the input's
 /// gradient.
-fn mlp(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
+fn mlp(tape: &mut Tape, dm: &Dims, g: Buf, own: bool) -> Result<Buf, Overflow> {
     tape.at.push_str("MLP");
-    let _ = g;
     let xd = project(tape, dm, (dm.ff, dm.d, false, Proj::Down), None, true)?;
+    if own {
+        tape.free(g);
+    }
     let xd = or_empty(tape, xd)?;
     let ga = tape.alloc(dm.x(dm.ff)?)?;
     let gu = tape.alloc(dm.x(dm.ff)?)?;
@@ -638,15 +664,39 @@ fn layer(
     (name, x_rg): (&str, bool),
 ) -> Result<Option<Buf>, Overflow> {
     tape.at = format!("{name}'s ");
-    let m = mlp(tape, dm, g)?;
+    let m = mlp(tape, dm, g, false)?;
     let n2 = norm(tape, dm, m)?;
     let h = tape.accumulate(g, n2, dm.x(dm.d)?)?;
     tape.at = format!("{name}'s ");
-    let Some(a) = attention(tape, dm, h, x_rg)? else {
+    let Some(a) = attention(tape, dm, h, x_rg, false)? else {
         return Ok(None);
     };
     let n1 = norm(tape, dm, a)?;
     tape.accumulate(h, n1, dm.x(dm.d)?).map(Some)
+}
+
+/// A Gemma 2 layer (`modeling_gemma2.py`): `h = x + post_attn(attn(pre_attn(x))); y = h +
+/// post_ff(mlp(pre_ff(h)))`, Gemma's norms, eager attention with soft-capped scores; frees
+/// `g`, returns the input's gradient.
+fn gemma2_layer(tape: &mut Tape, dm: &Dims, g: Buf, name: &str) -> Result<Buf, Overflow> {
+    tape.at = format!("{name}'s MLP");
+    let rows = (dm.t, dm.d);
+    let n = gemma_rms_norm(tape, dm.e, rows, (g, false))?;
+    let m = mlp(tape, dm, n, true)?;
+    let n2 = gemma_rms_norm(tape, dm.e, rows, (m, true))?;
+    let h = tape.accumulate(g, n2, dm.x(dm.d)?)?;
+    tape.at = format!("{name}'s attention");
+    let na = gemma_rms_norm(tape, dm.e, rows, (h, false))?;
+    let a = attention_from(tape, dm, na)?;
+    let n1 = gemma_rms_norm(tape, dm.e, rows, (a, true))?;
+    tape.accumulate(h, n1, dm.x(dm.d)?)
+}
+
+/// The attention block when its output's gradient is its own (a post-norm's output, freed
+/// after `o_proj`).
+fn attention_from(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
+    let x = attention(tape, dm, g, true, true)?;
+    or_empty(tape, x)
 }
 
 /// `Olmo2RMSNorm` (`modeling_olmo2.py`): `(weight · (x.float() · rsqrt(…))).to(dtype)`: the
@@ -919,7 +969,8 @@ fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
         | LayerStyle::Gemma
         | LayerStyle::Phi3
         | LayerStyle::GptNeox
-        | LayerStyle::Olmo2,
+        | LayerStyle::Olmo2
+        | LayerStyle::Gemma2,
         p,
     )) = style
     else {
@@ -956,6 +1007,9 @@ fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
     }
     if p.attention_dropout || p.hidden_dropout || p.embedding_dropout {
         return Some("dropout's masks in backward are not derived".into());
+    }
+    if o.style == LayerStyle::Gemma2 && (o.lora.is_some() || o.attn == AttnImpl::Sdpa) {
+        return Some("the backward of Gemma 2 is derived for full fine-tuning, eager".into());
     }
     if o.style == LayerStyle::Olmo2 {
         return (o.lora.is_some() || !olmo_layout(spec, p, o)).then(|| {
@@ -1013,7 +1067,7 @@ fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
                 && l.cross_attention.is_none()
                 && l.extras.is_empty()
                 && l.state.is_none()
-                && l.norms.len() == 2
+                && l.norms.len() == if o.style == LayerStyle::Gemma2 { 4 } else { 2 }
                 && l.norms.iter().all(|n| n.kind == NormKind::RmsNorm)
         });
     (!simple).then(|| {
@@ -1122,6 +1176,15 @@ fn walk(tape: &mut Tape, spec: &ModelSpec, o: &Options) -> Result<(), SpecError>
         tape.free(b);
         c
     };
+    let mut c = c;
+    if o.style == LayerStyle::Gemma2 {
+        // The final logit soft-capping (`/ cap`, `tanh`, `· cap`) on [T, V] in the dtype.
+        for _ in 0..3 {
+            let next = tape.alloc(x(v)?)?;
+            tape.free(c);
+            c = next;
+        }
+    }
     tape.at = "the output head".into();
     let full = o.lora.is_none();
     let vd = checked::mul("V·d·e", checked::mul("V·d", v, d)?, e)?;
@@ -1176,7 +1239,7 @@ fn walk(tape: &mut Tape, spec: &ModelSpec, o: &Options) -> Result<(), SpecError>
         return Ok(());
     };
     tape.at = "the token embedding".into();
-    if o.style == LayerStyle::Gemma {
+    if matches!(o.style, LayerStyle::Gemma | LayerStyle::Gemma2) {
         // `hidden * normalizer` (√d in the dtype): its gradient, then the embedding's.
         let scaled = tape.alloc(x(d)?)?;
         tape.free(g);
@@ -1257,6 +1320,8 @@ fn run_of_layers(
         neox_layer(tape, dm, g, &name).map(Some)?
     } else if dm.style == LayerStyle::Olmo2 {
         olmo_layer(tape, dm, g, &name).map(Some)?
+    } else if dm.style == LayerStyle::Gemma2 {
+        gemma2_layer(tape, dm, g, &name).map(Some)?
     } else {
         layer(tape, dm, g, (&name, x_rg))?
     };

@@ -271,7 +271,13 @@ pub(crate) fn profile(
             backward_traced: true,
             ..base(LayerStyle::Gemma)
         },
-        "gemma2" => base(LayerStyle::Gemma2),
+        // Gemma 2's backward was traced with both soft-cappings on (the class defaults).
+        "gemma2" => TrainingProfile {
+            backward_traced: ["attn_logit_softcapping", "final_logit_softcapping"]
+                .iter()
+                .all(|k| map.get(*k).is_none_or(|v| !v.is_null())),
+            ..base(LayerStyle::Gemma2)
+        },
         "olmo2" => TrainingProfile {
             backward_traced: true,
             ..base(LayerStyle::Olmo2)
