@@ -206,10 +206,10 @@ fn check(dir: &str, file: &str) -> (usize, usize) {
 fn every_measured_step_of_the_ground_truth() {
     // 9 models: 79 full fine-tuning runs, 34 step-FLOP cases, 72 LoRA steps; the backward is
     // derived op by op for Llama-2, Mistral, Qwen2.5, Phi-3, Pythia and Gemma-2 (eager): 26
-    // runs, and 12 LoRA steps (all-linear and q/v).
+    // runs, and 14 LoRA steps (all-linear and q/v, with and without dropout).
     let (cases, backward) = check(DIR, "train.json");
     assert!(
-        cases >= 180 && backward >= 38,
+        cases >= 180 && backward >= 40,
         "{cases} cases, {backward} backward peaks"
     );
 }

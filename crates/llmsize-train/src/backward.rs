@@ -43,6 +43,8 @@ pub(crate) struct Adapters {
     pub rank: u128,
     /// q, k, v, o, gate, up, down.
     pub on: [bool; 7],
+    /// `lora_dropout` > 0: the adapter's input goes through `nn.Dropout` (fp32).
+    pub dropout: bool,
 }
 
 /// The projections of a layer, indexing [`Adapters::on`].
@@ -214,8 +216,14 @@ fn project(
         tape.free(ga);
         return Ok(None);
     };
-    let gx = tape.alloc(f(k)?)?;
+    let mut gx = tape.alloc(f(k)?)?;
     tape.free(ga);
+    if ads.dropout {
+        // The dropout's backward: the gradient times its mask, in fp32.
+        let gd = tape.alloc(f(k)?)?;
+        tape.free(gx);
+        gx = gd;
+    }
     let gxb = tape.alloc(dm.x(k)?)?;
     tape.free(gx);
     let xb = tape.alloc(dm.x(k)?)?;
@@ -1442,6 +1450,7 @@ mod tests {
             let ads = Adapters {
                 rank: 16,
                 on: [true; 7],
+                dropout: true,
             };
             extrapolation_matches(&llama_dims(sdpa, Some(ads)), 7);
         }

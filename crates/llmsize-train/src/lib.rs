@@ -675,8 +675,8 @@ fn step_peak(
 
 /// A LoRA plan the backward's rules cover: plain adapters on some of a llama-layout model's
 /// projections (q, k, v, o, gate, up, down), each in every layer, one of the attention's
-/// among them (so layer 0's attention output needs a gradient), without dropout, DoRA or a
-/// quantized base.
+/// among them (so layer 0's attention output needs a gradient), without DoRA or a quantized
+/// base.
 fn layer_adapters(
     plan: &LoraPlan,
     spec: &ModelSpec,
@@ -702,8 +702,9 @@ fn layer_adapters(
     });
     let on = kinds.map(|k| plan.modules.iter().any(|m| m.kind == k));
     let attention = on.iter().take(4).any(|&a| a);
-    (plain && attention && !plan.dropout && !plan.dora && !quantized).then(|| backward::Adapters {
+    (plain && attention && !plan.dora && !quantized).then(|| backward::Adapters {
         rank: u128::from(plan.rank),
         on,
+        dropout: plan.dropout,
     })
 }
