@@ -205,11 +205,11 @@ fn check(dir: &str, file: &str) -> (usize, usize) {
 #[test]
 fn every_measured_step_of_the_ground_truth() {
     // 9 models: 79 full fine-tuning runs, 34 step-FLOP cases, 72 LoRA steps; the backward is
-    // derived op by op for Llama-2, Mistral, Qwen2.5, Phi-3, Pythia and Gemma-2 (eager): 26
-    // runs, and 14 LoRA steps (all-linear and q/v, with and without dropout).
+    // derived op by op for Llama-2, Mistral, Qwen2.5, Phi-3, Pythia, Gemma-2 (eager) and
+    // Mixtral: 30 runs, and 14 LoRA steps (all-linear and q/v, with and without dropout).
     let (cases, backward) = check(DIR, "train.json");
     assert!(
-        cases >= 180 && backward >= 40,
+        cases >= 180 && backward >= 44,
         "{cases} cases, {backward} backward peaks"
     );
 }
@@ -229,10 +229,10 @@ fn every_measured_step_of_the_held_out_models() {
 #[test]
 fn every_causal_lm_type_is_exact_or_says_it_is_not() {
     // 151 types' shrunk class-default configs: every figure llmsize calls exact equals the
-    // oracle's (over 180 full fine-tuning runs today, and 48 backward peaks, 8 of them LoRA).
+    // oracle's (over 180 full fine-tuning runs today, and 51 backward peaks, 8 of them LoRA).
     let (cases, backward) = check(REST, "train.json");
     assert!(
-        cases >= 1000 && backward >= 48,
+        cases >= 1000 && backward >= 51,
         "{cases} cases, {backward} backward peaks"
     );
 }

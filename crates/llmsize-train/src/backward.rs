@@ -132,6 +132,8 @@ struct Dims {
     /// (chunked) and rotates `q[..., :rotary_dim]` concatenated with the rest; Gemma's norms
     /// are `(x.float() · rsqrt(…)) · (1 + weight.float())`, cast back at the end.
     style: LayerStyle,
+    /// A Mixtral MoE block in place of the MLP: experts `E`, per token `k`, expert width `Fm`.
+    moe: Option<(u128, u128, u128)>,
     /// Per head: its width, and how many of its dimensions the rotary turns (GPT-NeoX).
     head_dim: u128,
     rot: u128,
@@ -616,6 +618,86 @@ fn contiguous(tape: &mut Tape, bytes: u128, g: Buf) -> Result<Buf, Overflow> {
     Ok(c)
 }
 
+/// Mixtral's MoE block (`modeling_mixtral.py`, transformers 5.24's grouped experts): fp32
+/// softmax routing, top-k renormalised, fp32 weights, the experts' rows sorted by expert for
+/// two `grouped_mm`s, combined in fp32. `g` (the block's output gradient) is shared with the
+/// residual stream; returns the block input's gradient (the experts' and the router's summed).
+fn mixtral_moe(
+    tape: &mut Tape,
+    dm: &Dims,
+    (en, k, fm): (u128, u128, u128),
+) -> Result<Buf, Overflow> {
+    let p = |what: &str, f: &[u128]| checked::product(what, f.iter().copied());
+    let (t, d, e) = (dm.t, dm.d, dm.e);
+    let tk = p("T·k", &[t, k])?;
+    // The combine: its fp32 result cast back, the sum over k, the rows put back in order.
+    let a = tape.alloc(p("4Td", &[4, t, d])?)?;
+    let b = tape.alloc(p("4Tkd", &[4, tk, d])?)?;
+    tape.free(a);
+    let z = tape.alloc(p("4Tkd", &[4, tk, d])?)?;
+    let rows = tape.alloc(p("4Tkd", &[4, tk, d])?)?;
+    tape.free(z);
+    tape.free(b);
+    // rows · weights: the experts' outputs' gradient (cast to the dtype) and the weights'.
+    let m1 = tape.alloc(p("4Tkd", &[4, tk, d])?)?;
+    let m2 = tape.alloc(p("4Tkd", &[4, tk, d])?)?;
+    let out = tape.alloc(p("eTkd", &[e, tk, d])?)?;
+    tape.free(m1);
+    let wsum = tape.alloc(p("4Tk", &[4, tk])?)?;
+    tape.free(m2);
+    tape.free(rows);
+    // down, act · up, gate_up: grouped matmuls over the sorted rows.
+    tape.grad(p("eEdFm", &[e, en, d, fm])?)?;
+    let xd = tape.alloc(p("eTkFm", &[e, tk, fm])?)?;
+    tape.free(out);
+    let ga = tape.alloc(p("eTkFm", &[e, tk, fm])?)?;
+    let gu = tape.alloc(p("eTkFm", &[e, tk, fm])?)?;
+    tape.free(xd);
+    let gs = tape.alloc(p("eTkFm", &[e, tk, fm])?)?;
+    tape.free(ga);
+    let cat = tape.alloc(p("2eTkFm", &[2, e, tk, fm])?)?;
+    tape.free(gs);
+    tape.free(gu);
+    tape.grad(p("2eEFmd", &[2, e, en, fm, d])?)?;
+    let x3 = tape.alloc(p("eTkd", &[e, tk, d])?)?;
+    tape.free(cat);
+    // The weights' gradient and the rows' back to token order.
+    let z = tape.alloc(p("4Tk", &[4, tk])?)?;
+    let wp = tape.alloc(p("4Tk", &[4, tk])?)?;
+    tape.free(z);
+    tape.free(wsum);
+    let z = tape.alloc(p("eTd", &[e, t, d])?)?;
+    let xt = tape.alloc(p("eTd", &[e, t, d])?)?;
+    tape.free(z);
+    tape.free(x3);
+    // The renormalisation `w / w.sum(-1)`.
+    let r: Vec<Buf> = (0..4)
+        .map(|_| tape.alloc(p("4Tk", &[4, tk])?))
+        .collect::<Result<_, _>>()?;
+    let buf = |i: usize| r.get(i).copied().unwrap_or(Buf(usize::MAX));
+    tape.free(buf(0));
+    tape.free(buf(1));
+    let s = tape.alloc(p("4T", &[4, t])?)?;
+    tape.free(buf(2));
+    tape.free(wp);
+    let ad = tape.alloc(p("4Tk", &[4, tk])?)?;
+    tape.free(buf(3));
+    tape.free(s);
+    // top-k (scattered into [T, E]), the fp32 softmax, the logits' cast, the router.
+    let z = tape.alloc(p("4TE", &[4, t, en])?)?;
+    let sc = tape.alloc(p("4TE", &[4, t, en])?)?;
+    tape.free(z);
+    tape.free(ad);
+    let sm = tape.alloc(p("4TE", &[4, t, en])?)?;
+    tape.free(sc);
+    let lb = tape.alloc(p("eTE", &[e, t, en])?)?;
+    tape.free(sm);
+    tape.grad(p("eEd", &[e, en, d])?)?;
+    let xr = tape.alloc(p("eTd", &[e, t, d])?)?;
+    tape.free(lb);
+    tape.accumulate(xt, xr, p("eTd", &[e, t, d])?)
+}
+
 /// A projection's input gradient where its input needs one (always, for the callers): an
 /// empty buffer otherwise, never reached.
 fn or_empty(tape: &mut Tape, x: Option<Buf>) -> Result<Buf, Overflow> {
@@ -628,6 +710,10 @@ fn or_empty(tape: &mut Tape, x: Option<Buf>) -> Result<Buf, Overflow> {
 /// `LlamaMLP`: `down(act(gate(x)) * up(x))`; `g` shared (not freed); returns the input's
 /// gradient.
 fn mlp(tape: &mut Tape, dm: &Dims, g: Buf, own: bool) -> Result<Buf, Overflow> {
+    if let Some(moe) = dm.moe {
+        tape.at.push_str("MoE block");
+        return mixtral_moe(tape, dm, moe);
+    }
     tape.at.push_str("MLP");
     let xd = project(tape, dm, (dm.ff, dm.d, false, Proj::Down), None, true)?;
     if own {
@@ -969,6 +1055,27 @@ fn neox_layout(spec: &ModelSpec, p: &llmsize_core::profile::TrainingProfile, o: 
         })
 }
 
+/// Mixtral's routing, as [`mixtral_moe`] was traced on: a softmax over every expert, the top
+/// k renormalised, fp32 weights, a bf16 router; full fine-tuning of a llama layer.
+fn mixtral_routing(p: &llmsize_core::profile::TrainingProfile, o: &Options) -> bool {
+    p.routing == llmsize_core::profile::Routing::SoftmaxThenTopK
+        && p.topk_renormalized
+        && !p.routing_weights_in_dtype
+        && !p.router_fp32
+        && o.lora.is_none()
+        && o.style == LayerStyle::Llama
+}
+
+/// Mixtral's experts: a plain router, gated experts without biases, no shared expert.
+fn mixtral_experts(m: &llmsize_core::spec::Moe) -> bool {
+    m.router
+        && !m.router_bias
+        && m.shared.is_none()
+        && m.expert.gated
+        && !m.expert.up_bias
+        && !m.expert.down_bias
+}
+
 /// Why a model's backward is not derived here (`None`: it is).
 fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
     let style = spec.training.as_ref().map(|p| (p.style, p));
@@ -1070,7 +1177,11 @@ fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
                 }
                 _ => false,
             };
-            let ffn = matches!(l.ffn, Ffn::Dense(m) if m.gated && !m.up_bias && !m.down_bias);
+            let ffn = match &l.ffn {
+                Ffn::Dense(m) => m.gated && !m.up_bias && !m.down_bias,
+                Ffn::Moe(m) => mixtral_routing(p, o) && mixtral_experts(m),
+                Ffn::Absent => false,
+            };
             attn && ffn
                 && l.cross_attention.is_none()
                 && l.extras.is_empty()
@@ -1210,6 +1321,7 @@ fn walk(tape: &mut Tape, spec: &ModelSpec, o: &Options) -> Result<(), SpecError>
         mha: true,
         bias_qkv: false,
         style: o.style,
+        moe: None,
         head_dim: 0,
         rot: 0,
         lora: o.lora,
@@ -1270,12 +1382,25 @@ fn layer_dims(
     dm0: &Dims,
     o: &Options,
 ) -> Result<Dims, SpecError> {
-    let (Attention::Standard(a), Ffn::Dense(m)) = (&kind.attention, &kind.ffn) else {
-        return Err(SpecError::Invalid {
-            field: "layers".into(),
-            found: "a layer without attention and a dense MLP".into(),
-            expected: "the llama layout this walk was chosen for".into(),
-        });
+    let bad = |found: &str| SpecError::Invalid {
+        field: "layers".into(),
+        found: found.into(),
+        expected: "the llama layout this walk was chosen for".into(),
+    };
+    let Attention::Standard(a) = &kind.attention else {
+        return Err(bad("a layer without standard attention"));
+    };
+    let (ff, moe) = match &kind.ffn {
+        Ffn::Dense(m) => (m.intermediate, None),
+        Ffn::Moe(m) => (
+            0,
+            Some((
+                u128::from(m.num_experts),
+                u128::from(m.experts_per_token),
+                u128::from(m.expert.intermediate),
+            )),
+        ),
+        Ffn::Absent => return Err(bad("a layer without an MLP")),
     };
     let h = u128::from(a.num_heads);
     let b = u128::from(o.batch);
@@ -1287,7 +1412,8 @@ fn layer_dims(
             u128::from(a.num_kv_heads),
             u128::from(a.head_dim),
         )?,
-        ff: u128::from(m.intermediate),
+        ff: u128::from(ff),
+        moe,
         scores: checked::mul(
             "b·h·s·s",
             checked::mul("b·h", b, h)?,
@@ -1416,6 +1542,7 @@ mod tests {
             mha: true,
             bias_qkv: false,
             style: LayerStyle::Llama,
+            moe: None,
             head_dim: 128,
             rot: 128,
             lora,

@@ -134,7 +134,12 @@ pub(crate) fn profile(
                 ..base(LayerStyle::Llama)
             }
         }
-        "mixtral" | "arcee" => base(LayerStyle::Llama),
+        "arcee" => base(LayerStyle::Llama),
+        // Mixtral's MoE backward was traced on its grouped experts.
+        "mixtral" => TrainingProfile {
+            backward_traced: true,
+            ..base(LayerStyle::Llama)
+        },
         // CWM: llama's layers with per-layer sliding windows.
         "cwm" => TrainingProfile {
             sliding_window_applies: true,
