@@ -167,3 +167,36 @@ pub struct TrainingProfile {
     /// ([`crate::facts::TypeFacts::peft_default`]), or none for a layer counted as llama's.
     pub peft_default: Option<&'static [&'static str]>,
 }
+
+impl TrainingProfile {
+    /// A profile of `style` with every switch of the modeling code off: no dropout, no
+    /// rotary, fp32 routing weights renormalised after a softmax over every expert, shared
+    /// rotary tables, windows applied. Families name only what differs
+    /// (`TrainingProfile { rotary_dims: r, ..TrainingProfile::plain(style, modules) }`), so
+    /// a new switch is defaulted here once.
+    #[must_use]
+    pub const fn plain(style: LayerStyle, modules: &'static [(TensorKind, &'static str)]) -> Self {
+        TrainingProfile {
+            style,
+            attention_dropout: false,
+            hidden_dropout: false,
+            embedding_dropout: false,
+            rotary_dims: None,
+            routing_weights_in_dtype: false,
+            topk_renormalized: true,
+            routing: Routing::SoftmaxThenTopK,
+            scaled_embedding_output: false,
+            rope_tables: RopeTables::Shared,
+            rotary_tables: 1,
+            norm_fp32_weight: false,
+            q_position_scale: false,
+            rope_concatenated: false,
+            router_fp32: false,
+            parallel_residual: false,
+            backward_traced: false,
+            sliding_window_applies: true,
+            modules,
+            peft_default: None,
+        }
+    }
+}

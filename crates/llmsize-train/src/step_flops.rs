@@ -1192,26 +1192,10 @@ mod tests {
         hidden_dropout: bool,
     ) -> TrainingProfile {
         TrainingProfile {
-            style,
             attention_dropout,
             hidden_dropout,
             embedding_dropout: hidden_dropout,
-            rotary_dims: None,
-            routing_weights_in_dtype: false,
-            topk_renormalized: true,
-            routing: llmsize_core::profile::Routing::SoftmaxThenTopK,
-            scaled_embedding_output: false,
-            backward_traced: false,
-            parallel_residual: false,
-            rope_tables: llmsize_core::profile::RopeTables::Shared,
-            norm_fp32_weight: false,
-            q_position_scale: false,
-            rotary_tables: 1,
-            rope_concatenated: false,
-            router_fp32: false,
-            sliding_window_applies: true,
-            modules: LLAMA_MODULES,
-            peft_default: None,
+            ..TrainingProfile::plain(style, LLAMA_MODULES)
         }
     }
 

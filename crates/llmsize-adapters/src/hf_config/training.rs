@@ -100,27 +100,12 @@ pub(crate) fn profile(
     let on = |key: &str, default: f64| num(map, key, default) > 0.0;
     let rope = head_dim;
     let base = |style| TrainingProfile {
-        style,
         attention_dropout: on("attention_dropout", 0.0),
-        hidden_dropout: false,
-        embedding_dropout: false,
         rotary_dims: rope,
-        routing_weights_in_dtype: false,
-        topk_renormalized: true,
-        routing: Routing::SoftmaxThenTopK,
-        scaled_embedding_output: false,
-        backward_traced: false,
-        parallel_residual: false,
-        rope_tables: RopeTables::Shared,
-        norm_fp32_weight: false,
-        q_position_scale: false,
-        rotary_tables: 1,
-        rope_concatenated: false,
-        router_fp32: false,
         sliding_window_applies: map.get("use_sliding_window").and_then(Value::as_bool)
             != Some(false),
-        modules: facts.modules,
         peft_default: facts.peft_default,
+        ..TrainingProfile::plain(style, facts.modules)
     };
     let profile = Some(match model_type {
         // transformers maps exaone, internlm3 and iquestcoder to `LlamaForCausalLM`

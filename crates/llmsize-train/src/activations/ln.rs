@@ -1472,26 +1472,7 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
         p
     } else {
         fallback = TrainingProfile {
-            style: LayerStyle::GptNeox,
-            attention_dropout: false,
-            hidden_dropout: false,
-            embedding_dropout: false,
-            rotary_dims: None,
-            routing_weights_in_dtype: false,
-            topk_renormalized: true,
-            routing: llmsize_core::profile::Routing::SoftmaxThenTopK,
-            scaled_embedding_output: false,
-            backward_traced: false,
-            parallel_residual: false,
-            rope_tables: llmsize_core::profile::RopeTables::Shared,
-            norm_fp32_weight: false,
-            q_position_scale: false,
-            rotary_tables: 1,
-            rope_concatenated: false,
-            router_fp32: false,
-            sliding_window_applies: true,
-            modules: &[],
-            peft_default: None,
+            ..TrainingProfile::plain(LayerStyle::GptNeox, &[])
         };
         &fallback
     };
@@ -1976,26 +1957,11 @@ mod tests {
         rotary: Option<u64>,
     ) -> TrainingProfile {
         TrainingProfile {
-            style,
             attention_dropout: drops.0,
             hidden_dropout: drops.1,
             embedding_dropout: drops.2,
             rotary_dims: rotary,
-            routing_weights_in_dtype: false,
-            topk_renormalized: true,
-            routing: llmsize_core::profile::Routing::SoftmaxThenTopK,
-            scaled_embedding_output: false,
-            backward_traced: false,
-            parallel_residual: false,
-            rope_tables: llmsize_core::profile::RopeTables::Shared,
-            norm_fp32_weight: false,
-            q_position_scale: false,
-            rotary_tables: 1,
-            rope_concatenated: false,
-            router_fp32: false,
-            sliding_window_applies: true,
-            modules: &[],
-            peft_default: None,
+            ..TrainingProfile::plain(style, &[])
         }
     }
 

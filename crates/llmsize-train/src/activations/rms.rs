@@ -2662,26 +2662,9 @@ mod tests {
 
     fn profile(m: M) -> TrainingProfile {
         TrainingProfile {
-            style: m.style,
-            attention_dropout: false,
-            hidden_dropout: false,
-            embedding_dropout: false,
             rotary_dims: Some(m.hd),
             routing_weights_in_dtype: m.routing_in_dtype,
-            topk_renormalized: true,
-            routing: llmsize_core::profile::Routing::SoftmaxThenTopK,
-            scaled_embedding_output: false,
-            backward_traced: false,
-            parallel_residual: false,
-            rope_tables: llmsize_core::profile::RopeTables::Shared,
-            norm_fp32_weight: false,
-            q_position_scale: false,
-            rotary_tables: 1,
-            rope_concatenated: false,
-            router_fp32: false,
-            sliding_window_applies: true,
-            modules: LLAMA_MODULES,
-            peft_default: None,
+            ..TrainingProfile::plain(m.style, LLAMA_MODULES)
         }
     }
 
