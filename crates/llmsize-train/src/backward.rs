@@ -912,26 +912,45 @@ fn olmo_layer(tape: &mut Tape, dm: &Dims, g: Buf, name: &str) -> Result<Buf, Ove
     tape.accumulate(x, xq, dm.x(dm.d)?)
 }
 
-/// `OLMo` 2's layout as [`olmo_layer`] reads it.
-fn olmo_layout(spec: &ModelSpec, p: &llmsize_core::profile::TrainingProfile, o: &Options) -> bool {
-    let rms = |n: &llmsize_core::spec::Norm| n.kind == NormKind::RmsNorm;
-    o.e == 2
-        && spec.stacks.len() == 1
+/// One stack of decoder layers: no position or token-type table, no embedding norm or
+/// projection, a final norm that `final_norm` accepts, an LM head without biases (`untied`:
+/// not the embedding either) — what every layer program's walk from the loss to the
+/// embedding assumes.
+fn plain_model(
+    spec: &ModelSpec,
+    final_norm: impl Fn(&llmsize_core::spec::Norm) -> bool,
+    untied: bool,
+) -> bool {
+    spec.stacks.len() == 1
         && spec.stacks.iter().all(|s| {
             s.position.is_none()
                 && s.token_type.is_none()
                 && s.embedding_norm.is_none()
-                && s.final_norm.as_ref().is_some_and(rms)
+                && s.final_norm.as_ref().is_some_and(&final_norm)
         })
         && spec.embedding_projections.is_empty()
-        && matches!(
-            spec.head,
-            OutputHead::Lm {
-                biases: 0,
-                transform: None,
-                tied: false,
-            }
-        )
+        && matches!(spec.head, OutputHead::Lm { biases: 0, transform: None, tied } if !(untied && tied))
+}
+
+/// A layer of attention and an MLP only (no cross-attention, extras or recurrent state), with
+/// `norms` norms that `norm` accepts.
+fn plain_layer(
+    l: &llmsize_core::spec::Layer,
+    norms: usize,
+    norm: impl Fn(&llmsize_core::spec::Norm) -> bool,
+) -> bool {
+    l.cross_attention.is_none()
+        && l.extras.is_empty()
+        && l.state.is_none()
+        && l.norms.len() == norms
+        && l.norms.iter().all(norm)
+}
+
+/// `OLMo` 2's layout as [`olmo_layer`] reads it.
+fn olmo_layout(spec: &ModelSpec, p: &llmsize_core::profile::TrainingProfile, o: &Options) -> bool {
+    let rms = |n: &llmsize_core::spec::Norm| n.kind == NormKind::RmsNorm;
+    o.e == 2
+        && plain_model(spec, rms, true)
         && spec.layer_kinds().all(|l| {
             let attn = matches!(&l.attention, Attention::Standard(a)
                 if !a.fused_qkv && !a.q_bias && !a.o_bias && !a.sinks
@@ -941,12 +960,7 @@ fn olmo_layout(spec: &ModelSpec, p: &llmsize_core::profile::TrainingProfile, o: 
                     && p.rotary_tables <= 1
                     && l.sliding_window.is_none_or(|w| w >= o.seq));
             let ffn = matches!(l.ffn, Ffn::Dense(m) if m.gated && !m.up_bias && !m.down_bias);
-            attn && ffn
-                && l.cross_attention.is_none()
-                && l.extras.is_empty()
-                && l.state.is_none()
-                && l.norms.len() == 2
-                && l.norms.iter().all(rms)
+            attn && ffn && plain_layer(l, 2, rms)
         })
 }
 
@@ -1023,22 +1037,7 @@ fn neox_unslice(tape: &mut Tape, bytes: u128, g: Buf, rot: Buf) -> Result<Buf, O
 fn neox_layout(spec: &ModelSpec, p: &llmsize_core::profile::TrainingProfile, o: &Options) -> bool {
     let ln = |n: &llmsize_core::spec::Norm| n.kind == NormKind::LayerNorm && n.bias;
     p.parallel_residual
-        && spec.stacks.len() == 1
-        && spec.stacks.iter().all(|s| {
-            s.position.is_none()
-                && s.token_type.is_none()
-                && s.embedding_norm.is_none()
-                && s.final_norm.as_ref().is_some_and(ln)
-        })
-        && spec.embedding_projections.is_empty()
-        && matches!(
-            spec.head,
-            OutputHead::Lm {
-                biases: 0,
-                transform: None,
-                tied: false,
-            }
-        )
+        && plain_model(spec, ln, true)
         && spec.layer_kinds().all(|l| {
             let attn = matches!(&l.attention, Attention::Standard(a)
                 if a.fused_qkv && a.q_bias && a.o_bias && a.q_norm.is_none() && !a.sinks
@@ -1046,12 +1045,7 @@ fn neox_layout(spec: &ModelSpec, p: &llmsize_core::profile::TrainingProfile, o: 
                     && p.rotary_dims.is_some_and(|r| r > 0 && r < a.head_dim && r % 2 == 0)
                     && l.sliding_window.is_none_or(|w| w >= o.seq));
             let ffn = matches!(l.ffn, Ffn::Dense(m) if !m.gated && m.up_bias && m.down_bias);
-            attn && ffn
-                && l.cross_attention.is_none()
-                && l.extras.is_empty()
-                && l.state.is_none()
-                && l.norms.len() == 2
-                && l.norms.iter().all(ln)
+            attn && ffn && plain_layer(l, 2, ln)
         })
 }
 
@@ -1142,22 +1136,7 @@ fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
             )
         });
     }
-    let simple = spec.stacks.len() == 1
-        && spec.stacks.iter().all(|s| {
-            s.position.is_none()
-                && s.token_type.is_none()
-                && s.embedding_norm.is_none()
-                && s.final_norm.is_some_and(|n| n.kind == NormKind::RmsNorm)
-        })
-        && spec.embedding_projections.is_empty()
-        && matches!(
-            spec.head,
-            OutputHead::Lm {
-                biases: 0,
-                transform: None,
-                ..
-            }
-        )
+    let simple = plain_model(spec, |n| n.kind == NormKind::RmsNorm, false)
         && spec.layer_kinds().all(|l| {
             let attn = match &l.attention {
                 Attention::Standard(a) => {
@@ -1183,11 +1162,9 @@ fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
                 Ffn::Absent => false,
             };
             attn && ffn
-                && l.cross_attention.is_none()
-                && l.extras.is_empty()
-                && l.state.is_none()
-                && l.norms.len() == if o.style == LayerStyle::Gemma2 { 4 } else { 2 }
-                && l.norms.iter().all(|n| n.kind == NormKind::RmsNorm)
+                && plain_layer(l, if o.style == LayerStyle::Gemma2 { 4 } else { 2 }, |n| {
+                    n.kind == NormKind::RmsNorm
+                })
         });
     (!simple).then(|| {
         format!(

@@ -22,15 +22,18 @@ fn act_saves_input(map: &Map<String, Value>) -> bool {
     act.is_none_or(|a| matches!(a, "silu" | "swish" | "gelu" | "gelu_pytorch_tanh" | "relu2"))
 }
 
-/// The rotary dimensions of a head of `head_dim`: `partial_rotary_factor` (in
-/// `rope_parameters` or at the top level; `default` when absent) of it, rounded down.
-fn rotary_part(map: &Map<String, Value>, head_dim: u64, default: f64) -> u64 {
-    let factor = map
-        .get("rope_parameters")
+/// `partial_rotary_factor`, in `rope_parameters` (transformers 5) or at the top level.
+fn rotary_factor(map: &Map<String, Value>) -> Option<f64> {
+    map.get("rope_parameters")
         .and_then(|r| r.get("partial_rotary_factor"))
         .or_else(|| map.get("partial_rotary_factor"))
         .and_then(Value::as_f64)
-        .unwrap_or(default);
+}
+
+/// The rotary dimensions of a head of `head_dim`: `partial_rotary_factor` (in
+/// `rope_parameters` or at the top level; `default` when absent) of it, rounded down.
+fn rotary_part(map: &Map<String, Value>, head_dim: u64, default: f64) -> u64 {
+    let factor = rotary_factor(map).unwrap_or(default);
     #[allow(
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss,
@@ -51,11 +54,7 @@ fn even_rotary(r: u64) -> u64 {
 /// The rotary turns every dimension of a head (no `partial_rotary_factor` below 1, no
 /// `rotary_dim` of its own).
 fn full_rotary(map: &Map<String, Value>) -> bool {
-    let factor = map
-        .get("rope_parameters")
-        .and_then(|r| r.get("partial_rotary_factor"))
-        .or_else(|| map.get("partial_rotary_factor"))
-        .and_then(Value::as_f64);
+    let factor = rotary_factor(map);
     let dim = map.get("rotary_dim").and_then(Value::as_u64);
     let head = map.get("head_dim").and_then(Value::as_u64);
     factor.is_none_or(|f| (f - 1.0).abs() < f64::EPSILON) && dim.is_none_or(|r| Some(r) == head)
@@ -292,17 +291,7 @@ pub(crate) fn profile(
             ..base(LayerStyle::Gpt2)
         },
         "gpt_neox" => {
-            let pct = map
-                .get("rope_parameters")
-                .and_then(|r| r.get("partial_rotary_factor"))
-                .and_then(Value::as_f64)
-                .unwrap_or_else(|| num(map, "rotary_pct", 0.25));
-            #[allow(
-                clippy::cast_possible_truncation,
-                clippy::cast_sign_loss,
-                clippy::cast_precision_loss
-            )]
-            let r = head_dim.map(|hd| (hd as f64 * pct) as u64);
+            let r = head_dim.map(|hd| rotary_part(map, hd, num(map, "rotary_pct", 0.25)));
             TrainingProfile {
                 hidden_dropout: on("hidden_dropout", 0.0),
                 rotary_dims: r,
