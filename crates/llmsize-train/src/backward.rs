@@ -272,10 +272,22 @@ fn rms_norm(
 
 /// `GemmaRMSNorm` (`modeling_gemma.py`): `(x.float() · rsqrt(mean(x²) + eps)) · (1 +
 /// weight.float())`, then `type_as(x)`: the weight's gradient is summed in fp32 and cast;
-/// frees `g`, returns the input's gradient.
+/// `g` freed when this norm is its last reader (`own`); returns the input's gradient.
 fn gemma_rms_norm(
     tape: &mut Tape,
     e: u128,
+    rows: (u128, u128),
+    g: (Buf, bool),
+) -> Result<Buf, Overflow> {
+    fp32_rms_norm(tape, (e, false), rows, g)
+}
+
+/// An RMSNorm computed in fp32 and cast back (Gemma's and `OLMo` 2's): the cast's fp32
+/// gradient, the weight's summed in fp32 and cast to the dtype (`OLMo` 2 frees the cast's
+/// gradient after that, Gemma before), then the normalisation's.
+fn fp32_rms_norm(
+    tape: &mut Tape,
+    (e, olmo): (u128, bool),
     (rows, dim): (u128, u128),
     (g, own): (Buf, bool),
 ) -> Result<Buf, Overflow> {
@@ -298,12 +310,17 @@ fn gemma_rms_norm(
     if up {
         let s = tape.alloc(wsum)?;
         tape.free(b);
-        tape.free(g32);
+        if !olmo {
+            tape.free(g32);
+        }
         tape.grad(checked::mul("dim·e", dim, e)?)?;
         tape.free(s);
     } else {
         tape.grad(wsum)?;
         tape.free(b);
+    }
+    // In fp32 there is no cast: `g32` is `g`, which the residual stream may still hold.
+    if up || own {
         tape.free(g32);
     }
     let c1 = tape.alloc(f)?;
@@ -440,6 +457,19 @@ fn eager_core(tape: &mut Tape, dm: &Dims, x: Buf) -> Result<(Buf, Buf, Buf), Ove
     Ok((gq, k, v))
 }
 
+/// The attention op's gradients of q, k and v from its output's (`x`, freed): SDPA's one
+/// backward kernel, or eager attention's chain.
+fn qkv_grads(tape: &mut Tape, dm: &Dims, x: Buf) -> Result<(Buf, Buf, Buf), Overflow> {
+    if !dm.sdpa {
+        return eager_core(tape, dm, x);
+    }
+    let gq = tape.alloc(dm.x(dm.q)?)?;
+    let gk = tape.alloc(dm.x(dm.kv)?)?;
+    let gv = tape.alloc(dm.x(dm.kv)?)?;
+    tape.free(x);
+    Ok((gq, gk, gv))
+}
+
 /// A llama attention block (q/k/v/o projections, rotary, SDPA or eager): `g` is the
 /// gradient of its output, shared with the residual stream where the block's input needs a
 /// gradient (`x_rg`), else this block's alone (freed here); returns the gradient of its
@@ -466,21 +496,13 @@ fn attention(
     let x = or_empty(tape, x)?;
     // Which of q, k, v need a gradient: all where the input does, else the adapted ones.
     let rg = |p: Proj| x_rg || dm.lora.is_some_and(|a| a.on.get(p as usize) == Some(&true));
-    let (gq, gk, gv) = if dm.sdpa {
-        let gq = tape.alloc(dm.x(dm.q)?)?;
-        let gk = tape.alloc(dm.x(dm.kv)?)?;
-        let gv = tape.alloc(dm.x(dm.kv)?)?;
-        // The kernel returns all three; the engine drops those no input needs.
-        for (p, b) in [(Proj::Q, gq), (Proj::K, gk), (Proj::V, gv)] {
-            if !rg(p) {
-                tape.free(b);
-            }
+    let (gq, gk, gv) = qkv_grads(tape, dm, x)?;
+    // The kernels return all three; the engine drops those no input needs.
+    for (p, b) in [(Proj::Q, gq), (Proj::K, gk), (Proj::V, gv)] {
+        if !rg(p) {
+            tape.free(b);
         }
-        tape.free(x);
-        (gq, gk, gv)
-    } else {
-        eager_core(tape, dm, x)?
-    };
+    }
     if dm.style == LayerStyle::Phi3 {
         return phi3_qkv(tape, dm, (gq, gk, gv)).map(Some);
     }
@@ -793,41 +815,16 @@ fn attention_from(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
     or_empty(tape, x)
 }
 
-/// `Olmo2RMSNorm` (`modeling_olmo2.py`): `(weight · (x.float() · rsqrt(…))).to(dtype)`: the
-/// cast's fp32 gradient first, the weight's summed in fp32 and cast; `g` freed only when this
-/// norm is its last reader (`own`), not where the residual stream shares it.
+/// `Olmo2RMSNorm` (`modeling_olmo2.py`): `(weight · (x.float() · rsqrt(…))).to(dtype)`; `g`
+/// freed only when this norm is its last reader (`own`), not where the residual stream shares
+/// it.
 fn olmo_rms_norm(
     tape: &mut Tape,
     e: u128,
-    (rows, dim): (u128, u128),
-    (g, own): (Buf, bool),
+    rows: (u128, u128),
+    g: (Buf, bool),
 ) -> Result<Buf, Overflow> {
-    let elems = checked::mul("rows·dim", rows, dim)?;
-    let f = checked::mul("rows·dim·4", elems, 4)?;
-    let row = checked::mul("rows·4", rows, 4)?;
-    let g32 = tape.alloc(f)?;
-    if own {
-        tape.free(g);
-    }
-    let a = tape.alloc(f)?;
-    let b = tape.alloc(f)?;
-    let s = tape.alloc(checked::mul("dim·4", dim, 4)?)?;
-    tape.free(b);
-    tape.grad(checked::mul("dim·e", dim, e)?)?;
-    tape.free(s);
-    tape.free(g32);
-    let c1 = tape.alloc(f)?;
-    let c2 = tape.alloc(f)?;
-    let s1 = tape.alloc(row)?;
-    tape.free(c2);
-    tape.free(a);
-    rsqrt_tail(
-        tape,
-        (f, row),
-        c1,
-        s1,
-        Some(checked::mul("rows·dim·e", elems, e)?),
-    )
+    fp32_rms_norm(tape, (e, true), rows, g)
 }
 
 /// `OLMo` 2's rotary (`apply_rotary_pos_emb` on q and k cast to fp32 by the caller, against fp32
@@ -875,15 +872,7 @@ fn olmo_layer(tape: &mut Tape, dm: &Dims, g: Buf, name: &str) -> Result<Buf, Ove
     let n = olmo_rms_norm(tape, dm.e, (dm.t, dm.d), (h, false))?;
     let xo = linear(tape, dm, dm.q, dm.d, false)?;
     tape.free(n);
-    let (gq, gk, gv) = if dm.sdpa {
-        let gq = tape.alloc(dm.x(dm.q)?)?;
-        let gk = tape.alloc(dm.x(dm.kv)?)?;
-        let gv = tape.alloc(dm.x(dm.kv)?)?;
-        tape.free(xo);
-        (gq, gk, gv)
-    } else {
-        eager_core(tape, dm, xo)?
-    };
+    let (gq, gk, gv) = qkv_grads(tape, dm, xo)?;
     let f = |w: u128| checked::mul("t·w·4", checked::mul("t·w", dm.t, w)?, 4);
     let k32 = tape.alloc(f(dm.kv)?)?;
     tape.free(gk);
@@ -993,15 +982,7 @@ fn neox_layer(tape: &mut Tape, dm: &Dims, g: Buf, name: &str) -> Result<Buf, Ove
     tape.at = format!("{name}'s attention");
     let xo = linear(tape, dm, dm.q, dm.d, true)?;
     tape.free(g);
-    let (gq, gk, gv) = if dm.sdpa {
-        let gq = tape.alloc(dm.x(dm.q)?)?;
-        let gk = tape.alloc(dm.x(dm.kv)?)?;
-        let gv = tape.alloc(dm.x(dm.kv)?)?;
-        tape.free(xo);
-        (gq, gk, gv)
-    } else {
-        eager_core(tape, dm, xo)?
-    };
+    let (gq, gk, gv) = qkv_grads(tape, dm, xo)?;
     let rot = |w: u128| -> Result<u128, Overflow> {
         let heads = w.checked_div(dm.head_dim).unwrap_or(0);
         dm.x(checked::mul("heads·rot", heads, dm.rot)?)
