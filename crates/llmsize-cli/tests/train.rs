@@ -33,6 +33,8 @@ fn the_json_contract_has_its_integer_keys() {
         "optimizer_state_bytes",
         "activation_bytes",
         "activation_peak_bytes",
+        "backward_peak_bytes",
+        "step_peak_bytes",
         "per_gpu_bytes",
         "train_step_flops",
     ] {
@@ -41,6 +43,99 @@ fn the_json_contract_has_its_integer_keys() {
     assert!(j["exact"].is_boolean());
     // The article's 6·P·tokens beside the exact step: 6 · 6,738,415,616 · 512.
     assert_eq!(j["estimate_6pd_flops"], 6 * 6_738_415_616_u64 * 512);
+}
+
+#[test]
+fn the_step_peak_is_the_states_and_the_largest_phase() {
+    // One GPU: weights + AdamW states on the GPU (torch's 4-byte `step` per tensor, 291 of
+    // them, stays on the CPU) + the largest of the forward's peak, the backward's peak and
+    // the gradients; the terms sum to it.
+    let (_, j) = json(&[
+        "train",
+        "llama-2-7b",
+        "--seq-len",
+        "512",
+        "--device",
+        "cpu",
+        "--json",
+    ]);
+    let u = |k: &str| j[k].as_u64().unwrap();
+    let largest = u("activation_peak_bytes")
+        .max(u("backward_peak_bytes"))
+        .max(u("gradient_bytes"));
+    let optimizer_on_gpu = u("optimizer_state_bytes") - 4 * 291;
+    assert_eq!(
+        u("step_peak_bytes"),
+        u("weights_bytes") + optimizer_on_gpu + largest
+    );
+    let terms: u64 = j["step_peak"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["value"].as_u64().unwrap())
+        .sum();
+    assert_eq!(terms, u("step_peak_bytes"));
+    // Derived op by op on the CPU kernels: exact; on CUDA's SDPA labelled an estimate.
+    assert!(
+        j["backward_peak_estimate"].is_null(),
+        "{}",
+        j["backward_peak_estimate"]
+    );
+    assert!(j["step_peak_estimate"].is_null());
+    let (_, cuda) = json(&["train", "llama-2-7b", "--seq-len", "512", "--json"]);
+    assert!(
+        cuda["backward_peak_estimate"]
+            .as_str()
+            .unwrap()
+            .contains("CPU kernels")
+    );
+    assert!(cuda["step_peak_estimate"].is_string());
+    // Split over GPUs: the most loaded GPU's figure + the backward's excess over gradients
+    // and the forward's peak, unsplit (an upper bound, labelled).
+    let (_, zero) = json(&[
+        "train",
+        "llama-2-7b",
+        "--seq-len",
+        "512",
+        "--gpu",
+        "h100x8",
+        "--zero",
+        "3",
+        "--json",
+    ]);
+    let z = |k: &str| zero[k].as_u64().unwrap();
+    let excess =
+        z("backward_peak_bytes").saturating_sub(z("gradient_bytes") + z("activation_peak_bytes"));
+    assert_eq!(z("step_peak_bytes"), z("per_gpu_bytes") + excess);
+    assert!(
+        zero["step_peak_estimate"]
+            .as_str()
+            .unwrap()
+            .contains("unsplit")
+    );
+}
+
+#[test]
+fn a_backward_not_derived_is_an_estimate_of_stated_terms() {
+    // GPT-2's backward is not derived: held activations + every gradient + the larger of
+    // the loss's two fp32 [T, V] gradients (8·T·V) and one [T, d] stream gradient, + the
+    // loss's own 4-byte gradient. T = 512, V = 50,257, d = 768: the loss's is the larger.
+    let (_, j) = json(&[
+        "train",
+        "gpt2",
+        "--seq-len",
+        "512",
+        "--device",
+        "cpu",
+        "--json",
+    ]);
+    let u = |k: &str| j[k].as_u64().unwrap();
+    assert!(j["backward_peak_estimate"].is_string());
+    let transient = 8 * 512 * 50_257_u64; // > 512 · 768 · 2
+    assert_eq!(
+        u("backward_peak_bytes"),
+        u("activation_bytes") + u("gradient_bytes") + transient + 4
+    );
 }
 
 #[test]
