@@ -172,55 +172,28 @@ fn linear(tape: &mut Tape, dm: &Dims, k: u128, n: u128, bias: bool) -> Result<Bu
     }
 }
 
-/// A projection as the step trains it: the full layer's gradients, or, under LoRA, peft's
-/// `lora.Linear` (`result = base(x) + lora_B(lora_A(x.float())) · scaling`, cast back): the
-/// fp32 adapters' gradients and, where `x` requires grad, the two paths' input gradients
-/// summed. `g` is freed here under LoRA when given (not shared), by the caller otherwise.
+/// A projection as the step trains it, its input needing a gradient: the full layer's
+/// gradients, or, under LoRA, peft's `lora.Linear` (`result = base(x) + lora_B(lora_A(x.float()))
+/// · scaling`, cast back): the fp32 adapters' gradients and the two paths' input gradients
+/// summed (a frozen, unadapted projection passes its input's only). `g` is freed here under
+/// LoRA when given (not shared), by the caller otherwise. Returns the input's gradient.
 fn project(
     tape: &mut Tape,
     dm: &Dims,
     (k, n, bias, which): (u128, u128, bool, Proj),
     g: Option<Buf>,
-    x_rg: bool,
-) -> Result<Option<Buf>, Overflow> {
-    let Some(ads) = dm.lora else {
-        return linear(tape, dm, k, n, bias).map(Some);
-    };
-    if !ads.on.get(which as usize).copied().unwrap_or(false) {
-        // A frozen projection: its input's gradient only, where it needs one.
-        return if x_rg {
-            tape.alloc(dm.x(k)?).map(Some)
-        } else {
-            Ok(None)
+) -> Result<Buf, Overflow> {
+    let Some(r) = adapted(dm, which) else {
+        return match dm.lora {
+            None => linear(tape, dm, k, n, bias),
+            Some(_) => tape.alloc(dm.x(k)?),
         };
-    }
-    let r = ads.rank;
+    };
+    let (base, ga) = lora_weights(tape, dm, (k, n, r), g, true)?;
     let f = |w: u128| checked::mul("t·w·4", checked::mul("t·w", dm.t, w)?, 4);
-    // `.to(dtype)` of the fp32 sum, the sum's bf16 branch (the base output, where it needs a
-    // gradient), `· scaling`.
-    let a = tape.alloc(f(n)?)?;
-    if let Some(g) = g {
-        tape.free(g);
-    }
-    let base = if x_rg {
-        Some(tape.alloc(dm.x(n)?)?)
-    } else {
-        None
-    };
-    let c = tape.alloc(f(n)?)?;
-    tape.free(a);
-    // lora_B then lora_A (fp32 `mm`s: the weight's gradient first).
-    tape.grad(checked::mul("n·r·4", checked::mul("n·r", n, r)?, 4)?)?;
-    let ga = tape.alloc(f(r)?)?;
-    tape.free(c);
-    tape.grad(checked::mul("r·k·4", checked::mul("r·k", r, k)?, 4)?)?;
-    let Some(base) = base else {
-        tape.free(ga);
-        return Ok(None);
-    };
     let mut gx = tape.alloc(f(k)?)?;
     tape.free(ga);
-    if ads.dropout {
+    if dm.lora.is_some_and(|a| a.dropout) {
         // The dropout's backward: the gradient times its mask, in fp32.
         let gd = tape.alloc(f(k)?)?;
         tape.free(gx);
@@ -229,8 +202,67 @@ fn project(
     let gxb = tape.alloc(dm.x(k)?)?;
     tape.free(gx);
     let xb = tape.alloc(dm.x(k)?)?;
-    tape.free(base);
-    tape.accumulate(gxb, xb, dm.x(k)?).map(Some)
+    if let Some(base) = base {
+        tape.free(base);
+    }
+    tape.accumulate(gxb, xb, dm.x(k)?)
+}
+
+/// [`project`] where the input may need no gradient (`x_rg`: layer 0's under LoRA, fed by
+/// the frozen embedding): then only an adapter's own gradients are made.
+fn project_if(
+    tape: &mut Tape,
+    dm: &Dims,
+    shape: (u128, u128, bool, Proj),
+    g: Option<Buf>,
+    x_rg: bool,
+) -> Result<Option<Buf>, Overflow> {
+    if x_rg || dm.lora.is_none() {
+        return project(tape, dm, shape, g).map(Some);
+    }
+    let (k, n, _, which) = shape;
+    if let Some(r) = adapted(dm, which) {
+        let (_, ga) = lora_weights(tape, dm, (k, n, r), g, false)?;
+        tape.free(ga);
+    }
+    Ok(None)
+}
+
+/// The rank of the adapter on `which`, under LoRA.
+fn adapted(dm: &Dims, which: Proj) -> Option<u128> {
+    dm.lora
+        .filter(|a| a.on.get(which as usize).copied().unwrap_or(false))
+        .map(|a| a.rank)
+}
+
+/// An adapted projection's backward up to `lora_A`'s input: `.to(dtype)` of the fp32 sum, the
+/// sum's bf16 branch (the base output's gradient, where the input needs one: `base`),
+/// `· scaling`, `lora_B`'s and `lora_A`'s weight gradients (fp32 `mm`s, the weight's first).
+/// Returns the base branch's gradient and `lora_A`'s output gradient.
+fn lora_weights(
+    tape: &mut Tape,
+    dm: &Dims,
+    (k, n, r): (u128, u128, u128),
+    g: Option<Buf>,
+    base: bool,
+) -> Result<(Option<Buf>, Buf), Overflow> {
+    let f = |w: u128| checked::mul("t·w·4", checked::mul("t·w", dm.t, w)?, 4);
+    let a = tape.alloc(f(n)?)?;
+    if let Some(g) = g {
+        tape.free(g);
+    }
+    let base = if base {
+        Some(tape.alloc(dm.x(n)?)?)
+    } else {
+        None
+    };
+    let c = tape.alloc(f(n)?)?;
+    tape.free(a);
+    tape.grad(checked::mul("n·r·4", checked::mul("n·r", n, r)?, 4)?)?;
+    let ga = tape.alloc(f(r)?)?;
+    tape.free(c);
+    tape.grad(checked::mul("r·k·4", checked::mul("r·k", r, k)?, 4)?)?;
+    Ok((base, ga))
 }
 
 /// `LlamaRMSNorm` (`modeling_llama.py`): `weight * (x.float() * rsqrt(mean(x²) + eps)).to(dtype)`
@@ -483,17 +515,10 @@ fn attention(
 ) -> Result<Option<Buf>, Overflow> {
     tape.at.push_str("attention");
     let own = own || !x_rg;
-    let x = project(
-        tape,
-        dm,
-        (dm.q, dm.d, false, Proj::O),
-        own.then_some(g),
-        true,
-    )?;
+    let x = project(tape, dm, (dm.q, dm.d, false, Proj::O), own.then_some(g))?;
     if own {
         tape.free(g);
     }
-    let x = or_empty(tape, x)?;
     // Which of q, k, v need a gradient: all where the input does, else the adapted ones.
     let rg = |p: Proj| x_rg || dm.lora.is_some_and(|a| a.on.get(p as usize) == Some(&true));
     let (gq, gk, gv) = qkv_grads(tape, dm, x)?;
@@ -525,7 +550,7 @@ fn attention(
         } else {
             contiguous(tape, dm.x(dm.kv)?, gv)?
         };
-        let xv = project(tape, dm, (kv.0, kv.1, kv.2, Proj::V), Some(v_in), x_rg)?;
+        let xv = project_if(tape, dm, (kv.0, kv.1, kv.2, Proj::V), Some(v_in), x_rg)?;
         tape.free(v_in);
         xv
     } else {
@@ -534,7 +559,7 @@ fn attention(
     let xk = match rk {
         Some(rk) => {
             let k_in = head_norm(tape, dm, dm.kv, rk)?;
-            let xk = project(tape, dm, (kv.0, kv.1, kv.2, Proj::K), Some(k_in), x_rg)?;
+            let xk = project_if(tape, dm, (kv.0, kv.1, kv.2, Proj::K), Some(k_in), x_rg)?;
             tape.free(k_in);
             xk
         }
@@ -547,7 +572,7 @@ fn attention(
     let xq = match rq {
         Some(rq) => {
             let q_in = head_norm(tape, dm, dm.q, rq)?;
-            let xq = project(
+            let xq = project_if(
                 tape,
                 dm,
                 (dm.d, dm.q, dm.bias_qkv, Proj::Q),
@@ -720,15 +745,6 @@ fn mixtral_moe(
     tape.accumulate(xt, xr, p("eTd", &[e, t, d])?)
 }
 
-/// A projection's input gradient where its input needs one (always, for the callers): an
-/// empty buffer otherwise, never reached.
-fn or_empty(tape: &mut Tape, x: Option<Buf>) -> Result<Buf, Overflow> {
-    match x {
-        Some(x) => Ok(x),
-        None => tape.alloc(0),
-    }
-}
-
 /// `LlamaMLP`: `down(act(gate(x)) * up(x))`; `g` shared (not freed); returns the input's
 /// gradient.
 fn mlp(tape: &mut Tape, dm: &Dims, g: Buf, own: bool) -> Result<Buf, Overflow> {
@@ -737,11 +753,10 @@ fn mlp(tape: &mut Tape, dm: &Dims, g: Buf, own: bool) -> Result<Buf, Overflow> {
         return mixtral_moe(tape, dm, moe);
     }
     tape.at.push_str("MLP");
-    let xd = project(tape, dm, (dm.ff, dm.d, false, Proj::Down), None, true)?;
+    let xd = project(tape, dm, (dm.ff, dm.d, false, Proj::Down), None)?;
     if own {
         tape.free(g);
     }
-    let xd = or_empty(tape, xd)?;
     let ga = tape.alloc(dm.x(dm.ff)?)?;
     let gu = tape.alloc(dm.x(dm.ff)?)?;
     tape.free(xd);
@@ -754,18 +769,15 @@ fn mlp(tape: &mut Tape, dm: &Dims, g: Buf, own: bool) -> Result<Buf, Overflow> {
         let cat = tape.alloc(dm.x(two)?)?;
         tape.free(gs);
         tape.free(gu);
-        let x = project(tape, dm, (dm.d, two, false, Proj::Gate), Some(cat), true)?;
-        let x = or_empty(tape, x)?;
+        let x = project(tape, dm, (dm.d, two, false, Proj::Gate), Some(cat))?;
         tape.free(cat);
         return Ok(x);
     }
-    let xu = project(tape, dm, (dm.d, dm.ff, false, Proj::Up), Some(gu), true)?;
-    let xu = or_empty(tape, xu)?;
+    let xu = project(tape, dm, (dm.d, dm.ff, false, Proj::Up), Some(gu))?;
     tape.free(gu);
     let gs = tape.alloc(dm.x(dm.ff)?)?;
     tape.free(ga);
-    let xg = project(tape, dm, (dm.d, dm.ff, false, Proj::Gate), Some(gs), true)?;
-    let xg = or_empty(tape, xg)?;
+    let xg = project(tape, dm, (dm.d, dm.ff, false, Proj::Gate), Some(gs))?;
     tape.free(gs);
     tape.accumulate(xu, xg, dm.x(dm.d)?)
 }
@@ -794,7 +806,7 @@ fn layer(
 /// A Gemma 2 layer (`modeling_gemma2.py`): `h = x + post_attn(attn(pre_attn(x))); y = h +
 /// post_ff(mlp(pre_ff(h)))`, Gemma's norms, eager attention with soft-capped scores; frees
 /// `g`, returns the input's gradient.
-fn gemma2_layer(tape: &mut Tape, dm: &Dims, g: Buf, name: &str) -> Result<Buf, Overflow> {
+fn gemma2_layer(tape: &mut Tape, dm: &Dims, g: Buf, name: &str) -> Result<Option<Buf>, Overflow> {
     tape.at = format!("{name}'s MLP");
     let rows = (dm.t, dm.d);
     let n = gemma_rms_norm(tape, dm.e, rows, (g, false))?;
@@ -803,16 +815,12 @@ fn gemma2_layer(tape: &mut Tape, dm: &Dims, g: Buf, name: &str) -> Result<Buf, O
     let h = tape.accumulate(g, n2, dm.x(dm.d)?)?;
     tape.at = format!("{name}'s attention");
     let na = gemma_rms_norm(tape, dm.e, rows, (h, false))?;
-    let a = attention_from(tape, dm, na)?;
+    // Its output's gradient is the post-norm's own, freed after `o_proj`.
+    let Some(a) = attention(tape, dm, na, true, true)? else {
+        return Ok(None);
+    };
     let n1 = gemma_rms_norm(tape, dm.e, rows, (a, true))?;
-    tape.accumulate(h, n1, dm.x(dm.d)?)
-}
-
-/// The attention block when its output's gradient is its own (a post-norm's output, freed
-/// after `o_proj`).
-fn attention_from(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
-    let x = attention(tape, dm, g, true, true)?;
-    or_empty(tape, x)
+    tape.accumulate(h, n1, dm.x(dm.d)?).map(Some)
 }
 
 /// `Olmo2RMSNorm` (`modeling_olmo2.py`): `(weight · (x.float() · rsqrt(…))).to(dtype)`; `g`
@@ -1413,7 +1421,7 @@ fn run_of_layers(
     } else if dm.style == LayerStyle::Olmo2 {
         olmo_layer(tape, dm, g, &name).map(Some)?
     } else if dm.style == LayerStyle::Gemma2 {
-        gemma2_layer(tape, dm, g, &name).map(Some)?
+        gemma2_layer(tape, dm, g, &name)?
     } else {
         layer(tape, dm, g, (&name, x_rg))?
     };
