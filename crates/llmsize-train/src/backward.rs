@@ -420,8 +420,10 @@ fn norm(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
 }
 
 /// `apply_rotary_pos_emb` on one of q or k (`x·cos + rotate_half(x)·sin`, `rotate_half`
-/// = `cat(-x2, x1)`): frees `g`, returns the gradient of the unrotated tensor.
-fn rope(tape: &mut Tape, bytes: u128, g: Buf) -> Result<Buf, Overflow> {
+/// = `cat(-x2, x1)`): `g` the rotated tensor's gradient, freed here where it is its own
+/// (`Some`), left where it is a view of a concatenation's gradient that another part still
+/// reads (Phi-3's, GPT-NeoX's `cat([rotated, pass])`); returns the unrotated part's gradient.
+fn rope(tape: &mut Tape, bytes: u128, g: Option<Buf>) -> Result<Buf, Overflow> {
     let m1 = tape.alloc(bytes)?;
     let neg = tape.alloc(bytes / 2)?;
     let sb2 = tape.alloc(bytes)?;
@@ -430,7 +432,9 @@ fn rope(tape: &mut Tape, bytes: u128, g: Buf) -> Result<Buf, Overflow> {
     tape.free(m1);
     let acc = tape.accumulate(sb2, sb1, bytes)?;
     let mc = tape.alloc(bytes)?;
-    tape.free(g);
+    if let Some(g) = g {
+        tape.free(g);
+    }
     tape.accumulate(acc, mc, bytes)
 }
 
@@ -532,12 +536,12 @@ fn attention(
         return phi3_qkv(tape, dm, (gq, gk, gv)).map(Some);
     }
     let rk = if rg(Proj::K) {
-        Some(rope(tape, dm.x(dm.kv)?, gk)?)
+        Some(rope(tape, dm.x(dm.kv)?, Some(gk))?)
     } else {
         None
     };
     let rq = if rg(Proj::Q) {
-        Some(rope(tape, dm.x(dm.q)?, gq)?)
+        Some(rope(tape, dm.x(dm.q)?, Some(gq))?)
     } else {
         None
     };
@@ -613,8 +617,8 @@ fn head_norm(tape: &mut Tape, dm: &Dims, width: u128, g: Buf) -> Result<Buf, Ove
 /// gradients, returns the input's.
 fn phi3_qkv(tape: &mut Tape, dm: &Dims, (gq, gk, gv): (Buf, Buf, Buf)) -> Result<Buf, Overflow> {
     let (qb, kb) = (dm.x(dm.q)?, dm.x(dm.kv)?);
-    let rk = phi3_rope(tape, kb)?;
-    let rq = phi3_rope(tape, qb)?;
+    let rk = rope(tape, kb, None)?;
+    let rq = rope(tape, qb, None)?;
     // `x[..., :r]`'s gradient, summed with the concatenation's gradient of the rest.
     let sk = tape.alloc(kb)?;
     tape.free(rk);
@@ -642,20 +646,6 @@ fn phi3_qkv(tape: &mut Tape, dm: &Dims, (gq, gk, gv): (Buf, Buf, Buf)) -> Result
     let x = linear(tape, dm, dm.d, n, false)?;
     tape.free(acc);
     Ok(x)
-}
-
-/// Phi-3's rotary on a view of the incoming gradient (which stays alive until the
-/// concatenation's other part is done): returns the rotated part's gradient.
-fn phi3_rope(tape: &mut Tape, bytes: u128) -> Result<Buf, Overflow> {
-    let m1 = tape.alloc(bytes)?;
-    let neg = tape.alloc(bytes / 2)?;
-    let sb2 = tape.alloc(bytes)?;
-    tape.free(neg);
-    let sb1 = tape.alloc(bytes)?;
-    tape.free(m1);
-    let acc = tape.accumulate(sb2, sb1, bytes)?;
-    let mc = tape.alloc(bytes)?;
-    tape.accumulate(acc, mc, bytes)
 }
 
 /// `.contiguous()` of a gradient (a `clone`): frees `g`.
@@ -995,8 +985,8 @@ fn neox_layer(tape: &mut Tape, dm: &Dims, g: Buf, name: &str) -> Result<Buf, Ove
         let heads = w.checked_div(dm.head_dim).unwrap_or(0);
         dm.x(checked::mul("heads·rot", heads, dm.rot)?)
     };
-    let rk = phi3_rope(tape, rot(dm.kv)?)?;
-    let rq = phi3_rope(tape, rot(dm.q)?)?;
+    let rk = rope(tape, rot(dm.kv)?, None)?;
+    let rq = rope(tape, rot(dm.q)?, None)?;
     let k = neox_unslice(tape, dm.x(dm.kv)?, gk, rk)?;
     let q = neox_unslice(tape, dm.x(dm.q)?, gq, rq)?;
     // `chunk(3)` of the fused output, transposed back: one `cat`, one `clone`.
