@@ -286,9 +286,14 @@ impl TrainReport {
         let parts: Vec<&str> = [
             self.estimate.as_deref(),
             self.backward.estimate.as_deref(),
-            (self.per_gpu.gpus > 1).then_some(
-                "the backward's excess over the forward's peak is counted unsplit on the most loaded GPU",
-            ),
+            // The placed branch of `step_peak` (several GPUs, or offload) adds the backward's
+            // excess unsplit.
+            self.step_terms
+                .iter()
+                .any(|t| t.key == "backward_excess")
+                .then_some(
+                    "the backward's excess over the forward's peak is counted unsplit on the most loaded GPU",
+                ),
         ]
         .into_iter()
         .flatten()
