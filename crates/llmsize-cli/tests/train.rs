@@ -113,6 +113,25 @@ fn the_step_peak_is_the_states_and_the_largest_phase() {
             .unwrap()
             .contains("unsplit")
     );
+    // One GPU offloading the optimizer takes the same placed figure, and says so.
+    let (_, off) = json(&[
+        "train",
+        "llama-2-7b",
+        "--seq-len",
+        "512",
+        "--device",
+        "cpu",
+        "--zero",
+        "2",
+        "--offload-optimizer",
+        "--json",
+    ]);
+    assert!(
+        off["step_peak_estimate"]
+            .as_str()
+            .unwrap()
+            .contains("unsplit")
+    );
 }
 
 #[test]
