@@ -533,27 +533,7 @@ pub fn train(
         seq: options.seq_len,
     })?;
 
-    let lora_all = lora
-        .as_ref()
-        .and_then(|p| layer_adapters(p, spec, options.base_format.is_some()));
-    let bwd = backward::backward_peak(
-        spec,
-        &backward::Options {
-            batch: options.batch,
-            seq: options.seq_len,
-            e: u128::from(options.dtype.bytes()),
-            attn: options.attn,
-            checkpointing: options.checkpointing,
-            trains_less: (frozen_base && lora_all.is_none()) || !options.freeze.is_empty(),
-            lora: lora_all,
-            pure: options.precision == Precision::Pure,
-            style: profile.map_or(llmsize_core::profile::LayerStyle::Llama, |p| p.style),
-            device: options.device,
-            rotary: profile.and_then(|p| p.rotary_dims),
-        },
-        act.retained,
-        states.gradient_bytes,
-    )?;
+    let bwd = backward_of(spec, options, lora.as_ref(), &act, &states)?;
     let (step_peak, step_terms) = step_peak(&states, &act, &bwd, &per_gpu, &options.parallel)?;
 
     let mut why = Vec::new();
@@ -676,6 +656,36 @@ fn step_peak(
         ),
     ];
     Ok((sum(&terms, "step peak")?, terms))
+}
+
+/// The backward's peak of the step `options` describes (see [`backward`]).
+fn backward_of(
+    spec: &ModelSpec,
+    options: &TrainOptions,
+    lora: Option<&LoraPlan>,
+    act: &Activations,
+    states: &ModelStates,
+) -> Result<backward::BackwardPeak, llmsize_core::SpecError> {
+    let profile = spec.training.as_ref();
+    let lora_all = lora.and_then(|p| layer_adapters(p, spec, options.base_format.is_some()));
+    backward::backward_peak(
+        spec,
+        &backward::Options {
+            batch: options.batch,
+            seq: options.seq_len,
+            e: u128::from(options.dtype.bytes()),
+            attn: options.attn,
+            checkpointing: options.checkpointing,
+            trains_less: (lora.is_some() && lora_all.is_none()) || !options.freeze.is_empty(),
+            lora: lora_all,
+            pure: options.precision == Precision::Pure,
+            style: profile.map_or(llmsize_core::profile::LayerStyle::Llama, |p| p.style),
+            device: options.device,
+            rotary: profile.and_then(|p| p.rotary_dims),
+        },
+        act.retained,
+        states.gradient_bytes,
+    )
 }
 
 /// A LoRA plan the backward's rules cover: plain adapters on some of a llama-layout model's
