@@ -18,7 +18,6 @@
 //! `--device cuda` applies the README's documented kernel differences to this walk; those
 //! figures are derived, not measured.
 
-use std::fmt::Write as _;
 use std::ops::{Add, Mul};
 
 use super::{ActInput, Activations};
@@ -556,395 +555,463 @@ fn sequential_attention(step: &Step, x: &Dims, g: &Qkv, p: &mut Pieces) -> bool 
 }
 
 /// One layer of the style; `gx`: its input requires grad. Returns whether its output does.
-#[allow(
-    clippy::too_many_lines,
-    reason = "one walk per family, in the modeling code's order"
-)]
 fn layer(step: &Step, x: &Dims, gx: bool, p: &mut Pieces) -> bool {
+    match step.style {
+        LayerStyle::Gpt2 | LayerStyle::Opt | LayerStyle::Bloom | LayerStyle::Starcoder2 => {
+            sequential_layer(step, x, gx, p)
+        }
+        LayerStyle::GptNeox | LayerStyle::Falcon => parallel_layer(step, x, gx, p),
+        _ => gx,
+    }
+}
+
+/// A `LayerNorm`'s saved statistics, named.
+fn ln(step: &Step, x: &Dims, p: &mut Pieces, saved: bool, key: &'static str, name: &str) {
+    p.add(
+        saved,
+        key,
+        format!("{name} {}", step.stats_text()),
+        step.ln_stats(x),
+        Tp::Replicated,
+    );
+}
+
+/// A sequential-residual layer (GPT-2, OPT, BLOOM, `StarCoder2`):
+/// `h = x + attn(ln1(x)); out = h + mlp(ln2(h))`.
+fn sequential_layer(step: &Step, x: &Dims, gx: bool, p: &mut Pieces) -> bool {
     let tr = &step.trains;
     let style = step.style;
-    let ln = |p: &mut Pieces, saved: bool, key: &'static str, name: &str| {
-        p.add(
-            saved,
-            key,
-            format!("{name} {}", step.stats_text()),
-            step.ln_stats(x),
-            Tp::Replicated,
-        );
-    };
     let noise = step.noise(x);
+    let (ln1, ln2) = match style {
+        LayerStyle::Gpt2 => ("ln_1", "ln_2"),
+        LayerStyle::Opt => ("self_attn_layer_norm", "final_layer_norm"),
+        _ => ("input_layernorm", "post_attention_layernorm"),
+    };
+    ln(step, x, p, gx || tr.norms, "ln1_stats", ln1);
+    let fused = matches!(style, LayerStyle::Gpt2 | LayerStyle::Bloom);
+    let g = if fused {
+        let q = tr.grad(Role::Qkv, gx);
+        Qkv { q, k: q, v: q }
+    } else {
+        Qkv {
+            q: tr.grad(Role::Q, gx),
+            k: tr.grad(Role::K, gx),
+            v: tr.grad(Role::V, gx),
+        }
+    };
+    p.add(
+        tr.attention,
+        "ln1_out",
+        format!("{ln1} output, the q/k/v projection's input"),
+        x.etd(),
+        Tp::Replicated,
+    );
+    let out_is_sdpa = sequential_attention(step, x, &g, p);
+    if out_is_sdpa {
+        p.add(
+            g.any() || tr.attention,
+            "attn_out",
+            "attention output (SDPA's, laid out [b, s, H, hd]: also the o-projection's input)",
+            x.eta(),
+            Tp::Sharded,
+        );
+    } else {
+        p.add(
+            tr.attention,
+            "o_in",
+            "the o-projection's input (heads merged, contiguous)",
+            x.eta(),
+            Tp::Sharded,
+        );
+    }
+    let go = tr.grad(Role::O, g.any());
+    p.add(
+        step.hid_drop && go,
+        "resid_dropout_attn",
+        format!("residual dropout after attention: {}", step.noise_text()),
+        noise.clone() * x.t() * x.d(),
+        Tp::Replicated,
+    );
+    let gh1 = gx || go;
+    p.add(
+        gh1 || tr.norms,
+        "residual_attn",
+        format!("residual sum after attention ({ln2}'s input)"),
+        x.etd(),
+        Tp::Replicated,
+    );
+    ln(step, x, p, gh1 || tr.norms, "ln2_stats", ln2);
+    p.add(
+        tr.mlp,
+        "ln2_out",
+        format!("{ln2} output, the MLP's input"),
+        x.etd(),
+        Tp::Replicated,
+    );
+    let gu = tr.grad(Role::Up, gh1);
     match style {
-        LayerStyle::Gpt2 | LayerStyle::Opt | LayerStyle::Bloom | LayerStyle::Starcoder2 => {
-            let (ln1, ln2) = match style {
-                LayerStyle::Gpt2 => ("ln_1", "ln_2"),
-                LayerStyle::Opt => ("self_attn_layer_norm", "final_layer_norm"),
-                _ => ("input_layernorm", "post_attention_layernorm"),
-            };
-            ln(p, gx || tr.norms, "ln1_stats", ln1);
-            let fused = matches!(style, LayerStyle::Gpt2 | LayerStyle::Bloom);
-            let g = if fused {
-                let q = tr.grad(Role::Qkv, gx);
-                Qkv { q, k: q, v: q }
-            } else {
-                Qkv {
-                    q: tr.grad(Role::Q, gx),
-                    k: tr.grad(Role::K, gx),
-                    v: tr.grad(Role::V, gx),
-                }
-            };
+        LayerStyle::Gpt2 => {
             p.add(
-                tr.attention,
-                "ln1_out",
-                format!("{ln1} output, the q/k/v projection's input"),
-                x.etd(),
-                Tp::Replicated,
+                gu,
+                "gelu_new",
+                "c_fc output and gelu_new's tanh, 1 + tanh and 0.5·x·(…) (written in Python)",
+                c(4) * x.e() * x.t() * x.f(),
+                Tp::Sharded,
             );
-            let out_is_sdpa = sequential_attention(step, x, &g, p);
-            if out_is_sdpa {
-                p.add(g.any() || tr.attention, "attn_out", "attention output (SDPA's, laid out [b, s, H, hd]: also the o-projection's input)", x.eta(), Tp::Sharded);
-            } else {
-                p.add(
-                    tr.attention,
-                    "o_in",
-                    "the o-projection's input (heads merged, contiguous)",
-                    x.eta(),
-                    Tp::Sharded,
-                );
-            }
-            let go = tr.grad(Role::O, g.any());
-            p.add(
-                step.hid_drop && go,
-                "resid_dropout_attn",
-                format!("residual dropout after attention: {}", step.noise_text()),
-                noise.clone() * x.t() * x.d(),
-                Tp::Replicated,
-            );
-            let gh1 = gx || go;
-            p.add(
-                gh1 || tr.norms,
-                "residual_attn",
-                format!("residual sum after attention ({ln2}'s input)"),
-                x.etd(),
-                Tp::Replicated,
-            );
-            ln(p, gh1 || tr.norms, "ln2_stats", ln2);
             p.add(
                 tr.mlp,
-                "ln2_out",
-                format!("{ln2} output, the MLP's input"),
-                x.etd(),
-                Tp::Replicated,
+                "mlp_act_out",
+                "gelu_new output, c_proj's input",
+                x.e() * x.t() * x.f(),
+                Tp::Sharded,
             );
-            let gu = tr.grad(Role::Up, gh1);
-            match style {
-                LayerStyle::Gpt2 => {
-                    p.add(gu, "gelu_new", "c_fc output and gelu_new's tanh, 1 + tanh and 0.5·x·(…) (written in Python)", c(4) * x.e() * x.t() * x.f(), Tp::Sharded);
-                    p.add(
-                        tr.mlp,
-                        "mlp_act_out",
-                        "gelu_new output, c_proj's input",
-                        x.e() * x.t() * x.f(),
-                        Tp::Sharded,
-                    );
-                }
-                LayerStyle::Opt => {
-                    p.add(
-                        gu || tr.mlp,
-                        "relu_out",
-                        "ReLU output (saved by ReLU, and by fc2 as its input)",
-                        x.e() * x.t() * x.f(),
-                        Tp::Sharded,
-                    );
-                }
-                _ => {
-                    p.add(
-                        gu,
-                        "gelu_in",
-                        "GELU input (the up projection's output)",
-                        x.e() * x.t() * x.f(),
-                        Tp::Sharded,
-                    );
-                    p.add(
-                        tr.mlp,
-                        "mlp_act_out",
-                        "GELU output, the down projection's input",
-                        x.e() * x.t() * x.f(),
-                        Tp::Sharded,
-                    );
-                }
-            }
-            let gm = tr.grad(Role::Down, gu);
-            p.add(
-                step.hid_drop && gm,
-                "resid_dropout_mlp",
-                format!("residual dropout after the MLP: {}", step.noise_text()),
-                noise * x.t() * x.d(),
-                Tp::Replicated,
-            );
-            let gout = gh1 || gm;
-            p.add(
-                gout || tr.norms,
-                "residual_mlp",
-                "residual sum after the MLP (the next LayerNorm's input)",
-                x.etd(),
-                Tp::Replicated,
-            );
-            adapters(step, x, p, &|r| match r {
-                Role::Qkv | Role::Q | Role::K | Role::V => gx,
-                Role::O => g.any(),
-                Role::Up => gh1,
-                Role::Down => gu,
-            });
-            gout
         }
-        LayerStyle::GptNeox | LayerStyle::Falcon => {
-            let neox = style == LayerStyle::GptNeox;
-            if neox {
-                ln(p, gx || tr.norms, "ln1_stats", "input_layernorm");
-                ln(p, gx || tr.norms, "ln2_stats", "post_attention_layernorm");
-                p.add(
-                    tr.attention,
-                    "ln1_out",
-                    "input_layernorm output, query_key_value's input",
-                    x.etd(),
-                    Tp::Replicated,
-                );
-                p.add(
-                    tr.mlp,
-                    "ln2_out",
-                    "post_attention_layernorm output, dense_h_to_4h's input",
-                    x.etd(),
-                    Tp::Replicated,
-                );
-            } else {
-                ln(p, gx || tr.norms, "ln1_stats", "input_layernorm");
-                p.add(
-                    tr.attention || tr.mlp,
-                    "ln1_out",
-                    "input_layernorm output, the input of query_key_value and dense_h_to_4h",
-                    x.etd(),
-                    Tp::Replicated,
-                );
-            }
-            let gq = tr.grad(Role::Qkv, gx);
-            let bhs2 = x.bhs2();
-            if neox {
-                match step.attn {
-                    AttnImpl::Eager => {
-                        p.add(
-                            gq,
-                            "attn_qk",
-                            "q and k after the partial RoPE (torch.cat: fresh tensors)",
-                            c(2) * x.eta(),
-                            Tp::Sharded,
-                        );
-                        let v = if x.b == 1 { c(3) * x.eta() } else { x.eta() };
-                        p.add(gq, "attn_v", "v (batch 1: a view that keeps the whole fused qkv output; else a copy)", v, Tp::Sharded);
-                        p.add(
-                            gq,
-                            "attn_softmax",
-                            "fp32 softmax output",
-                            c(4) * bhs2.clone(),
-                            Tp::Sharded,
-                        );
-                        if step.attn_drop {
-                            p.add(
-                                gq,
-                                "attn_dropout_noise",
-                                format!("attention-probability dropout: {}", step.noise_text()),
-                                step.noise(x) * bhs2.clone(),
-                                Tp::Sharded,
-                            );
-                            p.add(
-                                gq,
-                                "attn_dropped",
-                                "the dropped probabilities, saved by probs·v",
-                                x.e() * bhs2,
-                                Tp::Sharded,
-                            );
-                        } else if x.e < 4 {
-                            p.add(
-                                gq,
-                                "attn_probs",
-                                "the softmax cast to the weights' dtype, saved by probs·v",
-                                x.e() * bhs2,
-                                Tp::Sharded,
-                            );
-                        }
-                    }
-                    AttnImpl::Sdpa if step.math() => {
-                        p.add(gq, "math_qk", "fp32 q·√scale and kᵀ·√scale (CPU SDPA math path, forced by attention dropout)", c(8) * x.t() * x.a(), Tp::Sharded);
-                        let v = if x.e < 4 {
-                            c(4) * x.t() * x.a()
-                        } else if x.b == 1 {
-                            c(3) * x.eta()
-                        } else {
-                            x.eta()
-                        };
-                        p.add(gq, "math_v", "v in fp32 (math path; fp32 weights at batch 1: the fused qkv buffer it views)", v, Tp::Sharded);
-                        p.add(gq, "math_probs", "fp32 probabilities, dropout noise and dropped probabilities (math path)", c(12) * bhs2, Tp::Sharded);
-                    }
-                    AttnImpl::Sdpa => {
-                        p.add(
-                            gq,
-                            "sdpa_qk",
-                            "q and k after the partial RoPE",
-                            c(2) * x.eta(),
-                            Tp::Sharded,
-                        );
-                        p.add(
-                            gq,
-                            "sdpa_qkv_buffer",
-                            "the fused qkv output, kept whole by the v view",
-                            c(3) * x.eta(),
-                            Tp::Sharded,
-                        );
-                        p.add(gq, "sdpa_out", "SDPA output", x.eta(), Tp::Sharded);
-                        p.add(
-                            gq,
-                            "sdpa_lse",
-                            "fp32 logsumexp of the flash kernel",
-                            c(4) * x.b() * x.h() * x.s(),
-                            Tp::Sharded,
-                        );
-                        if step.attn_drop {
-                            p.add(gq, "sdpa_philox", "philox seed and offset of the CUDA kernel's dropout (2 × 8 bytes; derived, not measured)", c(16), Tp::Replicated);
-                        }
-                    }
-                }
-                p.add(
-                    tr.attention,
-                    "o_in",
-                    "dense's input (heads merged, contiguous)",
-                    x.eta(),
-                    Tp::Sharded,
-                );
-            } else {
-                // Falcon's multi-query attention: two index constants for the k and v slices.
-                p.add(
-                    gq,
-                    "index_constants",
-                    "two 0-d int64 index tensors (the [-2], [-1] k/v slices)",
-                    c(16),
-                    Tp::Replicated,
-                );
-                match step.attn {
-                    AttnImpl::Sdpa => {
-                        p.add(
-                            gq,
-                            "sdpa_qkv",
-                            "q, k after RoPE, v (k, v at the key/value heads)",
-                            x.e() * x.t() * (c(2) * x.k() + x.a()),
-                            Tp::Sharded,
-                        );
-                        p.add(
-                            gq || tr.attention,
-                            "sdpa_out",
-                            "SDPA output (laid out [b, s, H, hd]: also dense's input)",
-                            x.eta(),
-                            Tp::Sharded,
-                        );
-                        p.add(
-                            gq,
-                            "sdpa_lse",
-                            "fp32 logsumexp",
-                            c(4) * x.b() * x.h() * x.s(),
-                            Tp::Sharded,
-                        );
-                        p.add(
-                            gq,
-                            "sdpa_mask",
-                            "the [b, 1, s, s] attention mask SDPA gets, in the weights' dtype",
-                            x.e() * x.b() * x.s2(),
-                            Tp::Replicated,
-                        );
-                    }
-                    AttnImpl::Eager => {
-                        let qkv = if x.b == 1 {
-                            x.e() * x.t() * (x.a() + c(2) * x.k())
-                        } else {
-                            c(3) * x.eta()
-                        };
-                        p.add(gq, "attn_qkv", "q, kᵀ, v (batch 1: k, v stay broadcast views at the key/value heads; else copies at every head)", qkv, Tp::Sharded);
-                        p.add(
-                            gq,
-                            "attn_probs",
-                            "softmax output, in the weights' dtype",
-                            x.e() * bhs2,
-                            Tp::Sharded,
-                        );
-                        p.add(
-                            tr.attention,
-                            "o_in",
-                            "dense's input (heads merged)",
-                            x.eta(),
-                            Tp::Sharded,
-                        );
-                    }
-                }
-            }
-            let go = tr.grad(Role::O, gq);
-            if neox {
-                p.add(
-                    step.hid_drop && go,
-                    "resid_dropout_attn",
-                    format!("post_attention_dropout: {}", step.noise_text()),
-                    noise.clone() * x.t() * x.d(),
-                    Tp::Replicated,
-                );
-            }
-            let gu = tr.grad(Role::Up, gx);
+        LayerStyle::Opt => {
+            p.add(
+                gu || tr.mlp,
+                "relu_out",
+                "ReLU output (saved by ReLU, and by fc2 as its input)",
+                x.e() * x.t() * x.f(),
+                Tp::Sharded,
+            );
+        }
+        _ => {
             p.add(
                 gu,
                 "gelu_in",
-                "GELU input (dense_h_to_4h's output)",
+                "GELU input (the up projection's output)",
                 x.e() * x.t() * x.f(),
                 Tp::Sharded,
             );
             p.add(
                 tr.mlp,
                 "mlp_act_out",
-                "GELU output, dense_4h_to_h's input",
+                "GELU output, the down projection's input",
                 x.e() * x.t() * x.f(),
                 Tp::Sharded,
             );
-            let gm = tr.grad(Role::Down, gu);
-            if neox {
+        }
+    }
+    let gm = tr.grad(Role::Down, gu);
+    p.add(
+        step.hid_drop && gm,
+        "resid_dropout_mlp",
+        format!("residual dropout after the MLP: {}", step.noise_text()),
+        noise * x.t() * x.d(),
+        Tp::Replicated,
+    );
+    let gout = gh1 || gm;
+    p.add(
+        gout || tr.norms,
+        "residual_mlp",
+        "residual sum after the MLP (the next LayerNorm's input)",
+        x.etd(),
+        Tp::Replicated,
+    );
+    adapters(step, x, p, &|r| match r {
+        Role::Qkv | Role::Q | Role::K | Role::V => gx,
+        Role::O => g.any(),
+        Role::Up => gh1,
+        Role::Down => gu,
+    });
+    gout
+}
+
+/// A parallel layer (GPT-NeoX: `x + attn(ln1(x)) + mlp(ln2(x))`; Falcon: one `LayerNorm` feeds
+/// both).
+fn parallel_layer(step: &Step, x: &Dims, gx: bool, p: &mut Pieces) -> bool {
+    let tr = &step.trains;
+    let noise = step.noise(x);
+    let neox = step.style == LayerStyle::GptNeox;
+    if neox {
+        ln(step, x, p, gx || tr.norms, "ln1_stats", "input_layernorm");
+        ln(
+            step,
+            x,
+            p,
+            gx || tr.norms,
+            "ln2_stats",
+            "post_attention_layernorm",
+        );
+        p.add(
+            tr.attention,
+            "ln1_out",
+            "input_layernorm output, query_key_value's input",
+            x.etd(),
+            Tp::Replicated,
+        );
+        p.add(
+            tr.mlp,
+            "ln2_out",
+            "post_attention_layernorm output, dense_h_to_4h's input",
+            x.etd(),
+            Tp::Replicated,
+        );
+    } else {
+        ln(step, x, p, gx || tr.norms, "ln1_stats", "input_layernorm");
+        p.add(
+            tr.attention || tr.mlp,
+            "ln1_out",
+            "input_layernorm output, the input of query_key_value and dense_h_to_4h",
+            x.etd(),
+            Tp::Replicated,
+        );
+    }
+    let gq = tr.grad(Role::Qkv, gx);
+    if neox {
+        neox_attention(step, x, gq, p);
+    } else {
+        falcon_attention(step, x, gq, p);
+    }
+    let go = tr.grad(Role::O, gq);
+    if neox {
+        p.add(
+            step.hid_drop && go,
+            "resid_dropout_attn",
+            format!("post_attention_dropout: {}", step.noise_text()),
+            noise.clone() * x.t() * x.d(),
+            Tp::Replicated,
+        );
+    }
+    let gu = tr.grad(Role::Up, gx);
+    p.add(
+        gu,
+        "gelu_in",
+        "GELU input (dense_h_to_4h's output)",
+        x.e() * x.t() * x.f(),
+        Tp::Sharded,
+    );
+    p.add(
+        tr.mlp,
+        "mlp_act_out",
+        "GELU output, dense_4h_to_h's input",
+        x.e() * x.t() * x.f(),
+        Tp::Sharded,
+    );
+    let gm = tr.grad(Role::Down, gu);
+    if neox {
+        p.add(
+            step.hid_drop && gm,
+            "resid_dropout_mlp",
+            format!("post_mlp_dropout: {}", step.noise_text()),
+            noise * x.t() * x.d(),
+            Tp::Replicated,
+        );
+    } else {
+        p.add(
+            step.hid_drop && (gm || go),
+            "resid_dropout",
+            format!(
+                "hidden dropout on attention + MLP output: {}",
+                step.noise_text()
+            ),
+            noise * x.t() * x.d(),
+            Tp::Replicated,
+        );
+    }
+    let gout = gx || go || gm;
+    p.add(
+        gout || tr.norms,
+        "layer_out",
+        "layer output (the next LayerNorm's input)",
+        x.etd(),
+        Tp::Replicated,
+    );
+    adapters(step, x, p, &|r| match r {
+        Role::Qkv | Role::Q | Role::K | Role::V | Role::Up => gx,
+        Role::O => gq,
+        Role::Down => gu,
+    });
+    gout
+}
+
+/// GPT-NeoX's attention: the fused `query_key_value` split by views, partial rotary ending
+/// in a `cat`; `gq`: its output requires grad.
+fn neox_attention(step: &Step, x: &Dims, gq: bool, p: &mut Pieces) {
+    let tr = &step.trains;
+    let bhs2 = x.bhs2();
+    match step.attn {
+        AttnImpl::Eager => {
+            p.add(
+                gq,
+                "attn_qk",
+                "q and k after the partial RoPE (torch.cat: fresh tensors)",
+                c(2) * x.eta(),
+                Tp::Sharded,
+            );
+            let v = if x.b == 1 { c(3) * x.eta() } else { x.eta() };
+            p.add(
+                gq,
+                "attn_v",
+                "v (batch 1: a view that keeps the whole fused qkv output; else a copy)",
+                v,
+                Tp::Sharded,
+            );
+            p.add(
+                gq,
+                "attn_softmax",
+                "fp32 softmax output",
+                c(4) * bhs2.clone(),
+                Tp::Sharded,
+            );
+            if step.attn_drop {
                 p.add(
-                    step.hid_drop && gm,
-                    "resid_dropout_mlp",
-                    format!("post_mlp_dropout: {}", step.noise_text()),
-                    noise * x.t() * x.d(),
-                    Tp::Replicated,
+                    gq,
+                    "attn_dropout_noise",
+                    format!("attention-probability dropout: {}", step.noise_text()),
+                    step.noise(x) * bhs2.clone(),
+                    Tp::Sharded,
                 );
-            } else {
                 p.add(
-                    step.hid_drop && (gm || go),
-                    "resid_dropout",
-                    format!(
-                        "hidden dropout on attention + MLP output: {}",
-                        step.noise_text()
-                    ),
-                    noise * x.t() * x.d(),
-                    Tp::Replicated,
+                    gq,
+                    "attn_dropped",
+                    "the dropped probabilities, saved by probs·v",
+                    x.e() * bhs2,
+                    Tp::Sharded,
+                );
+            } else if x.e < 4 {
+                p.add(
+                    gq,
+                    "attn_probs",
+                    "the softmax cast to the weights' dtype, saved by probs·v",
+                    x.e() * bhs2,
+                    Tp::Sharded,
                 );
             }
-            let gout = gx || go || gm;
+        }
+        AttnImpl::Sdpa if step.math() => {
             p.add(
-                gout || tr.norms,
-                "layer_out",
-                "layer output (the next LayerNorm's input)",
-                x.etd(),
+                gq,
+                "math_qk",
+                "fp32 q·√scale and kᵀ·√scale (CPU SDPA math path, forced by attention dropout)",
+                c(8) * x.t() * x.a(),
+                Tp::Sharded,
+            );
+            let v = if x.e < 4 {
+                c(4) * x.t() * x.a()
+            } else if x.b == 1 {
+                c(3) * x.eta()
+            } else {
+                x.eta()
+            };
+            p.add(
+                gq,
+                "math_v",
+                "v in fp32 (math path; fp32 weights at batch 1: the fused qkv buffer it views)",
+                v,
+                Tp::Sharded,
+            );
+            p.add(
+                gq,
+                "math_probs",
+                "fp32 probabilities, dropout noise and dropped probabilities (math path)",
+                c(12) * bhs2,
+                Tp::Sharded,
+            );
+        }
+        AttnImpl::Sdpa => {
+            p.add(
+                gq,
+                "sdpa_qk",
+                "q and k after the partial RoPE",
+                c(2) * x.eta(),
+                Tp::Sharded,
+            );
+            p.add(
+                gq,
+                "sdpa_qkv_buffer",
+                "the fused qkv output, kept whole by the v view",
+                c(3) * x.eta(),
+                Tp::Sharded,
+            );
+            p.add(gq, "sdpa_out", "SDPA output", x.eta(), Tp::Sharded);
+            p.add(
+                gq,
+                "sdpa_lse",
+                "fp32 logsumexp of the flash kernel",
+                c(4) * x.b() * x.h() * x.s(),
+                Tp::Sharded,
+            );
+            if step.attn_drop {
+                p.add(gq, "sdpa_philox", "philox seed and offset of the CUDA kernel's dropout (2 × 8 bytes; derived, not measured)", c(16), Tp::Replicated);
+            }
+        }
+    }
+    p.add(
+        tr.attention,
+        "o_in",
+        "dense's input (heads merged, contiguous)",
+        x.eta(),
+        Tp::Sharded,
+    );
+}
+
+/// Falcon's multi-query attention: k and v indexed out of the fused output;
+/// `gq`: its output requires grad.
+fn falcon_attention(step: &Step, x: &Dims, gq: bool, p: &mut Pieces) {
+    let tr = &step.trains;
+    let bhs2 = x.bhs2();
+    // Falcon's multi-query attention: two index constants for the k and v slices.
+    p.add(
+        gq,
+        "index_constants",
+        "two 0-d int64 index tensors (the [-2], [-1] k/v slices)",
+        c(16),
+        Tp::Replicated,
+    );
+    match step.attn {
+        AttnImpl::Sdpa => {
+            p.add(
+                gq,
+                "sdpa_qkv",
+                "q, k after RoPE, v (k, v at the key/value heads)",
+                x.e() * x.t() * (c(2) * x.k() + x.a()),
+                Tp::Sharded,
+            );
+            p.add(
+                gq || tr.attention,
+                "sdpa_out",
+                "SDPA output (laid out [b, s, H, hd]: also dense's input)",
+                x.eta(),
+                Tp::Sharded,
+            );
+            p.add(
+                gq,
+                "sdpa_lse",
+                "fp32 logsumexp",
+                c(4) * x.b() * x.h() * x.s(),
+                Tp::Sharded,
+            );
+            p.add(
+                gq,
+                "sdpa_mask",
+                "the [b, 1, s, s] attention mask SDPA gets, in the weights' dtype",
+                x.e() * x.b() * x.s2(),
                 Tp::Replicated,
             );
-            adapters(step, x, p, &|r| match r {
-                Role::Qkv | Role::Q | Role::K | Role::V | Role::Up => gx,
-                Role::O => gq,
-                Role::Down => gu,
-            });
-            gout
         }
-        _ => gx,
+        AttnImpl::Eager => {
+            let qkv = if x.b == 1 {
+                x.e() * x.t() * (x.a() + c(2) * x.k())
+            } else {
+                c(3) * x.eta()
+            };
+            p.add(gq, "attn_qkv", "q, kᵀ, v (batch 1: k, v stay broadcast views at the key/value heads; else copies at every head)", qkv, Tp::Sharded);
+            p.add(
+                gq,
+                "attn_probs",
+                "softmax output, in the weights' dtype",
+                x.e() * bhs2,
+                Tp::Sharded,
+            );
+            p.add(
+                tr.attention,
+                "o_in",
+                "dense's input (heads merged)",
+                x.eta(),
+                Tp::Sharded,
+            );
+        }
     }
 }
 
@@ -1187,7 +1254,6 @@ fn checkpoint_extras(step: &Step, x: &Dims, p: &mut Pieces) {
 /// oracle's tracker at batch 1 in bf16 (live storages at the peak op, small configs and OPT-1.3B
 /// at 2048 tokens); other batches and dtypes follow the same ops. `None` where no `s²`
 /// temporaries make a layer larger than the loss (flash attention).
-#[allow(clippy::too_many_lines, reason = "one list of live tensors per family")]
 fn layer_peak(step: &Step, x: &Dims, out: &[Piece], layers: u128) -> Option<Vec<Piece>> {
     let math = step.math();
     if step.attn != AttnImpl::Eager && !math {
@@ -1287,169 +1353,184 @@ fn layer_peak(step: &Step, x: &Dims, out: &[Piece], layers: u128) -> Option<Vec<
         x.etd(),
         Tp::Replicated,
     );
-    let upcast = x.e < 4;
     if math {
-        let qkv = match style {
-            LayerStyle::Starcoder2 => x.e() * x.t() * (x.a() + c(2) * x.k()),
-            LayerStyle::GptNeox => c(5) * x.eta(),
-            _ => c(3) * x.eta(),
-        };
-        p.add(
-            true,
-            "attn_inputs",
-            "q, k, v as the attention gets them (and the fused output they come from)",
-            qkv,
-            Tp::Sharded,
-        );
-        p.add(
-            true,
-            "math_copies",
-            "the math path's fp32 q, k, v and q·scale (fp32 weights: q·scale only, the casts are no-ops)",
-            if upcast {
-                c(4) * x.t() * (c(2) * x.a() + c(2) * x.k())
-            } else {
-                c(4) * x.t() * x.a()
-            },
-            Tp::Sharded,
-        );
-        p.add(
-            x.kv < x.h,
-            "math_repeats",
-            "k, v repeated to every head (fp32)",
-            c(8) * x.t() * x.a(),
-            Tp::Sharded,
-        );
-        p.add(
-            true,
-            "math_mask",
-            "the math path's fp32 causal mask [s, s]",
-            c(4) * x.s2(),
-            Tp::Replicated,
-        );
-        p.add(
-            true,
-            "math_probs",
-            "fp32 probabilities, dropout noise and dropped probabilities",
-            c(12) * bhs2,
-            Tp::Sharded,
-        );
+        math_peak(x, step.style, &mut p);
     } else {
-        match style {
-            LayerStyle::Gpt2 => {
+        eager_peak(step, x, &mut p);
+    }
+    Some(p.list)
+}
+
+/// The last layer's largest op on the CPU SDPA math path: its fp32 copies and probabilities.
+fn math_peak(x: &Dims, style: LayerStyle, p: &mut Pieces) {
+    let upcast = x.e < 4;
+    let bhs2 = x.bhs2();
+    let qkv = match style {
+        LayerStyle::Starcoder2 => x.e() * x.t() * (x.a() + c(2) * x.k()),
+        LayerStyle::GptNeox => c(5) * x.eta(),
+        _ => c(3) * x.eta(),
+    };
+    p.add(
+        true,
+        "attn_inputs",
+        "q, k, v as the attention gets them (and the fused output they come from)",
+        qkv,
+        Tp::Sharded,
+    );
+    p.add(
+        true,
+        "math_copies",
+        "the math path's fp32 q, k, v and q·scale (fp32 weights: q·scale only, the casts are no-ops)",
+        if upcast {
+            c(4) * x.t() * (c(2) * x.a() + c(2) * x.k())
+        } else {
+            c(4) * x.t() * x.a()
+        },
+        Tp::Sharded,
+    );
+    p.add(
+        x.kv < x.h,
+        "math_repeats",
+        "k, v repeated to every head (fp32)",
+        c(8) * x.t() * x.a(),
+        Tp::Sharded,
+    );
+    p.add(
+        true,
+        "math_mask",
+        "the math path's fp32 causal mask [s, s]",
+        c(4) * x.s2(),
+        Tp::Replicated,
+    );
+    p.add(
+        true,
+        "math_probs",
+        "fp32 probabilities, dropout noise and dropped probabilities",
+        c(12) * bhs2,
+        Tp::Sharded,
+    );
+}
+
+/// The last layer's largest op in eager attention: the scores and the softmax (or the
+/// attention dropout).
+fn eager_peak(step: &Step, x: &Dims, p: &mut Pieces) {
+    let style = step.style;
+    let upcast = x.e < 4;
+    let bhs2 = x.bhs2();
+    match style {
+        LayerStyle::Gpt2 => {
+            p.add(
+                true,
+                "attn_inputs",
+                "the fused c_attn output q, k, v view",
+                c(3) * x.eta(),
+                Tp::Sharded,
+            );
+            let n = if step.attn_drop { 3 } else { 2 };
+            p.add(true, "scores", "softmax input and output (and the dropout's noise and output), in the weights' dtype", c(n) * x.e() * bhs2, Tp::Sharded);
+        }
+        LayerStyle::Falcon => {
+            p.add(
+                true,
+                "attn_inputs",
+                "the fused qkv output, v, q and k after RoPE",
+                x.e() * x.t() * (c(2) * x.a() + c(4) * x.k()),
+                Tp::Sharded,
+            );
+            p.add(
+                true,
+                "scores",
+                "q·kᵀ, the masked scores and the softmax, in the weights' dtype",
+                c(3) * x.e() * bhs2,
+                Tp::Sharded,
+            );
+        }
+        _ => {
+            let qkv = match style {
+                LayerStyle::GptNeox => c(5) * x.eta(),
+                LayerStyle::Starcoder2 => x.e() * x.t() * (c(3) * x.a() + c(2) * x.k()),
+                _ => c(3) * x.eta(),
+            };
+            p.add(
+                true,
+                "attn_inputs",
+                "q, k, v as the attention gets them (and what they view)",
+                qkv,
+                Tp::Sharded,
+            );
+            // BLOOM at batch > 1: the q, k, v reshapes are copies.
+            p.add(
+                style == LayerStyle::Bloom && x.b > 1,
+                "attn_copies",
+                "q, k, v reshaped for baddbmm (copies at batch > 1)",
+                c(3) * x.eta(),
+                Tp::Sharded,
+            );
+            // The largest op: the softmax (its masked input, BLOOM's baddbmm output too, the
+            // fp32 upcast and output) or, with attention dropout, the dropout (the fp32
+            // softmax, its cast, the noise and the dropped probabilities).
+            let scores = if style == LayerStyle::Bloom {
+                c(2) * x.e()
+            } else {
+                x.e()
+            };
+            // Bytes per element of a few dtypes: small constants, never an overflow.
+            let at_softmax = (scores.clone() + if upcast { c(4) } else { c(0) } + c(4))
+                .value
+                .ok()
+                .unwrap_or(0);
+            let cast = if upcast { x.e() } else { c(0) };
+            let at_dropout = (c(4) + cast.clone() + step.noise(x) + x.e())
+                .value
+                .ok()
+                .unwrap_or(0);
+            if step.attn_drop && at_dropout > at_softmax {
                 p.add(
                     true,
-                    "attn_inputs",
-                    "the fused c_attn output q, k, v view",
-                    c(3) * x.eta(),
+                    "softmax",
+                    "the fp32 softmax output",
+                    c(4) * bhs2.clone(),
                     Tp::Sharded,
                 );
-                let n = if step.attn_drop { 3 } else { 2 };
-                p.add(true, "scores", "softmax input and output (and the dropout's noise and output), in the weights' dtype", c(n) * x.e() * bhs2, Tp::Sharded);
-            }
-            LayerStyle::Falcon => {
+                p.add(
+                    upcast,
+                    "probs",
+                    "its cast to the weights' dtype",
+                    cast * bhs2.clone(),
+                    Tp::Sharded,
+                );
                 p.add(
                     true,
-                    "attn_inputs",
-                    "the fused qkv output, v, q and k after RoPE",
-                    x.e() * x.t() * (c(2) * x.a() + c(4) * x.k()),
+                    "dropout",
+                    "the dropout's noise and the dropped probabilities",
+                    (step.noise(x) + x.e()) * bhs2,
                     Tp::Sharded,
                 );
+            } else {
                 p.add(
                     true,
                     "scores",
-                    "q·kᵀ, the masked scores and the softmax, in the weights' dtype",
-                    c(3) * x.e() * bhs2,
+                    "the masked scores in the weights' dtype (BLOOM: and baddbmm's output)",
+                    scores * bhs2.clone(),
                     Tp::Sharded,
                 );
-            }
-            _ => {
-                let qkv = match style {
-                    LayerStyle::GptNeox => c(5) * x.eta(),
-                    LayerStyle::Starcoder2 => x.e() * x.t() * (c(3) * x.a() + c(2) * x.k()),
-                    _ => c(3) * x.eta(),
-                };
+                p.add(
+                    upcast,
+                    "scores_fp32",
+                    "their fp32 upcast for the softmax",
+                    c(4) * bhs2.clone(),
+                    Tp::Sharded,
+                );
                 p.add(
                     true,
-                    "attn_inputs",
-                    "q, k, v as the attention gets them (and what they view)",
-                    qkv,
+                    "softmax",
+                    "the fp32 softmax output",
+                    c(4) * bhs2,
                     Tp::Sharded,
                 );
-                // BLOOM at batch > 1: the q, k, v reshapes are copies.
-                p.add(
-                    style == LayerStyle::Bloom && x.b > 1,
-                    "attn_copies",
-                    "q, k, v reshaped for baddbmm (copies at batch > 1)",
-                    c(3) * x.eta(),
-                    Tp::Sharded,
-                );
-                // The largest op: the softmax (its masked input, BLOOM's baddbmm output too, the
-                // fp32 upcast and output) or, with attention dropout, the dropout (the fp32
-                // softmax, its cast, the noise and the dropped probabilities).
-                let scores = if style == LayerStyle::Bloom {
-                    c(2) * x.e()
-                } else {
-                    x.e()
-                };
-                // Bytes per element of a few dtypes: small constants, never an overflow.
-                let at_softmax = (scores.clone() + if upcast { c(4) } else { c(0) } + c(4))
-                    .value
-                    .ok()
-                    .unwrap_or(0);
-                let cast = if upcast { x.e() } else { c(0) };
-                let at_dropout = (c(4) + cast.clone() + step.noise(x) + x.e())
-                    .value
-                    .ok()
-                    .unwrap_or(0);
-                if step.attn_drop && at_dropout > at_softmax {
-                    p.add(
-                        true,
-                        "softmax",
-                        "the fp32 softmax output",
-                        c(4) * bhs2.clone(),
-                        Tp::Sharded,
-                    );
-                    p.add(
-                        upcast,
-                        "probs",
-                        "its cast to the weights' dtype",
-                        cast * bhs2.clone(),
-                        Tp::Sharded,
-                    );
-                    p.add(
-                        true,
-                        "dropout",
-                        "the dropout's noise and the dropped probabilities",
-                        (step.noise(x) + x.e()) * bhs2,
-                        Tp::Sharded,
-                    );
-                } else {
-                    p.add(
-                        true,
-                        "scores",
-                        "the masked scores in the weights' dtype (BLOOM: and baddbmm's output)",
-                        scores * bhs2.clone(),
-                        Tp::Sharded,
-                    );
-                    p.add(
-                        upcast,
-                        "scores_fp32",
-                        "their fp32 upcast for the softmax",
-                        c(4) * bhs2.clone(),
-                        Tp::Sharded,
-                    );
-                    p.add(
-                        true,
-                        "softmax",
-                        "the fp32 softmax output",
-                        c(4) * bhs2,
-                        Tp::Sharded,
-                    );
-                }
             }
         }
     }
-    Some(p.list)
 }
 
 // ------------------------------------------------------------------------------------ assembly
@@ -1461,228 +1542,25 @@ struct Kinds<'a> {
     layers: u64,
 }
 
-#[allow(
-    clippy::too_many_lines,
-    reason = "the resolution of every switch, in one place"
-)]
-pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError> {
-    let spec = input.spec;
-    let fallback;
-    let profile: &TrainingProfile = if let Some(p) = input.profile {
-        p
-    } else {
-        fallback = TrainingProfile {
-            ..TrainingProfile::plain(LayerStyle::GptNeox, &[])
-        };
-        &fallback
-    };
-    let style = profile.style;
-    let mut why: Vec<String> = Vec::new();
+/// The terms as they are added, and the split tensor parallelism needs.
+#[derive(Default)]
+struct Tally {
+    terms: Vec<Term>,
+    sharded: u128,
+    replicated: u128,
+    outside: u128,
+}
 
-    // The decoder stack.
-    let stack = spec
-        .stacks
-        .iter()
-        .rev()
-        .find(|s| matches!(s.role, StackRole::Decoder | StackRole::CrossDecoder))
-        .or_else(|| spec.stacks.last());
-    let Some(stack) = stack else {
-        return Ok(empty("the model has no layers"));
-    };
-    if spec.stacks.len() > 1 {
-        why.push("the encoder stack's activations are not counted".into());
-    }
-    let kinds = stack.layers.kind_counts();
-    let first = stack.layers.runs().first().map_or(0, |r| r.kind);
-    let ks = Kinds {
-        layers: stack.layers.len(),
-        counts: kinds,
-        first,
-    };
-    if ks.counts.len() > 1 {
-        why.push(
-            "the layers are of several kinds; each is counted with the family's layer code".into(),
-        );
-    }
-    let expected_norms = if style == LayerStyle::Falcon { 1 } else { 2 };
-
-    let cpu = input.device == Device::Cpu;
-    let mut attn = input.attn;
-    if style == LayerStyle::Bloom && attn == AttnImpl::Sdpa {
-        attn = AttnImpl::Eager;
-        why.push("BLOOM has no SDPA attention in transformers 5.24 (asking for it raises); counted with its eager attention".into());
-    }
-    let e = u128::from(input.dtype.bytes());
-
-    // What trains.
-    let frozen = |f: FreezePart| input.frozen.contains(&f);
-    let trains = if let Some(plan) = input.lora {
-        let mut adapters = Vec::new();
-        for m in &plan.modules {
-            match Role::of(m.kind) {
-                Some(role) => adapters.push(Adapter {
-                    name: m.name.clone(),
-                    role,
-                    n_in: u128::from(m.n_in),
-                }),
-                None => why.push(format!(
-                    "the `{}` adapter is not on a layer projection the walk knows; its activations are not counted",
-                    m.name
-                )),
-            }
-            if m.layers != ks.layers {
-                why.push(format!(
-                    "the `{}` adapter is on {} of {} layers; counted as on every layer",
-                    m.name, m.layers, ks.layers
-                ));
-            }
-        }
-        if plan.dora {
-            why.push(
-                "DoRA's magnitude and weight-norm tensors are not derived; counted as LoRA".into(),
-            );
-        }
-        if e >= 4 {
-            why.push("LoRA on an fp32 base is not derived (the adapters' fp32 input copies would share the base's storage); counted as on a 16-bit base".into());
-        }
-        Trains {
-            attention: false,
-            mlp: false,
-            norms: false,
-            embeddings: false,
-            head: false,
-            adapters,
-            lora_dropout: plan.dropout,
-        }
-    } else {
-        let tied = matches!(
-            spec.head,
-            llmsize_core::spec::OutputHead::Lm { tied: true, .. }
-        );
-        let embeddings = !frozen(FreezePart::Embeddings);
-        Trains {
-            attention: !frozen(FreezePart::Attention),
-            mlp: !frozen(FreezePart::Mlp),
-            norms: !frozen(FreezePart::Norms),
-            embeddings,
-            head: if tied {
-                embeddings
-            } else {
-                !frozen(FreezePart::Head)
-            },
-            adapters: Vec::new(),
-            lora_dropout: false,
-        }
-    };
-
-    let attn_drop = profile.attention_dropout && style != LayerStyle::Falcon;
-    let hid_drop = profile.hidden_dropout;
-    // GPT-NeoX's embedding dropout is `hidden_dropout` (`GPTNeoXModel.emb_dropout`).
-    let emb_drop =
-        profile.embedding_dropout || (style == LayerStyle::GptNeox && profile.hidden_dropout);
-    let step = Step {
-        style,
-        cpu,
-        attn,
-        attn_drop,
-        hid_drop,
-        emb_drop,
-        trains,
-    };
-
-    // The step's sizes (layer 0's kind for what is outside the layers).
-    let dims_of = |l: &Layer, why: &mut Vec<String>| -> Result<Dims, Overflow> {
-        let (h, kv, hd) = match &l.attention {
-            Attention::Standard(a) | Attention::CacheOnly(a) => {
-                (a.num_heads, a.num_kv_heads, a.head_dim)
-            }
-            Attention::Latent(m) => {
-                why.push("multi-head latent attention is counted as multi-head attention of the same heads".into());
-                let hd = checked::add(
-                    "qk_nope_head_dim + qk_rope_head_dim",
-                    m.qk_nope_head_dim,
-                    m.qk_rope_head_dim,
-                )?;
-                (m.num_heads, m.num_heads, hd)
-            }
-            Attention::Absent => {
-                why.push("a layer without attention is counted without its mixer".into());
-                (0, 0, 0)
-            }
-        };
-        if l.cross_attention.is_some() {
-            why.push("cross-attention is not counted".into());
-        }
-        if !l.extras.is_empty() || l.state.is_some() {
-            why.push("a layer's extra tensors (a mixer, gates) are not counted".into());
-        }
-        if l.norms.len() != expected_norms {
-            why.push(format!(
-                "{} layers with {} norms are not derived (the measured layout has {expected_norms})",
-                style.name(),
-                l.norms.len()
-            ));
-        }
-        if style == LayerStyle::Falcon && kv != 1 {
-            why.push("Falcon is derived for its multi-query layout (one key/value head)".into());
-        }
-        let f = match &l.ffn {
-            Ffn::Dense(m) => {
-                if m.gated {
-                    why.push("a gated MLP is counted as an ungated one".into());
-                }
-                m.intermediate
-            }
-            Ffn::Moe(m) => {
-                why.push("experts are counted as one dense MLP of the routed width".into());
-                (Checked::new(m.expert.intermediate) * m.experts_per_token
-                    + m.shared.map_or(0, |s| s.intermediate))
-                .get("moe_intermediate_size·num_experts_per_tok + shared_intermediate_size")?
-            }
-            Ffn::Absent => 0,
-        };
-        Ok(Dims {
-            e,
-            b: u128::from(input.batch),
-            s: u128::from(input.seq),
-            d: u128::from(spec.hidden_size),
-            h: u128::from(h),
-            kv: u128::from(kv),
-            hd: u128::from(hd),
-            f: u128::from(f),
-            v: u128::from(spec.vocab_size),
-            rot: profile.rotary_dims.map_or(0, u128::from),
-            rank: input.lora.map_or(0, |p| u128::from(p.rank)),
-            window: profile.sliding_window_applies
-                && l.sliding_window.is_some_and(|w| input.seq > w),
-        })
-    };
-    if style == LayerStyle::Opt
-        && (!spec.embedding_projections.is_empty() || stack.final_norm.is_none())
-    {
-        why.push("OPT with project_in/project_out or post-LayerNorm blocks is counted as the pre-LayerNorm layout".into());
-    }
-    if style == LayerStyle::Bloom && stack.embedding_norm.is_none() {
-        why.push("BLOOM without its embedding LayerNorm is not derived".into());
-    }
-
-    let l_total = u128::from(ks.layers);
-    let mut terms = Vec::new();
-    let mut sharded: u128 = 0;
-    let mut replicated: u128 = 0;
-    let mut outside_bytes: u128 = 0;
-    let first_kind = ks.counts.get(ks.first).map(|(l, _)| *l);
-    let base = match first_kind {
-        Some(l) => dims_of(l, &mut why)?,
-        None => return Ok(empty("the model has no layers")),
-    };
-
-    let mut push = |terms: &mut Vec<Term>,
-                    p: &Piece,
-                    count: u128,
-                    count_sym: &str,
-                    part: Option<Tp>|
-     -> Result<(), SpecError> {
+impl Tally {
+    /// Adds `count` copies of `p` (`count_sym` names the count in the formula); `part`: the
+    /// layers' split it belongs to, `None` outside the layers.
+    fn push(
+        &mut self,
+        p: &Piece,
+        count: u128,
+        count_sym: &str,
+        part: Option<Tp>,
+    ) -> Result<(), SpecError> {
         let v = p.x.get()?;
         let value = checked::mul(&format!("{count_sym}·{}", p.x.wrapped(false)), count, v)?;
         let formula = if count_sym.is_empty() {
@@ -1695,18 +1573,54 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
             )
         };
         let slot = match part {
-            Some(Tp::Sharded) => &mut sharded,
-            Some(Tp::Replicated) => &mut replicated,
-            None => &mut outside_bytes,
+            Some(Tp::Sharded) => &mut self.sharded,
+            Some(Tp::Replicated) => &mut self.replicated,
+            None => &mut self.outside,
         };
         *slot = checked::add("activations", *slot, value)?;
-        terms.push(Term::new(p.key, p.what.clone(), formula, value));
+        self.terms
+            .push(Term::new(p.key, p.what.clone(), formula, value));
         Ok(())
-    };
+    }
+}
 
-    // Outside the layers.
-    // The embedding output requires grad when the tables train, or under checkpointing
-    // (transformers' `enable_input_require_grads`).
+pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError> {
+    let spec = input.spec;
+    let fallback = TrainingProfile::plain(LayerStyle::GptNeox, &[]);
+    let profile = input.profile.unwrap_or(&fallback);
+    let mut why: Vec<String> = Vec::new();
+    let Some(stack) = spec
+        .stacks
+        .iter()
+        .rev()
+        .find(|s| matches!(s.role, StackRole::Decoder | StackRole::CrossDecoder))
+        .or_else(|| spec.stacks.last())
+    else {
+        return Ok(empty("the model has no layers"));
+    };
+    if spec.stacks.len() > 1 {
+        why.push("the encoder stack's activations are not counted".into());
+    }
+    let ks = Kinds {
+        layers: stack.layers.len(),
+        counts: stack.layers.kind_counts(),
+        first: stack.layers.runs().first().map_or(0, |r| r.kind),
+    };
+    if ks.counts.len() > 1 {
+        why.push(
+            "the layers are of several kinds; each is counted with the family's layer code".into(),
+        );
+    }
+    let step = step_of(input, profile, ks.layers, &mut why);
+    stack_reasons(profile.style, spec, stack, &mut why);
+    let Some((first_kind, _)) = ks.counts.get(ks.first) else {
+        return Ok(empty("the model has no layers"));
+    };
+    let base = layer_dims(input, profile, first_kind, &mut why)?;
+
+    // Outside the layers. The embedding output requires grad when the tables train, or under
+    // checkpointing (transformers' `enable_input_require_grads`).
+    let mut tally = Tally::default();
     let gemb = step.trains.embeddings || input.checkpointing;
     let mut out = Pieces { list: Vec::new() };
     outside(&step, &base, gemb, &mut out);
@@ -1714,9 +1628,9 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
         checkpoint_extras(&step, &base, &mut out);
     }
     for p in &out.list {
-        push(&mut terms, p, 1, "", None)?;
+        tally.push(p, 1, "", None)?;
     }
-
+    let l_total = u128::from(ks.layers);
     if input.checkpointing {
         // One [b, s, d] input per checkpointed layer.
         let p = Piece {
@@ -1725,61 +1639,284 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
             x: base.etd(),
             tp: Tp::Replicated,
         };
-        push(&mut terms, &p, l_total, "L", Some(Tp::Replicated))?;
+        tally.push(&p, l_total, "L", Some(Tp::Replicated))?;
     } else {
-        let gx0 = step.trains.embeddings;
-        let multi = ks.counts.len() > 1;
-        for (i, (kind, count)) in ks.counts.iter().enumerate() {
-            let x = if i == ks.first {
-                base.clone()
+        layer_terms(input, profile, &step, &ks, &base, &mut tally, &mut why)?;
+    }
+
+    let retained = sum(&tally.terms, "activations")?;
+    let (forward_peak, peak_terms) = forward_peak(
+        &step,
+        &base,
+        retained,
+        input
+            .checkpointing
+            .then_some((out.list.as_slice(), l_total)),
+    )?;
+    Ok(Activations {
+        retained,
+        forward_peak,
+        terms: tally.terms,
+        peak_terms,
+        estimate: joined(why),
+        layer_sharded: tally.sharded,
+        layer_replicated: tally.replicated,
+        outside: tally.outside,
+        layers: ks.layers,
+    })
+}
+
+/// What the stack's modules say about the family's layout.
+fn stack_reasons(
+    style: LayerStyle,
+    spec: &llmsize_core::spec::ModelSpec,
+    stack: &llmsize_core::spec::Stack,
+    why: &mut Vec<String>,
+) {
+    if style == LayerStyle::Opt
+        && (!spec.embedding_projections.is_empty() || stack.final_norm.is_none())
+    {
+        why.push("OPT with project_in/project_out or post-LayerNorm blocks is counted as the pre-LayerNorm layout".into());
+    }
+    if style == LayerStyle::Bloom && stack.embedding_norm.is_none() {
+        why.push("BLOOM without its embedding LayerNorm is not derived".into());
+    }
+}
+
+/// The question resolved: the device, the attention, the dropouts and what trains.
+fn step_of(
+    input: &ActInput<'_>,
+    profile: &TrainingProfile,
+    layers: u64,
+    why: &mut Vec<String>,
+) -> Step {
+    let style = profile.style;
+    let mut attn = input.attn;
+    if style == LayerStyle::Bloom && attn == AttnImpl::Sdpa {
+        attn = AttnImpl::Eager;
+        why.push("BLOOM has no SDPA attention in transformers 5.24 (asking for it raises); counted with its eager attention".into());
+    }
+    // GPT-NeoX's embedding dropout is `hidden_dropout` (`GPTNeoXModel.emb_dropout`).
+    let emb_drop =
+        profile.embedding_dropout || (style == LayerStyle::GptNeox && profile.hidden_dropout);
+    Step {
+        style,
+        cpu: input.device == Device::Cpu,
+        attn,
+        attn_drop: profile.attention_dropout && style != LayerStyle::Falcon,
+        hid_drop: profile.hidden_dropout,
+        emb_drop,
+        trains: trains_of(input, layers, why),
+    }
+}
+
+/// What trains: the adapters on a frozen base, or every part not frozen.
+fn trains_of(input: &ActInput<'_>, layers: u64, why: &mut Vec<String>) -> Trains {
+    let Some(plan) = input.lora else {
+        let frozen = |f: FreezePart| input.frozen.contains(&f);
+        let tied = matches!(
+            input.spec.head,
+            llmsize_core::spec::OutputHead::Lm { tied: true, .. }
+        );
+        let embeddings = !frozen(FreezePart::Embeddings);
+        return Trains {
+            attention: !frozen(FreezePart::Attention),
+            mlp: !frozen(FreezePart::Mlp),
+            norms: !frozen(FreezePart::Norms),
+            embeddings,
+            head: if tied {
+                embeddings
             } else {
-                dims_of(kind, &mut why)?
+                !frozen(FreezePart::Head)
+            },
+            adapters: Vec::new(),
+            lora_dropout: false,
+        };
+    };
+    let mut adapters = Vec::new();
+    for m in &plan.modules {
+        match Role::of(m.kind) {
+            Some(role) => adapters.push(Adapter {
+                name: m.name.clone(),
+                role,
+                n_in: u128::from(m.n_in),
+            }),
+            None => why.push(format!(
+                "the `{}` adapter is not on a layer projection the walk knows; its activations are not counted",
+                m.name
+            )),
+        }
+        if m.layers != layers {
+            why.push(format!(
+                "the `{}` adapter is on {} of {layers} layers; counted as on every layer",
+                m.name, m.layers
+            ));
+        }
+    }
+    if plan.dora {
+        why.push(
+            "DoRA's magnitude and weight-norm tensors are not derived; counted as LoRA".into(),
+        );
+    }
+    if input.dtype.bytes() >= 4 {
+        why.push("LoRA on an fp32 base is not derived (the adapters' fp32 input copies would share the base's storage); counted as on a 16-bit base".into());
+    }
+    Trains {
+        attention: false,
+        mlp: false,
+        norms: false,
+        embeddings: false,
+        head: false,
+        adapters,
+        lora_dropout: plan.dropout,
+    }
+}
+
+/// The sizes of one layer kind and of the step; what of the layer the walk does not derive
+/// goes to `why`.
+fn layer_dims(
+    input: &ActInput<'_>,
+    profile: &TrainingProfile,
+    l: &Layer,
+    why: &mut Vec<String>,
+) -> Result<Dims, Overflow> {
+    let style = profile.style;
+    let (h, kv, hd) = match &l.attention {
+        Attention::Standard(a) | Attention::CacheOnly(a) => {
+            (a.num_heads, a.num_kv_heads, a.head_dim)
+        }
+        Attention::Latent(m) => {
+            why.push(
+                "multi-head latent attention is counted as multi-head attention of the same heads"
+                    .into(),
+            );
+            let hd = checked::add(
+                "qk_nope_head_dim + qk_rope_head_dim",
+                m.qk_nope_head_dim,
+                m.qk_rope_head_dim,
+            )?;
+            (m.num_heads, m.num_heads, hd)
+        }
+        Attention::Absent => {
+            why.push("a layer without attention is counted without its mixer".into());
+            (0, 0, 0)
+        }
+    };
+    if l.cross_attention.is_some() {
+        why.push("cross-attention is not counted".into());
+    }
+    if !l.extras.is_empty() || l.state.is_some() {
+        why.push("a layer's extra tensors (a mixer, gates) are not counted".into());
+    }
+    let expected_norms = if style == LayerStyle::Falcon { 1 } else { 2 };
+    if l.norms.len() != expected_norms {
+        why.push(format!(
+            "{} layers with {} norms are not derived (the measured layout has {expected_norms})",
+            style.name(),
+            l.norms.len()
+        ));
+    }
+    if style == LayerStyle::Falcon && kv != 1 {
+        why.push("Falcon is derived for its multi-query layout (one key/value head)".into());
+    }
+    let f = match &l.ffn {
+        Ffn::Dense(m) => {
+            if m.gated {
+                why.push("a gated MLP is counted as an ungated one".into());
+            }
+            m.intermediate
+        }
+        Ffn::Moe(m) => {
+            why.push("experts are counted as one dense MLP of the routed width".into());
+            (Checked::new(m.expert.intermediate) * m.experts_per_token
+                + m.shared.map_or(0, |s| s.intermediate))
+            .get("moe_intermediate_size·num_experts_per_tok + shared_intermediate_size")?
+        }
+        Ffn::Absent => 0,
+    };
+    Ok(Dims {
+        e: u128::from(input.dtype.bytes()),
+        b: u128::from(input.batch),
+        s: u128::from(input.seq),
+        d: u128::from(input.spec.hidden_size),
+        h: u128::from(h),
+        kv: u128::from(kv),
+        hd: u128::from(hd),
+        f: u128::from(f),
+        v: u128::from(input.spec.vocab_size),
+        rot: profile.rotary_dims.map_or(0, u128::from),
+        rank: input.lora.map_or(0, |p| u128::from(p.rank)),
+        window: profile.sliding_window_applies && l.sliding_window.is_some_and(|w| input.seq > w),
+    })
+}
+
+/// Every layer kind's saved tensors, without checkpointing: layer 0's kind walked twice (with
+/// and without a gradient-requiring input), the pieces only layer 0 keeps or lacks counted
+/// apart.
+fn layer_terms(
+    input: &ActInput<'_>,
+    profile: &TrainingProfile,
+    step: &Step,
+    ks: &Kinds<'_>,
+    base: &Dims,
+    tally: &mut Tally,
+    why: &mut Vec<String>,
+) -> Result<(), SpecError> {
+    let gx0 = step.trains.embeddings;
+    let multi = ks.counts.len() > 1;
+    for (i, (kind, count)) in ks.counts.iter().enumerate() {
+        let x = if i == ks.first {
+            base.clone()
+        } else {
+            layer_dims(input, profile, kind, why)?
+        };
+        let count = u128::from(*count);
+        let mut later = Pieces { list: Vec::new() };
+        layer(step, &x, true, &mut later);
+        if i != ks.first {
+            for p in &later.list {
+                tally.push(p, count, "L_kind", Some(p.tp))?;
+            }
+            continue;
+        }
+        let mut zero = Pieces { list: Vec::new() };
+        layer(step, &x, gx0, &mut zero);
+        // Pieces layer 0 keeps like every layer count L; the rest L − 1 (+ layer 0's own).
+        // A kind's count is at least 1 (it holds layer 0).
+        let rest = count.saturating_sub(1);
+        let same = |a: &Piece, b: &Piece| a.key == b.key && a.what == b.what;
+        for p in &later.list {
+            let (n, sym) = if zero.list.iter().any(|z| same(z, p)) {
+                (count, if multi { "L_kind" } else { "L" })
+            } else {
+                (rest, if multi { "(L_kind − 1)" } else { "(L − 1)" })
             };
-            let count = u128::from(*count);
-            let mut later = Pieces { list: Vec::new() };
-            layer(&step, &x, true, &mut later);
-            if i == ks.first {
-                let mut zero = Pieces { list: Vec::new() };
-                layer(&step, &x, gx0, &mut zero);
-                // Pieces layer 0 keeps like every layer count L; the rest L − 1 (+ layer 0's own).
-                // A kind's count is at least 1 (it holds layer 0).
-                let rest = count.saturating_sub(1);
-                for p in &later.list {
-                    let in0 = zero.list.iter().any(|z| z.key == p.key && z.what == p.what);
-                    let (n, sym) = if in0 {
-                        (count, if multi { "L_kind" } else { "L" })
-                    } else {
-                        (rest, if multi { "(L_kind − 1)" } else { "(L − 1)" })
-                    };
-                    if n > 0 {
-                        push(&mut terms, p, n, sym, Some(p.tp))?;
-                    }
-                }
-                for z in &zero.list {
-                    if !later
-                        .list
-                        .iter()
-                        .any(|p| p.key == z.key && p.what == z.what)
-                    {
-                        let mut z = z.clone();
-                        z.what = format!("layer 0: {}", z.what);
-                        push(&mut terms, &z, 1, "", Some(z.tp))?;
-                    }
-                }
-            } else {
-                for p in &later.list {
-                    push(&mut terms, p, count, "L_kind", Some(p.tp))?;
-                }
+            if n > 0 {
+                tally.push(p, n, sym, Some(p.tp))?;
+            }
+        }
+        for z in &zero.list {
+            if !later.list.iter().any(|p| same(p, z)) {
+                let mut z = z.clone();
+                z.what = format!("layer 0: {}", z.what);
+                tally.push(&z, 1, "", Some(z.tp))?;
             }
         }
     }
+    Ok(())
+}
 
-    let retained = sum(&terms, "activations")?;
-
-    // The forward's peak: at `log_softmax` the logits, their fp32 upcast (a no-op in fp32) and
-    // the fp32 log-probs (retained) are alive; at batch > 1 the padded labels too; under LoRA
-    // the final LayerNorm's output, no longer saved, is still referenced.
-    let x = &base;
+/// The forward's peak: at `log_softmax` the logits, their fp32 upcast (a no-op in fp32) and
+/// the fp32 log-probs (retained) are alive; at batch > 1 the padded labels too; under LoRA the
+/// final LayerNorm's output, no longer saved, is still referenced. Under checkpointing
+/// (`ckpt`: what is kept outside the layers, and the layer count) the last layer's forward
+/// can be larger.
+fn forward_peak(
+    step: &Step,
+    x: &Dims,
+    retained: u128,
+    ckpt: Option<(&[Piece], u128)>,
+) -> Result<(u128, Vec<Term>), SpecError> {
     let mut peak_terms = vec![Term::new(
         "retained",
         "everything kept for backward",
@@ -1826,8 +1963,8 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
             v,
         ));
     }
-    if input.checkpointing
-        && let Some(list) = layer_peak(&step, x, &out.list, l_total)
+    if let Some((out, layers)) = ckpt
+        && let Some(list) = layer_peak(step, x, out, layers)
     {
         let inside_terms = list
             .iter()
@@ -1842,42 +1979,24 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
             .collect::<Result<Vec<_>, Overflow>>()?;
         let inside = sum(&inside_terms, "peak in the last layer's forward")?;
         if inside > peak {
-            peak = inside;
-            peak_terms = inside_terms;
+            return Ok((inside, inside_terms));
         }
     }
+    Ok((peak, peak_terms))
+}
 
-    let mut estimate = None;
-    if !why.is_empty() {
-        // Each reason once, in the order met (several layer kinds can give the same one).
-        let mut seen: Vec<String> = Vec::new();
-        why.retain(|w| {
-            let new = !seen.contains(w);
-            if new {
-                seen.push(w.clone());
-            }
-            new
-        });
-        let mut s = String::new();
-        for (i, w) in why.iter().enumerate() {
-            if i > 0 {
-                s.push_str("; ");
-            }
-            let _ = write!(s, "{w}");
+/// The reasons for an estimate, each once in the order met (several layer kinds can give the
+/// same one); `None` when there are none: the figures are exact.
+fn joined(mut why: Vec<String>) -> Option<String> {
+    let mut seen: Vec<String> = Vec::new();
+    why.retain(|w| {
+        let new = !seen.contains(w);
+        if new {
+            seen.push(w.clone());
         }
-        estimate = Some(s);
-    }
-    Ok(Activations {
-        retained,
-        forward_peak: peak,
-        terms,
-        peak_terms,
-        estimate,
-        layer_sharded: sharded,
-        layer_replicated: replicated,
-        outside: outside_bytes,
-        layers: ks.layers,
-    })
+        new
+    });
+    (!why.is_empty()).then(|| why.join("; "))
 }
 
 fn empty(why: &str) -> Activations {
