@@ -113,7 +113,7 @@ fn matmul_params(
     };
     for t in tensors {
         // A text token never multiplies by a vision or audio tower.
-        if t.is_vector()
+        if !t.is_matrix()
             || t.category.is_modality()
             || (decoding && t.stack == Some(StackRole::Encoder))
         {

@@ -351,10 +351,19 @@ impl Tensor {
         checked::mul("elements·layers of a tensor", self.elements()?, self.layers)
     }
 
-    /// A vector (norm, bias): stored unquantized by every format.
+    /// One row (norm, bias, sinks, a `d → 1` gate, a one-type token-type table): stored
+    /// unquantized by every format, as llama.cpp's quantizer keeps a tensor of one
+    /// non-trivial dimension (`ggml_n_dims(t) >= 2`, `src/llama-quant.cpp`).
     #[must_use]
     pub fn is_vector(&self) -> bool {
         self.rows == 1
+    }
+
+    /// Not a vector by form: a table or a Linear's weight, even of one output row
+    /// (Qwen2-MoE's `d → 1` `shared_expert_gate` is a matmul `FlopCounterMode` counts).
+    #[must_use]
+    pub fn is_matrix(&self) -> bool {
+        self.shape.form != Form::Vector
     }
 }
 

@@ -87,6 +87,25 @@ pub enum Routing {
     },
 }
 
+/// Where an `MoE` block's shared expert runs, read from the block's `forward`: it decides the
+/// block's last saved tensor, so what a checkpoint's recompute does not re-run (the
+/// non-reentrant checkpoint stops at the last pack, `torch/utils/checkpoint.py`
+/// `_checkpoint_hook`'s early stop).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SharedExpertOrder {
+    /// Not read from the type's code: its step's recompute and backward are estimates.
+    #[default]
+    Unread,
+    /// Before the routed experts, or gated (Qwen2-MoE's `sigmoid(gate(x)) * shared(x)`,
+    /// ERNIE 4.5's `shared_output` first): a product that saves tensors (the routed
+    /// experts' weighting, the gate's) comes last, so the whole block is re-run.
+    Before,
+    /// After the routed experts, added plainly (DeepSeek-V3's `hidden + shared_experts(
+    /// residuals)`, Aria's, Granite-MoE-Shared's `shared_mlp`): the shared down projection's
+    /// pack is the block's last, so its matmul is not re-run.
+    After,
+}
+
 /// Where a family's rotary cos/sin tables live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum RopeTables {
@@ -152,6 +171,9 @@ pub struct TrainingProfile {
     /// The MoE router reads `hidden.float()` with an fp32 weight (Hunyuan-V3, GLM-4-MoE): a
     /// trained router saves that fp32 copy of its input.
     pub router_fp32: bool,
+    /// Where the `MoE` block's shared expert runs ([`SharedExpertOrder::Unread`] for a type
+    /// whose block was not read, and irrelevant without a shared expert).
+    pub shared_expert: SharedExpertOrder,
     /// GPT-NeoX's `use_parallel_residual` (default true): `x + attn(ln1(x)) + mlp(ln2(x))`.
     pub parallel_residual: bool,
     /// The backward's op rules (`llmsize-train`'s `backward`) were traced on this type's code:
@@ -192,6 +214,7 @@ impl TrainingProfile {
             q_position_scale: false,
             rope_concatenated: false,
             router_fp32: false,
+            shared_expert: SharedExpertOrder::Unread,
             parallel_residual: false,
             backward_traced: false,
             sliding_window_applies: true,

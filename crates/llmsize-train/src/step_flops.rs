@@ -29,7 +29,10 @@
 //!   `2·T·F·d`, or only the down adapter's `lora_B` (`2T·r·d`) when it is adapted. The whole
 //!   layer is re-run where a later op saves a tensor: a residual dropout (GPT-2, OPT,
 //!   `StarCoder2`), a norm after the MLP (Gemma 2, `OLMo` 2), the routing weights' product
-//!   (MoE). `enable_input_require_grads` makes layer 0's input require grad.
+//!   (MoE), a gate's product on a shared expert (Qwen2-MoE). An `MoE` block that adds its
+//!   shared expert after the routed ones (DeepSeek-V3's code: GLM-4-MoE, Solar Open, Aria,
+//!   …; `TrainingProfile::shared_expert`) ends with the shared `down_proj`: that matmul is
+//!   skipped. `enable_input_require_grads` makes layer 0's input require grad.
 //!
 //! Layers are counted per layer kind (never per layer), and every product is checked.
 
@@ -41,7 +44,7 @@ use crate::{AttnImpl, Device, FreezePart, Term};
 use llmsize_core::checked::{self, Checked};
 use llmsize_core::flops::FlopsReport;
 use llmsize_core::layout::{Layout, Place, Tensor, TensorKind, layout};
-use llmsize_core::profile::{LayerStyle, TrainingProfile};
+use llmsize_core::profile::{LayerStyle, SharedExpertOrder, TrainingProfile};
 use llmsize_core::spec::{Attention, Ffn, Layer, ModelSpec, OutputHead, StackRole};
 use llmsize_core::units::thousands_u128;
 use llmsize_core::{Overflow, SpecError};
@@ -513,7 +516,7 @@ impl<'a> Counter<'a> {
                             stack: si,
                             kind: ki,
                         })
-                        || t.is_vector()
+                        || !t.is_matrix()
                         || t.category.is_modality()
                     {
                         continue;
@@ -758,47 +761,74 @@ impl<'a> Counter<'a> {
 
     /// What the checkpoint's recompute does not re-run in a layer of `kind`.
     fn tail(&mut self, kind: &Kind<'_>, layer0: bool) -> Result<u128, Overflow> {
+        let Some(last) = self.last_linear(kind) else {
+            return Ok(0);
+        };
+        let adapter = kind
+            .adapters
+            .iter()
+            .find(|a| a.kind == last && a.wrapper == Wrapper::Linear && (!layer0 || a.in_layer0));
+        match adapter {
+            // Base and lora_A run; lora_B's pack is the last: its matmul is not run.
+            Some(a) => checked::product(
+                "2·T·rank·n_out·copies",
+                [2, self.t, a.rank, a.n_out, a.copies],
+            ),
+            None => kind
+                .lins
+                .iter()
+                .filter(|l| l.kind == last)
+                .map(|l| l.fwd)
+                .try_fold(0u128, |s, f| checked::add("down_proj FLOPs", s, f)),
+        }
+    }
+
+    /// The Linear whose pack is a layer's last (its matmul is not re-run by the recompute):
+    /// a dense MLP's down projection, or the shared expert's where the block adds it after
+    /// the routed experts; `None` where a later op saves a tensor (a residual dropout, a norm
+    /// after the MLP, the routed experts' weighting) and the whole layer is re-run.
+    fn last_linear(&self, kind: &Kind<'_>) -> Option<TensorKind> {
         let whole_style = matches!(self.style(), Some(LayerStyle::Gemma2 | LayerStyle::Olmo2))
             || self.input.profile.is_some_and(|p| p.hidden_dropout);
+        if whole_style {
+            return None;
+        }
         match &kind.layer.ffn {
-            // The routing weights' product saves the experts' output: all re-run.
-            Ffn::Moe(_) | Ffn::Absent => Ok(0),
-            Ffn::Dense(_) if whole_style => Ok(0),
-            Ffn::Dense(_) => {
-                let adapter = kind.adapters.iter().find(|a| {
-                    a.kind == TensorKind::FfnDown
-                        && a.wrapper == Wrapper::Linear
-                        && (!layer0 || a.in_layer0)
-                });
-                match adapter {
-                    // Base and lora_A run; lora_B's pack is the last: its matmul is not run.
-                    Some(a) => checked::product(
-                        "2·T·rank·n_out·copies",
-                        [2, self.t, a.rank, a.n_out, a.copies],
-                    ),
-                    None => kind
-                        .lins
-                        .iter()
-                        .filter(|l| l.kind == TensorKind::FfnDown)
-                        .map(|l| l.fwd)
-                        .try_fold(0u128, |s, f| checked::add("down_proj FLOPs", s, f)),
-                }
+            Ffn::Dense(_) => Some(TensorKind::FfnDown),
+            Ffn::Moe(m)
+                if m.shared.is_some()
+                    && !m.shared_gate
+                    && self
+                        .input
+                        .profile
+                        .is_some_and(|p| p.shared_expert == SharedExpertOrder::After) =>
+            {
+                Some(TensorKind::SharedDown)
             }
+            Ffn::Moe(_) | Ffn::Absent => None,
         }
     }
 
     /// The tail's formula: symbols, then values.
     fn tail_symbols(&self, kind: &Kind<'_>) -> (String, String) {
         let t = self.t;
+        let Some(last) = self.last_linear(kind) else {
+            return ("tail".into(), String::new());
+        };
         if let Some(a) = kind
             .adapters
             .iter()
-            .find(|a| a.kind == TensorKind::FfnDown && a.wrapper == Wrapper::Linear)
+            .find(|a| a.kind == last && a.wrapper == Wrapper::Linear)
         {
             return ("2·T·r·d".into(), format!("2·{t}·{}·{}", a.rank, a.n_out));
         }
-        match kind.lins.iter().find(|l| l.kind == TensorKind::FfnDown) {
-            Some(l) => ("2·T·F·d".into(), format!("2·{t}·{}·{}", l.n_in, l.n_out)),
+        let sym = if last == TensorKind::SharedDown {
+            "2·T·F_shared·d"
+        } else {
+            "2·T·F·d"
+        };
+        match kind.lins.iter().find(|l| l.kind == last) {
+            Some(l) => (sym.into(), format!("2·{t}·{}·{}", l.n_in, l.n_out)),
             None => ("tail".into(), String::new()),
         }
     }
@@ -820,10 +850,17 @@ impl<'a> Counter<'a> {
             if !k.layer.extras.is_empty() {
                 self.note("a layer's extra tensors (a state-space mixer, …) are not derived");
             }
-            if let Ffn::Moe(m) = &k.layer.ffn
-                && (m.shared.is_some() || !m.router || m.shared_gate)
-            {
-                self.note("shared experts' recompute and backward are not derived");
+            if let Ffn::Moe(m) = &k.layer.ffn {
+                let read = self
+                    .input
+                    .profile
+                    .is_some_and(|p| p.shared_expert != SharedExpertOrder::Unread);
+                if (m.shared.is_some() || m.shared_gate) && !read {
+                    self.note("shared experts' recompute and backward are not derived");
+                }
+                if !m.router {
+                    self.note("a router network's recompute and backward are not derived");
+                }
             }
             if matches!(k.layer.ffn, Ffn::Absent) {
                 self.note("a layer without an MLP is not derived");
@@ -1124,7 +1161,7 @@ impl<'a> Counter<'a> {
             terms.push(Term::new(
                 "recompute",
                 if skip {
-                    "recompute: each checkpointed layer's forward up to its last saved tensor — the last Linear (down_proj, or its adapter's lora_B) is not re-run"
+                    "recompute: each checkpointed layer's forward up to its last saved tensor — the last Linear (down_proj, the shared expert's down_proj where it is added after the routed experts, or its adapter's lora_B) is not re-run"
                 } else {
                     "recompute: each checkpointed layer's whole forward (its last op saves a tensor: a dropout, a post-norm or the routing weights' product)"
                 },

@@ -4,7 +4,7 @@
 //! defaults (transformers 5.24).
 
 use llmsize_core::facts::TypeFacts;
-use llmsize_core::profile::{LayerStyle, RopeTables, Routing, TrainingProfile};
+use llmsize_core::profile::{LayerStyle, RopeTables, Routing, SharedExpertOrder, TrainingProfile};
 use serde_json::{Map, Value};
 
 fn num(map: &Map<String, Value>, key: &str, default: f64) -> f64 {
@@ -164,8 +164,10 @@ pub(crate) fn profile(
             ..base(LayerStyle::Llama)
         },
         // Granite-MoE (`GraniteMoeTopKGating`): top-k on the fp32 logits, then a softmax over
-        // the k, cast to the dtype.
+        // the k, cast to the dtype. Granite-MoE-Shared's layer adds its `shared_mlp` after
+        // the routed experts.
         "granitemoe" | "granitemoeshared" => TrainingProfile {
+            shared_expert: SharedExpertOrder::After,
             routing_weights_in_dtype: true,
             routing: Routing::TopKThenSoftmax {
                 logits_in_dtype: false,
@@ -207,18 +209,23 @@ pub(crate) fn profile(
         // biased MLP: relu² saves what GELU's input does).
         "jais2" => base(LayerStyle::Starcoder2),
         // Hunyuan-V3 (`modeling_hy_v3.py`): an fp32 router over `hidden.float()`, sigmoid
-        // scores with a bias for the choice, always renormalised.
+        // scores with a bias for the choice, always renormalised; `HYV3MoE.forward` adds the
+        // shared experts after the routed ones.
         "hy_v3" => TrainingProfile {
             router_fp32: true,
+            shared_expert: SharedExpertOrder::After,
             ..base(LayerStyle::Llama)
         },
         // DeepSeek-V3's router in GLM-4-MoE's code (`Glm4MoeTopkRouter`: an fp32 weight over
         // `hidden.float()`), Solar Open's and EXAONE-MoE's; GLM-4-MoE's rotary (partial,
-        // 0.5 by default, ending in a `cat`), which SARVAM-MoE runs too.
+        // 0.5 by default, ending in a `cat`), which SARVAM-MoE runs too. Each block
+        // (`Glm4MoeMoE`, `SolarOpenMoE`, `ExaoneMoeSparseMoEBlock`) adds the shared experts
+        // after the routed ones.
         "glm4_moe" | "sarvam_moe" | "solar_open" | "exaone_moe" => {
             let glm = matches!(model_type, "glm4_moe" | "sarvam_moe");
             TrainingProfile {
                 router_fp32: true,
+                shared_expert: SharedExpertOrder::After,
                 routing: Routing::Grouped {
                     groups: map.get("n_group").and_then(Value::as_u64).unwrap_or(1),
                     top_groups: map.get("topk_group").and_then(Value::as_u64).unwrap_or(1),
@@ -234,8 +241,10 @@ pub(crate) fn profile(
                 ..base(LayerStyle::Llama)
             }
         }
-        // Aria (`AriaTextMoELayer`): top-k on the bf16 logits, then a softmax over the k.
+        // Aria (`AriaTextMoELayer`): top-k on the bf16 logits, then a softmax over the k; the
+        // shared experts after the routed ones.
         "aria_text" => TrainingProfile {
+            shared_expert: SharedExpertOrder::After,
             routing_weights_in_dtype: true,
             routing: Routing::TopKThenSoftmax {
                 logits_in_dtype: true,
@@ -243,8 +252,9 @@ pub(crate) fn profile(
             ..base(LayerStyle::Llama)
         },
         // Qwen2-MoE has Qwen3-MoE's routing (weights in the dtype, `norm_topk_prob` default
-        // false), with a sigmoid-gated shared expert (the layout's).
+        // false), with a sigmoid-gated shared expert (the layout's; Qwen3-MoE has none).
         "qwen2_moe" | "qwen3_moe" => TrainingProfile {
+            shared_expert: SharedExpertOrder::Before,
             routing_weights_in_dtype: true,
             topk_renormalized: map.get("norm_topk_prob").and_then(Value::as_bool) == Some(true),
             ..base(LayerStyle::Llama)
