@@ -164,3 +164,43 @@ fn the_explanation_shows_the_formulas_with_values() {
         run.stdout
     );
 }
+
+#[test]
+fn a_shared_expert_added_last_is_the_recomputes_tail() {
+    // Solar Open's shrunk config (`tests/fixtures/train/`, 2 layers, d 4096, shared expert
+    // 1280 wide): `SolarOpenMoE.forward` adds the shared experts after the routed ones, so
+    // the checkpoint's recompute skips their down_proj, 2·40·1280·4096 per layer. The step
+    // is the oracle's FlopCounterMode count (train.json, solar_open runs[1]: 332,157,419,520).
+    let config = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/train/configs/solar_open.json"
+    );
+    let args = [
+        "train",
+        config,
+        "--seq-len",
+        "40",
+        "--dtype",
+        "bf16",
+        "--attention",
+        "full",
+        "--device",
+        "cpu",
+        "--checkpointing",
+    ];
+    let run = common::llmsize(&[&args[..], &["--explain"]].concat());
+    assert!(
+        run.stdout.contains("2·(M_l + S_l − 2·T·F_shared·d)")
+            && run.stdout.contains("− 2·40·1280·4096)"),
+        "{}",
+        run.stdout
+    );
+    let run = common::llmsize(&[&args[..], &["--json"]].concat());
+    let json: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        json["train_step_flops"], 332_157_419_520_u64,
+        "{}",
+        run.stdout
+    );
+    assert_eq!(json["exact"], true, "{}", run.stdout);
+}
