@@ -40,6 +40,12 @@ pub enum LayerStyle {
     Falcon,
     /// `StarCoder2`: `LayerNorm`, plain GELU MLP with biases, dropouts, sliding window.
     Starcoder2,
+    /// BERT as a decoder (`BertLMHeadModel`): post-`LayerNorm` layers (`LayerNorm(x +
+    /// dropout(dense(·)))` after attention and after the MLP), separate q/k/v, learned
+    /// absolute and token-type embeddings summed into an embedding `LayerNorm`, an MLM head
+    /// transform (`dense`, GELU, `LayerNorm`) before the decoder; the softmax of its eager
+    /// attention stays in the weights' dtype.
+    Bert,
 }
 
 impl LayerStyle {
@@ -58,6 +64,7 @@ impl LayerStyle {
             LayerStyle::Bloom => "bloom",
             LayerStyle::Falcon => "falcon",
             LayerStyle::Starcoder2 => "starcoder2",
+            LayerStyle::Bert => "bert",
         }
     }
 }
@@ -176,6 +183,10 @@ pub struct TrainingProfile {
     pub shared_expert: SharedExpertOrder,
     /// GPT-NeoX's `use_parallel_residual` (default true): `x + attn(ln1(x)) + mlp(ln2(x))`.
     pub parallel_residual: bool,
+    /// The position ids are made from the input ids (RoBERTa's
+    /// `create_position_ids_from_input_ids`: int64 `[b, s]`, and the token types gathered by
+    /// them `[b, s]`), not sliced from a `[1, max]` buffer (BERT's).
+    pub positions_from_input_ids: bool,
     /// The backward's op rules (`llmsize-train`'s `backward`) were traced on this type's code:
     /// its backward peak is derived, not estimated.
     pub backward_traced: bool,
@@ -216,6 +227,7 @@ impl TrainingProfile {
             router_fp32: false,
             shared_expert: SharedExpertOrder::Unread,
             parallel_residual: false,
+            positions_from_input_ids: false,
             backward_traced: false,
             sliding_window_applies: true,
             modules,

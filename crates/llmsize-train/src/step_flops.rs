@@ -395,6 +395,16 @@ impl<'a> Counter<'a> {
         })
     }
 
+    /// A `lora.Linear`'s two matmuls over the step's tokens: `lora_A` `2·T·n_in·r`, `lora_B`
+    /// `2·T·r·n_out`.
+    fn adapter_matmuls(&self, m: &Adapted) -> Result<(u128, u128), Overflow> {
+        let (n_in, n_out, r) = (u128::from(m.n_in), u128::from(m.n_out), u128::from(m.rank));
+        Ok((
+            checked::product("2·T·n_in·rank", [2, self.t, n_in, r])?,
+            checked::product("2·T·rank·n_out", [2, self.t, r, n_out])?,
+        ))
+    }
+
     fn note(&mut self, why: impl Into<String>) {
         let why = why.into();
         if !self.why.contains(&why) {
@@ -895,8 +905,11 @@ impl<'a> Counter<'a> {
                 K::EmbeddingProjection if t.name.local == "project_in" => {
                     (!self.lora, self.embeddings_trained() || checkpointing)
                 }
-                K::EmbeddingProjection => (!self.lora, rg_final),
-                K::HeadTransform | K::Pooler | K::Matrix => {
+                // OPT's `project_out`, and the MLM head's transform (BERT's
+                // `cls.predictions.transform.dense`): Linears on the last layer's output,
+                // trained with the base.
+                K::EmbeddingProjection | K::HeadTransform => (!self.lora, rg_final),
+                K::Pooler | K::Matrix => {
                     self.note("heads and extras outside the layers are counted 3×");
                     (!self.lora, true)
                 }
@@ -909,13 +922,27 @@ impl<'a> Counter<'a> {
             if input {
                 pass.igrad = checked::add("igrad FLOPs", pass.igrad, fwd)?;
             }
-            if let Some(plan) = self.input.lora
-                && plan
+            if let Some(plan) = self.input.lora {
+                for m in plan
                     .modules
                     .iter()
-                    .any(|m| m.kind == t.kind && m.stack.is_none())
-            {
-                self.note("adapters outside the layers are not counted");
+                    .filter(|m| m.kind == t.kind && m.stack.is_none())
+                {
+                    if m.param_wrapper || t.kind != K::HeadTransform {
+                        self.note("adapters outside the layers are not counted");
+                        continue;
+                    }
+                    // The MLM head transform's `lora.Linear` (all-linear reaches it): as a
+                    // layer's adapter, its input (the last layer's output) requiring grad.
+                    let (a_mm, b_mm) = self.adapter_matmuls(m)?;
+                    pass.adapters_fwd =
+                        checked::add("adapters fwd FLOPs", pass.adapters_fwd, a_mm)?;
+                    pass.adapters_fwd =
+                        checked::add("adapters fwd FLOPs", pass.adapters_fwd, b_mm)?;
+                    let both = checked::add("a_mm + b_mm", a_mm, b_mm)?;
+                    let bwd = checked::product("2·(a_mm + b_mm)", [2, both])?;
+                    pass.adapters_bwd = checked::add("adapters bwd FLOPs", pass.adapters_bwd, bwd)?;
+                }
             }
         }
         if let OutputHead::Lm { tied: true, .. } = self.input.spec.head

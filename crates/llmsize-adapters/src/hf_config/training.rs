@@ -330,6 +330,29 @@ pub(crate) fn profile(
             embedding_dropout: on("embedding_dropout", 0.0),
             ..base(LayerStyle::Starcoder2)
         },
+        // `BertLMHeadModel` (transformers 5.24 `models/bert/modeling_bert.py`): the embeddings'
+        // and every block's dropout is `hidden_dropout_prob`, the attention's
+        // `attention_probs_dropout_prob` (both 0.1 by default).
+        // Derived for its default `is_decoder: false` (bidirectional, no mask without padding).
+        // RoBERTa's copies of the BERT layers (CamemBERT, XLM-R, Data2Vec-Text) number their
+        // positions from the input ids; BERT-Generation has no token types or head transform,
+        // ELECTRA's generator embeds at `embedding_size` and projects (the layout says both).
+        "bert" | "roberta" | "camembert" | "xlm-roberta" | "data2vec-text" | "ernie"
+        | "bert-generation" | "electra"
+            if map.get("is_decoder").and_then(Value::as_bool) != Some(true) =>
+        {
+            TrainingProfile {
+                attention_dropout: on("attention_probs_dropout_prob", 0.1),
+                hidden_dropout: on("hidden_dropout_prob", 0.1),
+                embedding_dropout: on("hidden_dropout_prob", 0.1),
+                rotary_dims: None,
+                positions_from_input_ids: matches!(
+                    model_type,
+                    "roberta" | "camembert" | "xlm-roberta" | "data2vec-text"
+                ),
+                ..base(LayerStyle::Bert)
+            }
+        }
         _ => return None,
     });
     profile.filter(|p| p.style != LayerStyle::Llama || act_saves_input(map))

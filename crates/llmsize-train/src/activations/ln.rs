@@ -280,6 +280,9 @@ struct Trains {
     adapters: Vec<Adapter>,
     /// `lora_dropout` > 0.
     lora_dropout: bool,
+    /// The adapter on the MLM head transform's dense (BERT under all-linear): its name and
+    /// input width.
+    head_adapter: Option<(String, u128)>,
 }
 
 impl Trains {
@@ -312,6 +315,51 @@ struct Step {
     hid_drop: bool,
     emb_drop: bool,
     trains: Trains,
+    /// The embeddings and head around the layers, from the layout.
+    ends: Ends,
+}
+
+/// What the layout says of the embeddings and the head (BERT's family varies them).
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is a part the layout holds or not"
+)]
+#[derive(Debug, Clone)]
+struct Ends {
+    /// Width of the token embedding (ELECTRA's `embedding_size`; `d` for most).
+    de: u128,
+    /// Width of the MLM head transform's output (`d` without one).
+    dh: u128,
+    /// A token-type table (BERT's segments).
+    token_types: bool,
+    /// The embeddings are projected to `d` (ELECTRA's `embeddings_project`).
+    projected: bool,
+    /// An MLM head transform (`dense`, GELU, `LayerNorm`) before the decoder.
+    head_transform: bool,
+    /// Position ids made from the input ids (RoBERTa), `[b, s]`.
+    positions_from_ids: bool,
+}
+
+impl Ends {
+    fn of(
+        spec: &llmsize_core::spec::ModelSpec,
+        stack: &llmsize_core::spec::Stack,
+        profile: &TrainingProfile,
+    ) -> Ends {
+        let d = u128::from(spec.hidden_size);
+        let transform = match &spec.head {
+            llmsize_core::spec::OutputHead::Lm { transform, .. } => *transform,
+            llmsize_core::spec::OutputHead::None => None,
+        };
+        Ends {
+            de: spec.token_embedding.map_or(d, |t| u128::from(t.dim)),
+            dh: transform.map_or(d, |t| u128::from(t.dense.output)),
+            token_types: stack.token_type.is_some(),
+            projected: !spec.embedding_projections.is_empty(),
+            head_transform: transform.is_some(),
+            positions_from_ids: profile.positions_from_input_ids,
+        }
+    }
 }
 
 impl Step {
@@ -322,6 +370,11 @@ impl Step {
     /// Bytes per element of a dropout's saved mask.
     fn noise(&self, x: &Dims) -> X {
         if self.cpu { x.e() } else { c(1) }
+    }
+    /// Bytes per element of `lora_dropout`'s saved noise (fp32 on the CPU, a 1-byte mask on
+    /// CUDA).
+    fn noise_lora(&self) -> X {
+        if self.cpu { c(4) } else { c(1) }
     }
     /// A `LayerNorm`'s mean and rstd.
     fn ln_stats(&self, x: &Dims) -> X {
@@ -399,6 +452,37 @@ fn sequential_attention(step: &Step, x: &Dims, g: &Qkv, p: &mut Pieces) -> bool 
                 );
                 p.add(
                     g.any(),
+                    "attn_probs",
+                    "softmax output, in the weights' dtype",
+                    x.e() * bhs2.clone(),
+                    Tp::Sharded,
+                );
+            } else if style == LayerStyle::Bert {
+                // Separate q, k, v; `softmax` in the weights' dtype (no fp32 upcast), saved for its
+                // own backward and, without dropout, by probs·v.
+                p.add(
+                    g.k,
+                    "attn_q",
+                    "q, saved by q·kᵀ for k's gradient",
+                    x.eta(),
+                    Tp::Sharded,
+                );
+                p.add(
+                    g.q,
+                    "attn_k",
+                    "kᵀ, saved for q's gradient",
+                    x.eta(),
+                    Tp::Sharded,
+                );
+                p.add(
+                    g.q || g.k,
+                    "attn_v",
+                    "v, saved by probs·v",
+                    x.eta(),
+                    Tp::Sharded,
+                );
+                p.add(
+                    g.q || g.k || (g.v && !step.attn_drop),
                     "attn_probs",
                     "softmax output, in the weights' dtype",
                     x.e() * bhs2.clone(),
@@ -561,6 +645,7 @@ fn layer(step: &Step, x: &Dims, gx: bool, p: &mut Pieces) -> bool {
             sequential_layer(step, x, gx, p)
         }
         LayerStyle::GptNeox | LayerStyle::Falcon => parallel_layer(step, x, gx, p),
+        LayerStyle::Bert => post_norm_layer(step, x, gx, p),
         _ => gx,
     }
 }
@@ -715,6 +800,105 @@ fn sequential_layer(step: &Step, x: &Dims, gx: bool, p: &mut Pieces) -> bool {
         Role::Down => gu,
     });
     gout
+}
+
+/// A post-`LayerNorm` layer (BERT): `h = LN1(x + dropout(o(attn(x)))); out = LN2(h +
+/// dropout(down(gelu(up(h)))))`. The layer's input is saved by the q/k/v projections (it is
+/// the previous layer's output, counted there); its output, by the next layer's.
+fn post_norm_layer(step: &Step, x: &Dims, gx: bool, p: &mut Pieces) -> bool {
+    let tr = &step.trains;
+    let noise = step.noise(x);
+    let g = Qkv {
+        q: tr.grad(Role::Q, gx),
+        k: tr.grad(Role::K, gx),
+        v: tr.grad(Role::V, gx),
+    };
+    let out_is_sdpa = sequential_attention(step, x, &g, p);
+    p.add(
+        tr.attention || (out_is_sdpa && g.any()),
+        "o_in",
+        "the attention output projection's input (heads merged, contiguous)",
+        x.eta(),
+        Tp::Sharded,
+    );
+    let go = tr.grad(Role::O, g.any());
+    p.add(
+        step.hid_drop && go,
+        "resid_dropout_attn",
+        format!("attention.output.dropout: {}", step.noise_text()),
+        noise.clone() * x.t() * x.d(),
+        Tp::Replicated,
+    );
+    let gh1 = gx || go;
+    p.add(
+        gh1 || tr.norms,
+        "residual_attn",
+        "x + attention output, attention.output.LayerNorm's input",
+        x.etd(),
+        Tp::Replicated,
+    );
+    ln(
+        step,
+        x,
+        p,
+        gh1 || tr.norms,
+        "ln1_stats",
+        "attention.output.LayerNorm",
+    );
+    let gn1 = gh1 || tr.norms;
+    p.add(
+        tr.mlp,
+        "ln1_out",
+        "attention.output.LayerNorm output, the MLP's input",
+        x.etd(),
+        Tp::Replicated,
+    );
+    let gu = tr.grad(Role::Up, gn1);
+    p.add(
+        gu,
+        "gelu_in",
+        "GELU input (intermediate.dense's output)",
+        x.e() * x.t() * x.f(),
+        Tp::Sharded,
+    );
+    p.add(
+        tr.mlp,
+        "mlp_act_out",
+        "GELU output, output.dense's input",
+        x.e() * x.t() * x.f(),
+        Tp::Sharded,
+    );
+    let gm = tr.grad(Role::Down, gu);
+    p.add(
+        step.hid_drop && gm,
+        "resid_dropout_mlp",
+        format!("output.dropout: {}", step.noise_text()),
+        noise * x.t() * x.d(),
+        Tp::Replicated,
+    );
+    let gh2 = gn1 || gm;
+    p.add(
+        gh2 || tr.norms,
+        "residual_mlp",
+        "h + MLP output, output.LayerNorm's input",
+        x.etd(),
+        Tp::Replicated,
+    );
+    ln(step, x, p, gh2 || tr.norms, "ln2_stats", "output.LayerNorm");
+    p.add(
+        tr.attention,
+        "layer_out",
+        "output.LayerNorm output (the layer's output, the next q/k/v projections' input)",
+        x.etd(),
+        Tp::Replicated,
+    );
+    adapters(step, x, p, &|r| match r {
+        Role::Qkv | Role::Q | Role::K | Role::V => gx,
+        Role::O => g.any(),
+        Role::Up => gn1,
+        Role::Down => gu,
+    });
+    gh2 || tr.norms
 }
 
 /// A parallel layer (GPT-NeoX: `x + attn(ln1(x)) + mlp(ln2(x))`; Falcon: one `LayerNorm` feeds
@@ -1080,13 +1264,15 @@ fn outside(step: &Step, x: &Dims, gemb: bool, p: &mut Pieces) {
         _ => {}
     }
     p.add(
-        step.emb_drop && gemb,
+        step.emb_drop && gemb && step.style != LayerStyle::Bert,
         "embedding_dropout",
         format!("embedding dropout: {}", step.noise_text()),
         step.noise(x) * x.t() * x.d(),
         Tp::Replicated,
     );
-    if step.style == LayerStyle::Bloom {
+    if step.style == LayerStyle::Bert {
+        bert_embeddings(step, x, gemb, p);
+    } else if step.style == LayerStyle::Bloom {
         p.add(
             gemb || tr.norms,
             "embeddings",
@@ -1126,18 +1312,54 @@ fn outside(step: &Step, x: &Dims, gemb: bool, p: &mut Pieces) {
             Tp::Replicated,
         );
     }
+    let eth = x.e() * x.t() * X::var("d_head", step.ends.dh);
+    if step.style == LayerStyle::Bert && step.ends.head_transform {
+        // The MLM head's transform (`cls.predictions.transform`): dense, GELU, LayerNorm.
+        p.add(
+            true,
+            "head_gelu_in",
+            "the head transform's dense output, its GELU's input",
+            eth.clone(),
+            Tp::Replicated,
+        );
+        p.add(
+            true,
+            "head_ln_in",
+            "the head transform's GELU output, its LayerNorm's input",
+            eth.clone(),
+            Tp::Replicated,
+        );
+        if let Some((name, n_in)) = &tr.head_adapter {
+            p.add(
+                true,
+                "lora",
+                format!("{name} (head transform) adapter: its fp32 copy of the input and the r-wide lora_A output"),
+                c(4) * x.t() * X::var("d", *n_in) + c(4) * x.t() * x.rank(),
+                Tp::Replicated,
+            );
+            p.add(
+                tr.lora_dropout,
+                "lora_dropout",
+                format!("{name} (head transform) lora_dropout noise"),
+                step.noise_lora() * x.t() * X::var("d", *n_in),
+                Tp::Replicated,
+            );
+        }
+    }
+    // BERT's post-norm layers end in their own LayerNorm: the head's is the transform's.
+    let final_norm = step.style != LayerStyle::Bert || step.ends.head_transform;
     p.add(
-        true,
+        final_norm,
         "final_ln_stats",
         format!("final LayerNorm {}", step.stats_text()),
         step.ln_stats(x),
         Tp::Replicated,
     );
     p.add(
-        tr.head,
+        tr.head && final_norm,
         "final_ln_out",
         "final LayerNorm output, the lm_head's input",
-        x.etd(),
+        eth,
         Tp::Replicated,
     );
     p.add(
@@ -1173,6 +1395,76 @@ fn outside(step: &Step, x: &Dims, gemb: bool, p: &mut Pieces) {
     );
 }
 
+/// BERT's embeddings: word + token type + position, `LayerNorm`, dropout, at the embedding
+/// width (ELECTRA then projects to `d`). The position ids are a slice of a buffer, not made
+/// by the step, and the token types a `gather` of one — except where the ids are made from
+/// the input ids (RoBERTa: int64 `[b, s]` positions, the token types gathered by them).
+fn bert_embeddings(step: &Step, x: &Dims, gemb: bool, p: &mut Pieces) {
+    let tr = &step.trains;
+    let en = &step.ends;
+    let ids = if en.positions_from_ids { x.t() } else { x.s() };
+    p.add(
+        tr.embeddings && en.positions_from_ids,
+        "position_ids",
+        "int64 position ids [b, s] made from the input ids, saved by position_embeddings",
+        c(8) * x.t(),
+        Tp::Replicated,
+    );
+    p.add(
+        tr.embeddings && en.token_types,
+        "token_type_ids",
+        "int64 token type ids (gathered from the buffer), saved by token_type_embeddings",
+        c(8) * ids,
+        Tp::Replicated,
+    );
+    let ete = x.e() * x.t() * X::var("d_emb", en.de);
+    p.add(
+        gemb || tr.norms,
+        "embeddings",
+        "the summed embeddings, the embedding LayerNorm's input",
+        ete.clone(),
+        Tp::Replicated,
+    );
+    p.add(
+        gemb || tr.norms,
+        "embedding_ln_stats",
+        format!("embeddings.LayerNorm {}", step.stats_text()),
+        step.ln_stats(x),
+        Tp::Replicated,
+    );
+    p.add(
+        step.emb_drop && (gemb || tr.norms),
+        "embedding_dropout",
+        format!("embedding dropout: {}", step.noise_text()),
+        step.noise(x) * x.t() * X::var("d_emb", en.de),
+        Tp::Replicated,
+    );
+    if en.projected {
+        p.add(
+            tr.embeddings,
+            "embedding_out",
+            "the embeddings' output, saved by embeddings_project",
+            ete,
+            Tp::Replicated,
+        );
+        p.add(
+            tr.attention,
+            "embedding_projected",
+            "embeddings_project's output (layer 0's input, saved by its q/k/v projections)",
+            x.etd(),
+            Tp::Replicated,
+        );
+    } else {
+        p.add(
+            tr.attention,
+            "embedding_out",
+            "the embeddings' output (layer 0's input, saved by its q/k/v projections)",
+            ete,
+            Tp::Replicated,
+        );
+    }
+}
+
 /// What the non-reentrant checkpoint's recompute closure keeps, once (keyword inputs of the
 /// layers), plus the embedding leaf `enable_input_require_grads` makes (`LoRA`).
 fn checkpoint_extras(step: &Step, x: &Dims, p: &mut Pieces) {
@@ -1200,6 +1492,8 @@ fn checkpoint_extras(step: &Step, x: &Dims, p: &mut Pieces) {
             x.e() * x.b() * x.h() * x.s(),
             Tp::Replicated,
         ),
+        // BERT's layers get no position ids (its positions are added to the embeddings).
+        LayerStyle::Bert => {}
         _ => p.add(
             true,
             "ckpt_position_ids",
@@ -1208,7 +1502,8 @@ fn checkpoint_extras(step: &Step, x: &Dims, p: &mut Pieces) {
             Tp::Replicated,
         ),
     }
-    if step.attn == AttnImpl::Eager {
+    // BERT without `is_decoder` attends both ways: without padding its mask is `None`.
+    if step.attn == AttnImpl::Eager && step.style != LayerStyle::Bert {
         p.add(
             true,
             "ckpt_mask",
@@ -1232,7 +1527,7 @@ fn checkpoint_extras(step: &Step, x: &Dims, p: &mut Pieces) {
         // leaf, kept by its AccumulateGrad node: free where it is layer 0's input (or the
         // embedding LayerNorm's saved input), else one more [b, s, d] tensor.
         let leaf = match step.style {
-            LayerStyle::Gpt2 | LayerStyle::Opt => true,
+            LayerStyle::Gpt2 | LayerStyle::Opt | LayerStyle::Bert => true,
             LayerStyle::GptNeox | LayerStyle::Starcoder2 => step.emb_drop,
             _ => false,
         };
@@ -1284,7 +1579,7 @@ fn layer_peak(step: &Step, x: &Dims, out: &[Piece], layers: u128) -> Option<Vec<
     }
     // The token embedding's output, a Python local, when nothing above holds it already.
     let leaf = match style {
-        LayerStyle::Gpt2 | LayerStyle::Opt => true,
+        LayerStyle::Gpt2 | LayerStyle::Opt | LayerStyle::Bert => true,
         LayerStyle::GptNeox | LayerStyle::Starcoder2 => step.emb_drop,
         _ => false,
     };
@@ -1611,7 +1906,7 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
             "the layers are of several kinds; each is counted with the family's layer code".into(),
         );
     }
-    let step = step_of(input, profile, ks.layers, &mut why);
+    let step = step_of(input, profile, stack, ks.layers, &mut why);
     stack_reasons(profile.style, spec, stack, &mut why);
     let Some((first_kind, _)) = ks.counts.get(ks.first) else {
         return Ok(empty("the model has no layers"));
@@ -1687,10 +1982,12 @@ fn stack_reasons(
 fn step_of(
     input: &ActInput<'_>,
     profile: &TrainingProfile,
+    stack: &llmsize_core::spec::Stack,
     layers: u64,
     why: &mut Vec<String>,
 ) -> Step {
     let style = profile.style;
+    let ends = Ends::of(input.spec, stack, profile);
     let mut attn = input.attn;
     if style == LayerStyle::Bloom && attn == AttnImpl::Sdpa {
         attn = AttnImpl::Eager;
@@ -1707,6 +2004,7 @@ fn step_of(
         hid_drop: profile.hidden_dropout,
         emb_drop,
         trains: trains_of(input, layers, why),
+        ends,
     }
 }
 
@@ -1731,10 +2029,16 @@ fn trains_of(input: &ActInput<'_>, layers: u64, why: &mut Vec<String>) -> Trains
             },
             adapters: Vec::new(),
             lora_dropout: false,
+            head_adapter: None,
         };
     };
     let mut adapters = Vec::new();
+    let mut head_adapter = None;
     for m in &plan.modules {
+        if m.kind == TensorKind::HeadTransform {
+            head_adapter = Some((m.name.clone(), u128::from(m.n_in)));
+            continue;
+        }
         match Role::of(m.kind) {
             Some(role) => adapters.push(Adapter {
                 name: m.name.clone(),
@@ -1769,6 +2073,7 @@ fn trains_of(input: &ActInput<'_>, layers: u64, why: &mut Vec<String>) -> Trains
         head: false,
         adapters,
         lora_dropout: plan.dropout,
+        head_adapter,
     }
 }
 

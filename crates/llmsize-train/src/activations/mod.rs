@@ -76,7 +76,7 @@ pub fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError> {
     use llmsize_core::profile::LayerStyle as S;
     match input.profile.map(|p| p.style) {
         Some(S::Llama | S::Phi3 | S::Gemma | S::Gemma2 | S::Olmo2) => rms::activations(input),
-        Some(S::Gpt2 | S::GptNeox | S::Opt | S::Bloom | S::Falcon | S::Starcoder2) => {
+        Some(S::Gpt2 | S::GptNeox | S::Opt | S::Bloom | S::Falcon | S::Starcoder2 | S::Bert) => {
             ln::activations(input)
         }
         None => estimate(input),
