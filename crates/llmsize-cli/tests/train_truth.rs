@@ -236,3 +236,42 @@ fn every_causal_lm_type_is_exact_or_says_it_is_not() {
         "{cases} cases, {backward} backward peaks"
     );
 }
+
+#[test]
+fn the_bert_family_is_derived_not_estimated() {
+    // BertLMHeadModel and the models that copy its layers: the oracle's step
+    // (`fixtures/train/raw/full.jsonl`, bf16, 40 tokens, batch 1, SDPA: its CPU math path,
+    // forced by the 0.1 attention dropout) — so a regression to the llama estimate fails
+    // here even though every_causal_lm_type_is_exact_or_says_it_is_not would let it pass.
+    for (model, retained, peak) in [
+        ("bert", 8_295_056_u64, 15_620_336_u64),
+        // RoBERTa: int64 [b, s] position ids made from the input ids, token types by them.
+        ("roberta", 11_454_256, 23_517_856),
+        // BERT-Generation: no token types, no head transform.
+        ("bert-generation", 12_359_216, 24_445_136),
+        // ELECTRA's generator: 128-wide embeddings projected to 256, a 128-wide head.
+        ("electra", 5_980_816, 13_306_096),
+    ] {
+        let cfg = format!("{REST}/configs/{model}.json");
+        let r = llmsize(&[
+            "train",
+            &cfg,
+            "--seq-len",
+            "40",
+            "--batch",
+            "1",
+            "--dtype",
+            "bf16",
+            "--attn-impl",
+            "sdpa",
+            "--device",
+            "cpu",
+            "--json",
+        ]);
+        assert_eq!(r.code, 0, "{model}: {}", r.stderr);
+        let j: Value = serde_json::from_str(&r.stdout).unwrap();
+        assert_eq!(j["exact"], true, "{model}");
+        assert_eq!(j["activation_bytes"], retained, "{model}");
+        assert_eq!(j["activation_peak_bytes"], peak, "{model}");
+    }
+}
