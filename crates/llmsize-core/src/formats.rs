@@ -1341,6 +1341,7 @@ mod layout_tests {
             active_copies: 1,
             rows,
             cols,
+            idle: false,
         }
     }
 

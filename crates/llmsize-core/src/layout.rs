@@ -328,6 +328,8 @@ pub struct Tensor {
     pub rows: u64,
     /// `shape.cols`, evaluated.
     pub cols: u64,
+    /// Never run by the model's forward ([`crate::spec::Extra::idle`]): no gradient.
+    pub idle: bool,
 }
 
 impl Tensor {
@@ -506,6 +508,7 @@ impl Builder {
             rows: shape.rows.eval()?,
             cols: shape.cols.eval()?,
             shape,
+            idle: false,
         });
         Ok(())
     }
@@ -560,7 +563,11 @@ impl Builder {
             kind,
             e.category,
             shape,
-        )
+        )?;
+        if let Some(t) = self.out.last_mut() {
+            t.idle = e.idle;
+        }
+        Ok(())
     }
 
     fn norm(

@@ -97,6 +97,10 @@ pub struct Extra {
     pub cols: Expr,
     /// How its count is written, and whether a token multiplies by it ([`Form::Linear`]).
     pub form: Form,
+    /// Built but never run by this model's forward: a decoder's cross-attention when the
+    /// model is the decoder alone (`BartForCausalLM`'s `encoder_attn`). Its parameters count
+    /// and require grad, but no step gives them a gradient.
+    pub idle: bool,
 }
 
 impl Extra {
@@ -116,6 +120,7 @@ impl Extra {
             rows,
             cols,
             form,
+            idle: false,
         }
     }
 
@@ -164,6 +169,12 @@ impl Extra {
             copies,
             ..self
         }
+    }
+
+    /// Never run by this model's forward ([`Extra::idle`]).
+    #[must_use]
+    pub fn idle(self) -> Self {
+        Extra { idle: true, ..self }
     }
 
     /// `copies` experts of which a token uses `active` (a router picks them).

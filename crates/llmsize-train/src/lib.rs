@@ -396,6 +396,11 @@ pub fn train(
         Some(f) => Some(llmsize_core::memory::weight_lines(spec, f)?),
         None => None,
     };
+    // A decoder's cross-attention runs only on an encoder's output.
+    let has_encoder = spec
+        .stacks
+        .iter()
+        .any(|s| s.role == llmsize_core::spec::StackRole::Encoder);
     for t in &lay.tensors {
         let trainable = !frozen_base && !frozen_by(t.kind, t.place, &options.freeze);
         let hidden_matrix = matches!(t.place, Place::Layer { .. }) && !t.is_vector();
@@ -413,6 +418,7 @@ pub fn train(
         });
         held.push(Held {
             part_of_previous,
+            unreached: t.idle || (t.name.cross && !has_encoder),
             elements: t.elements()?,
             tensors: t.layers,
             matrix: (!t.is_vector()).then_some((t.rows, t.cols)),
@@ -455,6 +461,7 @@ pub fn train(
                     place: base.map_or(Place::Output, |t| t.place),
                     adapter: true,
                     part_of_previous: false,
+                    unreached: false,
                     elements: checked::mul("LoRA rows·cols", rows, cols)?,
                     tensors: m.layers,
                     matrix: matrix.then_some((rows, cols)),

@@ -155,6 +155,10 @@ pub struct Held {
     /// transformers 5's 3-D `experts.gate_up_proj`): its elements count, but it adds no tensor
     /// of its own, so no per-tensor optimizer scalar.
     pub part_of_previous: bool,
+    /// Trainable but never reached by the step's forward (a decoder's cross-attention when no
+    /// encoder runs: `BartForCausalLM`): it gets no gradient, so torch's optimizers keep no
+    /// state for it (they skip a parameter whose `.grad` is `None`).
+    pub unreached: bool,
 }
 
 /// What the step's parameters, gradients and optimizer hold.
@@ -216,6 +220,9 @@ pub fn model_states(
             continue;
         }
         n_train = checked::add("trained parameters", n_train, n)?;
+        if h.unreached {
+            continue;
+        }
         // Per-tensor scalars belong to whole parameter tensors.
         let tensors = if h.part_of_previous {
             0
@@ -384,6 +391,7 @@ mod tests {
                 place: llmsize_core::layout::Place::Output,
                 adapter: false,
                 part_of_previous: false,
+                unreached: false,
             },
             Held {
                 elements: 1,
@@ -397,6 +405,7 @@ mod tests {
                 place: llmsize_core::layout::Place::Output,
                 adapter: false,
                 part_of_previous: false,
+                unreached: false,
             },
         ]
     }
@@ -463,6 +472,7 @@ mod tests {
             place: llmsize_core::layout::Place::Output,
             adapter: false,
             part_of_previous: false,
+            unreached: false,
         };
         // 4096 elements: 2·4096 + 2·4·16 = 8,320; 4095: 2·4·4095 = 32,760.
         let s = model_states(&[h(4096)], Precision::Pure, Optimizer::AdamW8bit).unwrap();

@@ -162,6 +162,7 @@ fn held(lay: &Layout, dtype: ParamDtype) -> Vec<Held> {
             place: t.place,
             adapter: false,
             part_of_previous: false,
+            unreached: false,
         })
         .collect()
 }

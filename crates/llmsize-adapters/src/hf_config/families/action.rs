@@ -58,6 +58,7 @@ fn pi0(raw: &mut RawConfig<'_>, f: &Family, _head: HeadChoice) -> Result<ModelSp
             rows: Expr::Lit(t.rows),
             cols: Expr::Lit(t.cols),
             form: t.shape.form,
+            idle: false,
         }));
     }
     let d = sym("d_expert", dit.hidden_size);

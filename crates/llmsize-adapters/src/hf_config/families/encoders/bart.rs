@@ -215,6 +215,12 @@ pub(super) fn read(
         extras.remove(i);
     }
     extras.extend(norm_extras(hidden, "encoder_attn_layer_norm"));
+    // Without an encoder output the cross-attention never runs (`BartDecoderLayer.forward`
+    // skips it when `encoder_hidden_states` is None).
+    let extras: Vec<_> = extras
+        .into_iter()
+        .map(llmsize_core::spec::Extra::idle)
+        .collect();
     let layer = Layer {
         attention: Attention::Standard(attention),
         cross_attention: None,
