@@ -1226,7 +1226,7 @@ fn adapters(step: &Step, x: &Dims, p: &mut Pieces, input_grad: &dyn Fn(Role) -> 
             tp,
         );
         if step.trains.lora_dropout {
-            let per = if step.cpu { c(4) } else { c(1) };
+            let per = step.noise_lora();
             let text = if step.cpu {
                 "lora_dropout noise (CPU: fp32)"
             } else {
