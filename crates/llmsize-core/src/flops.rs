@@ -112,9 +112,11 @@ fn matmul_params(
         Ok(())
     };
     for t in tensors {
-        // A text token never multiplies by a vision or audio tower.
+        // A text token never multiplies by a vision or audio tower, nor by what the forward
+        // never runs (a decoder's cross-attention without an encoder).
         if !t.is_matrix()
             || t.category.is_modality()
+            || t.idle
             || (decoding && t.stack == Some(StackRole::Encoder))
         {
             continue;

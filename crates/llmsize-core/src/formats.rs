@@ -1342,6 +1342,7 @@ mod layout_tests {
             rows,
             cols,
             idle: false,
+            frozen: false,
         }
     }
 

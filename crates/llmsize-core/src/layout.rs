@@ -330,6 +330,9 @@ pub struct Tensor {
     pub cols: u64,
     /// Never run by the model's forward ([`crate::spec::Extra::idle`]): no gradient.
     pub idle: bool,
+    /// Never requires grad, whatever is trained ([`crate::spec::PositionEmbedding::Sinusoidal`]):
+    /// a frozen parameter.
+    pub frozen: bool,
 }
 
 impl Tensor {
@@ -509,6 +512,7 @@ impl Builder {
             cols: shape.cols.eval()?,
             shape,
             idle: false,
+            frozen: false,
         });
         Ok(())
     }
@@ -1084,6 +1088,21 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
                     Category::PositionEmbedding,
                     Shape::table(rows, w.width(table.dim, Sym::EmbeddingDim)),
                 )?;
+            }
+            Some(PositionEmbedding::Sinusoidal { table }) => {
+                b.push(
+                    ("position_embd", ""),
+                    "position_embd",
+                    TensorKind::PositionEmbedding,
+                    Category::PositionEmbedding,
+                    Shape::table(
+                        Expr::sym(Sym::Context, table.rows),
+                        w.width(table.dim, Sym::EmbeddingDim),
+                    ),
+                )?;
+                if let Some(t) = b.out.last_mut() {
+                    t.frozen = true;
+                }
             }
             Some(PositionEmbedding::RelativeBias { buckets, heads }) => b.push(
                 ("relative_bias", ""),

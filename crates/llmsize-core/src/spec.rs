@@ -477,6 +477,13 @@ pub enum PositionEmbedding {
         /// Rows added beyond the context length (OPT/BART offset 2), for the explanation.
         offset: u64,
     },
+    /// A sinusoidal table held as a parameter that never requires grad
+    /// (`nn.Embedding(_freeze=True)`: Marian's and Pegasus's `embed_positions`): counted in
+    /// the parameters, never trained, its lookup saves nothing for backward.
+    Sinusoidal {
+        /// The table.
+        table: Table,
+    },
     /// T5's relative-position bias: `buckets × heads`, once per stack.
     RelativeBias {
         /// `relative_attention_num_buckets`.
@@ -763,6 +770,7 @@ impl ModelSpec {
                     // Offset rows beyond the table leave no position.
                     Some(table.rows.saturating_sub(offset))
                 }
+                Some(PositionEmbedding::Sinusoidal { table }) => Some(table.rows),
                 _ => None,
             })
             .min()

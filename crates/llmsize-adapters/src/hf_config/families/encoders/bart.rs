@@ -28,9 +28,11 @@ use crate::hf_config::{HeadChoice, architecture, seq2seq};
 pub(super) enum Positions {
     /// `…LearnedPositionalEmbedding` with BART's offset: `max_position_embeddings + 2` rows.
     Offset2,
-    /// A table of `key` rows (learned, or sinusoidal but held as an `nn.Embedding`
-    /// parameter: Marian, Pegasus).
+    /// A learned table of `key` rows.
     Rows(&'static str),
+    /// A sinusoidal table of `key` rows held as an `nn.Embedding(_freeze=True)` parameter
+    /// (Marian, Pegasus): counted, never trained.
+    Sinusoid(&'static str),
     /// `TrOCR`: learned with the offset when `use_learned_position_embeddings`, else a
     /// sinusoidal buffer (no parameters).
     TrOcr,
@@ -65,7 +67,7 @@ pub(super) struct Dec {
     pub position: Positions,
     /// `layernorm_embedding`.
     pub embedding_norm: On,
-    /// The decoder's final `layer_norm` (mBART, Pegasus, Blenderbot, Whisper).
+    /// The decoder's final `layer_norm` (`mBART`, Pegasus, Blenderbot, Whisper).
     pub final_norm: bool,
     /// Biases on q, v and o (`BigBirdPegasus`'s `use_bias`); else always.
     pub bias_key: Option<(&'static str, bool)>,
@@ -191,6 +193,12 @@ pub(super) fn read(
     let position = match d.position {
         Positions::Offset2 => offset2(raw, &reason)?,
         Positions::Rows(k) => table(raw.size_or(&[k], Sym::Context, d.positions, &reason)?),
+        Positions::Sinusoid(k) => Some(PositionEmbedding::Sinusoidal {
+            table: Table {
+                rows: raw.size_or(&[k], Sym::Context, d.positions, &reason)?,
+                dim: hidden,
+            },
+        }),
         Positions::TrOcr => {
             if raw.flag_or("use_learned_position_embeddings", true, &reason)? {
                 offset2(raw, &reason)?
@@ -354,6 +362,12 @@ fn encoder_decoder(
             Some(PositionEmbedding::Learned {
                 table: Table { rows, dim: hidden },
                 offset: 0,
+            })
+        }
+        Positions::Sinusoid(k) => {
+            let rows = raw.size_or(&[k], Sym::Context, d.positions, &reason)?;
+            Some(PositionEmbedding::Sinusoidal {
+                table: Table { rows, dim: hidden },
             })
         }
         Positions::Offset2 | Positions::TrOcr => {

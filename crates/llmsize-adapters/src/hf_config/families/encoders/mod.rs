@@ -322,7 +322,7 @@ pub(crate) const FAMILIES: &[Family] = &[
             encoder_layers: Some(12),
             lm_class: Some("MarianMTModel"),
             vocab: 58101,
-            position: bart::Positions::Rows("max_position_embeddings"),
+            position: bart::Positions::Sinusoid("max_position_embeddings"),
             embedding_norm: On::Fixed(false),
             table_key: Some("decoder_vocab_size"),
             ..BART
@@ -372,7 +372,7 @@ pub(crate) const FAMILIES: &[Family] = &[
             class: "PegasusConfig",
             causal: "PegasusForCausalLM",
             encoder_layers: Some(12),
-            position: bart::Positions::Rows("max_position_embeddings"),
+            position: bart::Positions::Sinusoid("max_position_embeddings"),
             embedding_norm: On::Fixed(false),
             final_norm: true,
             ..BART
