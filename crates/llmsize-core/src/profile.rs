@@ -69,6 +69,24 @@ impl LayerStyle {
     }
 }
 
+/// Where learned positions' int64 ids come from: what the step makes and saves for the
+/// table's backward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum PositionIds {
+    /// Sliced from a registered `[1, max]` buffer (BERT's `position_ids`): nothing made.
+    #[default]
+    Buffer,
+    /// `arange(s)` (plus BART's offset 2), `[1, s]`: `modeling_bart.py`'s
+    /// `position_ids.unsqueeze(0) + offset`.
+    Arange,
+    /// `arange(s).expand(b, -1)` plus the offset, `[b, s]` (MVP's, `TrOCR`'s learned
+    /// positions).
+    ArangeBatch,
+    /// Made from the input ids (RoBERTa's `create_position_ids_from_input_ids`, `[b, s]`; the
+    /// token types gathered by them, `[b, s]`).
+    FromInputIds,
+}
+
 /// How a MoE router turns its logits into each token's top-k weights.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Routing {
@@ -183,10 +201,31 @@ pub struct TrainingProfile {
     pub shared_expert: SharedExpertOrder,
     /// GPT-NeoX's `use_parallel_residual` (default true): `x + attn(ln1(x)) + mlp(ln2(x))`.
     pub parallel_residual: bool,
-    /// The position ids are made from the input ids (RoBERTa's
-    /// `create_position_ids_from_input_ids`: int64 `[b, s]`, and the token types gathered by
-    /// them `[b, s]`), not sliced from a `[1, max]` buffer (BERT's).
-    pub positions_from_input_ids: bool,
+    /// Where the learned positions' ids come from (BERT's and BART's families; the other
+    /// families' own code says it).
+    pub position_ids: PositionIds,
+    /// Each block ends in its `LayerNorm`, `LN(x + dropout(f(x)))` (BERT; BART's, Marian's
+    /// post-LN decoders), not `x + f(LN(x))`.
+    pub post_norm: bool,
+    /// The self-attention sees every position (BERT without `is_decoder`): no causal mask.
+    pub bidirectional: bool,
+    /// The loss is `CrossEntropyLoss()(logits.view(-1, V), labels.view(-1))` on the logits in
+    /// the model's dtype with the labels unshifted (the encoder-decoders' `…ForCausalLM`), not
+    /// transformers' `ForCausalLMLoss` (fp32 logits, shifted labels).
+    pub loss_in_dtype: bool,
+    /// Dropout between the MLP's activation and its down projection (`activation_dropout`
+    /// > 0).
+    pub activation_dropout: bool,
+    /// The class has no SDPA attention in transformers 5.24 (asking for it raises: BLOOM,
+    /// MVP, `TrOCR`): a step is counted with its eager attention, and says so.
+    pub eager_only: bool,
+    /// The decoder's forward builds an all-ones fp32 attention mask `[b, s]` when none is
+    /// given and keeps it, the token embeddings and the position embeddings as locals while
+    /// its layers run (BART's family).
+    pub decoder_locals: bool,
+    /// A `LayerNorm` on the token embeddings before the positions are added
+    /// (Blenderbot-Small's `layernorm_embedding(inputs_embeds) + positions`), not on their sum.
+    pub embedding_norm_before_positions: bool,
     /// The backward's op rules (`llmsize-train`'s `backward`) were traced on this type's code:
     /// its backward peak is derived, not estimated.
     pub backward_traced: bool,
@@ -227,7 +266,14 @@ impl TrainingProfile {
             router_fp32: false,
             shared_expert: SharedExpertOrder::Unread,
             parallel_residual: false,
-            positions_from_input_ids: false,
+            position_ids: PositionIds::Buffer,
+            post_norm: false,
+            bidirectional: false,
+            loss_in_dtype: false,
+            activation_dropout: false,
+            embedding_norm_before_positions: false,
+            eager_only: false,
+            decoder_locals: false,
             backward_traced: false,
             sliding_window_applies: true,
             modules,

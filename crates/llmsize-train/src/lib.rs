@@ -402,7 +402,7 @@ pub fn train(
         .iter()
         .any(|s| s.role == llmsize_core::spec::StackRole::Encoder);
     for t in &lay.tensors {
-        let trainable = !frozen_base && !frozen_by(t.kind, t.place, &options.freeze);
+        let trainable = !t.frozen && !frozen_base && !frozen_by(t.kind, t.place, &options.freeze);
         let hidden_matrix = matches!(t.place, Place::Layer { .. }) && !t.is_vector();
         // Two matrices peft and torch see as one parameter (a fused `gate_up_proj`): the
         // profile names both kinds alike, and they sit next to each other in the layout.
@@ -461,7 +461,7 @@ pub fn train(
                     place: base.map_or(Place::Output, |t| t.place),
                     adapter: true,
                     part_of_previous: false,
-                    unreached: false,
+                    unreached: m.idle,
                     elements: checked::mul("LoRA rows·cols", rows, cols)?,
                     tensors: m.layers,
                     matrix: matrix.then_some((rows, cols)),

@@ -100,6 +100,9 @@ pub struct Adapted {
     pub params: u64,
     /// Trainable tensors it adds in one layer.
     pub tensors: u64,
+    /// It adapts a module the forward never runs (a decoder's cross-attention without an
+    /// encoder): trainable, but no gradient ever reaches it.
+    pub idle: bool,
 }
 
 /// The resolved adapters.
@@ -149,6 +152,8 @@ struct Module {
     /// 2 for the experts' fused `gate_up_proj`.
     rank_factor: u64,
     reach: Reach,
+    /// The forward never runs it (a decoder's cross-attention without an encoder).
+    idle: bool,
 }
 
 impl Module {
@@ -211,6 +216,7 @@ fn modules(
 ) -> Result<Vec<Module>, SpecError> {
     use TensorKind as K;
     let names = spec.facts.modules;
+    let has_encoder = spec.stacks.iter().any(|s| s.role == StackRole::Encoder);
     let mut out: Vec<Module> = Vec::new();
     for t in &layout.tensors {
         let matrix = t.shape.form == Form::Linear
@@ -263,6 +269,7 @@ fn modules(
             copies: if expert { t.copies } else { 1 },
             rank_factor: 1,
             reach,
+            idle: t.idle || (t.name.cross && !has_encoder),
         };
         // Fused modules: the layout lists their parts; peft sees one module of the full width.
         let fused_qkv = !t.name.cross
@@ -320,6 +327,7 @@ fn modules(
             copies: 1,
             rank_factor: 1,
             reach: Reach::Head,
+            idle: false,
         });
     }
     Ok(out)
@@ -581,6 +589,7 @@ pub fn plan(
             factors,
             params,
             tensors: n,
+            idle: m.idle,
         });
     }
     let resolved: BTreeSet<String> = out.iter().map(|m| m.name.clone()).collect();

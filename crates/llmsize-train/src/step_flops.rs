@@ -460,7 +460,8 @@ impl<'a> Counter<'a> {
         };
         let mut out = Vec::new();
         for m in &plan.modules {
-            if m.stack != Some(role) {
+            // Never run: no FLOPs (a decoder's cross-attention without an encoder).
+            if m.stack != Some(role) || m.idle {
                 continue;
             }
             let Some(r) = role_of_adapted(m) else {
@@ -528,6 +529,8 @@ impl<'a> Counter<'a> {
                         })
                         || !t.is_matrix()
                         || t.category.is_modality()
+                        // Never run (a decoder's cross-attention without an encoder).
+                        || t.idle
                     {
                         continue;
                     }
@@ -846,7 +849,14 @@ impl<'a> Counter<'a> {
     /// Flags what the derivation does not cover.
     fn check_coverage(&mut self, kinds: &[Kind<'_>]) {
         let spec = self.input.spec;
-        if spec.stacks.len() > 1 || spec.stacks.iter().any(|s| s.role != StackRole::Decoder) {
+        // A decoder built for cross-attention runs as a plain decoder without an encoder
+        // (`BartForCausalLM`): its cross-attention is idle, or typed and noted below.
+        if spec.stacks.len() > 1
+            || spec
+                .stacks
+                .iter()
+                .any(|s| !matches!(s.role, StackRole::Decoder | StackRole::CrossDecoder))
+        {
             self.note("encoder stacks' training step is not derived");
         }
         for k in kinds {
@@ -857,7 +867,8 @@ impl<'a> Counter<'a> {
                     self.note("a layer without its own attention is not derived");
                 }
             }
-            if !k.layer.extras.is_empty() {
+            // Idle extras (a decoder's cross-attention without an encoder) never run.
+            if k.layer.extras.iter().any(|e| !e.idle) {
                 self.note("a layer's extra tensors (a state-space mixer, …) are not derived");
             }
             if let Ffn::Moe(m) = &k.layer.ffn {
@@ -1408,6 +1419,7 @@ mod tests {
             factors: vec![(rank * copies, n_in), (n_out, rank * copies)],
             params: rank * copies * (n_in + n_out),
             tensors: 2,
+            idle: false,
         }
     }
 

@@ -4,7 +4,9 @@
 //! defaults (transformers 5.24).
 
 use llmsize_core::facts::TypeFacts;
-use llmsize_core::profile::{LayerStyle, RopeTables, Routing, SharedExpertOrder, TrainingProfile};
+use llmsize_core::profile::{
+    LayerStyle, PositionIds, RopeTables, Routing, SharedExpertOrder, TrainingProfile,
+};
 use serde_json::{Map, Value};
 
 fn num(map: &Map<String, Value>, key: &str, default: f64) -> f64 {
@@ -319,6 +321,7 @@ pub(crate) fn profile(
         "bloom" => TrainingProfile {
             hidden_dropout: on("hidden_dropout", 0.0),
             rotary_dims: None,
+            eager_only: true,
             ..base(LayerStyle::Bloom)
         },
         "falcon" => TrainingProfile {
@@ -346,14 +349,78 @@ pub(crate) fn profile(
                 hidden_dropout: on("hidden_dropout_prob", 0.1),
                 embedding_dropout: on("hidden_dropout_prob", 0.1),
                 rotary_dims: None,
-                positions_from_input_ids: matches!(
+                position_ids: if matches!(
                     model_type,
                     "roberta" | "camembert" | "xlm-roberta" | "data2vec-text"
-                ),
+                ) {
+                    PositionIds::FromInputIds
+                } else {
+                    PositionIds::Buffer
+                },
+                post_norm: true,
+                bidirectional: true,
                 ..base(LayerStyle::Bert)
             }
+        }
+        "bart" | "mbart" | "plbart" | "marian" | "pegasus" | "blenderbot" | "blenderbot-small"
+        | "mvp" | "trocr"
+            if bart_family_derived(model_type, map) =>
+        {
+            bart_family(model_type, &on, &base(LayerStyle::Bert))
         }
         _ => return None,
     });
     profile.filter(|p| p.style != LayerStyle::Llama || act_saves_input(map))
+}
+
+/// The encoder-decoders' `…ForCausalLM` (their decoder alone) is derived for the class's
+/// layer code: a GELU MLP, no MVP prompts, `TrOCR`'s learned positions.
+fn bart_family_derived(model_type: &str, map: &Map<String, Value>) -> bool {
+    let gelu = map
+        .get("activation_function")
+        .and_then(Value::as_str)
+        .is_none_or(|a| a == "gelu");
+    let flag = |k: &str| map.get(k).and_then(Value::as_bool);
+    gelu && match model_type {
+        "mvp" => flag("use_prompt") != Some(true),
+        "trocr" => flag("use_learned_position_embeddings") != Some(false),
+        _ => true,
+    }
+}
+
+/// `BartForCausalLM` and its copies (transformers 5.24 `modeling_bart.py`, `modeling_mbart.py`,
+/// …): BART's attention (separate q/k/v, the eager softmax in the weights' dtype) with a
+/// causal mask; post-`LayerNorm` blocks (BART, `PLBart`, Marian, Blenderbot-Small, MVP, `TrOCR`)
+/// or pre-`LayerNorm` ones (`mBART`, Pegasus, Blenderbot); `dropout` on the embeddings and
+/// after each block (0.1 by default), `attention_dropout` (0.1 for `PLBart`, else 0) and
+/// `activation_dropout` (0); the loss is `CrossEntropyLoss` on the logits as they are, the
+/// labels unshifted. The position ids are `arange(s)` (`[1, s]`), or `[b, s]` where the
+/// position table expands them itself (MVP, `TrOCR`, which have no SDPA attention).
+fn bart_family(
+    model_type: &str,
+    on: &dyn Fn(&str, f64) -> bool,
+    base: &TrainingProfile,
+) -> TrainingProfile {
+    let eager_only = matches!(model_type, "mvp" | "trocr");
+    TrainingProfile {
+        attention_dropout: on(
+            "attention_dropout",
+            if model_type == "plbart" { 0.1 } else { 0.0 },
+        ),
+        hidden_dropout: on("dropout", 0.1),
+        embedding_dropout: on("dropout", 0.1),
+        activation_dropout: on("activation_dropout", 0.0),
+        rotary_dims: None,
+        position_ids: if eager_only {
+            PositionIds::ArangeBatch
+        } else {
+            PositionIds::Arange
+        },
+        post_norm: !matches!(model_type, "mbart" | "pegasus" | "blenderbot"),
+        loss_in_dtype: true,
+        eager_only,
+        decoder_locals: true,
+        embedding_norm_before_positions: model_type == "blenderbot-small",
+        ..base.clone()
+    }
 }
