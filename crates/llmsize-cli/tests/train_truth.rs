@@ -275,3 +275,60 @@ fn the_bert_family_is_derived_not_estimated() {
         assert_eq!(j["activation_peak_bytes"], peak, "{model}");
     }
 }
+
+/// `llmsize train CONFIG` at bf16 on the CPU with `extra` options, as JSON.
+fn train_json(model: &str, extra: &[&str]) -> Value {
+    let cfg = format!("{REST}/configs/{model}.json");
+    let mut args = vec![
+        "train", &cfg, "--dtype", "bf16", "--device", "cpu", "--json",
+    ];
+    args.extend_from_slice(extra);
+    let r = llmsize(&args);
+    assert_eq!(r.code, 0, "{model}: {}", r.stderr);
+    serde_json::from_str(&r.stdout).unwrap()
+}
+
+#[test]
+fn the_bart_family_is_derived_as_real_runs_measure_it() {
+    // The encoder-decoders' `…ForCausalLM` (their decoder alone), against `train_oracle.py
+    // --real` (`fixtures/train/raw/real.jsonl`: under FakeTensorMode transformers never skips
+    // the causal mask of the all-ones mask these decoders build, so SDPA gets a mask a real run
+    // does not) and, for eager attention, the FakeTensorMode runs (`full.jsonl`).
+    let sdpa = ["--seq-len", "40", "--batch", "1", "--attn-impl", "sdpa"];
+    for (model, retained, peak) in [
+        // Post-LayerNorm blocks, learned positions with BART's offset, the loss on bf16 logits.
+        ("bart", 7_222_324_u64, 11_243_524_u64),
+        // Pre-LayerNorm blocks and a final layer_norm.
+        ("mbart", 7_304_404, 11_325_604),
+        // layernorm_embedding on the token embeddings, before the positions are added.
+        ("blenderbot-small", 5_624_884, 9_646_084),
+        // A frozen sinusoidal position table: no position ids saved.
+        ("marian", 7_766_804, 12_414_884),
+    ] {
+        let j = train_json(model, &sdpa);
+        assert_eq!(j["exact"], true, "{model}");
+        assert_eq!(j["activation_bytes"], retained, "{model}");
+        assert_eq!(j["activation_peak_bytes"], peak, "{model}");
+    }
+    // Marian's sinusoidal table is a parameter that never trains.
+    let j = train_json("marian", &sdpa);
+    assert_eq!(
+        (j["trainable_params"].as_u64(), j["frozen_params"].as_u64()),
+        (Some(93_088_768), Some(1_048_576))
+    );
+    // TrOCR has no SDPA attention; in eager its learned positions' ids are [b, s].
+    let j = train_json(
+        "trocr",
+        &["--seq-len", "40", "--batch", "1", "--attn-impl", "eager"],
+    );
+    assert_eq!(j["exact"], true);
+    assert_eq!(j["activation_bytes"], 7_319_604);
+    // Blenderbot's 10240-wide MLP and 8008-token vocabulary: the forward peaks inside the last
+    // layer — at the GELU under checkpointing, at an MLP adapter's fp32 path under LoRA
+    // (`real_lora.jsonl`).
+    let j = train_json("blenderbot", &[&sdpa[..], &["--checkpointing"]].concat());
+    assert_eq!(j["activation_peak_bytes"], 3_072_480);
+    let lora = ["--lora-rank", "16", "--lora-targets", "all-linear"];
+    let j = train_json("blenderbot", &[&sdpa[..], &lora[..]].concat());
+    assert_eq!(j["activation_peak_bytes"], 14_172_800);
+}
