@@ -251,6 +251,10 @@ fn the_bert_family_is_derived_not_estimated() {
         ("bert-generation", 12_359_216, 24_445_136),
         // ELECTRA's generator: 128-wide embeddings projected to 256, a 128-wide head.
         ("electra", 5_980_816, 13_306_096),
+        // Pre-LayerNorm layers, the encoder's own final LayerNorm before the head transform.
+        ("roberta-prelayernorm", 11_515_856, 23_579_456),
+        // The same without an embedding LayerNorm or a dropout after the MLP.
+        ("xlm-roberta-xl", 50_792_336, 111_003_536),
     ] {
         let cfg = format!("{REST}/configs/{model}.json");
         let r = llmsize(&[
@@ -274,6 +278,28 @@ fn the_bert_family_is_derived_not_estimated() {
         assert_eq!(j["activation_bytes"], retained, "{model}");
         assert_eq!(j["activation_peak_bytes"], peak, "{model}");
     }
+    // Megatron-BERT (eager only) builds an all-ones mask itself, which eager attention expands
+    // to [b, 1, s, s] and the checkpoint keeps.
+    let j = train_json(
+        "megatron-bert",
+        &[
+            "--seq-len",
+            "40",
+            "--batch",
+            "1",
+            "--attn-impl",
+            "eager",
+            "--checkpointing",
+        ],
+    );
+    assert_eq!(j["exact"], true);
+    assert_eq!(
+        (
+            j["activation_bytes"].as_u64(),
+            j["activation_peak_bytes"].as_u64()
+        ),
+        (Some(5_308_496), Some(12_281_936))
+    );
 }
 
 /// `llmsize train CONFIG` at bf16 on the CPU with `extra` options, as JSON.

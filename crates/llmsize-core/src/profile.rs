@@ -219,9 +219,15 @@ pub struct TrainingProfile {
     /// The class has no SDPA attention in transformers 5.24 (asking for it raises: BLOOM,
     /// MVP, `TrOCR`): a step is counted with its eager attention, and says so.
     pub eager_only: bool,
-    /// The decoder's forward builds an all-ones fp32 attention mask `[b, s]` when none is
-    /// given and keeps it, the token embeddings and the position embeddings as locals while
-    /// its layers run (BART's family).
+    /// The MLP's output joins the residual without the block dropout that follows attention
+    /// (XLM-RoBERTa-XL's `XLMRobertaXLOutput`: `dense(x) + input`).
+    pub mlp_output_undropped: bool,
+    /// The model's forward builds an all-ones fp32 attention mask `[b, s]` when none is given
+    /// (BART's family, Megatron-BERT), and keeps it while the layers run: eager attention then
+    /// always gets a `[b, 1, s, s]` mask, bidirectional or not.
+    pub ones_attention_mask: bool,
+    /// The decoder's forward keeps the token embeddings and the position embeddings as locals
+    /// while its layers run (BART's family).
     pub decoder_locals: bool,
     /// A `LayerNorm` on the token embeddings before the positions are added
     /// (Blenderbot-Small's `layernorm_embedding(inputs_embeds) + positions`), not on their sum.
@@ -273,6 +279,8 @@ impl TrainingProfile {
             activation_dropout: false,
             embedding_norm_before_positions: false,
             eager_only: false,
+            mlp_output_undropped: false,
+            ones_attention_mask: false,
             decoder_locals: false,
             backward_traced: false,
             sliding_window_applies: true,

@@ -802,7 +802,10 @@ impl<'a> Counter<'a> {
     /// after the MLP, the routed experts' weighting) and the whole layer is re-run.
     fn last_linear(&self, kind: &Kind<'_>) -> Option<TensorKind> {
         let whole_style = matches!(self.style(), Some(LayerStyle::Gemma2 | LayerStyle::Olmo2))
-            || self.input.profile.is_some_and(|p| p.hidden_dropout);
+            || self
+                .input
+                .profile
+                .is_some_and(|p| p.post_norm || (p.hidden_dropout && !p.mlp_output_undropped));
         if whole_style {
             return None;
         }

@@ -340,9 +340,26 @@ pub(crate) fn profile(
         // RoBERTa's copies of the BERT layers (CamemBERT, XLM-R, Data2Vec-Text) number their
         // positions from the input ids; BERT-Generation has no token types or head transform,
         // ELECTRA's generator embeds at `embedding_size` and projects (the layout says both).
-        "bert" | "roberta" | "camembert" | "xlm-roberta" | "data2vec-text" | "ernie"
-        | "bert-generation" | "electra"
-            if map.get("is_decoder").and_then(Value::as_bool) != Some(true) =>
+        // RoBERTa-PreLayerNorm, XLM-RoBERTa-XL and Megatron-BERT move the norms before
+        // attention and the MLP and end the encoder in one; XLM-R-XL has no dropout after
+        // the MLP, Megatron-BERT no SDPA attention and an all-ones mask of its own. (RemBERT's
+        // head is not a transform of the layout: not derived.)
+        "bert"
+        | "roberta"
+        | "camembert"
+        | "xlm-roberta"
+        | "data2vec-text"
+        | "ernie"
+        | "bert-generation"
+        | "electra"
+        | "roberta-prelayernorm"
+        | "xlm-roberta-xl"
+        | "megatron-bert"
+            if map.get("is_decoder").and_then(Value::as_bool) != Some(true)
+                && map
+                    .get("hidden_act")
+                    .and_then(Value::as_str)
+                    .is_none_or(|a| a == "gelu") =>
         {
             TrainingProfile {
                 attention_dropout: on("attention_probs_dropout_prob", 0.1),
@@ -351,14 +368,27 @@ pub(crate) fn profile(
                 rotary_dims: None,
                 position_ids: if matches!(
                     model_type,
-                    "roberta" | "camembert" | "xlm-roberta" | "data2vec-text"
+                    "roberta"
+                        | "camembert"
+                        | "xlm-roberta"
+                        | "data2vec-text"
+                        | "roberta-prelayernorm"
+                        | "xlm-roberta-xl"
                 ) {
                     PositionIds::FromInputIds
                 } else {
                     PositionIds::Buffer
                 },
-                post_norm: true,
+                // The pre-LayerNorm copies: `LayerNorm` before attention and before the
+                // MLP, one after the last layer.
+                post_norm: !matches!(
+                    model_type,
+                    "roberta-prelayernorm" | "xlm-roberta-xl" | "megatron-bert"
+                ),
                 bidirectional: true,
+                eager_only: model_type == "megatron-bert",
+                ones_attention_mask: model_type == "megatron-bert",
+                mlp_output_undropped: model_type == "xlm-roberta-xl",
                 ..base(LayerStyle::Bert)
             }
         }
@@ -419,6 +449,7 @@ fn bart_family(
         post_norm: !matches!(model_type, "mbart" | "pegasus" | "blenderbot"),
         loss_in_dtype: true,
         eager_only,
+        ones_attention_mask: true,
         decoder_locals: true,
         embedding_norm_before_positions: model_type == "blenderbot-small",
         ..base.clone()

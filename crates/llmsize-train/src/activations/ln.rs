@@ -272,6 +272,9 @@ struct Trains {
     mlp: bool,
     /// Norm weights train.
     norms: bool,
+    /// The MLM head's transform trains (every full fine-tuning: no `--freeze` part holds
+    /// it).
+    transform: bool,
     /// The embedding tables train (the position table and, tied, the head with them).
     embeddings: bool,
     /// The output head's weight trains.
@@ -316,6 +319,8 @@ struct Step {
     emb_drop: bool,
     /// Dropout between the MLP's activation and its down projection.
     act_drop: bool,
+    /// No block dropout after the MLP.
+    mlp_undropped: bool,
     /// The blocks end in their `LayerNorm` (BERT, BART).
     post_norm: bool,
     /// No causal mask (BERT without `is_decoder`).
@@ -354,7 +359,9 @@ struct Ends {
     norm_before_positions: bool,
     /// A `LayerNorm` after the last layer.
     final_norm: bool,
-    /// The decoder keeps an all-ones mask and the embeddings' parts as locals.
+    /// The model builds an all-ones attention mask and keeps it.
+    ones_mask: bool,
+    /// The decoder keeps the embeddings' parts as locals.
     decoder_locals: bool,
 }
 
@@ -383,6 +390,7 @@ impl Ends {
             embedding_norm: stack.embedding_norm.is_some(),
             norm_before_positions: profile.embedding_norm_before_positions,
             final_norm: stack.final_norm.is_some(),
+            ones_mask: profile.ones_attention_mask,
             decoder_locals: profile.decoder_locals,
         }
     }
@@ -819,7 +827,7 @@ fn sequential_layer(step: &Step, x: &Dims, gx: bool, p: &mut Pieces) -> bool {
     }
     let gm = tr.grad(Role::Down, gu);
     p.add(
-        step.hid_drop && gm,
+        step.hid_drop && !step.mlp_undropped && gm,
         "resid_dropout_mlp",
         format!("residual dropout after the MLP: {}", step.noise_text()),
         noise * x.t() * x.d(),
@@ -911,7 +919,7 @@ fn post_norm_layer(step: &Step, x: &Dims, gx: bool, p: &mut Pieces) -> bool {
     );
     let gm = tr.grad(Role::Down, gu);
     p.add(
-        step.hid_drop && gm,
+        step.hid_drop && !step.mlp_undropped && gm,
         "resid_dropout_mlp",
         format!("output.dropout: {}", step.noise_text()),
         noise * x.t() * x.d(),
@@ -1354,6 +1362,23 @@ fn outside(step: &Step, x: &Dims, gemb: bool, p: &mut Pieces) {
         );
     }
     let eth = x.e() * x.t() * X::var("d_head", step.ends.dh);
+    if step.style == LayerStyle::Bert && step.ends.head_transform && step.ends.final_norm {
+        // Pre-LayerNorm BERTs end the encoder in a LayerNorm before the head's transform.
+        p.add(
+            true,
+            "encoder_ln_stats",
+            format!("the encoder's final LayerNorm {}", step.stats_text()),
+            step.ln_stats(x),
+            Tp::Replicated,
+        );
+        p.add(
+            tr.transform,
+            "encoder_ln_out",
+            "the encoder's final LayerNorm output, saved by the head transform's dense",
+            x.etd(),
+            Tp::Replicated,
+        );
+    }
     if step.style == LayerStyle::Bert && step.ends.head_transform {
         // The MLM head's transform (`cls.predictions.transform`): dense, GELU, LayerNorm.
         p.add(
@@ -1597,8 +1622,9 @@ fn checkpoint_extras(step: &Step, x: &Dims, p: &mut Pieces) {
             Tp::Replicated,
         ),
     }
-    // BERT without `is_decoder` attends both ways: without padding its mask is `None`.
-    if step.attn == AttnImpl::Eager && !step.bidirectional {
+    // BERT without `is_decoder` attends both ways: without padding its mask is `None` — unless
+    // the model makes an all-ones mask itself (Megatron-BERT), which eager expands.
+    if step.attn == AttnImpl::Eager && (!step.bidirectional || step.ends.ones_mask) {
         p.add(
             true,
             "ckpt_mask",
@@ -1646,12 +1672,17 @@ fn checkpoint_extras(step: &Step, x: &Dims, p: &mut Pieces) {
 /// oracle's tracker at batch 1 in bf16 (live storages at the peak op, small configs and OPT-1.3B
 /// at 2048 tokens); other batches and dtypes follow the same ops. `None` where no `s²`
 /// temporaries make a layer larger than the loss (flash attention).
-fn layer_peak(step: &Step, x: &Dims, out: &[Piece], layers: u128) -> Option<Vec<Piece>> {
+fn layer_peak(
+    step: &Step,
+    x: &Dims,
+    out: &[Piece],
+    layers: u128,
+) -> Result<Option<Vec<Piece>>, Overflow> {
     let math = step.math();
     // BERT's and BART's GELU MLP can outweigh the attention (a wide MLP, a small vocabulary).
     let mlp = step.style == LayerStyle::Bert;
     if step.attn != AttnImpl::Eager && !math && !mlp {
-        return None;
+        return Ok(None);
     }
     let style = step.style;
     let mut p = Pieces { list: Vec::new() };
@@ -1759,20 +1790,22 @@ fn layer_peak(step: &Step, x: &Dims, out: &[Piece], layers: u128) -> Option<Vec<
     }
     let mut at_mlp = Pieces { list: Vec::new() };
     if mlp {
-        mlp_peak(step, x, &mut at_mlp);
+        mlp_peak(step, x, &mut at_mlp)?;
     }
-    let total = |q: &Pieces| {
-        q.list.iter().try_fold(0u128, |s, piece| {
-            checked::add("peak", s, piece.x.get().ok()?).ok()
-        })
-    };
-    let larger = if total(&at_mlp)? > total(&attention)? {
+    let larger = if total(&at_mlp.list)? > total(&attention.list)? {
         at_mlp
     } else {
         attention
     };
     p.list.extend(larger.list);
-    Some(p.list)
+    Ok(Some(p.list))
+}
+
+/// The bytes of some pieces.
+fn total<'a>(pieces: impl IntoIterator<Item = &'a Piece>) -> Result<u128, Overflow> {
+    pieces
+        .into_iter()
+        .try_fold(0u128, |s, q| checked::add("pieces", s, q.x.get()?))
 }
 
 /// What BART's decoder keeps as locals while its layers run: the token embeddings (counted
@@ -1780,6 +1813,13 @@ fn layer_peak(step: &Step, x: &Dims, out: &[Piece], layers: u128) -> Option<Vec<
 /// ids), the all-ones fp32 attention mask `[b, s]` it builds; in eager attention, the last
 /// layer's attention probabilities, which `hidden_states, _ = self.self_attn(…)` keeps in `_`.
 fn decoder_locals(step: &Step, x: &Dims, p: &mut Pieces) {
+    p.add(
+        step.ends.ones_mask,
+        "ones_mask",
+        "the all-ones fp32 attention mask [b, s] the model builds",
+        c(4) * x.t(),
+        Tp::Replicated,
+    );
     if !step.ends.decoder_locals {
         return;
     }
@@ -1795,13 +1835,6 @@ fn decoder_locals(step: &Step, x: &Dims, p: &mut Pieces) {
         x.e() * rows * x.d(),
         Tp::Replicated,
     );
-    p.add(
-        true,
-        "ones_mask",
-        "the all-ones fp32 attention mask [b, s] the decoder builds",
-        c(4) * x.t(),
-        Tp::Replicated,
-    );
 }
 
 /// The last layer at its MLP's activation (BERT's and BART's GELU MLP): the attention block's
@@ -1809,7 +1842,7 @@ fn decoder_locals(step: &Step, x: &Dims, p: &mut Pieces) {
 /// `LayerNorm`'s output, which is both), the up projection's output and the GELU's (with
 /// `activation_dropout`, at the dropout: the GELU's output, the noise and the dropped output).
 /// In eager attention the layer still holds its attention probabilities (`_`).
-fn mlp_peak(step: &Step, x: &Dims, p: &mut Pieces) {
+fn mlp_peak(step: &Step, x: &Dims, p: &mut Pieces) -> Result<(), Overflow> {
     p.add(
         step.attn == AttnImpl::Eager && step.ends.decoder_locals,
         "attn_weights",
@@ -1823,52 +1856,52 @@ fn mlp_peak(step: &Step, x: &Dims, p: &mut Pieces) {
     } else {
         c(2) * x.e()
     };
-    let mut candidates = vec![vec![
-        (
+    let input = |q: &mut Pieces| {
+        q.add(
+            true,
             "mlp_input",
             "the attention block's output and the MLP's LayerNorm output (one tensor post-norm)",
             blocks.clone() * x.etd(),
-        ),
-        (
-            "mlp_act",
-            "the up projection's and the GELU's outputs (with activation dropout: the GELU's, the noise and the dropped output)",
-            widths * x.t() * x.f(),
-        ),
-    ]];
-    let adapted = |r: Role| step.trains.adapters.iter().any(|a| a.role == r);
-    if adapted(Role::Up) {
-        candidates.push(vec![
-            (
-                "mlp_input",
-                "the attention block's output and the MLP's LayerNorm output (one tensor post-norm)",
-                blocks * x.etd(),
-            ),
-            (
-                "up_adapter",
-                "at the up projection's adapter: the base output, the fp32 input copy, lora_B's fp32 output and its scaling",
-                x.e() * x.t() * x.f() + c(4) * x.t() * x.d() + c(8) * x.t() * x.f(),
-            ),
-        ]);
-    }
-    if adapted(Role::Down) {
-        candidates.push(vec![(
-            "down_adapter",
-            "at the down projection's adapter: the residual, the GELU output and its fp32 copy, the base output, lora_B's fp32 output and its scaling",
-            x.etd() + (x.e() + c(4)) * x.t() * x.f() + (x.e() + c(8)) * x.t() * x.d(),
-        )]);
-    }
-    let value = |v: &[(&str, &str, X)]| {
-        v.iter()
-            .map(|(_, _, x)| x.get().unwrap_or(u128::MAX))
-            .fold(0u128, u128::saturating_add)
+            Tp::Replicated,
+        );
     };
-    let best = candidates
-        .into_iter()
-        .max_by_key(|v| value(v))
-        .unwrap_or_default();
-    for (key, what, x) in best {
-        p.add(true, key, what, x, Tp::Sharded);
+    let mut gelu = Pieces { list: Vec::new() };
+    input(&mut gelu);
+    gelu.add(
+        true,
+        "mlp_act",
+        "the up projection's and the GELU's outputs (with activation dropout: the GELU's, the noise and the dropped output)",
+        widths * x.t() * x.f(),
+        Tp::Sharded,
+    );
+    let adapted = |r: Role| step.trains.adapters.iter().any(|a| a.role == r);
+    let mut up = Pieces { list: Vec::new() };
+    if adapted(Role::Up) {
+        input(&mut up);
+        up.add(
+            true,
+            "up_adapter",
+            "at the up projection's adapter: the base output, the fp32 input copy, lora_B's fp32 output and its scaling",
+            x.e() * x.t() * x.f() + c(4) * x.t() * x.d() + c(8) * x.t() * x.f(),
+            Tp::Sharded,
+        );
     }
+    let mut down = Pieces { list: Vec::new() };
+    down.add(
+        adapted(Role::Down),
+        "down_adapter",
+        "at the down projection's adapter: the residual, the GELU output and its fp32 copy, the base output, lora_B's fp32 output and its scaling",
+        x.etd() + (x.e() + c(4)) * x.t() * x.f() + (x.e() + c(8)) * x.t() * x.d(),
+        Tp::Sharded,
+    );
+    let mut best = gelu;
+    for q in [up, down] {
+        if total(&q.list)? > total(&best.list)? {
+            best = q;
+        }
+    }
+    p.list.extend(best.list);
+    Ok(())
 }
 
 /// Without checkpointing, a `LoRA` step's forward can peak inside the last layer, at its MLP
@@ -1876,23 +1909,24 @@ fn mlp_peak(step: &Step, x: &Dims, p: &mut Pieces) {
 /// (everything retained but what the last layer and the head make after that point), the
 /// decoder's locals, and the adapter's temporaries. BERT's and BART's GELU MLP; measured on
 /// real runs. `None` where no MLP projection is adapted.
-fn adapter_peak(step: &Step, x: &Dims, retained: u128, out: &[Piece]) -> Option<u128> {
+fn adapter_peak(
+    step: &Step,
+    x: &Dims,
+    retained: u128,
+    out: &[Piece],
+) -> Result<Option<u128>, Overflow> {
     let adapted = |r: Role| step.trains.adapters.iter().any(|a| a.role == r);
     if step.style != LayerStyle::Bert || !(adapted(Role::Up) || adapted(Role::Down)) {
-        return None;
+        return Ok(None);
     }
     let mut last = Pieces { list: Vec::new() };
     layer(step, x, true, &mut last);
-    let sum = |list: &mut dyn Iterator<Item = &Piece>| {
-        list.map(|q| q.x.get().unwrap_or(u128::MAX))
-            .fold(0u128, u128::saturating_add)
-    };
-    let head = sum(&mut out.iter().filter(|q| {
+    let head = total(out.iter().filter(|q| {
         matches!(
             q.key,
             "final_ln_stats" | "final_ln_out" | "log_probs" | "labels" | "loss"
         )
-    }));
+    }))?;
     let down = format!("({})", Role::Down.label());
     // Post-norm, the second LayerNorm follows the MLP; pre-norm, it precedes it.
     let after_down = |q: &&Piece| {
@@ -1913,23 +1947,31 @@ fn adapter_peak(step: &Step, x: &Dims, retained: u128, out: &[Piece]) -> Option<
         x.etd(),
         Tp::Replicated,
     );
-    let base = retained
-        .saturating_sub(head)
-        .saturating_add(sum(&mut locals.list.iter()));
-    let at = |after: &dyn Fn(&&Piece) -> bool, transient: X| {
-        base.saturating_sub(sum(&mut last.list.iter().filter(|q| after(q))))
-            .saturating_add(transient.get().unwrap_or(u128::MAX))
+    // What the head makes after the layers is part of `retained`: never more than it.
+    let base = checked::add(
+        "kept before the head + the decoder's locals",
+        checked::sub("retained − the head's", retained, head)?,
+        total(&locals.list)?,
+    )?;
+    let at = |after: &dyn Fn(&&Piece) -> bool, transient: X| -> Result<u128, Overflow> {
+        let later = total(last.list.iter().filter(|q| after(q)))?;
+        // The last layer's later pieces are part of `retained` too (several layer kinds, for
+        // which the walk is already an estimate, may break this: then no such peak).
+        let Some(before) = base.checked_sub(later) else {
+            return Ok(0);
+        };
+        checked::add("peak at an MLP adapter", before, transient.get()?)
     };
-    let up = at(&after_up, x.e() * x.t() * x.f() + c(8) * x.t() * x.f());
+    let up = at(&after_up, x.e() * x.t() * x.f() + c(8) * x.t() * x.f())?;
     let dn = at(
         &after_down,
         x.e() * x.t() * x.f() + (x.e() + c(8)) * x.t() * x.d(),
-    );
-    Some(match (adapted(Role::Up), adapted(Role::Down)) {
+    )?;
+    Ok(Some(match (adapted(Role::Up), adapted(Role::Down)) {
         (true, true) => up.max(dn),
         (true, false) => up,
         _ => dn,
-    })
+    }))
 }
 
 /// The last layer's largest op on the CPU SDPA math path: its fp32 copies and probabilities.
@@ -2279,6 +2321,7 @@ fn step_of(
         hid_drop: profile.hidden_dropout,
         emb_drop,
         act_drop: profile.activation_dropout,
+        mlp_undropped: profile.mlp_output_undropped,
         post_norm: profile.post_norm,
         bidirectional: profile.bidirectional,
         loss_in_dtype: profile.loss_in_dtype,
@@ -2309,6 +2352,7 @@ fn trains_of(input: &ActInput<'_>, layers: u64, why: &mut Vec<String>) -> Trains
             adapters: Vec::new(),
             lora_dropout: false,
             head_adapter: None,
+            transform: true,
         };
     };
     let mut adapters = Vec::new();
@@ -2357,6 +2401,7 @@ fn trains_of(input: &ActInput<'_>, layers: u64, why: &mut Vec<String>) -> Trains
         adapters,
         lora_dropout: plan.dropout,
         head_adapter,
+        transform: false,
     }
 }
 
@@ -2555,7 +2600,7 @@ fn forward_peak(
         ));
     }
     if ckpt.is_none()
-        && let Some(inside) = adapter_peak(step, x, retained, out)
+        && let Some(inside) = adapter_peak(step, x, retained, out)?
         && inside > peak
     {
         let term = Term::new(
@@ -2567,7 +2612,7 @@ fn forward_peak(
         return Ok((inside, vec![term]));
     }
     if let Some(layers) = ckpt
-        && let Some(list) = layer_peak(step, x, out, layers)
+        && let Some(list) = layer_peak(step, x, out, layers)?
     {
         let inside_terms = list
             .iter()
