@@ -336,6 +336,16 @@ fn the_bart_family_is_derived_as_real_runs_measure_it() {
         assert_eq!(j["activation_bytes"], retained, "{model}");
         assert_eq!(j["activation_peak_bytes"], peak, "{model}");
     }
+    // BioGPT hands its layers the position ids: the checkpoint keeps them.
+    let j = train_json("biogpt", &[&sdpa[..], &["--checkpointing"]].concat());
+    assert_eq!(j["exact"], true);
+    assert_eq!(
+        (
+            j["activation_bytes"].as_u64(),
+            j["activation_peak_bytes"].as_u64()
+        ),
+        (Some(7_192_176), Some(17_364_336))
+    );
     // Marian's sinusoidal table is a parameter that never trains.
     let j = train_json("marian", &sdpa);
     assert_eq!(

@@ -226,6 +226,10 @@ pub struct TrainingProfile {
     /// (BART's family, Megatron-BERT), and keeps it while the layers run: eager attention then
     /// always gets a `[b, 1, s, s]` mask, bidirectional or not.
     pub ones_attention_mask: bool,
+    /// The layers are called with the position ids (`BioGPT`'s `position_ids=`), which a
+    /// checkpoint's recompute closure then keeps; BERT's and BART's add the positions to the
+    /// embeddings only.
+    pub layers_take_position_ids: bool,
     /// The decoder's forward keeps the token embeddings and the position embeddings as locals
     /// while its layers run (BART's family).
     pub decoder_locals: bool,
@@ -282,6 +286,7 @@ impl TrainingProfile {
             mlp_output_undropped: false,
             ones_attention_mask: false,
             decoder_locals: false,
+            layers_take_position_ids: false,
             backward_traced: false,
             sliding_window_applies: true,
             modules,

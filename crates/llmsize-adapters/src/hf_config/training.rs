@@ -361,42 +361,25 @@ pub(crate) fn profile(
                     .and_then(Value::as_str)
                     .is_none_or(|a| a == "gelu") =>
         {
-            TrainingProfile {
-                attention_dropout: on("attention_probs_dropout_prob", 0.1),
-                hidden_dropout: on("hidden_dropout_prob", 0.1),
-                embedding_dropout: on("hidden_dropout_prob", 0.1),
-                rotary_dims: None,
-                position_ids: if matches!(
-                    model_type,
-                    "roberta"
-                        | "camembert"
-                        | "xlm-roberta"
-                        | "data2vec-text"
-                        | "roberta-prelayernorm"
-                        | "xlm-roberta-xl"
-                ) {
-                    PositionIds::FromInputIds
-                } else {
-                    PositionIds::Buffer
-                },
-                // The pre-LayerNorm copies: `LayerNorm` before attention and before the
-                // MLP, one after the last layer.
-                post_norm: !matches!(
-                    model_type,
-                    "roberta-prelayernorm" | "xlm-roberta-xl" | "megatron-bert"
-                ),
-                bidirectional: true,
-                eager_only: model_type == "megatron-bert",
-                ones_attention_mask: model_type == "megatron-bert",
-                mlp_output_undropped: model_type == "xlm-roberta-xl",
-                ..base(LayerStyle::Bert)
-            }
+            bert_family(model_type, &on, &base(LayerStyle::Bert))
         }
         "bart" | "mbart" | "plbart" | "marian" | "pegasus" | "blenderbot" | "blenderbot-small"
         | "mvp" | "trocr"
             if bart_family_derived(model_type, map) =>
         {
             bart_family(model_type, &on, &base(LayerStyle::Bert))
+        }
+        // `BioGptForCausalLM` (`modeling_biogpt.py`): mBART's pre-LayerNorm layers with
+        // BERT's dropout keys (`hidden_dropout_prob`, `attention_probs_dropout_prob`, both
+        // 0.1), no embedding LayerNorm, the position ids handed to every layer, and
+        // transformers' `ForCausalLMLoss` (fp32 logits, shifted labels).
+        "biogpt"
+            if map
+                .get("hidden_act")
+                .and_then(Value::as_str)
+                .is_none_or(|a| a == "gelu") =>
+        {
+            biogpt(&on, &base(LayerStyle::Bert))
         }
         _ => return None,
     });
@@ -452,6 +435,60 @@ fn bart_family(
         ones_attention_mask: true,
         decoder_locals: true,
         embedding_norm_before_positions: model_type == "blenderbot-small",
+        ..base.clone()
+    }
+}
+
+/// BERT's layer code and its copies (the doc at `profile`'s arm).
+fn bert_family(
+    model_type: &str,
+    on: &dyn Fn(&str, f64) -> bool,
+    base: &TrainingProfile,
+) -> TrainingProfile {
+    TrainingProfile {
+        attention_dropout: on("attention_probs_dropout_prob", 0.1),
+        hidden_dropout: on("hidden_dropout_prob", 0.1),
+        embedding_dropout: on("hidden_dropout_prob", 0.1),
+        rotary_dims: None,
+        position_ids: if matches!(
+            model_type,
+            "roberta"
+                | "camembert"
+                | "xlm-roberta"
+                | "data2vec-text"
+                | "roberta-prelayernorm"
+                | "xlm-roberta-xl"
+        ) {
+            PositionIds::FromInputIds
+        } else {
+            PositionIds::Buffer
+        },
+        // The pre-LayerNorm copies: `LayerNorm` before attention and before the
+        // MLP, one after the last layer.
+        post_norm: !matches!(
+            model_type,
+            "roberta-prelayernorm" | "xlm-roberta-xl" | "megatron-bert"
+        ),
+        bidirectional: true,
+        eager_only: model_type == "megatron-bert",
+        ones_attention_mask: model_type == "megatron-bert",
+        mlp_output_undropped: model_type == "xlm-roberta-xl",
+        ..base.clone()
+    }
+}
+
+/// `BioGptForCausalLM` (the doc at `profile`'s arm).
+fn biogpt(on: &dyn Fn(&str, f64) -> bool, base: &TrainingProfile) -> TrainingProfile {
+    TrainingProfile {
+        attention_dropout: on("attention_probs_dropout_prob", 0.1),
+        hidden_dropout: on("hidden_dropout_prob", 0.1),
+        embedding_dropout: on("hidden_dropout_prob", 0.1),
+        activation_dropout: on("activation_dropout", 0.0),
+        rotary_dims: None,
+        position_ids: PositionIds::Arange,
+        ones_attention_mask: true,
+        decoder_locals: true,
+        layers_take_position_ids: true,
         ..base.clone()
     }
 }

@@ -363,6 +363,8 @@ struct Ends {
     ones_mask: bool,
     /// The decoder keeps the embeddings' parts as locals.
     decoder_locals: bool,
+    /// The layers get the position ids (kept by a checkpoint).
+    layers_take_position_ids: bool,
 }
 
 impl Ends {
@@ -392,6 +394,7 @@ impl Ends {
             final_norm: stack.final_norm.is_some(),
             ones_mask: profile.ones_attention_mask,
             decoder_locals: profile.decoder_locals,
+            layers_take_position_ids: profile.layers_take_position_ids,
         }
     }
 }
@@ -1612,8 +1615,15 @@ fn checkpoint_extras(step: &Step, x: &Dims, p: &mut Pieces) {
             Tp::Replicated,
         ),
         // BERT's and BART's layers get no position ids (the positions are added to the
-        // embeddings).
-        LayerStyle::Bert => {}
+        // embeddings); BioGPT's do.
+        LayerStyle::Bert => p.add(
+            // Not the storage the table saves (that one is `position_ids + offset`).
+            step.ends.layers_take_position_ids,
+            "ckpt_position_ids",
+            "int64 position ids [1, s] the recompute closure keeps",
+            c(8) * x.s(),
+            Tp::Replicated,
+        ),
         _ => p.add(
             true,
             "ckpt_position_ids",
