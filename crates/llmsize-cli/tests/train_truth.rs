@@ -346,6 +346,20 @@ fn the_bart_family_is_derived_as_real_runs_measure_it() {
         ),
         (Some(7_192_176), Some(17_364_336))
     );
+    // XGLM's own eager attention clamps the masked scores: torch.max saves them (eager runs
+    // of `full.jsonl`; XGLM has no SDPA attention).
+    let j = train_json(
+        "xglm",
+        &["--seq-len", "40", "--batch", "1", "--attn-impl", "eager"],
+    );
+    assert_eq!(j["exact"], true);
+    assert_eq!(
+        (
+            j["activation_bytes"].as_u64(),
+            j["activation_peak_bytes"].as_u64()
+        ),
+        (Some(44_566_904), Some(106_008_824))
+    );
     // Marian's sinusoidal table is a parameter that never trains.
     let j = train_json("marian", &sdpa);
     assert_eq!(

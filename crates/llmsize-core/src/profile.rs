@@ -226,6 +226,9 @@ pub struct TrainingProfile {
     /// (BART's family, Megatron-BERT), and keeps it while the layers run: eager attention then
     /// always gets a `[b, 1, s, s]` mask, bidirectional or not.
     pub ones_attention_mask: bool,
+    /// The eager attention clamps its masked scores (`torch.max(scores + mask, finfo.min)`,
+    /// XGLM's): `maximum` saves the masked scores in the dtype and its fp32 scalar.
+    pub scores_clamped: bool,
     /// The layers are called with the position ids (`BioGPT`'s `position_ids=`), which a
     /// checkpoint's recompute closure then keeps; BERT's and BART's add the positions to the
     /// embeddings only.
@@ -287,6 +290,7 @@ impl TrainingProfile {
             ones_attention_mask: false,
             decoder_locals: false,
             layers_take_position_ids: false,
+            scores_clamped: false,
             backward_traced: false,
             sliding_window_applies: true,
             modules,

@@ -381,6 +381,26 @@ pub(crate) fn profile(
         {
             biogpt(&on, &base(LayerStyle::Bert))
         }
+        // `XGLMForCausalLM` (`modeling_xglm.py`): pre-LayerNorm layers of BART's shape with a
+        // sinusoidal buffer for positions, `dropout` and `attention_dropout` (0.1 each), its
+        // own eager attention only (the masked scores clamped), `ForCausalLMLoss`.
+        "xglm"
+            if map
+                .get("activation_function")
+                .and_then(Value::as_str)
+                .is_none_or(|a| a == "gelu") =>
+        {
+            TrainingProfile {
+                attention_dropout: on("attention_dropout", 0.1),
+                hidden_dropout: on("dropout", 0.1),
+                embedding_dropout: on("dropout", 0.1),
+                activation_dropout: on("activation_dropout", 0.0),
+                rotary_dims: None,
+                eager_only: true,
+                scores_clamped: true,
+                ..base(LayerStyle::Bert)
+            }
+        }
         _ => return None,
     });
     profile.filter(|p| p.style != LayerStyle::Llama || act_saves_input(map))

@@ -321,6 +321,8 @@ struct Step {
     act_drop: bool,
     /// No block dropout after the MLP.
     mlp_undropped: bool,
+    /// The eager scores are clamped by `torch.max`.
+    scores_clamped: bool,
     /// The blocks end in their `LayerNorm` (BERT, BART).
     post_norm: bool,
     /// No causal mask (BERT without `is_decoder`).
@@ -516,6 +518,13 @@ fn sequential_attention(step: &Step, x: &Dims, g: &Qkv, p: &mut Pieces) -> bool 
                     "attn_v",
                     "v, saved by probs·v",
                     x.eta(),
+                    Tp::Sharded,
+                );
+                p.add(
+                    (g.q || g.k) && step.scores_clamped,
+                    "attn_clamped",
+                    "the masked scores and the fp32 floor, saved by torch.max's clamp",
+                    x.e() * bhs2.clone() + c(4),
                     Tp::Sharded,
                 );
                 p.add(
@@ -2332,6 +2341,7 @@ fn step_of(
         emb_drop,
         act_drop: profile.activation_dropout,
         mlp_undropped: profile.mlp_output_undropped,
+        scores_clamped: profile.scores_clamped,
         post_norm: profile.post_norm,
         bidirectional: profile.bidirectional,
         loss_in_dtype: profile.loss_in_dtype,
