@@ -382,3 +382,32 @@ fn the_bart_family_is_derived_as_real_runs_measure_it() {
     let j = train_json("blenderbot", &[&sdpa[..], &lora[..]].concat());
     assert_eq!(j["activation_peak_bytes"], 14_172_800);
 }
+
+#[test]
+fn the_derived_ln_families_hold_at_shapes_never_fitted() {
+    // 17 tokens × batch 3, eager (FakeTensorMode) and SDPA (real tensors), checkpointing off
+    // and on, full and LoRA (all-linear; q_proj,v_proj at r8 with dropout): measured by the
+    // oracles after the rules were written (`fixtures/train/raw/shapes/`, `shapes.json`).
+    // Every figure must be called exact and equal the oracle's.
+    let all = cases(REST, "shapes.json");
+    assert!(all.len() >= 54, "{} cases", all.len());
+    let mut bad = Vec::new();
+    for c in &all {
+        let args: Vec<&str> = c.args.iter().map(String::as_str).collect();
+        let r = llmsize(&args);
+        assert_eq!(r.code, 0, "{}: {}", c.tag, r.stderr);
+        let j: Value = serde_json::from_str(&r.stdout).unwrap();
+        if j["exact"] != true {
+            bad.push(format!(
+                "{}: called an estimate ({})",
+                c.tag, j["estimate_basis"]
+            ));
+        }
+        for (k, want) in &c.want {
+            if !want.is_null() && &j[*k] != want {
+                bad.push(format!("{}: {k} {} != {want}", c.tag, j[*k]));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

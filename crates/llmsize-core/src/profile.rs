@@ -226,6 +226,9 @@ pub struct TrainingProfile {
     /// (BART's family, Megatron-BERT), and keeps it while the layers run: eager attention then
     /// always gets a `[b, 1, s, s]` mask, bidirectional or not.
     pub ones_attention_mask: bool,
+    /// The token type ids are made with `torch.zeros(input_shape)` (`[b, s]`, Megatron-BERT),
+    /// not gathered from a `[1, max]` buffer (BERT's).
+    pub token_types_zeros: bool,
     /// The eager attention clamps its masked scores (`torch.max(scores + mask, finfo.min)`,
     /// XGLM's): `maximum` saves the masked scores in the dtype and its fp32 scalar.
     pub scores_clamped: bool,
@@ -291,6 +294,7 @@ impl TrainingProfile {
             decoder_locals: false,
             layers_take_position_ids: false,
             scores_clamped: false,
+            token_types_zeros: false,
             backward_traced: false,
             sliding_window_applies: true,
             modules,

@@ -554,7 +554,12 @@ pub fn train(
         why.push(e.clone());
     }
     if let Some(plan) = &lora
-        && let Some(m) = plan.modules.iter().find(|m| m.kind == TensorKind::Matrix)
+        // An idle module is a decoder's cross-attention, whose projections the family reads
+        // as `nn.Linear`: peft adapts them.
+        && let Some(m) = plan
+            .modules
+            .iter()
+            .find(|m| m.kind == TensorKind::Matrix && !m.idle)
     {
         // A matrix of a part the typed blocks do not describe may be an `nn.Linear` (peft
         // adapts it) or a convolution or bare parameter (it does not): not known here.

@@ -492,6 +492,7 @@ fn bert_family(
         bidirectional: true,
         eager_only: model_type == "megatron-bert",
         ones_attention_mask: model_type == "megatron-bert",
+        token_types_zeros: model_type == "megatron-bert",
         mlp_output_undropped: model_type == "xlm-roberta-xl",
         ..base.clone()
     }

@@ -367,6 +367,8 @@ struct Ends {
     decoder_locals: bool,
     /// The layers get the position ids (kept by a checkpoint).
     layers_take_position_ids: bool,
+    /// The token type ids are zeros `[b, s]`.
+    token_types_zeros: bool,
 }
 
 impl Ends {
@@ -397,6 +399,7 @@ impl Ends {
             ones_mask: profile.ones_attention_mask,
             decoder_locals: profile.decoder_locals,
             layers_take_position_ids: profile.layers_take_position_ids,
+            token_types_zeros: profile.token_types_zeros,
         }
     }
 }
@@ -1518,7 +1521,7 @@ fn bert_embeddings(step: &Step, x: &Dims, gemb: bool, p: &mut Pieces) {
             Tp::Replicated,
         );
     }
-    let type_ids = if en.position_ids == PositionIds::FromInputIds {
+    let type_ids = if en.position_ids == PositionIds::FromInputIds || en.token_types_zeros {
         x.t()
     } else {
         x.s()
@@ -1526,7 +1529,7 @@ fn bert_embeddings(step: &Step, x: &Dims, gemb: bool, p: &mut Pieces) {
     p.add(
         tr.embeddings && en.token_types,
         "token_type_ids",
-        "int64 token type ids (gathered from the buffer), saved by token_type_embeddings",
+        "int64 token type ids (gathered from the buffer, or zeros [b, s]), saved by token_type_embeddings",
         c(8) * type_ids,
         Tp::Replicated,
     );

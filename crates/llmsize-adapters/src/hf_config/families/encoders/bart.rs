@@ -216,9 +216,19 @@ pub(super) fn read(
         Some(k) => raw.size_opt(k)?.unwrap_or(hidden),
         None => hidden,
     };
-    let mut extras = cross_attention_from(hidden, kv_input, bias, bias, "encoder_attn");
+    // The modules as `modeling_bart.py` names them: peft's named targets (`q_proj`) reach
+    // them too.
+    let mut extras = cross_attention_from(
+        hidden,
+        kv_input,
+        (bias, bias),
+        "encoder_attn",
+        ["q_proj", "k_proj", "v_proj", "out_proj"],
+    );
     if !d.k_bias
-        && let Some(i) = extras.iter().position(|e| e.name == "encoder_attn.k.bias")
+        && let Some(i) = extras
+            .iter()
+            .position(|e| e.name == "encoder_attn.k_proj.bias")
     {
         extras.remove(i);
     }

@@ -483,7 +483,13 @@ pub(super) fn cross_attention_extras(
     o_bias: bool,
     prefix: &'static str,
 ) -> Vec<Extra> {
-    cross_attention_from(hidden, hidden, qkv_bias, o_bias, prefix)
+    cross_attention_from(
+        hidden,
+        hidden,
+        (qkv_bias, o_bias),
+        prefix,
+        ["q", "k", "v", "o"],
+    )
 }
 
 /// [`cross_attention_extras`] whose k/v read `kv_input` features (`TrOCR`'s
@@ -491,18 +497,18 @@ pub(super) fn cross_attention_extras(
 pub(super) fn cross_attention_from(
     hidden: u64,
     kv_input: u64,
-    qkv_bias: bool,
-    o_bias: bool,
+    (qkv_bias, o_bias): (bool, bool),
     prefix: &'static str,
+    [q, k, v, o]: [&'static str; 4],
 ) -> Vec<Extra> {
     let d = || Expr::sym(Sym::Hidden, hidden);
     let part = "cross-attention (not run without an encoder)";
     let mut out = Vec::new();
     for (name, bias, input) in [
-        ("q", qkv_bias, d()),
-        ("k", qkv_bias, Expr::Lit(kv_input)),
-        ("v", qkv_bias, Expr::Lit(kv_input)),
-        ("o", o_bias, d()),
+        (q, qkv_bias, d()),
+        (k, qkv_bias, Expr::Lit(kv_input)),
+        (v, qkv_bias, Expr::Lit(kv_input)),
+        (o, o_bias, d()),
     ] {
         let input = if kv_input == hidden { d() } else { input };
         out.push(Extra::linear(
