@@ -356,10 +356,7 @@ pub(crate) fn profile(
         | "xlm-roberta-xl"
         | "megatron-bert"
             if map.get("is_decoder").and_then(Value::as_bool) != Some(true)
-                && map
-                    .get("hidden_act")
-                    .and_then(Value::as_str)
-                    .is_none_or(|a| a == "gelu") =>
+                && gelu(map, "hidden_act") =>
         {
             bert_family(model_type, &on, &base(LayerStyle::Bert))
         }
@@ -373,46 +370,38 @@ pub(crate) fn profile(
         // BERT's dropout keys (`hidden_dropout_prob`, `attention_probs_dropout_prob`, both
         // 0.1), no embedding LayerNorm, the position ids handed to every layer, and
         // transformers' `ForCausalLMLoss` (fp32 logits, shifted labels).
-        "biogpt"
-            if map
-                .get("hidden_act")
-                .and_then(Value::as_str)
-                .is_none_or(|a| a == "gelu") =>
-        {
-            biogpt(&on, &base(LayerStyle::Bert))
-        }
+        "biogpt" if gelu(map, "hidden_act") => biogpt(&on, &base(LayerStyle::Bert)),
         // `XGLMForCausalLM` (`modeling_xglm.py`): pre-LayerNorm layers of BART's shape with a
         // sinusoidal buffer for positions, `dropout` and `attention_dropout` (0.1 each), its
         // own eager attention only (the masked scores clamped), `ForCausalLMLoss`.
-        "xglm"
-            if map
-                .get("activation_function")
-                .and_then(Value::as_str)
-                .is_none_or(|a| a == "gelu") =>
-        {
-            TrainingProfile {
-                attention_dropout: on("attention_dropout", 0.1),
-                hidden_dropout: on("dropout", 0.1),
-                embedding_dropout: on("dropout", 0.1),
-                activation_dropout: on("activation_dropout", 0.0),
-                rotary_dims: None,
-                eager_only: true,
-                scores_clamped: true,
-                ..base(LayerStyle::Bert)
-            }
-        }
+        "xglm" if gelu(map, "activation_function") => TrainingProfile {
+            attention_dropout: on("attention_dropout", 0.1),
+            hidden_dropout: on("dropout", 0.1),
+            embedding_dropout: on("dropout", 0.1),
+            activation_dropout: on("activation_dropout", 0.0),
+            rotary_dims: None,
+            eager_only: true,
+            scores_clamped: true,
+            ..base(LayerStyle::Bert)
+        },
         _ => return None,
     });
     profile.filter(|p| p.style != LayerStyle::Llama || act_saves_input(map))
 }
 
+/// The MLP's activation (`key`; the class default, GELU, when absent) is the exact `gelu`,
+/// the one the BERT and BART layer code is derived for: it saves its input, where `gelu_new`
+/// in Python keeps its temporaries and `ReLU` its output.
+fn gelu(map: &Map<String, Value>, key: &str) -> bool {
+    map.get(key)
+        .and_then(Value::as_str)
+        .is_none_or(|a| a == "gelu")
+}
+
 /// The encoder-decoders' `…ForCausalLM` (their decoder alone) is derived for the class's
 /// layer code: a GELU MLP, no MVP prompts, `TrOCR`'s learned positions.
 fn bart_family_derived(model_type: &str, map: &Map<String, Value>) -> bool {
-    let gelu = map
-        .get("activation_function")
-        .and_then(Value::as_str)
-        .is_none_or(|a| a == "gelu");
+    let gelu = gelu(map, "activation_function");
     let flag = |k: &str| map.get(k).and_then(Value::as_bool);
     gelu && match model_type {
         "mvp" => flag("use_prompt") != Some(true),
