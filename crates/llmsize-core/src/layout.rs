@@ -1074,37 +1074,37 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
         b.place = Place::StackStart(si);
         b.stack = Some(stack.role);
         b.stack_layers = stack.layers.len();
-        match stack.position {
-            Some(PositionEmbedding::Learned { table, offset }) => {
-                let rows = Expr::sum(vec![
+        // A position table: learned (`rows − offset` positions and the offset rows), or a
+        // sinusoidal one held as a parameter that never trains.
+        let table = match stack.position {
+            Some(PositionEmbedding::Learned { table, offset }) => Some((
+                Expr::sum(vec![
                     // `rows − offset`, the context; an offset beyond the table leaves none.
                     Expr::sym(Sym::Context, table.rows.saturating_sub(offset)),
                     Expr::Lit(offset),
-                ]);
-                b.push(
-                    ("position_embd", ""),
-                    "position_embd",
-                    TensorKind::PositionEmbedding,
-                    Category::PositionEmbedding,
-                    Shape::table(rows, w.width(table.dim, Sym::EmbeddingDim)),
-                )?;
-            }
+                ]),
+                table,
+                false,
+            )),
             Some(PositionEmbedding::Sinusoidal { table }) => {
-                b.push(
-                    ("position_embd", ""),
-                    "position_embd",
-                    TensorKind::PositionEmbedding,
-                    Category::PositionEmbedding,
-                    Shape::table(
-                        Expr::sym(Sym::Context, table.rows),
-                        w.width(table.dim, Sym::EmbeddingDim),
-                    ),
-                )?;
-                if let Some(t) = b.out.last_mut() {
-                    t.frozen = true;
-                }
+                Some((Expr::sym(Sym::Context, table.rows), table, true))
             }
-            Some(PositionEmbedding::RelativeBias { buckets, heads }) => b.push(
+            _ => None,
+        };
+        if let Some((rows, table, frozen)) = table {
+            b.push(
+                ("position_embd", ""),
+                "position_embd",
+                TensorKind::PositionEmbedding,
+                Category::PositionEmbedding,
+                Shape::table(rows, w.width(table.dim, Sym::EmbeddingDim)),
+            )?;
+            if let Some(t) = b.out.last_mut() {
+                t.frozen = frozen;
+            }
+        }
+        if let Some(PositionEmbedding::RelativeBias { buckets, heads }) = stack.position {
+            b.push(
                 ("relative_bias", ""),
                 "relative_bias",
                 TensorKind::PositionEmbedding,
@@ -1113,8 +1113,7 @@ pub fn layout(spec: &ModelSpec) -> Result<Layout, SpecError> {
                     Expr::sym(Sym::Buckets, buckets),
                     Expr::sym(Sym::Heads, heads),
                 ),
-            )?,
-            None => {}
+            )?;
         }
         if let Some(t) = stack.token_type {
             b.push(

@@ -311,25 +311,15 @@ impl Trains {
 )]
 #[derive(Debug, Clone)]
 struct Step {
-    style: LayerStyle,
     cpu: bool,
     attn: AttnImpl,
     attn_drop: bool,
     hid_drop: bool,
     emb_drop: bool,
-    /// Dropout between the MLP's activation and its down projection.
-    act_drop: bool,
-    /// No block dropout after the MLP.
-    mlp_undropped: bool,
-    /// The eager scores are clamped by `torch.max`.
-    scores_clamped: bool,
-    /// The blocks end in their `LayerNorm` (BERT, BART).
-    post_norm: bool,
-    /// No causal mask (BERT without `is_decoder`).
-    bidirectional: bool,
-    /// `CrossEntropyLoss` on the logits in the dtype, labels unshifted.
-    loss_in_dtype: bool,
     trains: Trains,
+    /// The type's layer code, as its training profile states it (the switches read as they
+    /// are: post-norm, the loss, the position ids, …).
+    code: TrainingProfile,
     /// The embeddings and head around the layers, from the layout.
     ends: Ends,
 }
@@ -351,32 +341,16 @@ struct Ends {
     projected: bool,
     /// An MLM head transform (`dense`, GELU, `LayerNorm`) before the decoder.
     head_transform: bool,
-    /// Where the position ids come from.
-    position_ids: PositionIds,
     /// A position table that trains with the embeddings (not a frozen sinusoid, not absent).
     learned_positions: bool,
     /// An embedding `LayerNorm` (`embeddings.LayerNorm`, `layernorm_embedding`).
     embedding_norm: bool,
-    /// That norm is on the token embeddings alone, before the positions are added.
-    norm_before_positions: bool,
     /// A `LayerNorm` after the last layer.
     final_norm: bool,
-    /// The model builds an all-ones attention mask and keeps it.
-    ones_mask: bool,
-    /// The decoder keeps the embeddings' parts as locals.
-    decoder_locals: bool,
-    /// The layers get the position ids (kept by a checkpoint).
-    layers_take_position_ids: bool,
-    /// The token type ids are zeros `[b, s]`.
-    token_types_zeros: bool,
 }
 
 impl Ends {
-    fn of(
-        spec: &llmsize_core::spec::ModelSpec,
-        stack: &llmsize_core::spec::Stack,
-        profile: &TrainingProfile,
-    ) -> Ends {
+    fn of(spec: &llmsize_core::spec::ModelSpec, stack: &llmsize_core::spec::Stack) -> Ends {
         let d = u128::from(spec.hidden_size);
         let transform = match &spec.head {
             llmsize_core::spec::OutputHead::Lm { transform, .. } => *transform,
@@ -388,23 +362,31 @@ impl Ends {
             token_types: stack.token_type.is_some(),
             projected: !spec.embedding_projections.is_empty(),
             head_transform: transform.is_some(),
-            position_ids: profile.position_ids,
             learned_positions: matches!(
                 stack.position,
                 Some(llmsize_core::spec::PositionEmbedding::Learned { .. })
             ),
             embedding_norm: stack.embedding_norm.is_some(),
-            norm_before_positions: profile.embedding_norm_before_positions,
             final_norm: stack.final_norm.is_some(),
-            ones_mask: profile.ones_attention_mask,
-            decoder_locals: profile.decoder_locals,
-            layers_take_position_ids: profile.layers_take_position_ids,
-            token_types_zeros: profile.token_types_zeros,
         }
     }
 }
 
 impl Step {
+    /// The token embedding's output is a tensor of its own, not what layer 0 or the
+    /// embedding norm saves: something (positions, token types, a dropout, a scale) comes
+    /// between them — except Blenderbot-Small's norm, which reads the token embeddings.
+    fn embedding_stands_alone(&self) -> bool {
+        match self.code.style {
+            LayerStyle::Bert => {
+                !(self.ends.embedding_norm && self.code.embedding_norm_before_positions)
+            }
+            LayerStyle::Gpt2 | LayerStyle::Opt => true,
+            LayerStyle::GptNeox | LayerStyle::Starcoder2 => self.emb_drop,
+            _ => false,
+        }
+    }
+
     /// The CPU SDPA math path (attention dropout on the CPU).
     fn math(&self) -> bool {
         self.attn == AttnImpl::Sdpa && self.attn_drop && self.cpu
@@ -477,7 +459,7 @@ impl Qkv {
 /// `StarCoder2`); returns whether its output (the o-projection's input) is SDPA's own output.
 fn sequential_attention(step: &Step, x: &Dims, g: &Qkv, p: &mut Pieces) -> bool {
     let e4 = x.e >= 4;
-    let style = step.style;
+    let style = step.code.style;
     let bhs2 = x.bhs2();
     let fused = matches!(style, LayerStyle::Gpt2 | LayerStyle::Bloom);
     match step.attn {
@@ -524,7 +506,7 @@ fn sequential_attention(step: &Step, x: &Dims, g: &Qkv, p: &mut Pieces) -> bool 
                     Tp::Sharded,
                 );
                 p.add(
-                    (g.q || g.k) && step.scores_clamped,
+                    (g.q || g.k) && step.code.scores_clamped,
                     "attn_clamped",
                     "the masked scores and the fp32 floor, saved by torch.max's clamp",
                     x.e() * bhs2.clone() + c(4),
@@ -689,12 +671,12 @@ fn sequential_attention(step: &Step, x: &Dims, g: &Qkv, p: &mut Pieces) -> bool 
 
 /// One layer of the style; `gx`: its input requires grad. Returns whether its output does.
 fn layer(step: &Step, x: &Dims, gx: bool, p: &mut Pieces) -> bool {
-    match step.style {
+    match step.code.style {
         LayerStyle::Gpt2 | LayerStyle::Opt | LayerStyle::Bloom | LayerStyle::Starcoder2 => {
             sequential_layer(step, x, gx, p)
         }
         LayerStyle::GptNeox | LayerStyle::Falcon => parallel_layer(step, x, gx, p),
-        LayerStyle::Bert if step.post_norm => post_norm_layer(step, x, gx, p),
+        LayerStyle::Bert if step.code.post_norm => post_norm_layer(step, x, gx, p),
         LayerStyle::Bert => sequential_layer(step, x, gx, p),
         _ => gx,
     }
@@ -704,7 +686,7 @@ fn layer(step: &Step, x: &Dims, gx: bool, p: &mut Pieces) -> bool {
 /// down projection then saves the dropped output in place of the activation's).
 fn activation_dropout(step: &Step, x: &Dims, gu: bool, p: &mut Pieces) {
     p.add(
-        step.act_drop && gu,
+        step.code.activation_dropout && gu,
         "act_dropout",
         format!("activation dropout: {}", step.noise_text()),
         step.noise(x) * x.t() * x.f(),
@@ -727,7 +709,7 @@ fn ln(step: &Step, x: &Dims, p: &mut Pieces, saved: bool, key: &'static str, nam
 /// `h = x + attn(ln1(x)); out = h + mlp(ln2(h))`.
 fn sequential_layer(step: &Step, x: &Dims, gx: bool, p: &mut Pieces) -> bool {
     let tr = &step.trains;
-    let style = step.style;
+    let style = step.code.style;
     let noise = step.noise(x);
     let (ln1, ln2) = match style {
         LayerStyle::Gpt2 => ("ln_1", "ln_2"),
@@ -842,7 +824,7 @@ fn sequential_layer(step: &Step, x: &Dims, gx: bool, p: &mut Pieces) -> bool {
     }
     let gm = tr.grad(Role::Down, gu);
     p.add(
-        step.hid_drop && !step.mlp_undropped && gm,
+        step.hid_drop && !step.code.mlp_output_undropped && gm,
         "resid_dropout_mlp",
         format!("residual dropout after the MLP: {}", step.noise_text()),
         noise * x.t() * x.d(),
@@ -934,7 +916,7 @@ fn post_norm_layer(step: &Step, x: &Dims, gx: bool, p: &mut Pieces) -> bool {
     );
     let gm = tr.grad(Role::Down, gu);
     p.add(
-        step.hid_drop && !step.mlp_undropped && gm,
+        step.hid_drop && !step.code.mlp_output_undropped && gm,
         "resid_dropout_mlp",
         format!("output.dropout: {}", step.noise_text()),
         noise * x.t() * x.d(),
@@ -970,7 +952,7 @@ fn post_norm_layer(step: &Step, x: &Dims, gx: bool, p: &mut Pieces) -> bool {
 fn parallel_layer(step: &Step, x: &Dims, gx: bool, p: &mut Pieces) -> bool {
     let tr = &step.trains;
     let noise = step.noise(x);
-    let neox = step.style == LayerStyle::GptNeox;
+    let neox = step.code.style == LayerStyle::GptNeox;
     if neox {
         ln(step, x, p, gx || tr.norms, "ln1_stats", "input_layernorm");
         ln(
@@ -1310,7 +1292,7 @@ fn adapters(step: &Step, x: &Dims, p: &mut Pieces, input_grad: &dyn Fn(Role) -> 
 /// What the step keeps outside the layers; `gemb`: the embedding output requires grad.
 fn outside(step: &Step, x: &Dims, gemb: bool, p: &mut Pieces) {
     let tr = &step.trains;
-    match step.style {
+    match step.code.style {
         LayerStyle::Gpt2 => p.add(
             tr.embeddings,
             "position_ids",
@@ -1328,15 +1310,15 @@ fn outside(step: &Step, x: &Dims, gemb: bool, p: &mut Pieces) {
         _ => {}
     }
     p.add(
-        step.emb_drop && gemb && step.style != LayerStyle::Bert,
+        step.emb_drop && gemb && step.code.style != LayerStyle::Bert,
         "embedding_dropout",
         format!("embedding dropout: {}", step.noise_text()),
         step.noise(x) * x.t() * x.d(),
         Tp::Replicated,
     );
-    if step.style == LayerStyle::Bert {
+    if step.code.style == LayerStyle::Bert {
         bert_embeddings(step, x, gemb, p);
-    } else if step.style == LayerStyle::Bloom {
+    } else if step.code.style == LayerStyle::Bloom {
         p.add(
             gemb || tr.norms,
             "embeddings",
@@ -1377,7 +1359,7 @@ fn outside(step: &Step, x: &Dims, gemb: bool, p: &mut Pieces) {
         );
     }
     let eth = x.e() * x.t() * X::var("d_head", step.ends.dh);
-    if step.style == LayerStyle::Bert && step.ends.head_transform && step.ends.final_norm {
+    if step.code.style == LayerStyle::Bert && step.ends.head_transform && step.ends.final_norm {
         // Pre-LayerNorm BERTs end the encoder in a LayerNorm before the head's transform.
         p.add(
             true,
@@ -1394,7 +1376,7 @@ fn outside(step: &Step, x: &Dims, gemb: bool, p: &mut Pieces) {
             Tp::Replicated,
         );
     }
-    if step.style == LayerStyle::Bert && step.ends.head_transform {
+    if step.code.style == LayerStyle::Bert && step.ends.head_transform {
         // The MLM head's transform (`cls.predictions.transform`): dense, GELU, LayerNorm.
         p.add(
             true,
@@ -1430,7 +1412,7 @@ fn outside(step: &Step, x: &Dims, gemb: bool, p: &mut Pieces) {
     // BERT's post-norm layers end in their own LayerNorm: the head's is the transform's; in
     // BART's family the layout says whether the decoder has a final `layer_norm`.
     let final_norm =
-        step.style != LayerStyle::Bert || step.ends.head_transform || step.ends.final_norm;
+        step.code.style != LayerStyle::Bert || step.ends.head_transform || step.ends.final_norm;
     p.add(
         final_norm,
         "final_ln_stats",
@@ -1445,7 +1427,7 @@ fn outside(step: &Step, x: &Dims, gemb: bool, p: &mut Pieces) {
         eth,
         Tp::Replicated,
     );
-    if step.loss_in_dtype {
+    if step.code.loss_in_dtype {
         // `CrossEntropyLoss()(logits.view(-1, V), labels.view(-1))`: the labels are the input
         // ids (a view), nll_loss's total weight and the loss are in the dtype.
         p.add(
@@ -1506,7 +1488,7 @@ fn outside(step: &Step, x: &Dims, gemb: bool, p: &mut Pieces) {
 fn bert_embeddings(step: &Step, x: &Dims, gemb: bool, p: &mut Pieces) {
     let tr = &step.trains;
     let en = &step.ends;
-    let ids = match en.position_ids {
+    let ids = match step.code.position_ids {
         PositionIds::Buffer => None,
         PositionIds::Arange => Some((c(8) * x.s(), "[1, s] (arange + offset)")),
         PositionIds::ArangeBatch => Some((c(8) * x.t(), "[b, s] (arange expanded + offset)")),
@@ -1521,11 +1503,12 @@ fn bert_embeddings(step: &Step, x: &Dims, gemb: bool, p: &mut Pieces) {
             Tp::Replicated,
         );
     }
-    let type_ids = if en.position_ids == PositionIds::FromInputIds || en.token_types_zeros {
-        x.t()
-    } else {
-        x.s()
-    };
+    let type_ids =
+        if step.code.position_ids == PositionIds::FromInputIds || step.code.token_types_zeros {
+            x.t()
+        } else {
+            x.s()
+        };
     p.add(
         tr.embeddings && en.token_types,
         "token_type_ids",
@@ -1538,7 +1521,7 @@ fn bert_embeddings(step: &Step, x: &Dims, gemb: bool, p: &mut Pieces) {
     p.add(
         normed,
         "embeddings",
-        if en.norm_before_positions {
+        if step.code.embedding_norm_before_positions {
             "the token embeddings, layernorm_embedding's input (before the positions are added)"
         } else {
             "the summed embeddings, the embedding LayerNorm's input"
@@ -1564,7 +1547,7 @@ fn bert_embeddings(step: &Step, x: &Dims, gemb: bool, p: &mut Pieces) {
     );
     // Layer 0's input: saved by its q/k/v projections (post-norm layers) or by its first
     // LayerNorm (pre-norm).
-    let by_layer0 = if step.post_norm {
+    let by_layer0 = if step.code.post_norm {
         tr.attention
     } else {
         out_rg || tr.norms
@@ -1588,7 +1571,7 @@ fn bert_embeddings(step: &Step, x: &Dims, gemb: bool, p: &mut Pieces) {
         p.add(
             by_layer0,
             "embedding_out",
-            if step.post_norm {
+            if step.code.post_norm {
                 "the embeddings' output (layer 0's input, saved by its q/k/v projections)"
             } else {
                 "the embeddings' output (layer 0's input, saved by its first LayerNorm)"
@@ -1603,7 +1586,7 @@ fn bert_embeddings(step: &Step, x: &Dims, gemb: bool, p: &mut Pieces) {
 /// layers), plus the embedding leaf `enable_input_require_grads` makes (`LoRA`).
 fn checkpoint_extras(step: &Step, x: &Dims, p: &mut Pieces) {
     let tr = &step.trains;
-    match step.style {
+    match step.code.style {
         // GPT-2's position ids are the same storage wpe saves when it trains.
         LayerStyle::Gpt2 => p.add(
             !tr.embeddings,
@@ -1630,7 +1613,7 @@ fn checkpoint_extras(step: &Step, x: &Dims, p: &mut Pieces) {
         // embeddings); BioGPT's do.
         LayerStyle::Bert => p.add(
             // Not the storage the table saves (that one is `position_ids + offset`).
-            step.ends.layers_take_position_ids,
+            step.code.layers_take_position_ids,
             "ckpt_position_ids",
             "int64 position ids [1, s] the recompute closure keeps",
             c(8) * x.s(),
@@ -1646,7 +1629,7 @@ fn checkpoint_extras(step: &Step, x: &Dims, p: &mut Pieces) {
     }
     // BERT without `is_decoder` attends both ways: without padding its mask is `None` — unless
     // the model makes an all-ones mask itself (Megatron-BERT), which eager expands.
-    if step.attn == AttnImpl::Eager && (!step.bidirectional || step.ends.ones_mask) {
+    if step.attn == AttnImpl::Eager && (!step.code.bidirectional || step.code.ones_attention_mask) {
         p.add(
             true,
             "ckpt_mask",
@@ -1654,7 +1637,8 @@ fn checkpoint_extras(step: &Step, x: &Dims, p: &mut Pieces) {
             x.e() * x.b() * x.s2(),
             Tp::Replicated,
         );
-    } else if step.style == LayerStyle::Falcon || (step.style == LayerStyle::Starcoder2 && x.window)
+    } else if step.code.style == LayerStyle::Falcon
+        || (step.code.style == LayerStyle::Starcoder2 && x.window)
     {
         p.add(
             true,
@@ -1669,15 +1653,8 @@ fn checkpoint_extras(step: &Step, x: &Dims, p: &mut Pieces) {
         // `enable_input_require_grads` turns the token embedding's output into a grad-requiring
         // leaf, kept by its AccumulateGrad node: free where it is layer 0's input (or the
         // embedding LayerNorm's saved input), else one more [b, s, d] tensor.
-        let leaf = match step.style {
-            // Blenderbot-Small's embedding norm saves the leaf itself.
-            LayerStyle::Bert => !(step.ends.embedding_norm && step.ends.norm_before_positions),
-            LayerStyle::Gpt2 | LayerStyle::Opt => true,
-            LayerStyle::GptNeox | LayerStyle::Starcoder2 => step.emb_drop,
-            _ => false,
-        };
         p.add(
-            leaf,
+            step.embedding_stands_alone(),
             "ckpt_embedding_leaf",
             "the token embedding output, a grad-requiring leaf (enable_input_require_grads)",
             x.etd(),
@@ -1702,11 +1679,11 @@ fn layer_peak(
 ) -> Result<Option<Vec<Piece>>, Overflow> {
     let math = step.math();
     // BERT's and BART's GELU MLP can outweigh the attention (a wide MLP, a small vocabulary).
-    let mlp = step.style == LayerStyle::Bert;
+    let mlp = step.code.style == LayerStyle::Bert;
     if step.attn != AttnImpl::Eager && !math && !mlp {
         return Ok(None);
     }
-    let style = step.style;
+    let style = step.code.style;
     let mut p = Pieces { list: Vec::new() };
     let after = [
         "final_ln_stats",
@@ -1730,14 +1707,8 @@ fn layer_peak(
         );
     }
     // The token embedding's output, a Python local, when nothing above holds it already.
-    let leaf = match style {
-        LayerStyle::Bert => !(step.ends.embedding_norm && step.ends.norm_before_positions),
-        LayerStyle::Gpt2 | LayerStyle::Opt => true,
-        LayerStyle::GptNeox | LayerStyle::Starcoder2 => step.emb_drop,
-        _ => false,
-    };
     p.add(
-        leaf && step.trains.embeddings,
+        step.embedding_stands_alone() && step.trains.embeddings,
         "inputs_embeds",
         "the token embedding's output (a local of the model's forward)",
         x.etd(),
@@ -1804,7 +1775,7 @@ fn layer_peak(
         Tp::Replicated,
     );
     if math {
-        math_peak(x, step.style, &mut attention);
+        math_peak(x, step.code.style, &mut attention);
     } else if step.attn == AttnImpl::Eager {
         eager_peak(step, x, &mut attention);
     } else {
@@ -1836,16 +1807,16 @@ fn total<'a>(pieces: impl IntoIterator<Item = &'a Piece>) -> Result<u128, Overfl
 /// layer's attention probabilities, which `hidden_states, _ = self.self_attn(…)` keeps in `_`.
 fn decoder_locals(step: &Step, x: &Dims, p: &mut Pieces) {
     p.add(
-        step.ends.ones_mask,
+        step.code.ones_attention_mask,
         "ones_mask",
         "the all-ones fp32 attention mask [b, s] the model builds",
         c(4) * x.t(),
         Tp::Replicated,
     );
-    if !step.ends.decoder_locals {
+    if !step.code.decoder_locals {
         return;
     }
-    let rows = if step.ends.position_ids == PositionIds::ArangeBatch {
+    let rows = if step.code.position_ids == PositionIds::ArangeBatch {
         x.t()
     } else {
         x.s()
@@ -1866,14 +1837,14 @@ fn decoder_locals(step: &Step, x: &Dims, p: &mut Pieces) {
 /// In eager attention the layer still holds its attention probabilities (`_`).
 fn mlp_peak(step: &Step, x: &Dims, p: &mut Pieces) -> Result<(), Overflow> {
     p.add(
-        step.attn == AttnImpl::Eager && step.ends.decoder_locals,
+        step.attn == AttnImpl::Eager && step.code.decoder_locals,
         "attn_weights",
         "the last layer's attention probabilities, kept by `_`",
         x.e() * x.bhs2(),
         Tp::Sharded,
     );
-    let blocks = if step.post_norm { c(1) } else { c(2) };
-    let widths = if step.act_drop {
+    let blocks = if step.code.post_norm { c(1) } else { c(2) };
+    let widths = if step.code.activation_dropout {
         x.e() + x.e() + step.noise(x)
     } else {
         c(2) * x.e()
@@ -1938,7 +1909,7 @@ fn adapter_peak(
     out: &[Piece],
 ) -> Result<Option<u128>, Overflow> {
     let adapted = |r: Role| step.trains.adapters.iter().any(|a| a.role == r);
-    if step.style != LayerStyle::Bert || !(adapted(Role::Up) || adapted(Role::Down)) {
+    if step.code.style != LayerStyle::Bert || !(adapted(Role::Up) || adapted(Role::Down)) {
         return Ok(None);
     }
     let mut last = Pieces { list: Vec::new() };
@@ -1953,7 +1924,7 @@ fn adapter_peak(
     // Post-norm, the second LayerNorm follows the MLP; pre-norm, it precedes it.
     let after_down = |q: &&Piece| {
         matches!(q.key, "resid_dropout_mlp" | "residual_mlp" | "layer_out")
-            || (step.post_norm && q.key == "ln2_stats")
+            || (step.code.post_norm && q.key == "ln2_stats")
     };
     let after_up = |q: &&Piece| {
         after_down(q)
@@ -1963,7 +1934,7 @@ fn adapter_peak(
     let mut locals = Pieces { list: Vec::new() };
     decoder_locals(step, x, &mut locals);
     locals.add(
-        step.ends.decoder_locals,
+        step.code.decoder_locals,
         "inputs_embeds",
         "the token embeddings (a local of the decoder's forward)",
         x.etd(),
@@ -2049,7 +2020,7 @@ fn math_peak(x: &Dims, style: LayerStyle, p: &mut Pieces) {
 /// The last layer's largest op in eager attention: the scores and the softmax (or the
 /// attention dropout).
 fn eager_peak(step: &Step, x: &Dims, p: &mut Pieces) {
-    let style = step.style;
+    let style = step.code.style;
     let upcast = x.e < 4;
     let bhs2 = x.bhs2();
     match style {
@@ -2326,7 +2297,7 @@ fn step_of(
     why: &mut Vec<String>,
 ) -> Step {
     let style = profile.style;
-    let ends = Ends::of(input.spec, stack, profile);
+    let ends = Ends::of(input.spec, stack);
     let mut attn = input.attn;
     if profile.eager_only && attn == AttnImpl::Sdpa {
         attn = AttnImpl::Eager;
@@ -2336,18 +2307,12 @@ fn step_of(
     let emb_drop =
         profile.embedding_dropout || (style == LayerStyle::GptNeox && profile.hidden_dropout);
     Step {
-        style,
         cpu: input.device == Device::Cpu,
         attn,
         attn_drop: profile.attention_dropout && style != LayerStyle::Falcon,
         hid_drop: profile.hidden_dropout,
         emb_drop,
-        act_drop: profile.activation_dropout,
-        mlp_undropped: profile.mlp_output_undropped,
-        scores_clamped: profile.scores_clamped,
-        post_norm: profile.post_norm,
-        bidirectional: profile.bidirectional,
-        loss_in_dtype: profile.loss_in_dtype,
+        code: profile.clone(),
         trains: trains_of(input, layers, why),
         ends,
     }
@@ -2591,14 +2556,14 @@ fn forward_peak(
         Tp::Replicated,
     );
     transient.add(
-        x.e < 4 && !step.loss_in_dtype,
+        x.e < 4 && !step.code.loss_in_dtype,
         "logits_fp32",
         "their fp32 upcast (ForCausalLMLoss)",
         c(4) * x.t() * x.v(),
         Tp::Replicated,
     );
     transient.add(
-        x.b > 1 && !step.loss_in_dtype,
+        x.b > 1 && !step.code.loss_in_dtype,
         "padded_labels",
         "the padded labels [b, s + 1] (int64)",
         c(8) * x.b() * (x.s() + c(1)),
