@@ -24,7 +24,7 @@ use crate::error::{Overflow, SpecError};
 use crate::expr::{Expr, Sym};
 use crate::spec::{
     Attention, Extra, Ffn, LatentAttention, Layer, Mlp, ModelSpec, Norm, NormKind, OutputHead,
-    PositionEmbedding, RecurrentState, StackRole, StandardAttention,
+    PositionEmbedding, RecurrentState, RouterBias, StackRole, StandardAttention,
 };
 
 /// What a tensor is, at the granularity storage formats and FLOPs care about.
@@ -570,6 +570,7 @@ impl Builder {
         )?;
         if let Some(t) = self.out.last_mut() {
             t.idle = e.idle;
+            t.frozen = e.frozen;
         }
         Ok(())
     }
@@ -862,8 +863,13 @@ fn layer_tensors(b: &mut Builder, layer: &Layer, w: &Widths) -> Result<(), Overf
                     K::Router,
                     Category::MoeRouter,
                     (d.clone(), e.clone()),
-                    moe.router_bias,
+                    moe.router_bias.present(),
                 )?;
+                if moe.router_bias == RouterBias::Correction
+                    && let Some(t) = b.out.last_mut()
+                {
+                    t.frozen = true;
+                }
             }
             let x = moe.expert;
             let k = Expr::sym(Sym::TopK, moe.experts_per_token);

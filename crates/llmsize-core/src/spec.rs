@@ -101,6 +101,10 @@ pub struct Extra {
     /// model is the decoder alone (`BartForCausalLM`'s `encoder_attn`). Its parameters count
     /// and require grad, but no step gives them a gradient.
     pub idle: bool,
+    /// A parameter that never requires grad, whatever is trained: `RoFormer`'s
+    /// `nn.Embedding(…, _freeze=True)` positions, a Whisper-style audio tower's
+    /// `embed_positions.requires_grad_(False)`, `nn.Parameter(…, requires_grad=False)`.
+    pub frozen: bool,
 }
 
 impl Extra {
@@ -121,6 +125,7 @@ impl Extra {
             cols,
             form,
             idle: false,
+            frozen: false,
         }
     }
 
@@ -175,6 +180,15 @@ impl Extra {
     #[must_use]
     pub fn idle(self) -> Self {
         Extra { idle: true, ..self }
+    }
+
+    /// Never requires grad ([`Extra::frozen`]).
+    #[must_use]
+    pub fn frozen(self) -> Self {
+        Extra {
+            frozen: true,
+            ..self
+        }
     }
 
     /// `copies` experts of which a token uses `active` (a router picks them).
@@ -671,6 +685,28 @@ pub struct Mlp {
     pub down_bias: bool,
 }
 
+/// The bias a router holds beside its `d → E` matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum RouterBias {
+    /// None.
+    #[default]
+    None,
+    /// `nn.Linear(d, E, bias=True)`'s bias (gpt-oss): it trains with the router.
+    Linear,
+    /// A selection-only correction bias added to the scores before top-k, held as
+    /// `nn.Parameter(…, requires_grad=False)` (`AfMoE`'s `expert_bias`, Laguna's and
+    /// ERNIE-4.5-MoE's `e_score_correction_bias`): counted, never trained.
+    Correction,
+}
+
+impl RouterBias {
+    /// Whether the router holds a bias vector of `E`.
+    #[must_use]
+    pub fn present(self) -> bool {
+        self != RouterBias::None
+    }
+}
+
 /// A mixture-of-experts block.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Moe {
@@ -680,8 +716,8 @@ pub struct Moe {
     pub experts_per_token: u64,
     /// One routed expert.
     pub expert: Mlp,
-    /// Router `d → E`, with or without bias.
-    pub router_bias: bool,
+    /// The router's bias, if any.
+    pub router_bias: RouterBias,
     /// The router is that one `d → E` matrix; `false` when it is a network of its own (Zaya),
     /// whose tensors the family lists in [`Layer::extras`] under [`Category::MoeRouter`].
     pub router: bool,

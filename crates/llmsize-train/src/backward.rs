@@ -1042,7 +1042,7 @@ fn mixtral_routing(p: &llmsize_core::profile::TrainingProfile, o: &Options) -> b
 /// Mixtral's experts: a plain router, gated experts without biases, no shared expert.
 fn mixtral_experts(m: &llmsize_core::spec::Moe) -> bool {
     m.router
-        && !m.router_bias
+        && !m.router_bias.present()
         && m.shared.is_none()
         && m.expert.gated
         && !m.expert.up_bias

@@ -418,7 +418,10 @@ pub fn train(
         });
         held.push(Held {
             part_of_previous,
-            unreached: t.idle || (t.name.cross && !has_encoder),
+            // A text-only step (`train` counts no image positions) never runs the vision or
+            // audio towers: their parameters require grad but get none, and AdamW keeps no
+            // state for them.
+            unreached: t.idle || (t.name.cross && !has_encoder) || t.category.is_modality(),
             elements: t.elements()?,
             tensors: t.layers,
             matrix: (!t.is_vector()).then_some((t.rows, t.cols)),

@@ -663,7 +663,7 @@ mod tests {
                 intermediate: 14_336,
                 ..mlp
             },
-            router_bias: false,
+            router_bias: llmsize_core::spec::RouterBias::None,
             router: true,
             shared: None,
             shared_gate: false,

@@ -1335,7 +1335,7 @@ mod tests {
                 up_bias: false,
                 down_bias: false,
             },
-            router_bias: false,
+            router_bias: llmsize_core::spec::RouterBias::None,
             router: true,
             shared: None,
             shared_gate: false,

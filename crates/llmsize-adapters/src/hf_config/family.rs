@@ -281,8 +281,9 @@ pub(crate) struct MoeRule {
     pub top_k: Size,
     /// One expert's inner width.
     pub expert_width: Size,
-    /// Bias on the router.
-    pub router_bias: Switch,
+    /// A selection-only correction bias of `E` beside the router, held as a parameter
+    /// that never requires grad ([`llmsize_core::spec::RouterBias::Correction`]).
+    pub correction_bias: Switch,
     /// Biases on the experts' projections.
     pub expert_bias: Switch,
     /// Shared experts.
@@ -703,7 +704,11 @@ pub(crate) fn block_moe(
             up_bias: expert_bias,
             down_bias: expert_bias,
         },
-        router_bias: r.switch(m.router_bias)?,
+        router_bias: if r.switch(m.correction_bias)? {
+            llmsize_core::spec::RouterBias::Correction
+        } else {
+            llmsize_core::spec::RouterBias::None
+        },
         router: true,
         shared,
         shared_gate: m.shared_gate,

@@ -150,7 +150,11 @@ pub(crate) fn moe(raw: &mut RawConfig<'_>, model_type: &str) -> Result<ModelSpec
             up_bias: expert_bias,
             down_bias: expert_bias,
         },
-        router_bias: model_type == "gpt_oss",
+        router_bias: if model_type == "gpt_oss" {
+            llmsize_core::spec::RouterBias::Linear
+        } else {
+            llmsize_core::spec::RouterBias::None
+        },
         router: true,
         shared: None,
         shared_gate: false,

@@ -2632,7 +2632,7 @@ mod tests {
                     num_experts: experts,
                     experts_per_token: k,
                     expert: mlp,
-                    router_bias: false,
+                    router_bias: llmsize_core::spec::RouterBias::None,
                     router: true,
                     shared: None,
                     shared_gate: false,

@@ -59,6 +59,7 @@ fn pi0(raw: &mut RawConfig<'_>, f: &Family, _head: HeadChoice) -> Result<ModelSp
             cols: Expr::Lit(t.cols),
             form: t.shape.form,
             idle: false,
+            frozen: t.frozen,
         }));
     }
     let d = sym("d_expert", dit.hidden_size);

@@ -875,7 +875,7 @@ const MELLUM: Block = Block {
         experts: key_or(&["num_experts", "num_local_experts"], 64),
         top_k: key_or(&["num_experts_per_tok"], 8),
         expert_width: key_or(&["moe_intermediate_size"], 896),
-        router_bias: NO,
+        correction_bias: NO,
         expert_bias: NO,
         shared: Shared::None,
         shared_gate: false,
@@ -943,7 +943,7 @@ fn mellum(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigErr
 /// `H_cycles · L_cycles` and `H_cycles` times; each run of a layer caches its own keys and
 /// values (`num_hidden_layers` = `num_layers_per_stack · H_cycles · (L_cycles + 1)` cache
 /// slots). Attention has no KV grouping (k and v have `num_attention_heads` heads) and a
-/// `gate_proj` `d → n_h·d_h`; norms have no weights; `z_L_init` is a learned start state.
+/// `gate_proj` `d → n_h·d_h`; norms have no weights; `z_L_init` is a start state that never trains.
 const HRM_TEXT: Block = Block {
     layers: key_or(&["num_layers_per_stack", "num_hidden_layers"], 16),
     head_dim: HeadDim::KeyOr(128),
@@ -1030,7 +1030,9 @@ fn hrm_text(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigE
         "start state",
         Category::LayerExtras,
         Expr::sym(llmsize_core::expr::Sym::Hidden, spec.hidden_size),
-    ));
+    )
+    // `nn.Parameter(torch.zeros(hidden_size), requires_grad=False)`.
+    .frozen());
     Ok(())
 }
 
@@ -1581,7 +1583,7 @@ fn zaya(raw: &mut RawConfig<'_>, family: &Family) -> Result<ModelSpec, ConfigErr
         num_experts: experts,
         experts_per_token: top_k,
         expert: mlp(d, expert_width, true, false),
-        router_bias: false,
+        router_bias: llmsize_core::spec::RouterBias::None,
         router: false,
         shared: None,
         shared_gate: false,

@@ -311,7 +311,9 @@ fn build(
                 Category::PositionEmbedding,
                 Expr::sym(Sym::Context, positions),
                 Expr::sym(Sym::HeadDim, head_dim),
-            ));
+            )
+            // `RoFormerSinusoidalPositionalEmbedding` is `nn.Embedding(…, _freeze=True)`.
+            .frozen());
             None
         }
     };

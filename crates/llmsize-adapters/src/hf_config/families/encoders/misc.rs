@@ -488,7 +488,9 @@ pub(super) fn moss_transcribe_diarize(
             a,
             Expr::sym(Sym::Named("audio_positions"), positions),
             dd(),
-        ),
+        )
+        // `embed_positions.requires_grad_(False)` in the audio encoder's `__init__`.
+        .frozen(),
         Extra::vector("audio_tower.layer_norm.weight", part, a, dd()),
         Extra::vector("audio_tower.layer_norm.bias", part, a, dd()),
     ];

@@ -41,7 +41,7 @@ const DBRX: Block = Block {
         experts: key_or(&["moe_num_experts"], 4),
         top_k: key_or(&["moe_top_k"], 1),
         expert_width: key_or(&["ffn_hidden_size"], 3584),
-        router_bias: NO,
+        correction_bias: NO,
         expert_bias: NO,
         shared: Shared::None,
         shared_gate: false,

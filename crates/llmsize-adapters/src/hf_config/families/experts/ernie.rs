@@ -34,7 +34,7 @@ pub(super) const ERNIE4_5_MOE: Block = Block {
         experts: key_or(&["moe_num_experts", "num_experts"], 64),
         top_k: key_or(&["moe_k", "num_experts_per_tok"], 6),
         expert_width: key_or(&["moe_intermediate_size"], 1536),
-        router_bias: YES,
+        correction_bias: YES,
         expert_bias: NO,
         shared: Shared::Count(key_or(&["moe_num_shared_experts"], 2)),
         shared_gate: false,

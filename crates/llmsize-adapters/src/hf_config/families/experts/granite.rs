@@ -24,7 +24,7 @@ pub(super) const GRANITEMOESHARED: Block = Block {
         experts: key_or(&["num_local_experts"], 8),
         top_k: key_or(&["num_experts_per_tok"], 2),
         expert_width: key_or(&["intermediate_size"], 11008),
-        router_bias: NO,
+        correction_bias: NO,
         expert_bias: NO,
         shared: Shared::None,
         shared_gate: false,

@@ -32,7 +32,7 @@ const LAGUNA: Block = Block {
         experts: key_or(&["num_experts"], 256),
         top_k: key_or(&["num_experts_per_tok"], 8),
         expert_width: key_or(&["moe_intermediate_size"], 512),
-        router_bias: YES,
+        correction_bias: YES,
         expert_bias: NO,
         shared: Shared::Width(key_or(&["shared_expert_intermediate_size"], 512)),
         shared_gate: false,

@@ -27,7 +27,7 @@ pub(super) const LLAMA4_TEXT: Block = Block {
         experts: key_or(&["num_local_experts"], 16),
         top_k: key_or(&["num_experts_per_tok"], 1),
         expert_width: key_or(&["intermediate_size"], 8192),
-        router_bias: NO,
+        correction_bias: NO,
         expert_bias: NO,
         shared: Shared::Width(key_or(&["intermediate_size"], 8192)),
         shared_gate: false,

@@ -34,7 +34,7 @@ const MIMO_V2_FLASH: Block = Block {
         experts: key_or(&["n_routed_experts", "num_local_experts"], 256),
         top_k: key_or(&["num_experts_per_tok"], 8),
         expert_width: key_or(&["moe_intermediate_size"], 2048),
-        router_bias: NO,
+        correction_bias: NO,
         expert_bias: NO,
         shared: Shared::None,
         shared_gate: false,

@@ -503,7 +503,7 @@ fn build_layer(c: &Common, p: &Plan) -> Layer {
                 up_bias: false,
                 down_bias: false,
             },
-            router_bias: false,
+            router_bias: llmsize_core::spec::RouterBias::None,
             router: true,
             shared: None,
             shared_gate: false,

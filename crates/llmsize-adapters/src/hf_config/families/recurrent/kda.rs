@@ -71,7 +71,7 @@ const BAILING_MOE: MoeRule = MoeRule {
     experts: key_or(&["num_experts", "num_local_experts"], 512),
     top_k: key_or(&["num_experts_per_token", "num_experts_per_tok"], 8),
     expert_width: key_or(&["moe_intermediate_size"], 768),
-    router_bias: NO,
+    correction_bias: NO,
     expert_bias: NO,
     shared: Shared::Count(key_or(&["num_shared_experts", "n_shared_experts"], 1)),
     shared_gate: false,

@@ -89,7 +89,7 @@ const LFM2_MOE_BLOCK: Block = Block {
         experts: key_or(&["num_experts"], 32),
         top_k: key_or(&["num_experts_per_tok"], 4),
         expert_width: key_or(&["moe_intermediate_size"], 1792),
-        router_bias: NO,
+        correction_bias: NO,
         expert_bias: NO,
         shared: Shared::None,
         shared_gate: false,

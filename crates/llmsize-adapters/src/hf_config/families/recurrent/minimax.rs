@@ -37,7 +37,7 @@ const MINIMAX_BLOCK: Block = Block {
         experts: key_or(&["num_local_experts", "num_experts"], 8),
         top_k: key_or(&["num_experts_per_tok"], 2),
         expert_width: key_or(&["intermediate_size"], 14_336),
-        router_bias: NO,
+        correction_bias: NO,
         expert_bias: NO,
         shared: Shared::None,
         shared_gate: false,

@@ -275,7 +275,7 @@ fn text_model(
         num_experts: experts,
         experts_per_token: top_k,
         expert: mlp(d, moe_ff, true, false),
-        router_bias: false,
+        router_bias: llmsize_core::spec::RouterBias::None,
         router: true,
         shared: if shared > 0 {
             let w = raw.mul(moe_ff, shared, "moe_intermediate_size·n_shared_experts")?;

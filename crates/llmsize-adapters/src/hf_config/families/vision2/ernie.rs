@@ -46,7 +46,7 @@ const TEXT: Block = Block {
         experts: key_or(&["moe_num_experts"], 64),
         top_k: key_or(&["moe_k"], 6),
         expert_width: key_or(&["moe_intermediate_size"], 1536),
-        router_bias: NO,
+        correction_bias: NO,
         expert_bias: NO,
         shared: Shared::Count(key_or(&["moe_num_shared_experts"], 2)),
         shared_gate: false,

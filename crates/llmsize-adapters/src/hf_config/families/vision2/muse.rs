@@ -225,7 +225,7 @@ const SPARK_TEXT: Block = Block {
         experts: key_or(&["num_local_experts"], 256),
         top_k: key_or(&["num_experts_per_tok"], 8),
         expert_width: key_or(&["moe_intermediate_size"], 4096),
-        router_bias: NO,
+        correction_bias: NO,
         expert_bias: NO,
         shared: Shared::None,
         shared_gate: false,

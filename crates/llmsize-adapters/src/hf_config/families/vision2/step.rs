@@ -44,7 +44,7 @@ const TEXT: Block = Block {
         experts: key_or(&["n_routed_experts", "num_local_experts"], 288),
         top_k: key_or(&["num_experts_per_tok"], 8),
         expert_width: key_or(&["moe_intermediate_size"], 1280),
-        router_bias: NO,
+        correction_bias: NO,
         expert_bias: NO,
         shared: Shared::Width(key_or(&["share_expert_dim"], 1280)),
         shared_gate: false,
