@@ -36,6 +36,11 @@ pub struct TypeFacts {
     /// states and hash buckets, its LSH attention): memory and FLOPs refuse the type naming
     /// it, rather than answer a figure that leaves it out. Its parameters are still exact.
     pub unmodelled: Option<&'static str>,
+    /// The MoE router's weight is created in fp32 (`nn.Parameter(torch.zeros(E, d,
+    /// dtype=torch.float32))` in DeepSeek-V3's `TopkRouter` and the types that copy it) and
+    /// reads `hidden.float()`: the weight and its gradient stay fp32 under a bf16 model, and
+    /// a trained router saves that fp32 copy of its input.
+    pub router_fp32: bool,
 }
 
 impl TypeFacts {
@@ -47,6 +52,7 @@ impl TypeFacts {
         linear_router: false,
         llama_cpp_swa: false,
         unmodelled: None,
+        router_fp32: false,
     };
 }
 

@@ -1343,6 +1343,7 @@ mod layout_tests {
             cols,
             idle: false,
             frozen: false,
+            gradless: false,
         }
     }
 

@@ -333,6 +333,8 @@ pub struct Tensor {
     /// Never requires grad, whatever is trained ([`crate::spec::PositionEmbedding::Sinusoidal`]):
     /// a frozen parameter.
     pub frozen: bool,
+    /// Run, but reached by no gradient ([`crate::spec::Extra::gradless`]).
+    pub gradless: bool,
 }
 
 impl Tensor {
@@ -513,6 +515,7 @@ impl Builder {
             shape,
             idle: false,
             frozen: false,
+            gradless: false,
         });
         Ok(())
     }
@@ -571,6 +574,7 @@ impl Builder {
         if let Some(t) = self.out.last_mut() {
             t.idle = e.idle;
             t.frozen = e.frozen;
+            t.gradless = e.gradless;
         }
         Ok(())
     }

@@ -193,9 +193,6 @@ pub struct TrainingProfile {
     /// q comes out laid out `[b, H, s, hd]`, so SDPA's output reaches `o_proj` through a
     /// contiguous copy.
     pub rope_concatenated: bool,
-    /// The MoE router reads `hidden.float()` with an fp32 weight (Hunyuan-V3, GLM-4-MoE): a
-    /// trained router saves that fp32 copy of its input.
-    pub router_fp32: bool,
     /// Where the `MoE` block's shared expert runs ([`SharedExpertOrder::Unread`] for a type
     /// whose block was not read, and irrelevant without a shared expert).
     pub shared_expert: SharedExpertOrder,
@@ -279,7 +276,6 @@ impl TrainingProfile {
             norm_fp32_weight: false,
             q_position_scale: false,
             rope_concatenated: false,
-            router_fp32: false,
             shared_expert: SharedExpertOrder::Unread,
             parallel_residual: false,
             position_ids: PositionIds::Buffer,

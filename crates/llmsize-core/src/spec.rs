@@ -105,6 +105,10 @@ pub struct Extra {
     /// `nn.Embedding(…, _freeze=True)` positions, a Whisper-style audio tower's
     /// `embed_positions.requires_grad_(False)`, `nn.Parameter(…, requires_grad=False)`.
     pub frozen: bool,
+    /// Run by the forward, but its output reaches the loss only through an op without a
+    /// derivative (the DSA indexer's scores feed `topk`, whose indices pick the keys): it
+    /// requires grad and never gets one.
+    pub gradless: bool,
 }
 
 impl Extra {
@@ -126,6 +130,7 @@ impl Extra {
             form,
             idle: false,
             frozen: false,
+            gradless: false,
         }
     }
 
@@ -180,6 +185,15 @@ impl Extra {
     #[must_use]
     pub fn idle(self) -> Self {
         Extra { idle: true, ..self }
+    }
+
+    /// Reached by no gradient ([`Extra::gradless`]).
+    #[must_use]
+    pub fn gradless(self) -> Self {
+        Extra {
+            gradless: true,
+            ..self
+        }
     }
 
     /// Never requires grad ([`Extra::frozen`]).

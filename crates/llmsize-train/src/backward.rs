@@ -1034,7 +1034,6 @@ fn mixtral_routing(p: &llmsize_core::profile::TrainingProfile, o: &Options) -> b
     p.routing == llmsize_core::profile::Routing::SoftmaxThenTopK
         && p.topk_renormalized
         && !p.routing_weights_in_dtype
-        && !p.router_fp32
         && o.lora.is_none()
         && o.style == LayerStyle::Llama
 }
@@ -1137,7 +1136,9 @@ fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
             };
             let ffn = match &l.ffn {
                 Ffn::Dense(m) => m.gated && !m.up_bias && !m.down_bias,
-                Ffn::Moe(m) => mixtral_routing(p, o) && mixtral_experts(m),
+                Ffn::Moe(m) => {
+                    !spec.facts.router_fp32 && mixtral_routing(p, o) && mixtral_experts(m)
+                }
                 Ffn::Absent => false,
             };
             attn && ffn

@@ -421,15 +421,18 @@ pub fn train(
             // A text-only step (`train` counts no image positions) never runs the vision or
             // audio towers: their parameters require grad but get none, and AdamW keeps no
             // state for them.
-            unreached: t.idle || (t.name.cross && !has_encoder) || t.category.is_modality(),
+            unreached: t.idle
+                || t.gradless
+                || (t.name.cross && !has_encoder)
+                || t.category.is_modality(),
             elements: t.elements()?,
             tensors: t.layers,
             matrix: (!t.is_vector()).then_some((t.rows, t.cols)),
             hidden_matrix,
             trainable,
-            // A router whose weight the code creates in fp32 (TrainingProfile::router_fp32)
-            // stays fp32 under `model.to(dtype)`'s dtype argument at construction.
-            dtype: if t.kind == TensorKind::Router && profile.is_some_and(|p| p.router_fp32) {
+            // A router whose weight the code creates in fp32 (TypeFacts::router_fp32) stays
+            // fp32 under the dtype the model is built in.
+            dtype: if t.kind == TensorKind::Router && spec.facts.router_fp32 {
                 ParamDtype::Fp32
             } else {
                 options.dtype
@@ -464,7 +467,7 @@ pub fn train(
                     place: base.map_or(Place::Output, |t| t.place),
                     adapter: true,
                     part_of_previous: false,
-                    unreached: m.idle,
+                    unreached: m.idle || m.gradless,
                     elements: checked::mul("LoRA rows·cols", rows, cols)?,
                     tensors: m.layers,
                     matrix: matrix.then_some((rows, cols)),

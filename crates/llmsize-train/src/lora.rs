@@ -103,6 +103,9 @@ pub struct Adapted {
     /// It adapts a module the forward never runs (a decoder's cross-attention without an
     /// encoder): trainable, but no gradient ever reaches it.
     pub idle: bool,
+    /// It adapts a module that runs but that no gradient reaches (the DSA indexer's): its
+    /// forward and saved tensors are as any adapter's, its factors get no gradient.
+    pub gradless: bool,
 }
 
 /// The resolved adapters.
@@ -154,6 +157,8 @@ struct Module {
     reach: Reach,
     /// The forward never runs it (a decoder's cross-attention without an encoder).
     idle: bool,
+    /// Runs, but no gradient reaches it ([`llmsize_core::layout::Tensor::gradless`]).
+    gradless: bool,
 }
 
 impl Module {
@@ -269,7 +274,9 @@ fn modules(
             copies: if expert { t.copies } else { 1 },
             rank_factor: 1,
             reach,
-            idle: t.idle || (t.name.cross && !has_encoder),
+            // A text-only step runs no vision or audio module.
+            idle: t.idle || (t.name.cross && !has_encoder) || t.category.is_modality(),
+            gradless: t.gradless,
         };
         // Fused modules: the layout lists their parts; peft sees one module of the full width.
         let fused_qkv = !t.name.cross
@@ -328,6 +335,7 @@ fn modules(
             rank_factor: 1,
             reach: Reach::Head,
             idle: false,
+            gradless: false,
         });
     }
     Ok(out)
@@ -590,6 +598,7 @@ pub fn plan(
             params,
             tensors: n,
             idle: m.idle,
+            gradless: m.gradless,
         });
     }
     let resolved: BTreeSet<String> = out.iter().map(|m| m.name.clone()).collect();

@@ -1423,6 +1423,7 @@ mod tests {
             params: rank * copies * (n_in + n_out),
             tensors: 2,
             idle: false,
+            gradless: false,
         }
     }
 

@@ -164,9 +164,58 @@ const fn linear_router(facts: TypeFacts) -> TypeFacts {
     }
 }
 
+/// The types whose router weight `modeling_*.py` creates in fp32 and reads over
+/// `hidden.float()` (DeepSeek-V3's `TopkRouter` and its copies; `grep 'self.weight =
+/// nn.Parameter(torch.zeros(…, dtype=torch.float32))'` over transformers 5.24), with the
+/// types that run one of those modules (`sarvam_mla`: DeepSeek-V3's, `sarvam_moe`:
+/// GLM-4-MoE's). A vision-language model's text config (`…_text`) shares its module.
+const FP32_ROUTERS: &[&str] = &[
+    "axk1",
+    "axk2",
+    "bailing_hybrid",
+    "beam",
+    "deepseek_ocr2",
+    "deepseek_v2",
+    "deepseek_v3",
+    "deepseek_v32",
+    "dots1",
+    "dots3_note",
+    "ernie4_5_moe",
+    "ernie4_5_vl_moe",
+    "exaone_moe",
+    "flint",
+    "glm4_moe",
+    "glm4_moe_lite",
+    "glm4v_moe",
+    "glm5_next",
+    "glm_moe_dsa",
+    "hy_v3",
+    "hy_v4",
+    "hy_v4_vl",
+    "inkling2",
+    "inkling2_loop",
+    "kimi_linear",
+    "mimo_v2_flash",
+    "mistral_large4",
+    "muse_spark",
+    "nemotron_h",
+    "solar_open",
+    "unlimited_ocr",
+    "sarvam_mla",
+    "sarvam_moe",
+];
+
 /// The facts of a model type; [`TypeFacts::NONE`] (llama's names, no peft default, no
 /// conversion, no runtime rule) for the types that have none of their own.
 pub(crate) fn of(model_type: &str) -> TypeFacts {
+    let base = model_type.strip_suffix("_text").unwrap_or(model_type);
+    TypeFacts {
+        router_fp32: FP32_ROUTERS.contains(&model_type) || FP32_ROUTERS.contains(&base),
+        ..by_name(model_type)
+    }
+}
+
+fn by_name(model_type: &str) -> TypeFacts {
     match model_type {
         // The types whose training step is derived: llama's names spelled out.
         "llama" | "mistral" | "qwen2" | "qwen3" | "gemma" => peft(LLAMA_MODULES, QV),

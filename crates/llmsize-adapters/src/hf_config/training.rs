@@ -214,7 +214,6 @@ pub(crate) fn profile(
         // scores with a bias for the choice, always renormalised; `HYV3MoE.forward` adds the
         // shared experts after the routed ones.
         "hy_v3" => TrainingProfile {
-            router_fp32: true,
             shared_expert: SharedExpertOrder::After,
             ..base(LayerStyle::Llama)
         },
@@ -226,7 +225,6 @@ pub(crate) fn profile(
         "glm4_moe" | "sarvam_moe" | "solar_open" | "exaone_moe" => {
             let glm = matches!(model_type, "glm4_moe" | "sarvam_moe");
             TrainingProfile {
-                router_fp32: true,
                 shared_expert: SharedExpertOrder::After,
                 routing: Routing::Grouped {
                     groups: map.get("n_group").and_then(Value::as_u64).unwrap_or(1),

@@ -2790,6 +2790,7 @@ mod tests {
                     params: rank * (n_in + n_out),
                     tensors: 2,
                     idle: false,
+                    gradless: false,
                 })
                 .collect(),
             resolved: mods.iter().map(|m| m.0.to_owned()).collect(),

@@ -348,7 +348,7 @@ struct Cx<'a> {
     rope_copies: Option<(u128, u128)>,
     /// See `TrainingProfile::q_position_scale`.
     q_scale: bool,
-    /// See `TrainingProfile::router_fp32`.
+    /// See `TypeFacts::router_fp32`.
     router_fp32: bool,
     lora: Option<&'a Lora>,
 }
@@ -1734,7 +1734,7 @@ fn context<'a>(
             llmsize_core::profile::RopeTables::Shared => None,
         }),
         q_scale: input.profile.is_some_and(|p| p.q_position_scale),
-        router_fp32: input.profile.is_some_and(|p| p.router_fp32),
+        router_fp32: input.spec.facts.router_fp32,
         lora,
     })
 }

@@ -60,6 +60,7 @@ fn pi0(raw: &mut RawConfig<'_>, f: &Family, _head: HeadChoice) -> Result<ModelSp
             form: t.shape.form,
             idle: false,
             frozen: t.frozen,
+            gradless: t.gradless,
         }));
     }
     let d = sym("d_expert", dit.hidden_size);

@@ -1025,14 +1025,16 @@ fn hrm_text(raw: &mut RawConfig<'_>, spec: &mut ModelSpec) -> Result<(), ConfigE
         llmsize_core::expr::Sym::Layers,
         "2·num_layers_per_stack (L_module and H_module)".to_owned(),
     );
-    spec.extras.push(Extra::vector(
-        "model.z_L_init",
-        "start state",
-        Category::LayerExtras,
-        Expr::sym(llmsize_core::expr::Sym::Hidden, spec.hidden_size),
-    )
-    // `nn.Parameter(torch.zeros(hidden_size), requires_grad=False)`.
-    .frozen());
+    spec.extras.push(
+        Extra::vector(
+            "model.z_L_init",
+            "start state",
+            Category::LayerExtras,
+            Expr::sym(llmsize_core::expr::Sym::Hidden, spec.hidden_size),
+        )
+        // `nn.Parameter(torch.zeros(hidden_size), requires_grad=False)`.
+        .frozen(),
+    );
     Ok(())
 }
 

@@ -583,6 +583,8 @@ pub(super) fn indexer(
     let k = || Expr::sym(Sym::Named("d_idx"), dim);
     let part = "indexer";
     let c = Category::Attention;
+    // Its scores only pick keys (`topk` indices, an additive 0/−inf mask): no gradient
+    // reaches its weights (`DeepseekV32Indexer`, `GlmMoeDsaIndexer`).
     Ok(vec![
         Extra::linear(
             "self_attn.indexer.wq_b.weight",
@@ -590,11 +592,12 @@ pub(super) fn indexer(
             c,
             Expr::sym(Sym::QueryRank, q_lora),
             Expr::product(vec![n(), k()]),
-        ),
-        Extra::linear("self_attn.indexer.wk.weight", part, c, d(), k()),
-        Extra::vector("self_attn.indexer.k_norm.weight", part, c, k()),
-        Extra::vector("self_attn.indexer.k_norm.bias", part, c, k()),
-        Extra::linear("self_attn.indexer.weights_proj.weight", part, c, d(), n()),
+        )
+        .gradless(),
+        Extra::linear("self_attn.indexer.wk.weight", part, c, d(), k()).gradless(),
+        Extra::vector("self_attn.indexer.k_norm.weight", part, c, k()).gradless(),
+        Extra::vector("self_attn.indexer.k_norm.bias", part, c, k()).gradless(),
+        Extra::linear("self_attn.indexer.weights_proj.weight", part, c, d(), n()).gradless(),
     ])
 }
 

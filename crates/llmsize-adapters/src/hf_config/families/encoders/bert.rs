@@ -305,15 +305,17 @@ fn build(
             offset: 0,
         }),
         Positions::Sinusoid => {
-            parts.extras.push(Extra::table(
-                "encoder.embed_positions.weight",
-                "sinusoidal positions",
-                Category::PositionEmbedding,
-                Expr::sym(Sym::Context, positions),
-                Expr::sym(Sym::HeadDim, head_dim),
-            )
-            // `RoFormerSinusoidalPositionalEmbedding` is `nn.Embedding(…, _freeze=True)`.
-            .frozen());
+            parts.extras.push(
+                Extra::table(
+                    "encoder.embed_positions.weight",
+                    "sinusoidal positions",
+                    Category::PositionEmbedding,
+                    Expr::sym(Sym::Context, positions),
+                    Expr::sym(Sym::HeadDim, head_dim),
+                )
+                // `RoFormerSinusoidalPositionalEmbedding` is `nn.Embedding(…, _freeze=True)`.
+                .frozen(),
+            );
             None
         }
     };
