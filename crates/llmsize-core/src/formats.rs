@@ -1344,6 +1344,7 @@ mod layout_tests {
             idle: false,
             frozen: false,
             gradless: false,
+            fp32: false,
         }
     }
 

@@ -295,6 +295,10 @@ impl fmt::Display for TensorName {
 /// a layer tensor stands for the same tensor in every layer of its kind (`layers` of them, in
 /// `layer_runs`), so the list grows with the number of distinct layer kinds, not with
 /// `num_hidden_layers`.
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each switch is a fact of the real parameter, copied from its Extra"
+)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tensor {
     /// A readable name (`decoder.3.attn_q.weight`, after the first layer of its kind).
@@ -335,6 +339,8 @@ pub struct Tensor {
     pub frozen: bool,
     /// Run, but reached by no gradient ([`crate::spec::Extra::gradless`]).
     pub gradless: bool,
+    /// Created in fp32 whatever the model's dtype ([`crate::spec::Extra::fp32`]).
+    pub fp32: bool,
 }
 
 impl Tensor {
@@ -516,6 +522,7 @@ impl Builder {
             idle: false,
             frozen: false,
             gradless: false,
+            fp32: false,
         });
         Ok(())
     }
@@ -575,6 +582,7 @@ impl Builder {
             t.idle = e.idle;
             t.frozen = e.frozen;
             t.gradless = e.gradless;
+            t.fp32 = e.fp32;
         }
         Ok(())
     }

@@ -78,6 +78,10 @@ pub struct ModelSpec {
 /// vectors, a layer's residual gates, a vision tower's patch embedding. What is really new in a
 /// family is a list of these, so counting, formats and FLOPs need no code per family: they
 /// treat an extra by its [`Form`] and [`Category`].
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each switch is a fact of the real parameter, as its modeling code sets it"
+)]
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Extra {
     /// Its name within the layer or model (`mixer.in_proj.weight`).
@@ -109,6 +113,9 @@ pub struct Extra {
     /// derivative (the DSA indexer's scores feed `topk`, whose indices pick the keys): it
     /// requires grad and never gets one.
     pub gradless: bool,
+    /// Created in fp32 whatever dtype the model is built in (`nn.Parameter(torch.empty(n,
+    /// dtype=torch.float32))`): its weight and gradient take four bytes an element.
+    pub fp32: bool,
 }
 
 impl Extra {
@@ -131,6 +138,7 @@ impl Extra {
             idle: false,
             frozen: false,
             gradless: false,
+            fp32: false,
         }
     }
 
@@ -185,6 +193,12 @@ impl Extra {
     #[must_use]
     pub fn idle(self) -> Self {
         Extra { idle: true, ..self }
+    }
+
+    /// Created in fp32 ([`Extra::fp32`]).
+    #[must_use]
+    pub fn fp32(self) -> Self {
+        Extra { fp32: true, ..self }
     }
 
     /// Reached by no gradient ([`Extra::gradless`]).

@@ -430,9 +430,9 @@ pub fn train(
             matrix: (!t.is_vector()).then_some((t.rows, t.cols)),
             hidden_matrix,
             trainable,
-            // A router whose weight the code creates in fp32 (TypeFacts::router_fp32) stays
-            // fp32 under the dtype the model is built in.
-            dtype: if t.kind == TensorKind::Router && spec.facts.router_fp32 {
+            // A tensor (Tensor::fp32) or a router (TypeFacts::router_fp32) the code creates
+            // in fp32 stays fp32 under the dtype the model is built in.
+            dtype: if t.fp32 || (t.kind == TensorKind::Router && spec.facts.router_fp32) {
                 ParamDtype::Fp32
             } else {
                 options.dtype

@@ -61,6 +61,7 @@ fn pi0(raw: &mut RawConfig<'_>, f: &Family, _head: HeadChoice) -> Result<ModelSp
             idle: false,
             frozen: t.frozen,
             gradless: t.gradless,
+            fp32: t.fp32,
         }));
     }
     let d = sym("d_expert", dit.hidden_size);
