@@ -419,12 +419,14 @@ pub fn train(
         held.push(Held {
             part_of_previous,
             // A text-only step (`train` counts no image positions) never runs the vision or
-            // audio towers: their parameters require grad but get none, and AdamW keeps no
-            // state for them.
+            // audio towers, and the language-model loss never reads a pooler's output
+            // (`BigBirdForCausalLM` keeps its pooler): their parameters require grad but
+            // get none, and AdamW keeps no state for them.
             unreached: t.idle
                 || t.gradless
                 || (t.name.cross && !has_encoder)
-                || t.category.is_modality(),
+                || t.category.is_modality()
+                || t.category == llmsize_core::category::Category::Pooler,
             elements: t.elements()?,
             tensors: t.layers,
             matrix: (!t.is_vector()).then_some((t.rows, t.cols)),

@@ -274,8 +274,11 @@ fn modules(
             copies: if expert { t.copies } else { 1 },
             rank_factor: 1,
             reach,
-            // A text-only step runs no vision or audio module.
-            idle: t.idle || (t.name.cross && !has_encoder) || t.category.is_modality(),
+            // A text-only step runs no vision or audio module; the loss reads no pooler.
+            idle: t.idle
+                || (t.name.cross && !has_encoder)
+                || t.category.is_modality()
+                || t.category == llmsize_core::category::Category::Pooler,
             gradless: t.gradless,
         };
         // Fused modules: the layout lists their parts; peft sees one module of the full width.

@@ -274,8 +274,11 @@ fn build(
         // `BertLayer.crossattention` (built when `add_cross_attention`): q/k/v/o and a
         // `LayerNorm`. With no encoder output it never runs, so it caches nothing: held as
         // tensors of the layer, not as a cross-attention the cache would count.
-        extras_of_layer = cross_attention_extras(hidden, qkv_bias, true, "crossattention");
-        extras_of_layer.extend(norm_extras(hidden, "crossattention.output.LayerNorm"));
+        extras_of_layer = cross_attention_extras(hidden, qkv_bias, true, "crossattention")
+            .into_iter()
+            .chain(norm_extras(hidden, "crossattention.output.LayerNorm"))
+            .map(Extra::idle)
+            .collect();
     }
     let layer = Layer {
         attention: Attention::Standard(attention),

@@ -339,8 +339,13 @@ pub(super) fn prophetnet(
         ),
     ];
     if cross {
-        extras.extend(cross_attention_extras(hidden, true, true, "cross_attn"));
-        extras.extend(norm_extras(hidden, "cross_attn_layer_norm"));
+        // `ProphetNetDecoderLayer` runs it only `if encoder_hidden_states is not None`.
+        extras.extend(
+            cross_attention_extras(hidden, true, true, "cross_attn")
+                .into_iter()
+                .chain(norm_extras(hidden, "cross_attn_layer_norm"))
+                .map(Extra::idle),
+        );
     }
     let norm = Norm::layer_norm(hidden);
     let layer = Layer {
