@@ -426,7 +426,6 @@ fn the_parameters_autograd_reaches_are_counted_on_every_type() {
     // `Extra::fp32`, as Kimi's and Bailing's KDA `dt_bias`/`A_log`/`conv1d` are); where
     // fewer, some get no gradient from a text-only step (not yet named).
     let known: &[&str] = &[
-        "axk2",         // fewer: unreached parameters
         "flint",        // more: its attention sinks are fp32 (a typed part, no flag yet)
         "inkling_text", // more: fp32 parameters beyond its one-element `global_scale`s
         "olmo_hybrid",  // more: fp32 parameters

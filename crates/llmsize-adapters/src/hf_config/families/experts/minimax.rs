@@ -206,7 +206,8 @@ pub(super) fn read_minimax_m3_text(
 }
 
 /// A lightning indexer's tensors under `path`: `q_proj` `d → heads·dim`, `k_proj` `d → dim`,
-/// q/k `RMSNorm`s of `dim` (the truth files them all as attention).
+/// q/k `RMSNorm`s of `dim` (the truth files them all as attention). Its block indices only
+/// build the mask (`MiniMaxM3VLIndexer`): no gradient reaches it ([`Extra::gradless`]).
 fn indexer_extras(d: u64, heads: u64, dim: u64, path: &str) -> Vec<Extra> {
     let idx = || Expr::sym(Sym::Named("d_idx"), dim);
     vec![
@@ -237,4 +238,7 @@ fn indexer_extras(d: u64, heads: u64, dim: u64, path: &str) -> Vec<Extra> {
             idx(),
         ),
     ]
+    .into_iter()
+    .map(Extra::gradless)
+    .collect()
 }

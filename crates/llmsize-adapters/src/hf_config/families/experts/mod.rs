@@ -248,7 +248,8 @@ fn truthy(f: &Value) -> bool {
 
 /// A DeepSeek Sparse Attention indexer on MLA (`…Indexer`: `wq_b` `q_lora_rank →
 /// index_n_heads·index_head_dim`, `wk` `d → index_head_dim`, `k_norm` a `LayerNorm` of
-/// `index_head_dim` with bias, `weights_proj` `d → index_n_heads`), all attention.
+/// `index_head_dim` with bias, `weights_proj` `d → index_n_heads`), all attention. Its
+/// scores only pick keys (`topk` indices): no gradient reaches it ([`Extra::gradless`]).
 fn dsa_indexer_extras(d: u64, q_lora: u64, heads: u64, dim: u64) -> Vec<Extra> {
     let idx = || Expr::sym(Sym::Named("d_idx"), dim);
     let n = || Expr::sym(Sym::Named("index_n_heads"), heads);
@@ -288,6 +289,9 @@ fn dsa_indexer_extras(d: u64, q_lora: u64, heads: u64, dim: u64) -> Vec<Extra> {
             n(),
         ),
     ]
+    .into_iter()
+    .map(Extra::gradless)
+    .collect()
 }
 
 /// The entries of this folder, in registry order (a lookup takes the first entry of a type,
