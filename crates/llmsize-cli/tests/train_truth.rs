@@ -440,20 +440,8 @@ fn the_parameters_autograd_reaches_are_counted_on_every_type() {
         let Some(grad) = e["gradient_bytes"].get("bf16") else {
             continue;
         };
-        let cfg = format!("{REST}/{}", e["config"].as_str().unwrap());
-        let r = llmsize(&[
-            "train",
-            &cfg,
-            "--seq-len",
-            "40",
-            "--dtype",
-            "bf16",
-            "--device",
-            "cpu",
-            "--json",
-        ]);
-        assert_eq!(r.code, 0, "{cfg}: {}", r.stderr);
-        let j: Value = serde_json::from_str(&r.stdout).unwrap();
+        // Every fixture's config is `configs/{id}.json`.
+        let j = train_json(e["id"].as_str().unwrap(), &["--seq-len", "40"]);
         checked += 1;
         if j["trainable_params"] != e["params"]["full"]["trainable"] || j["gradient_bytes"] != *grad
         {

@@ -341,6 +341,24 @@ fn frozen_by(kind: TensorKind, place: Place, freeze: &[FreezePart]) -> bool {
 /// ranges, the first layer's saved input), several times when it looks for what would fit: a
 /// stack may change its layer kind at most [`llmsize_core::limits::MAX_RUNS`] times, so the step
 /// stays within its second whatever the config's layer count and window pattern.
+/// Whether the model has an encoder: a decoder's cross-attention runs only on its output.
+pub(crate) fn has_encoder(spec: &ModelSpec) -> bool {
+    spec.stacks
+        .iter()
+        .any(|s| s.role == llmsize_core::spec::StackRole::Encoder)
+}
+
+/// Whether a causal-LM step never runs `t`: built but idle ([`llmsize_core::layout::Tensor::idle`]), a decoder's
+/// cross-attention without an encoder, a vision or audio tower (`train` counts no image
+/// positions: the step is text-only), or a pooler, whose output the language-model loss
+/// never reads (`BigBirdForCausalLM` keeps its pooler).
+pub(crate) fn never_run(t: &llmsize_core::layout::Tensor, has_encoder: bool) -> bool {
+    t.idle
+        || (t.name.cross && !has_encoder)
+        || t.category.is_modality()
+        || t.category == llmsize_core::category::Category::Pooler
+}
+
 fn check_runs(spec: &ModelSpec) -> Result<(), llmsize_core::SpecError> {
     for stack in &spec.stacks {
         let runs = stack.layers.runs().len();
@@ -396,11 +414,7 @@ pub fn train(
         Some(f) => Some(llmsize_core::memory::weight_lines(spec, f)?),
         None => None,
     };
-    // A decoder's cross-attention runs only on an encoder's output.
-    let has_encoder = spec
-        .stacks
-        .iter()
-        .any(|s| s.role == llmsize_core::spec::StackRole::Encoder);
+    let has_encoder = has_encoder(spec);
     for t in &lay.tensors {
         let trainable = !t.frozen && !frozen_base && !frozen_by(t.kind, t.place, &options.freeze);
         let hidden_matrix = matches!(t.place, Place::Layer { .. }) && !t.is_vector();
@@ -418,15 +432,8 @@ pub fn train(
         });
         held.push(Held {
             part_of_previous,
-            // A text-only step (`train` counts no image positions) never runs the vision or
-            // audio towers, and the language-model loss never reads a pooler's output
-            // (`BigBirdForCausalLM` keeps its pooler): their parameters require grad but
-            // get none, and AdamW keeps no state for them.
-            unreached: t.idle
-                || t.gradless
-                || (t.name.cross && !has_encoder)
-                || t.category.is_modality()
-                || t.category == llmsize_core::category::Category::Pooler,
+            // Required grad, but none comes: AdamW keeps no state for it either.
+            unreached: never_run(t, has_encoder) || t.gradless,
             elements: t.elements()?,
             tensors: t.layers,
             matrix: (!t.is_vector()).then_some((t.rows, t.cols)),

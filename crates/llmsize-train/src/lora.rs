@@ -221,7 +221,7 @@ fn modules(
 ) -> Result<Vec<Module>, SpecError> {
     use TensorKind as K;
     let names = spec.facts.modules;
-    let has_encoder = spec.stacks.iter().any(|s| s.role == StackRole::Encoder);
+    let has_encoder = crate::has_encoder(spec);
     let mut out: Vec<Module> = Vec::new();
     for t in &layout.tensors {
         let matrix = t.shape.form == Form::Linear
@@ -274,11 +274,7 @@ fn modules(
             copies: if expert { t.copies } else { 1 },
             rank_factor: 1,
             reach,
-            // A text-only step runs no vision or audio module; the loss reads no pooler.
-            idle: t.idle
-                || (t.name.cross && !has_encoder)
-                || t.category.is_modality()
-                || t.category == llmsize_core::category::Category::Pooler,
+            idle: crate::never_run(t, has_encoder),
             gradless: t.gradless,
         };
         // Fused modules: the layout lists their parts; peft sees one module of the full width.

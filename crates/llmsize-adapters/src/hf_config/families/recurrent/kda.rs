@@ -395,6 +395,13 @@ fn kda(hidden: u64, heads: u64, head_dim: u64, kernel: u64, variant: Variant) ->
     let h = named("h_lin", head_dim);
     let width = Expr::product(vec![n.clone(), h.clone()]);
     let ssm = Category::Ssm;
+    let fp32_if_bailing = |e: Extra| {
+        if variant == Variant::Bailing {
+            e.fp32()
+        } else {
+            e
+        }
+    };
     // The output and forget gates: full (`d → n·h`) or low-rank (`d → h → n·h`).
     let gates = match variant {
         Variant::Bailing => vec![
@@ -412,28 +419,18 @@ fn kda(hidden: u64, heads: u64, head_dim: u64, kernel: u64, variant: Variant) ->
         Extra::linear("kda.q_proj.weight", PART, ssm, d.clone(), width.clone()),
         Extra::linear("kda.k_proj.weight", PART, ssm, d.clone(), width.clone()),
         Extra::linear("kda.v_proj.weight", PART, ssm, d.clone(), width.clone()),
-        {
-            let conv = Extra::table(
-                "kda.conv1d.weight",
-                PART,
-                ssm,
-                Expr::product(vec![Expr::Lit(3), width.clone()]),
-                named("d_conv", kernel),
-            );
-            // Bailing builds its `nn.Conv1d(…, dtype=torch.float32)`.
-            if variant == Variant::Bailing {
-                conv.fp32()
-            } else {
-                conv
-            }
-        },
+        // Bailing builds its `nn.Conv1d(…, dtype=torch.float32)`.
+        fp32_if_bailing(Extra::table(
+            "kda.conv1d.weight",
+            PART,
+            ssm,
+            Expr::product(vec![Expr::Lit(3), width.clone()]),
+            named("d_conv", kernel),
+        )),
         // `dt_bias` is created in fp32 by both forget gates, `A_log` by Bailing's only
         // (`BailingHybridForgetGate`, `KimiLinearForgetGate.__init__`).
         Extra::vector("kda.dt_bias", PART, ssm, width.clone()).fp32(),
-        match variant {
-            Variant::Bailing => Extra::vector("kda.A_log", PART, ssm, n.clone()).fp32(),
-            Variant::Kimi => Extra::vector("kda.A_log", PART, ssm, n.clone()),
-        },
+        fp32_if_bailing(Extra::vector("kda.A_log", PART, ssm, n.clone())),
         Extra::linear("kda.b_proj.weight", PART, ssm, d.clone(), n),
         Extra::vector("kda.o_norm.weight", PART, ssm, h),
         Extra::linear("kda.o_proj.weight", PART, ssm, width, d),
