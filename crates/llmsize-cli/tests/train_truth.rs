@@ -391,8 +391,14 @@ fn the_derived_ln_families_hold_at_shapes_never_fitted() {
     // Every figure must be called exact and equal the oracle's.
     let all = cases(REST, "shapes.json");
     assert!(all.len() >= 54, "{} cases", all.len());
+    let bad = not_exact(&all);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// The cases llmsize calls an estimate or gets wrong.
+fn not_exact(all: &[Case]) -> Vec<String> {
     let mut bad = Vec::new();
-    for c in &all {
+    for c in all {
         let args: Vec<&str> = c.args.iter().map(String::as_str).collect();
         let r = llmsize(&args);
         assert_eq!(r.code, 0, "{}: {}", c.tag, r.stderr);
@@ -409,6 +415,24 @@ fn the_derived_ln_families_hold_at_shapes_never_fitted() {
             }
         }
     }
+    bad
+}
+
+#[test]
+fn the_norm_placements_and_soft_caps_are_derived_from_the_profile() {
+    // Types whose layers are llama's with the profile's switches, no code of their own in
+    // the walker: Gemma 3 (Gemma's norms before and after each block, Gemma q/k norms, two
+    // rotary tables, no caps), VaultGemma (Gemma's pre-norms, soft-capped scores and
+    // logits, eager only), GLM-4 (GLM's layers between Llama-norm sandwiches). Every run of
+    // the fixture — eager and SDPA, batch 1 and 2, checkpointing, the step's FLOPs, LoRA —
+    // must be called exact and equal the oracle's.
+    let types = ["gemma3_text", "vaultgemma", "glm4"];
+    let all: Vec<Case> = cases(REST, "train.json")
+        .into_iter()
+        .filter(|c| types.iter().any(|t| c.tag.starts_with(&format!("{t} "))))
+        .collect();
+    assert!(all.len() >= 15, "{} cases", all.len());
+    let bad = not_exact(&all);
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 

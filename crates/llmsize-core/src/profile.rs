@@ -16,18 +16,14 @@ use crate::layout::TensorKind;
 /// `../shared/truth/train/README.md` derives each from measurements).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LayerStyle {
-    /// Llama, Mistral, Qwen2, Qwen3 (with q/k norms), Mixtral and Qwen3-MoE (with experts):
-    /// pre-RMSNorm that saves an fp32 copy, separate q/k/v, `SwiGLU`.
+    /// The RMSNorm decoders: Llama, Mistral, Qwen2, Qwen3 (with q/k norms), Mixtral and
+    /// Qwen3-MoE (with experts), and with the profile's switches Gemma's norms
+    /// ([`NormCode`]), Gemma 2's and `OLMo` 2's placements ([`BlockNorms`]), soft-capping:
+    /// separate q/k/v (or a fused `qkv` the layout declares), a gated or plain MLP.
     Llama,
     /// Phi-3: as Llama with a fused `qkv_proj` (its whole output kept by the `v` view) and a
     /// fused `gate_up_proj`.
     Phi3,
-    /// Gemma: Llama with `(1 + w)` RMSNorm computed in fp32 and a `sqrt(d)` normalizer.
-    Gemma,
-    /// Gemma 2: Gemma norms before and after each block, soft-capped attention and logits.
-    Gemma2,
-    /// `OLMo` 2: post-norms, full-width q/k RMSNorm, fp32 rotary tables.
-    Olmo2,
     /// GPT-2: `LayerNorm`, `Conv1D` fused `c_attn`, `gelu_new` in Python, dropouts.
     Gpt2,
     /// GPT-NeoX / Pythia: parallel residual, fused `query_key_value`, partial rotary.
@@ -55,9 +51,6 @@ impl LayerStyle {
         match self {
             LayerStyle::Llama => "llama",
             LayerStyle::Phi3 => "phi3",
-            LayerStyle::Gemma => "gemma",
-            LayerStyle::Gemma2 => "gemma2",
-            LayerStyle::Olmo2 => "olmo2",
             LayerStyle::Gpt2 => "gpt2",
             LayerStyle::GptNeox => "gpt_neox",
             LayerStyle::Opt => "opt",
@@ -134,16 +127,66 @@ pub enum SharedExpertOrder {
 /// Where a family's rotary cos/sin tables live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum RopeTables {
-    /// Computed once in the dtype (fp32 for `OLMo` 2) and shared by every layer.
+    /// Computed once and shared by every layer.
     #[default]
     Shared,
     /// `apply_rotary_pos_emb` interleaves them (`cos[..., :r/2].repeat_interleave(2)`, GLM,
     /// ERNIE 4.5): every layer whose q or k needs a gradient saves its own copies; the
     /// model's tables are kept only by a checkpoint's recompute closure.
-    Interleaved {
-        /// The tables are fp32 (ERNIE 4.5 keeps them "in full precision").
-        fp32: bool,
-    },
+    Interleaved,
+}
+
+/// How a family's `RMSNorm` computes: what it saves, in which dtype.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum NormCode {
+    /// `w * (x.float() * rsqrt(mean(x²) + ε)).to(dtype)` (Llama): the normalized tensor the
+    /// weight's gradient reads is in the dtype.
+    #[default]
+    Llama,
+    /// `(x.float() * rsqrt(…)) * (1 + w.float())`, then `.to(dtype)` (Gemma's): the fp32
+    /// normalized tensor and the fp32 `1 + w` are saved.
+    Gemma,
+    /// `(w.float() * x_normed).to(dtype)` (Helium's): saved as Gemma's (the fp32 normalized
+    /// tensor, the weight's fp32 copy), without the `1 +`.
+    Fp32Weight,
+    /// `(w * (x.float() * rsqrt(…))).to(dtype)` (`OLMo` 2's): the weight multiplies in fp32.
+    Olmo,
+}
+
+impl NormCode {
+    /// The weight's gradient reads an fp32 normalized tensor (every code but Llama's).
+    #[must_use]
+    pub fn fp32_normalized(self) -> bool {
+        self != NormCode::Llama
+    }
+}
+
+/// Where a decoder layer's norms sit around its two blocks (attention, MLP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum BlockNorms {
+    /// `x + f(norm(x))`: a norm before each block.
+    #[default]
+    Pre,
+    /// `x + norm(f(norm(x)))`: before and after each block (Gemma 2 and 3, GLM-4).
+    Sandwich,
+    /// `x + norm(f(x))`: after each block only, the block reading the residual stream
+    /// itself (`OLMo` 2).
+    Output,
+}
+
+impl BlockNorms {
+    /// A norm before each block.
+    #[must_use]
+    pub fn before(self) -> bool {
+        self != BlockNorms::Output
+    }
+
+    /// A norm on each block's output: the block's last op saves a tensor, so a
+    /// checkpoint's recompute re-runs the whole layer.
+    #[must_use]
+    pub fn after(self) -> bool {
+        self != BlockNorms::Pre
+    }
 }
 
 /// What the training arithmetic needs beyond shapes.
@@ -179,13 +222,25 @@ pub struct TrainingProfile {
     pub scaled_embedding_output: bool,
     /// Where the rotary tables live.
     pub rope_tables: RopeTables,
+    /// The rotary tables are fp32 (`OLMo` 2's shared ones; ERNIE 4.5 keeps its interleaved
+    /// copies "in full precision"), not in the dtype.
+    pub rotary_fp32: bool,
+    /// The `RMSNorm`s' code.
+    pub norm: NormCode,
+    /// Where the layer's norms sit.
+    pub block_norms: BlockNorms,
+    /// The attention scores are soft-capped (`tanh(scores / cap) · cap`,
+    /// `attn_logit_softcapping` set: Gemma 2, `VaultGemma`), which `tanh` saves.
+    pub attn_softcap: bool,
+    /// The logits are soft-capped (`final_logit_softcapping` set).
+    pub logit_softcap: bool,
+    /// The token embeddings are multiplied by `√d` as a tensor in the dtype (Gemma's
+    /// `normalizer`, Gemma 3's `Gemma3TextScaledWordEmbedding`): the multiply's gradient is
+    /// one more `[T, d]` in backward.
+    pub embedding_normalizer: bool,
     /// Shared tables computed per layer type (`OLMo` 3: one rotary per entry kind of
     /// `layer_types`), 1 for most families.
     pub rotary_tables: u64,
-    /// The RMSNorm multiplies in fp32 by its fp32 weight, then casts (`(w.float() ·
-    /// x_normed).to(dtype)`, Helium): saved as Gemma's norm (fp32 normalised, the weight's
-    /// fp32 copy).
-    pub norm_fp32_weight: bool,
     /// q is multiplied by a position-dependent scale (`get_llama_4_attn_scale`, Ministral 3):
     /// the multiply saves the `[1, 1, s, 1]` scale in the dtype.
     pub q_position_scale: bool,
@@ -273,7 +328,12 @@ impl TrainingProfile {
             scaled_embedding_output: false,
             rope_tables: RopeTables::Shared,
             rotary_tables: 1,
-            norm_fp32_weight: false,
+            rotary_fp32: false,
+            norm: NormCode::Llama,
+            block_norms: BlockNorms::Pre,
+            attn_softcap: false,
+            logit_softcap: false,
+            embedding_normalizer: false,
             q_position_scale: false,
             rope_concatenated: false,
             shared_expert: SharedExpertOrder::Unread,

@@ -19,7 +19,7 @@
 
 use crate::{AttnImpl, Term};
 use llmsize_core::checked;
-use llmsize_core::profile::LayerStyle;
+use llmsize_core::profile::{BlockNorms, LayerStyle, NormCode, TrainingProfile};
 use llmsize_core::spec::{Attention, Ffn, ModelSpec, NormKind, OutputHead};
 use llmsize_core::{Overflow, SpecError};
 
@@ -129,9 +129,10 @@ struct Dims {
     mha: bool,
     bias_qkv: bool,
     /// The layer code: Phi-3 fuses `qkv_proj` (sliced into q, k, v) and `gate_up_proj`
-    /// (chunked) and rotates `q[..., :rotary_dim]` concatenated with the rest; Gemma's norms
-    /// are `(x.float() · rsqrt(…)) · (1 + weight.float())`, cast back at the end.
+    /// (chunked) and rotates `q[..., :rotary_dim]` concatenated with the rest.
     style: LayerStyle,
+    /// The norms' code and placement, the soft-capping.
+    code: Code,
     /// A Mixtral MoE block in place of the MLP: experts `E`, per token `k`, expert width `Fm`.
     moe: Option<(u128, u128, u128)>,
     /// Per head: its width, and how many of its dimensions the rotary turns (GPT-NeoX).
@@ -409,13 +410,12 @@ fn norm(tape: &mut Tape, dm: &Dims, g: Buf) -> Result<Buf, Overflow> {
     if dm.style == LayerStyle::GptNeox {
         return layer_norm(tape, dm, g);
     }
-    if dm.style == LayerStyle::Olmo2 {
-        return olmo_rms_norm(tape, dm.e, (dm.t, dm.d), (g, true));
-    }
-    if matches!(dm.style, LayerStyle::Gemma | LayerStyle::Gemma2) {
-        gemma_rms_norm(tape, dm.e, (dm.t, dm.d), (g, true))
-    } else {
-        rms_norm(tape, (dm.e, dm.lora.is_none()), (dm.t, dm.d), g)
+    match dm.code.norm {
+        NormCode::Olmo => olmo_rms_norm(tape, dm.e, (dm.t, dm.d), (g, true)),
+        NormCode::Gemma | NormCode::Fp32Weight => {
+            gemma_rms_norm(tape, dm.e, (dm.t, dm.d), (g, true))
+        }
+        NormCode::Llama => rms_norm(tape, (dm.e, dm.lora.is_none()), (dm.t, dm.d), g),
     }
 }
 
@@ -469,7 +469,7 @@ fn eager_core(tape: &mut Tape, dm: &Dims, x: Buf) -> Result<(Buf, Buf, Buf), Ove
     // Gemma 2's soft-capping of the scores (`/ cap`, `tanh`, `· cap`): three gradients in
     // turn, before the scaling's.
     let mut gsb = gsb;
-    if dm.style == LayerStyle::Gemma2 {
+    if dm.code.attn_softcap {
         for _ in 0..3 {
             let next = tape.alloc(sb)?;
             tape.free(gsb);
@@ -796,7 +796,7 @@ fn layer(
 /// A Gemma 2 layer (`modeling_gemma2.py`): `h = x + post_attn(attn(pre_attn(x))); y = h +
 /// post_ff(mlp(pre_ff(h)))`, Gemma's norms, eager attention with soft-capped scores; frees
 /// `g`, returns the input's gradient.
-fn gemma2_layer(tape: &mut Tape, dm: &Dims, g: Buf, name: &str) -> Result<Option<Buf>, Overflow> {
+fn sandwich_layer(tape: &mut Tape, dm: &Dims, g: Buf, name: &str) -> Result<Option<Buf>, Overflow> {
     tape.at = format!("{name}'s MLP");
     let rows = (dm.t, dm.d);
     let n = gemma_rms_norm(tape, dm.e, rows, (g, false))?;
@@ -1051,16 +1051,7 @@ fn mixtral_experts(m: &llmsize_core::spec::Moe) -> bool {
 /// Why a model's backward is not derived here (`None`: it is).
 fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
     let style = spec.training.as_ref().map(|p| (p.style, p));
-    let Some((
-        LayerStyle::Llama
-        | LayerStyle::Gemma
-        | LayerStyle::Phi3
-        | LayerStyle::GptNeox
-        | LayerStyle::Olmo2
-        | LayerStyle::Gemma2,
-        p,
-    )) = style
-    else {
+    let Some((LayerStyle::Llama | LayerStyle::Phi3 | LayerStyle::GptNeox, p)) = style else {
         return Some(format!(
             "the backward of `{}` layers is not derived op by op",
             spec.model_type
@@ -1095,10 +1086,15 @@ fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
     if p.attention_dropout || p.hidden_dropout || p.embedding_dropout {
         return Some("dropout's masks in backward are not derived".into());
     }
-    if o.style == LayerStyle::Gemma2 && (o.lora.is_some() || o.attn == AttnImpl::Sdpa) {
-        return Some("the backward of Gemma 2 is derived for full fine-tuning, eager".into());
+    if o.code.block_norms == BlockNorms::Sandwich
+        && (o.code.norm != NormCode::Gemma || o.lora.is_some() || o.attn == AttnImpl::Sdpa)
+    {
+        return Some(
+            "the backward of sandwich-normed layers is derived for Gemma's norms, full fine-tuning, eager"
+                .into(),
+        );
     }
-    if o.style == LayerStyle::Olmo2 {
+    if o.code.block_norms == BlockNorms::Output {
         return (o.lora.is_some() || !olmo_layout(spec, p, o)).then(|| {
             format!(
                 "the backward of this `{}` layer layout is not derived op by op",
@@ -1142,9 +1138,15 @@ fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
                 Ffn::Absent => false,
             };
             attn && ffn
-                && plain_layer(l, if o.style == LayerStyle::Gemma2 { 4 } else { 2 }, |n| {
-                    n.kind == NormKind::RmsNorm
-                })
+                && plain_layer(
+                    l,
+                    if o.code.block_norms == BlockNorms::Sandwich {
+                        4
+                    } else {
+                        2
+                    },
+                    |n| n.kind == NormKind::RmsNorm,
+                )
         });
     (!simple).then(|| {
         format!(
@@ -1152,6 +1154,28 @@ fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
             spec.model_type
         )
     })
+}
+
+/// What the op rules read of a profile beyond its layer style.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Code {
+    norm: NormCode,
+    block_norms: BlockNorms,
+    attn_softcap: bool,
+    logit_softcap: bool,
+    embedding_normalizer: bool,
+}
+
+impl Code {
+    pub(crate) fn of(p: Option<&TrainingProfile>) -> Self {
+        p.map_or_else(Code::default, |p| Code {
+            norm: p.norm,
+            block_norms: p.block_norms,
+            attn_softcap: p.attn_softcap,
+            logit_softcap: p.logit_softcap,
+            embedding_normalizer: p.embedding_normalizer,
+        })
+    }
 }
 
 /// The question.
@@ -1172,6 +1196,8 @@ pub(crate) struct Options {
     pub pure: bool,
     /// The type's layer code (from its training profile).
     pub style: LayerStyle,
+    /// The profile's norms and soft-capping.
+    pub code: Code,
     /// The kernels: the rules are torch's CPU ones.
     pub device: crate::Device,
     /// Rotary dimensions per head (the profile's).
@@ -1253,7 +1279,7 @@ fn walk(tape: &mut Tape, spec: &ModelSpec, o: &Options) -> Result<(), SpecError>
         c
     };
     let mut c = c;
-    if o.style == LayerStyle::Gemma2 {
+    if o.code.logit_softcap {
         // The final logit soft-capping (`/ cap`, `tanh`, `· cap`) on [T, V] in the dtype.
         for _ in 0..3 {
             let next = tape.alloc(x(v)?)?;
@@ -1278,6 +1304,7 @@ fn walk(tape: &mut Tape, spec: &ModelSpec, o: &Options) -> Result<(), SpecError>
         mha: true,
         bias_qkv: false,
         style: o.style,
+        code: o.code,
         moe: None,
         head_dim: 0,
         rot: 0,
@@ -1316,7 +1343,7 @@ fn walk(tape: &mut Tape, spec: &ModelSpec, o: &Options) -> Result<(), SpecError>
         return Ok(());
     };
     tape.at = "the token embedding".into();
-    if matches!(o.style, LayerStyle::Gemma | LayerStyle::Gemma2) {
+    if o.code.embedding_normalizer {
         // `hidden * normalizer` (√d in the dtype): its gradient, then the embedding's.
         let scaled = tape.alloc(x(d)?)?;
         tape.free(g);
@@ -1409,10 +1436,10 @@ fn run_of_layers(
     };
     let out = if dm.style == LayerStyle::GptNeox {
         neox_layer(tape, dm, g, &name).map(Some)?
-    } else if dm.style == LayerStyle::Olmo2 {
+    } else if dm.code.block_norms == BlockNorms::Output {
         olmo_layer(tape, dm, g, &name).map(Some)?
-    } else if dm.style == LayerStyle::Gemma2 {
-        gemma2_layer(tape, dm, g, &name)?
+    } else if dm.code.block_norms == BlockNorms::Sandwich {
+        sandwich_layer(tape, dm, g, &name)?
     } else {
         layer(tape, dm, g, (&name, x_rg))?
     };
@@ -1499,6 +1526,7 @@ mod tests {
             mha: true,
             bias_qkv: false,
             style: LayerStyle::Llama,
+            code: Code::default(),
             moe: None,
             head_dim: 128,
             rot: 128,

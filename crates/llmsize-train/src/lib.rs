@@ -707,6 +707,7 @@ fn backward_of(
             lora: lora_all,
             pure: options.precision == Precision::Pure,
             style: profile.map_or(llmsize_core::profile::LayerStyle::Llama, |p| p.style),
+            code: backward::Code::of(profile),
             device: options.device,
             rotary: profile.and_then(|p| p.rotary_dims),
         },

@@ -44,7 +44,7 @@ use crate::{AttnImpl, Device, FreezePart, Term};
 use llmsize_core::checked::{self, Checked};
 use llmsize_core::flops::FlopsReport;
 use llmsize_core::layout::{Layout, Place, Tensor, TensorKind, layout};
-use llmsize_core::profile::{LayerStyle, SharedExpertOrder, TrainingProfile};
+use llmsize_core::profile::{BlockNorms, LayerStyle, SharedExpertOrder, TrainingProfile};
 use llmsize_core::spec::{Attention, Ffn, Layer, ModelSpec, OutputHead, StackRole};
 use llmsize_core::units::thousands_u128;
 use llmsize_core::{Overflow, SpecError};
@@ -170,9 +170,6 @@ fn role(kind: TensorKind) -> Option<Role> {
 const FREEZE_CHECKED: &[LayerStyle] = &[
     LayerStyle::Llama,
     LayerStyle::Phi3,
-    LayerStyle::Gemma,
-    LayerStyle::Gemma2,
-    LayerStyle::Olmo2,
     LayerStyle::Gpt2,
     LayerStyle::GptNeox,
     LayerStyle::Opt,
@@ -689,7 +686,10 @@ impl<'a> Counter<'a> {
         let parallel = matches!(self.style(), Some(LayerStyle::GptNeox | LayerStyle::Falcon));
         // OLMo 2 normalises the blocks' outputs, not their inputs: q, k, v and the MLP read
         // the residual stream itself.
-        let post_norm = self.style() == Some(LayerStyle::Olmo2);
+        let post_norm = self
+            .input
+            .profile
+            .is_some_and(|p| p.block_norms == BlockNorms::Output);
         // Attention: the norm's output feeds q, k, v.
         let a_in = rg_in || (norms && !post_norm);
         let outs = self.group(kind, &mut pass, Role::AttnIn, a_in, layer0)?;
@@ -801,11 +801,9 @@ impl<'a> Counter<'a> {
     /// the routed experts; `None` where a later op saves a tensor (a residual dropout, a norm
     /// after the MLP, the routed experts' weighting) and the whole layer is re-run.
     fn last_linear(&self, kind: &Kind<'_>) -> Option<TensorKind> {
-        let whole_style = matches!(self.style(), Some(LayerStyle::Gemma2 | LayerStyle::Olmo2))
-            || self
-                .input
-                .profile
-                .is_some_and(|p| p.post_norm || (p.hidden_dropout && !p.mlp_output_undropped));
+        let whole_style = self.input.profile.is_some_and(|p| {
+            p.block_norms.after() || p.post_norm || (p.hidden_dropout && !p.mlp_output_undropped)
+        });
         if whole_style {
             return None;
         }
@@ -1985,7 +1983,12 @@ mod tests {
             a.k_norm = Some(llmsize_core::spec::Norm::rms_norm(32));
         }
         spec.stacks[0].layers = Layers::repeat(layer, 2);
-        spec.training = Some(profile(LayerStyle::Olmo2, false, false));
+        spec.training = Some(TrainingProfile {
+            norm: llmsize_core::profile::NormCode::Olmo,
+            block_norms: BlockNorms::Output,
+            rotary_fp32: true,
+            ..profile(LayerStyle::Llama, false, false)
+        });
         check_freeze(
             &spec,
             &[

@@ -5,7 +5,8 @@
 
 use llmsize_core::facts::TypeFacts;
 use llmsize_core::profile::{
-    LayerStyle, PositionIds, RopeTables, Routing, SharedExpertOrder, TrainingProfile,
+    BlockNorms, LayerStyle, NormCode, PositionIds, RopeTables, Routing, SharedExpertOrder,
+    TrainingProfile,
 };
 use serde_json::{Map, Value};
 
@@ -183,23 +184,31 @@ pub(crate) fn profile(
             ..base(LayerStyle::Llama)
         },
         // GLM (`modeling_glm.py`): interleaved rotary copies per layer, on the first
-        // `partial_rotary_factor` (0.5) of each head, ending in a `cat`.
-        "glm" => TrainingProfile {
-            rope_tables: RopeTables::Interleaved { fp32: false },
+        // `partial_rotary_factor` (0.5) of each head, ending in a `cat`. GLM-4
+        // (`modeling_glm4.py`) runs GLM's attention and MLP between sandwich norms
+        // (`post_self_attn_layernorm`, `post_mlp_layernorm`).
+        "glm" | "glm4" => TrainingProfile {
+            rope_tables: RopeTables::Interleaved,
             rope_concatenated: true,
             rotary_dims: head_dim.map(|hd| rotary_part(map, hd, 0.5)),
+            block_norms: if model_type == "glm4" {
+                BlockNorms::Sandwich
+            } else {
+                BlockNorms::Pre
+            },
             ..base(LayerStyle::Llama)
         },
         // Helium (`modeling_helium.py`): interleaved rotary copies per layer; RMSNorms that
         // multiply by their fp32 weight in fp32.
         "helium" => TrainingProfile {
-            rope_tables: RopeTables::Interleaved { fp32: false },
-            norm_fp32_weight: true,
+            rope_tables: RopeTables::Interleaved,
+            norm: NormCode::Fp32Weight,
             ..base(LayerStyle::Llama)
         },
         // ERNIE 4.5: fp32 rotary tables, interleaved per layer.
         "ernie4_5" => TrainingProfile {
-            rope_tables: RopeTables::Interleaved { fp32: true },
+            rope_tables: RopeTables::Interleaved,
+            rotary_fp32: true,
             ..base(LayerStyle::Llama)
         },
         // Ministral 3: q scaled by `get_llama_4_attn_scale` in every layer.
@@ -266,32 +275,58 @@ pub(crate) fn profile(
             backward_traced: true,
             ..base(LayerStyle::Phi3)
         },
+        // Gemma (`modeling_gemma.py`): llama's layers with `(1 + w)` norms in fp32 and the
+        // embeddings scaled by a `√d` tensor.
         "gemma" => TrainingProfile {
             backward_traced: true,
-            ..base(LayerStyle::Gemma)
+            ..gemma(&base(LayerStyle::Llama))
         },
-        // Gemma 2's backward was traced with both soft-cappings on (the class defaults).
-        "gemma2" => TrainingProfile {
-            backward_traced: ["attn_logit_softcapping", "final_logit_softcapping"]
-                .iter()
-                .all(|k| map.get(*k).is_none_or(|v| !v.is_null())),
-            ..base(LayerStyle::Gemma2)
+        // Gemma 2: Gemma's norms around each block, the scores and logits soft-capped where
+        // the config sets a cap (the class defaults do), no SDPA (`_supports_sdpa = False`).
+        // Its backward was traced with both soft-cappings on.
+        "gemma2" => {
+            let p = TrainingProfile {
+                block_norms: BlockNorms::Sandwich,
+                eager_only: true,
+                ..softcaps(map, true, &gemma(&base(LayerStyle::Llama)))
+            };
+            TrainingProfile {
+                backward_traced: p.attn_softcap && p.logit_softcap,
+                ..p
+            }
+        }
+        // VaultGemma (`modeling_vaultgemma.py`): Gemma 2's attention and soft-capping with
+        // Gemma's pre-norm layers (no norm after a block); no SDPA.
+        "vaultgemma" => TrainingProfile {
+            eager_only: true,
+            ..softcaps(map, true, &gemma(&base(LayerStyle::Llama)))
         },
+        // Gemma 3 (`modeling_gemma3.py` `Gemma3ForCausalLM`): Gemma 2's sandwich norms with
+        // Gemma's per-head q/k norms (the layout's), SDPA, one rotary table per kind of
+        // `layer_types` (each in the dtype), soft-capping only where the config sets a cap
+        // (the class default is none).
+        "gemma3_text" => TrainingProfile {
+            block_norms: BlockNorms::Sandwich,
+            rotary_tables: u64::try_from(layer_type_count(map).max(1)).unwrap_or(1),
+            ..softcaps(map, false, &gemma(&base(LayerStyle::Llama)))
+        },
+        // OLMo 2: a norm after each block only (the blocks read the residual stream), OLMo's
+        // norm code, full-width q/k norms (the layout's), fp32 rotary tables.
         "olmo2" => TrainingProfile {
             backward_traced: true,
-            ..base(LayerStyle::Olmo2)
+            ..olmo2(&base(LayerStyle::Llama))
         },
         // OLMo 3: OLMo 2's layers, one fp32 rotary per kind of `layer_types`.
         "olmo3" => TrainingProfile {
             rotary_tables: u64::try_from(layer_type_count(map).max(1)).unwrap_or(1),
-            ..base(LayerStyle::Olmo2)
+            ..olmo2(&base(LayerStyle::Llama))
         },
         // FlexOlmo: OLMo 2's layers with OLMoE's routing (weights cast to the dtype,
         // renormalised only with `norm_topk_prob`, default false).
         "flex_olmo" => TrainingProfile {
             routing_weights_in_dtype: true,
             topk_renormalized: map.get("norm_topk_prob").and_then(Value::as_bool) == Some(true),
-            ..base(LayerStyle::Olmo2)
+            ..olmo2(&base(LayerStyle::Llama))
         },
         "gpt2" | "gpt-sw3" => TrainingProfile {
             attention_dropout: on("attn_pdrop", 0.1),
@@ -385,6 +420,38 @@ pub(crate) fn profile(
         _ => return None,
     });
     profile.filter(|p| p.style != LayerStyle::Llama || act_saves_input(map))
+}
+
+/// Gemma's layer code: `(1 + w)` `RMSNorm`s in fp32, the embeddings scaled by a `√d` tensor.
+fn gemma(base: &TrainingProfile) -> TrainingProfile {
+    TrainingProfile {
+        norm: NormCode::Gemma,
+        embedding_normalizer: true,
+        ..base.clone()
+    }
+}
+
+/// Gemma 2's soft-capping: of the scores where `attn_logit_softcapping` is set, of the
+/// logits where `final_logit_softcapping` is; an absent key takes the class's default (a cap
+/// where `class_caps`: Gemma 2's and `VaultGemma`'s 50 and 30, Gemma 3's none).
+fn softcaps(map: &Map<String, Value>, class_caps: bool, base: &TrainingProfile) -> TrainingProfile {
+    let set = |k: &str| map.get(k).map_or(class_caps, |v| !v.is_null());
+    TrainingProfile {
+        attn_softcap: set("attn_logit_softcapping"),
+        logit_softcap: set("final_logit_softcapping"),
+        ..base.clone()
+    }
+}
+
+/// `OLMo` 2's layer code: a norm after each block only, `OLMo`'s norm code, fp32 rotary
+/// tables.
+fn olmo2(base: &TrainingProfile) -> TrainingProfile {
+    TrainingProfile {
+        norm: NormCode::Olmo,
+        block_norms: BlockNorms::Output,
+        rotary_fp32: true,
+        ..base.clone()
+    }
 }
 
 /// The MLP's activation (`key`; the class default, GELU, when absent) is the exact `gelu`,

@@ -2298,11 +2298,7 @@ fn step_of(
 ) -> Step {
     let style = profile.style;
     let ends = Ends::of(input.spec, stack);
-    let mut attn = input.attn;
-    if profile.eager_only && attn == AttnImpl::Sdpa {
-        attn = AttnImpl::Eager;
-        why.push(format!("`{}` has no SDPA attention in transformers 5.24 (asking for it raises); counted with its eager attention", input.spec.model_type));
-    }
+    let attn = super::attention_run(input, why);
     // GPT-NeoX's embedding dropout is `hidden_dropout` (`GPTNeoXModel.emb_dropout`).
     let emb_drop =
         profile.embedding_dropout || (style == LayerStyle::GptNeox && profile.hidden_dropout);

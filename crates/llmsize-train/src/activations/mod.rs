@@ -75,12 +75,25 @@ mod rms;
 pub fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError> {
     use llmsize_core::profile::LayerStyle as S;
     match input.profile.map(|p| p.style) {
-        Some(S::Llama | S::Phi3 | S::Gemma | S::Gemma2 | S::Olmo2) => rms::activations(input),
+        Some(S::Llama | S::Phi3) => rms::activations(input),
         Some(S::Gpt2 | S::GptNeox | S::Opt | S::Bloom | S::Falcon | S::Starcoder2 | S::Bert) => {
             ln::activations(input)
         }
         None => estimate(input),
     }
+}
+
+/// The attention the step runs: the one asked for, or eager where the class has no SDPA
+/// (`eager_only`; asking transformers for SDPA raises), which `why` then says.
+fn attention_run(input: &ActInput<'_>, why: &mut Vec<String>) -> AttnImpl {
+    if input.attn == AttnImpl::Sdpa && input.profile.is_some_and(|p| p.eager_only) {
+        why.push(format!(
+            "`{}` has no SDPA attention in transformers 5.24 (asking for it raises); counted with its eager attention",
+            input.spec.model_type
+        ));
+        return AttnImpl::Eager;
+    }
+    input.attn
 }
 
 /// A model type whose layer code is not derived: counted as the nearest derived family.

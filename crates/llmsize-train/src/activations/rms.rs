@@ -24,7 +24,7 @@ use crate::lora::LoraPlan;
 use crate::{AttnImpl, Device, FreezePart, Term};
 use llmsize_core::checked::{self, Checked};
 use llmsize_core::layout::TensorKind;
-use llmsize_core::profile::LayerStyle;
+use llmsize_core::profile::{BlockNorms, NormCode, RopeTables};
 use llmsize_core::spec::{Attention, Ffn, Layer, StackRole};
 use llmsize_core::units::thousands_u128;
 use llmsize_core::{Overflow, SpecError};
@@ -332,7 +332,9 @@ impl Lora {
 )]
 struct Cx<'a> {
     dm: Dims,
-    style: LayerStyle,
+    block_norms: BlockNorms,
+    attn_softcap: bool,
+    logit_softcap: bool,
     norm_style: NormStyle,
     eager: bool,
     cuda: bool,
@@ -441,8 +443,8 @@ fn layer(
 ) -> Result<LayerOut, SpecError> {
     let Dims { t, d, e, .. } = cx.dm;
     let tw = full;
-    let pre_norm = cx.style != LayerStyle::Olmo2;
-    let post_norms = matches!(cx.style, LayerStyle::Gemma2 | LayerStyle::Olmo2);
+    let pre_norm = cx.block_norms.before();
+    let post_norms = cx.block_norms.after();
     let mut out = LayerOut {
         input_saved: if pre_norm { e == 4 && grad_in } else { tw },
         ..LayerOut::default()
@@ -698,11 +700,8 @@ fn qk_norms(
 ) -> Result<(), SpecError> {
     let Dims { t, e, .. } = cx.dm;
     let AttnShape { h, kv, a, k, .. } = *at;
-    let qk_style = if cx.norm_style == NormStyle::Olmo {
-        NormStyle::Olmo
-    } else {
-        NormStyle::Llama
-    };
+    // A q/k norm is the model's RMSNorm class (Qwen3's, OLMo 2's, Gemma 3's).
+    let qk_style = cx.norm_style;
     for (name, dim, width, wsym, heads, grad) in [
         ("q", at.q_norm, a, "A", h, g.q),
         ("k", at.k_norm, k, "K", kv, g.k),
@@ -778,7 +777,7 @@ fn eager_attention(
         }
     }
     if g.q || g.k {
-        if cx.style == LayerStyle::Gemma2 {
+        if cx.attn_softcap {
             sum.add("e·bHs²", &[e, b, h, s, s])?;
             out.tanh = checked::product("e·bHs²", [e, b, h, s, s])?;
             items.push("tanh of the soft-capped scores");
@@ -1176,8 +1175,8 @@ fn moe_combine(cx: &Cx<'_>, (en, k, fm): (u128, u128, u128), ads: &Ads) -> Resul
     let wp2 = checked::mul("2·max(w, e)", w.max(e), 2)?;
     let mut pk = Sum::default();
     // The residual stream: the layer's input and the attention block's output (one with
-    // OLMo 2's post-norms, whose attention output is normed in place of the stream).
-    if cx.style == LayerStyle::Olmo2 {
+    // OLMo 2's output norms, whose attention output is normed in place of the stream).
+    if cx.block_norms == BlockNorms::Output {
         pk.add("eTd", &[e, t, d])?;
     } else {
         pk.add("2eTd", &[2, e, t, d])?;
@@ -1687,7 +1686,6 @@ fn context<'a>(
     why: &mut Vec<String>,
 ) -> Result<Cx<'a>, SpecError> {
     let spec = input.spec;
-    let style = input.profile.map_or(LayerStyle::Llama, |p| p.style);
     let u = u128::from;
     let dm = Dims {
         b: u(input.batch),
@@ -1697,28 +1695,21 @@ fn context<'a>(
         v: u(spec.vocab_size),
         e: u(input.dtype.bytes()),
     };
-    let mut eager = input.attn == AttnImpl::Eager;
-    if style == LayerStyle::Gemma2 && !eager {
-        eager = true;
-        why.push(
-            "transformers refuses SDPA for Gemma 2 (soft-capping): counted as eager attention"
-                .into(),
-        );
-    }
+    let eager = super::attention_run(input, why) == AttnImpl::Eager;
     let attention_dropout = input.profile.is_some_and(|p| p.attention_dropout);
     if attention_dropout {
         why.push("attention dropout in an RMSNorm family is not measured: its noise and dropped probabilities are approximated".into());
     }
-    let fp32_weight = input.profile.is_some_and(|p| p.norm_fp32_weight);
-    let norm_style = match style {
-        LayerStyle::Gemma | LayerStyle::Gemma2 => NormStyle::Gemma,
-        _ if fp32_weight => NormStyle::Gemma,
-        LayerStyle::Olmo2 => NormStyle::Olmo,
-        _ => NormStyle::Llama,
+    let norm_style = match input.profile.map(|p| p.norm).unwrap_or_default() {
+        NormCode::Gemma | NormCode::Fp32Weight => NormStyle::Gemma,
+        NormCode::Olmo => NormStyle::Olmo,
+        NormCode::Llama => NormStyle::Llama,
     };
     Ok(Cx {
         dm,
-        style,
+        block_norms: input.profile.map(|p| p.block_norms).unwrap_or_default(),
+        attn_softcap: input.profile.is_some_and(|p| p.attn_softcap),
+        logit_softcap: input.profile.is_some_and(|p| p.logit_softcap),
         norm_style,
         eager,
         cuda: input.device == Device::Cuda,
@@ -1728,10 +1719,10 @@ fn context<'a>(
         routing: input.profile.map(|p| p.routing).unwrap_or_default(),
         rope_cat: input.profile.is_some_and(|p| p.rope_concatenated),
         rope_copies: input.profile.and_then(|p| match p.rope_tables {
-            llmsize_core::profile::RopeTables::Interleaved { fp32 } => p
+            RopeTables::Interleaved => p
                 .rotary_dims
-                .map(|r| (u128::from(r), if fp32 { 4 } else { dm.e })),
-            llmsize_core::profile::RopeTables::Shared => None,
+                .map(|r| (u128::from(r), if p.rotary_fp32 { 4 } else { dm.e })),
+            RopeTables::Shared => None,
         }),
         q_scale: input.profile.is_some_and(|p| p.q_position_scale),
         router_fp32: input.spec.facts.router_fp32,
@@ -2033,7 +2024,7 @@ fn outside_parts(
     {
         let el = match interleaved {
             Some(el) => el,
-            None if cx.style == LayerStyle::Olmo2 => 4,
+            None if input.profile.is_some_and(|p| p.rotary_fp32) => 4,
             None => e,
         };
         let tables = u128::from(input.profile.map_or(1, |p| p.rotary_tables.max(1)));
@@ -2081,7 +2072,7 @@ fn outside_parts(
 /// the step returns.
 fn loss_parts(cx: &Cx<'_>, parts: &mut Vec<Part>) -> Result<(), SpecError> {
     let Dims { b, s, t, v, e, .. } = cx.dm;
-    if cx.style == LayerStyle::Gemma2 {
+    if cx.logit_softcap {
         let mut sum = Sum::default();
         sum.add("eTV", &[e, t, v])?;
         push(
@@ -2457,6 +2448,16 @@ mod tests {
     use llmsize_core::profile::TrainingProfile;
     use llmsize_core::spec::{Layers, Mlp, ModelSpec, Moe, Norm, OutputHead, StandardAttention};
 
+    /// The layer codes these tests build, as the adapter's profiles declare them.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum Fam {
+        Llama,
+        Phi3,
+        Gemma,
+        Gemma2,
+        Olmo2,
+    }
+
     #[allow(clippy::struct_excessive_bools, reason = "a model's switches")]
     #[derive(Clone, Copy)]
     struct M {
@@ -2481,7 +2482,7 @@ mod tests {
         routing_in_dtype: bool,
         norms: usize,
         tied: bool,
-        style: LayerStyle,
+        style: Fam,
     }
 
     const LLAMA2: M = M {
@@ -2501,7 +2502,7 @@ mod tests {
         routing_in_dtype: false,
         norms: 2,
         tied: false,
-        style: LayerStyle::Llama,
+        style: Fam::Llama,
     };
     const MISTRAL: M = M {
         kv: 8,
@@ -2522,7 +2523,7 @@ mod tests {
         ffn: 8192,
         window: Some(2047),
         fused: true,
-        style: LayerStyle::Phi3,
+        style: Fam::Phi3,
         ..LLAMA2
     };
     const GEMMA2_9B: M = M {
@@ -2537,7 +2538,7 @@ mod tests {
         alternate: true,
         norms: 4,
         tied: true,
-        style: LayerStyle::Gemma2,
+        style: Fam::Gemma2,
         ..LLAMA2
     };
     const QWEN25_7B: M = M {
@@ -2560,7 +2561,7 @@ mod tests {
         hd: 256,
         ffn: 16384,
         tied: true,
-        style: LayerStyle::Gemma,
+        style: Fam::Gemma,
         ..LLAMA2
     };
     const QWEN3_1_7B: M = M {
@@ -2661,10 +2662,38 @@ mod tests {
     }
 
     fn profile(m: M) -> TrainingProfile {
-        TrainingProfile {
+        use llmsize_core::profile::LayerStyle;
+        let style = if m.style == Fam::Phi3 {
+            LayerStyle::Phi3
+        } else {
+            LayerStyle::Llama
+        };
+        let base = TrainingProfile {
             rotary_dims: Some(m.hd),
             routing_weights_in_dtype: m.routing_in_dtype,
-            ..TrainingProfile::plain(m.style, LLAMA_MODULES)
+            ..TrainingProfile::plain(style, LLAMA_MODULES)
+        };
+        let gemma = TrainingProfile {
+            norm: NormCode::Gemma,
+            embedding_normalizer: true,
+            ..base.clone()
+        };
+        match m.style {
+            Fam::Llama | Fam::Phi3 => base,
+            Fam::Gemma => gemma,
+            Fam::Gemma2 => TrainingProfile {
+                block_norms: BlockNorms::Sandwich,
+                attn_softcap: true,
+                logit_softcap: true,
+                eager_only: true,
+                ..gemma
+            },
+            Fam::Olmo2 => TrainingProfile {
+                norm: NormCode::Olmo,
+                block_norms: BlockNorms::Output,
+                rotary_fp32: true,
+                ..base
+            },
         }
     }
 
@@ -2982,7 +3011,7 @@ mod tests {
         check(&run(GEMMA2_9B, &fp32, None), 1_382_047_760, 1_906_335_760);
         // SDPA is refused by transformers: counted as eager, and said so.
         let a = run(GEMMA2_9B, &at(512, Sdpa, false), None);
-        assert!(a.estimate.as_deref().unwrap().contains("Gemma 2"));
+        assert!(a.estimate.as_deref().unwrap().contains("no SDPA attention"));
         // holdout.json, gemma-2b: one KV head, whose eager k and v stay broadcast views.
         check(
             &run(GEMMA_2B, &at(2048, Eager, false), None),
@@ -3304,7 +3333,7 @@ mod tests {
     // qkv among them), Gemma 2's window, the frozen embedding, batch 2 and fp32 eager peaks.
     const TINY_OLMO2: M = M {
         qk_full: true,
-        style: LayerStyle::Olmo2,
+        style: Fam::Olmo2,
         ..TINY_LLAMA2
     };
     const TINY_QWEN3_MOE: M = M {
@@ -3324,19 +3353,19 @@ mod tests {
         alternate: true,
         norms: 4,
         tied: true,
-        style: LayerStyle::Gemma2,
+        style: Fam::Gemma2,
         ..TINY_LLAMA2
     };
     const TINY_PHI3: M = M {
         window: Some(32),
         fused: true,
-        style: LayerStyle::Phi3,
+        style: Fam::Phi3,
         ..TINY_LLAMA2
     };
     const TINY_GEMMA: M = M {
         kv: 1,
         tied: true,
-        style: LayerStyle::Gemma,
+        style: Fam::Gemma,
         ..TINY_LLAMA2
     };
 
