@@ -423,10 +423,12 @@ fn the_norm_placements_and_soft_caps_are_derived_from_the_profile() {
     // Types whose layers are llama's with the profile's switches, no code of their own in
     // the walker: Gemma 3 (Gemma's norms before and after each block, Gemma q/k norms, two
     // rotary tables, no caps), VaultGemma (Gemma's pre-norms, soft-capped scores and
-    // logits, eager only), GLM-4 (GLM's layers between Llama-norm sandwiches). Every run of
-    // the fixture — eager and SDPA, batch 1 and 2, checkpointing, the step's FLOPs, LoRA —
-    // must be called exact and equal the oracle's.
-    let types = ["gemma3_text", "vaultgemma", "glm4"];
+    // logits, eager only), GLM-4 (GLM's layers between Llama-norm sandwiches), EXAONE 4
+    // (Llama norms after each block only, OLMo 2's placement with another norm code),
+    // HyperCLOVA X (Granite's multipliers with Peri-LN sandwiches). Every run of the fixture
+    // — eager and SDPA, batch 1 and 2, checkpointing, the step's FLOPs, LoRA — must be
+    // called exact and equal the oracle's.
+    let types = ["gemma3_text", "vaultgemma", "glm4", "exaone4", "hyperclovax"];
     let all: Vec<Case> = cases(REST, "train.json")
         .into_iter()
         .filter(|c| types.iter().any(|t| c.tag.starts_with(&format!("{t} "))))

@@ -166,6 +166,18 @@ pub(crate) fn profile(
             scaled_embedding_output: true,
             ..base(LayerStyle::Llama)
         },
+        // HyperCLOVA X (`modeling_hyperclovax.py`): Granite's multipliers (the logits
+        // multiplied, not divided, by theirs) with Peri-LN, a norm after each block too
+        // (`use_post_norm`, default true).
+        "hyperclovax" => TrainingProfile {
+            scaled_embedding_output: true,
+            block_norms: if map.get("use_post_norm").and_then(Value::as_bool) == Some(false) {
+                BlockNorms::Pre
+            } else {
+                BlockNorms::Sandwich
+            },
+            ..base(LayerStyle::Llama)
+        },
         // Granite-MoE (`GraniteMoeTopKGating`): top-k on the fp32 logits, then a softmax over
         // the k, cast to the dtype. Granite-MoE-Shared's layer adds its `shared_mlp` after
         // the routed experts.
@@ -315,6 +327,12 @@ pub(crate) fn profile(
         "olmo2" => TrainingProfile {
             backward_traced: true,
             ..olmo2(&base(LayerStyle::Llama))
+        },
+        // EXAONE 4 (`modeling_exaone4.py`): a llama norm after each block only (as OLMo 2's
+        // placement), per-head q/k norms (the layout's), the rotary only on sliding layers.
+        "exaone4" => TrainingProfile {
+            block_norms: BlockNorms::Output,
+            ..base(LayerStyle::Llama)
         },
         // OLMo 3: OLMo 2's layers, one fp32 rotary per kind of `layer_types`.
         "olmo3" => TrainingProfile {
