@@ -425,10 +425,18 @@ fn the_norm_placements_and_soft_caps_are_derived_from_the_profile() {
     // rotary tables, no caps), VaultGemma (Gemma's pre-norms, soft-capped scores and
     // logits, eager only), GLM-4 (GLM's layers between Llama-norm sandwiches), EXAONE 4
     // (Llama norms after each block only, OLMo 2's placement with another norm code),
-    // HyperCLOVA X (Granite's multipliers with Peri-LN sandwiches). Every run of the fixture
+    // HyperCLOVA X (Granite's multipliers with Peri-LN sandwiches), BitNet (sub-norms before
+    // `o_proj` and `down_proj`). Every run of the fixture
     // — eager and SDPA, batch 1 and 2, checkpointing, the step's FLOPs, LoRA — must be
     // called exact and equal the oracle's.
-    let types = ["gemma3_text", "vaultgemma", "glm4", "exaone4", "hyperclovax"];
+    let types = [
+        "gemma3_text",
+        "vaultgemma",
+        "glm4",
+        "exaone4",
+        "hyperclovax",
+        "bitnet",
+    ];
     let all: Vec<Case> = cases(REST, "train.json")
         .into_iter()
         .filter(|c| types.iter().any(|t| c.tag.starts_with(&format!("{t} "))))

@@ -234,6 +234,10 @@ pub struct TrainingProfile {
     pub attn_softcap: bool,
     /// The logits are soft-capped (`final_logit_softcapping` set).
     pub logit_softcap: bool,
+    /// A norm inside each block, before its last `Linear` (`BitNet`'s `attn_sub_norm` on the
+    /// attention output before `o_proj`, `ffn_sub_norm` on the gated product before
+    /// `down_proj`): the layout's third and fourth norms.
+    pub sub_norms: bool,
     /// The token embeddings are multiplied by `√d` as a tensor in the dtype (Gemma's
     /// `normalizer`, Gemma 3's `Gemma3TextScaledWordEmbedding`): the multiply's gradient is
     /// one more `[T, d]` in backward.
@@ -334,6 +338,7 @@ impl TrainingProfile {
             attn_softcap: false,
             logit_softcap: false,
             embedding_normalizer: false,
+            sub_norms: false,
             q_position_scale: false,
             rope_concatenated: false,
             shared_expert: SharedExpertOrder::Unread,

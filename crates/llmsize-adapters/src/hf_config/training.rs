@@ -228,6 +228,12 @@ pub(crate) fn profile(
             q_position_scale: true,
             ..base(LayerStyle::Llama)
         },
+        // BitNet (`modeling_bitnet.py`): llama's layers with a sub-norm before `o_proj` and
+        // before `down_proj` (relu², gated: saved as SiLU's gate is).
+        "bitnet" => TrainingProfile {
+            sub_norms: true,
+            ..base(LayerStyle::Llama)
+        },
         // Jais 2: StarCoder 2's layer (LayerNorms with biases, separate q/k/v, an ungated
         // biased MLP: relu² saves what GELU's input does).
         "jais2" => base(LayerStyle::Starcoder2),

@@ -350,6 +350,8 @@ struct Cx<'a> {
     rope_copies: Option<(u128, u128)>,
     /// See `TrainingProfile::q_position_scale`.
     q_scale: bool,
+    /// See `TrainingProfile::sub_norms`.
+    sub_norms: bool,
     /// See `TypeFacts::router_fp32`.
     router_fp32: bool,
     lora: Option<&'a Lora>,
@@ -596,6 +598,35 @@ fn stream_norm(
     Ok(value)
 }
 
+/// A norm inside a block over `[T, width]` (`BitNet`'s sub-norms), sharded with the block:
+/// `(grad_in, trained, out_saved)` as [`norm`] takes them.
+fn sub_norm(
+    cx: &Cx<'_>,
+    parts: &mut Vec<Part>,
+    (key, name): (&str, &str),
+    (w_sym, width): (&str, u128),
+    (grad_in, trained, out_saved): (bool, bool, bool),
+) -> Result<(), SpecError> {
+    let Dims { t, e, .. } = cx.dm;
+    let mut sum = Sum::default();
+    norm(
+        &mut sum,
+        cx.norm_style,
+        (&format!("T{w_sym}"), &[t, width]),
+        ("T", &[t]),
+        width,
+        grad_in,
+        trained,
+        out_saved,
+        e,
+    )?;
+    if sum.value > 0 {
+        let what = norm_what(name, cx.norm_style, grad_in, trained, out_saved);
+        push(parts, key, what, Place::Sharded, sum);
+    }
+    Ok(())
+}
+
 /// What a block (attention or MLP) saves of its input: its pre-norm (`norm`: key and name),
 /// whose output the trained weights of the block's first `Linear`s read; or, in a
 /// post-norm layer, the residual stream itself where those weights are trained (`stream`:
@@ -652,6 +683,19 @@ fn attention(
         sum.add("(noise + e)·bHs²", &[bytes, b, at.h, s, s])?;
     }
     push(&mut out.parts, "attention", what, Place::Sharded, sum);
+    if cx.sub_norms {
+        // `o_proj` reads the sub-norm's output: saved where its weight trains, in place of
+        // SDPA's output view (eager attention counts its `o_proj` input already, as does
+        // SDPA where that input is a contiguous copy).
+        let counted = cx.eager || at.fused_qkv || cx.rope_cat;
+        sub_norm(
+            cx,
+            &mut out.parts,
+            ("attention_sub_norm", "the attention output's sub-norm"),
+            ("A", at.a),
+            (g.any(), tw, tw && !counted),
+        )?;
+    }
     if let Some((r, el)) = cx.rope_copies
         && (g.q || g.k)
     {
@@ -952,6 +996,16 @@ fn dense_mlp(
         Place::Sharded,
         sum,
     );
+    if cx.sub_norms {
+        // `down_proj` reads the sub-norm's output (counted above as its input).
+        sub_norm(
+            cx,
+            &mut out.parts,
+            ("mlp_sub_norm", "the MLP product's sub-norm"),
+            ("F", f),
+            (down_in_g, tw, false),
+        )?;
+    }
     Ok((down_in_g || tw || ads.down, down_in_g))
 }
 
@@ -1725,6 +1779,7 @@ fn context<'a>(
             RopeTables::Shared => None,
         }),
         q_scale: input.profile.is_some_and(|p| p.q_position_scale),
+        sub_norms: input.profile.is_some_and(|p| p.sub_norms),
         router_fp32: input.spec.facts.router_fp32,
         lora,
     })
