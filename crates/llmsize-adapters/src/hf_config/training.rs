@@ -293,65 +293,6 @@ pub(crate) fn profile(
             backward_traced: true,
             ..base(LayerStyle::Phi3)
         },
-        // Gemma (`modeling_gemma.py`): llama's layers with `(1 + w)` norms in fp32 and the
-        // embeddings scaled by a `√d` tensor.
-        "gemma" => TrainingProfile {
-            backward_traced: true,
-            ..gemma(&base(LayerStyle::Llama))
-        },
-        // Gemma 2: Gemma's norms around each block, the scores and logits soft-capped where
-        // the config sets a cap (the class defaults do), no SDPA (`_supports_sdpa = False`).
-        // Its backward was traced with both soft-cappings on.
-        "gemma2" => {
-            let p = TrainingProfile {
-                block_norms: BlockNorms::Sandwich,
-                eager_only: true,
-                ..softcaps(map, true, &gemma(&base(LayerStyle::Llama)))
-            };
-            TrainingProfile {
-                backward_traced: p.attn_softcap && p.logit_softcap,
-                ..p
-            }
-        }
-        // VaultGemma (`modeling_vaultgemma.py`): Gemma 2's attention and soft-capping with
-        // Gemma's pre-norm layers (no norm after a block); no SDPA.
-        "vaultgemma" => TrainingProfile {
-            eager_only: true,
-            ..softcaps(map, true, &gemma(&base(LayerStyle::Llama)))
-        },
-        // Gemma 3 (`modeling_gemma3.py` `Gemma3ForCausalLM`): Gemma 2's sandwich norms with
-        // Gemma's per-head q/k norms (the layout's), SDPA, one rotary table per kind of
-        // `layer_types` (each in the dtype), soft-capping only where the config sets a cap
-        // (the class default is none).
-        "gemma3_text" => TrainingProfile {
-            block_norms: BlockNorms::Sandwich,
-            rotary_tables: u64::try_from(layer_type_count(map).max(1)).unwrap_or(1),
-            ..softcaps(map, false, &gemma(&base(LayerStyle::Llama)))
-        },
-        // OLMo 2: a norm after each block only (the blocks read the residual stream), OLMo's
-        // norm code, full-width q/k norms (the layout's), fp32 rotary tables.
-        "olmo2" => TrainingProfile {
-            backward_traced: true,
-            ..olmo2(&base(LayerStyle::Llama))
-        },
-        // EXAONE 4 (`modeling_exaone4.py`): a llama norm after each block only (as OLMo 2's
-        // placement), per-head q/k norms (the layout's), the rotary only on sliding layers.
-        "exaone4" => TrainingProfile {
-            block_norms: BlockNorms::Output,
-            ..base(LayerStyle::Llama)
-        },
-        // OLMo 3: OLMo 2's layers, one fp32 rotary per kind of `layer_types`.
-        "olmo3" => TrainingProfile {
-            rotary_tables: u64::try_from(layer_type_count(map).max(1)).unwrap_or(1),
-            ..olmo2(&base(LayerStyle::Llama))
-        },
-        // FlexOlmo: OLMo 2's layers with OLMoE's routing (weights cast to the dtype,
-        // renormalised only with `norm_topk_prob`, default false).
-        "flex_olmo" => TrainingProfile {
-            routing_weights_in_dtype: true,
-            topk_renormalized: map.get("norm_topk_prob").and_then(Value::as_bool) == Some(true),
-            ..olmo2(&base(LayerStyle::Llama))
-        },
         "gpt2" | "gpt-sw3" => TrainingProfile {
             attention_dropout: on("attn_pdrop", 0.1),
             hidden_dropout: on("resid_pdrop", 0.1),
@@ -441,9 +382,82 @@ pub(crate) fn profile(
             scores_clamped: true,
             ..base(LayerStyle::Bert)
         },
-        _ => return None,
+        _ => return placed_norms(model_type, map, &base(LayerStyle::Llama)),
     });
     profile.filter(|p| p.style != LayerStyle::Llama || act_saves_input(map))
+}
+
+/// The llama-layer types that differ in their norms' code and placement and in
+/// soft-capping (Gemma 1–3, `VaultGemma`, `OLMo` 2/3, `FlexOlmo`, EXAONE 4), from `base`
+/// (llama's profile of this config); `None` for any other type.
+fn placed_norms(
+    model_type: &str,
+    map: &Map<String, Value>,
+    base: &TrainingProfile,
+) -> Option<TrainingProfile> {
+    let profile = match model_type {
+        // Gemma (`modeling_gemma.py`): llama's layers with `(1 + w)` norms in fp32 and the
+        // embeddings scaled by a `√d` tensor.
+        "gemma" => TrainingProfile {
+            backward_traced: true,
+            ..gemma(base)
+        },
+        // Gemma 2: Gemma's norms around each block, the scores and logits soft-capped where
+        // the config sets a cap (the class defaults do), no SDPA (`_supports_sdpa = False`).
+        // Its backward was traced with both soft-cappings on.
+        "gemma2" => {
+            let p = TrainingProfile {
+                block_norms: BlockNorms::Sandwich,
+                eager_only: true,
+                ..softcaps(map, true, &gemma(base))
+            };
+            TrainingProfile {
+                backward_traced: p.attn_softcap && p.logit_softcap,
+                ..p
+            }
+        }
+        // VaultGemma (`modeling_vaultgemma.py`): Gemma 2's attention and soft-capping with
+        // Gemma's pre-norm layers (no norm after a block); no SDPA.
+        "vaultgemma" => TrainingProfile {
+            eager_only: true,
+            ..softcaps(map, true, &gemma(base))
+        },
+        // Gemma 3 (`modeling_gemma3.py` `Gemma3ForCausalLM`): Gemma 2's sandwich norms with
+        // Gemma's per-head q/k norms (the layout's), SDPA, one rotary table per kind of
+        // `layer_types` (each in the dtype), soft-capping only where the config sets a cap
+        // (the class default is none).
+        "gemma3_text" => TrainingProfile {
+            block_norms: BlockNorms::Sandwich,
+            rotary_tables: u64::try_from(layer_type_count(map).max(1)).unwrap_or(1),
+            ..softcaps(map, false, &gemma(base))
+        },
+        // OLMo 2: a norm after each block only (the blocks read the residual stream), OLMo's
+        // norm code, full-width q/k norms (the layout's), fp32 rotary tables.
+        "olmo2" => TrainingProfile {
+            backward_traced: true,
+            ..olmo2(base)
+        },
+        // EXAONE 4 (`modeling_exaone4.py`): a llama norm after each block only (as OLMo 2's
+        // placement), per-head q/k norms (the layout's), the rotary only on sliding layers.
+        "exaone4" => TrainingProfile {
+            block_norms: BlockNorms::Output,
+            ..base.clone()
+        },
+        // OLMo 3: OLMo 2's layers, one fp32 rotary per kind of `layer_types`.
+        "olmo3" => TrainingProfile {
+            rotary_tables: u64::try_from(layer_type_count(map).max(1)).unwrap_or(1),
+            ..olmo2(base)
+        },
+        // FlexOlmo: OLMo 2's layers with OLMoE's routing (weights cast to the dtype,
+        // renormalised only with `norm_topk_prob`, default false).
+        "flex_olmo" => TrainingProfile {
+            routing_weights_in_dtype: true,
+            topk_renormalized: map.get("norm_topk_prob").and_then(Value::as_bool) == Some(true),
+            ..olmo2(base)
+        },
+        _ => return None,
+    };
+    Some(profile).filter(|_| act_saves_input(map))
 }
 
 /// Gemma's layer code: `(1 + w)` `RMSNorm`s in fp32, the embeddings scaled by a `√d` tensor.
