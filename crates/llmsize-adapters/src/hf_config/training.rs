@@ -228,6 +228,21 @@ pub(crate) fn profile(
             q_position_scale: true,
             ..base(LayerStyle::Llama)
         },
+        // Emu3's text model (`modeling_emu3.py`): llama's layers with `attention_dropout`
+        // (0.1 by default) on the probabilities and on each block's output.
+        "emu3" => TrainingProfile {
+            attention_dropout: on("attention_dropout", 0.1),
+            hidden_dropout: on("attention_dropout", 0.1),
+            ..base(LayerStyle::Llama)
+        },
+        // Seed-OSS (`modeling_seed_oss.py`): llama's layers (q/k/v biased by the layout) with
+        // `attention_dropout` on the probabilities and `residual_dropout` on each block's
+        // output (0.1 each by default).
+        "seed_oss" => TrainingProfile {
+            attention_dropout: on("attention_dropout", 0.1),
+            hidden_dropout: on("residual_dropout", 0.1),
+            ..base(LayerStyle::Llama)
+        },
         // BitNet (`modeling_bitnet.py`): llama's layers with a sub-norm before `o_proj` and
         // before `down_proj` (relu², gated: saved as SiLU's gate is).
         "bitnet" => TrainingProfile {

@@ -339,6 +339,8 @@ struct Cx<'a> {
     eager: bool,
     cuda: bool,
     attention_dropout: bool,
+    /// Dropout on each block's output before the residual add (`TrainingProfile::hidden_dropout`).
+    hidden_dropout: bool,
     routing_in_dtype: bool,
     /// The top-k weights are divided by their sum (see `TrainingProfile::topk_renormalized`).
     topk_renorm: bool,
@@ -357,6 +359,19 @@ struct Cx<'a> {
     lora: Option<&'a Lora>,
 }
 
+impl Cx<'_> {
+    /// Bytes per element of a dropout's saved noise: the CPU's in the dtype, CUDA's
+    /// `native_dropout` bool mask.
+    fn noise(&self) -> u128 {
+        if self.cuda { 1 } else { self.dm.e }
+    }
+
+    /// SDPA runs the CPU math path (attention dropout on the CPU).
+    fn math(&self) -> bool {
+        !self.eager && self.attention_dropout && !self.cuda
+    }
+}
+
 /// One layer's activations and what the peak arithmetic needs of it.
 #[derive(Debug, Clone, Default)]
 struct LayerOut {
@@ -365,6 +380,8 @@ struct LayerOut {
     before_scores: u128,
     /// q, k, v as the eager attention holds them at its softmax.
     operands: Sum,
+    /// The copies eager attention's matmuls make to fold `[b, H]` (batch > 1).
+    folded: Sum,
     /// The input norm's output, alive through the attention.
     norm_out: Sum,
     /// The soft-capped scores' `tanh` (Gemma 2), saved before the softmax.
@@ -481,6 +498,9 @@ fn layer(
         attn_out_g = attn_out_g || qkv.any();
     }
 
+    if sh.attention.is_some() {
+        residual_dropout(cx, &mut out.parts, "attention", attn_out_g)?;
+    }
     let mid_g = grad_in || attn_out_g;
     if post_norms {
         stream_norm(
@@ -537,6 +557,9 @@ fn layer(
         }
         FfnShape::Absent => (false, false),
     };
+    if !matches!(sh.ffn, FfnShape::Absent) {
+        residual_dropout(cx, &mut out.parts, "mlp", mlp_out_g)?;
+    }
 
     if post_norms && !matches!(sh.ffn, FfnShape::Absent) {
         stream_norm(
@@ -560,6 +583,31 @@ fn layer(
         linear_adapters(cx, plan, &ads.lin, grads, &mut out)?;
     }
     Ok(out)
+}
+
+/// The dropout on a block's output before the residual add (`hidden_dropout`), where that
+/// output requires grad: its noise, `[T, d]` (CPU: in the dtype; CUDA: a bool mask).
+fn residual_dropout(
+    cx: &Cx<'_>,
+    parts: &mut Vec<Part>,
+    block: &str,
+    out_g: bool,
+) -> Result<(), SpecError> {
+    if !(cx.hidden_dropout && out_g) {
+        return Ok(());
+    }
+    let Dims { t, d, .. } = cx.dm;
+    let noise = cx.noise();
+    let mut sum = Sum::default();
+    sum.add(format!("{noise}·Td"), &[noise, t, d])?;
+    push(
+        parts,
+        &format!("{block}_dropout"),
+        format!("the dropout on the {block} block's output: its noise"),
+        Place::Replicated,
+        sum,
+    );
+    Ok(())
 }
 
 /// An `RMSNorm` over the residual stream (`[T, d]`, one `rsqrt` per token) as one part named
@@ -668,20 +716,15 @@ fn attention(
     let a2k = (Checked::new(at.a) + Checked::new(at.k) * 2u128).get("A + 2K")?;
     let mask = !cx.eager && at.window.is_some_and(|w| s > w);
     out.scores = checked::product("bHs²", [b, at.h, s, s])?;
-    let (mut sum, what) = if cx.eager {
+    let (sum, what) = if cx.eager {
         eager_attention(cx, at, tw, g, a2k, out)?
+    } else if cx.math() {
+        sdpa_math(cx, at, tw, g, a2k, out)?
     } else if g.any() {
         sdpa(cx, at, tw, a2k, mask)?
     } else {
         (Sum::default(), String::new())
     };
-    if cx.attention_dropout {
-        // Not derived (no RMSNorm family of the truth has attention dropout): the CPU
-        // keeps a dtype-sized noise tensor and the dropped probabilities; CUDA a bool mask.
-        let noise = if cx.cuda { 1 } else { e };
-        let bytes = checked::add("noise + e", noise, e)?;
-        sum.add("(noise + e)·bHs²", &[bytes, b, at.h, s, s])?;
-    }
     push(&mut out.parts, "attention", what, Place::Sharded, sum);
     if cx.sub_norms {
         // `o_proj` reads the sub-norm's output: saved where its weight trains, in place of
@@ -828,6 +871,13 @@ fn eager_attention(
         }
         sum.add("4bHs²", &[4, b, h, s, s])?;
         items.push("fp32 softmax");
+        if cx.attention_dropout {
+            // The dropout's input (the probabilities) requires grad: it saves its noise
+            // (CPU: in the dtype; CUDA's `native_dropout`: a bool mask).
+            let noise = cx.noise();
+            sum.add(format!("{noise}·bHs²"), &[noise, b, h, s, s])?;
+            items.push("the dropout's noise");
+        }
         if at.fused_qkv && b == 1 && kv == h {
             sum.add("eT(A+2K)", &[e, t, a2k])?;
             items.push("v (a view: the whole fused qkv output)");
@@ -840,7 +890,10 @@ fn eager_attention(
         }
     }
     if g.v {
-        if e != 4 {
+        if cx.attention_dropout {
+            sum.add("e·bHs²", &[e, b, h, s, s])?;
+            items.push("the dropped probabilities (probs·v's input)");
+        } else if e != 4 {
             sum.add("e·bHs²", &[e, b, h, s, s])?;
             items.push("its cast to the dtype");
         } else if !(g.q || g.k) {
@@ -852,13 +905,15 @@ fn eager_attention(
         sum.add("eTA", &[e, t, a])?;
         items.push("o_proj input");
     }
-    out.operands = eager_operands(cx, at, a2k)?;
+    (out.operands, out.folded) = eager_operands(cx, at, a2k)?;
     Ok((sum, format!("eager attention: {}", items.join(", "))))
 }
 
 /// What eager attention holds at its softmax: q after `RoPE`, k after `RoPE`, v (or the fused
-/// qkv output), and k, v repeated to H heads where there are fewer KV heads.
-fn eager_operands(cx: &Cx<'_>, at: &AttnShape, a2k: u128) -> Result<Sum, Overflow> {
+/// qkv output), and k, v repeated to H heads where there are fewer KV heads; and apart, the
+/// copies the matmul makes to fold `[b, H]` (saved for backward, so alive at the softmax,
+/// unless a checkpoint's forward drops what is saved).
+fn eager_operands(cx: &Cx<'_>, at: &AttnShape, a2k: u128) -> Result<(Sum, Sum), Overflow> {
     let Dims { b, t, e, .. } = cx.dm;
     let AttnShape { h, kv, a, k, .. } = *at;
     let mut ops = Sum::default();
@@ -871,23 +926,101 @@ fn eager_operands(cx: &Cx<'_>, at: &AttnShape, a2k: u128) -> Result<Sum, Overflo
     }
     // Beyond batch 1 the matmul folds [b, H] into one dimension: q and k after RoPE,
     // laid out [b, s, H, hd] (unless sliced from a fused qkv output), are copied.
+    let mut folded = Sum::default();
     let fold = b > 1 && !at.fused_qkv;
     if fold {
-        ops.add("eTA", &[e, t, a])?;
+        folded.add("eTA", &[e, t, a])?;
     }
     if kv == h {
         if fold {
-            ops.add("eTA", &[e, t, a])?;
+            folded.add("eTA", &[e, t, a])?;
         }
     } else if kv == 1 {
         // One KV head: repeat_kv is a broadcast view, copied by the fold.
         if b > 1 {
-            ops.add("eTA", &[e, t, a])?;
+            folded.add("eTA", &[e, t, a])?;
         }
     } else {
         ops.add("2eTA", &[2, e, t, a])?;
     }
-    Ok(ops)
+    Ok((ops, folded))
+}
+
+/// What the CPU SDPA math path saves (attention dropout sends SDPA there), and its
+/// description: it upcasts to fp32 and computes `(q·√scale)·(kᵀ·√scale)`, saving both
+/// scaled operands (k repeated to H heads), the fp32 probabilities and the dropout's fp32
+/// noise, v in fp32 (repeated) and the dropped probabilities; its output, cast back and
+/// transposed, reaches `o_proj` through a contiguous copy (the same rules as the `LayerNorm`
+/// families' walk, measured there and on Emu3 and Seed-OSS).
+fn sdpa_math(
+    cx: &Cx<'_>,
+    at: &AttnShape,
+    tw: bool,
+    g: Qkv,
+    a2k: u128,
+    out: &mut LayerOut,
+) -> Result<(Sum, String), SpecError> {
+    let Dims { b, s, t, e, .. } = cx.dm;
+    let AttnShape { h, kv, a, k, .. } = *at;
+    // At its largest op (the dropout): q, k, v as SDPA gets them (k, v at the KV heads), the
+    // fp32 copies of q, k, v and q·scale (the casts are no-ops in fp32), k and v repeated to
+    // H heads, the fp32 causal mask; the scores' `12·bHs²` are added by the peak.
+    let mut ops = Sum::default();
+    if at.fused_qkv {
+        ops.add("eT(A+2K)", &[e, t, a2k])?;
+    } else {
+        ops.add("eTA", &[e, t, a])?;
+        ops.add("2eTK", &[2, e, t, k])?;
+    }
+    if e == 4 {
+        ops.add("4TA", &[4, t, a])?;
+    } else {
+        ops.add("8T(A+K)", &[8, t, checked::add("A+K", a, k)?])?;
+    }
+    if kv < h {
+        ops.add("8TA", &[8, t, a])?;
+    }
+    ops.add("4s²", &[4, s, s])?;
+    out.operands = ops;
+    let mut sum = Sum::default();
+    let mut items = Vec::new();
+    if g.k {
+        sum.add("4TA", &[4, t, a])?;
+        items.push("fp32 q·√scale");
+    }
+    if g.q {
+        sum.add("4TA", &[4, t, a])?;
+        items.push("fp32 kᵀ·√scale at H heads");
+    }
+    if g.q || g.k {
+        if e != 4 {
+            sum.add("4TA", &[4, t, a])?;
+            items.push("fp32 v at H heads");
+        } else if b == 1 && at.fused_qkv {
+            sum.add("eT(A+2K)", &[e, t, a2k])?;
+            items.push("v (fp32 weights at batch 1: a view of the fused qkv output)");
+        } else {
+            sum.add("eTA", &[e, t, a])?;
+            items.push("v at H heads");
+        }
+        sum.add("8bHs²", &[8, b, h, s, s])?;
+        items.push("fp32 probabilities and dropout noise");
+    }
+    if g.v {
+        sum.add("4bHs²", &[4, b, h, s, s])?;
+        items.push("fp32 dropped probabilities");
+    }
+    if tw {
+        sum.add("eTA", &[e, t, a])?;
+        items.push("a contiguous o_proj input");
+    }
+    Ok((
+        sum,
+        format!(
+            "SDPA (CPU math path, forced by attention dropout): {}",
+            items.join(", ")
+        ),
+    ))
 }
 
 /// What SDPA saves (some of q, k, v requires grad), and its description. `mask`: a sliding
@@ -1654,6 +1787,13 @@ pub(super) fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError
 fn compute(input: &ActInput<'_>, lora: Option<&Lora>) -> Result<Activations, SpecError> {
     let mut why: Vec<String> = Vec::new();
     let cx = context(input, lora, &mut why)?;
+    if cx.math() && !input.checkpointing {
+        // Measured with checkpointing (the last layer's math path at its dropout, beside the
+        // checkpoint inputs); without it, what the math path's C++ locals and the layer's
+        // saved tensors hold at that op was not separated (2.4 MB above this count on a
+        // 512-token, 32-word-vocabulary Seed-OSS). Where the loss is larger it does not matter.
+        why.push("the forward peak inside the CPU SDPA math path (attention dropout) without checkpointing is not derived: counted at the loss".into());
+    }
     let full = lora.is_none();
     let emb_frozen = frozen_embeddings(input, full, &mut why);
     let tied = matches!(
@@ -1751,9 +1891,6 @@ fn context<'a>(
     };
     let eager = super::attention_run(input, why) == AttnImpl::Eager;
     let attention_dropout = input.profile.is_some_and(|p| p.attention_dropout);
-    if attention_dropout {
-        why.push("attention dropout in an RMSNorm family is not measured: its noise and dropped probabilities are approximated".into());
-    }
     let norm_style = match input.profile.map(|p| p.norm).unwrap_or_default() {
         NormCode::Gemma | NormCode::Fp32Weight => NormStyle::Gemma,
         NormCode::Olmo => NormStyle::Olmo,
@@ -1768,6 +1905,7 @@ fn context<'a>(
         eager,
         cuda: input.device == Device::Cuda,
         attention_dropout,
+        hidden_dropout: input.profile.is_some_and(|p| p.hidden_dropout),
         routing_in_dtype: input.profile.is_some_and(|p| p.routing_weights_in_dtype),
         topk_renorm: input.profile.is_none_or(|p| p.topk_renormalized),
         routing: input.profile.map(|p| p.routing).unwrap_or_default(),
@@ -2376,7 +2514,7 @@ fn eager_peak(
     lo: &LayerOut,
     alive: &[Term],
 ) -> Result<Option<(u128, Vec<Term>)>, SpecError> {
-    if !(cx.eager && lo.scores > 0) {
+    if !((cx.eager || cx.math()) && lo.scores > 0) {
         return Ok(None);
     }
     let mut terms_eager = alive.to_vec();
@@ -2401,13 +2539,34 @@ fn eager_peak(
             lo.tanh,
         ));
     }
+    if !ckpt {
+        terms_eager.push(Term::new(
+            "folded",
+            "q and k copied by the matmul to fold [b, H] (saved for backward)",
+            format!("{} = {}", lo.folded.sym(), lo.folded.val()),
+            lo.folded.value,
+        ));
+    }
     terms_eager.push(Term::new(
         "operands",
         "q and k after RoPE, v (k and v repeated to H heads with fewer KV heads)",
         format!("{} = {}", lo.operands.sym(), lo.operands.val()),
         lo.operands.value,
     ));
-    let c = (Checked::new(cx.dm.e) + 4u128 + cx.dm.upcast()).get("e + 4 + conv")?;
+    let e = cx.dm.e;
+    let at_softmax = (Checked::new(e) + 4u128 + cx.dm.upcast()).get("e + 4 + conv")?;
+    // With attention dropout the dropout is the largest op: the fp32 softmax, its cast (a
+    // no-op in fp32), the noise and the dropped probabilities (the math path: all fp32, and
+    // the fp32 scores the softmax read).
+    let cast = if e == 4 { 0 } else { e };
+    let at_dropout = (Checked::new(4u128) + cast + cx.noise() + e).get("4 + e + noise + e")?;
+    let c = if cx.math() {
+        12
+    } else if cx.attention_dropout {
+        at_softmax.max(at_dropout)
+    } else {
+        at_softmax
+    };
     terms_eager.push(Term::new(
         "scores",
         "the last layer's scores at its softmax: scores (after the mask), their fp32 copy, the fp32 softmax",
