@@ -19,11 +19,10 @@ pub enum LayerStyle {
     /// The RMSNorm decoders: Llama, Mistral, Qwen2, Qwen3 (with q/k norms), Mixtral and
     /// Qwen3-MoE (with experts), and with the profile's switches Gemma's norms
     /// ([`NormCode`]), Gemma 2's and `OLMo` 2's placements ([`BlockNorms`]), soft-capping:
-    /// separate q/k/v (or a fused `qkv` the layout declares), a gated or plain MLP.
+    /// separate q/k/v or a fused `qkv_proj` (the layout's `fused_qkv`: Phi-3's, its whole
+    /// output kept by the `v` view), a gated MLP (or one `gate_up_proj`, the type's module
+    /// names say) or a plain one.
     Llama,
-    /// Phi-3: as Llama with a fused `qkv_proj` (its whole output kept by the `v` view) and a
-    /// fused `gate_up_proj`.
-    Phi3,
     /// GPT-2: `LayerNorm`, `Conv1D` fused `c_attn`, `gelu_new` in Python, dropouts.
     Gpt2,
     /// GPT-NeoX / Pythia: parallel residual, fused `query_key_value`, partial rotary.
@@ -50,7 +49,6 @@ impl LayerStyle {
     pub fn name(self) -> &'static str {
         match self {
             LayerStyle::Llama => "llama",
-            LayerStyle::Phi3 => "phi3",
             LayerStyle::Gpt2 => "gpt2",
             LayerStyle::GptNeox => "gpt_neox",
             LayerStyle::Opt => "opt",

@@ -19,6 +19,7 @@
 
 use crate::{AttnImpl, Term};
 use llmsize_core::checked;
+use llmsize_core::layout::TensorKind;
 use llmsize_core::profile::{BlockNorms, LayerStyle, NormCode, TrainingProfile};
 use llmsize_core::spec::{Attention, Ffn, ModelSpec, NormKind, OutputHead};
 use llmsize_core::{Overflow, SpecError};
@@ -113,6 +114,10 @@ impl Tape {
 }
 
 /// Shapes of one llama-style layer's backward, in bytes.
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is a switch of the layer's code or layout"
+)]
 #[derive(Debug, Clone, Copy)]
 struct Dims {
     /// Tokens of the step (`b·s`).
@@ -128,9 +133,10 @@ struct Dims {
     /// Heads equal key/value heads: `repeat_kv` is the identity.
     mha: bool,
     bias_qkv: bool,
-    /// The layer code: Phi-3 fuses `qkv_proj` (sliced into q, k, v) and `gate_up_proj`
-    /// (chunked) and rotates `q[..., :rotary_dim]` concatenated with the rest.
+    /// The layer code (llama's, or GPT-NeoX's).
     style: LayerStyle,
+    /// One `qkv_proj` sliced into q, k, v (Phi-3's; the layout's `fused_qkv`).
+    fused_qkv: bool,
     /// The norms' code and placement, the soft-capping.
     code: Code,
     /// A Mixtral MoE block in place of the MLP: experts `E`, per token `k`, expert width `Fm`.
@@ -532,7 +538,7 @@ fn attention(
             tape.free(b);
         }
     }
-    if dm.style == LayerStyle::Phi3 {
+    if dm.fused_qkv {
         return phi3_qkv(tape, dm, (gq, gk, gv)).map(Some);
     }
     let rk = if rg(Proj::K) {
@@ -750,7 +756,7 @@ fn mlp(tape: &mut Tape, dm: &Dims, g: Buf, own: bool) -> Result<Buf, Overflow> {
     let ga = tape.alloc(dm.x(dm.ff)?)?;
     let gu = tape.alloc(dm.x(dm.ff)?)?;
     tape.free(xd);
-    if dm.style == LayerStyle::Phi3 {
+    if dm.code.fused_gate_up {
         // `gate, up = gate_up_proj(x).chunk(2)`: the activation's gradient, then both
         // halves concatenated for the one projection.
         let gs = tape.alloc(dm.x(dm.ff)?)?;
@@ -1051,7 +1057,7 @@ fn mixtral_experts(m: &llmsize_core::spec::Moe) -> bool {
 /// Why a model's backward is not derived here (`None`: it is).
 fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
     let style = spec.training.as_ref().map(|p| (p.style, p));
-    let Some((LayerStyle::Llama | LayerStyle::Phi3 | LayerStyle::GptNeox, p)) = style else {
+    let Some((LayerStyle::Llama | LayerStyle::GptNeox, p)) = style else {
         return Some(format!(
             "the backward of `{}` layers is not derived op by op",
             spec.model_type
@@ -1121,7 +1127,7 @@ fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
                         && per_head(a.k_norm)
                         && a.q_norm.is_some() == a.k_norm.is_some()
                         && !a.sinks
-                        && a.fused_qkv == (o.style == LayerStyle::Phi3)
+                        && a.fused_qkv == o.code.fused_gate_up
                         && !a.o_bias
                         && a.q_bias == a.k_bias
                         && a.k_bias == a.v_bias
@@ -1157,6 +1163,10 @@ fn unsupported(spec: &ModelSpec, o: &Options) -> Option<String> {
 }
 
 /// What the op rules read of a profile beyond its layer style.
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is a switch of the layer's code"
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Code {
     norm: NormCode,
@@ -1164,6 +1174,9 @@ pub(crate) struct Code {
     attn_softcap: bool,
     logit_softcap: bool,
     embedding_normalizer: bool,
+    /// One `gate_up_proj`, chunked into gate and up (Phi-3's): the type's module names say
+    /// so, gate's and up's being one.
+    fused_gate_up: bool,
 }
 
 impl Code {
@@ -1174,6 +1187,10 @@ impl Code {
             attn_softcap: p.attn_softcap,
             logit_softcap: p.logit_softcap,
             embedding_normalizer: p.embedding_normalizer,
+            fused_gate_up: {
+                let name = |k: TensorKind| p.modules.iter().find(|m| m.0 == k).map(|m| m.1);
+                name(TensorKind::FfnGate).is_some_and(|g| Some(g) == name(TensorKind::FfnUp))
+            },
         })
     }
 }
@@ -1304,6 +1321,7 @@ fn walk(tape: &mut Tape, spec: &ModelSpec, o: &Options) -> Result<(), SpecError>
         mha: true,
         bias_qkv: false,
         style: o.style,
+        fused_qkv: false,
         code: o.code,
         moe: None,
         head_dim: 0,
@@ -1408,6 +1426,7 @@ fn layer_dims(
         head_dim: u128::from(a.head_dim),
         rot: u128::from(o.rotary.unwrap_or(a.head_dim)),
         qk_norm: a.q_norm.map(|_| u128::from(a.head_dim)),
+        fused_qkv: a.fused_qkv,
         sdpa: o.attn == AttnImpl::Sdpa,
         ..*dm0
     })
@@ -1526,6 +1545,7 @@ mod tests {
             mha: true,
             bias_qkv: false,
             style: LayerStyle::Llama,
+            fused_qkv: false,
             code: Code::default(),
             moe: None,
             head_dim: 128,

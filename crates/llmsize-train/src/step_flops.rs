@@ -169,7 +169,6 @@ fn role(kind: TensorKind) -> Option<Role> {
 /// together, with and without checkpointing (the tests below keep three of them).
 const FREEZE_CHECKED: &[LayerStyle] = &[
     LayerStyle::Llama,
-    LayerStyle::Phi3,
     LayerStyle::Gpt2,
     LayerStyle::GptNeox,
     LayerStyle::Opt,

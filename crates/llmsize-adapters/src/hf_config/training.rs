@@ -306,7 +306,7 @@ pub(crate) fn profile(
         "phi3" => TrainingProfile {
             hidden_dropout: on("resid_pdrop", 0.0),
             backward_traced: true,
-            ..base(LayerStyle::Phi3)
+            ..base(LayerStyle::Llama)
         },
         "gpt2" | "gpt-sw3" => TrainingProfile {
             attention_dropout: on("attn_pdrop", 0.1),

@@ -678,7 +678,8 @@ fn layer(step: &Step, x: &Dims, gx: bool, p: &mut Pieces) -> bool {
         LayerStyle::GptNeox | LayerStyle::Falcon => parallel_layer(step, x, gx, p),
         LayerStyle::Bert if step.code.post_norm => post_norm_layer(step, x, gx, p),
         LayerStyle::Bert => sequential_layer(step, x, gx, p),
-        _ => gx,
+        // Not a LayerNorm layer: this walk is never chosen for it.
+        LayerStyle::Llama => gx,
     }
 }
 

@@ -75,7 +75,7 @@ mod rms;
 pub fn activations(input: &ActInput<'_>) -> Result<Activations, SpecError> {
     use llmsize_core::profile::LayerStyle as S;
     match input.profile.map(|p| p.style) {
-        Some(S::Llama | S::Phi3) => rms::activations(input),
+        Some(S::Llama) => rms::activations(input),
         Some(S::Gpt2 | S::GptNeox | S::Opt | S::Bloom | S::Falcon | S::Starcoder2 | S::Bert) => {
             ln::activations(input)
         }

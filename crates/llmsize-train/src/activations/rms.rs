@@ -2877,15 +2877,10 @@ mod tests {
 
     fn profile(m: M) -> TrainingProfile {
         use llmsize_core::profile::LayerStyle;
-        let style = if m.style == Fam::Phi3 {
-            LayerStyle::Phi3
-        } else {
-            LayerStyle::Llama
-        };
         let base = TrainingProfile {
             rotary_dims: Some(m.hd),
             routing_weights_in_dtype: m.routing_in_dtype,
-            ..TrainingProfile::plain(style, LLAMA_MODULES)
+            ..TrainingProfile::plain(LayerStyle::Llama, LLAMA_MODULES)
         };
         let gemma = TrainingProfile {
             norm: NormCode::Gemma,
